@@ -1,0 +1,414 @@
+//! Entry types (spec 1.3–1.6) and their two-stage decoding (STYLE 9).
+//!
+//! Stage one reads the base fields every entry has (`type`, `id`, `parentId`,
+//! `timestamp`); stage two decodes the body of a known type strictly. A known
+//! type whose body does not decode is kept as [`EntryKind::Malformed`] with its
+//! error; an unknown type is kept as [`EntryKind::Unknown`]. Nothing is dropped.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+
+use crate::message::{message_role, AgentMessage, Extra};
+
+/// One non-header record: the base fields and a typed body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Unique within the file (last occurrence wins on duplicates).
+    pub id: String,
+    /// `None` marks a root.
+    pub parent_id: Option<String>,
+    /// ISO time of the append (`""` when the line has none).
+    pub timestamp: String,
+    /// The typed body.
+    pub kind: EntryKind,
+}
+
+/// The body of an entry, by `type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryKind {
+    Message(MessageEntry),
+    ThinkingLevelChange(ThinkingLevelChange),
+    ModelChange(ModelChange),
+    Compaction(Compaction),
+    BranchSummary(BranchSummary),
+    Custom(CustomEntry),
+    CustomMessage(CustomMessageEntry),
+    Label(LabelEntry),
+    SessionInfo(SessionInfo),
+    /// omp: `ttsr_injection`.
+    TtsrInjection(TtsrInjection),
+    /// omp-S: `mode_change`.
+    ModeChange(ModeChange),
+    /// A type Arbor does not know: every field but the base ones, verbatim.
+    Unknown {
+        entry_type: String,
+        fields: Extra,
+    },
+    /// A known type whose body did not decode: the fields, verbatim, and why.
+    Malformed {
+        entry_type: String,
+        fields: Extra,
+        error: String,
+    },
+}
+
+/// `type: "message"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageEntry {
+    /// The agent message, kept as opaque JSON (see [`AgentMessage`] for a typed view).
+    pub message: Value,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl MessageEntry {
+    /// The message's `role`.
+    pub fn role(&self) -> Option<&str> {
+        message_role(&self.message)
+    }
+    /// A typed view of the message.
+    pub fn typed(&self) -> AgentMessage {
+        AgentMessage::from_value(&self.message)
+    }
+}
+
+/// `type: "thinking_level_change"`. omp-S may write `null`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingLevelChange {
+    pub thinking_level: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "model_change"`: pi's `{provider, modelId}` or omp's `{model: "p/id", role?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl ModelChange {
+    /// The `(provider, modelId)` this entry selects for the default role: pi's
+    /// fields, or omp's `model` split on the first `/` when the role is default.
+    pub fn default_model(&self) -> Option<(String, String)> {
+        if self.provider.is_some() || self.model_id.is_some() {
+            return Some((self.provider.clone().unwrap_or_default(), self.model_id.clone().unwrap_or_default()));
+        }
+        let model = self.model.as_deref()?;
+        if !matches!(self.role.as_deref(), None | Some("default")) {
+            return None;
+        }
+        let (p, m) = model.split_once('/').unwrap_or(("", model));
+        Some((p.to_owned(), m.to_owned()))
+    }
+}
+
+/// `type: "compaction"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Compaction {
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_kept_entry_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_hook: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Compaction {
+    /// pi's `fromHook` or omp's `fromExtension`.
+    pub fn from_extension(&self) -> bool {
+        self.from_hook == Some(true) || self.extra.get("fromExtension") == Some(&Value::Bool(true))
+    }
+}
+
+/// `type: "branch_summary"`. `fromId` is the new position, or `"root"` (a pi quirk we keep).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchSummary {
+    #[serde(default)]
+    pub from_id: String,
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_hook: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl BranchSummary {
+    /// pi's `fromHook` or omp's `fromExtension`.
+    pub fn from_extension(&self) -> bool {
+        self.from_hook == Some(true) || self.extra.get("fromExtension") == Some(&Value::Bool(true))
+    }
+}
+
+/// `type: "custom"`: extension state, never part of the context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomEntry {
+    pub custom_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "custom_message"`: an extension message that is part of the context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomMessageEntry {
+    pub custom_type: String,
+    pub content: Value,
+    #[serde(default)]
+    pub display: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "label"`. An absent or empty `label` clears the target's label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelEntry {
+    pub target_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "session_info"` (pi): the session's display name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// omp `type: "ttsr_injection"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TtsrInjection {
+    #[serde(default)]
+    pub injected_rules: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// omp-S `type: "mode_change"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModeChange {
+    pub mode: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Why a record is not an entry at all (it is still kept verbatim by the log).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAnEntry {
+    #[error("not a JSON object")]
+    NotObject,
+    #[error("no string \"type\"")]
+    NoType,
+    #[error("no string \"id\"")]
+    NoId,
+    #[error("\"parentId\" is neither a string nor null")]
+    BadParent,
+}
+
+const BASE_KEYS: [&str; 4] = ["type", "id", "parentId", "timestamp"];
+
+fn body<T: DeserializeOwned>(fields: &Extra) -> Result<T, String> {
+    T::deserialize(Value::Object(fields.clone())).map_err(|e| e.to_string())
+}
+
+impl Entry {
+    /// Decodes an entry from a JSON value (stage one: base fields; stage two: body).
+    pub fn from_value(v: &Value) -> Result<Entry, NotAnEntry> {
+        let obj = v.as_object().ok_or(NotAnEntry::NotObject)?;
+        let entry_type = obj.get("type").and_then(Value::as_str).ok_or(NotAnEntry::NoType)?;
+        let id = obj.get("id").and_then(Value::as_str).ok_or(NotAnEntry::NoId)?;
+        let parent_id = match obj.get("parentId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(NotAnEntry::BadParent),
+        };
+        let timestamp = obj.get("timestamp").and_then(Value::as_str).unwrap_or("").to_owned();
+        let fields: Extra =
+            obj.iter().filter(|(k, _)| !BASE_KEYS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let decoded = match entry_type {
+            "message" => body(&fields).map(EntryKind::Message),
+            "thinking_level_change" => body(&fields).map(EntryKind::ThinkingLevelChange),
+            "model_change" => body(&fields).map(EntryKind::ModelChange),
+            "compaction" => body(&fields).map(EntryKind::Compaction),
+            "branch_summary" => body(&fields).map(EntryKind::BranchSummary),
+            "custom" => body(&fields).map(EntryKind::Custom),
+            "custom_message" => body(&fields).map(EntryKind::CustomMessage),
+            "label" => body(&fields).map(EntryKind::Label),
+            "session_info" => body(&fields).map(EntryKind::SessionInfo),
+            "ttsr_injection" => body(&fields).map(EntryKind::TtsrInjection),
+            "mode_change" => body(&fields).map(EntryKind::ModeChange),
+            other => Ok(EntryKind::Unknown { entry_type: other.to_owned(), fields: fields.clone() }),
+        };
+        let kind =
+            decoded.unwrap_or_else(|error| EntryKind::Malformed { entry_type: entry_type.to_owned(), fields, error });
+        Ok(Entry { id: id.to_owned(), parent_id, timestamp, kind })
+    }
+
+    /// The `type` string of this entry.
+    pub fn entry_type(&self) -> &str {
+        match &self.kind {
+            EntryKind::Message(_) => "message",
+            EntryKind::ThinkingLevelChange(_) => "thinking_level_change",
+            EntryKind::ModelChange(_) => "model_change",
+            EntryKind::Compaction(_) => "compaction",
+            EntryKind::BranchSummary(_) => "branch_summary",
+            EntryKind::Custom(_) => "custom",
+            EntryKind::CustomMessage(_) => "custom_message",
+            EntryKind::Label(_) => "label",
+            EntryKind::SessionInfo(_) => "session_info",
+            EntryKind::TtsrInjection(_) => "ttsr_injection",
+            EntryKind::ModeChange(_) => "mode_change",
+            EntryKind::Unknown { entry_type, .. } | EntryKind::Malformed { entry_type, .. } => entry_type,
+        }
+    }
+
+    /// The message of a `message` entry.
+    pub fn message(&self) -> Option<&MessageEntry> {
+        match &self.kind {
+            EntryKind::Message(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The role of a `message` entry's message.
+    pub fn message_role(&self) -> Option<&str> {
+        self.message().and_then(MessageEntry::role)
+    }
+
+    /// The entry as a JSON object in pi's key order (base fields first; for
+    /// `custom` and `custom_message` the body's known fields come first, as pi writes them).
+    pub fn to_value(&self) -> Value {
+        let (known, extra_len) = match &self.kind {
+            EntryKind::Message(b) => (ser(b), b.extra.len()),
+            EntryKind::ThinkingLevelChange(b) => (ser(b), b.extra.len()),
+            EntryKind::ModelChange(b) => (ser(b), b.extra.len()),
+            EntryKind::Compaction(b) => (ser(b), b.extra.len()),
+            EntryKind::BranchSummary(b) => (ser(b), b.extra.len()),
+            EntryKind::Custom(b) => (ser(b), b.extra.len()),
+            EntryKind::CustomMessage(b) => (ser(b), b.extra.len()),
+            EntryKind::Label(b) => (ser(b), b.extra.len()),
+            EntryKind::SessionInfo(b) => (ser(b), b.extra.len()),
+            EntryKind::TtsrInjection(b) => (ser(b), b.extra.len()),
+            EntryKind::ModeChange(b) => (ser(b), b.extra.len()),
+            EntryKind::Unknown { fields, .. } | EntryKind::Malformed { fields, .. } => (fields.clone(), fields.len()),
+        };
+        let body_first = matches!(self.kind, EntryKind::Custom(_) | EntryKind::CustomMessage(_));
+        let n_known = known.len().saturating_sub(extra_len);
+        let mut out = Map::new();
+        out.insert("type".into(), Value::String(self.entry_type().to_owned()));
+        let mut rest = known.into_iter();
+        if body_first {
+            for (k, v) in rest.by_ref().take(n_known) {
+                out.insert(k, v);
+            }
+        }
+        out.insert("id".into(), Value::String(self.id.clone()));
+        out.insert("parentId".into(), self.parent_id.clone().map_or(Value::Null, Value::String));
+        out.insert("timestamp".into(), Value::String(self.timestamp.clone()));
+        for (k, v) in rest {
+            out.insert(k, v);
+        }
+        Value::Object(out)
+    }
+}
+
+fn ser<T: Serialize>(b: &T) -> Extra {
+    match serde_json::to_value(b) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round(line: &str) -> String {
+        let v: Value = serde_json::from_str(line).unwrap();
+        serde_json::to_string(&Entry::from_value(&v).unwrap().to_value()).unwrap()
+    }
+
+    #[test]
+    fn pi_lines_reserialize_in_pi_order() {
+        for line in [
+            r#"{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-03-01T10:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"Hello"}],"timestamp":1772359201000}}"#,
+            r#"{"type":"model_change","id":"d4e5f6a7","parentId":null,"timestamp":"2026-03-01T10:00:00.010Z","provider":"anthropic","modelId":"claude-sonnet-4-5"}"#,
+            r#"{"type":"custom","customType":"my_data","data":{"foo":"bar"},"id":"1","parentId":"0","timestamp":"t"}"#,
+            r#"{"type":"custom_message","customType":"x","content":"hi","display":true,"details":{"a":1},"id":"1","parentId":"0","timestamp":"t","zzz":1}"#,
+            r#"{"type":"label","id":"j0k1l2m4","parentId":"j0k1l2m3","timestamp":"2026-03-01T10:31:00.000Z","targetId":"a1b2c3d4"}"#,
+            r#"{"type":"compaction","id":"c","parentId":"b","timestamp":"t","summary":"s","firstKeptEntryId":"a","tokensBefore":1000,"details":{"readFiles":[]},"fromHook":false}"#,
+            r#"{"type":"branch_summary","id":"d4e5f6a7","parentId":"9a8b7c6d","timestamp":"t","fromId":"9a8b7c6d","summary":"x","details":{"readFiles":[],"modifiedFiles":[]},"fromHook":false}"#,
+            r#"{"type":"future_thing","id":"1","parentId":null,"timestamp":"t","payload":[1,2]}"#,
+        ] {
+            assert_eq!(round(line), line);
+        }
+    }
+
+    #[test]
+    fn two_stage_decoding() {
+        let unknown = Entry::from_value(&json!({"type":"zzz","id":"1","parentId":null,"x":1})).unwrap();
+        assert!(matches!(unknown.kind, EntryKind::Unknown { .. }));
+        let bad = Entry::from_value(&json!({"type":"label","id":"1","parentId":null})).unwrap();
+        match bad.kind {
+            EntryKind::Malformed { entry_type, error, .. } => {
+                assert_eq!(entry_type, "label");
+                assert!(error.contains("targetId"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(Entry::from_value(&json!(42)), Err(NotAnEntry::NotObject));
+        assert_eq!(Entry::from_value(&json!({"type":"message"})), Err(NotAnEntry::NoId));
+    }
+
+    #[test]
+    fn omp_model_change_shapes() {
+        let e = Entry::from_value(
+            &json!({"type":"model_change","id":"1","parentId":null,"model":"openai/gpt-5/mini","role":"default"}),
+        )
+        .unwrap();
+        let EntryKind::ModelChange(m) = e.kind else { panic!() };
+        assert_eq!(m.default_model(), Some(("openai".into(), "gpt-5/mini".into())));
+        let smol = ModelChange {
+            provider: None,
+            model_id: None,
+            model: Some("a/b".into()),
+            role: Some("smol".into()),
+            extra: Map::new(),
+        };
+        assert_eq!(smol.default_model(), None);
+    }
+}

@@ -1,0 +1,108 @@
+//! The session header (`type: "session"`, spec 1.2).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::message::Extra;
+
+/// The current format version that Arbor writes.
+pub const CURRENT_VERSION: u64 = 3;
+
+/// The first logical line of a session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHeader {
+    /// Always `"session"`.
+    #[serde(rename = "type")]
+    pub record_type: String,
+    /// Absent in v1 files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<Value>,
+    /// The session id (pi: a UUID v4; any string is accepted).
+    pub id: String,
+    /// Creation time (ISO).
+    #[serde(default)]
+    pub timestamp: String,
+    /// Working directory at creation; readers accept it missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Lineage: the previous session file (pi) or session id (omp). Opaque.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+    /// Everything else (v1's provider/modelId/thinkingLevel/branchedFrom, omp's title, …).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl SessionHeader {
+    /// A fresh v3 header.
+    pub fn new(id: String, timestamp: String, cwd: String, parent_session: Option<String>) -> Self {
+        SessionHeader {
+            record_type: "session".into(),
+            version: Some(Value::from(CURRENT_VERSION)),
+            id,
+            timestamp,
+            cwd: Some(cwd),
+            parent_session,
+            extra: Map::new(),
+        }
+    }
+
+    /// The format version as the reference reads it (`version ?? 1`).
+    pub fn version(&self) -> u64 {
+        version_of(self.version.as_ref())
+    }
+
+    /// Decodes a header from a JSON value: an object with `type: "session"` and a string `id`.
+    pub fn from_value(v: &Value) -> Option<SessionHeader> {
+        if !is_header(v) {
+            return None;
+        }
+        SessionHeader::deserialize(v).ok()
+    }
+
+    /// The header as a JSON value, in pi's key order.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// True when `v` is a usable session header: `type: "session"` with a string `id`.
+pub fn is_header(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("session") && v.get("id").is_some_and(Value::is_string)
+}
+
+/// `version ?? 1`, for a raw header value's `version`.
+pub fn version_of(v: Option<&Value>) -> u64 {
+    match v {
+        None | Some(Value::Null) => 1,
+        Some(Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().map(|f| f.max(0.0) as u64)).unwrap_or(1),
+        Some(Value::String(s)) => s.trim().parse().unwrap_or(1),
+        Some(_) => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn header_key_order_is_pi_order() {
+        let h = SessionHeader::new("abc".into(), "2026-01-01T00:00:00.000Z".into(), "/p".into(), None);
+        assert_eq!(
+            serde_json::to_string(&h).unwrap(),
+            r#"{"type":"session","version":3,"id":"abc","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#
+        );
+    }
+
+    #[test]
+    fn header_validity() {
+        assert!(SessionHeader::from_value(&json!({"type":"session","id":"x"})).is_some());
+        assert!(SessionHeader::from_value(&json!({"type":"session","id":5})).is_none());
+        assert!(SessionHeader::from_value(&json!({"type":"message","id":"x"})).is_none());
+        let v1 = SessionHeader::from_value(&json!({"type":"session","id":"x","provider":"a"})).unwrap();
+        assert_eq!(v1.version(), 1);
+        assert_eq!(v1.extra.get("provider"), Some(&json!("a")));
+    }
+}

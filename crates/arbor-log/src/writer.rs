@@ -1,0 +1,244 @@
+//! Appending and rewriting session files without ever losing a byte.
+//!
+//! [`Appender`] appends one line per entry and first makes sure the file ends
+//! cleanly: a last line without its newline is either completed (when it is a
+//! whole JSON object) or moved to a side file `FILE.torn-<ms>` and cut off, so a
+//! new entry is never glued to torn bytes. [`atomic_write`] replaces a file via
+//! a temporary file in the same directory, fsync, rename and a directory fsync.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::LogError;
+use crate::reader::{parse_line, Parsed};
+
+/// Whether appends reach the disk before they return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Leave flushing to the OS (as pi does).
+    #[default]
+    Buffered,
+    /// `fdatasync` after every append.
+    Fsync,
+}
+
+/// What [`Appender::open`] did to the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TailRepair {
+    /// The last line was a whole record without its newline: the newline was added.
+    AddedNewline,
+    /// The last line was torn: its bytes were moved to `side_file` and cut off.
+    MovedTornTail { side_file: PathBuf, bytes: u64 },
+}
+
+/// Appends lines to one file.
+#[derive(Debug)]
+pub struct Appender {
+    file: File,
+    path: PathBuf,
+    durability: Durability,
+}
+
+impl Appender {
+    /// Opens `path` for appending (creating it if missing) and repairs its tail.
+    pub fn open(path: &Path, durability: Durability) -> Result<(Appender, Option<TailRepair>), LogError> {
+        let mut file =
+            OpenOptions::new().read(true).append(true).create(true).open(path).map_err(|e| LogError::io(path, e))?;
+        let repair = repair_tail(&mut file, path, durability)?;
+        Ok((Appender { file, path: path.to_owned(), durability }, repair))
+    }
+
+    /// Appends one record: `json` must be one line of JSON without a newline.
+    pub fn append_line(&mut self, json: &str) -> Result<(), LogError> {
+        let mut buf = Vec::with_capacity(json.len() + 1);
+        buf.extend_from_slice(json.as_bytes());
+        buf.push(b'\n');
+        self.write_all(&buf)
+    }
+
+    /// Appends several records with one write.
+    pub fn append_lines<S: AsRef<str>>(&mut self, lines: &[S]) -> Result<(), LogError> {
+        let mut buf = Vec::new();
+        for l in lines {
+            buf.extend_from_slice(l.as_ref().as_bytes());
+            buf.push(b'\n');
+        }
+        self.write_all(&buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> Result<(), LogError> {
+        self.file.write_all(buf).map_err(|e| LogError::io(&self.path, e))?;
+        if self.durability == Durability::Fsync {
+            self.file.sync_data().map_err(|e| LogError::io(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Forces everything appended so far to disk.
+    pub fn sync(&mut self) -> Result<(), LogError> {
+        self.file.sync_data().map_err(|e| LogError::io(&self.path, e))
+    }
+
+    /// The file being appended to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Makes `file` end with `\n` or be empty (see [`Appender`]).
+pub fn repair_tail(file: &mut File, path: &Path, durability: Durability) -> Result<Option<TailRepair>, LogError> {
+    let io = |e| LogError::io(path, e);
+    let len = file.metadata().map_err(io)?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    // Find the last newline, reading backwards in chunks.
+    let mut end = len;
+    let mut last_nl: Option<u64> = None;
+    let mut chunk = vec![0u8; 64 * 1024];
+    while end > 0 && last_nl.is_none() {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start)).map_err(io)?;
+        file.read_exact(&mut chunk[..n]).map_err(io)?;
+        if let Some(p) = chunk[..n].iter().rposition(|&b| b == b'\n') {
+            last_nl = Some(start + p as u64);
+        }
+        end = start;
+    }
+    let tail_start = last_nl.map_or(0, |p| p + 1);
+    if tail_start == len {
+        return Ok(None);
+    }
+    let mut tail = Vec::with_capacity((len - tail_start) as usize);
+    file.seek(SeekFrom::Start(tail_start)).map_err(io)?;
+    file.read_to_end(&mut tail).map_err(io)?;
+    let whole = matches!(parse_line(&tail).0, Parsed::Object(_));
+    let blank = matches!(parse_line(&tail).0, Parsed::Blank);
+    if whole || blank {
+        file.write_all(b"\n").map_err(io)?;
+        if durability == Durability::Fsync {
+            file.sync_data().map_err(io)?;
+        }
+        return Ok(Some(TailRepair::AddedNewline));
+    }
+    let side = side_file(path, "torn");
+    let mut f = OpenOptions::new().write(true).create_new(true).open(&side).map_err(|e| LogError::io(&side, e))?;
+    f.write_all(&tail).and_then(|_| f.sync_all()).map_err(|e| LogError::io(&side, e))?;
+    file.set_len(tail_start).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok(Some(TailRepair::MovedTornTail { side_file: side, bytes: len - tail_start }))
+}
+
+/// A name beside `path` that listings ignore: `FILE.<what>-<ms>` (a counter is
+/// added if that name exists).
+pub fn side_file(path: &Path, what: &str) -> PathBuf {
+    let ms = crate::clock::SystemClock.now_ms_value();
+    let base = path.as_os_str().to_string_lossy().into_owned();
+    let mut candidate = PathBuf::from(format!("{base}.{what}-{ms}"));
+    let mut n = 1;
+    while candidate.exists() {
+        candidate = PathBuf::from(format!("{base}.{what}-{ms}-{n}"));
+        n += 1;
+    }
+    candidate
+}
+
+/// Copies `path` to a side file `FILE.<what>-<ms>` and returns its name.
+pub fn backup_copy(path: &Path, what: &str) -> Result<PathBuf, LogError> {
+    let side = side_file(path, what);
+    fs::copy(path, &side).map_err(|e| LogError::io(&side, e))?;
+    File::open(&side).and_then(|f| f.sync_all()).map_err(|e| LogError::io(&side, e))?;
+    Ok(side)
+}
+
+/// Replaces `path` with `contents` atomically: a temporary file in the same
+/// directory, fsync, rename over the target, fsync of the directory.
+pub fn atomic_write(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), LogError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| LogError::io(&dir, e))?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        write(&mut w).and_then(|_| w.flush()).map_err(|e| LogError::io(path, e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| LogError::io(path, e))?;
+    tmp.persist(path).map_err(|e| LogError::io(path, e.error))?;
+    sync_dir(&dir).map_err(|e| LogError::io(&dir, e))?;
+    Ok(())
+}
+
+/// fsyncs a directory so that a rename or create in it is durable (no-op where unsupported).
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn torn_tail_is_moved_aside_not_glued() {
+        let d = tmp();
+        let p = d.path().join("s.jsonl");
+        fs::write(&p, "{\"a\":1}\n{\"b\":").unwrap();
+        let (mut a, repair) = Appender::open(&p, Durability::Fsync).unwrap();
+        let Some(TailRepair::MovedTornTail { side_file, bytes }) = repair else { panic!("{repair:?}") };
+        assert_eq!(bytes, 5);
+        assert_eq!(fs::read_to_string(&side_file).unwrap(), "{\"b\":");
+        a.append_line("{\"c\":3}").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "{\"a\":1}\n{\"c\":3}\n");
+    }
+
+    #[test]
+    fn whole_last_line_gets_its_newline() {
+        let d = tmp();
+        let p = d.path().join("s.jsonl");
+        fs::write(&p, "{\"a\":1}").unwrap();
+        let (mut a, repair) = Appender::open(&p, Durability::Buffered).unwrap();
+        assert_eq!(repair, Some(TailRepair::AddedNewline));
+        a.append_lines(&["{\"b\":2}", "{\"c\":3}"]).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+    }
+
+    #[test]
+    fn clean_file_is_untouched() {
+        let d = tmp();
+        let p = d.path().join("s.jsonl");
+        fs::write(&p, "{\"a\":1}\n").unwrap();
+        let (_, repair) = Appender::open(&p, Durability::Buffered).unwrap();
+        assert_eq!(repair, None);
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tmp();
+        let p = d.path().join("s.jsonl");
+        fs::write(&p, "old\n").unwrap();
+        atomic_write(&p, |w| w.write_all(b"new\n")).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "new\n");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+        let b = backup_copy(&p, "corrupt").unwrap();
+        assert!(b.to_string_lossy().contains("s.jsonl.corrupt-"));
+    }
+}
