@@ -10,7 +10,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 /// A source of the current time in Unix epoch milliseconds.
-pub trait Clock: Send + Sync {
+pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Now, in epoch milliseconds.
     fn now_ms(&self) -> i64;
 }

@@ -8,7 +8,7 @@
 use std::fmt;
 
 /// Makes new entry ids and session ids.
-pub trait IdGenerator: Send {
+pub trait IdGenerator: Send + fmt::Debug {
     /// Returns a fresh entry id for which `taken` is false where possible.
     fn entry_id(&mut self, taken: &dyn Fn(&str) -> bool) -> String;
     /// Returns a fresh session id.

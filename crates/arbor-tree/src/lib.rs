@@ -1,8 +1,35 @@
-//! The session tree over a pi log (work in progress).
+//! The session tree over a pi log: pi's `SessionManager`, without its bugs.
 //!
-//! `arbor-tree` will own the tree/leaf model over an `arbor-log` log: indexes
-//! by id, children and labels; `branch`, `reset_leaf`, `branch_with_summary`;
-//! every append; `get_branch`, `get_tree`, `get_children`; labels; the session
-//! name; branched sessions; new/open/continue-recent/in-memory sessions; the
-//! sessions directory layout and listing; one writer per file. It knows
-//! nothing of LLM contexts, models or async runtimes.
+//! `arbor-tree` owns the tree/leaf model over an `arbor-log` log ([`Session`]):
+//! the id index (the later line wins), children, resolved labels and the leaf;
+//! `branch`, `reset_leaf`, `branch_with_summary`; every append; `get_branch`,
+//! `get_tree` ([`Tree`]), `get_children`; the session name; branched sessions;
+//! new / open / continue-recent / in-memory / fork-from; the sessions directory
+//! layout ([`paths`]) and listing ([`list_sessions`]); one writer per file.
+//! Files are reached only through a [`Store`] ([`FileStore`], [`MemoryStore`]).
+//!
+//! It does not know about LLM contexts, models, summaries or async runtimes.
+//!
+//! Promises:
+//! - every walk is cycle-safe and no entry appears twice in a tree;
+//! - reading never modifies a file; a migrated file is rewritten atomically on
+//!   the first write, a damaged file is backed up before it is replaced;
+//! - a new session reaches disk with its first assistant message, exactly once
+//!   (no duplicated header);
+//! - a leaf move can be made durable ([`Session::persist_leaf`]) in a way pi reads;
+//! - a second writer on the same file is refused with the holder's pid.
+
+mod error;
+mod listing;
+pub mod paths;
+mod session;
+mod store;
+mod text;
+mod tree;
+
+pub use error::TreeError;
+pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
+pub use session::{Session, SessionOptions, LEAF_MARKER_TYPE};
+pub use store::{lock_path, AppendHandle, FileStore, MemoryStore, Store, StoredFile, WriteLock};
+pub use text::{content_text, message_text};
+pub use tree::{sort_by_timestamp, Tree, TreeNode};

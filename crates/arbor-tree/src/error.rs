@@ -1,0 +1,43 @@
+//! The error type of `arbor-tree`, with the reference's exact messages where it has them.
+
+use std::path::PathBuf;
+
+use arbor_log::LogError;
+
+/// What can go wrong in the tree model and its storage.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    /// An id that is not in the session (`branch`, `branch_with_summary`, labels, `create_branched_session`).
+    #[error("Entry {0} not found")]
+    NotFound(String),
+    /// `fork_from` on a source without usable content.
+    #[error("Cannot fork: source session file is empty or invalid: {}", .0.display())]
+    ForkSourceInvalid(PathBuf),
+    /// `fork_from` on a source without a header.
+    #[error("Cannot fork: source session has no header: {}", .0.display())]
+    ForkSourceNoHeader(PathBuf),
+    /// Another process holds the write lock.
+    #[error("{}: session is open for writing by another process{}; open it read-only or close the other writer", path.display(), holder.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    Locked { path: PathBuf, holder: Option<u32> },
+    /// A write was attempted on a session opened read-only.
+    #[error("{}: session is open read-only", .0.display())]
+    ReadOnly(PathBuf),
+    /// A file that has no usable header, opened for reading only.
+    #[error("{}: not a session file: {reason}", path.display())]
+    NoHeader { path: PathBuf, reason: String },
+    /// A file that does not exist, opened for reading only.
+    #[error("{}: no such session file", .0.display())]
+    Missing(PathBuf),
+    /// An earlier write failed; the session refuses further writes until reopened.
+    #[error("an earlier write failed, the session no longer accepts writes: {0}")]
+    Poisoned(String),
+    /// I/O on the log.
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+impl TreeError {
+    pub(crate) fn io(path: impl Into<PathBuf>, e: std::io::Error) -> TreeError {
+        TreeError::Log(LogError::io(path, e))
+    }
+}

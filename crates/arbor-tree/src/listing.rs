@@ -1,0 +1,175 @@
+//! Listing and discovery of session files (spec 1.13).
+//!
+//! Listings stream each file line by line (never holding a whole file) and
+//! skip files without a usable header, as pi does.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use arbor_log::{format_iso_ms, is_header, parse_iso_ms, parse_line, LineReader, Parsed};
+
+use crate::error::TreeError;
+use crate::store::Store;
+use crate::text::message_text;
+
+/// pi's `SessionInfo` for one file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// The session id.
+    pub id: String,
+    /// The header's cwd (`""` when absent).
+    pub cwd: String,
+    /// The newest non-empty `session_info` name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The header's `parentSession`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_session_path: Option<String>,
+    /// The header timestamp.
+    pub created: String,
+    /// The newest user/assistant message time, else the header time, else the file mtime (ISO).
+    pub modified: String,
+    /// The number of `message` entries of any role.
+    pub message_count: usize,
+    /// The text of the first user message, or `(no messages)`.
+    pub first_message: String,
+    /// User and assistant text, joined with spaces.
+    pub all_messages_text: String,
+}
+
+fn system_time_ms(t: SystemTime) -> Option<i64> {
+    t.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_millis() as i64)
+}
+
+/// Reads the listing info of one file; `None` when it has no usable header.
+pub fn read_session_info(
+    reader: impl Read,
+    path: &Path,
+    mtime: Option<SystemTime>,
+) -> Result<Option<SessionListInfo>, TreeError> {
+    let mut lines = LineReader::new(std::io::BufReader::with_capacity(256 * 1024, reader));
+    let mut info: Option<SessionListInfo> = None;
+    let mut first_record = true;
+    let mut newest: Option<i64> = None;
+    let mut texts: Vec<String> = vec![];
+    while let Some(line) = lines.next_line().map_err(|e| TreeError::io(path, e))? {
+        let Parsed::Object(v) = parse_line(line.bytes).0 else { continue };
+        if first_record {
+            first_record = false;
+            if is_header(&v) {
+                info = Some(SessionListInfo {
+                    path: path.to_owned(),
+                    id: v["id"].as_str().unwrap_or_default().to_owned(),
+                    cwd: v.get("cwd").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    name: None,
+                    parent_session_path: v.get("parentSession").and_then(Value::as_str).map(str::to_owned),
+                    created: v.get("timestamp").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    modified: String::new(),
+                    message_count: 0,
+                    first_message: String::new(),
+                    all_messages_text: String::new(),
+                });
+                continue;
+            }
+            // A title slot on line 1 does not count as the first record (omp-S); pi rejects such files.
+            return Ok(None);
+        }
+        let Some(info) = info.as_mut() else { return Ok(None) };
+        match v.get("type").and_then(Value::as_str) {
+            Some("session_info") => {
+                if let Some(n) = v.get("name").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty()) {
+                    info.name = Some(n.to_owned());
+                }
+            }
+            Some("message") => {
+                info.message_count += 1;
+                let Some(m) = v.get("message") else { continue };
+                let role = m.get("role").and_then(Value::as_str);
+                if !matches!(role, Some("user") | Some("assistant")) {
+                    continue;
+                }
+                let text = message_text(m, " ");
+                if role == Some("user") && info.first_message.is_empty() && !text.is_empty() {
+                    info.first_message = text.clone();
+                }
+                if !text.is_empty() {
+                    texts.push(text);
+                }
+                let t = m
+                    .get("timestamp")
+                    .and_then(Value::as_f64)
+                    .map(|f| f as i64)
+                    .or_else(|| v.get("timestamp").and_then(Value::as_str).and_then(parse_iso_ms));
+                if let Some(t) = t {
+                    newest = Some(newest.map_or(t, |n| n.max(t)));
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(mut info) = info else { return Ok(None) };
+    if info.first_message.is_empty() {
+        info.first_message = "(no messages)".to_owned();
+    }
+    info.all_messages_text = texts.join(" ");
+    let modified = newest.or_else(|| parse_iso_ms(&info.created)).or_else(|| mtime.and_then(system_time_ms));
+    info.modified = modified.map(format_iso_ms).unwrap_or_default();
+    Ok(Some(info))
+}
+
+/// The sessions in one directory, newest first.
+pub fn list_sessions(store: &dyn Store, dir: &Path) -> Result<Vec<SessionListInfo>, TreeError> {
+    let mut out = vec![];
+    for f in store.list(dir)? {
+        let Some(r) = store.read_from(&f.path, 0)? else { continue };
+        if let Some(info) = read_session_info(r, &f.path, f.modified)? {
+            out.push(info);
+        }
+    }
+    sort_newest_first(&mut out);
+    Ok(out)
+}
+
+/// The sessions of every cwd directory under `root`, newest first.
+pub fn list_all_sessions(store: &dyn Store, root: &Path) -> Result<Vec<SessionListInfo>, TreeError> {
+    let mut out = vec![];
+    for dir in store.list_dirs(root)? {
+        out.extend(list_sessions(store, &dir)?);
+    }
+    sort_newest_first(&mut out);
+    Ok(out)
+}
+
+fn sort_newest_first(v: &mut [SessionListInfo]) {
+    v.sort_by(|a, b| {
+        let (x, y) = (parse_iso_ms(&a.modified), parse_iso_ms(&b.modified));
+        y.cmp(&x).then_with(|| a.path.cmp(&b.path))
+    });
+}
+
+/// pi's `findMostRecentSession`: the newest (by mtime) `.jsonl` file in `dir`
+/// whose first line, within its first 512 bytes, is a header with a string id.
+pub fn find_most_recent_session(store: &dyn Store, dir: &Path) -> Result<Option<PathBuf>, TreeError> {
+    let mut best: Option<(Option<SystemTime>, PathBuf)> = None;
+    for f in store.list(dir)? {
+        let Some(r) = store.read_from(&f.path, 0)? else { continue };
+        let mut head = Vec::with_capacity(512);
+        r.take(512).read_to_end(&mut head).map_err(|e| TreeError::io(&f.path, e))?;
+        let Some(first) = head.split(|&b| b == b'\n').next() else { continue };
+        let ok = matches!(serde_json::from_slice::<Value>(arbor_log::trim_line(first)), Ok(v) if is_header(&v));
+        if !ok {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(t, _)| f.modified > *t) {
+            best = Some((f.modified, f.path));
+        }
+    }
+    Ok(best.map(|(_, p)| p))
+}

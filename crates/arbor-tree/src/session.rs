@@ -1,0 +1,926 @@
+//! [`Session`]: pi's `SessionManager` (spec section 3) over a [`Store`].
+//!
+//! The session holds every entry in file order with the JSON text it was read
+//! as (so nothing is re-encoded by accident), an id index where the later line
+//! wins, children lists, resolved labels and the leaf. Writes follow pi's
+//! lifecycle (spec 1.11) without its bugs: a new session reaches disk with its
+//! first assistant message in one atomic write, a loaded file is appended to,
+//! a migrated file is rewritten atomically on its first write (never on read),
+//! and a damaged file opened for writing is backed up before it is replaced.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use arbor_log::{
+    format_iso_ms, parse_iso_ms, BranchSummary, Clock, Compaction, CustomEntry, CustomMessageEntry, Diagnostic,
+    DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, LabelEntry, MessageEntry, MigrationReport, ModelChange,
+    RandomIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
+};
+
+use crate::error::TreeError;
+use crate::paths::{session_dir_for, session_file_name, sessions_root};
+use crate::store::{AppendHandle, FileStore, Store, WriteLock};
+
+/// The `customType` of the hidden entry that makes a leaf move durable.
+pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
+
+/// How a session is opened: injected ids, clock and store; durability; read-only.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Where files live.
+    pub store: Arc<dyn Store>,
+    /// Id generator (pi's random 8-hex by default).
+    pub ids: Arc<std::sync::Mutex<dyn IdGenerator>>,
+    /// Clock for timestamps.
+    pub clock: Arc<dyn Clock>,
+    /// fsync every append, or not.
+    pub durability: Durability,
+    /// Open without the write lock; every write fails.
+    pub read_only: bool,
+    /// The session directory for new files (`None`: the default for the cwd, or the file's directory).
+    pub session_dir: Option<PathBuf>,
+    /// The sessions root (`None`: `$ARBOR_SESSIONS_DIR` or pi's `~/.pi/agent/sessions`).
+    pub sessions_root: Option<PathBuf>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            store: Arc::new(FileStore),
+            ids: Arc::new(std::sync::Mutex::new(RandomIds)),
+            clock: Arc::new(SystemClock),
+            durability: Durability::Buffered,
+            read_only: false,
+            session_dir: None,
+            sessions_root: None,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// Options that open files read-only.
+    pub fn read_only() -> Self {
+        SessionOptions { read_only: true, ..Self::default() }
+    }
+
+    /// Replaces the id generator.
+    pub fn with_ids(mut self, ids: impl IdGenerator + 'static) -> Self {
+        self.ids = Arc::new(std::sync::Mutex::new(ids));
+        self
+    }
+
+    /// Replaces the clock.
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Replaces the store.
+    pub fn with_store(mut self, store: impl Store + 'static) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    fn root(&self) -> PathBuf {
+        self.sessions_root.clone().unwrap_or_else(sessions_root)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Slot {
+    pub(crate) entry: Entry,
+    pub(crate) json: Box<str>,
+    pub(crate) ts_ms: Option<i64>,
+    /// False for an earlier line whose id a later line took over.
+    pub(crate) live: bool,
+}
+
+#[derive(Debug)]
+enum Disk {
+    /// No file yet (deferred until the first assistant message).
+    NotMaterialized,
+    /// The file holds the header and the first `count` slots.
+    Synced { count: usize },
+    /// The file holds the first `count` slots, but needs a rewrite (migration) before the next write.
+    NeedsRewrite { log: Box<SessionLog>, count: usize },
+}
+
+/// A session: the tree/leaf model over one log. See the module docs.
+#[derive(Debug)]
+pub struct Session {
+    header: SessionHeader,
+    pub(crate) slots: Vec<Slot>,
+    by_id: HashMap<String, usize>,
+    children: HashMap<String, Vec<usize>>,
+    labels: IndexMap<String, String>,
+    leaf: Option<String>,
+    leaf_moved: bool,
+    has_assistant: bool,
+    pub(crate) cycle_roots: HashSet<usize>,
+    persist: bool,
+    file: Option<PathBuf>,
+    session_dir: PathBuf,
+    cwd: String,
+    disk: Disk,
+    writer: Option<Box<dyn AppendHandle>>,
+    lock: Option<Box<dyn WriteLock>>,
+    opts: SessionOptions,
+    diagnostics: Vec<Diagnostic>,
+    migration: MigrationReport,
+    notices: Vec<String>,
+    failed: Option<String>,
+}
+
+fn process_cwd() -> String {
+    std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+impl Session {
+    fn blank(opts: SessionOptions, cwd: String, persist: bool, session_dir: PathBuf) -> Session {
+        let header = SessionHeader::new(String::new(), String::new(), cwd.clone(), None);
+        Session {
+            header,
+            slots: vec![],
+            by_id: HashMap::new(),
+            children: HashMap::new(),
+            labels: IndexMap::new(),
+            leaf: None,
+            leaf_moved: false,
+            has_assistant: false,
+            cycle_roots: HashSet::new(),
+            persist,
+            file: None,
+            session_dir,
+            cwd,
+            disk: Disk::NotMaterialized,
+            writer: None,
+            lock: None,
+            opts,
+            diagnostics: vec![],
+            migration: MigrationReport::default(),
+            notices: vec![],
+            failed: None,
+        }
+    }
+
+    fn now_iso(&self) -> String {
+        format_iso_ms(self.opts.clock.now_ms())
+    }
+
+    fn next_session_id(&self) -> String {
+        self.opts.ids.lock().unwrap_or_else(|p| p.into_inner()).session_id()
+    }
+
+    fn next_entry_id(&self, taken: &dyn Fn(&str) -> bool) -> String {
+        self.opts.ids.lock().unwrap_or_else(|p| p.into_inner()).entry_id(taken)
+    }
+
+    // ---- factories (spec 3.10) ----
+
+    /// An in-memory session (`persist = false`): nothing is ever written.
+    pub fn in_memory(cwd: &str, opts: SessionOptions) -> Session {
+        let mut s = Session::blank(opts, cwd.to_owned(), false, PathBuf::new());
+        s.new_session(None, None);
+        s
+    }
+
+    /// A new persistent session for `cwd` in the session directory (default: `<root>/--<cwd>--/`).
+    /// Nothing is written until the first assistant message.
+    pub fn create(cwd: &str, opts: SessionOptions) -> Result<Session, TreeError> {
+        let dir = opts.session_dir.clone().unwrap_or_else(|| session_dir_for(&opts.root(), cwd));
+        opts.store.create_dir_all(&dir)?;
+        let mut s = Session::blank(opts, cwd.to_owned(), true, dir);
+        s.new_session(None, None);
+        s.take_lock()?;
+        Ok(s)
+    }
+
+    /// Opens `path` (spec 3.10 `open` and 1.12 `setSessionFile`).
+    ///
+    /// - a missing file starts a new session that will be written to `path`;
+    /// - a file without a usable header is refused read-only, and for writing is
+    ///   first backed up to `FILE.corrupt-<ms>` and then replaced by a fresh header;
+    /// - otherwise the entries are loaded and migrated in memory (the file is
+    ///   rewritten, atomically, only on the first write).
+    pub fn open(path: &Path, opts: SessionOptions) -> Result<Session, TreeError> {
+        let path = absolute(path);
+        let dir = opts.session_dir.clone().unwrap_or_else(|| path.parent().map(Path::to_owned).unwrap_or_default());
+        let read_only = opts.read_only;
+        let store = opts.store.clone();
+        let mut s = Session::blank(opts, process_cwd(), true, dir);
+        s.file = Some(path.clone());
+        if !read_only {
+            s.take_lock()?;
+        }
+        let reader = match store.read_from(&path, 0)? {
+            Some(r) => r,
+            None if read_only => return Err(TreeError::Missing(path)),
+            None => {
+                let file = s.file.clone();
+                s.new_session(None, None);
+                s.file = file;
+                return Ok(s);
+            }
+        };
+        let mut log = SessionLog::read(reader).map_err(|e| TreeError::io(&path, e))?;
+        s.diagnostics = log.diagnostics().to_vec();
+        let Some(header) = log.header() else {
+            let reason = s
+                .diagnostics
+                .iter()
+                .find_map(|d| match &d.kind {
+                    DiagnosticKind::MissingHeader { .. } => Some(d.to_string()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "the file is empty".to_owned());
+            if read_only {
+                return Err(TreeError::NoHeader { path, reason });
+            }
+            // pi overwrites such a file with a fresh header; we keep the original first.
+            let backup = if log.lines().is_empty() { None } else { Some(store.backup(&path, "corrupt")?) };
+            s.new_session(None, None);
+            s.file = Some(path.clone());
+            let mut bytes = serde_json::to_string(&s.header.to_value()).map_err(arbor_log::LogError::from)?;
+            bytes.push('\n');
+            store.rewrite(&path, bytes.as_bytes())?;
+            s.disk = Disk::Synced { count: 0 };
+            if let Some(b) = backup {
+                s.notices.push(format!("{}: {reason}; kept the original as {}", path.display(), b.display()));
+            }
+            return Ok(s);
+        };
+        s.cwd = header.cwd.clone().unwrap_or_default();
+        s.header = header;
+        let report = {
+            let mut ids = s.opts.ids.lock().unwrap_or_else(|p| p.into_inner());
+            log.migrate(&mut *ids)
+        };
+        if report.migrated() {
+            // The migrated header is what later rewrites and the dump show.
+            if let Some(h) = log.header() {
+                s.header = h;
+            }
+        }
+        s.migration = report;
+        s.load_entries(&log);
+        let count = s.slots.len();
+        s.disk = if log.is_dirty() { Disk::NeedsRewrite { log: Box::new(log), count } } else { Disk::Synced { count } };
+        Ok(s)
+    }
+
+    fn load_entries(&mut self, log: &SessionLog) {
+        let lines: HashMap<usize, &[u8]> = log.lines().iter().map(|l| (l.number, l.raw())).collect();
+        let dirty: HashSet<usize> = log.lines().iter().filter(|l| l.is_dirty()).map(|l| l.number).collect();
+        let (entries, diags) = log.entries_with_diagnostics();
+        self.diagnostics.extend(diags);
+        self.diagnostics.sort_by_key(|d| d.line);
+        for (line, entry) in entries {
+            let json = match lines.get(&line) {
+                Some(raw) if !dirty.contains(&line) => {
+                    String::from_utf8_lossy(arbor_log::trim_line(raw)).into_owned().into_boxed_str()
+                }
+                _ => entry_json(&entry),
+            };
+            self.push_slot(entry, json);
+        }
+        self.mark_duplicates();
+        self.find_cycles();
+    }
+
+    fn push_slot(&mut self, entry: Entry, json: Box<str>) -> usize {
+        let i = self.slots.len();
+        let ts_ms = parse_iso_ms(&entry.timestamp);
+        if entry.message_role() == Some("assistant") {
+            self.has_assistant = true;
+        }
+        if let EntryKind::Label(l) = &entry.kind {
+            match l.label.as_deref() {
+                Some(text) if !text.is_empty() => {
+                    self.labels.insert(l.target_id.clone(), text.to_owned());
+                }
+                _ => {
+                    self.labels.shift_remove(&l.target_id);
+                }
+            }
+        }
+        self.leaf = Some(entry.id.clone());
+        if let Some(prev) = self.by_id.insert(entry.id.clone(), i) {
+            self.slots[prev].live = false;
+        }
+        if let Some(p) = &entry.parent_id {
+            self.children.entry(p.clone()).or_default().push(i);
+        }
+        self.slots.push(Slot { entry, json, ts_ms, live: true });
+        i
+    }
+
+    fn mark_duplicates(&mut self) {
+        // Children lists were filled in file order; drop lines a later duplicate replaced.
+        let slots = &self.slots;
+        for list in self.children.values_mut() {
+            list.retain(|&i| slots[i].live);
+        }
+    }
+
+    fn find_cycles(&mut self) {
+        // 0 = unseen, 1 = on the current walk, 2 = done.
+        let mut state = vec![0u8; self.slots.len()];
+        for start in 0..self.slots.len() {
+            if !self.slots[start].live || state[start] != 0 {
+                continue;
+            }
+            let mut walk = vec![];
+            let mut cur = Some(start);
+            while let Some(i) = cur {
+                match state[i] {
+                    2 => break,
+                    1 => {
+                        // A cycle: from the first occurrence of i in this walk to its end.
+                        let pos = walk.iter().position(|&w| w == i).unwrap_or(0);
+                        let members: Vec<usize> = walk[pos..].to_vec();
+                        if let Some(&first) = members.iter().min() {
+                            self.diagnostics.push(Diagnostic {
+                                line: 0,
+                                offset: 0,
+                                kind: DiagnosticKind::ParentCycle { id: self.slots[first].entry.id.clone() },
+                            });
+                            self.cycle_roots.insert(first);
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+                state[i] = 1;
+                walk.push(i);
+                let e = &self.slots[i].entry;
+                cur = match &e.parent_id {
+                    Some(p) if p != &e.id => self.by_id.get(p).copied(),
+                    _ => None,
+                };
+            }
+            for w in walk {
+                state[w] = 2;
+            }
+        }
+    }
+
+    /// Continues the most recent session in the cwd's directory, or starts a new one (spec 3.10).
+    pub fn continue_recent(cwd: &str, opts: SessionOptions) -> Result<Session, TreeError> {
+        let dir = opts.session_dir.clone().unwrap_or_else(|| session_dir_for(&opts.root(), cwd));
+        match crate::listing::find_most_recent_session(opts.store.as_ref(), &dir)? {
+            Some(path) => Session::open(&path, SessionOptions { session_dir: Some(dir), ..opts }),
+            None => Session::create(cwd, SessionOptions { session_dir: Some(dir), ..opts }),
+        }
+    }
+
+    /// Copies every entry of `source` (migrated first, unlike pi) into a new
+    /// session file for `target_cwd` whose header names the source as its parent,
+    /// and opens it (spec 3.10 `forkFrom`).
+    pub fn fork_from(source: &Path, target_cwd: &str, opts: SessionOptions) -> Result<Session, TreeError> {
+        let source = absolute(source);
+        let src = Session::open(&source, SessionOptions { read_only: true, ..opts.clone() }).map_err(|e| match e {
+            TreeError::Missing(p) => TreeError::ForkSourceInvalid(p),
+            TreeError::NoHeader { path, reason } if reason.contains("empty") => TreeError::ForkSourceInvalid(path),
+            TreeError::NoHeader { path, .. } => TreeError::ForkSourceNoHeader(path),
+            other => other,
+        })?;
+        let dir = opts.session_dir.clone().unwrap_or_else(|| session_dir_for(&opts.root(), target_cwd));
+        opts.store.create_dir_all(&dir)?;
+        let mut fork = Session::blank(opts, target_cwd.to_owned(), true, dir);
+        fork.new_session(None, Some(source.to_string_lossy().into_owned()));
+        let path = fork.file.clone().ok_or_else(|| TreeError::NotFound("session file".into()))?;
+        let mut bytes = String::new();
+        bytes.push_str(&entry_json_value(&fork.header.to_value()));
+        bytes.push('\n');
+        for slot in &src.slots {
+            bytes.push_str(&slot.json);
+            bytes.push('\n');
+        }
+        drop(src);
+        fork.opts.store.rewrite(&path, bytes.as_bytes())?;
+        let opts = fork.opts.clone();
+        drop(fork);
+        Session::open(&path, opts)
+    }
+
+    /// Starts a fresh session in this manager (spec 3.10 `newSession`): new
+    /// header, no entries, leaf null. Returns the (not yet created) file path in
+    /// persistent mode.
+    pub fn new_session(&mut self, id: Option<String>, parent_session: Option<String>) -> Option<PathBuf> {
+        let id = id.unwrap_or_else(|| self.next_session_id());
+        let timestamp = self.now_iso();
+        self.header = SessionHeader::new(id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
+        self.slots.clear();
+        self.by_id.clear();
+        self.children.clear();
+        self.labels.clear();
+        self.cycle_roots.clear();
+        self.leaf = None;
+        self.leaf_moved = false;
+        self.has_assistant = false;
+        self.disk = Disk::NotMaterialized;
+        self.writer = None;
+        if self.persist {
+            let path = self.session_dir.join(session_file_name(&timestamp, &id));
+            if self.file.as_ref() != Some(&path) && self.lock.is_some() {
+                self.lock = None;
+                self.file = Some(path.clone());
+                if let Err(e) = self.take_lock() {
+                    self.failed = Some(e.to_string());
+                }
+            }
+            self.file = Some(path.clone());
+            Some(path)
+        } else {
+            None
+        }
+    }
+
+    fn take_lock(&mut self) -> Result<(), TreeError> {
+        if self.opts.read_only || !self.persist {
+            return Ok(());
+        }
+        if let Some(f) = &self.file {
+            self.lock = Some(self.opts.store.lock(f)?);
+        }
+        Ok(())
+    }
+
+    // ---- accessors (spec 3.4) ----
+
+    /// The logical header (migrated; an omp-S title slot folded in).
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.header.id
+    }
+    /// The session file (persistent mode), whether or not it exists yet.
+    pub fn session_file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+    /// The directory new files of this session go to.
+    pub fn session_dir(&self) -> &Path {
+        &self.session_dir
+    }
+    /// The session's working directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+    /// True for a persistent session.
+    pub fn is_persistent(&self) -> bool {
+        self.persist
+    }
+    /// True when the session holds no write lock and refuses writes.
+    pub fn is_read_only(&self) -> bool {
+        self.opts.read_only
+    }
+    /// Problems found on load, by line.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+    /// What the migrations did on load (the file is rewritten on the first write).
+    pub fn migration(&self) -> &MigrationReport {
+        &self.migration
+    }
+    /// Things done to files that a user should hear about (backups, torn tails moved aside).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+    /// True when the file is already on disk.
+    pub fn is_materialized(&self) -> bool {
+        !matches!(self.disk, Disk::NotMaterialized)
+    }
+
+    /// Every entry in file order, duplicates included (pi's `getEntries`).
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = &Entry> + '_ {
+        self.slots.iter().map(|s| &s.entry)
+    }
+    /// Every entry in file order with the JSON text it is held as.
+    pub fn entries_json(&self) -> impl ExactSizeIterator<Item = (&Entry, &str)> + '_ {
+        self.slots.iter().map(|s| (&s.entry, &*s.json))
+    }
+    /// The number of entries (duplicates included).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+    /// True when the session has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+    /// The leaf id (`None` for an empty session or after `reset_leaf`).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+    /// The leaf entry.
+    pub fn leaf_entry(&self) -> Option<&Entry> {
+        self.get_entry(self.leaf.as_deref()?)
+    }
+    /// An entry by id (the later line wins on duplicates).
+    pub fn get_entry(&self, id: &str) -> Option<&Entry> {
+        self.by_id.get(id).map(|&i| &self.slots[i].entry)
+    }
+    /// The JSON text an entry is held as.
+    pub fn entry_json(&self, id: &str) -> Option<&str> {
+        self.by_id.get(id).map(|&i| &*self.slots[i].json)
+    }
+    pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+    /// The direct children of `parent_id`, in file order (not sorted).
+    pub fn get_children(&self, parent_id: &str) -> Vec<&Entry> {
+        self.children
+            .get(parent_id)
+            .map(|v| v.iter().map(|&i| &self.slots[i].entry).filter(|e| e.id != parent_id).collect())
+            .unwrap_or_default()
+    }
+    /// The resolved label of an entry.
+    pub fn get_label(&self, id: &str) -> Option<&str> {
+        self.labels.get(id).map(String::as_str)
+    }
+    /// Every resolved label, in the order the targets first got one.
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.labels.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// The path root → `from` (or the leaf), every entry type included; empty
+    /// when the start is unknown. Stops at a missing parent and at a repeated id.
+    pub fn get_branch(&self, from: Option<&str>) -> Vec<&Entry> {
+        self.branch_indices(from).into_iter().map(|i| &self.slots[i].entry).collect()
+    }
+
+    pub(crate) fn branch_indices(&self, from: Option<&str>) -> Vec<usize> {
+        let Some(start) = from.or(self.leaf.as_deref()).and_then(|id| self.by_id.get(id).copied()) else {
+            return vec![];
+        };
+        let mut seen = HashSet::new();
+        let mut out = vec![];
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            if !seen.insert(i) {
+                break;
+            }
+            out.push(i);
+            let e = &self.slots[i].entry;
+            cur = e.parent_id.as_deref().and_then(|p| self.by_id.get(p).copied());
+        }
+        out.reverse();
+        out
+    }
+
+    /// The session name: the newest `session_info` with a non-empty name, on any branch (spec 3.11).
+    pub fn session_name(&self) -> Option<&str> {
+        self.slots.iter().rev().find_map(|s| match &s.entry.kind {
+            EntryKind::SessionInfo(SessionInfo { name: Some(n), .. }) if !n.is_empty() => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
+    /// User messages with non-empty text on every branch, in file order (pi's `getUserMessagesForForking`).
+    pub fn user_messages_for_forking(&self) -> Vec<(&Entry, String)> {
+        self.slots
+            .iter()
+            .filter(|s| s.live)
+            .filter_map(|s| {
+                let m = s.entry.message()?;
+                if m.role() != Some("user") {
+                    return None;
+                }
+                let text = crate::text::message_text(&m.message, "");
+                (!text.is_empty()).then_some((&s.entry, text))
+            })
+            .collect()
+    }
+
+    // ---- leaf moves (spec 3.8) ----
+
+    /// Moves the leaf to `id` without writing anything.
+    pub fn branch(&mut self, id: &str) -> Result<(), TreeError> {
+        if !self.by_id.contains_key(id) {
+            return Err(TreeError::NotFound(id.to_owned()));
+        }
+        self.leaf = Some(id.to_owned());
+        self.leaf_moved = true;
+        Ok(())
+    }
+
+    /// Moves the leaf before the first entry: the next append is a new root.
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+        self.leaf_moved = true;
+    }
+
+    /// Moves the leaf to `from` (or null) and appends a `branch_summary` there.
+    pub fn branch_with_summary(
+        &mut self,
+        from: Option<&str>,
+        summary: &str,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> Result<String, TreeError> {
+        if let Some(id) = from {
+            if !self.by_id.contains_key(id) {
+                return Err(TreeError::NotFound(id.to_owned()));
+            }
+        }
+        self.check_writable()?;
+        self.leaf = from.map(str::to_owned);
+        self.append(EntryKind::BranchSummary(BranchSummary {
+            from_id: from.unwrap_or("root").to_owned(),
+            summary: summary.to_owned(),
+            details,
+            from_hook,
+            extra: Default::default(),
+        }))
+    }
+
+    /// True when the leaf was moved since the last append.
+    pub fn leaf_moved(&self) -> bool {
+        self.leaf_moved
+    }
+
+    /// Makes a leaf move durable: when the leaf moved since the last append,
+    /// appends a hidden `custom` entry (`customType: "arbor.leaf"`) as a child
+    /// of the new position, so that pi and Arbor both resume there.
+    pub fn persist_leaf(&mut self) -> Result<Option<String>, TreeError> {
+        if !self.leaf_moved || !self.persist || self.opts.read_only {
+            return Ok(None);
+        }
+        let data = serde_json::json!({ "leafId": self.leaf });
+        self.append_custom_entry(LEAF_MARKER_TYPE, Some(data)).map(Some)
+    }
+
+    // ---- appends (spec 3.3) ----
+
+    fn check_writable(&self) -> Result<(), TreeError> {
+        if self.opts.read_only {
+            return Err(TreeError::ReadOnly(self.file.clone().unwrap_or_default()));
+        }
+        if let Some(f) = &self.failed {
+            return Err(TreeError::Poisoned(f.clone()));
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, kind: EntryKind) -> Result<String, TreeError> {
+        self.check_writable()?;
+        let by_id = &self.by_id;
+        let id = self.next_entry_id(&|s| by_id.contains_key(s));
+        let entry = Entry { id: id.clone(), parent_id: self.leaf.clone(), timestamp: self.now_iso(), kind };
+        let json = entry_json(&entry);
+        self.push_slot(entry, json);
+        self.leaf_moved = false;
+        if let Err(e) = self.persist() {
+            self.failed = Some(e.to_string());
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    /// Appends a `message` entry (any role).
+    pub fn append_message(&mut self, message: Value) -> Result<String, TreeError> {
+        self.append(EntryKind::Message(MessageEntry { message, extra: Default::default() }))
+    }
+    /// Appends a `thinking_level_change`.
+    pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String, TreeError> {
+        self.append(EntryKind::ThinkingLevelChange(ThinkingLevelChange {
+            thinking_level: Some(level.to_owned()),
+            extra: Default::default(),
+        }))
+    }
+    /// Appends a `model_change` in pi's shape.
+    pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String, TreeError> {
+        self.append(EntryKind::ModelChange(ModelChange {
+            provider: Some(provider.to_owned()),
+            model_id: Some(model_id.to_owned()),
+            model: None,
+            role: None,
+            extra: Default::default(),
+        }))
+    }
+    /// Appends a `compaction`.
+    pub fn append_compaction(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: &str,
+        tokens_before: u64,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> Result<String, TreeError> {
+        self.append(EntryKind::Compaction(Compaction {
+            summary: summary.to_owned(),
+            first_kept_entry_id: Some(first_kept_entry_id.to_owned()),
+            tokens_before: Some(tokens_before.into()),
+            details,
+            from_hook,
+            extra: Default::default(),
+        }))
+    }
+    /// Appends a `custom` entry (extension state).
+    pub fn append_custom_entry(&mut self, custom_type: &str, data: Option<Value>) -> Result<String, TreeError> {
+        self.append(EntryKind::Custom(CustomEntry {
+            custom_type: custom_type.to_owned(),
+            data,
+            extra: Default::default(),
+        }))
+    }
+    /// Appends a `custom_message` entry (part of the context).
+    pub fn append_custom_message_entry(
+        &mut self,
+        custom_type: &str,
+        content: Value,
+        display: bool,
+        details: Option<Value>,
+    ) -> Result<String, TreeError> {
+        self.append(EntryKind::CustomMessage(CustomMessageEntry {
+            custom_type: custom_type.to_owned(),
+            content,
+            display,
+            details,
+            extra: Default::default(),
+        }))
+    }
+    /// Appends a `session_info` with the trimmed name.
+    pub fn append_session_info(&mut self, name: &str) -> Result<String, TreeError> {
+        self.append(EntryKind::SessionInfo(SessionInfo {
+            name: Some(name.trim().to_owned()),
+            extra: Default::default(),
+        }))
+    }
+    /// Sets (or, with `None` or `""`, clears) the label of `target_id` by appending a `label` entry.
+    pub fn append_label_change(&mut self, target_id: &str, label: Option<&str>) -> Result<String, TreeError> {
+        if !self.by_id.contains_key(target_id) {
+            return Err(TreeError::NotFound(target_id.to_owned()));
+        }
+        let label = label.filter(|l| !l.is_empty()).map(str::to_owned);
+        self.append(EntryKind::Label(LabelEntry { target_id: target_id.to_owned(), label, extra: Default::default() }))
+    }
+
+    // ---- persistence (spec 1.11, fixed) ----
+
+    fn header_line(&self) -> Result<String, TreeError> {
+        Ok(serde_json::to_string(&self.header.to_value()).map_err(arbor_log::LogError::from)?)
+    }
+
+    fn persist(&mut self) -> Result<(), TreeError> {
+        if !self.persist {
+            return Ok(());
+        }
+        let Some(path) = self.file.clone() else { return Ok(()) };
+        let store = self.opts.store.clone();
+        match std::mem::replace(&mut self.disk, Disk::NotMaterialized) {
+            Disk::NotMaterialized => {
+                if !self.has_assistant {
+                    return Ok(());
+                }
+                let mut bytes = self.header_line()?;
+                bytes.push('\n');
+                for s in &self.slots {
+                    bytes.push_str(&s.json);
+                    bytes.push('\n');
+                }
+                if let Some(dir) = path.parent() {
+                    store.create_dir_all(dir)?;
+                }
+                store.rewrite(&path, bytes.as_bytes())?;
+                self.disk = Disk::Synced { count: self.slots.len() };
+            }
+            Disk::Synced { count } => {
+                self.disk = Disk::Synced { count };
+                let mut bytes = String::new();
+                for s in &self.slots[count..] {
+                    bytes.push_str(&s.json);
+                    bytes.push('\n');
+                }
+                if self.writer.is_none() {
+                    let (w, repair) = store.open_append(&path, self.opts.durability)?;
+                    if let Some(r) = repair {
+                        self.notices.push(describe_repair(&path, &r));
+                    }
+                    self.writer = Some(w);
+                }
+                if let Some(w) = self.writer.as_mut() {
+                    w.append(bytes.as_bytes())?;
+                }
+                self.disk = Disk::Synced { count: self.slots.len() };
+            }
+            Disk::NeedsRewrite { log, count } => {
+                let mut bytes = log.to_bytes(true);
+                for s in &self.slots[count..] {
+                    bytes.extend_from_slice(s.json.as_bytes());
+                    bytes.push(b'\n');
+                }
+                if let Err(e) = store.rewrite(&path, &bytes) {
+                    self.disk = Disk::NeedsRewrite { log, count };
+                    return Err(e);
+                }
+                self.writer = None;
+                self.disk = Disk::Synced { count: self.slots.len() };
+            }
+        }
+        Ok(())
+    }
+
+    // ---- branched sessions (spec 3.9) ----
+
+    /// Turns the path to `leaf_id` into a new session (labels rebuilt from the
+    /// resolved labels); in persistent mode a new file beside this one, written
+    /// at once when the path holds an assistant message. Returns the new path.
+    pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>, TreeError> {
+        let path = self.branch_indices(Some(leaf_id));
+        if path.is_empty() {
+            return Err(TreeError::NotFound(leaf_id.to_owned()));
+        }
+        if self.persist {
+            self.check_writable()?;
+        }
+        let kept: Vec<Slot> = path
+            .iter()
+            .map(|&i| self.slots[i].clone())
+            .filter(|s| !matches!(s.entry.kind, EntryKind::Label(_)))
+            .collect();
+        let kept_ids: HashSet<String> = kept.iter().map(|s| s.entry.id.clone()).collect();
+        let labels_to_write: Vec<(String, String)> =
+            self.labels.iter().filter(|(t, _)| kept_ids.contains(*t)).map(|(t, l)| (t.clone(), l.clone())).collect();
+        let new_id = self.next_session_id();
+        let timestamp = self.now_iso();
+        let parent_session =
+            if self.persist { self.file.as_ref().map(|f| f.to_string_lossy().into_owned()) } else { None };
+        let header = SessionHeader::new(new_id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
+
+        let mut taken: HashSet<String> = kept_ids;
+        let mut parent = kept.last().map(|s| s.entry.id.clone());
+        let mut label_slots = vec![];
+        for (target, label) in labels_to_write {
+            let id = self.next_entry_id(&|s| taken.contains(s));
+            taken.insert(id.clone());
+            let entry = Entry {
+                id: id.clone(),
+                parent_id: parent.clone(),
+                timestamp: self.now_iso(),
+                kind: EntryKind::Label(LabelEntry { target_id: target, label: Some(label), extra: Default::default() }),
+            };
+            parent = Some(id);
+            let json = entry_json(&entry);
+            label_slots.push((entry, json));
+        }
+
+        self.header = header;
+        self.slots.clear();
+        self.by_id.clear();
+        self.children.clear();
+        self.labels.clear();
+        self.cycle_roots.clear();
+        self.has_assistant = false;
+        self.leaf = None;
+        for s in kept {
+            self.push_slot(s.entry, s.json);
+        }
+        for (e, j) in label_slots {
+            self.push_slot(e, j);
+        }
+        self.leaf_moved = false;
+        self.writer = None;
+        self.disk = Disk::NotMaterialized;
+        if !self.persist {
+            return Ok(None);
+        }
+        let new_path = self.session_dir.join(session_file_name(&timestamp, &new_id));
+        self.lock = None;
+        self.file = Some(new_path.clone());
+        self.take_lock()?;
+        if self.has_assistant {
+            self.persist()?;
+        }
+        Ok(Some(new_path))
+    }
+}
+
+fn describe_repair(path: &Path, r: &TailRepair) -> String {
+    match r {
+        TailRepair::AddedNewline => format!("{}: added the missing newline at the end", path.display()),
+        TailRepair::MovedTornTail { side_file, bytes } => format!(
+            "{}: moved a torn last line ({bytes} bytes) to {} before appending",
+            path.display(),
+            side_file.display()
+        ),
+    }
+}
+
+fn entry_json(entry: &Entry) -> Box<str> {
+    entry_json_value(&entry.to_value()).into_boxed_str()
+}
+
+fn entry_json_value(v: &Value) -> String {
+    // Encoding a Value built from JSON cannot fail.
+    serde_json::to_string(v).unwrap_or_default()
+}

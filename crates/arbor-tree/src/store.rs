@@ -1,0 +1,385 @@
+//! Where session files live: a small trait with a local-file implementation
+//! and an in-memory one (for `in_memory` sessions and tests).
+//!
+//! Everything above this module talks to a [`Store`], never to `std::fs`, so
+//! a server-backed store can be added without touching the tree model.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use arbor_log::{atomic_write, backup_copy, Appender, Durability, TailRepair};
+
+use crate::error::TreeError;
+
+/// An open append handle on one session file.
+pub trait AppendHandle: Send + fmt::Debug {
+    /// Appends whole lines (each already ending in `\n`).
+    fn append(&mut self, bytes: &[u8]) -> Result<(), TreeError>;
+}
+
+/// A held write lock; dropping it releases the lock.
+pub trait WriteLock: Send + fmt::Debug {}
+
+/// One stored session file, as listings see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Last modification time, when the store knows it.
+    pub modified: Option<SystemTime>,
+}
+
+/// Storage for session files. See the module docs.
+pub trait Store: Send + Sync + fmt::Debug {
+    /// True when `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Reads `path` from byte `offset`; `None` when it does not exist.
+    fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError>;
+    /// Opens `path` for appending (creating it), first making it end cleanly.
+    fn open_append(
+        &self,
+        path: &Path,
+        durability: Durability,
+    ) -> Result<(Box<dyn AppendHandle>, Option<TailRepair>), TreeError>;
+    /// Replaces `path` with `bytes` atomically.
+    fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError>;
+    /// Copies `path` to a side name (`FILE.<what>-<ms>`) and returns it.
+    fn backup(&self, path: &Path, what: &str) -> Result<PathBuf, TreeError>;
+    /// Takes the write lock for `path`, or says who holds it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError>;
+    /// The `.jsonl` files directly in `dir` (empty when `dir` does not exist).
+    fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError>;
+    /// The sub-directories of `dir` (empty when it does not exist).
+    fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>, TreeError>;
+    /// Creates `dir` and its parents.
+    fn create_dir_all(&self, dir: &Path) -> Result<(), TreeError>;
+}
+
+/// Session files on the local file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FileStore;
+
+#[derive(Debug)]
+struct FileAppend(Appender);
+
+impl AppendHandle for FileAppend {
+    fn append(&mut self, bytes: &[u8]) -> Result<(), TreeError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| TreeError::io(self.0.path(), io::Error::other(e)))?;
+        let lines: Vec<&str> = text.strip_suffix('\n').unwrap_or(text).split('\n').collect();
+        Ok(self.0.append_lines(&lines)?)
+    }
+}
+
+/// The lock file beside a session: `FILE.lock`, holding the owner's pid.
+pub fn lock_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+#[derive(Debug)]
+struct FileLock {
+    _file: File,
+}
+
+impl WriteLock for FileLock {}
+
+impl Store for FileStore {
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
+        match File::open(path) {
+            Ok(mut f) => {
+                if offset > 0 {
+                    f.seek(SeekFrom::Start(offset)).map_err(|e| TreeError::io(path, e))?;
+                }
+                Ok(Some(Box::new(f)))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(TreeError::io(path, e)),
+        }
+    }
+
+    fn open_append(
+        &self,
+        path: &Path,
+        durability: Durability,
+    ) -> Result<(Box<dyn AppendHandle>, Option<TailRepair>), TreeError> {
+        let (a, repair) = Appender::open(path, durability)?;
+        Ok((Box::new(FileAppend(a)), repair))
+    }
+
+    fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
+        Ok(atomic_write(path, |w| w.write_all(bytes))?)
+    }
+
+    fn backup(&self, path: &Path, what: &str) -> Result<PathBuf, TreeError> {
+        Ok(backup_copy(path, what)?)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
+        let lp = lock_path(path);
+        if let Some(dir) = lp.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(|e| TreeError::io(dir, e))?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lp)
+            .map_err(|e| TreeError::io(&lp, e))?;
+        match file.try_lock() {
+            Ok(()) => {
+                // Record who holds it, for the error a second writer sees.
+                let _ = file.set_len(0);
+                let _ = file.seek(SeekFrom::Start(0));
+                let _ = write!(file, "{}", std::process::id());
+                let _ = file.flush();
+                Ok(Box::new(FileLock { _file: file }))
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                let mut s = String::new();
+                let _ = file.read_to_string(&mut s);
+                Err(TreeError::Locked { path: path.to_owned(), holder: s.trim().parse().ok() })
+            }
+            Err(fs::TryLockError::Error(e)) => Err(TreeError::io(&lp, e)),
+        }
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError> {
+        let rd = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(TreeError::io(dir, e)),
+        };
+        let mut out = vec![];
+        for ent in rd {
+            let ent = ent.map_err(|e| TreeError::io(dir, e))?;
+            let path = ent.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+                continue;
+            }
+            let meta = match ent.metadata() {
+                Ok(m) if m.is_file() => m,
+                _ => continue,
+            };
+            out.push(StoredFile { path, modified: meta.modified().ok() });
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>, TreeError> {
+        let rd = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(TreeError::io(dir, e)),
+        };
+        let mut out: Vec<PathBuf> = rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<(), TreeError> {
+        fs::create_dir_all(dir).map_err(|e| TreeError::io(dir, e))
+    }
+}
+
+/// Session files held in memory (shared between clones).
+#[derive(Debug, Default, Clone)]
+pub struct MemoryStore {
+    inner: Arc<Mutex<MemoryInner>>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryInner {
+    files: HashMap<PathBuf, (Vec<u8>, u64)>,
+    locks: HashSet<PathBuf>,
+    clock: u64,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn guard(&self) -> MutexGuard<'_, MemoryInner> {
+        // A poisoned mutex only means another test thread panicked; the map is still usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The bytes of `path`, if it exists.
+    pub fn get(&self, path: &Path) -> Option<Vec<u8>> {
+        self.guard().files.get(path).map(|(b, _)| b.clone())
+    }
+
+    /// Puts a file into the store.
+    pub fn put(&self, path: &Path, bytes: &[u8]) {
+        let mut g = self.guard();
+        g.clock += 1;
+        let t = g.clock;
+        g.files.insert(path.to_owned(), (bytes.to_vec(), t));
+    }
+}
+
+#[derive(Debug)]
+struct MemoryAppend {
+    store: MemoryStore,
+    path: PathBuf,
+}
+
+impl AppendHandle for MemoryAppend {
+    fn append(&mut self, bytes: &[u8]) -> Result<(), TreeError> {
+        let mut g = self.store.guard();
+        g.clock += 1;
+        let t = g.clock;
+        let e = g.files.entry(self.path.clone()).or_default();
+        e.0.extend_from_slice(bytes);
+        e.1 = t;
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct MemoryLock {
+    store: MemoryStore,
+    path: PathBuf,
+}
+
+impl WriteLock for MemoryLock {}
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        self.store.guard().locks.remove(&self.path);
+    }
+}
+
+impl Store for MemoryStore {
+    fn exists(&self, path: &Path) -> bool {
+        self.guard().files.contains_key(path)
+    }
+
+    fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
+        Ok(self.get(path).map(|b| {
+            let start = (offset as usize).min(b.len());
+            Box::new(io::Cursor::new(b[start..].to_vec())) as Box<dyn Read + Send>
+        }))
+    }
+
+    fn open_append(
+        &self,
+        path: &Path,
+        _durability: Durability,
+    ) -> Result<(Box<dyn AppendHandle>, Option<TailRepair>), TreeError> {
+        let mut g = self.guard();
+        let e = g.files.entry(path.to_owned()).or_default();
+        let mut repair = None;
+        if !e.0.is_empty() && e.0.last() != Some(&b'\n') {
+            e.0.push(b'\n');
+            repair = Some(TailRepair::AddedNewline);
+        }
+        drop(g);
+        Ok((Box::new(MemoryAppend { store: self.clone(), path: path.to_owned() }), repair))
+    }
+
+    fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
+        self.put(path, bytes);
+        Ok(())
+    }
+
+    fn backup(&self, path: &Path, what: &str) -> Result<PathBuf, TreeError> {
+        let bytes = self.get(path).ok_or_else(|| TreeError::Missing(path.to_owned()))?;
+        let mut n = 0u32;
+        let side = loop {
+            n += 1;
+            let p = PathBuf::from(format!("{}.{what}-{n}", path.display()));
+            if !self.exists(&p) {
+                break p;
+            }
+        };
+        self.put(&side, &bytes);
+        Ok(side)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
+        let mut g = self.guard();
+        if !g.locks.insert(path.to_owned()) {
+            return Err(TreeError::Locked { path: path.to_owned(), holder: Some(std::process::id()) });
+        }
+        Ok(Box::new(MemoryLock { store: self.clone(), path: path.to_owned() }))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError> {
+        let g = self.guard();
+        let mut out: Vec<StoredFile> = g
+            .files
+            .iter()
+            .filter(|(p, _)| p.parent() == Some(dir) && p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+            .map(|(p, (_, t))| StoredFile {
+                path: p.clone(),
+                modified: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(*t)),
+            })
+            .collect();
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>, TreeError> {
+        let g = self.guard();
+        let mut out: Vec<PathBuf> = g
+            .files
+            .keys()
+            .filter_map(|p| p.parent())
+            .filter(|d| d.parent() == Some(dir))
+            .map(Path::to_path_buf)
+            .collect();
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn create_dir_all(&self, _dir: &Path) -> Result<(), TreeError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_lock_is_exclusive_within_a_process_too() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        let first = FileStore.lock(&p).unwrap();
+        let err = FileStore.lock(&p).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("s.jsonl") && msg.contains(&format!("pid {}", std::process::id())), "{msg}");
+        drop(first);
+        FileStore.lock(&p).unwrap();
+    }
+
+    #[test]
+    fn memory_store_round_trip() {
+        let s = MemoryStore::new();
+        let p = Path::new("/m/a.jsonl");
+        let (mut a, _) = s.open_append(p, Durability::Buffered).unwrap();
+        a.append(b"x\n").unwrap();
+        let mut r = s.read_from(p, 0).unwrap().unwrap();
+        let mut out = String::new();
+        r.read_to_string(&mut out).unwrap();
+        assert_eq!(out, "x\n");
+        assert_eq!(s.list(Path::new("/m")).unwrap().len(), 1);
+        let _l = s.lock(p).unwrap();
+        assert!(s.lock(p).is_err());
+    }
+}

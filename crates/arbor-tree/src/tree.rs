@@ -1,0 +1,172 @@
+//! `get_tree` (spec 3.6) as a flat, index-based view: no recursion anywhere,
+//! so a path a million entries deep is as safe as a shallow one.
+
+use std::io::{self, Write};
+
+use arbor_log::Entry;
+
+use crate::session::Session;
+
+/// One node of the tree: an entry, its JSON text and its resolved label.
+#[derive(Debug, Clone, Copy)]
+pub struct TreeNode<'a> {
+    /// Position of the entry in the session (file order).
+    pub index: usize,
+    /// The entry.
+    pub entry: &'a Entry,
+    /// The JSON text the entry is held as.
+    pub json: &'a str,
+    /// The resolved label, if any.
+    pub label: Option<&'a str>,
+}
+
+/// The session as a tree: roots in file order, children oldest first.
+#[derive(Debug)]
+pub struct Tree<'a> {
+    session: &'a Session,
+    roots: Vec<usize>,
+    children: Vec<Vec<usize>>,
+}
+
+/// Sorts `items` by `key` ascending and stably, treating a missing key (an
+/// unparseable timestamp, NaN in JavaScript) as equal to everything, the way
+/// the reference's comparator does; never panics on that inconsistent order.
+pub fn sort_by_timestamp(items: &mut [usize], key: impl Fn(usize) -> Option<i64>) {
+    if items.iter().all(|&i| key(i).is_some()) {
+        items.sort_by_key(|&i| key(i));
+        return;
+    }
+    // Insertion sort: an element moves left only past elements that compare greater.
+    for n in 1..items.len() {
+        let mut j = n;
+        while j > 0 {
+            match (key(items[j - 1]), key(items[j])) {
+                (Some(a), Some(b)) if a > b => items.swap(j - 1, j),
+                _ => break,
+            }
+            j -= 1;
+        }
+    }
+}
+
+impl<'a> Tree<'a> {
+    pub(crate) fn build(session: &'a Session) -> Tree<'a> {
+        let n = session.slots.len();
+        let mut roots = vec![];
+        let mut children: Vec<Vec<usize>> = vec![vec![]; n];
+        for (i, slot) in session.slots.iter().enumerate() {
+            if !slot.live {
+                continue;
+            }
+            let e = &slot.entry;
+            let parent = match &e.parent_id {
+                Some(p) if p != &e.id && !session.cycle_roots.contains(&i) => session.index_of(p),
+                _ => None,
+            };
+            match parent {
+                Some(p) => children[p].push(i),
+                None => roots.push(i),
+            }
+        }
+        for list in children.iter_mut().filter(|l| l.len() > 1) {
+            sort_by_timestamp(list, |i| session.slots[i].ts_ms);
+        }
+        Tree { session, roots, children }
+    }
+
+    /// The node at a session index.
+    pub fn node(&self, index: usize) -> TreeNode<'a> {
+        let s = &self.session.slots[index];
+        TreeNode { index, entry: &s.entry, json: &s.json, label: self.session.get_label(&s.entry.id) }
+    }
+
+    /// The roots, in file order.
+    pub fn roots(&self) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
+        self.roots.iter().map(|&i| self.node(i))
+    }
+
+    /// The children of a node, oldest first.
+    pub fn children(&self, node: &TreeNode<'_>) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
+        self.children[node.index].iter().map(|&i| self.node(i))
+    }
+
+    /// Session indexes of the children of `index`, oldest first.
+    pub fn child_indices(&self, index: usize) -> &[usize] {
+        &self.children[index]
+    }
+
+    /// Session indexes of the roots.
+    pub fn root_indices(&self) -> &[usize] {
+        &self.roots
+    }
+
+    /// True when the session has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.roots.is_empty()
+    }
+
+    /// Writes pi's `getTree()` JSON: `[{"entry": …, "children": […], "label": "…"}]`,
+    /// `label` absent when none, entries as held. Iterative: any depth is fine.
+    pub fn write_json<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        // Each frame: the list being written and the position in it.
+        let mut stack: Vec<(&[usize], usize)> = vec![(&self.roots, 0)];
+        w.write_all(b"[")?;
+        while let Some((list, pos)) = stack.last_mut() {
+            if *pos == list.len() {
+                stack.pop();
+                w.write_all(b"]")?;
+                if let Some((plist, ppos)) = stack.last() {
+                    // Close the node whose children we just wrote.
+                    let node = self.node(plist[*ppos - 1]);
+                    if let Some(label) = node.label {
+                        w.write_all(b",\"label\":")?;
+                        serde_json::to_writer(&mut *w, label)?;
+                    }
+                    w.write_all(b"}")?;
+                }
+                continue;
+            }
+            let idx = list[*pos];
+            if *pos > 0 {
+                w.write_all(b",")?;
+            }
+            *pos += 1;
+            let node = self.node(idx);
+            w.write_all(b"{\"entry\":")?;
+            w.write_all(node.json.as_bytes())?;
+            w.write_all(b",\"children\":[")?;
+            stack.push((&self.children[idx], 0));
+        }
+        Ok(())
+    }
+}
+
+impl Session {
+    /// The tree of every entry (spec 3.6): roots in file order (orphans,
+    /// self-parents and one entry of each parent cycle included), children
+    /// sorted oldest first (stable), labels resolved, no entry twice.
+    pub fn get_tree(&self) -> Tree<'_> {
+        Tree::build(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_timestamps_keep_their_place() {
+        let keys = [Some(3), None, Some(1), Some(2)];
+        let mut items = vec![0, 1, 2, 3];
+        sort_by_timestamp(&mut items, |i| keys[i]);
+        assert_eq!(items, vec![0, 1, 2, 3]);
+        let keys = [Some(2), Some(1), None];
+        let mut items = vec![0, 1, 2];
+        sort_by_timestamp(&mut items, |i| keys[i]);
+        assert_eq!(items, vec![1, 0, 2]);
+        let keys = [Some(5), Some(1), Some(5), Some(0)];
+        let mut items = vec![0, 1, 2, 3];
+        sort_by_timestamp(&mut items, |i| keys[i]);
+        assert_eq!(items, vec![3, 1, 0, 2], "stable for equal keys");
+    }
+}
