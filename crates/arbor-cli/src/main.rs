@@ -1,1 +1,34 @@
-fn main() {}
+//! `arbor`: the command-line face of Arbor's session trees.
+//!
+//! A thin shell over the library crates: it parses arguments, opens sessions
+//! through `arbor-tree`, prints, and maps errors to one line on stderr and a
+//! non-zero exit. A closed pipe (`arbor tree … | head`) is not an error.
+
+mod cli;
+mod render;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = <cli::Args as clap::Parser>::parse();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let result = cli::run(args, &mut out).and_then(|code| {
+        out.flush()?;
+        Ok(code)
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("arbor: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+}

@@ -1,6 +1,38 @@
-//! Rebuilding the LLM context from a session tree (work in progress).
+//! Rebuilding what the model sees from a session tree.
 //!
-//! `arbor-context` will own `build_session_context` (the root-to-leaf path,
-//! the latest compaction, thinking level and model state), the mapping of
-//! agent messages to model input (`convert_to_llm`) and token estimation. It
-//! knows nothing of files, models or async runtimes.
+//! `arbor-context` owns pi's `buildSessionContext` ([`build_session_context`],
+//! [`build_context_from_path`], [`walk_to_root`]): the root-to-leaf path, the
+//! replay of the latest compaction, the thinking level and model state (and
+//! oh-my-pi's per-role models, injected rules and mode). It owns the mapping of
+//! agent messages to model input ([`convert_to_llm`]), token estimation
+//! ([`estimate_tokens`], [`estimate_context_tokens`]) and the summarizer's
+//! text helpers ([`serialize_conversation`], [`FileOps`] and friends).
+//!
+//! It does not know files, the tree's indexes or leaf, models, summarizers or
+//! async runtimes: it takes entries (from `arbor-log`) or a path, and returns
+//! values. Messages stay opaque JSON so unknown fields pass through untouched.
+//!
+//! Promises:
+//! - the outputs are pi v0.58.3's, value for value: [`SessionContext::to_json`]
+//!   and [`convert_to_llm`] reproduce the reference's JSON exactly, including
+//!   its quirks (the branch-summary suffix without a newline, `null` for an
+//!   unparseable timestamp, absent keys where JavaScript has `undefined`);
+//! - lengths, cuts and sorting follow JavaScript strings (UTF-16 code units);
+//! - nothing panics on bad data, every walk is cycle-safe and linear in the path.
+
+mod context;
+mod js;
+mod llm;
+mod serialize;
+mod tokens;
+
+pub use context::{build_context_from_path, build_session_context, walk_to_root, Leaf, ModelRef, SessionContext};
+pub use llm::{
+    bash_execution_to_text, convert_to_llm, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_SUFFIX,
+};
+pub use serialize::{
+    compute_file_lists, extract_file_ops_from_message, format_file_operations, serialize_conversation, FileOps,
+    PathSet, TOOL_RESULT_MAX_CHARS,
+};
+pub use tokens::{calculate_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens};

@@ -75,6 +75,61 @@ impl IdGenerator for CounterIds {
     }
 }
 
+/// Ids derived from a seed: the same seed gives the same sequence of
+/// 8-hex ids. Used to migrate a v1 file, whose entries have no ids, so that
+/// every read of the same unmigrated file shows the same ids (the first write
+/// then makes them permanent).
+#[derive(Debug, Clone)]
+pub struct SeededIds {
+    state: u64,
+}
+
+impl SeededIds {
+    /// A sequence seeded from arbitrary text (for example the session id).
+    pub fn from_text(text: &str) -> Self {
+        // FNV-1a: a stable hash (std's hashers are not stable across releases).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in text.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        SeededIds { state: h }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        // splitmix64
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+impl IdGenerator for SeededIds {
+    fn entry_id(&mut self, taken: &dyn Fn(&str) -> bool) -> String {
+        for _ in 0..100 {
+            let id = format!("{:08x}", self.next_u64() >> 32);
+            if !taken(&id) {
+                return id;
+            }
+        }
+        format!("{:016x}", self.next_u64())
+    }
+
+    fn session_id(&mut self) -> String {
+        let (a, b) = (self.next_u64(), self.next_u64());
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            0x8000 | (b >> 48 & 0x3fff),
+            b & 0xffff_ffff_ffff
+        )
+    }
+}
+
 /// True when `id` has the shape pi writes: 8 lowercase hex characters.
 pub fn is_pi_entry_id(id: &str) -> bool {
     id.len() == 8 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -98,6 +153,22 @@ mod tests {
     fn random_ids_fall_back_to_a_full_uuid_when_everything_collides() {
         let id = RandomIds.entry_id(&|_| true);
         assert_eq!(id.len(), 36);
+    }
+
+    #[test]
+    fn seeded_ids_repeat_for_the_same_seed() {
+        let a: Vec<String> = (0..5)
+            .map({
+                let mut g = SeededIds::from_text("s1");
+                move |_| g.entry_id(&|_| false)
+            })
+            .collect();
+        let mut g = SeededIds::from_text("s1");
+        let b: Vec<String> = (0..5).map(|_| g.entry_id(&|_| false)).collect();
+        assert_eq!(a, b);
+        assert!(a.iter().all(|i| is_pi_entry_id(i)));
+        assert_ne!(SeededIds::from_text("s2").entry_id(&|_| false), a[0]);
+        assert_eq!(SeededIds::from_text("x").session_id().len(), 36);
     }
 
     #[test]

@@ -63,8 +63,10 @@ fn is_session(v: &Value) -> bool {
 /// v1 → v2: fresh ids, a linear `parentId` chain, and `firstKeptEntryIndex` turned
 /// into `firstKeptEntryId` (the index counts records, header included).
 pub fn v1_to_v2(records: &mut [Value], ids: &mut dyn IdGenerator, changed: &mut BTreeSet<usize>) -> MigrationStep {
-    // pi passes a fresh, never-filled set to the generator here: migrated ids
-    // are not checked against each other.
+    // pi passes a fresh, never-filled set to the generator here; we check the
+    // new ids against each other (the counter used for the reference outputs
+    // never collides, so the results are the same).
+    let mut used: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut prev: Option<String> = None;
     let mut n_ids = 0usize;
     let mut anchored = 0usize;
@@ -80,7 +82,8 @@ pub fn v1_to_v2(records: &mut [Value], ids: &mut dyn IdGenerator, changed: &mut 
         if !records[i].is_object() {
             continue;
         }
-        let id = ids.entry_id(&|_| false);
+        let id = ids.entry_id(&|s| used.contains(s));
+        used.insert(id.clone());
         if let Some(obj) = records[i].as_object_mut() {
             obj.insert("id".into(), Value::String(id.clone()));
             obj.insert("parentId".into(), prev.map_or(Value::Null, Value::String));

@@ -18,7 +18,7 @@ use serde_json::Value;
 use arbor_log::{
     format_iso_ms, parse_iso_ms, BranchSummary, Clock, Compaction, CustomEntry, CustomMessageEntry, Diagnostic,
     DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, LabelEntry, MessageEntry, MigrationReport, ModelChange,
-    RandomIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
+    RandomIds, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
 };
 
 use crate::error::TreeError;
@@ -45,6 +45,9 @@ pub struct SessionOptions {
     pub session_dir: Option<PathBuf>,
     /// The sessions root (`None`: `$ARBOR_SESSIONS_DIR` or pi's `~/.pi/agent/sessions`).
     pub sessions_root: Option<PathBuf>,
+    /// Ids for migrating a v1 file: seeded from its session id (the default,
+    /// so every read shows the same ids), or taken from `ids` when false.
+    pub seeded_migration_ids: bool,
 }
 
 impl Default for SessionOptions {
@@ -57,6 +60,7 @@ impl Default for SessionOptions {
             read_only: false,
             session_dir: None,
             sessions_root: None,
+            seeded_migration_ids: true,
         }
     }
 }
@@ -70,6 +74,7 @@ impl SessionOptions {
     /// Replaces the id generator.
     pub fn with_ids(mut self, ids: impl IdGenerator + 'static) -> Self {
         self.ids = Arc::new(std::sync::Mutex::new(ids));
+        self.seeded_migration_ids = false;
         self
     }
 
@@ -259,7 +264,9 @@ impl Session {
         };
         s.cwd = header.cwd.clone().unwrap_or_default();
         s.header = header;
-        let report = {
+        let report = if s.opts.seeded_migration_ids {
+            log.migrate(&mut SeededIds::from_text(&s.header.id))
+        } else {
             let mut ids = s.opts.ids.lock().unwrap_or_else(|p| p.into_inner());
             log.migrate(&mut *ids)
         };
@@ -529,11 +536,20 @@ impl Session {
     pub fn get_entry(&self, id: &str) -> Option<&Entry> {
         self.by_id.get(id).map(|&i| &self.slots[i].entry)
     }
+    /// The entry at a position in file order.
+    pub fn entry_at(&self, index: usize) -> Option<&Entry> {
+        self.slots.get(index).map(|s| &s.entry)
+    }
+    /// The JSON text of the entry at a position in file order.
+    pub fn json_at(&self, index: usize) -> Option<&str> {
+        self.slots.get(index).map(|s| &*s.json)
+    }
     /// The JSON text an entry is held as.
     pub fn entry_json(&self, id: &str) -> Option<&str> {
         self.by_id.get(id).map(|&i| &*self.slots[i].json)
     }
-    pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
+    /// The position (in file order) of the entry an id resolves to.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
         self.by_id.get(id).copied()
     }
     /// The direct children of `parent_id`, in file order (not sorted).
@@ -558,7 +574,8 @@ impl Session {
         self.branch_indices(from).into_iter().map(|i| &self.slots[i].entry).collect()
     }
 
-    pub(crate) fn branch_indices(&self, from: Option<&str>) -> Vec<usize> {
+    /// [`Session::get_branch`] as positions in file order.
+    pub fn branch_indices(&self, from: Option<&str>) -> Vec<usize> {
         let Some(start) = from.or(self.leaf.as_deref()).and_then(|id| self.by_id.get(id).copied()) else {
             return vec![];
         };
@@ -830,6 +847,20 @@ impl Session {
         Ok(())
     }
 
+    /// Writes the session file now, even before the first assistant message
+    /// (pi defers it; a CLI fork wants the file to exist). No-op when on disk already.
+    pub fn materialize(&mut self) -> Result<(), TreeError> {
+        self.check_writable()?;
+        if !self.persist || !matches!(self.disk, Disk::NotMaterialized) {
+            return Ok(());
+        }
+        let had = self.has_assistant;
+        self.has_assistant = true;
+        let r = self.persist();
+        self.has_assistant = had;
+        r
+    }
+
     // ---- branched sessions (spec 3.9) ----
 
     /// Turns the path to `leaf_id` into a new session (labels rebuilt from the
@@ -840,8 +871,8 @@ impl Session {
         if path.is_empty() {
             return Err(TreeError::NotFound(leaf_id.to_owned()));
         }
-        if self.persist {
-            self.check_writable()?;
+        if let Some(f) = &self.failed {
+            return Err(TreeError::Poisoned(f.clone()));
         }
         let kept: Vec<Slot> = path
             .iter()
@@ -897,6 +928,8 @@ impl Session {
         let new_path = self.session_dir.join(session_file_name(&timestamp, &new_id));
         self.lock = None;
         self.file = Some(new_path.clone());
+        // Read-only applied to the old file; the new one is ours to write.
+        self.opts.read_only = false;
         self.take_lock()?;
         if self.has_assistant {
             self.persist()?;

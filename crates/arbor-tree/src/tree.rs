@@ -107,7 +107,7 @@ impl<'a> Tree<'a> {
 
     /// Writes pi's `getTree()` JSON: `[{"entry": …, "children": […], "label": "…"}]`,
     /// `label` absent when none, entries as held. Iterative: any depth is fine.
-    pub fn write_json<W: Write>(&self, w: &mut W) -> io::Result<()> {
+    pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
         // Each frame: the list being written and the position in it.
         let mut stack: Vec<(&[usize], usize)> = vec![(&self.roots, 0)];
         w.write_all(b"[")?;

@@ -1,0 +1,313 @@
+//! Argument parsing and the subcommands.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+
+use arbor_log::{CounterIds, Diagnostic, Entry};
+use arbor_tree::{list_all_sessions, list_sessions, paths, Session, SessionOptions};
+
+use crate::render::{active_path, entry_text, layout_tree, record_tool_calls, ToolCalls};
+
+/// Session trees for coding agents, compatible with pi's session files.
+#[derive(Debug, Parser)]
+#[command(name = "arbor", version, about, long_about = None)]
+pub struct Args {
+    /// How new ids are made (`counter` is deterministic, for tests).
+    #[arg(long, global = true, hide = true, value_enum, default_value = "random", env = "ARBOR_IDS")]
+    ids: IdMode,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum IdMode {
+    Random,
+    Counter,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the header and every entry (after migration), one line each.
+    Dump {
+        /// The session file.
+        file: PathBuf,
+        /// Print `{"header", "entries", "leafId"}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the session tree: branches, the active path, labels and the leaf.
+    Tree {
+        /// The session file.
+        file: PathBuf,
+        /// Print pi's `getTree()` JSON.
+        #[arg(long)]
+        json: bool,
+        /// Show the tree as if the leaf were at this entry.
+        #[arg(long, value_name = "ID")]
+        leaf: Option<String>,
+    },
+    /// Print the path from the root to an entry (default: the leaf).
+    Path {
+        /// The session file.
+        file: PathBuf,
+        /// The entry the path ends at.
+        id: Option<String>,
+        /// Print the entries as a JSON list.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set the label of an entry, or clear it when LABEL is absent.
+    Label {
+        /// The session file.
+        file: PathBuf,
+        /// The entry to label.
+        id: String,
+        /// The label (absent or empty: clear).
+        label: Option<String>,
+    },
+    /// Copy the path to an entry into a new session file (pi's createBranchedSession).
+    Fork {
+        /// The session file.
+        file: PathBuf,
+        /// The entry the new session ends at.
+        #[arg(long, value_name = "ID")]
+        at: String,
+        /// Directory for the new file (default: beside the original).
+        #[arg(long, value_name = "DIR")]
+        sessions_dir: Option<PathBuf>,
+        /// Print `{"path": …}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List sessions, newest first.
+    Ls {
+        /// List the sessions of this working directory (default: the current one).
+        #[arg(long, value_name = "DIR", conflicts_with = "all")]
+        cwd: Option<PathBuf>,
+        /// List the sessions of every working directory.
+        #[arg(long)]
+        all: bool,
+        /// The sessions root (default: $ARBOR_SESSIONS_DIR, else ~/.pi/agent/sessions).
+        #[arg(long, value_name = "DIR")]
+        sessions_dir: Option<PathBuf>,
+        /// Print pi's SessionInfo objects as a JSON list.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn options(args_ids: IdMode, read_only: bool) -> SessionOptions {
+    let opts = SessionOptions { read_only, ..SessionOptions::default() };
+    match args_ids {
+        IdMode::Random => opts,
+        IdMode::Counter => opts.with_ids(CounterIds::new()),
+    }
+}
+
+fn print_diagnostics(file: &Path, diags: &[Diagnostic]) {
+    let name = file.display().to_string();
+    for d in diags {
+        eprintln!("{}", d.with_file(&name));
+    }
+}
+
+fn open_read(file: &Path, ids: IdMode) -> Result<Session> {
+    let s = Session::open(file, options(ids, true))?;
+    print_diagnostics(file, s.diagnostics());
+    Ok(s)
+}
+
+fn open_write(file: &Path, ids: IdMode) -> Result<Session> {
+    if !file.exists() {
+        bail!("{}: no such session file", file.display());
+    }
+    let s = Session::open(file, options(ids, false))?;
+    print_diagnostics(file, s.diagnostics());
+    for n in s.notices() {
+        eprintln!("{n}");
+    }
+    Ok(s)
+}
+
+fn write_entries_json(out: &mut dyn Write, items: impl Iterator<Item = impl AsRef<str>>) -> Result<()> {
+    out.write_all(b"[")?;
+    for (i, j) in items.enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        out.write_all(j.as_ref().as_bytes())?;
+    }
+    out.write_all(b"]")?;
+    Ok(())
+}
+
+fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
+    format!("{} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), entry_text(e, calls, home))
+}
+
+fn home() -> Option<String> {
+    std::env::home_dir().map(|h| h.to_string_lossy().into_owned())
+}
+
+/// Runs one command, writing its output to `out`.
+pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
+    let ids = args.ids;
+    match args.command {
+        Command::Dump { file, json } => {
+            let s = open_read(&file, ids)?;
+            if json {
+                out.write_all(b"{\"header\":")?;
+                serde_json::to_writer(&mut *out, &s.header().to_value())?;
+                out.write_all(b",\"entries\":")?;
+                write_entries_json(out, s.entries_json().map(|(_, j)| j))?;
+                out.write_all(b",\"leafId\":")?;
+                serde_json::to_writer(&mut *out, &s.leaf_id())?;
+                out.write_all(b"}\n")?;
+            } else {
+                let h = s.header();
+                writeln!(
+                    out,
+                    "session {} v{} {} cwd={}",
+                    h.id,
+                    h.version(),
+                    h.timestamp,
+                    h.cwd.as_deref().unwrap_or("")
+                )?;
+                let home = home();
+                let mut calls = ToolCalls::new();
+                for e in s.entries() {
+                    record_tool_calls(e, &mut calls);
+                    writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
+                }
+                writeln!(out, "leaf {}", s.leaf_id().unwrap_or("(none)"))?;
+            }
+        }
+        Command::Tree { file, json, leaf } => {
+            let mut s = open_read(&file, ids)?;
+            if let Some(id) = &leaf {
+                s.branch(id)?;
+            }
+            let tree = s.get_tree();
+            if json {
+                tree.write_json(out)?;
+                out.write_all(b"\n")?;
+            } else {
+                print_tree(&s, out)?;
+            }
+        }
+        Command::Path { file, id, json } => {
+            let s = open_read(&file, ids)?;
+            if let Some(id) = &id {
+                if s.get_entry(id).is_none() {
+                    bail!("{}: Entry {id} not found", file.display());
+                }
+            }
+            let idx = s.branch_indices(id.as_deref());
+            if json {
+                write_entries_json(out, idx.iter().filter_map(|&i| s.json_at(i)))?;
+                out.write_all(b"\n")?;
+            } else {
+                let home = home();
+                let mut calls = ToolCalls::new();
+                for &i in &idx {
+                    if let Some(e) = s.entry_at(i) {
+                        record_tool_calls(e, &mut calls);
+                        writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
+                    }
+                }
+            }
+        }
+        Command::Label { file, id, label } => {
+            let mut s = open_write(&file, ids)?;
+            let label = label.as_deref().map(str::trim).filter(|l| !l.is_empty());
+            let new_id = s.append_label_change(&id, label).with_context(|| file.display().to_string())?;
+            match label {
+                Some(l) => writeln!(out, "labelled {id} {l:?} (entry {new_id})")?,
+                None => writeln!(out, "cleared the label of {id} (entry {new_id})")?,
+            }
+        }
+        Command::Fork { file, at, sessions_dir, json } => {
+            let mut opts = options(ids, true);
+            opts.session_dir = sessions_dir.clone();
+            let mut s = Session::open(&file, opts)?;
+            print_diagnostics(&file, s.diagnostics());
+            if let Some(dir) = &sessions_dir {
+                std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+            }
+            let path = s.create_branched_session(&at).with_context(|| file.display().to_string())?;
+            s.materialize()?;
+            let path = path.context("a file session always forks into a file")?;
+            if json {
+                serde_json::to_writer(&mut *out, &serde_json::json!({ "path": path }))?;
+                out.write_all(b"\n")?;
+            } else {
+                writeln!(out, "{}", path.display())?;
+            }
+        }
+        Command::Ls { cwd, all, sessions_dir, json } => {
+            let root = sessions_dir.unwrap_or_else(paths::sessions_root);
+            let store = arbor_tree::FileStore;
+            let list = if all {
+                list_all_sessions(&store, &root)?
+            } else {
+                let cwd = match cwd {
+                    Some(c) => c,
+                    None => std::env::current_dir().context("cannot read the current directory")?,
+                };
+                let cwd = cwd.to_string_lossy().into_owned();
+                list_sessions(&store, &paths::session_dir_for(&root, &cwd))?
+            };
+            if json {
+                serde_json::to_writer(&mut *out, &list)?;
+                out.write_all(b"\n")?;
+            } else if list.is_empty() {
+                writeln!(out, "no sessions")?;
+            } else {
+                for i in &list {
+                    let title = i.name.clone().unwrap_or_else(|| crate::render::normalize(&i.first_message));
+                    let title: String = title.chars().take(60).collect();
+                    writeln!(out, "{}  {:>5} msgs  {}  {}", i.modified, i.message_count, title, i.path.display())?;
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
+    let tree = s.get_tree();
+    if tree.is_empty() {
+        writeln!(out, "(no entries)")?;
+        return Ok(());
+    }
+    let active = active_path(s);
+    let rows = layout_tree(&tree, &active);
+    let width = rows.iter().filter_map(|r| s.entry_at(r.index)).map(|e| e.id.chars().count()).max().unwrap_or(8);
+    let leaf = s.leaf_id().and_then(|id| s.index_of(id));
+    let home = home();
+    let mut calls = ToolCalls::new();
+    for e in s.entries() {
+        record_tool_calls(e, &mut calls);
+    }
+    for row in rows {
+        let Some(e) = s.entry_at(row.index) else { continue };
+        let marker = if row.active { "• " } else { "" };
+        let label = s.get_label(&e.id).map(|l| format!("[{l}] ")).unwrap_or_default();
+        let leaf_mark = if Some(row.index) == leaf { "  ◀ leaf" } else { "" };
+        writeln!(
+            out,
+            "{:<width$}  {}{}{}{}{}",
+            e.id,
+            row.prefix,
+            marker,
+            label,
+            entry_text(e, &calls, home.as_deref()),
+            leaf_mark
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,356 @@
+//! `buildSessionContext` (spec 4.1): the messages, thinking level and model
+//! that a leaf's root-to-leaf path gives.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use arbor_log::{parse_iso_ms, BranchSummary, Compaction, CustomMessageEntry, Entry, EntryKind, ModelChange};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The provider and model id that a session context selects (`{provider, modelId}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelRef {
+    /// The provider, e.g. `anthropic`.
+    pub provider: String,
+    /// The model id, e.g. `claude-sonnet-4-5`.
+    pub model_id: String,
+}
+
+/// What a leaf's path gives the agent: the messages, thinking level and model,
+/// plus the oh-my-pi state carried by the same path.
+///
+/// Serializes (and [`SessionContext::to_json`] converts) to pi's exact shape
+/// `{"messages": [...], "thinkingLevel": "...", "model": {...} | null}`; the
+/// oh-my-pi fields are never part of that JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionContext {
+    /// The agent messages, in order, as JSON values (see [`build_context_from_path`]).
+    pub messages: Vec<Value>,
+    /// The last thinking level on the path (`"off"` by default; omp's `null` reads `"off"`).
+    pub thinking_level: String,
+    /// The last model selected on the path by a `model_change` or an assistant message.
+    pub model: Option<ModelRef>,
+    /// omp: role → `"provider/modelId"`, from `model_change` entries (`role` absent
+    /// means `default`) and assistant messages (which set `default`).
+    pub models: BTreeMap<String, String>,
+    /// omp: the union, in first-seen order, of every `ttsr_injection` on the path.
+    pub injected_ttsr_rules: Vec<String>,
+    /// omp-S: the mode of the last `mode_change` on the path.
+    pub mode: Option<String>,
+    /// omp-S: the `data` of that `mode_change`.
+    pub mode_data: Option<Value>,
+}
+
+impl Default for SessionContext {
+    fn default() -> Self {
+        SessionContext {
+            messages: Vec::new(),
+            thinking_level: "off".to_owned(),
+            model: None,
+            models: BTreeMap::new(),
+            injected_ttsr_rules: Vec::new(),
+            mode: None,
+            mode_data: None,
+        }
+    }
+}
+
+impl SessionContext {
+    /// The empty context: no messages, thinking level `"off"`, no model.
+    pub fn empty() -> Self {
+        SessionContext::default()
+    }
+
+    /// The context as pi's `SessionContext` JSON object (omp fields left out).
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("messages".into(), Value::Array(self.messages.clone()));
+        out.insert("thinkingLevel".into(), Value::String(self.thinking_level.clone()));
+        let model = match &self.model {
+            Some(m) => {
+                let mut o = Map::new();
+                o.insert("provider".into(), Value::String(m.provider.clone()));
+                o.insert("modelId".into(), Value::String(m.model_id.clone()));
+                Value::Object(o)
+            }
+            None => Value::Null,
+        };
+        out.insert("model".into(), model);
+        Value::Object(out)
+    }
+
+    /// The messages mapped for the model ([`crate::convert_to_llm`]).
+    pub fn llm_messages(&self) -> Vec<Value> {
+        crate::convert_to_llm(&self.messages)
+    }
+}
+
+impl Serialize for SessionContext {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("messages", &self.messages)?;
+        map.serialize_entry("thinkingLevel", &self.thinking_level)?;
+        map.serialize_entry("model", &self.model)?;
+        map.end()
+    }
+}
+
+/// Which entry to build the context for: pi's `leafId` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Leaf<'a> {
+    /// `undefined`: the last entry of the file.
+    #[default]
+    Default,
+    /// Explicitly `null` (before the first entry): the empty context.
+    Null,
+    /// An id; an unknown (or empty) id falls back to the last entry, as in pi.
+    Id(&'a str),
+}
+
+/// Walks `parentId` links from `start` to its root and returns the path root first.
+///
+/// The walk stops at a root, at a parent that `lookup` does not know (an
+/// orphan chain yields only its reachable part) and at the first id it has
+/// already visited, so a parent cycle cannot loop. Like pi, an empty
+/// `parentId` counts as no parent.
+pub fn walk_to_root<'a>(start: &'a Entry, lookup: impl Fn(&str) -> Option<&'a Entry>) -> Vec<&'a Entry> {
+    let mut path = vec![start];
+    let mut seen: HashSet<&str> = HashSet::from([start.id.as_str()]);
+    let mut current = start;
+    while let Some(parent) = current.parent_id.as_deref().filter(|p| !p.is_empty()).and_then(&lookup) {
+        if !seen.insert(parent.id.as_str()) {
+            break;
+        }
+        path.push(parent);
+        current = parent;
+    }
+    path.reverse();
+    path
+}
+
+/// pi's `buildSessionContext(entries, leafId)`: resolves the leaf, walks its
+/// path (cycle-safe, see [`walk_to_root`]) and builds the context from it.
+///
+/// Ids are indexed in file order, so of duplicate ids the later entry wins.
+pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContext {
+    let by_id: HashMap<&str, &Entry> = entries.iter().map(|e| (e.id.as_str(), e)).collect();
+    let chosen = match leaf {
+        Leaf::Null => return SessionContext::empty(),
+        Leaf::Id(id) if !id.is_empty() => by_id.get(id).copied().or(entries.last()),
+        Leaf::Id(_) | Leaf::Default => entries.last(),
+    };
+    let Some(chosen) = chosen else {
+        return SessionContext::empty();
+    };
+    let path = walk_to_root(chosen, |id| by_id.get(id).copied());
+    build_context_from_path(&path)
+}
+
+/// Builds the context of a root-first path (spec 4.1 steps 3–5), in one pass
+/// for the settings and one for the messages.
+///
+/// - Settings: each `thinking_level_change`, `model_change` (pi's or omp's
+///   shape) and assistant message updates the state; the last one wins.
+/// - Messages: a `message` entry gives its message as is; a `custom_message`
+///   gives `{role:"custom", customType, content, display, details?, timestamp}`;
+///   a `branch_summary` with a non-empty summary gives
+///   `{role:"branchSummary", summary, fromId, timestamp}`. Timestamps are the
+///   entry's ISO time in epoch ms, `null` when it does not parse (JavaScript's
+///   NaN). Other entries (malformed and unknown ones included) give nothing.
+/// - The last `compaction` on the path replaces everything before it with
+///   `{role:"compactionSummary", summary, tokensBefore, timestamp}` followed by
+///   the entries from its `firstKeptEntryId` (inclusive) up to it; if that id
+///   is not on the path before it, nothing from before it is kept.
+pub fn build_context_from_path(path: &[&Entry]) -> SessionContext {
+    let mut ctx = SessionContext::empty();
+    let mut compaction: Option<(usize, &Compaction, &Entry)> = None;
+    for (i, entry) in path.iter().enumerate() {
+        match &entry.kind {
+            EntryKind::ThinkingLevelChange(t) => {
+                ctx.thinking_level = t.thinking_level.clone().unwrap_or_else(|| "off".to_owned());
+            }
+            EntryKind::ModelChange(m) => apply_model_change(&mut ctx, m),
+            EntryKind::Message(m) if m.role() == Some("assistant") => {
+                let field = |k: &str| m.message.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                let (provider, model_id) = (field("provider"), field("model"));
+                ctx.models.insert("default".to_owned(), format!("{provider}/{model_id}"));
+                ctx.model = Some(ModelRef { provider, model_id });
+            }
+            EntryKind::Compaction(c) => compaction = Some((i, c, entry)),
+            EntryKind::TtsrInjection(t) => {
+                for rule in &t.injected_rules {
+                    if !ctx.injected_ttsr_rules.contains(rule) {
+                        ctx.injected_ttsr_rules.push(rule.clone());
+                    }
+                }
+            }
+            EntryKind::ModeChange(m) => {
+                ctx.mode = Some(m.mode.clone());
+                ctx.mode_data = m.data.clone();
+            }
+            _ => {}
+        }
+    }
+
+    match compaction {
+        None => ctx.messages.extend(path.iter().filter_map(|e| entry_message(e))),
+        Some((k, c, entry)) => {
+            ctx.messages.push(compaction_summary_message(c, &entry.timestamp));
+            if let Some(first) = c.first_kept_entry_id.as_deref() {
+                if let Some(start) = path[..k].iter().position(|e| e.id == first) {
+                    ctx.messages.extend(path[start..k].iter().filter_map(|e| entry_message(e)));
+                }
+            }
+            ctx.messages.extend(path[k + 1..].iter().filter_map(|e| entry_message(e)));
+        }
+    }
+    ctx
+}
+
+fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
+    if let Some((provider, model_id)) = m.default_model() {
+        ctx.model = Some(ModelRef { provider, model_id });
+    }
+    match (&m.model, &m.provider, &m.model_id) {
+        (Some(model), _, _) => {
+            let role = m.role.clone().unwrap_or_else(|| "default".to_owned());
+            ctx.models.insert(role, model.clone());
+        }
+        (None, provider, model_id) => {
+            let p = provider.as_deref().unwrap_or("");
+            let id = model_id.as_deref().unwrap_or("");
+            ctx.models.insert("default".to_owned(), format!("{p}/{id}"));
+        }
+    }
+}
+
+/// The entry's ISO timestamp as JavaScript's `new Date(ts).getTime()`: ms, or `null` for NaN.
+fn timestamp_ms(ts: &str) -> Value {
+    parse_iso_ms(ts).map_or(Value::Null, Value::from)
+}
+
+/// The message an entry contributes to the context, if any (pi's `appendMessage`).
+fn entry_message(entry: &Entry) -> Option<Value> {
+    match &entry.kind {
+        EntryKind::Message(m) => Some(m.message.clone()),
+        EntryKind::CustomMessage(c) => Some(custom_message(c, &entry.timestamp)),
+        EntryKind::BranchSummary(b) if !b.summary.is_empty() => Some(branch_summary_message(b, &entry.timestamp)),
+        _ => None,
+    }
+}
+
+fn custom_message(c: &CustomMessageEntry, ts: &str) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), "custom".into());
+    m.insert("customType".into(), c.custom_type.clone().into());
+    m.insert("content".into(), c.content.clone());
+    m.insert("display".into(), c.display.into());
+    if let Some(details) = &c.details {
+        m.insert("details".into(), details.clone());
+    }
+    m.insert("timestamp".into(), timestamp_ms(ts));
+    Value::Object(m)
+}
+
+fn branch_summary_message(b: &BranchSummary, ts: &str) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), "branchSummary".into());
+    m.insert("summary".into(), b.summary.clone().into());
+    m.insert("fromId".into(), b.from_id.clone().into());
+    m.insert("timestamp".into(), timestamp_ms(ts));
+    Value::Object(m)
+}
+
+fn compaction_summary_message(c: &Compaction, ts: &str) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), "compactionSummary".into());
+    m.insert("summary".into(), c.summary.clone().into());
+    if let Some(tokens) = &c.tokens_before {
+        m.insert("tokensBefore".into(), Value::Number(tokens.clone()));
+    }
+    m.insert("timestamp".into(), timestamp_ms(ts));
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(v: Value) -> Entry {
+        Entry::from_value(&v).unwrap()
+    }
+
+    #[test]
+    fn synthesized_messages_have_pi_key_order() {
+        let path = [
+            entry(
+                json!({"type":"custom_message","customType":"ext","content":"hi","display":false,"details":{"k":1},"id":"a","parentId":null,"timestamp":"2025-01-01T00:00:00.000Z"}),
+            ),
+            entry(
+                json!({"type":"branch_summary","id":"b","parentId":"a","timestamp":"2025-01-01T00:00:01.000Z","fromId":"a","summary":"went elsewhere"}),
+            ),
+            entry(
+                json!({"type":"custom_message","customType":"ext","content":[{"type":"text","text":"t"}],"display":true,"id":"c","parentId":"b","timestamp":"not a date"}),
+            ),
+        ];
+        let refs: Vec<&Entry> = path.iter().collect();
+        let ctx = build_context_from_path(&refs);
+        let text: Vec<String> = ctx.messages.iter().map(|m| serde_json::to_string(m).unwrap()).collect();
+        assert_eq!(
+            text,
+            [
+                r#"{"role":"custom","customType":"ext","content":"hi","display":false,"details":{"k":1},"timestamp":1735689600000}"#,
+                r#"{"role":"branchSummary","summary":"went elsewhere","fromId":"a","timestamp":1735689601000}"#,
+                r#"{"role":"custom","customType":"ext","content":[{"type":"text","text":"t"}],"display":true,"timestamp":null}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn compaction_summary_key_order_and_missing_tokens_before() {
+        let c = entry(
+            json!({"type":"compaction","id":"c","parentId":null,"timestamp":"2025-01-01T00:00:00Z","summary":"S","firstKeptEntryId":"zz","tokensBefore":42}),
+        );
+        let ctx = build_context_from_path(&[&c]);
+        assert_eq!(
+            serde_json::to_string(&ctx.messages).unwrap(),
+            r#"[{"role":"compactionSummary","summary":"S","tokensBefore":42,"timestamp":1735689600000}]"#
+        );
+        let v1 = entry(json!({"type":"compaction","id":"c","parentId":null,"timestamp":"x","summary":"S"}));
+        let ctx = build_context_from_path(&[&v1]);
+        assert_eq!(
+            serde_json::to_string(&ctx.messages).unwrap(),
+            r#"[{"role":"compactionSummary","summary":"S","timestamp":null}]"#
+        );
+    }
+
+    #[test]
+    fn serialized_context_has_exactly_pi_keys() {
+        let mut ctx = SessionContext::empty();
+        ctx.models.insert("smol".into(), "a/b".into());
+        ctx.injected_ttsr_rules.push("r".into());
+        ctx.mode = Some("plan".into());
+        ctx.model = Some(ModelRef { provider: "p".into(), model_id: "m".into() });
+        let want = r#"{"messages":[],"thinkingLevel":"off","model":{"provider":"p","modelId":"m"}}"#;
+        assert_eq!(serde_json::to_string(&ctx).unwrap(), want);
+        assert_eq!(serde_json::to_string(&ctx.to_json()).unwrap(), want);
+        let empty = serde_json::to_string(&SessionContext::empty()).unwrap();
+        assert_eq!(empty, r#"{"messages":[],"thinkingLevel":"off","model":null}"#);
+    }
+
+    #[test]
+    fn walk_is_cycle_safe_and_root_first() {
+        let es = [
+            entry(json!({"type":"label","id":"a","parentId":"c","targetId":"a"})),
+            entry(json!({"type":"label","id":"b","parentId":"a","targetId":"a"})),
+            entry(json!({"type":"label","id":"c","parentId":"b","targetId":"a"})),
+        ];
+        let by_id: HashMap<&str, &Entry> = es.iter().map(|e| (e.id.as_str(), e)).collect();
+        let path = walk_to_root(&es[2], |id| by_id.get(id).copied());
+        let ids: Vec<&str> = path.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+    }
+}

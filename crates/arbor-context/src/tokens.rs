@@ -1,0 +1,128 @@
+//! Token estimation (spec 5.6.2): pi's characters / 4, rounded up per message.
+//!
+//! "Characters" are JavaScript string lengths, that is UTF-16 code units.
+
+use serde_json::Value;
+
+use crate::js;
+
+/// What an image counts for, in characters (pi: "4800 chars, or 1200 tokens").
+const IMAGE_CHARS: usize = 4800;
+
+/// Estimates the tokens of one agent message: its characters divided by 4, rounded up.
+///
+/// | role | characters |
+/// |---|---|
+/// | `user` | the string, or the text blocks (images are not counted) |
+/// | `assistant` | text + thinking + `name` and `JSON.stringify(arguments)` of each tool call |
+/// | `custom`, `toolResult` | the string, or the text blocks plus 4800 per image |
+/// | `bashExecution` | `command` + `output` |
+/// | `branchSummary`, `compactionSummary` | `summary` |
+/// | any other | 0 |
+pub fn estimate_tokens(message: &Value) -> u64 {
+    let chars = match message.get("role").and_then(Value::as_str) {
+        Some("user") => content_chars(message.get("content"), 0),
+        Some("assistant") => assistant_chars(message),
+        Some("custom") | Some("toolResult") => content_chars(message.get("content"), IMAGE_CHARS),
+        Some("bashExecution") => str_len(message.get("command")) + str_len(message.get("output")),
+        Some("branchSummary") | Some("compactionSummary") => str_len(message.get("summary")),
+        _ => 0,
+    };
+    chars.div_ceil(4) as u64
+}
+
+fn str_len(v: Option<&Value>) -> usize {
+    v.and_then(Value::as_str).map_or(0, js::len)
+}
+
+fn blocks(content: Option<&Value>) -> &[Value] {
+    content.and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+fn block_type(b: &Value) -> Option<&str> {
+    b.get("type").and_then(Value::as_str)
+}
+
+/// A string's length, or the text blocks' lengths plus `image_chars` per image.
+fn content_chars(content: Option<&Value>, image_chars: usize) -> usize {
+    if let Some(Value::String(s)) = content {
+        return js::len(s);
+    }
+    blocks(content)
+        .iter()
+        .map(|b| match block_type(b) {
+            Some("text") => str_len(b.get("text")),
+            Some("image") => image_chars,
+            _ => 0,
+        })
+        .sum()
+}
+
+fn assistant_chars(message: &Value) -> usize {
+    blocks(message.get("content"))
+        .iter()
+        .map(|b| match block_type(b) {
+            Some("text") => str_len(b.get("text")),
+            Some("thinking") => str_len(b.get("thinking")),
+            Some("toolCall") => str_len(b.get("name")) + b.get("arguments").map_or(0, |a| js::len(&js::stringify(a))),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The context size an assistant's usage reports: `totalTokens`, or (when it
+/// is missing or 0) `input + output + cacheRead + cacheWrite`.
+pub fn calculate_context_tokens(usage: &Value) -> u64 {
+    let n = |k: &str| usage.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let total = n("totalTokens");
+    let tokens = if total != 0.0 { total } else { n("input") + n("output") + n("cacheRead") + n("cacheWrite") };
+    // Token counts are whole numbers; a negative or fractional one is bad data, clamped.
+    tokens.max(0.0) as u64
+}
+
+/// The estimated size of a context (pi's `ContextUsageEstimate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextTokens {
+    /// `usage_tokens + trailing_tokens`.
+    pub tokens: u64,
+    /// What the last usable assistant usage reports (0 when there is none).
+    pub usage_tokens: u64,
+    /// The estimates of the messages after that assistant message (all messages when there is none).
+    pub trailing_tokens: u64,
+    /// The index of that assistant message.
+    pub last_usage_index: Option<usize>,
+}
+
+/// The usage of an assistant message that is neither aborted nor an error.
+fn assistant_usage(m: &Value) -> Option<&Value> {
+    if m.get("role").and_then(Value::as_str) != Some("assistant") {
+        return None;
+    }
+    let stop = m.get("stopReason").and_then(Value::as_str);
+    if matches!(stop, Some("aborted") | Some("error")) {
+        return None;
+    }
+    m.get("usage").filter(|u| js::truthy(Some(u)))
+}
+
+/// Estimates the tokens of a whole context: the last usable assistant usage
+/// plus the estimates of the messages after it, or the sum of all estimates.
+pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
+    let last = messages.iter().enumerate().rev().find_map(|(i, m)| assistant_usage(m).map(|u| (i, u)));
+    match last {
+        None => {
+            let total = messages.iter().map(estimate_tokens).sum();
+            ContextTokens { tokens: total, usage_tokens: 0, trailing_tokens: total, last_usage_index: None }
+        }
+        Some((index, usage)) => {
+            let usage_tokens = calculate_context_tokens(usage);
+            let trailing_tokens = messages[index + 1..].iter().map(estimate_tokens).sum();
+            ContextTokens {
+                tokens: usage_tokens + trailing_tokens,
+                usage_tokens,
+                trailing_tokens,
+                last_usage_index: Some(index),
+            }
+        }
+    }
+}
