@@ -1,1 +1,100 @@
-fn main() {}
+//! `cargo xtask`: the workspace's automation, as plain Rust.
+//!
+//! Commands: `tidy` (layering, tokio and crate-hygiene checks over
+//! `cargo metadata`), `gen-session` (deterministic synthetic pi v3 session
+//! files), `bench` (end-to-end parse benchmark with yardsticks) and `ci` (runs
+//! `.ci/run`). It depends on no workspace crate, so it still builds and checks
+//! while a library is broken.
+
+mod bench;
+mod gen;
+mod rusage;
+mod tidy;
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+const HELP: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  tidy                              check the crate chain, tokio-freedom of the lower crates,
+                                    `[lints] workspace = true` and `//!` crate docs
+  gen-session OUT ENTRIES [SEED]    write a synthetic pi v3 session (deterministic per seed)
+      --small                       ~450-byte entries with a deep active path (use with ~1000000)
+  bench [options]                   release-build `arbor-log`'s `scan` example and time it on a
+                                    generated session, next to wc/cat/python yardsticks
+      --quick                       10k entries instead of 100k (100k instead of 1M with --small)
+      --entries N                   number of entries to generate
+      --small                       use the small-entry, deep-path shape
+      --seed S                      generator seed (default 7)
+      --runs R                      runs per command (default 3; the median is reported)
+      --file PATH                   bench an existing file instead of a generated one
+      --cmd 'LABEL=PROGRAM ARG…'    add a row; `{file}` in an argument is replaced by the file
+      --no-yardsticks               skip wc, cat and python
+  ci                                run .ci/run (what CI runs)
+";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("tidy") => tidy::run(&workspace_root()?),
+        Some("gen-session") => gen::cli(rest),
+        Some("bench") => bench::cli(&workspace_root()?, rest),
+        Some("ci") => ci(&workspace_root()?),
+        Some("help" | "-h" | "--help") | None => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown command {other:?}\n\n{HELP}"),
+    }
+}
+
+/// The workspace root: xtask lives one level below it.
+fn workspace_root() -> Result<PathBuf> {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().context("xtask has no parent directory")?;
+    Ok(root.to_path_buf())
+}
+
+/// The `cargo` that runs us (cargo sets `CARGO` for `cargo run`), or the one on PATH.
+fn cargo() -> Command {
+    Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Runs `cargo metadata --format-version 1` in `root` and parses its output.
+fn cargo_metadata(root: &Path, no_deps: bool) -> Result<Value> {
+    let mut cmd = cargo();
+    cmd.args(["metadata", "--format-version", "1"]).current_dir(root);
+    if no_deps {
+        cmd.arg("--no-deps");
+    }
+    let out = cmd.output().context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!("cargo metadata failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    }
+    serde_json::from_slice(&out.stdout).context("parsing cargo metadata output")
+}
+
+fn ci(root: &Path) -> Result<()> {
+    let status = Command::new("bash").arg(".ci/run").current_dir(root).status().context("running bash .ci/run")?;
+    if !status.success() {
+        bail!(".ci/run failed ({status})");
+    }
+    Ok(())
+}

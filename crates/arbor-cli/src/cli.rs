@@ -83,6 +83,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the context the model sees at the leaf (pi's buildSessionContext).
+    Context {
+        /// The session file.
+        file: PathBuf,
+        /// Build the context as if the leaf were at this entry.
+        #[arg(long, value_name = "ID")]
+        leaf: Option<String>,
+        /// Print the messages after the mapping for the model (pi's convertToLlm).
+        #[arg(long)]
+        llm: bool,
+        /// Print JSON: the SessionContext object, or with --llm the message list.
+        #[arg(long)]
+        json: bool,
+    },
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -246,6 +260,22 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 out.write_all(b"\n")?;
             } else {
                 writeln!(out, "{}", path.display())?;
+            }
+        }
+        Command::Context { file, leaf, llm, json } => {
+            let mut s = open_read(&file, ids)?;
+            if let Some(id) = &leaf {
+                s.branch(id).with_context(|| file.display().to_string())?;
+            }
+            let path = s.get_branch(None);
+            let ctx = arbor_context::build_context_from_path(&path);
+            match (json, llm) {
+                (true, false) => serde_json::to_writer(&mut *out, &ctx)?,
+                (true, true) => serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?,
+                (false, _) => crate::transcript::write_transcript(out, &ctx, llm)?,
+            }
+            if json {
+                out.write_all(b"\n")?;
             }
         }
         Command::Ls { cwd, all, sessions_dir, json } => {

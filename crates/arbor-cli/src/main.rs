@@ -6,6 +6,7 @@
 
 mod cli;
 mod render;
+mod transcript;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -26,6 +26,13 @@ impl Clock for SystemClock {
     }
 }
 
+impl SystemClock {
+    /// Now in epoch milliseconds (inherent shorthand for [`Clock::now_ms`]).
+    pub fn now_ms_value(self) -> i64 {
+        Clock::now_ms(&self)
+    }
+}
+
 /// A clock for tests: starts at a given instant and advances by `step_ms` on each read.
 #[derive(Debug, Clone)]
 pub struct FixedClock {
@@ -110,12 +117,5 @@ mod tests {
         let c = FixedClock::new(1000, 5);
         assert_eq!(c.now_ms(), 1000);
         assert_eq!(c.now_ms(), 1005);
-    }
-}
-
-impl SystemClock {
-    /// Now in epoch milliseconds (inherent shorthand for [`Clock::now_ms`]).
-    pub fn now_ms_value(self) -> i64 {
-        Clock::now_ms(&self)
     }
 }

@@ -166,6 +166,14 @@ pub fn atomic_write(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| LogError::io(&dir, e))?;
+    // Keep the permissions of the file being replaced (a new file gets 0644, not tempfile's 0600).
+    let perms = match fs::metadata(path) {
+        Ok(m) => Some(m.permissions()),
+        Err(_) => default_permissions(),
+    };
+    if let Some(p) = perms {
+        tmp.as_file().set_permissions(p).map_err(|e| LogError::io(path, e))?;
+    }
     {
         let mut w = std::io::BufWriter::new(tmp.as_file_mut());
         write(&mut w).and_then(|_| w.flush()).map_err(|e| LogError::io(path, e))?;
@@ -174,6 +182,18 @@ pub fn atomic_write(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::
     tmp.persist(path).map_err(|e| LogError::io(path, e.error))?;
     sync_dir(&dir).map_err(|e| LogError::io(&dir, e))?;
     Ok(())
+}
+
+fn default_permissions() -> Option<fs::Permissions> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        Some(fs::Permissions::from_mode(0o644))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
 }
 
 /// fsyncs a directory so that a rename or create in it is durable (no-op where unsupported).
@@ -238,6 +258,14 @@ mod tests {
         atomic_write(&p, |w| w.write_all(b"new\n")).unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "new\n");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644);
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o640)).unwrap();
+            atomic_write(&p, |w| w.write_all(b"newer\n")).unwrap();
+            assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o640, "kept");
+        }
         let b = backup_copy(&p, "corrupt").unwrap();
         assert!(b.to_string_lossy().contains("s.jsonl.corrupt-"));
     }

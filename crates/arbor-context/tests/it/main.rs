@@ -1,5 +1,6 @@
 //! The one integration test binary of `arbor-context`.
 
+// Test helpers may unwrap: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod build_context;

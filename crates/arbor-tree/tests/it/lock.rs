@@ -1,0 +1,71 @@
+//! One writer per file, across real processes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use arbor_tree::{Session, SessionOptions, TreeError};
+
+use crate::{fixtures, opts};
+
+const CHILD_ENV: &str = "ARBOR_TEST_LOCK_CHILD";
+
+/// Not a test on its own: when started by `second_writer_is_refused`, this
+/// process opens the session for writing, says so, and holds it until its
+/// stdin closes.
+#[test]
+fn lock_holder_child() {
+    let Ok(path) = std::env::var(CHILD_ENV) else { return };
+    let _s = Session::open(std::path::Path::new(&path), opts()).unwrap();
+    println!("LOCKED {}", std::process::id());
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+#[test]
+fn second_writer_is_refused_and_readers_still_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    std::fs::copy(fixtures().join("logs/ok/linear-chat.jsonl"), &p).unwrap();
+    let before = std::fs::read(&p).unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "lock::lock_holder_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, &p)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let pid = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "child ended before locking");
+        // libtest may print "test … ... " on the same line first.
+        if let Some(at) = line.find("LOCKED ") {
+            break line[at + 7..].trim().parse::<u32>().unwrap();
+        }
+    };
+    assert_eq!(pid, child.id());
+
+    let err = Session::open(&p, opts()).unwrap_err();
+    match &err {
+        TreeError::Locked { path, holder } => {
+            assert_eq!(path, &p);
+            assert_eq!(*holder, Some(pid));
+        }
+        other => panic!("{other}"),
+    }
+    let msg = err.to_string();
+    assert!(msg.contains("s.jsonl") && msg.contains(&format!("pid {pid}")), "{msg}");
+    assert_eq!(msg.lines().count(), 1);
+
+    let reader = Session::open(&p, SessionOptions::read_only()).unwrap();
+    assert!(!reader.is_empty());
+    assert_eq!(std::fs::read(&p).unwrap(), before, "nothing in the file changed");
+
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    // The lock died with its process.
+    let mut s = Session::open(&p, opts()).unwrap();
+    s.append_message(crate::user("after")).unwrap();
+}

@@ -1,0 +1,375 @@
+//! `cargo xtask bench`: end-to-end timing of `arbor-log`'s `scan` example on a
+//! generated session, next to yardsticks (`wc -l`, `cat`, python's
+//! `json.loads` per line) measured in the same run on the same warm file.
+//!
+//! Any command line can be a row ([`BenchCmd`] + [`bench_command`]), so new
+//! rows (for example `arbor context FILE --json`) are one more entry in
+//! [`rows`] or a `--cmd` on the command line.
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use crate::gen::{self, GenOptions, Shape, GEN_VERSION};
+use crate::rusage::{run_measured, Run};
+
+/// The per-line parse loop of the python yardstick (blank lines skipped, as pi does).
+const PYTHON_LOOP: &str = "
+import json, sys
+n = 0
+with open(sys.argv[1], 'rb') as f:
+    for line in f:
+        if line.strip():
+            json.loads(line)
+            n += 1
+print(n)
+";
+
+const MB: f64 = 1_000_000.0;
+
+#[derive(Debug)]
+struct Opts {
+    entries: Option<usize>,
+    quick: bool,
+    shape: Shape,
+    seed: u64,
+    runs: usize,
+    file: Option<PathBuf>,
+    extra: Vec<String>,
+    yardsticks: bool,
+}
+
+fn parse_opts(args: &[String]) -> Result<Opts> {
+    let mut o = Opts {
+        entries: None,
+        quick: false,
+        shape: Shape::Realistic,
+        seed: 7,
+        runs: 3,
+        file: None,
+        extra: Vec::new(),
+        yardsticks: true,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().with_context(|| format!("{name} needs a value")).cloned();
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--small" => o.shape = Shape::Small,
+            "--no-yardsticks" => o.yardsticks = false,
+            "--entries" => o.entries = Some(value("--entries")?.parse().context("--entries")?),
+            "--seed" => o.seed = value("--seed")?.parse().context("--seed")?,
+            "--runs" => o.runs = value("--runs")?.parse().context("--runs")?,
+            "--file" => o.file = Some(PathBuf::from(value("--file")?)),
+            "--cmd" => o.extra.push(value("--cmd")?),
+            other => bail!("bench: unknown argument {other:?} (see `cargo xtask help`)"),
+        }
+    }
+    if o.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    Ok(o)
+}
+
+/// One row of the table: a command line to run `runs` times.
+#[derive(Debug, Clone)]
+pub struct BenchCmd {
+    pub label: String,
+    pub argv: Vec<OsString>,
+    /// Capture stdout (for commands that report numbers); otherwise it goes to /dev/null.
+    pub capture_stdout: bool,
+}
+
+impl BenchCmd {
+    pub fn new<I, S>(label: &str, argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        BenchCmd { label: label.to_owned(), argv: argv.into_iter().map(Into::into).collect(), capture_stdout: false }
+    }
+
+    fn capturing(mut self) -> Self {
+        self.capture_stdout = true;
+        self
+    }
+}
+
+/// All runs of one command.
+#[derive(Debug)]
+pub struct Measured {
+    pub cmd: BenchCmd,
+    pub runs: Vec<Run>,
+}
+
+impl Measured {
+    pub fn median(&self) -> Duration {
+        let mut t: Vec<Duration> = self.runs.iter().map(|r| r.wall).collect();
+        t.sort();
+        median(&t)
+    }
+
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.runs.iter().map(|r| r.max_rss_kib).max().unwrap_or(0)
+    }
+
+    fn last_stdout(&self) -> &[u8] {
+        self.runs.last().map_or(&[][..], |r| &r.stdout)
+    }
+}
+
+fn median(sorted: &[Duration]) -> Duration {
+    match sorted.len() {
+        0 => Duration::ZERO,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
+    }
+}
+
+/// Runs `cmd` `runs` times from `dir`, failing if any run fails.
+pub fn bench_command(dir: &Path, cmd: &BenchCmd, runs: usize) -> Result<Measured> {
+    let Some((program, args)) = cmd.argv.split_first() else { bail!("{}: empty command line", cmd.label) };
+    let mut out = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let mut c = Command::new(program);
+        c.args(args).current_dir(dir);
+        let run = run_measured(&mut c, cmd.capture_stdout).with_context(|| format!("running {}", cmd.label))?;
+        if !run.status.success() {
+            bail!("{} failed ({})", cmd.label, run.status);
+        }
+        eprintln!(
+            "  {} run {}/{}: {:.3} s, {:.1} MB peak",
+            cmd.label,
+            i + 1,
+            runs,
+            secs(run.wall),
+            kib_to_mb(run.max_rss_kib)
+        );
+        out.push(run);
+    }
+    Ok(Measured { cmd: cmd.clone(), runs: out })
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn kib_to_mb(kib: u64) -> f64 {
+    kib as f64 * 1024.0 / MB
+}
+
+pub fn cli(root: &Path, args: &[String]) -> Result<()> {
+    let opts = parse_opts(args)?;
+    let meta = crate::cargo_metadata(root, true)?;
+    let target = meta
+        .get("target_directory")
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+        .context("cargo metadata has no target_directory")?;
+
+    eprintln!("== building the scan example (release)");
+    let status = crate::cargo()
+        .args(["build", "--release", "-p", "arbor-log", "--example", "scan"])
+        .current_dir(root)
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build --release -p arbor-log --example scan failed ({status})");
+    }
+    let scan = target.join("release").join("examples").join(format!("scan{}", std::env::consts::EXE_SUFFIX));
+
+    let (file, generated) = match &opts.file {
+        Some(f) => (f.clone(), None),
+        None => {
+            let entries = opts.entries.unwrap_or(match (opts.shape, opts.quick) {
+                (Shape::Realistic, false) => 100_000,
+                (Shape::Realistic, true) => 10_000,
+                (Shape::Small, false) => 1_000_000,
+                (Shape::Small, true) => 100_000,
+            });
+            let gen_opts = GenOptions { entries, seed: opts.seed, shape: opts.shape };
+            (cached_session(&target, gen_opts)?, Some(entries))
+        }
+    };
+    let file_bytes = fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?.len();
+
+    // Warm the page cache so that every row (and every run) reads from memory.
+    io::copy(&mut File::open(&file)?, &mut io::sink())?;
+
+    let commands = rows(&scan, &file, &opts)?;
+    eprintln!("== {} runs of {} command(s) on {}", opts.runs, commands.len(), file.display());
+    let mut results = Vec::new();
+    for cmd in &commands {
+        results.push(bench_command(root, cmd, opts.runs)?);
+    }
+    report(&file, file_bytes, generated, &opts, &results);
+    Ok(())
+}
+
+/// The rows of the table, arbor's first. Add new built-in rows here.
+fn rows(scan: &Path, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
+    let mut rows = vec![BenchCmd::new("arbor-log scan", [scan.as_os_str(), file.as_os_str()]).capturing()];
+    for spec in &opts.extra {
+        let (label, line) = spec.split_once('=').with_context(|| format!("--cmd {spec:?}: expected LABEL=COMMAND"))?;
+        let argv: Vec<OsString> = line
+            .split_whitespace()
+            .map(|w| {
+                if w == "{file}" {
+                    file.as_os_str().to_owned()
+                } else {
+                    w.replace("{file}", &file.to_string_lossy()).into()
+                }
+            })
+            .collect();
+        if argv.is_empty() {
+            bail!("--cmd {spec:?}: empty command");
+        }
+        rows.push(BenchCmd { label: label.trim().to_owned(), argv, capture_stdout: false });
+    }
+    if opts.yardsticks {
+        rows.push(BenchCmd::new("wc -l", [OsString::from("wc"), "-l".into(), file.into()]));
+        rows.push(BenchCmd::new("cat > /dev/null", [OsString::from("cat"), file.into()]));
+        if have_python() {
+            rows.push(
+                BenchCmd::new(
+                    "python3 json.loads",
+                    [OsString::from("python3"), "-c".into(), PYTHON_LOOP.into(), file.into()],
+                )
+                .capturing(),
+            );
+        } else {
+            eprintln!("(python3 not found: no python yardstick)");
+        }
+    }
+    Ok(rows)
+}
+
+fn have_python() -> bool {
+    Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// The generated session for `opts` under `target/bench-data/`, generating it if missing.
+fn cached_session(target: &Path, opts: GenOptions) -> Result<PathBuf> {
+    let dir = target.join("bench-data");
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path =
+        dir.join(format!("session-{}-{}-seed{}-gen{GEN_VERSION}.jsonl", opts.shape.name(), opts.entries, opts.seed));
+    if path.is_file() {
+        eprintln!("== using cached {}", path.display());
+    } else {
+        eprintln!("== generating {} ({} entries, {} shape)", path.display(), opts.entries, opts.shape.name());
+        gen::write_file(&path, opts)?;
+    }
+    Ok(path)
+}
+
+fn report(file: &Path, file_bytes: u64, generated: Option<usize>, opts: &Opts, results: &[Measured]) {
+    let size_mb = file_bytes as f64 / MB;
+    println!();
+    println!(
+        "file: {} ({:.1} MB{})",
+        file.display(),
+        size_mb,
+        generated.map(|n| format!(", {n} entries")).unwrap_or_default()
+    );
+    println!("runs per command: {} (time is the median wall time of the process)", opts.runs);
+    println!();
+    println!("| command | file MB | entries | time (median) | MB/s | peak RSS MB | RSS / file | runs (s) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---|");
+    let mut scan_json: Option<Value> = None;
+    for m in results {
+        let t = secs(m.median());
+        let rss_mb = kib_to_mb(m.peak_rss_kib());
+        let entries = match m.cmd.label.as_str() {
+            "arbor-log scan" => {
+                let v: Option<Value> = serde_json::from_slice(m.last_stdout()).ok();
+                let n = v.as_ref().and_then(|v| v.get("entries")).and_then(Value::as_u64);
+                scan_json = v;
+                n.map_or("?".to_owned(), |n| n.to_string())
+            }
+            _ => "-".to_owned(),
+        };
+        let all: Vec<String> = m.runs.iter().map(|r| format!("{:.3}", secs(r.wall))).collect();
+        println!(
+            "| {} | {:.1} | {} | {:.3} s | {:.0} | {:.1} | {:.2} | {} |",
+            m.cmd.label,
+            size_mb,
+            entries,
+            t,
+            if t > 0.0 { size_mb / t } else { 0.0 },
+            rss_mb,
+            if file_bytes > 0 { rss_mb / size_mb } else { 0.0 },
+            all.join(" ")
+        );
+    }
+    println!();
+    if let Some(v) = &scan_json {
+        let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        println!(
+            "arbor-log scan in process (SessionLog::read + entries_with_diagnostics): {:.3} s, {:.0} MB/s, \
+             VmHWM {:.1} MB; {} lines, {} entries, {} diagnostics",
+            num("secs"),
+            num("mb_per_s"),
+            num("peak_rss_kb") * 1024.0 / MB,
+            num("lines"),
+            num("entries"),
+            num("diagnostics"),
+        );
+    }
+    let find = |label: &str| results.iter().find(|m| m.cmd.label == label);
+    if let Some(arbor) = find("arbor-log scan") {
+        for other in ["python3 json.loads", "wc -l", "cat > /dev/null"] {
+            if let Some(o) = find(other) {
+                let (a, b) = (secs(arbor.median()), secs(o.median()));
+                if a > 0.0 && b > 0.0 {
+                    println!("arbor-log scan takes {:.2}x the time of {other}", a / b);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        let d = |ms| Duration::from_millis(ms);
+        assert_eq!(median(&[d(1), d(5), d(9)]), d(5));
+        assert_eq!(median(&[d(1), d(3)]), d(2));
+        assert_eq!(median(&[]), Duration::ZERO);
+    }
+
+    #[test]
+    fn options() {
+        let args: Vec<String> = ["--quick", "--runs", "5", "--cmd", "tree=arbor tree {file} --json"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let o = parse_opts(&args).unwrap();
+        assert!(o.quick);
+        assert_eq!(o.runs, 5);
+        let rows = rows(Path::new("scan"), Path::new("/d/s.jsonl"), &o).unwrap();
+        assert_eq!(rows[1].label, "tree");
+        assert_eq!(rows[1].argv, ["arbor", "tree", "/d/s.jsonl", "--json"].map(OsString::from));
+        assert!(parse_opts(&["--bogus".to_owned()]).is_err());
+        assert!(parse_opts(&["--runs".to_owned()]).is_err());
+    }
+
+    #[test]
+    fn bench_command_measures_and_fails_loudly() {
+        let ok = BenchCmd::new("true", ["sh", "-c", "echo 1"]).capturing();
+        let m = bench_command(Path::new("."), &ok, 2).unwrap();
+        assert_eq!(m.runs.len(), 2);
+        assert_eq!(m.last_stdout(), b"1\n");
+        let bad = BenchCmd::new("false", ["sh", "-c", "exit 1"]);
+        assert!(bench_command(Path::new("."), &bad, 1).is_err());
+    }
+}
