@@ -105,7 +105,7 @@ enum Command {
         /// List the sessions of every working directory.
         #[arg(long)]
         all: bool,
-        /// The sessions root (default: $ARBOR_SESSIONS_DIR, else ~/.pi/agent/sessions).
+        /// The sessions root (default: $ARBOR_SESSIONS_DIR, else $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions).
         #[arg(long, value_name = "DIR")]
         sessions_dir: Option<PathBuf>,
         /// Print pi's SessionInfo objects as a JSON list.
@@ -139,12 +139,8 @@ fn open_write(file: &Path, ids: IdMode) -> Result<Session> {
     if !file.exists() {
         bail!("{}: no such session file", file.display());
     }
-    let s = Session::open(file, options(ids, false))?;
-    print_diagnostics(file, s.diagnostics());
-    for n in s.notices() {
-        eprintln!("{n}");
-    }
-    Ok(s)
+    // Diagnostics were shown by the read-only open that every write command does first.
+    Ok(Session::open(file, options(ids, false))?)
 }
 
 fn write_entries_json(out: &mut dyn Write, items: impl Iterator<Item = impl AsRef<str>>) -> Result<()> {
@@ -203,7 +199,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Tree { file, json, leaf } => {
             let mut s = open_read(&file, ids)?;
             if let Some(id) = &leaf {
-                s.branch(id)?;
+                s.branch(id).with_context(|| file.display().to_string())?;
             }
             let tree = s.get_tree();
             if json {
@@ -236,9 +232,17 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             }
         }
         Command::Label { file, id, label } => {
+            // Check the target before taking the file for writing, so a bad id
+            // or a file that is not a session changes nothing.
+            if open_read(&file, ids)?.get_entry(&id).is_none() {
+                bail!("{}: Entry {id} not found", file.display());
+            }
             let mut s = open_write(&file, ids)?;
             let label = label.as_deref().map(str::trim).filter(|l| !l.is_empty());
             let new_id = s.append_label_change(&id, label).with_context(|| file.display().to_string())?;
+            for n in s.notices() {
+                eprintln!("{n}");
+            }
             match label {
                 Some(l) => writeln!(out, "labelled {id} {l:?} (entry {new_id})")?,
                 None => writeln!(out, "cleared the label of {id} (entry {new_id})")?,

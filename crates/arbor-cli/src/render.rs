@@ -1,6 +1,6 @@
 //! How entries look in one line, and how a tree is laid out (spec 6.2, 6.7).
 //!
-//! Shared by `arbor tree` and the interactive selector.
+//! Used by `arbor tree` and `arbor dump`; the planned interactive selector will share it.
 
 use std::collections::{HashMap, HashSet};
 

@@ -23,8 +23,8 @@ pub enum TreeError {
     #[error("{}: session is open read-only", .0.display())]
     ReadOnly(PathBuf),
     /// A file that has no usable header, opened for reading only.
-    #[error("{}: not a session file: {reason}", path.display())]
-    NoHeader { path: PathBuf, reason: String },
+    #[error("{}{}: not a session file: {reason}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    NoHeader { path: PathBuf, line: Option<usize>, reason: String },
     /// A file that does not exist, opened for reading only.
     #[error("{}: no such session file", .0.display())]
     Missing(PathBuf),

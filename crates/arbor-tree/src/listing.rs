@@ -62,6 +62,10 @@ pub fn read_session_info(
     while let Some(line) = lines.next_line().map_err(|e| TreeError::io(path, e))? {
         let Parsed::Object(v) = parse_line(line.bytes).0 else { continue };
         if first_record {
+            if line.number == 1 && arbor_log::is_title_slot(&v) {
+                // omp-S's title slot precedes the header; Arbor reads such files (pi does not).
+                continue;
+            }
             first_record = false;
             if is_header(&v) {
                 info = Some(SessionListInfo {
@@ -78,7 +82,6 @@ pub fn read_session_info(
                 });
                 continue;
             }
-            // A title slot on line 1 does not count as the first record (omp-S); pi rejects such files.
             return Ok(None);
         }
         let Some(info) = info.as_mut() else { return Ok(None) };
@@ -160,10 +163,18 @@ pub fn find_most_recent_session(store: &dyn Store, dir: &Path) -> Result<Option<
     let mut best: Option<(Option<SystemTime>, PathBuf)> = None;
     for f in store.list(dir)? {
         let Some(r) = store.read_from(&f.path, 0)? else { continue };
-        let mut head = Vec::with_capacity(512);
-        r.take(512).read_to_end(&mut head).map_err(|e| TreeError::io(&f.path, e))?;
-        let Some(first) = head.split(|&b| b == b'\n').next() else { continue };
-        let ok = matches!(serde_json::from_slice::<Value>(arbor_log::trim_line(first)), Ok(v) if is_header(&v));
+        // pi reads the first line from the first 512 bytes; an omp-S file's
+        // 256-byte title slot may come first, then the header.
+        let mut head = Vec::with_capacity(768);
+        r.take(768).read_to_end(&mut head).map_err(|e| TreeError::io(&f.path, e))?;
+        let parse = |b: &[u8]| serde_json::from_slice::<Value>(arbor_log::trim_line(b)).ok();
+        let mut lines = head.split(|&b| b == b'\n');
+        let first = lines.next().filter(|l| l.len() < 512).and_then(parse);
+        let ok = match first {
+            Some(v) if is_header(&v) => true,
+            Some(v) if arbor_log::is_title_slot(&v) => lines.next().and_then(parse).is_some_and(|h| is_header(&h)),
+            _ => false,
+        };
         if !ok {
             continue;
         }

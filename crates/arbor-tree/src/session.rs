@@ -98,6 +98,8 @@ impl SessionOptions {
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
     pub(crate) entry: Entry,
+    /// The line the entry was read from (0 for an entry appended in this process).
+    pub(crate) line: usize,
     pub(crate) json: Box<str>,
     pub(crate) ts_ms: Option<i64>,
     /// False for an earlier line whose id a later line took over.
@@ -216,6 +218,8 @@ impl Session {
     /// - otherwise the entries are loaded and migrated in memory (the file is
     ///   rewritten, atomically, only on the first write).
     pub fn open(path: &Path, opts: SessionOptions) -> Result<Session, TreeError> {
+        // Errors name the file as the caller did; the session keeps it absolute.
+        let given = path.to_owned();
         let path = absolute(path);
         let dir = opts.session_dir.clone().unwrap_or_else(|| path.parent().map(Path::to_owned).unwrap_or_default());
         let read_only = opts.read_only;
@@ -227,32 +231,32 @@ impl Session {
         }
         let reader = match store.read_from(&path, 0)? {
             Some(r) => r,
-            None if read_only => return Err(TreeError::Missing(path)),
+            None if read_only => return Err(TreeError::Missing(given)),
             None => {
-                let file = s.file.clone();
-                s.new_session(None, None);
-                s.file = file;
+                // A missing file: a new session that will be written to exactly this path.
+                s.reset_fresh(None, None);
                 return Ok(s);
             }
         };
-        let mut log = SessionLog::read(reader).map_err(|e| TreeError::io(&path, e))?;
+        let mut log = SessionLog::read(reader).map_err(|e| TreeError::io(&given, e))?;
         s.diagnostics = log.diagnostics().to_vec();
         let Some(header) = log.header() else {
-            let reason = s
+            let (line, reason) = s
                 .diagnostics
                 .iter()
                 .find_map(|d| match &d.kind {
-                    DiagnosticKind::MissingHeader { .. } => Some(d.to_string()),
+                    DiagnosticKind::MissingHeader { found } => {
+                        Some((Some(d.line), format!("the first record is {found}, not a session header")))
+                    }
                     _ => None,
                 })
-                .unwrap_or_else(|| "the file is empty".to_owned());
+                .unwrap_or_else(|| (None, "no session header (the file has no records)".to_owned()));
             if read_only {
-                return Err(TreeError::NoHeader { path, reason });
+                return Err(TreeError::NoHeader { path: given, line, reason });
             }
             // pi overwrites such a file with a fresh header; we keep the original first.
             let backup = if log.lines().is_empty() { None } else { Some(store.backup(&path, "corrupt")?) };
-            s.new_session(None, None);
-            s.file = Some(path.clone());
+            s.reset_fresh(None, None);
             let mut bytes = serde_json::to_string(&s.header.to_value()).map_err(arbor_log::LogError::from)?;
             bytes.push('\n');
             store.rewrite(&path, bytes.as_bytes())?;
@@ -288,7 +292,6 @@ impl Session {
         let dirty: HashSet<usize> = log.lines().iter().filter(|l| l.is_dirty()).map(|l| l.number).collect();
         let (entries, diags) = log.entries_with_diagnostics();
         self.diagnostics.extend(diags);
-        self.diagnostics.sort_by_key(|d| d.line);
         for (line, entry) in entries {
             let json = match lines.get(&line) {
                 Some(raw) if !dirty.contains(&line) => {
@@ -296,13 +299,14 @@ impl Session {
                 }
                 _ => entry_json(&entry),
             };
-            self.push_slot(entry, json);
+            self.push_slot(entry, json, line);
         }
         self.mark_duplicates();
         self.find_cycles();
+        self.diagnostics.sort_by_key(|d| d.line);
     }
 
-    fn push_slot(&mut self, entry: Entry, json: Box<str>) -> usize {
+    fn push_slot(&mut self, entry: Entry, json: Box<str>, line: usize) -> usize {
         let i = self.slots.len();
         let ts_ms = parse_iso_ms(&entry.timestamp);
         if entry.message_role() == Some("assistant") {
@@ -325,7 +329,7 @@ impl Session {
         if let Some(p) = &entry.parent_id {
             self.children.entry(p.clone()).or_default().push(i);
         }
-        self.slots.push(Slot { entry, json, ts_ms, live: true });
+        self.slots.push(Slot { entry, json, ts_ms, live: true, line });
         i
     }
 
@@ -355,7 +359,7 @@ impl Session {
                         let members: Vec<usize> = walk[pos..].to_vec();
                         if let Some(&first) = members.iter().min() {
                             self.diagnostics.push(Diagnostic {
-                                line: 0,
+                                line: self.slots[first].line,
                                 offset: 0,
                                 kind: DiagnosticKind::ParentCycle { id: self.slots[first].entry.id.clone() },
                             });
@@ -394,9 +398,9 @@ impl Session {
     pub fn fork_from(source: &Path, target_cwd: &str, opts: SessionOptions) -> Result<Session, TreeError> {
         let source = absolute(source);
         let src = Session::open(&source, SessionOptions { read_only: true, ..opts.clone() }).map_err(|e| match e {
-            TreeError::Missing(p) => TreeError::ForkSourceInvalid(p),
-            TreeError::NoHeader { path, reason } if reason.contains("empty") => TreeError::ForkSourceInvalid(path),
-            TreeError::NoHeader { path, .. } => TreeError::ForkSourceNoHeader(path),
+            TreeError::Missing(_) => TreeError::ForkSourceInvalid(source.clone()),
+            TreeError::NoHeader { line: None, .. } => TreeError::ForkSourceInvalid(source.clone()),
+            TreeError::NoHeader { .. } => TreeError::ForkSourceNoHeader(source.clone()),
             other => other,
         })?;
         let dir = opts.session_dir.clone().unwrap_or_else(|| session_dir_for(&opts.root(), target_cwd));
@@ -422,6 +426,25 @@ impl Session {
     /// header, no entries, leaf null. Returns the (not yet created) file path in
     /// persistent mode.
     pub fn new_session(&mut self, id: Option<String>, parent_session: Option<String>) -> Option<PathBuf> {
+        let (id, timestamp) = self.reset_fresh(id, parent_session);
+        if !self.persist {
+            return None;
+        }
+        let path = self.session_dir.join(session_file_name(&timestamp, &id));
+        if self.file.as_ref() != Some(&path) && self.lock.is_some() {
+            // The old file's lock goes; the new file's is taken.
+            self.lock = None;
+            self.file = Some(path.clone());
+            if let Err(e) = self.take_lock() {
+                self.failed = Some(e.to_string());
+            }
+        }
+        self.file = Some(path.clone());
+        Some(path)
+    }
+
+    /// Resets to an empty session with a fresh header; the file and lock stay as they are.
+    fn reset_fresh(&mut self, id: Option<String>, parent_session: Option<String>) -> (String, String) {
         let id = id.unwrap_or_else(|| self.next_session_id());
         let timestamp = self.now_iso();
         self.header = SessionHeader::new(id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
@@ -435,20 +458,7 @@ impl Session {
         self.has_assistant = false;
         self.disk = Disk::NotMaterialized;
         self.writer = None;
-        if self.persist {
-            let path = self.session_dir.join(session_file_name(&timestamp, &id));
-            if self.file.as_ref() != Some(&path) && self.lock.is_some() {
-                self.lock = None;
-                self.file = Some(path.clone());
-                if let Err(e) = self.take_lock() {
-                    self.failed = Some(e.to_string());
-                }
-            }
-            self.file = Some(path.clone());
-            Some(path)
-        } else {
-            None
-        }
+        (id, timestamp)
     }
 
     fn take_lock(&mut self) -> Result<(), TreeError> {
@@ -694,7 +704,7 @@ impl Session {
         let id = self.next_entry_id(&|s| by_id.contains_key(s));
         let entry = Entry { id: id.clone(), parent_id: self.leaf.clone(), timestamp: self.now_iso(), kind };
         let json = entry_json(&entry);
-        self.push_slot(entry, json);
+        self.push_slot(entry, json, 0);
         self.leaf_moved = false;
         if let Err(e) = self.persist() {
             self.failed = Some(e.to_string());
@@ -914,10 +924,10 @@ impl Session {
         self.has_assistant = false;
         self.leaf = None;
         for s in kept {
-            self.push_slot(s.entry, s.json);
+            self.push_slot(s.entry, s.json, s.line);
         }
         for (e, j) in label_slots {
-            self.push_slot(e, j);
+            self.push_slot(e, j, 0);
         }
         self.leaf_moved = false;
         self.writer = None;

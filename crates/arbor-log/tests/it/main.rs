@@ -114,14 +114,8 @@ fn render(p: &Path) -> String {
             EntryKind::Malformed { error, .. } => format!("malformed: {error}"),
             _ => String::new(),
         };
-        writeln!(
-            out,
-            "{line:>3} {} <- {} {} {detail}",
-            e.id,
-            e.parent_id.as_deref().unwrap_or("null"),
-            e.entry_type()
-        )
-        .unwrap();
+        writeln!(out, "{line:>3} {} <- {} {} {detail}", e.id, e.parent_id.as_deref().unwrap_or("null"), e.entry_type())
+            .unwrap();
     }
     out
 }

@@ -4,8 +4,10 @@
 // Test helpers may unwrap: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod crash;
 mod lifecycle;
 mod lock;
+mod model;
 mod pi_ports;
 mod reference;
 

@@ -1,0 +1,53 @@
+//! End-to-end tests of the `arbor` binary: reference agreement, snapshots of
+//! the readable outputs, errors as one line, no panics on any input.
+
+// Test helpers may unwrap: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod commands;
+mod reference;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Runs `arbor` with deterministic ids, from the fixtures directory.
+pub fn arbor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(args)
+        .env("ARBOR_IDS", "counter")
+        .env("HOME", "/nonexistent-home")
+        .env_remove("ARBOR_SESSIONS_DIR")
+        .current_dir(fixtures())
+        .output()
+        .unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// The path of a fixture relative to the fixtures directory, for stable snapshots.
+pub fn rel(p: &Path) -> String {
+    p.strip_prefix(fixtures().canonicalize().unwrap()).unwrap_or(p).to_string_lossy().into_owned()
+}
+
+pub fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", stderr(o));
+    let mut de = serde_json::Deserializer::from_slice(&o.stdout);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).unwrap()
+}
+
+/// Runs `f` on a thread with a large stack: the reference trees nest ~1000
+/// levels deep and `serde_json::Value` compares and drops recursively.
+pub fn big_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new().stack_size(512 << 20).spawn(f).unwrap().join().unwrap();
+}
