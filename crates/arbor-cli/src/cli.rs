@@ -156,7 +156,7 @@ fn write_entries_json(out: &mut dyn Write, items: impl Iterator<Item = impl AsRe
 }
 
 fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
-    format!("{} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), entry_text(e, calls, home))
+    format!("{} {} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), e.entry_type(), entry_text(e, calls, home))
 }
 
 fn home() -> Option<String> {

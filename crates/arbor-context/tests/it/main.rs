@@ -5,6 +5,7 @@
 
 mod build_context;
 mod llm;
+mod pi_compaction;
 mod reference;
 mod serialize;
 mod tokens;

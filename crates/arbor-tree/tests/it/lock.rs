@@ -15,11 +15,19 @@ const CHILD_ENV: &str = "ARBOR_TEST_LOCK_CHILD";
 #[test]
 fn lock_holder_child() {
     let Ok(path) = std::env::var(CHILD_ENV) else { return };
-    let _s = Session::open(std::path::Path::new(&path), opts()).unwrap();
+    let mut s = Session::open(std::path::Path::new(&path), opts()).unwrap();
     println!("LOCKED {}", std::process::id());
     std::io::stdout().flush().unwrap();
+    // Each "append" line on stdin appends one entry; EOF ends the holder.
     let mut line = String::new();
-    let _ = std::io::stdin().read_line(&mut line);
+    while std::io::stdin().read_line(&mut line).unwrap_or(0) > 0 {
+        if line.trim() == "append" {
+            let id = s.append_message(crate::user("from the first writer")).unwrap();
+            println!("APPENDED {id}");
+            std::io::stdout().flush().unwrap();
+        }
+        line.clear();
+    }
 }
 
 #[test]
@@ -63,7 +71,22 @@ fn second_writer_is_refused_and_readers_still_work() {
     assert!(!reader.is_empty());
     assert_eq!(std::fs::read(&p).unwrap(), before, "nothing in the file changed");
 
-    drop(child.stdin.take());
+    // The first writer is unaffected: it still appends.
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "append").unwrap();
+    stdin.flush().unwrap();
+    let appended = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "child ended before appending");
+        if let Some(at) = line.find("APPENDED ") {
+            break line[at + 9..].trim().to_owned();
+        }
+    };
+    let after = Session::open(&p, SessionOptions::read_only()).unwrap();
+    assert_eq!(after.leaf_id(), Some(appended.as_str()));
+    assert_eq!(after.len(), reader.len() + 1);
+
+    drop(stdin);
     child.wait().unwrap();
     // The lock died with its process.
     let mut s = Session::open(&p, opts()).unwrap();
