@@ -111,7 +111,8 @@ pub fn parse_line(bytes: &[u8]) -> (Parsed, Option<DiagnosticKind>) {
             (Parsed::Object(Value::Object(map)), note)
         }
         Ok(other) => (Parsed::Skipped(DiagnosticKind::NotObject { found: json_kind(&other) }), note),
-        Err(_) if !terminated => (Parsed::Skipped(DiagnosticKind::TornTail { bytes: bytes.len() }), note),
+        // A torn write can cut a character in half: the torn tail says it all.
+        Err(_) if !terminated => (Parsed::Skipped(DiagnosticKind::TornTail { bytes: bytes.len() }), None),
         Err(e) => (Parsed::Skipped(DiagnosticKind::Malformed { error: e.to_string() }), note),
     }
 }
@@ -159,6 +160,7 @@ mod tests {
         assert!(matches!(parse_line(b"{nope\n").0, Parsed::Skipped(DiagnosticKind::Malformed { .. })));
         assert!(matches!(parse_line(b"{\"a\":").0, Parsed::Skipped(DiagnosticKind::TornTail { bytes: 5 })));
         assert_eq!(parse_line(b"{\"a\":1}").1, Some(DiagnosticKind::NoFinalNewline));
+        assert_eq!(parse_line(b"{\"a\":\"\xC3").1, None, "a torn character is part of the torn tail");
         let (p, note) = parse_line(b"{\"a\":\"x\xFFy\"}\n");
         assert_eq!(note, Some(DiagnosticKind::InvalidUtf8));
         assert_eq!(p, Parsed::Object(serde_json::json!({"a": "x\u{FFFD}y"})));

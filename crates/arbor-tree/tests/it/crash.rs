@@ -26,6 +26,11 @@ use crate::{assistant, user};
 const CHILD_PATH: &str = "ARBOR_TEST_CRASH_CHILD";
 const CHILD_SEED: &str = "ARBOR_TEST_CRASH_CHILD_SEED";
 const CHILD_DURABILITY: &str = "ARBOR_TEST_CRASH_CHILD_FSYNC";
+const CHILD_UNTIL_STDIN: &str = "ARBOR_TEST_CRASH_CHILD_UNTIL_STDIN";
+/// The number of appends after which the writer idles until its stdin closes.
+const CHILD_MAX: &str = "ARBOR_TEST_CRASH_CHILD_MAX";
+/// The size range of the occasional large message (beyond 16 KiB).
+const CHILD_BIG: &str = "ARBOR_TEST_CRASH_CHILD_BIG";
 /// Files are rotated so that re-reading after every kill stays cheap.
 const KILLS_PER_FILE: usize = 25;
 
@@ -94,7 +99,7 @@ fn crash_writer_child() {
         // The reader test ends the writer by closing its stdin; the crash test gives it /dev/null
         // and kills it long before this matters.
         let stop = stop.clone();
-        let reader_mode = std::env::var("ARBOR_TEST_CRASH_CHILD_UNTIL_STDIN").is_ok();
+        let reader_mode = std::env::var(CHILD_UNTIL_STDIN).is_ok();
         thread::spawn(move || {
             if reader_mode {
                 let mut line = String::new();
@@ -111,8 +116,14 @@ fn crash_writer_child() {
         return;
     }
     let deadline = Instant::now() + Duration::from_secs(60);
+    let max = env_number(CHILD_MAX).unwrap_or(u64::MAX);
+    let big = env_number(CHILD_BIG).unwrap_or(512 * 1024);
     let mut n = 0u64;
     while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+        if n == max {
+            thread::sleep(Duration::from_millis(5));
+            continue;
+        }
         n += 1;
         let id = match rng.below(24) {
             0..=6 => s.append_message(user(&format!("u{n} {}", filler(&mut rng, 40)))),
@@ -135,7 +146,7 @@ fn crash_writer_child() {
             17 => s.append_custom_message_entry("crash.note", json!(filler(&mut rng, 30)), true, None),
             // Large lines make a write span many pages, so a kill can cut it short.
             _ => {
-                let len = 16 * 1024 + rng.below(512 * 1024) as usize;
+                let len = 16 * 1024 + rng.below(big) as usize;
                 s.append_message(user(&filler(&mut rng, len)))
             }
         }
@@ -155,17 +166,29 @@ enum Event {
     Ack(String, u64),
 }
 
-fn spawn_writer(path: &Path, seed: u64, durability: Durability, until_stdin: bool) -> (Child, mpsc::Receiver<Event>) {
+/// How the reader test's writer behaves: it stops after `max` appends and waits for its stdin to close.
+#[derive(Debug, Clone, Copy)]
+struct UntilStdin {
+    max: u64,
+    big: u64,
+}
+
+fn spawn_writer(
+    path: &Path,
+    seed: u64,
+    durability: Durability,
+    until_stdin: Option<UntilStdin>,
+) -> (Child, mpsc::Receiver<Event>) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "crash::crash_writer_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_PATH, path)
         .env(CHILD_SEED, seed.to_string())
         .env(CHILD_DURABILITY, if durability == Durability::Fsync { "1" } else { "0" })
-        .stdin(if until_stdin { Stdio::piped() } else { Stdio::null() })
+        .stdin(if until_stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    if until_stdin {
-        cmd.env("ARBOR_TEST_CRASH_CHILD_UNTIL_STDIN", "1");
+    if let Some(u) = until_stdin {
+        cmd.env(CHILD_UNTIL_STDIN, "1").env(CHILD_MAX, u.max.to_string()).env(CHILD_BIG, u.big.to_string());
     }
     let mut child = cmd.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -294,7 +317,7 @@ fn killed_writer_loses_no_acknowledged_entry() {
         // after an acknowledgement tends to land inside the next write, not in its fsync.
         let mode = rng.below(8);
         let delay = Duration::from_micros(rng.below(30_001));
-        let (mut child, rx) = spawn_writer(&path, rng.next(), Durability::Fsync, false);
+        let (mut child, rx) = spawn_writer(&path, rng.next(), Durability::Fsync, None);
         let before = acked.len();
         if mode != 0 {
             match rx.recv_timeout(Duration::from_secs(20)) {
@@ -418,7 +441,8 @@ fn reader_beside_a_live_writer_never_sees_half_a_line() {
     let dir = tempfile::tempdir().unwrap();
     let mut acked = HashMap::new();
     let path = new_file(dir.path(), 0, &mut acked);
-    let (mut child, rx) = spawn_writer(&path, 7, Durability::Buffered, true);
+    const MAX: u64 = 3000;
+    let (mut child, rx) = spawn_writer(&path, 7, Durability::Buffered, Some(UntilStdin { max: MAX, big: 256 * 1024 }));
     match rx.recv_timeout(Duration::from_secs(20)) {
         Ok(Event::Ready) => {}
         other => panic!("the writer did not start: {other:?}"),
@@ -427,10 +451,21 @@ fn reader_beside_a_live_writer_never_sees_half_a_line() {
     let mut seen: HashMap<String, u64> = HashMap::new();
     let mut previous: Vec<(String, u64)> = vec![];
     let (mut reads, mut torn_reads, mut unterminated_reads) = (0, 0, 0);
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline || reads < 50 {
+    let mut read_time = Duration::ZERO;
+    let mut acks = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // Read while the writer writes: until it has made all its appends.
+    while acks < MAX && Instant::now() < deadline {
         reads += 1;
+        let t0 = Instant::now();
         let s = Session::open(&path, SessionOptions::read_only()).unwrap();
+        read_time += t0.elapsed();
+        while let Ok(ev) = rx.try_recv() {
+            if let Event::Ack(id, h) = ev {
+                acked.insert(id, h);
+                acks += 1;
+            }
+        }
         for d in s.diagnostics() {
             match d.kind {
                 DiagnosticKind::TornTail { .. } => torn_reads += 1,
@@ -442,7 +477,7 @@ fn reader_beside_a_live_writer_never_sees_half_a_line() {
                 DiagnosticKind::TornTail { .. } => s.len() + 2,
                 _ => s.len() + 1,
             };
-            assert_eq!(d.line, expected, "read {reads}: {d} is not about the last line");
+            assert_eq!(d.line, expected, "read {reads}: {d} is not about the last line; {} entries", s.len());
         }
         let current: Vec<(String, u64)> = s.entries_json().map(|(e, j)| (e.id.clone(), fnv(j))).collect();
         for (e, _) in s.entries_json() {
@@ -470,8 +505,9 @@ fn reader_beside_a_live_writer_never_sees_half_a_line() {
     check_acked(&s, &seen, &mut problems, "seen by a reader");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     eprintln!(
-        "reader: {reads} reads beside a writer of {} entries; torn last line seen {torn_reads} times, \
-         a whole unterminated last line {unterminated_reads} times",
+        "reader: {reads} reads ({:.1} ms each) beside a writer of {} entries; torn last line seen \
+         {torn_reads} times, a whole unterminated last line {unterminated_reads} times",
+        read_time.as_secs_f64() * 1000.0 / f64::from(reads.max(1)),
         acked.len()
     );
 }
