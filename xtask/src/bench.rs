@@ -312,7 +312,7 @@ fn report(file: &Path, file_bytes: u64, generated: Option<usize>, opts: &Opts, r
     if let Some(v) = &scan_json {
         let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         println!(
-            "arbor-log scan in process (SessionLog::read + entries_with_diagnostics): {:.3} s, {:.0} MB/s, \
+            "arbor-log scan in process (SessionLog::read + into_entries): {:.3} s, {:.0} MB/s, \
              VmHWM {:.1} MB; {} lines, {} entries, {} diagnostics",
             num("secs"),
             num("mb_per_s"),

@@ -1,5 +1,5 @@
 //! Criterion benchmarks of reading a session from memory: `SessionLog::read`
-//! alone, and followed by `entries_with_diagnostics`.
+//! alone, and followed by `into_entries` (what `Session::open` does).
 //!
 //! The input is a realistic pi v3 session of about 2000 entries (~6 MB) built
 //! in memory by a small deterministic generator below, so the benchmark needs
@@ -149,8 +149,8 @@ fn bench_parse(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(bytes.len() as u64));
     group.sample_size(20);
     group.bench_function("SessionLog::read", |b| b.iter(|| SessionLog::read(black_box(&bytes[..]))));
-    group.bench_function("SessionLog::read + entries_with_diagnostics", |b| {
-        b.iter(|| SessionLog::read(black_box(&bytes[..])).map(|log| log.entries_with_diagnostics()))
+    group.bench_function("SessionLog::read + into_entries", |b| {
+        b.iter(|| SessionLog::read(black_box(&bytes[..])).map(|log| log.into_entries()))
     });
     group.finish();
 }

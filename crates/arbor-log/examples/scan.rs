@@ -8,7 +8,7 @@
 //! {"bytes":..,"lines":..,"entries":..,"diagnostics":..,"secs":..,"mb_per_s":..,"peak_rss_kb":..}
 //! ```
 //!
-//! `secs` covers `SessionLog::read` plus `entries_with_diagnostics` (not process
+//! `secs` covers `SessionLog::read` plus `into_entries` (not process
 //! start or exit); `mb_per_s` is bytes / 10^6 / secs; `peak_rss_kb` is the
 //! process's `VmHWM` from `/proc/self/status` in KiB, 0 where there is none.
 
@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let start = Instant::now();
     let log = SessionLog::read(File::open(&path)?)?;
-    let (entries, entry_diagnostics) = log.entries_with_diagnostics();
+    let (entries, entry_diagnostics) = log.into_entries();
     let secs = start.elapsed().as_secs_f64();
 
     let line_diagnostics = log.diagnostics().len();

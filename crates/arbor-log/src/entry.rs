@@ -256,10 +256,25 @@ impl Entry {
             Some(_) => return Err(NotAnEntry::BadParent),
         };
         let timestamp = obj.get("timestamp").and_then(Value::as_str).unwrap_or("").to_owned();
-        let fields: Extra =
-            obj.iter().filter(|(k, _)| !BASE_KEYS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let non_base = || obj.iter().filter(|(k, _)| !BASE_KEYS.contains(&k.as_str()));
+        if entry_type == "message" {
+            // Messages are most of a file's bytes: decode them by hand, copying
+            // the message once, instead of through serde's buffered `flatten`.
+            let kind = match obj.get("message") {
+                Some(message) => EntryKind::Message(MessageEntry {
+                    message: message.clone(),
+                    extra: non_base().filter(|(k, _)| *k != "message").map(|(k, v)| (k.clone(), v.clone())).collect(),
+                }),
+                None => EntryKind::Malformed {
+                    entry_type: entry_type.to_owned(),
+                    fields: non_base().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    error: "missing field `message`".to_owned(),
+                },
+            };
+            return Ok(Entry { id: id.to_owned(), parent_id, timestamp, kind });
+        }
+        let fields: Extra = non_base().map(|(k, v)| (k.clone(), v.clone())).collect();
         let decoded = match entry_type {
-            "message" => body(&fields).map(EntryKind::Message),
             "thinking_level_change" => body(&fields).map(EntryKind::ThinkingLevelChange),
             "model_change" => body(&fields).map(EntryKind::ModelChange),
             "compaction" => body(&fields).map(EntryKind::Compaction),
@@ -270,11 +285,32 @@ impl Entry {
             "session_info" => body(&fields).map(EntryKind::SessionInfo),
             "ttsr_injection" => body(&fields).map(EntryKind::TtsrInjection),
             "mode_change" => body(&fields).map(EntryKind::ModeChange),
-            other => Ok(EntryKind::Unknown { entry_type: other.to_owned(), fields: fields.clone() }),
+            other => {
+                return Ok(Entry {
+                    id: id.to_owned(),
+                    parent_id,
+                    timestamp,
+                    kind: EntryKind::Unknown { entry_type: other.to_owned(), fields },
+                })
+            }
         };
         let kind =
             decoded.unwrap_or_else(|error| EntryKind::Malformed { entry_type: entry_type.to_owned(), fields, error });
         Ok(Entry { id: id.to_owned(), parent_id, timestamp, kind })
+    }
+
+    /// Like [`Entry::from_value`], but takes the value, so a message is moved, not copied.
+    pub fn from_owned(mut v: Value) -> Result<Entry, NotAnEntry> {
+        let is_message = v.get("type").and_then(Value::as_str) == Some("message");
+        let message = match v.as_object_mut() {
+            Some(obj) if is_message && obj.contains_key("message") => obj.insert("message".into(), Value::Null),
+            _ => None,
+        };
+        let mut entry = Entry::from_value(&v)?;
+        if let (Some(m), EntryKind::Message(body)) = (message, &mut entry.kind) {
+            body.message = m;
+        }
+        Ok(entry)
     }
 
     /// The `type` string of this entry.

@@ -40,7 +40,7 @@ pub use entry::{
 pub use error::LogError;
 pub use header::{is_header, version_of, SessionHeader, CURRENT_VERSION};
 pub use ids::{is_pi_entry_id, CounterIds, IdGenerator, RandomIds, SeededIds};
-pub use log::{is_title_slot, LineKind, LogLine, SessionLog};
+pub use log::{is_title_slot, LineKind, LogLine, OwnedLine, SessionLog};
 pub use message::{
     message_role, AgentMessage, AssistantMessage, BashExecutionMessage, Content, ContentBlock, CustomRoleMessage,
     Extra, ToolResultMessage, Usage, UserMessage,

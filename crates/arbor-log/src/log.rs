@@ -237,41 +237,27 @@ impl SessionLog {
     /// The entries that decode, plus a diagnostic for every record that does not
     /// and for every malformed known entry and duplicate id.
     pub fn entries_with_diagnostics(&self) -> (Vec<(usize, Entry)>, Vec<Diagnostic>) {
-        let mut out = Vec::new();
-        let mut diags = Vec::new();
-        let mut first_seen: HashMap<String, usize> = HashMap::new();
-        let offsets: HashMap<usize, u64> = self.lines.iter().map(|l| (l.number, l.offset)).collect();
-        for (line, res) in self.entries() {
-            let offset = offsets.get(&line).copied().unwrap_or(0);
-            match res {
-                Ok(entry) => {
-                    if let EntryKind::Malformed { entry_type, error, .. } = &entry.kind {
-                        diags.push(Diagnostic {
-                            line,
-                            offset,
-                            kind: DiagnosticKind::MalformedEntry {
-                                entry_type: entry_type.clone(),
-                                error: error.clone(),
-                            },
-                        });
-                    }
-                    if let Some(first) = first_seen.get(&entry.id) {
-                        diags.push(Diagnostic {
-                            line,
-                            offset,
-                            kind: DiagnosticKind::DuplicateId { id: entry.id.clone(), first_line: *first },
-                        });
-                    } else {
-                        first_seen.insert(entry.id.clone(), line);
-                    }
-                    out.push((line, entry));
-                }
-                Err(e) => {
-                    diags.push(Diagnostic { line, offset, kind: DiagnosticKind::NotAnEntry { reason: e.to_string() } })
-                }
+        let start = self.header.map_or(self.lines.len(), |h| h + 1);
+        let records = self.lines[start..].iter().filter_map(|l| match &l.kind {
+            LineKind::Record(v) => Some((l.number, l.offset, Entry::from_value(v), ())),
+            _ => None,
+        });
+        let (entries, diags) = collect_entries(records);
+        (entries.into_iter().map(|(line, e, ())| (line, e)).collect(), diags)
+    }
+
+    /// Like [`SessionLog::entries_with_diagnostics`], but consumes the log:
+    /// each entry comes with its line's bytes (terminator included) and
+    /// whether a migration changed it, and nothing is copied twice.
+    pub fn into_entries(self) -> (Vec<(usize, Entry, OwnedLine)>, Vec<Diagnostic>) {
+        let start = self.header.map_or(self.lines.len(), |h| h + 1);
+        let records = self.lines.into_iter().skip(start).filter_map(|l| match l.kind {
+            LineKind::Record(v) => {
+                Some((l.number, l.offset, Entry::from_owned(v), OwnedLine { raw: l.raw, dirty: l.dirty }))
             }
-        }
-        (out, diags)
+            _ => None,
+        });
+        collect_entries(records)
     }
 
     /// Writes the log: unchanged lines byte for byte, changed lines re-encoded
@@ -303,6 +289,52 @@ impl SessionLog {
         let _ = self.write_to(&mut out, terminate);
         out
     }
+}
+
+/// A line's bytes, taken out of a consumed log.
+#[derive(Debug, Clone)]
+pub struct OwnedLine {
+    /// The bytes as read, terminator included.
+    pub raw: Vec<u8>,
+    /// True when a migration changed the record (the bytes are then stale).
+    pub dirty: bool,
+}
+
+/// Keeps the records that are entries, with a diagnostic for each that is not,
+/// for each malformed known entry and for each repeated id.
+fn collect_entries<X>(
+    records: impl Iterator<Item = (usize, u64, Result<Entry, crate::entry::NotAnEntry>, X)>,
+) -> (Vec<(usize, Entry, X)>, Vec<Diagnostic>) {
+    let mut out = Vec::new();
+    let mut diags = Vec::new();
+    let mut first_seen: HashMap<String, usize> = HashMap::new();
+    for (line, offset, res, extra) in records {
+        match res {
+            Ok(entry) => {
+                if let EntryKind::Malformed { entry_type, error, .. } = &entry.kind {
+                    diags.push(Diagnostic {
+                        line,
+                        offset,
+                        kind: DiagnosticKind::MalformedEntry { entry_type: entry_type.clone(), error: error.clone() },
+                    });
+                }
+                if let Some(first) = first_seen.get(&entry.id) {
+                    diags.push(Diagnostic {
+                        line,
+                        offset,
+                        kind: DiagnosticKind::DuplicateId { id: entry.id.clone(), first_line: *first },
+                    });
+                } else {
+                    first_seen.insert(entry.id.clone(), line);
+                }
+                out.push((line, entry, extra));
+            }
+            Err(e) => {
+                diags.push(Diagnostic { line, offset, kind: DiagnosticKind::NotAnEntry { reason: e.to_string() } })
+            }
+        }
+    }
+    (out, diags)
 }
 
 fn describe_record(v: &Value) -> String {

@@ -18,7 +18,8 @@ use serde_json::Value;
 use arbor_log::{
     format_iso_ms, parse_iso_ms, BranchSummary, Clock, Compaction, CustomEntry, CustomMessageEntry, Diagnostic,
     DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, LabelEntry, MessageEntry, MigrationReport, ModelChange,
-    RandomIds, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
+    OwnedLine, RandomIds, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair,
+    ThinkingLevelChange,
 };
 
 use crate::error::TreeError;
@@ -281,24 +282,24 @@ impl Session {
             }
         }
         s.migration = report;
-        s.load_entries(&log);
-        let count = s.slots.len();
-        s.disk = if log.is_dirty() { Disk::NeedsRewrite { log: Box::new(log), count } } else { Disk::Synced { count } };
+        if log.is_dirty() {
+            // The rewrite on the first write needs the log as read (junk lines included).
+            let (entries, diags) = log.clone().into_entries();
+            s.load_entries(entries, diags);
+            let count = s.slots.len();
+            s.disk = Disk::NeedsRewrite { log: Box::new(log), count };
+        } else {
+            let (entries, diags) = log.into_entries();
+            s.load_entries(entries, diags);
+            s.disk = Disk::Synced { count: s.slots.len() };
+        }
         Ok(s)
     }
 
-    fn load_entries(&mut self, log: &SessionLog) {
-        let lines: HashMap<usize, &[u8]> = log.lines().iter().map(|l| (l.number, l.raw())).collect();
-        let dirty: HashSet<usize> = log.lines().iter().filter(|l| l.is_dirty()).map(|l| l.number).collect();
-        let (entries, diags) = log.entries_with_diagnostics();
+    fn load_entries(&mut self, entries: Vec<(usize, Entry, OwnedLine)>, diags: Vec<Diagnostic>) {
         self.diagnostics.extend(diags);
-        for (line, entry) in entries {
-            let json = match lines.get(&line) {
-                Some(raw) if !dirty.contains(&line) => {
-                    String::from_utf8_lossy(arbor_log::trim_line(raw)).into_owned().into_boxed_str()
-                }
-                _ => entry_json(&entry),
-            };
+        for (line, entry, owned) in entries {
+            let json = if owned.dirty { entry_json(&entry) } else { line_json(owned.raw) };
             self.push_slot(entry, json, line);
         }
         self.mark_duplicates();
@@ -956,6 +957,21 @@ fn describe_repair(path: &Path, r: &TailRepair) -> String {
             path.display(),
             side_file.display()
         ),
+    }
+}
+
+/// A line's bytes as the JSON text of its entry: trimmed as the reader trims
+/// it, without a copy in the common case of clean UTF-8 ending in `\n`.
+fn line_json(mut raw: Vec<u8>) -> Box<str> {
+    let trimmed = arbor_log::trim_line(&raw);
+    if trimmed.len() != raw.len() && raw.starts_with(trimmed) {
+        raw.truncate(trimmed.len());
+    } else if trimmed.len() != raw.len() {
+        raw = trimmed.to_vec();
+    }
+    match String::from_utf8(raw) {
+        Ok(s) => s.into_boxed_str(),
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into_boxed_str(),
     }
 }
 
