@@ -25,13 +25,13 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let start = Instant::now();
     let log = SessionLog::read(File::open(&path)?)?;
+    let (line_diagnostics, lines) = (log.diagnostics().len(), log.lines().len());
     let (entries, entry_diagnostics) = log.into_entries();
     let secs = start.elapsed().as_secs_f64();
 
-    let line_diagnostics = log.diagnostics().len();
     let out = serde_json::json!({
         "bytes": bytes,
-        "lines": log.lines().len(),
+        "lines": lines,
         "entries": black_box(&entries).len(),
         "diagnostics": line_diagnostics + entry_diagnostics.len(),
         "secs": secs,
