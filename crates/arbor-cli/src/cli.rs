@@ -97,6 +97,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Report everything wrong or suspicious in session files (exit 0 clean, 1 warnings, 2 errors).
+    Check {
+        /// The session files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the findings as JSON: `[{"file", "findings": [{"line", "severity", "code", "message"}]}]`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a clean copy of a damaged session file (dry run unless --write).
+    Repair {
+        /// The session file.
+        file: PathBuf,
+        /// Apply: keep the original as FILE.backup-<ms>, move rejected lines to FILE.rejected-<ms>.
+        #[arg(long)]
+        write: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -280,6 +300,56 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             }
             if json {
                 out.write_all(b"\n")?;
+            }
+        }
+        Command::Check { files, json } => {
+            let mut worst = None;
+            let mut reports = vec![];
+            for file in &files {
+                let findings = arbor_tree::check_file(file)?;
+                worst = worst.max(findings.iter().map(|f| f.severity).max());
+                if json {
+                    reports.push(serde_json::json!({ "file": file, "findings": findings }));
+                } else if findings.is_empty() {
+                    writeln!(out, "{}: ok", file.display())?;
+                } else {
+                    for f in &findings {
+                        writeln!(out, "{}:{f}", file.display())?;
+                    }
+                }
+            }
+            if json {
+                serde_json::to_writer(&mut *out, &reports)?;
+                out.write_all(b"\n")?;
+            }
+            return Ok(match worst {
+                None => ExitCode::SUCCESS,
+                Some(arbor_tree::Severity::Warning) => ExitCode::from(1),
+                Some(arbor_tree::Severity::Error) => ExitCode::from(2),
+            });
+        }
+        Command::Repair { file, write, json } => {
+            let report = arbor_tree::repair_file(&file, write)?;
+            if json {
+                serde_json::to_writer(&mut *out, &report)?;
+                out.write_all(b"\n")?;
+            } else if report.clean {
+                writeln!(out, "{}: nothing to repair", file.display())?;
+            } else {
+                for a in &report.actions {
+                    writeln!(out, "{}:{a}", file.display())?;
+                }
+                let verb = if write { "kept" } else { "would keep" };
+                writeln!(out, "{verb} {} lines, moved {} to the side file", report.kept, report.rejected)?;
+                match (&report.backup, &report.rejected_file) {
+                    (Some(b), r) => {
+                        writeln!(out, "original kept as {}", b.display())?;
+                        if let Some(r) = r {
+                            writeln!(out, "rejected lines in {}", r.display())?;
+                        }
+                    }
+                    (None, _) => writeln!(out, "dry run: nothing written (use --write to apply)")?,
+                }
             }
         }
         Command::Ls { cwd, all, sessions_dir, json } => {

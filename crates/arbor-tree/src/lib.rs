@@ -19,16 +19,20 @@
 //! - a leaf move can be made durable ([`Session::persist_leaf`]) in a way pi reads;
 //! - a second writer on the same file is refused with the holder's pid.
 
+mod check;
 mod error;
 mod listing;
 pub mod paths;
+mod repair;
 mod session;
 mod store;
 mod text;
 mod tree;
 
+pub use check::{check_file, tree_findings, Finding, Severity};
 pub use error::TreeError;
 pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
+pub use repair::{repair_file, RepairReport};
 pub use session::{Session, SessionOptions, LEAF_MARKER_TYPE};
 pub use store::{lock_path, AppendHandle, FileStore, MemoryStore, Store, StoredFile, WriteLock};
 pub use text::{content_text, message_text};

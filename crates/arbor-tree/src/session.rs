@@ -547,6 +547,14 @@ impl Session {
     pub fn get_entry(&self, id: &str) -> Option<&Entry> {
         self.by_id.get(id).map(|&i| &self.slots[i].entry)
     }
+    /// True unless a later line with the same id replaced the entry at `index`.
+    pub fn is_live(&self, index: usize) -> bool {
+        self.slots.get(index).is_some_and(|s| s.live)
+    }
+    /// The line an entry was read from (0 for one appended in this process).
+    pub fn line_at(&self, index: usize) -> usize {
+        self.slots.get(index).map_or(0, |s| s.line)
+    }
     /// The entry at a position in file order.
     pub fn entry_at(&self, index: usize) -> Option<&Entry> {
         self.slots.get(index).map(|s| &s.entry)

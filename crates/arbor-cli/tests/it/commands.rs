@@ -170,3 +170,43 @@ fn two_writers_are_refused() {
     // Readers are not blocked.
     assert!(arbor(&["tree", file.to_str().unwrap()]).status.success());
 }
+
+#[test]
+fn check_snapshots() {
+    insta::glob!("../../../../fixtures", "{logs/err,logs/ok,logs/legacy/v1}/*.jsonl", |p| {
+        insta::assert_snapshot!(snapshot_of(&["check", &rel(p)]));
+    });
+}
+
+#[test]
+fn repair_dry_run_snapshots() {
+    insta::glob!("../../../../fixtures", "logs/err/*.jsonl", |p| {
+        insta::assert_snapshot!(snapshot_of(&["repair", &rel(p)]));
+    });
+}
+
+#[test]
+fn repair_writes_a_clean_file_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["duplicate-prefix", "torn-last-line", "non-object-lines", "garbage-line-middle", "entry-without-id"] {
+        let file = dir.path().join(format!("{name}.jsonl"));
+        fs::copy(fixtures().join(format!("logs/err/{name}.jsonl")), &file).unwrap();
+        let original = fs::read(&file).unwrap();
+        let o = arbor(&["repair", file.to_str().unwrap(), "--write", "--json"]);
+        let report = json(&o);
+        let backup = report["backup"].as_str().unwrap();
+        assert_eq!(fs::read(backup).unwrap(), original, "{name}: the original is kept");
+        let check = arbor(&["check", file.to_str().unwrap()]);
+        assert_eq!(check.status.code(), Some(0), "{name}: {}", stdout(&check));
+        // Every original line is either in the repaired file or in the side file.
+        let repaired = fs::read_to_string(&file).unwrap();
+        let rejected = report["rejected_file"].as_str().map(|p| fs::read(p).unwrap()).unwrap_or_default();
+        let rejected = String::from_utf8_lossy(&rejected).into_owned();
+        for line in String::from_utf8_lossy(&original).lines().filter(|l| !l.trim().is_empty()) {
+            assert!(repaired.contains(line) || rejected.contains(line), "{name}: lost {line}");
+        }
+        // A second repair finds nothing to do.
+        let again = json(&arbor(&["repair", file.to_str().unwrap(), "--json"]));
+        assert_eq!(again["clean"], true, "{name}");
+    }
+}

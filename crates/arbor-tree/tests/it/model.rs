@@ -495,9 +495,14 @@ impl Case {
                 }
             }
             Op::Reopen => {
+                let old_id = self.s().session_id().to_owned();
                 drop(self.s.take());
                 let s = Session::open(&self.file, self.opts.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 prop_assert!(s.diagnostics().is_empty(), "diagnostics on reopen: {:?}", s.diagnostics());
+                prop_assert_eq!(s.session_file(), Some(self.file.as_path()));
+                if self.m.on_disk {
+                    prop_assert_eq!(s.session_id(), old_id.as_str(), "the header is read back");
+                }
                 self.s = Some(s);
                 if self.m.on_disk {
                     stats.reopen_from_disk += 1;

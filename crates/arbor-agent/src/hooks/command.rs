@@ -1,0 +1,325 @@
+//! External command hooks: a config maps event names to shell commands; each
+//! command gets the event as JSON on stdin and may answer JSON on stdout
+//! (protocol: `docs/hooks.md`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+use super::{EventName, Hook, HookBus, HookError, HookEvent, HookResponse};
+
+/// The time a command hook gets when the config names none.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most of a command's stdout that is read.
+const STDOUT_LIMIT: u64 = 16 * 1024 * 1024;
+/// Most of a command's stderr that is kept for reports.
+const STDERR_LIMIT: u64 = 64 * 1024;
+
+/// A hooks file (TOML or JSON):
+///
+/// ```toml
+/// timeout_ms = 30000            # optional default for every hook
+///
+/// [[hooks]]
+/// event = "session_before_tree" # pi's name (omp aliases accepted)
+/// command = "python3 hooks/summarize.py"   # run with `sh -c`
+/// timeout_ms = 60000            # optional
+/// cwd = "."                     # optional, relative to the file
+/// env = { MODE = "short" }      # optional
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    /// The default timeout in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// The hooks, in the order they run.
+    #[serde(default)]
+    pub hooks: Vec<CommandHookConfig>,
+    /// The directory relative `cwd`s are resolved against (the file's, when loaded from one).
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+}
+
+/// One `[[hooks]]` item.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandHookConfig {
+    /// The event name.
+    pub event: String,
+    /// A shell command line.
+    pub command: String,
+    /// This hook's timeout in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// The working directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A hooks file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum HookConfigError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bad TOML.
+    #[error("hooks config: {0}")]
+    Toml(#[from] toml::de::Error),
+    /// Bad JSON.
+    #[error("hooks config: {0}")]
+    Json(#[from] serde_json::Error),
+    /// An event name Arbor does not know.
+    #[error("hooks config: hook {index}: unknown event {event:?} (known: {known})")]
+    UnknownEvent {
+        /// The hook's position (from 1).
+        index: usize,
+        /// The name given.
+        event: String,
+        /// The names Arbor knows.
+        known: String,
+    },
+    /// A hook without a command.
+    #[error("hooks config: hook {index}: empty command")]
+    EmptyCommand {
+        /// The hook's position (from 1).
+        index: usize,
+    },
+}
+
+impl HookConfig {
+    /// Parses TOML.
+    pub fn from_toml(text: &str) -> Result<HookConfig, HookConfigError> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// Parses JSON (`{"timeout_ms": …, "hooks": [{"event": …, "command": …}]}`).
+    pub fn from_json(text: &str) -> Result<HookConfig, HookConfigError> {
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// Reads a file: `.json` as JSON, anything else as TOML.
+    pub fn load(path: &Path) -> Result<HookConfig, HookConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| HookConfigError::Io { path: path.to_owned(), source })?;
+        let mut config = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+            HookConfig::from_json(&text)?
+        } else {
+            HookConfig::from_toml(&text)?
+        };
+        config.base_dir = path.parent().map(Path::to_owned);
+        Ok(config)
+    }
+
+    /// The configured hooks, validated, in order.
+    pub fn command_hooks(&self) -> Result<Vec<(EventName, CommandHook)>, HookConfigError> {
+        let default_timeout = self.timeout_ms.map_or(DEFAULT_HOOK_TIMEOUT, Duration::from_millis);
+        let mut out = vec![];
+        for (i, h) in self.hooks.iter().enumerate() {
+            let Some(event) = EventName::parse(&h.event) else {
+                let known: Vec<&str> = EventName::ALL.iter().map(|e| e.as_str()).collect();
+                return Err(HookConfigError::UnknownEvent {
+                    index: i + 1,
+                    event: h.event.clone(),
+                    known: format!("{}, session_before_branch, session_branch", known.join(", ")),
+                });
+            };
+            if h.command.trim().is_empty() {
+                return Err(HookConfigError::EmptyCommand { index: i + 1 });
+            }
+            let cwd = h.cwd.as_ref().map(|c| match &self.base_dir {
+                Some(base) if c.is_relative() => base.join(c),
+                _ => c.clone(),
+            });
+            out.push((
+                event,
+                CommandHook {
+                    event_type: h.event.clone(),
+                    command: h.command.clone(),
+                    timeout: h.timeout_ms.map_or(default_timeout, Duration::from_millis),
+                    cwd,
+                    env: h.env.clone(),
+                },
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Adds every configured hook to `bus`, after its existing handlers.
+    pub fn register(&self, bus: &mut HookBus) -> Result<(), HookConfigError> {
+        for (event, hook) in self.command_hooks()? {
+            bus.register(event, Arc::new(hook));
+        }
+        Ok(())
+    }
+}
+
+/// A hook that runs a shell command per event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandHook {
+    /// The event name as configured (the `type` the command sees).
+    pub event_type: String,
+    /// The command line, run with `sh -c` (`cmd /C` on Windows).
+    pub command: String,
+    /// How long the command may run.
+    pub timeout: Duration,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// Extra environment variables.
+    pub env: BTreeMap<String, String>,
+}
+
+impl CommandHook {
+    /// A hook for `event_type` running `command` with the default timeout.
+    pub fn new(event_type: &str, command: &str) -> CommandHook {
+        CommandHook {
+            event_type: event_type.to_owned(),
+            command: command.to_owned(),
+            timeout: DEFAULT_HOOK_TIMEOUT,
+            cwd: None,
+            env: BTreeMap::new(),
+        }
+    }
+
+    fn shell(&self) -> tokio::process::Command {
+        #[cfg(windows)]
+        let mut cmd = {
+            let mut c = tokio::process::Command::new("cmd");
+            c.arg("/C").arg(&self.command);
+            c
+        };
+        #[cfg(not(windows))]
+        let mut cmd = {
+            let mut c = tokio::process::Command::new("sh");
+            c.arg("-c").arg(&self.command);
+            // Its own process group, so that a timeout can end the whole pipeline.
+            c.process_group(0);
+            c
+        };
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        cmd.envs(&self.env)
+            .env("ARBOR_HOOK_EVENT", &self.event_type)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+}
+
+async fn read_limited<R: AsyncRead + Unpin>(reader: Option<R>, limit: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(r) = reader {
+        // A read error ends the output; what was read is kept.
+        let _ = r.take(limit).read_to_end(&mut out).await;
+    }
+    out
+}
+
+/// Ends the command's whole process group (the shell and what it started).
+fn kill_group(pid: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = pid {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() > 500 {
+        format!("…{}", chars[chars.len() - 500..].iter().collect::<String>())
+    } else {
+        text.to_owned()
+    }
+}
+
+#[async_trait]
+impl Hook for CommandHook {
+    fn name(&self) -> String {
+        format!("`{}`", self.command)
+    }
+
+    async fn handle(
+        &self,
+        event: Arc<HookEvent>,
+        cancel: CancellationToken,
+    ) -> Result<Option<HookResponse>, HookError> {
+        let name = event.name();
+        let mut input = serde_json::to_vec(&event.to_json_as(&self.event_type))?;
+        input.push(b'\n');
+        let mut child = self.shell().spawn().map_err(|e| format!("could not start: {e}"))?;
+        let pid = child.id();
+        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let work = async {
+            let write = async move {
+                if let Some(mut s) = stdin {
+                    // A command that does not read its input closes the pipe early; that is fine.
+                    let _ = s.write_all(&input).await;
+                    let _ = s.shutdown().await;
+                }
+            };
+            let (_, out, err, status) = tokio::join!(
+                write,
+                read_limited(stdout, STDOUT_LIMIT),
+                read_limited(stderr, STDERR_LIMIT),
+                child.wait()
+            );
+            (out, err, status)
+        };
+        let finished = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => None,
+            r = tokio::time::timeout(self.timeout, work) => Some(r),
+        };
+        let (out, err, status) = match finished {
+            None => {
+                kill_group(pid);
+                return Ok(None);
+            }
+            Some(Err(_)) => {
+                kill_group(pid);
+                return Err(format!("timed out after {} ms and was killed", self.timeout.as_millis()).into());
+            }
+            Some(Ok(r)) => r,
+        };
+        let status = status.map_err(|e| format!("could not wait for it: {e}"))?;
+        if !status.success() {
+            let stderr = tail(&err);
+            let detail = if stderr.is_empty() { String::new() } else { format!("; stderr: {stderr}") };
+            return Err(format!("exited with {status}{detail}").into());
+        }
+        if name.is_notification() || out.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        let value: serde_json::Value =
+            serde_json::from_slice(&out).map_err(|e| format!("stdout is not JSON ({e}): {}", tail(&out)))?;
+        HookResponse::from_json(name, value)
+            .map_err(|e| format!("stdout is not a {} result: {e}", name.as_str()).into())
+    }
+}

@@ -1,0 +1,266 @@
+//! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`, streamed).
+
+use async_trait::async_trait;
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::http::{is_json, Http};
+use super::reply::{ReplyBuilder, Tokens};
+use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo};
+
+const API: &str = "OpenAI Chat Completions";
+
+/// A client of an OpenAI-compatible Chat Completions endpoint (OpenAI,
+/// OpenRouter, vLLM, llama.cpp, Ollama, …).
+#[derive(Debug)]
+pub struct OpenAiClient {
+    model: ModelInfo,
+    key: Option<String>,
+    http: Http,
+}
+
+impl OpenAiClient {
+    /// A client for `model` with an optional bearer key.
+    pub fn new(model: ModelInfo, key: Option<String>, options: ClientOptions) -> Result<OpenAiClient, ModelError> {
+        let http = Http::new(&model, options)?;
+        Ok(OpenAiClient { model, key, http })
+    }
+
+    fn url(&self) -> String {
+        format!("{}/chat/completions", self.model.base_url)
+    }
+
+    /// The request body (public for tests and debugging).
+    pub fn request_body(&self, request: &CompletionRequest) -> Value {
+        let mut messages = vec![];
+        if let Some(system) = &request.system_prompt {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for m in &request.messages {
+            push_message(m, &mut messages);
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), self.model.id.clone().into());
+        body.insert("messages".into(), Value::Array(messages));
+        body.insert("stream".into(), true.into());
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+        if let Some(max) = request.max_tokens {
+            // OpenAI itself wants the newer field; compatible servers mostly know only the old one.
+            let field =
+                if self.model.base_url.contains("api.openai.com") { "max_completion_tokens" } else { "max_tokens" };
+            body.insert(field.into(), max.into());
+        }
+        if let (Some(effort), true) = (request.reasoning, self.model.reasoning) {
+            body.insert("reasoning_effort".into(), effort.as_str().into());
+        }
+        Value::Object(body)
+    }
+
+    fn protocol(&self, message: String) -> ModelError {
+        ModelError::Protocol { provider: self.model.provider.clone(), api: API, message }
+    }
+
+    fn stream_error(&self, message: String) -> ModelError {
+        ModelError::Stream { provider: self.model.provider.clone(), message }
+    }
+}
+
+/// pi message → Chat Completions message(s).
+fn push_message(m: &Value, out: &mut Vec<Value>) {
+    let blocks = m.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let text_of = |sep: &str| -> String {
+        match m.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            _ => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(sep),
+        }
+    };
+    match m.get("role").and_then(Value::as_str) {
+        Some("user") => {
+            let content = match m.get("content") {
+                Some(Value::String(s)) => Value::String(s.clone()),
+                _ => Value::Array(
+                    blocks
+                        .iter()
+                        .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+                            Some("text") => Some(json!({"type": "text", "text": b.get("text").cloned().unwrap_or_default()})),
+                            Some("image") => {
+                                let mime = b.get("mimeType").and_then(Value::as_str).unwrap_or("image/png");
+                                let data = b.get("data").and_then(Value::as_str).unwrap_or("");
+                                Some(json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}}))
+                            }
+                            _ => None,
+                        })
+                        .collect(),
+                ),
+            };
+            out.push(json!({"role": "user", "content": content}));
+        }
+        Some("assistant") => {
+            let text = text_of("");
+            let calls: Vec<Value> = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+                .map(|b| {
+                    let args = b.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                    json!({
+                        "id": b.get("id").cloned().unwrap_or_default(),
+                        "type": "function",
+                        "function": {"name": b.get("name").cloned().unwrap_or_default(), "arguments": args.to_string()},
+                    })
+                })
+                .collect();
+            if text.is_empty() && calls.is_empty() {
+                return;
+            }
+            let mut msg = Map::new();
+            msg.insert("role".into(), "assistant".into());
+            msg.insert("content".into(), if text.is_empty() { Value::Null } else { text.into() });
+            if !calls.is_empty() {
+                msg.insert("tool_calls".into(), Value::Array(calls));
+            }
+            out.push(Value::Object(msg));
+        }
+        Some("toolResult") => out.push(json!({
+            "role": "tool",
+            "tool_call_id": m.get("toolCallId").cloned().unwrap_or_default(),
+            "content": text_of("\n"),
+        })),
+        _ => {}
+    }
+}
+
+fn stop_reason(finish: &str) -> &'static str {
+    match finish {
+        "length" => "length",
+        "tool_calls" | "function_call" => "toolUse",
+        "content_filter" => "error",
+        _ => "stop",
+    }
+}
+
+fn read_usage(usage: &Value, tokens: &mut Tokens) {
+    let n = |p: &str| usage.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    let prompt = n("/prompt_tokens");
+    let cached = n("/prompt_tokens_details/cached_tokens");
+    tokens.input = prompt.saturating_sub(cached);
+    tokens.cache_read = cached;
+    tokens.output = n("/completion_tokens");
+}
+
+fn finish_with(reply: AssistantReply, finish: Option<&str>) -> AssistantReply {
+    if finish != Some("content_filter") {
+        return reply;
+    }
+    let mut v = reply.into_json();
+    if let Value::Object(m) = &mut v {
+        m.insert("errorMessage".into(), "the provider's content filter stopped the reply".into());
+    }
+    AssistantReply::from_json(v)
+}
+
+#[async_trait]
+impl ModelClient for OpenAiClient {
+    fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        cancel: CancellationToken,
+    ) -> Result<AssistantReply, ModelError> {
+        let deadline = self.http.deadline();
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.key {
+            let value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| self.protocol("the API key is not a valid header value".to_owned()))?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        let body = self.request_body(request);
+        let response = self.http.post(&self.url(), headers, &body, &cancel, deadline).await?;
+        let mut reply = ReplyBuilder::default();
+        let now = || self.http.opts.clock.now_ms();
+
+        if is_json(&response) {
+            let v = self.http.read_json(response, API, &cancel, deadline).await?;
+            if let Some(e) = v.get("error") {
+                return Err(self.stream_error(e.get("message").and_then(Value::as_str).unwrap_or("error").to_owned()));
+            }
+            let choice = v.pointer("/choices/0").ok_or_else(|| self.protocol("no choices in the response".into()))?;
+            let msg = choice.get("message").cloned().unwrap_or_default();
+            for field in ["reasoning_content", "reasoning"] {
+                if let Some(t) = msg.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                    reply.push_thinking(t, if field == "reasoning" { "reasoning" } else { "reasoning_content" });
+                }
+            }
+            if let Some(t) = msg.get("content").and_then(Value::as_str) {
+                reply.push_text(t);
+            }
+            let mut slots = vec![];
+            for (i, call) in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                let s = |p: &str| call.pointer(p).and_then(Value::as_str);
+                reply.tool_call_delta(&mut slots, i as u64, s("/id"), s("/function/name"), s("/function/arguments"));
+            }
+            if let Some(u) = v.get("usage") {
+                read_usage(u, &mut reply.tokens);
+            }
+            let finish = choice.get("finish_reason").and_then(Value::as_str);
+            let out = reply.finish(&self.model, stop_reason(finish.unwrap_or("stop")), now());
+            return Ok(finish_with(out, finish));
+        }
+
+        let mut events = self.http.events(response, deadline);
+        let mut finish: Option<String> = None;
+        let mut done = false;
+        let mut slots = vec![];
+        while let Some(ev) = events.next(&cancel).await? {
+            let data = ev.data.trim();
+            if data.is_empty() {
+                continue;
+            }
+            if data == "[DONE]" {
+                done = true;
+                break;
+            }
+            let chunk: Value =
+                serde_json::from_str(data).map_err(|e| self.protocol(format!("a stream chunk is not JSON: {e}")))?;
+            if let Some(e) = chunk.get("error") {
+                let message = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_owned);
+                return Err(self.stream_error(message));
+            }
+            if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+                read_usage(u, &mut reply.tokens);
+            }
+            let Some(choice) = chunk.pointer("/choices/0") else { continue };
+            if let Some(delta) = choice.get("delta") {
+                for field in ["reasoning_content", "reasoning"] {
+                    if let Some(t) = delta.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                        reply.push_thinking(t, if field == "reasoning" { "reasoning" } else { "reasoning_content" });
+                    }
+                }
+                if let Some(t) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                    reply.push_text(t);
+                }
+                for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                    let s = |p: &str| call.pointer(p).and_then(Value::as_str);
+                    let slot = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+                    reply.tool_call_delta(&mut slots, slot, s("/id"), s("/function/name"), s("/function/arguments"));
+                }
+            }
+            if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+                finish = Some(f.to_owned());
+            }
+        }
+        if !done && finish.is_none() {
+            return Err(self.stream_error("the stream ended before the reply was complete".to_owned()));
+        }
+        let out = reply.finish(&self.model, stop_reason(finish.as_deref().unwrap_or("stop")), now());
+        Ok(finish_with(out, finish.as_deref()))
+    }
+}

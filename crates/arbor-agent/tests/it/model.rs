@@ -1,0 +1,340 @@
+//! The model clients against the mock server: streaming, mapping to pi's
+//! assistant message, retries, errors, cancellation.
+
+use std::time::Duration;
+
+use arbor_agent::{
+    client_for, AnthropicClient, AssistantReply, CompletionRequest, ModelClient, ModelError, OpenAiClient,
+};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::mock::{anthropic_events, MockServer, Reply};
+use crate::*;
+
+fn request() -> CompletionRequest {
+    CompletionRequest {
+        system_prompt: Some("be brief".into()),
+        messages: vec![
+            user("hello"),
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hmm", "thinkingSignature": "reasoning_content"},
+                {"type": "text", "text": "let me look"},
+                {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "a.rs"}}
+            ]}),
+            json!({"role": "toolResult", "toolCallId": "call_1", "toolName": "read", "content": [{"type": "text", "text": "fn main() {}"}], "isError": false}),
+        ],
+        max_tokens: Some(100),
+        reasoning: None,
+    }
+}
+
+#[tokio::test]
+async fn openai_streams_into_pi_shape() {
+    let mock = MockServer::start().await;
+    let client = OpenAiClient::new(openai_model(&mock), Some("sk-test".into()), fast_client()).unwrap();
+    let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
+    assert_eq!(
+        reply.json(),
+        &json!({
+            "role": "assistant",
+            "content": [{"type": "text", "text": "mock summary"}],
+            "api": "openai-completions",
+            "provider": "openai-compat",
+            "model": "gpt-test",
+            "usage": {"input": 100, "output": 30, "cacheRead": 20, "cacheWrite": 0, "totalTokens": 150,
+                      "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0}},
+            "stopReason": "stop",
+            "timestamp": 1_767_225_700_000i64
+        })
+    );
+    let req = &mock.requests()[0];
+    assert_eq!(req.path, "/v1/chat/completions");
+    assert_eq!(req.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(
+        req.body,
+        json!({
+            "model": "gpt-test",
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "assistant", "content": "let me look", "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a.rs\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "fn main() {}"}
+            ],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "max_tokens": 100
+        })
+    );
+}
+
+#[tokio::test]
+async fn openai_tool_calls_reasoning_and_stop_reasons() {
+    let mock = MockServer::start().await;
+    let chunks = [
+        json!({"choices":[{"index":0,"delta":{"reasoning_content":"thinking..."}}]}),
+        json!({"choices":[{"index":0,"delta":{"content":"Reading."}}]}),
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"read","arguments":"{\"pa"}}]}}]}),
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"th\":\"b.rs\"}"}}]}}]}),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}),
+    ];
+    let sse: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect::<String>() + "data: [DONE]\n\n";
+    mock.script([Reply::RawSse(sse), Reply::TextWithStop("cut".into(), "length")]);
+    let client = client_for(openai_model(&mock), None, fast_client()).unwrap();
+    let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
+    assert_eq!(reply.stop_reason(), "toolUse");
+    assert_eq!(
+        reply.json()["content"],
+        json!([
+            {"type": "thinking", "thinking": "thinking...", "thinkingSignature": "reasoning_content"},
+            {"type": "text", "text": "Reading."},
+            {"type": "toolCall", "id": "call_9", "name": "read", "arguments": {"path": "b.rs"}}
+        ])
+    );
+    assert_eq!(mock.requests()[0].header("authorization"), None, "keyless on a local server");
+    let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
+    assert_eq!(reply.stop_reason(), "length");
+}
+
+#[tokio::test]
+async fn anthropic_streams_into_pi_shape() {
+    let mock = MockServer::start().await;
+    let sse = anthropic_events(&[
+        (
+            "message_start",
+            json!({"type":"message_start","message":{"usage":{"input_tokens":50,"output_tokens":1,"cache_read_input_tokens":7,"cache_creation_input_tokens":3}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me think."}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig-abc"}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"I will read it."}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"read","input":{}}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"path\": "}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"c.rs\"}"}}),
+        ),
+        (
+            "message_delta",
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":40}}),
+        ),
+        ("message_stop", json!({"type":"message_stop"})),
+    ]);
+    mock.script([Reply::RawSse(sse)]);
+    let mut model = anthropic_model(&mock);
+    model.cost = arbor_agent::ModelCost { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 };
+    let client = AnthropicClient::new(model, Some("sk-ant".into()), fast_client()).unwrap();
+    let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
+    let v = reply.json();
+    assert_eq!(
+        v["content"],
+        json!([
+            {"type": "thinking", "thinking": "Let me think.", "thinkingSignature": "sig-abc"},
+            {"type": "text", "text": "I will read it."},
+            {"type": "toolCall", "id": "toolu_1", "name": "read", "arguments": {"path": "c.rs"}}
+        ])
+    );
+    assert_eq!(v["stopReason"], "toolUse");
+    assert_eq!(v["api"], "anthropic-messages");
+    let usage = &v["usage"];
+    assert_eq!(
+        (
+            usage["input"].as_u64(),
+            usage["output"].as_u64(),
+            usage["cacheRead"].as_u64(),
+            usage["cacheWrite"].as_u64(),
+            usage["totalTokens"].as_u64()
+        ),
+        (Some(50), Some(40), Some(7), Some(3), Some(100))
+    );
+    let total = usage["cost"]["total"].as_f64().unwrap();
+    let want = (50.0 * 3.0 + 40.0 * 15.0 + 7.0 * 0.3 + 3.0 * 3.75) / 1e6;
+    assert!((total - want).abs() < 1e-12, "{total} vs {want}");
+
+    let req = &mock.requests()[0];
+    assert_eq!(req.path, "/v1/messages");
+    assert_eq!(req.header("x-api-key"), Some("sk-ant"));
+    assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(
+        req.body,
+        json!({
+            "model": "claude-test",
+            "system": "be brief",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "hmm"},
+                    {"type": "text", "text": "let me look"},
+                    {"type": "tool_use", "id": "call_1", "name": "read", "input": {"path": "a.rs"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1",
+                    "content": [{"type": "text", "text": "fn main() {}"}], "is_error": false}]}
+            ],
+            "stream": true,
+            "max_tokens": 100
+        })
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_and_server_errors_are_retried() {
+    let mock = MockServer::start().await;
+    mock.script([
+        Reply::Status { code: 429, retry_after: Some("0"), body: r#"{"error":{"message":"slow down"}}"#.into() },
+        Reply::Status { code: 503, retry_after: None, body: String::new() },
+    ]);
+    let client = client_for(anthropic_model(&mock), None, fast_client()).unwrap();
+    let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
+    assert_eq!(reply.text(""), "mock summary");
+    assert_eq!(mock.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn retries_are_bounded_and_errors_say_what_to_do() {
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Status {
+        code: 429,
+        retry_after: Some("0"),
+        body: r#"{"error":{"message":"slow down"}}"#.into(),
+    });
+    let client = client_for(openai_model(&mock), None, fast_client()).unwrap();
+    let e = client.complete(&request(), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(mock.requests().len(), 4, "one try and three retries");
+    assert_eq!(
+        e.to_string(),
+        "openai-compat: HTTP 429: slow down (rate limited; gave up after 4 attempt(s); wait and try again)"
+    );
+    assert_eq!(e.status(), Some(429));
+
+    // A Retry-After longer than the cap ends the retries at once.
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Status { code: 429, retry_after: Some("3600"), body: String::new() });
+    let client = client_for(openai_model(&mock), None, fast_client()).unwrap();
+    let e = client.complete(&request(), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(mock.requests().len(), 1);
+    assert!(e.to_string().contains("HTTP 429: Too Many Requests"), "{e}");
+
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Status {
+        code: 401,
+        retry_after: None,
+        body: r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#.into(),
+    });
+    let client = client_for(anthropic_model(&mock), Some("bad".into()), fast_client()).unwrap();
+    let e = client.complete(&request(), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(mock.requests().len(), 1, "401 is not retried");
+    assert_eq!(e.to_string(), "anthropic: HTTP 401: invalid x-api-key (check the API key in ANTHROPIC_API_KEY)");
+}
+
+#[tokio::test]
+async fn cancellation_drops_the_request() {
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Hang);
+    let client = client_for(anthropic_model(&mock), None, fast_client()).unwrap();
+    let cancel = CancellationToken::new();
+    let running = {
+        let (client, cancel) = (client.clone(), cancel.clone());
+        tokio::spawn(async move { client.complete(&request(), cancel).await })
+    };
+    bounded(mock.arrived.notified()).await;
+    cancel.cancel();
+    let e = bounded(running).await.unwrap().unwrap_err();
+    assert!(e.is_cancelled(), "{e}");
+    bounded(mock.disconnected.notified()).await;
+    let aborted = AssistantReply::from_error(client.model(), &e, 5);
+    assert_eq!(aborted.stop_reason(), "aborted");
+    assert_eq!(aborted.error_message(), Some("anthropic: request cancelled"));
+}
+
+#[tokio::test]
+async fn a_silent_stream_times_out() {
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Hang);
+    let opts = arbor_agent::ClientOptions { idle_timeout: Duration::from_millis(50), ..fast_client() };
+    let client = client_for(openai_model(&mock), None, opts).unwrap();
+    let e = bounded(client.complete(&request(), CancellationToken::new())).await.unwrap_err();
+    assert!(matches!(e, ModelError::Timeout { what: "the response stream", .. }), "{e}");
+    assert!(e.to_string().starts_with("openai-compat: the response stream timed out after 0.05s"), "{e}");
+}
+
+#[tokio::test]
+async fn broken_streams_and_stream_errors_are_errors() {
+    let mock = MockServer::start().await;
+    mock.script([
+        Reply::RawSse("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"par\"}}]}\n\n".into()),
+        Reply::RawSse("data: {\"error\":{\"message\":\"model overloaded\"}}\n\n".into()),
+        Reply::RawSse("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n".into()),
+    ]);
+    let openai = client_for(openai_model(&mock), None, fast_client()).unwrap();
+    let e = openai.complete(&request(), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "openai-compat: the response stream failed: the stream ended before the reply was complete"
+    );
+    let e = openai.complete(&request(), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(e.to_string(), "openai-compat: the response stream failed: model overloaded");
+    let anthropic = client_for(anthropic_model(&mock), None, fast_client()).unwrap();
+    let e = anthropic.complete(&request(), CancellationToken::new()).await.unwrap_err();
+    assert_eq!(e.to_string(), "anthropic: the response stream failed: Overloaded");
+    let reply = AssistantReply::from_error(anthropic.model(), &e, 5);
+    assert_eq!(reply.stop_reason(), "error");
+}
+
+#[tokio::test]
+async fn servers_that_ignore_stream_true_still_work() {
+    let mock = MockServer::start().await;
+    mock.script([
+        Reply::Json(json!({"choices":[{"index":0,"message":{"role":"assistant","content":"plain json"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}})),
+        Reply::Json(json!({"type":"message","content":[{"type":"text","text":"plain anthropic"}],"stop_reason":"max_tokens","usage":{"input_tokens":5,"output_tokens":2}})),
+    ]);
+    let openai = client_for(openai_model(&mock), None, fast_client()).unwrap();
+    let r = openai.complete(&request(), CancellationToken::new()).await.unwrap();
+    assert_eq!((r.text(""), r.stop_reason()), ("plain json".to_owned(), "stop"));
+    assert_eq!(r.json()["usage"]["totalTokens"], 7);
+    let anthropic = client_for(anthropic_model(&mock), None, fast_client()).unwrap();
+    let r = anthropic.complete(&request(), CancellationToken::new()).await.unwrap();
+    assert_eq!((r.text(""), r.stop_reason()), ("plain anthropic".to_owned(), "length"));
+}
+
+#[tokio::test]
+async fn unreachable_servers_fail_with_the_url() {
+    // Bind and drop a listener to get a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let model = arbor_agent::ModelInfo::new(
+        "local",
+        "m",
+        arbor_agent::Api::OpenAiCompletions,
+        &format!("http://127.0.0.1:{port}/v1"),
+    );
+    let client = client_for(model, None, fast_client()).unwrap();
+    let e = client.complete(&request(), CancellationToken::new()).await.unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "local: could not reach http://127.0.0.1:{port}/v1/chat/completions after 4 attempt(s)"
+        )),
+        "{text}"
+    );
+}

@@ -1,0 +1,203 @@
+//! `check`: everything wrong or suspicious in a session file, by line.
+//!
+//! The reader already turns bad lines into diagnostics; this adds what only
+//! the tree shows (orphans, cycles, self-parents, compactions whose kept
+//! entry is not on their path, labels on missing targets, tool calls left
+//! without a result at a leaf) and sorts everything by severity.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use arbor_log::{DiagnosticKind, EntryKind, SessionLog};
+
+use crate::error::TreeError;
+use crate::session::{Session, SessionOptions};
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Suspicious, but every tool reads the file the same way.
+    Warning,
+    /// Data that readers skip or resolve by a rule: something is lost or ambiguous.
+    Error,
+}
+
+/// One thing `check` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// 1-based line (0 when it concerns the file as a whole).
+    pub line: usize,
+    /// How bad it is.
+    pub severity: Severity,
+    /// A stable short name (`malformed-line`, `orphan`, …).
+    pub code: &'static str,
+    /// One line of explanation.
+    pub message: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(f, "{}: {sev}[{}]: {}", self.line, self.code, self.message)
+    }
+}
+
+fn from_diagnostic(kind: &DiagnosticKind) -> Option<(Severity, &'static str)> {
+    use DiagnosticKind as K;
+    Some(match kind {
+        K::Malformed { .. } => (Severity::Error, "malformed-line"),
+        K::NotObject { .. } => (Severity::Error, "not-an-object"),
+        K::InvalidUtf8 => (Severity::Warning, "invalid-utf8"),
+        K::TornTail { .. } => (Severity::Error, "torn-tail"),
+        K::NoFinalNewline => (Severity::Warning, "no-final-newline"),
+        K::MissingHeader { .. } => (Severity::Error, "no-header"),
+        K::ExtraHeader => (Severity::Warning, "extra-header"),
+        K::NotAnEntry { .. } => (Severity::Error, "not-an-entry"),
+        K::MalformedEntry { .. } => (Severity::Error, "malformed-entry"),
+        K::DuplicateId { .. } => (Severity::Error, "duplicate-id"),
+        K::ParentCycle { .. } => (Severity::Error, "parent-cycle"),
+        K::TitleSlot => return None,
+    })
+}
+
+/// Checks one file. Only I/O is an `Err`; a file that is not a session at all
+/// is a finding.
+pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
+    let log = SessionLog::read_path(path)?;
+    let mut out: Vec<Finding> = log
+        .diagnostics()
+        .iter()
+        .filter_map(|d| {
+            from_diagnostic(&d.kind).map(|(severity, code)| Finding {
+                line: d.line,
+                severity,
+                code,
+                message: d.kind.to_string(),
+            })
+        })
+        .collect();
+    if !log.has_header() {
+        if log.lines().is_empty() || out.is_empty() {
+            out.push(Finding {
+                line: 0,
+                severity: Severity::Error,
+                code: "no-header",
+                message: "no session header (the file has no records)".into(),
+            });
+        }
+        sort(&mut out);
+        return Ok(out);
+    }
+    drop(log);
+    let s = Session::open(path, SessionOptions::read_only())?;
+    // Line-level diagnostics came from the log; take the entry-level ones from the session.
+    let seen: HashSet<(usize, String)> = out.iter().map(|f| (f.line, f.message.clone())).collect();
+    for d in s.diagnostics() {
+        if let Some((severity, code)) = from_diagnostic(&d.kind) {
+            if !seen.contains(&(d.line, d.kind.to_string())) {
+                out.push(Finding { line: d.line, severity, code, message: d.kind.to_string() });
+            }
+        }
+    }
+    out.extend(tree_findings(&s));
+    sort(&mut out);
+    Ok(out)
+}
+
+fn sort(v: &mut [Finding]) {
+    v.sort_by(|a, b| a.line.cmp(&b.line).then(b.severity.cmp(&a.severity)).then(a.code.cmp(b.code)));
+}
+
+/// The findings only the tree shows.
+pub fn tree_findings(s: &Session) -> Vec<Finding> {
+    let mut out = vec![];
+    let warn =
+        |line: usize, code: &'static str, message: String| Finding { line, severity: Severity::Warning, code, message };
+    let mut has_child: HashSet<&str> = HashSet::new();
+    for i in 0..s.len() {
+        if !s.is_live(i) {
+            continue;
+        }
+        let (Some(e), line) = (s.entry_at(i), s.line_at(i)) else { continue };
+        if let Some(p) = &e.parent_id {
+            has_child.insert(p.as_str());
+            if p == &e.id {
+                out.push(warn(line, "self-parent", format!("entry {} is its own parent; shown as a root", e.id)));
+            } else if s.get_entry(p).is_none() {
+                out.push(warn(line, "orphan", format!("entry {} has a missing parent {p}; shown as a root", e.id)));
+            }
+        }
+        match &e.kind {
+            EntryKind::Label(l) if s.get_entry(&l.target_id).is_none() => out.push(warn(
+                line,
+                "label-target-missing",
+                format!("label {} targets a missing entry {}", e.id, l.target_id),
+            )),
+            EntryKind::Compaction(c) => {
+                let path: HashSet<&str> = s.get_branch(Some(&e.id)).iter().map(|p| p.id.as_str()).collect();
+                match c.first_kept_entry_id.as_deref() {
+                    None => out.push(warn(
+                        line,
+                        "compaction-keeps-nothing",
+                        format!("compaction {} has no firstKeptEntryId: nothing before it is kept", e.id),
+                    )),
+                    Some(k) if !path.contains(k) => out.push(warn(
+                        line,
+                        "compaction-kept-off-path",
+                        format!(
+                            "compaction {} keeps from {k}, which is not on its path: nothing before it is kept",
+                            e.id
+                        ),
+                    )),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    // Tool calls without a result, on the path to each leaf of the tree.
+    for i in 0..s.len() {
+        let Some(e) = s.entry_at(i) else { continue };
+        if !s.is_live(i) || has_child.contains(e.id.as_str()) {
+            continue;
+        }
+        let path = s.get_branch(Some(&e.id));
+        let mut open: Vec<(String, String, &str)> = vec![];
+        for p in &path {
+            let Some(m) = p.message() else { continue };
+            match m.role() {
+                Some("assistant") => {
+                    if let Some(Value::Array(blocks)) = m.message.get("content") {
+                        for b in blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall")) {
+                            let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
+                            let name = b.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                            open.push((id, name, p.id.as_str()));
+                        }
+                    }
+                }
+                Some("toolResult") => {
+                    let id = m.message.get("toolCallId").and_then(Value::as_str).unwrap_or("");
+                    open.retain(|(c, _, _)| c != id);
+                }
+                _ => {}
+            }
+        }
+        for (call, name, at) in open {
+            let line = s.index_of(at).map_or(0, |k| s.line_at(k));
+            out.push(warn(
+                line,
+                "tool-call-without-result",
+                format!("tool call {call} ({name}) in {at} has no result on the path to leaf {}", e.id),
+            ));
+        }
+    }
+    out
+}

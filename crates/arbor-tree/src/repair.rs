@@ -1,0 +1,139 @@
+//! `repair`: a clean copy of a damaged session file, losing nothing.
+//!
+//! The repaired file holds what every reader would read: the header and the
+//! entries, migrated to v3, the later line of a repeated id. Everything else
+//! (malformed lines, non-objects, a torn tail, extra headers, lines that are
+//! not entries, earlier lines of a repeated id) goes to `FILE.rejected-<ms>`,
+//! and the original is kept as `FILE.backup-<ms>`. The rewrite is atomic and
+//! happens under the file's write lock. Without `write` nothing is touched.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use arbor_log::{atomic_write, backup_copy, side_file, LineKind, SeededIds, SessionLog};
+
+use crate::error::TreeError;
+use crate::store::{FileStore, Store};
+
+/// What `repair` did (or, in a dry run, would do).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepairReport {
+    /// One line per action, in file order.
+    pub actions: Vec<String>,
+    /// Lines kept in the repaired file.
+    pub kept: usize,
+    /// Lines moved to the side file.
+    pub rejected: usize,
+    /// True when the file needs no repair.
+    pub clean: bool,
+    /// The backup of the original (after a write).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup: Option<PathBuf>,
+    /// The side file with the rejected lines (after a write).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected_file: Option<PathBuf>,
+}
+
+/// Repairs `path`; with `write` false it only reports.
+pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> {
+    let _lock = if write { Some(FileStore.lock(path)?) } else { None };
+    let mut log = SessionLog::read_path(path)?;
+    let Some(header) = log.header() else {
+        return Err(TreeError::NoHeader {
+            path: path.to_owned(),
+            line: None,
+            reason: "no usable session header; nothing can be repaired safely (the file is left as it is)".into(),
+        });
+    };
+    let original = log.to_bytes(false);
+    let mut actions = vec![];
+    let report = log.migrate(&mut SeededIds::from_text(&header.id));
+    for step in &report.steps {
+        actions.push(format!("0: migrate v{} -> v{}: {}", step.from, step.to, step.changes.join("; ")));
+    }
+    let (entries, _) = log.entries_with_diagnostics();
+    let mut last_line: HashMap<&str, usize> = HashMap::new();
+    for (line, e) in &entries {
+        last_line.insert(e.id.as_str(), *line);
+    }
+    let entry_at: HashMap<usize, &str> = entries.iter().map(|(l, e)| (*l, e.id.as_str())).collect();
+    let diag_at: HashMap<usize, String> = log.diagnostics().iter().map(|d| (d.line, d.kind.to_string())).collect();
+
+    let mut kept = Vec::<u8>::new();
+    let mut rejected = Vec::<u8>::new();
+    let (mut n_kept, mut n_rejected) = (0, 0);
+    let mut blank = 0;
+    for l in log.lines() {
+        let reject = |why: String, actions: &mut Vec<String>| {
+            actions.push(format!("{}: move to the side file: {why}", l.number))
+        };
+        let keep = match &l.kind {
+            LineKind::Blank => {
+                blank += 1;
+                continue;
+            }
+            LineKind::TitleSlot(_) | LineKind::Header(_) => true,
+            LineKind::Skipped => {
+                reject(diag_at.get(&l.number).cloned().unwrap_or_else(|| "unreadable".into()), &mut actions);
+                false
+            }
+            LineKind::ExtraHeader(_) => {
+                reject("extra session header".into(), &mut actions);
+                false
+            }
+            LineKind::Record(_) => match entry_at.get(&l.number) {
+                None => {
+                    reject("not an entry".into(), &mut actions);
+                    false
+                }
+                Some(id) if last_line.get(id) != Some(&l.number) => {
+                    reject(format!("id {id} appears again on line {}", last_line[id]), &mut actions);
+                    false
+                }
+                Some(_) => true,
+            },
+        };
+        let bytes: Vec<u8> = if l.is_dirty() {
+            let v = match &l.kind {
+                LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
+                _ => continue,
+            };
+            serde_json::to_vec(v).map_err(arbor_log::LogError::from)?
+        } else {
+            l.raw().to_vec()
+        };
+        if keep && bytes.last() != Some(&b'\n') {
+            actions.push(format!("{}: add the missing newline at the end", l.number));
+        }
+        let target = if keep { &mut kept } else { &mut rejected };
+        target.extend_from_slice(if keep { &bytes } else { l.raw() });
+        if target.last() != Some(&b'\n') {
+            target.push(b'\n');
+        }
+        if keep {
+            n_kept += 1;
+        } else {
+            n_rejected += 1;
+        }
+    }
+    if blank > 0 {
+        actions.push(format!("0: drop {blank} blank lines"));
+    }
+    let clean = kept == original;
+    let mut out =
+        RepairReport { actions, kept: n_kept, rejected: n_rejected, clean, backup: None, rejected_file: None };
+    if clean || !write {
+        return Ok(out);
+    }
+    let backup = backup_copy(path, "backup")?;
+    if !rejected.is_empty() {
+        let side = side_file(path, "rejected");
+        atomic_write(&side, |w| w.write_all(&rejected))?;
+        out.rejected_file = Some(side);
+    }
+    atomic_write(path, |w| w.write_all(&kept))?;
+    out.backup = Some(backup);
+    Ok(out)
+}
