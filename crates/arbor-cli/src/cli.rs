@@ -69,13 +69,17 @@ enum Command {
         /// The label (absent or empty: clear).
         label: Option<String>,
     },
-    /// Copy the path to an entry into a new session file (pi's createBranchedSession).
+    /// Copy the path to an entry into a new session file (--at: pi's createBranchedSession;
+    /// --before: the /branch flow, up to the parent of a user message).
     Fork {
         /// The session file.
         file: PathBuf,
         /// The entry the new session ends at.
-        #[arg(long, value_name = "ID")]
-        at: String,
+        #[arg(long, value_name = "ID", required_unless_present = "before", conflicts_with = "before")]
+        at: Option<String>,
+        /// A user message: the new session ends at its parent, and its text is printed for the editor.
+        #[arg(long, value_name = "USER_MESSAGE_ID")]
+        before: Option<String>,
         /// Directory for the new file (default: beside the original).
         #[arg(long, value_name = "DIR")]
         sessions_dir: Option<PathBuf>,
@@ -94,6 +98,46 @@ enum Command {
         #[arg(long)]
         llm: bool,
         /// Print JSON: the SessionContext object, or with --llm the message list.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move the leaf to TARGET (pi's /tree), optionally summarizing the branch left behind.
+    Navigate {
+        /// The session file.
+        file: PathBuf,
+        /// The entry to go to (a user message: the leaf goes to its parent and its text is printed).
+        target: String,
+        /// Summarize the abandoned branch with the model.
+        #[arg(long)]
+        summarize: bool,
+        /// Extra instructions for the summary ("Additional focus: …").
+        #[arg(long, value_name = "TEXT")]
+        instructions: Option<String>,
+        /// Use --instructions instead of the built-in summary prompt.
+        #[arg(long, requires = "instructions")]
+        replace_instructions: bool,
+        /// Label the new position (or the summary).
+        #[arg(long, value_name = "TEXT")]
+        label: Option<String>,
+        #[command(flatten)]
+        model: crate::agent_cmds::ModelArgs,
+        /// Print `{"newLeafId", "oldLeafId", "summaryEntryId", "editorText", "cancelled", "aborted"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Summarize the older part of the active path into a compaction entry.
+    Compact {
+        /// The session file.
+        file: PathBuf,
+        /// Keep at least this many tokens of recent messages verbatim (default 20000).
+        #[arg(long, value_name = "N")]
+        keep_recent_tokens: Option<u64>,
+        /// Extra instructions for the summary.
+        #[arg(long, value_name = "TEXT")]
+        instructions: Option<String>,
+        #[command(flatten)]
+        model: crate::agent_cmds::ModelArgs,
+        /// Print the result as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -268,7 +312,43 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 None => writeln!(out, "cleared the label of {id} (entry {new_id})")?,
             }
         }
-        Command::Fork { file, at, sessions_dir, json } => {
+        Command::Fork { file, before: Some(before), sessions_dir, json, .. } => {
+            if sessions_dir.as_ref().is_some_and(|d| !d.exists()) {
+                if let Some(dir) = &sessions_dir {
+                    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+                }
+            }
+            return crate::agent_cmds::fork_before(out, &file, &before, sessions_dir, options(ids, true), json);
+        }
+        Command::Navigate { file, target, summarize, instructions, replace_instructions, label, model, json } => {
+            open_read(&file, ids)?;
+            return crate::agent_cmds::navigate(
+                out,
+                &file,
+                &target,
+                summarize,
+                instructions,
+                replace_instructions,
+                label,
+                &model,
+                options(ids, false),
+                json,
+            );
+        }
+        Command::Compact { file, keep_recent_tokens, instructions, model, json } => {
+            open_read(&file, ids)?;
+            return crate::agent_cmds::compact(
+                out,
+                &file,
+                keep_recent_tokens,
+                instructions,
+                &model,
+                options(ids, false),
+                json,
+            );
+        }
+        Command::Fork { file, at, sessions_dir, json, .. } => {
+            let at = at.context("--at or --before is required")?;
             let mut opts = options(ids, true);
             opts.session_dir = sessions_dir.clone();
             let mut s = Session::open(&file, opts)?;

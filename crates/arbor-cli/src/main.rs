@@ -4,6 +4,7 @@
 //! through `arbor-tree`, prints, and maps errors to one line on stderr and a
 //! non-zero exit. A closed pipe (`arbor tree … | head`) is not an error.
 
+mod agent_cmds;
 mod cli;
 mod render;
 mod transcript;

@@ -35,19 +35,28 @@ pub struct LineReader<R> {
     buf: Vec<u8>,
     number: usize,
     offset: u64,
+    /// Set at the first end of file: a file still being written must not
+    /// return the rest of a torn line as a line of its own on a later call.
+    done: bool,
 }
 
 impl<R: BufRead> LineReader<R> {
     /// Wraps a buffered reader.
     pub fn new(inner: R) -> Self {
-        LineReader { inner, buf: Vec::with_capacity(64 * 1024), number: 0, offset: 0 }
+        LineReader { inner, buf: Vec::with_capacity(64 * 1024), number: 0, offset: 0, done: false }
     }
 
     /// The next physical line, or `None` at the end.
     pub fn next_line(&mut self) -> io::Result<Option<RawLine<'_>>> {
         self.offset += self.buf.len() as u64;
         self.buf.clear();
+        if self.done {
+            return Ok(None);
+        }
         let n = self.inner.read_until(b'\n', &mut self.buf)?;
+        if n == 0 || self.buf.last() != Some(&b'\n') {
+            self.done = true;
+        }
         if n == 0 {
             return Ok(None);
         }

@@ -432,9 +432,10 @@ impl Session {
             return None;
         }
         let path = self.session_dir.join(session_file_name(&timestamp, &id));
-        if self.file.as_ref() != Some(&path) && self.lock.is_some() {
-            // The old file's lock goes; the new file's is taken.
+        if self.file.as_ref() != Some(&path) && (self.lock.is_some() || self.opts.read_only) {
+            // The old file's lock goes (read-only applied to the old file); the new file's is taken.
             self.lock = None;
+            self.opts.read_only = false;
             self.file = Some(path.clone());
             if let Err(e) = self.take_lock() {
                 self.failed = Some(e.to_string());
