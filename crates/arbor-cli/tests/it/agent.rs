@@ -261,7 +261,7 @@ fn ctrl_c_during_a_summary_aborts_and_writes_nothing() {
     let file = demo_copy(dir.path());
     let before = fs::read(&file).unwrap();
     let model = MockModel::start("<hang>");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_arbor"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_arbor"))
         .args([
             "navigate",
             file.to_str().unwrap(),
