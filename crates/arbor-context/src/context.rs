@@ -227,7 +227,7 @@ fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
 }
 
 /// The entry's ISO timestamp as JavaScript's `new Date(ts).getTime()`: ms, or `null` for NaN.
-fn timestamp_ms(ts: &str) -> Value {
+pub fn timestamp_ms(ts: &str) -> Value {
     parse_iso_ms(ts).map_or(Value::Null, Value::from)
 }
 
@@ -241,7 +241,8 @@ fn entry_message(entry: &Entry) -> Option<Value> {
     }
 }
 
-fn custom_message(c: &CustomMessageEntry, ts: &str) -> Value {
+/// The `custom` agent message a `custom_message` entry stands for (timestamp: the entry's, in ms).
+pub fn custom_message(c: &CustomMessageEntry, ts: &str) -> Value {
     let mut m = Map::new();
     m.insert("role".into(), "custom".into());
     m.insert("customType".into(), c.custom_type.clone().into());
@@ -254,7 +255,8 @@ fn custom_message(c: &CustomMessageEntry, ts: &str) -> Value {
     Value::Object(m)
 }
 
-fn branch_summary_message(b: &BranchSummary, ts: &str) -> Value {
+/// The `branchSummary` agent message a `branch_summary` entry stands for.
+pub fn branch_summary_message(b: &BranchSummary, ts: &str) -> Value {
     let mut m = Map::new();
     m.insert("role".into(), "branchSummary".into());
     m.insert("summary".into(), b.summary.clone().into());
@@ -263,7 +265,8 @@ fn branch_summary_message(b: &BranchSummary, ts: &str) -> Value {
     Value::Object(m)
 }
 
-fn compaction_summary_message(c: &Compaction, ts: &str) -> Value {
+/// The `compactionSummary` agent message a `compaction` entry stands for.
+pub fn compaction_summary_message(c: &Compaction, ts: &str) -> Value {
     let mut m = Map::new();
     m.insert("role".into(), "compactionSummary".into());
     m.insert("summary".into(), c.summary.clone().into());
