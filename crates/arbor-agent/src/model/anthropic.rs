@@ -188,11 +188,7 @@ fn with_refusal(reply: AssistantReply, reason: &str) -> AssistantReply {
     if reason != "refusal" {
         return reply;
     }
-    let mut v = reply.into_json();
-    if let Value::Object(m) = &mut v {
-        m.insert("errorMessage".into(), "the model refused to answer".into());
-    }
-    AssistantReply::from_json(v)
+    reply.with_error_message("the model refused to answer")
 }
 
 #[async_trait]

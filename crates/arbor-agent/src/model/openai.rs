@@ -157,11 +157,7 @@ fn finish_with(reply: AssistantReply, finish: Option<&str>) -> AssistantReply {
     if finish != Some("content_filter") {
         return reply;
     }
-    let mut v = reply.into_json();
-    if let Value::Object(m) = &mut v {
-        m.insert("errorMessage".into(), "the provider's content filter stopped the reply".into());
-    }
-    AssistantReply::from_json(v)
+    reply.with_error_message("the provider's content filter stopped the reply")
 }
 
 #[async_trait]

@@ -14,6 +14,15 @@ use crate::convert::assistant_text;
 pub struct AssistantReply(Value);
 
 impl AssistantReply {
+    /// The reply with `errorMessage` set (a provider stopped it for a reason of its own).
+    pub(crate) fn with_error_message(self, message: &str) -> AssistantReply {
+        let mut v = self.into_json();
+        if let Value::Object(m) = &mut v {
+            m.insert("errorMessage".into(), message.into());
+        }
+        AssistantReply::from_json(v)
+    }
+
     /// Wraps a message value.
     pub fn from_json(message: Value) -> AssistantReply {
         AssistantReply(message)
