@@ -19,6 +19,7 @@ use crate::store::{FileStore, Store};
 
 /// What `repair` did (or, in a dry run, would do).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RepairReport {
     /// One line per action, in file order.
     pub actions: Vec<String>,
@@ -38,6 +39,9 @@ pub struct RepairReport {
 
 /// Repairs `path`; with `write` false it only reports.
 pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> {
+    if !path.exists() {
+        return Err(TreeError::Missing(path.to_owned()));
+    }
     let _lock = if write { Some(FileStore.lock(path)?) } else { None };
     let mut log = SessionLog::read_path(path)?;
     let Some(header) = log.header() else {
@@ -104,7 +108,7 @@ pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> 
         } else {
             l.raw().to_vec()
         };
-        if keep && bytes.last() != Some(&b'\n') {
+        if keep && l.raw().last() != Some(&b'\n') {
             actions.push(format!("{}: add the missing newline at the end", l.number));
         }
         let target = if keep { &mut kept } else { &mut rejected };

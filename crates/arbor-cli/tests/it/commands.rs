@@ -200,7 +200,7 @@ fn repair_writes_a_clean_file_and_loses_nothing() {
         assert_eq!(check.status.code(), Some(0), "{name}: {}", stdout(&check));
         // Every original line is either in the repaired file or in the side file.
         let repaired = fs::read_to_string(&file).unwrap();
-        let rejected = report["rejected_file"].as_str().map(|p| fs::read(p).unwrap()).unwrap_or_default();
+        let rejected = report["rejectedFile"].as_str().map(|p| fs::read(p).unwrap()).unwrap_or_default();
         let rejected = String::from_utf8_lossy(&rejected).into_owned();
         for line in String::from_utf8_lossy(&original).lines().filter(|l| !l.trim().is_empty()) {
             assert!(repaired.contains(line) || rejected.contains(line), "{name}: lost {line}");
