@@ -2,11 +2,12 @@
 //!
 //! Commands: `tidy` (layering, tokio and crate-hygiene checks over
 //! `cargo metadata`), `gen-session` (deterministic synthetic pi v3 session
-//! files), `bench` (end-to-end parse benchmark with yardsticks) and `ci` (runs
-//! `.ci/run`). It depends on no workspace crate, so it still builds and checks
+//! files), `bench` (end-to-end parse benchmark with yardsticks), `fuzz` (bounded
+//! cargo-fuzz runs) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
 //! while a library is broken.
 
 mod bench;
+mod fuzz;
 mod gen;
 mod rusage;
 mod tidy;
@@ -37,6 +38,8 @@ commands:
       --cmd 'LABEL=PROGRAM ARG…'    add a row; `{file}` in an argument is replaced by the file
       --no-yardsticks               skip wc, cat and python
   ci                                run .ci/run (what CI runs)
+  fuzz [--seconds N] [--target T]   run each cargo-fuzz target in fuzz/ for N seconds (default 60)
+                                    on a corpus seeded from fixtures/ (installs cargo-fuzz)
 ";
 
 fn main() -> ExitCode {
@@ -57,6 +60,7 @@ fn run() -> Result<()> {
         Some("gen-session") => gen::cli(rest),
         Some("bench") => bench::cli(&workspace_root()?, rest),
         Some("ci") => ci(&workspace_root()?),
+        Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
         Some("help" | "-h" | "--help") | None => {
             print!("{HELP}");
             Ok(())

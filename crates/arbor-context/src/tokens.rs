@@ -111,14 +111,15 @@ pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
     let last = messages.iter().enumerate().rev().find_map(|(i, m)| assistant_usage(m).map(|u| (i, u)));
     match last {
         None => {
-            let total = messages.iter().map(estimate_tokens).sum();
+            let total = messages.iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
             ContextTokens { tokens: total, usage_tokens: 0, trailing_tokens: total, last_usage_index: None }
         }
         Some((index, usage)) => {
             let usage_tokens = calculate_context_tokens(usage);
-            let trailing_tokens = messages[index + 1..].iter().map(estimate_tokens).sum();
+            let trailing_tokens = messages[index + 1..].iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
             ContextTokens {
-                tokens: usage_tokens + trailing_tokens,
+                // A usage from a damaged file can be near u64::MAX: saturate, never overflow.
+                tokens: usage_tokens.saturating_add(trailing_tokens),
                 usage_tokens,
                 trailing_tokens,
                 last_usage_index: Some(index),

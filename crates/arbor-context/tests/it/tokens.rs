@@ -111,3 +111,16 @@ fn context_estimate_uses_the_last_good_usage_plus_trailing_messages() {
         ContextTokens { tokens: 0, usage_tokens: 0, trailing_tokens: 0, last_usage_index: None }
     );
 }
+
+#[test]
+fn a_huge_usage_saturates_instead_of_overflowing() {
+    // Found by `cargo xtask fuzz` (tree_context): fixtures/fuzz/huge-usage-tokens.jsonl.
+    let messages = vec![
+        serde_json::json!({"role": "assistant", "content": [], "stopReason": "stop",
+                           "usage": {"totalTokens": 5.1e104}}),
+        serde_json::json!({"role": "user", "content": "after", "timestamp": 1}),
+    ];
+    let t = arbor_context::estimate_context_tokens(&messages);
+    assert_eq!(t.usage_tokens, u64::MAX);
+    assert_eq!(t.tokens, u64::MAX);
+}

@@ -1,0 +1,40 @@
+//! Arbitrary session files through the tree and context builders: no panic,
+//! no hang (every walk is cycle-safe), no entry twice in the tree.
+#![no_main]
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use arbor_tree::{tree_findings, MemoryStore, Session, SessionOptions};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let store = MemoryStore::new();
+    let path = Path::new("/fuzz/s.jsonl");
+    store.put(path, data);
+    let opts = SessionOptions { read_only: true, ..SessionOptions::default().with_store(store) };
+    let Ok(mut s) = Session::open(path, opts) else { return };
+    let tree = s.get_tree();
+    let mut seen = HashSet::new();
+    let mut stack: Vec<_> = tree.roots().collect();
+    while let Some(n) = stack.pop() {
+        assert!(seen.insert(n.index), "no node twice");
+        stack.extend(tree.children(&n));
+    }
+    let mut json = Vec::new();
+    tree.write_json(&mut json).expect("writing to memory cannot fail");
+    drop(tree);
+    let _ = tree_findings(&s);
+    let ids: Vec<String> = s.entries().map(|e| e.id.clone()).take(64).collect();
+    for id in &ids {
+        let path = s.get_branch(Some(id));
+        let ctx = arbor_context::build_context_from_path(&path);
+        let _ = arbor_context::convert_to_llm(&ctx.messages);
+        let _ = arbor_context::estimate_context_tokens(&ctx.messages);
+    }
+    if let Some(id) = ids.first() {
+        let _ = s.branch(id);
+    }
+    let entries: Vec<arbor_log::Entry> = s.entries().cloned().collect();
+    let _ = arbor_context::build_session_context(&entries, arbor_context::Leaf::Default);
+});
