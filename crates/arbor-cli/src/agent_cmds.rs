@@ -104,6 +104,9 @@ pub fn navigate(
     });
     let r = r.with_context(|| file.display().to_string())?;
     report_hook_failures(&r.hook_failures);
+    for n in agent.session().notices() {
+        eprintln!("arbor: {n}");
+    }
     let summary_id = r.summary_entry.as_ref().map(|e| e.id.clone());
     if json {
         serde_json::to_writer(
@@ -145,17 +148,26 @@ pub fn fork_before(
     file: &Path,
     user_message_id: &str,
     sessions_dir: Option<PathBuf>,
+    hooks: Option<PathBuf>,
     session_opts: SessionOptions,
     json: bool,
 ) -> Result<ExitCode> {
     let rt = runtime()?;
-    let m = ModelArgs { model: None, base_url: None, hooks: None };
+    let m = ModelArgs { model: None, base_url: None, hooks };
     let session_opts = SessionOptions { session_dir: sessions_dir, ..session_opts };
     let mut agent = agent(file, session_opts, &m, false)?;
     let r = rt.block_on(agent.fork(user_message_id)).with_context(|| file.display().to_string())?;
     report_hook_failures(&r.hook_failures);
     if r.cancelled {
-        writeln!(out, "fork cancelled by a hook")?;
+        if json {
+            serde_json::to_writer(
+                &mut *out,
+                &serde_json::json!({ "path": null, "editorText": r.selected_text, "cancelled": true }),
+            )?;
+            out.write_all(b"\n")?;
+        } else {
+            writeln!(out, "fork cancelled by a hook: nothing written")?;
+        }
         return Ok(ExitCode::from(3));
     }
     // The CLI wants the file to exist even when the new session has no assistant message yet.
@@ -199,6 +211,9 @@ pub fn compact(
     });
     let r = r.with_context(|| file.display().to_string())?;
     report_hook_failures(&r.hook_failures);
+    for n in agent.session().notices() {
+        eprintln!("arbor: {n}");
+    }
     if json {
         serde_json::to_writer(
             &mut *out,

@@ -80,6 +80,9 @@ enum Command {
         /// A user message: the new session ends at its parent, and its text is printed for the editor.
         #[arg(long, value_name = "USER_MESSAGE_ID")]
         before: Option<String>,
+        /// A hooks file for the fork events (with --before); see docs/hooks.md.
+        #[arg(long, value_name = "FILE", env = "ARBOR_HOOKS", requires = "before")]
+        hooks: Option<PathBuf>,
         /// Directory for the new file (default: beside the original).
         #[arg(long, value_name = "DIR")]
         sessions_dir: Option<PathBuf>,
@@ -116,7 +119,7 @@ enum Command {
         /// Use --instructions instead of the built-in summary prompt.
         #[arg(long, requires = "instructions")]
         replace_instructions: bool,
-        /// Label the new position (or the summary).
+        /// Label the selected entry (with --summarize: the summary entry).
         #[arg(long, value_name = "TEXT")]
         label: Option<String>,
         #[command(flatten)]
@@ -160,6 +163,16 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Browse the session tree interactively: filter, search, fold, label, and navigate (pi's /tree).
+    Tui {
+        /// The session file (default: the most recent session of the current directory).
+        file: Option<PathBuf>,
+        /// The filter the list opens with (pi's `treeFilterMode` setting).
+        #[arg(long, value_enum, default_value = "default")]
+        filter: crate::tui::FilterMode,
+        #[command(flatten)]
+        model: crate::agent_cmds::ModelArgs,
     },
     /// List sessions, newest first.
     Ls {
@@ -312,13 +325,14 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 None => writeln!(out, "cleared the label of {id} (entry {new_id})")?,
             }
         }
-        Command::Fork { file, before: Some(before), sessions_dir, json, .. } => {
+        Command::Fork { file, before: Some(before), sessions_dir, json, hooks, .. } => {
+            open_read(&file, ids)?;
             if sessions_dir.as_ref().is_some_and(|d| !d.exists()) {
                 if let Some(dir) = &sessions_dir {
                     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
                 }
             }
-            return crate::agent_cmds::fork_before(out, &file, &before, sessions_dir, options(ids, true), json);
+            return crate::agent_cmds::fork_before(out, &file, &before, sessions_dir, hooks, options(ids, true), json);
         }
         Command::Navigate { file, target, summarize, instructions, replace_instructions, label, model, json } => {
             open_read(&file, ids)?;
@@ -386,7 +400,19 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             let mut worst = None;
             let mut reports = vec![];
             for file in &files {
-                let findings = arbor_tree::check_file(file)?;
+                let findings = match arbor_tree::check_file(file) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        // An unreadable file is an error finding; the other files are still checked.
+                        let message = e.to_string();
+                        vec![arbor_tree::Finding {
+                            line: 0,
+                            severity: arbor_tree::Severity::Error,
+                            code: "unreadable",
+                            message,
+                        }]
+                    }
+                };
                 worst = worst.max(findings.iter().map(|f| f.severity).max());
                 if json {
                     reports.push(serde_json::json!({ "file": file, "findings": findings }));
@@ -431,6 +457,9 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                     (None, _) => writeln!(out, "dry run: nothing written (use --write to apply)")?,
                 }
             }
+        }
+        Command::Tui { file, filter, model } => {
+            return crate::tui::run(out, file, filter, &model, &|read_only| options(ids, read_only));
         }
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);

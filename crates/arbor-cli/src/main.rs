@@ -8,6 +8,7 @@ mod agent_cmds;
 mod cli;
 mod render;
 mod transcript;
+mod tui;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -25,10 +26,27 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = out.flush();
-            eprintln!("arbor: {e:#}");
+            eprintln!("arbor: {}", one_line(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes on one line, without repeating a cause whose text
+/// an outer message already includes.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.ends_with(&text) || msg.contains(&format!("{text}:")) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg.replace('\n', " ")
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -1,6 +1,6 @@
 //! How entries look in one line, and how a tree is laid out (spec 6.2, 6.7).
 //!
-//! Used by `arbor tree` and `arbor dump`; the planned interactive selector will share it.
+//! Used by `arbor tree`, `arbor dump` and the interactive selector (`arbor tui`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -166,6 +166,9 @@ pub struct Row {
     pub prefix: String,
     /// True when the entry is on the active path (root → leaf).
     pub active: bool,
+    /// The level whose cell holds this row's connector (`├─`/`└─`), when one is drawn;
+    /// the selector puts its fold glyph in the second character of that cell.
+    pub connector_at: Option<usize>,
 }
 
 #[derive(Clone)]
@@ -223,7 +226,8 @@ pub fn layout(roots: &[usize], children: &dyn Fn(usize) -> Vec<usize>, active: &
                 prefix.push_str("   ");
             }
         }
-        rows.push(Row { index: item.node, prefix, active: active.contains(&item.node) });
+        let drawn_at = connector_at.filter(|&l| connector && !item.gutters.iter().any(|g| g.position == l));
+        rows.push(Row { index: item.node, prefix, active: active.contains(&item.node), connector_at: drawn_at });
         let mut kids = children(item.node);
         kids.sort_by_key(|c| !active.contains(c));
         let branching = kids.len() > 1;

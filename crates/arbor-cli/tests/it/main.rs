@@ -7,6 +7,7 @@
 mod agent;
 mod commands;
 mod reference;
+mod tui;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

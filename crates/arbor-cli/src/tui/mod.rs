@@ -1,0 +1,309 @@
+//! `arbor tui`: pi's interactive `/tree` flow (spec 5.4) over a session file.
+//!
+//! The selector itself is a pure state machine ([`selector`]) drawn by [`view`];
+//! this module owns the terminal (raw mode and the alternate screen, restored on
+//! exit and on panic), writes labels through `arbor-tree`, and navigates through
+//! `arbor navigate`'s code path so summaries, hooks and Ctrl-C behave the same.
+//! The screen is drawn on stderr, so stdout carries only the editor text left
+//! by a navigation (`arbor tui > prompt.txt` works).
+
+mod keys;
+mod selector;
+mod view;
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
+
+use anyhow::{bail, Context as _, Result};
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+
+use arbor_tree::{paths, FileStore, Session, SessionOptions};
+
+use crate::agent_cmds::ModelArgs;
+pub use selector::FilterMode;
+use selector::{Outcome, TreeSelector};
+
+/// The choices offered after Enter (spec 5.4).
+const CHOICES: [&str; 3] = ["No summary", "Summarize", "Summarize with custom prompt"];
+
+/// True while the terminal is in raw mode on the alternate screen.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Puts the terminal back on drop: leaves raw mode and the alternate screen.
+struct TerminalGuard;
+
+impl TerminalGuard {
+    fn enter() -> Result<TerminalGuard> {
+        install_panic_hook();
+        terminal::enable_raw_mode().context("cannot switch the terminal to raw mode (is stdin a terminal?)")?;
+        let guard = TerminalGuard;
+        ACTIVE.store(true, Ordering::SeqCst);
+        crossterm::execute!(io::stderr(), EnterAlternateScreen).context("cannot enter the alternate screen")?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+fn restore_terminal() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let _ = crossterm::execute!(io::stderr(), LeaveAlternateScreen, crossterm::cursor::Show);
+    let _ = terminal::disable_raw_mode();
+}
+
+fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+    });
+}
+
+/// What the user decided in one run of the selector.
+enum Decision {
+    Quit,
+    Navigate { id: String, summarize: bool, instructions: Option<String> },
+}
+
+/// Screens after the tree itself.
+enum Screen {
+    Tree,
+    Choice { id: String, index: usize },
+    Prompt { id: String, value: String },
+}
+
+type Term = Terminal<CrosstermBackend<io::Stderr>>;
+
+fn home() -> Option<String> {
+    std::env::home_dir().map(|h| h.to_string_lossy().into_owned())
+}
+
+fn resolve_file(file: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(f) = file {
+        return Ok(f);
+    }
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let cwd = cwd.to_string_lossy().into_owned();
+    let dir = paths::session_dir_for(&paths::sessions_root(), &cwd);
+    match arbor_tree::find_most_recent_session(&FileStore, &dir)? {
+        Some(p) => Ok(p),
+        None => bail!("no session for {cwd} in {}", dir.display()),
+    }
+}
+
+fn save_label(file: &Path, opts: SessionOptions, id: &str, label: Option<&str>) -> Result<String> {
+    let mut s = Session::open(file, opts)?;
+    s.append_label_change(id, label).with_context(|| file.display().to_string())?;
+    Ok(match label {
+        Some(l) => format!("Label set: {l}"),
+        None => "Label cleared".to_owned(),
+    })
+}
+
+/// Runs the selector until the user quits or picks a point to navigate to.
+fn select(
+    term: &mut Term,
+    file: &Path,
+    options: &dyn Fn(bool) -> SessionOptions,
+    initial: Option<&str>,
+    filter: FilterMode,
+    mut status: Option<String>,
+) -> Result<Decision> {
+    let session = Session::open(file, options(true))?;
+    let height = term.size().map(|s| s.height).unwrap_or(24);
+    let home = home();
+    let mut sel = TreeSelector::new(&session, height, initial, filter, home.as_deref());
+    let real_leaf = session.leaf_id().map(str::to_owned);
+    drop(session);
+    let mut screen = Screen::Tree;
+    loop {
+        term.draw(|f| {
+            let area = f.area();
+            let buf = f.buffer_mut();
+            match &screen {
+                Screen::Tree => view::draw_selector(&sel, status.as_deref(), area, buf),
+                Screen::Choice { index, .. } => view::draw_choice("Summarize branch?", &CHOICES, *index, area, buf),
+                Screen::Prompt { value, .. } => {
+                    view::draw_prompt("Custom summarization instructions", value, area, buf)
+                }
+            }
+        })?;
+        let key = match event::read()? {
+            Event::Key(key) => key,
+            Event::Resize(_, rows) => {
+                sel.set_terminal_height(rows);
+                continue;
+            }
+            _ => continue,
+        };
+        if key.kind == KeyEventKind::Release {
+            continue;
+        }
+        screen = match screen {
+            Screen::Tree => {
+                let Some(input) = keys::decode(&key) else { continue };
+                status = None;
+                match sel.handle(input) {
+                    Outcome::None => Screen::Tree,
+                    Outcome::Cancel => return Ok(Decision::Quit),
+                    Outcome::LabelChanged(id, label) => {
+                        status = Some(match save_label(file, options(false), &id, label.as_deref()) {
+                            Ok(s) => s,
+                            Err(e) => format!("Error: {e:#}"),
+                        });
+                        Screen::Tree
+                    }
+                    Outcome::Select(id) => {
+                        if sel.is_leaf(&id) || real_leaf.as_deref() == Some(id.as_str()) {
+                            status = Some("Already at this point".to_owned());
+                            Screen::Tree
+                        } else {
+                            Screen::Choice { id, index: 0 }
+                        }
+                    }
+                }
+            }
+            Screen::Choice { id, index } => match choice_key(&key, index) {
+                ChoiceKey::Move(i) => Screen::Choice { id, index: i },
+                ChoiceKey::Back => {
+                    // pi re-opens the tree at this entry with the filter from the settings.
+                    let session = Session::open(file, options(true))?;
+                    sel = TreeSelector::new(&session, height, Some(&id), filter, home.as_deref());
+                    Screen::Tree
+                }
+                ChoiceKey::Pick(0) => return Ok(Decision::Navigate { id, summarize: false, instructions: None }),
+                ChoiceKey::Pick(1) => return Ok(Decision::Navigate { id, summarize: true, instructions: None }),
+                ChoiceKey::Pick(_) => Screen::Prompt { id, value: String::new() },
+            },
+            Screen::Prompt { id, mut value } => match key.code {
+                KeyCode::Esc => Screen::Choice { id, index: 2 },
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => Screen::Choice { id, index: 2 },
+                KeyCode::Enter => {
+                    let text = value.trim().to_owned();
+                    return Ok(Decision::Navigate {
+                        id,
+                        summarize: true,
+                        instructions: (!text.is_empty()).then_some(text),
+                    });
+                }
+                KeyCode::Backspace => {
+                    value.pop();
+                    Screen::Prompt { id, value }
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    value.push(c);
+                    Screen::Prompt { id, value }
+                }
+                _ => Screen::Prompt { id, value },
+            },
+        };
+    }
+}
+
+enum ChoiceKey {
+    Move(usize),
+    Back,
+    Pick(usize),
+}
+
+fn choice_key(key: &KeyEvent, index: usize) -> ChoiceKey {
+    let n = CHOICES.len();
+    match key.code {
+        KeyCode::Up => ChoiceKey::Move((index + n - 1) % n),
+        KeyCode::Down => ChoiceKey::Move((index + 1) % n),
+        KeyCode::Enter => ChoiceKey::Pick(index),
+        KeyCode::Esc => ChoiceKey::Back,
+        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => ChoiceKey::Back,
+        _ => ChoiceKey::Move(index),
+    }
+}
+
+/// `arbor tui [FILE]`: browse the tree, label entries, and navigate.
+pub fn run(
+    out: &mut dyn Write,
+    file: Option<PathBuf>,
+    filter: FilterMode,
+    model: &ModelArgs,
+    options: &dyn Fn(bool) -> SessionOptions,
+) -> Result<ExitCode> {
+    let file = resolve_file(file)?;
+    {
+        let s = Session::open(&file, options(true))?;
+        for d in s.diagnostics() {
+            eprintln!("{}", d.with_file(&file.display().to_string()));
+        }
+        if s.get_tree().is_empty() {
+            writeln!(out, "No entries in session")?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let mut initial: Option<String> = None;
+    let mut status: Option<String> = None;
+    loop {
+        let decision = {
+            let _guard = TerminalGuard::enter()?;
+            let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
+            term.clear()?;
+            select(&mut term, &file, options, initial.as_deref(), filter, status.take())?
+        };
+        let Decision::Navigate { id, summarize, instructions } = decision else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        if summarize {
+            eprintln!("Summarizing branch... (Ctrl+C to cancel)");
+        }
+        let mut json = Vec::new();
+        let result = crate::agent_cmds::navigate(
+            &mut json,
+            &file,
+            &id,
+            summarize,
+            instructions,
+            false,
+            None,
+            model,
+            options(false),
+            true,
+        );
+        let r: serde_json::Value = match result {
+            Ok(_) => serde_json::from_slice(&json).context("navigate printed bad JSON")?,
+            Err(e) => {
+                status = Some(format!("Error: {e:#}"));
+                initial = Some(id);
+                continue;
+            }
+        };
+        if r["aborted"] == true {
+            status = Some("Branch summarization cancelled".to_owned());
+            initial = Some(id);
+            continue;
+        }
+        if r["cancelled"] == true {
+            eprintln!("Navigation cancelled");
+            return Ok(ExitCode::from(3));
+        }
+        eprintln!(
+            "Navigated to selected point (leaf {})",
+            r["newLeafId"].as_str().unwrap_or("(before the first entry)")
+        );
+        if let Some(text) = r["editorText"].as_str() {
+            writeln!(out, "{text}")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+}
