@@ -31,8 +31,13 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 fn agent(file: &Path, session_opts: SessionOptions, m: &ModelArgs, needs_model: bool) -> Result<AgentSession> {
-    let session = Session::open(file, session_opts)?;
+    // Hooks first: a bad hooks file must fail before the session is taken for writing.
     let mut opts = AgentOptions::default();
+    if let Some(h) = &m.hooks {
+        let config = HookConfig::load(h).with_context(|| format!("{}: cannot load hooks", h.display()))?;
+        config.register(&mut opts.hooks).with_context(|| format!("{}: bad hooks", h.display()))?;
+    }
+    let session = Session::open(file, session_opts)?;
     let spec = m.model.clone().or_else(|| {
         // A base URL without a model applies to the model restored from the session.
         m.base_url.as_ref().and_then(|_| {
@@ -49,10 +54,6 @@ fn agent(file: &Path, session_opts: SessionOptions, m: &ModelArgs, needs_model: 
             info.base_url = url.trim_end_matches('/').to_owned();
         }
         opts.model = Some(info);
-    }
-    if let Some(h) = &m.hooks {
-        let config = HookConfig::load(h).with_context(|| format!("{}: cannot load hooks", h.display()))?;
-        config.register(&mut opts.hooks).with_context(|| format!("{}: bad hooks", h.display()))?;
     }
     let agent = AgentSession::new(session, opts);
     if needs_model {
