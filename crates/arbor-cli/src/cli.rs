@@ -171,6 +171,10 @@ enum Command {
         /// The filter the list opens with (pi's `treeFilterMode` setting).
         #[arg(long, value_enum, default_value = "default")]
         filter: crate::tui::FilterMode,
+        /// Pick a user message instead and branch from it (pi's /branch): the new session file is
+        /// written and its path and the message text are printed, like `fork --before`.
+        #[arg(long)]
+        fork: bool,
         #[command(flatten)]
         model: crate::agent_cmds::ModelArgs,
     },
@@ -458,7 +462,10 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 }
             }
         }
-        Command::Tui { file, filter, model } => {
+        Command::Tui { file, fork: true, model, .. } => {
+            return crate::tui::run_fork(out, file, &model, &|read_only| options(ids, read_only));
+        }
+        Command::Tui { file, filter, model, .. } => {
             return crate::tui::run(out, file, filter, &model, &|read_only| options(ids, read_only));
         }
         Command::Ls { cwd, all, sessions_dir, json } => {

@@ -6,7 +6,12 @@
 //! `arbor navigate`'s code path so summaries, hooks and Ctrl-C behave the same.
 //! The screen is drawn on stderr, so stdout carries only the editor text left
 //! by a navigation (`arbor tui > prompt.txt` works).
+//!
+//! `arbor tui --fork` opens the /branch message selector ([`fork_selector`]) instead and
+//! hands the chosen message to `arbor fork --before`'s code path, whose output (the new
+//! session's path and the editor text) goes to stdout.
 
+mod fork_selector;
 mod keys;
 mod selector;
 mod view;
@@ -26,6 +31,7 @@ use ratatui::Terminal;
 use arbor_tree::{paths, FileStore, Session, SessionOptions};
 
 use crate::agent_cmds::ModelArgs;
+use fork_selector::{ForkOutcome, ForkSelector};
 pub use selector::FilterMode;
 use selector::{Outcome, TreeSelector};
 
@@ -306,4 +312,61 @@ pub fn run(
         }
         return Ok(ExitCode::SUCCESS);
     }
+}
+
+/// Runs the /branch message selector until the user cancels or picks a message.
+fn select_message(term: &mut Term, mut sel: ForkSelector) -> Result<Option<String>> {
+    sel.set_terminal_height(term.size().map(|s| s.height).unwrap_or(24));
+    loop {
+        term.draw(|f| {
+            let area = f.area();
+            view::draw_fork_selector(&sel, area, f.buffer_mut());
+        })?;
+        let key = match event::read()? {
+            Event::Key(key) => key,
+            Event::Resize(_, rows) => {
+                sel.set_terminal_height(rows);
+                continue;
+            }
+            _ => continue,
+        };
+        let Some(input) = fork_selector::decode(&key) else { continue };
+        match sel.handle(input) {
+            ForkOutcome::None => {}
+            ForkOutcome::Cancel => return Ok(None),
+            ForkOutcome::Select(id) => return Ok(Some(id)),
+        }
+    }
+}
+
+/// `arbor tui --fork [FILE]`: pick a user message and branch from it (pi's /branch, spec 5.7).
+/// The new session is written like `arbor fork --before`, whose output this prints.
+pub fn run_fork(
+    out: &mut dyn Write,
+    file: Option<PathBuf>,
+    model: &ModelArgs,
+    options: &dyn Fn(bool) -> SessionOptions,
+) -> Result<ExitCode> {
+    let file = resolve_file(file)?;
+    let sel = {
+        let s = Session::open(&file, options(true))?;
+        for d in s.diagnostics() {
+            eprintln!("{}", d.with_file(&file.display().to_string()));
+        }
+        ForkSelector::from_session(&s)
+    };
+    let Some(sel) = sel else {
+        eprintln!("No messages to fork from");
+        return Ok(ExitCode::from(1));
+    };
+    let picked = {
+        let _guard = TerminalGuard::enter()?;
+        let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
+        term.clear()?;
+        select_message(&mut term, sel)?
+    };
+    let Some(id) = picked else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    crate::agent_cmds::fork_before(out, &file, &id, None, model.hooks.clone(), options(true), false)
 }

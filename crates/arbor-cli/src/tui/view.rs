@@ -7,6 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
 
+use super::fork_selector::{self, ForkSelector};
 use super::selector::TreeSelector;
 
 /// pi's help line.
@@ -128,6 +129,33 @@ pub fn draw_prompt(title: &str, value: &str, area: Rect, buf: &mut Buffer) {
     put(buf, area, &mut y, border(area));
     put(buf, area, &mut y, plain(format!("  > {value}▏")));
     put(buf, area, &mut y, border(area));
+}
+
+/// Draws the /branch message selector (spec 5.7): title, subtitle, then each visible
+/// message on one line with `Message i of N` beneath it.
+pub fn draw_fork_selector(sel: &ForkSelector, area: Rect, buf: &mut Buffer) {
+    let mut y = 0;
+    header(buf, area, &mut y, "Branch from Message");
+    put(buf, area, &mut y, plain("  Select a message to create a new branch from that point"));
+    put(buf, area, &mut y, border(area));
+    put(buf, area, &mut y, plain(""));
+    let n = sel.items().len();
+    let (start, end) = sel.window();
+    let accent = Style::default().fg(Color::Cyan);
+    for (i, item) in sel.items().iter().enumerate().take(end).skip(start) {
+        let selected = i == sel.selected();
+        let cursor = if selected { "› " } else { "  " };
+        let text = if selected { Style::default().add_modifier(Modifier::BOLD) } else { Style::default() };
+        put(buf, area, &mut y, vec![(cursor.to_owned(), accent), (fork_selector::one_line(&item.text), text)]);
+        let dim = Style::default().add_modifier(Modifier::DIM);
+        put(buf, area, &mut y, vec![(format!("  Message {} of {n}", i + 1), dim)]);
+        put(buf, area, &mut y, plain(""));
+    }
+    if n > fork_selector::MAX_VISIBLE {
+        put(buf, area, &mut y, plain(format!("  ({}/{n})", sel.selected() + 1)));
+    }
+    put(buf, area, &mut y, border(area));
+    put(buf, area, &mut y, plain("  ↑/↓: move. Enter: branch from the message. Esc: cancel"));
 }
 
 /// The text of a buffer, one line per row, trailing spaces trimmed (for tests and e2e checks).

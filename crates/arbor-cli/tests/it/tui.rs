@@ -270,3 +270,71 @@ fn refuses_without_a_session_and_on_an_empty_tree() {
     assert!(o.status.success(), "{}", crate::stderr(&o));
     assert_eq!(stdout(&o), "No entries in session\n");
 }
+
+#[test]
+fn fork_picks_a_user_message_and_writes_the_branched_session() {
+    if tmux_missing() {
+        return;
+    }
+    let run = Run::start_with("fork", "--fork s.jsonl", |_| {});
+    let before = std::fs::read(run.file()).unwrap();
+    let tmux = &run.tmux;
+    let s = tmux.wait_for("Branch from Message");
+    assert!(s.contains("Select a message to create a new branch from that point"), "{s}");
+    // The last of the six user messages starts selected.
+    assert!(s.contains("› Document --top in the README."), "{s}");
+    assert!(s.contains("Message 6 of 6"), "{s}");
+    tmux.keys(&["Up"]);
+    tmux.wait_for("› Add a --top N flag, but parse the arguments by hand");
+    tmux.keys(&["Up"]);
+    tmux.wait_for("› Add a --top N flag using clap.");
+    tmux.keys(&["Enter"]);
+    let (rc, out) = run.finish();
+    assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
+    let (first, rest) = out.split_once('\n').unwrap();
+    assert_eq!(rest, "editor text:\nAdd a --top N flag using clap.\n", "{out}");
+    let new_file = run.dir.path().join(first);
+    assert!(new_file.exists(), "{out}");
+    assert_ne!(new_file.canonicalize().unwrap(), run.file().canonicalize().unwrap());
+    assert_eq!(std::fs::read(run.file()).unwrap(), before, "the original is unchanged");
+
+    // The new session ends at the parent of the chosen message.
+    let parent = std::fs::read_to_string(run.file())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["type"] == "message" && e.to_string().contains("Add a --top N flag using clap."))
+        .map(|e| e["parentId"].as_str().unwrap().to_owned())
+        .unwrap();
+    // (The parent here is a label entry: like pi's createBranchedSession, the copy drops label
+    // entries from the path and re-creates the labels at its end.)
+    let ids = |args: &[&str]| -> Vec<String> {
+        json(&arbor(args))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] != "label")
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let expected = ids(&["path", run.file().to_str().unwrap(), &parent, "--json"]);
+    let got = ids(&["path", new_file.to_str().unwrap(), "--json"]);
+    assert!(expected.len() > 5);
+    assert_eq!(got, expected);
+    let path = json(&arbor(&["path", new_file.to_str().unwrap(), "--json"]));
+    assert!(!path.to_string().contains("Add a --top N flag using clap."));
+    let s = tmux.screen();
+    assert!(!s.contains("Branch from Message"), "the alternate screen is gone: {s}");
+}
+
+#[test]
+fn fork_without_user_messages_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("empty.jsonl");
+    let header = std::fs::read_to_string(fixtures().join("demo/demo.jsonl")).unwrap();
+    std::fs::write(&file, format!("{}\n", header.lines().next().unwrap())).unwrap();
+    let o = arbor(&["tui", "--fork", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(crate::stderr(&o), "No messages to fork from\n");
+    assert_eq!(stdout(&o), "");
+}
