@@ -5,6 +5,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context as _, Result};
 use clap::Args as ClapArgs;
@@ -83,10 +85,12 @@ pub fn navigate(
     m: &ModelArgs,
     session_opts: SessionOptions,
     json: bool,
+    abort_flag: Option<Arc<AtomicBool>>,
 ) -> Result<ExitCode> {
     let rt = runtime()?;
     let mut agent = agent(file, session_opts, m, summarize)?;
     let abort = agent.abort_handle();
+    let flag_abort = agent.abort_handle();
     let opts = NavigateOptions {
         summarize,
         custom_instructions: instructions,
@@ -99,8 +103,20 @@ pub fn navigate(
                 abort.abort();
             }
         });
+        // The tree selector raises this flag when Escape is pressed during a summary.
+        let flag = abort_flag.map(|flag| {
+            tokio::spawn(async move {
+                while !flag.load(Ordering::SeqCst) {
+                    tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+                }
+                flag_abort.abort();
+            })
+        });
         let r = agent.navigate_tree(target, opts).await;
         ctrl_c.abort();
+        if let Some(f) = flag {
+            f.abort();
+        }
         r
     });
     let r = r.with_context(|| file.display().to_string())?;

@@ -351,6 +351,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 &model,
                 options(ids, false),
                 json,
+                None,
             );
         }
         Command::Compact { file, keep_recent_tokens, instructions, model, json } => {

@@ -270,9 +270,10 @@ pub fn run(
         let Decision::Navigate { id, summarize, instructions } = decision else {
             return Ok(ExitCode::SUCCESS);
         };
-        if summarize {
-            eprintln!("Summarizing branch... (Ctrl+C to cancel)");
-        }
+        let escape = summarize.then(|| {
+            eprintln!("Summarizing branch... (Esc or Ctrl+C to cancel)");
+            EscapeWatch::start()
+        });
         let mut json = Vec::new();
         let result = crate::agent_cmds::navigate(
             &mut json,
@@ -285,7 +286,9 @@ pub fn run(
             model,
             options(false),
             true,
+            escape.as_ref().map(|w| w.pressed.clone()),
         );
+        drop(escape);
         let r: serde_json::Value = match result {
             Ok(_) => serde_json::from_slice(&json).context("navigate printed bad JSON")?,
             Err(e) => {
@@ -369,4 +372,54 @@ pub fn run_fork(
         return Ok(ExitCode::SUCCESS);
     };
     crate::agent_cmds::fork_before(out, &file, &id, None, model.hooks.clone(), options(true), false)
+}
+
+/// While a summary runs: the terminal in raw mode and a thread that raises
+/// `pressed` when Escape (or Ctrl+C, which raw mode delivers as a key) comes in.
+struct EscapeWatch {
+    pressed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    raw: bool,
+}
+
+impl EscapeWatch {
+    fn start() -> EscapeWatch {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let pressed = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Without a terminal (raw mode fails) Ctrl+C still arrives as SIGINT.
+        let raw = terminal::enable_raw_mode().is_ok();
+        let thread = raw.then(|| {
+            let (pressed, stop) = (pressed.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    if !event::poll(std::time::Duration::from_millis(25)).unwrap_or(false) {
+                        continue;
+                    }
+                    if let Ok(Event::Key(k)) = event::read() {
+                        let ctrl_c = k.code == crossterm::event::KeyCode::Char('c')
+                            && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL);
+                        if k.code == crossterm::event::KeyCode::Esc || ctrl_c {
+                            pressed.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+            })
+        });
+        EscapeWatch { pressed, stop, thread, raw }
+    }
+}
+
+impl Drop for EscapeWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if self.raw {
+            let _ = terminal::disable_raw_mode();
+        }
+    }
 }

@@ -338,3 +338,48 @@ fn fork_without_user_messages_refuses() {
     assert_eq!(crate::stderr(&o), "No messages to fork from\n");
     assert_eq!(stdout(&o), "");
 }
+
+#[test]
+fn escape_during_a_summary_aborts_it_and_writes_nothing() {
+    if tmux_missing() {
+        return;
+    }
+    // A model server that takes requests and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = seen.clone();
+    std::thread::spawn(move || {
+        let mut held = vec![];
+        for stream in listener.incoming().take(4).flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+        std::thread::sleep(Duration::from_secs(60));
+    });
+    let args = format!("s.jsonl --model openai/test-model --base-url {url}");
+    let run = Run::start_with("escape", &args, |_| {});
+    let before = std::fs::read(run.file()).unwrap();
+    let tmux = &run.tmux;
+    tmux.wait_for("Session Tree");
+    tmux.keys(&["Up"]);
+    tmux.wait_for("(19/30)");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Summarize branch?");
+    tmux.keys(&["Down"]);
+    tmux.wait_for("› Summarize");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Summarizing branch");
+    let start = Instant::now();
+    while seen.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(15), "the summary request never arrived");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    tmux.keys(&["Escape"]);
+    let s = tmux.wait_for("Branch summarization cancelled");
+    assert!(s.contains("(19/30)"), "back at the entry: {s}");
+    tmux.keys(&["Escape"]);
+    let (rc, out) = run.finish();
+    assert_eq!((rc.as_str(), out.as_str()), ("0", ""));
+    assert_eq!(std::fs::read(run.file()).unwrap(), before, "an aborted summary writes nothing");
+}
