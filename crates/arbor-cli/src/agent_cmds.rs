@@ -26,6 +26,9 @@ pub struct ModelArgs {
     /// A hooks file (TOML or JSON) mapping events to commands; see docs/hooks.md.
     #[arg(long, value_name = "FILE", env = "ARBOR_HOOKS")]
     pub hooks: Option<PathBuf>,
+    /// Set by callers that already showed the file's diagnostics (the tree selector).
+    #[arg(skip)]
+    pub diagnostics_shown: bool,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -40,6 +43,9 @@ fn agent(file: &Path, session_opts: SessionOptions, m: &ModelArgs, needs_model: 
         config.register(&mut opts.hooks).with_context(|| format!("{}: bad hooks", h.display()))?;
     }
     let session = Session::open(file, session_opts)?;
+    if !m.diagnostics_shown {
+        crate::cli::print_diagnostics(file, session.diagnostics());
+    }
     let spec = m.model.clone().or_else(|| {
         // A base URL without a model applies to the model restored from the session.
         m.base_url.as_ref().and_then(|_| {
@@ -165,14 +171,16 @@ pub fn fork_before(
     file: &Path,
     user_message_id: &str,
     sessions_dir: Option<PathBuf>,
-    hooks: Option<PathBuf>,
+    m: &ModelArgs,
     session_opts: SessionOptions,
     json: bool,
 ) -> Result<ExitCode> {
     let rt = runtime()?;
-    let m = ModelArgs { model: None, base_url: None, hooks };
+    if let Some(dir) = &sessions_dir {
+        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    }
     let session_opts = SessionOptions { session_dir: sessions_dir, ..session_opts };
-    let mut agent = agent(file, session_opts, &m, false)?;
+    let mut agent = agent(file, session_opts, m, false)?;
     let r = rt.block_on(agent.fork(user_message_id)).with_context(|| file.display().to_string())?;
     report_hook_failures(&r.hook_failures);
     if r.cancelled {

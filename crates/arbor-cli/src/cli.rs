@@ -196,14 +196,17 @@ enum Command {
 }
 
 fn options(args_ids: IdMode, read_only: bool) -> SessionOptions {
-    let opts = SessionOptions { read_only, ..SessionOptions::default() };
+    // The CLI never turns a missing or damaged file into a new session: a
+    // writer refuses it with the same error a reader gives.
+    let opts = SessionOptions { read_only, create_or_recover: false, ..SessionOptions::default() };
     match args_ids {
         IdMode::Random => opts,
         IdMode::Counter => opts.with_ids(CounterIds::new()),
     }
 }
 
-fn print_diagnostics(file: &Path, diags: &[Diagnostic]) {
+/// Prints the diagnostics of a file to stderr as `FILE:LINE: reason`.
+pub(crate) fn print_diagnostics(file: &Path, diags: &[Diagnostic]) {
     let name = file.display().to_string();
     for d in diags {
         eprintln!("{}", d.with_file(&name));
@@ -217,11 +220,9 @@ fn open_read(file: &Path, ids: IdMode) -> Result<Session> {
 }
 
 fn open_write(file: &Path, ids: IdMode) -> Result<Session> {
-    if !file.exists() {
-        bail!("{}: no such session file", file.display());
-    }
-    // Diagnostics were shown by the read-only open that every write command does first.
-    Ok(Session::open(file, options(ids, false))?)
+    let s = Session::open(file, options(ids, false))?;
+    print_diagnostics(file, s.diagnostics());
+    Ok(s)
 }
 
 fn write_entries_json(out: &mut dyn Write, items: impl Iterator<Item = impl AsRef<str>>) -> Result<()> {
@@ -313,11 +314,8 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             }
         }
         Command::Label { file, id, label } => {
-            // Check the target before taking the file for writing, so a bad id
-            // or a file that is not a session changes nothing.
-            if open_read(&file, ids)?.get_entry(&id).is_none() {
-                bail!("{}: Entry {id} not found", file.display());
-            }
+            // A bad id fails before anything is written; a file that is not a
+            // session is refused by the open.
             let mut s = open_write(&file, ids)?;
             let label = label.as_deref().map(str::trim).filter(|l| !l.is_empty());
             let new_id = s.append_label_change(&id, label).with_context(|| file.display().to_string())?;
@@ -330,16 +328,10 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             }
         }
         Command::Fork { file, before: Some(before), sessions_dir, json, hooks, .. } => {
-            open_read(&file, ids)?;
-            if sessions_dir.as_ref().is_some_and(|d| !d.exists()) {
-                if let Some(dir) = &sessions_dir {
-                    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-                }
-            }
-            return crate::agent_cmds::fork_before(out, &file, &before, sessions_dir, hooks, options(ids, true), json);
+            let m = crate::agent_cmds::ModelArgs { model: None, base_url: None, hooks, diagnostics_shown: false };
+            return crate::agent_cmds::fork_before(out, &file, &before, sessions_dir, &m, options(ids, true), json);
         }
         Command::Navigate { file, target, summarize, instructions, replace_instructions, label, model, json } => {
-            open_read(&file, ids)?;
             return crate::agent_cmds::navigate(
                 out,
                 &file,
@@ -355,7 +347,6 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             );
         }
         Command::Compact { file, keep_recent_tokens, instructions, model, json } => {
-            open_read(&file, ids)?;
             return crate::agent_cmds::compact(
                 out,
                 &file,

@@ -49,6 +49,10 @@ pub struct SessionOptions {
     /// Ids for migrating a v1 file: seeded from its session id (the default,
     /// so every read shows the same ids), or taken from `ids` when false.
     pub seeded_migration_ids: bool,
+    /// pi's `setSessionFile` for writers (the default): a missing file starts a
+    /// new session at that path, and a file without a usable header is backed
+    /// up and replaced. When false, a writer refuses both, as a reader does.
+    pub create_or_recover: bool,
 }
 
 impl Default for SessionOptions {
@@ -62,6 +66,7 @@ impl Default for SessionOptions {
             session_dir: None,
             sessions_root: None,
             seeded_migration_ids: true,
+            create_or_recover: true,
         }
     }
 }
@@ -224,15 +229,20 @@ impl Session {
         let path = absolute(path);
         let dir = opts.session_dir.clone().unwrap_or_else(|| path.parent().map(Path::to_owned).unwrap_or_default());
         let read_only = opts.read_only;
+        let refuse_damaged = read_only || !opts.create_or_recover;
         let store = opts.store.clone();
         let mut s = Session::blank(opts, process_cwd(), true, dir);
         s.file = Some(path.clone());
+        if refuse_damaged && !store.exists(&path) {
+            // Checked before locking, so a refused writer leaves no lock file behind.
+            return Err(TreeError::Missing(given));
+        }
         if !read_only {
             s.take_lock()?;
         }
         let reader = match store.read_from(&path, 0)? {
             Some(r) => r,
-            None if read_only => return Err(TreeError::Missing(given)),
+            None if refuse_damaged => return Err(TreeError::Missing(given)),
             None => {
                 // A missing file: a new session that will be written to exactly this path.
                 s.reset_fresh(None, None);
@@ -252,7 +262,7 @@ impl Session {
                     _ => None,
                 })
                 .unwrap_or_else(|| (None, "no session header (the file has no records)".to_owned()));
-            if read_only {
+            if refuse_damaged {
                 return Err(TreeError::NoHeader { path: given, line, reason });
             }
             // pi overwrites such a file with a fresh header; we keep the original first.

@@ -250,14 +250,14 @@ pub fn run(
     let file = resolve_file(file)?;
     {
         let s = Session::open(&file, options(true))?;
-        for d in s.diagnostics() {
-            eprintln!("{}", d.with_file(&file.display().to_string()));
-        }
+        crate::cli::print_diagnostics(&file, s.diagnostics());
         if s.get_tree().is_empty() {
             writeln!(out, "No entries in session")?;
             return Ok(ExitCode::SUCCESS);
         }
     }
+    // Shown above: navigations below must not print them again.
+    let model = &ModelArgs { diagnostics_shown: true, ..model.clone() };
     let mut initial: Option<String> = None;
     let mut status: Option<String> = None;
     loop {
@@ -353,9 +353,7 @@ pub fn run_fork(
     let file = resolve_file(file)?;
     let sel = {
         let s = Session::open(&file, options(true))?;
-        for d in s.diagnostics() {
-            eprintln!("{}", d.with_file(&file.display().to_string()));
-        }
+        crate::cli::print_diagnostics(&file, s.diagnostics());
         ForkSelector::from_session(&s)
     };
     let Some(sel) = sel else {
@@ -371,7 +369,8 @@ pub fn run_fork(
     let Some(id) = picked else {
         return Ok(ExitCode::SUCCESS);
     };
-    crate::agent_cmds::fork_before(out, &file, &id, None, model.hooks.clone(), options(true), false)
+    let model = crate::agent_cmds::ModelArgs { diagnostics_shown: true, ..model.clone() };
+    crate::agent_cmds::fork_before(out, &file, &id, None, &model, options(true), false)
 }
 
 /// While a summary runs: the terminal in raw mode and a thread that raises

@@ -22,8 +22,6 @@ fn snapshot_of(args: &[&str]) -> String {
 #[test]
 fn tree_text_snapshots() {
     insta::glob!("../../../../fixtures", "{logs/ok,logs/unknown,logs/err,demo}/*.jsonl", |p| {
-        let name = format!("logs/{}", rel(p));
-        let _ = name;
         insta::assert_snapshot!(snapshot_of(&["tree", &rel(p)]));
     });
 }

@@ -67,6 +67,18 @@ fn wait_for_file(p: &Path) -> String {
     }
 }
 
+/// From the opened tree: select row 19 (one above the leaf), press Enter and pick "Summarize".
+fn choose_summarize_on_row_19(tmux: &Tmux) {
+    tmux.wait_for("Session Tree");
+    tmux.keys(&["Up"]);
+    tmux.wait_for("(19/30)");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Summarize branch?");
+    tmux.keys(&["Down"]);
+    tmux.wait_for("› Summarize");
+    tmux.keys(&["Enter"]);
+}
+
 fn tmux_missing() -> bool {
     if Command::new("tmux").arg("-V").output().is_ok() {
         return false;
@@ -221,14 +233,7 @@ fn a_failed_summary_reopens_the_tree_and_changes_nothing() {
     let run = Run::start("summary");
     let before = std::fs::read(run.file()).unwrap();
     let tmux = &run.tmux;
-    tmux.wait_for("Session Tree");
-    tmux.keys(&["Up"]);
-    tmux.wait_for("(19/30)");
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("Summarize branch?");
-    tmux.keys(&["Down"]);
-    tmux.wait_for("› Summarize");
-    tmux.keys(&["Enter"]);
+    choose_summarize_on_row_19(tmux);
     // No API key in the environment: the error is shown in the re-opened tree, at the entry.
     let s = tmux.wait_for("No model available for summarization");
     assert!(s.contains("(19/30)"), "{s}");
@@ -361,14 +366,7 @@ fn escape_during_a_summary_aborts_it_and_writes_nothing() {
     let run = Run::start_with("escape", &args, |_| {});
     let before = std::fs::read(run.file()).unwrap();
     let tmux = &run.tmux;
-    tmux.wait_for("Session Tree");
-    tmux.keys(&["Up"]);
-    tmux.wait_for("(19/30)");
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("Summarize branch?");
-    tmux.keys(&["Down"]);
-    tmux.wait_for("› Summarize");
-    tmux.keys(&["Enter"]);
+    choose_summarize_on_row_19(tmux);
     tmux.wait_for("Summarizing branch");
     let start = Instant::now();
     while seen.load(std::sync::atomic::Ordering::SeqCst) == 0 {

@@ -227,3 +227,20 @@ fn damaged_fixtures_load_without_panics_and_with_diagnostics() {
         }
     }
 }
+
+#[test]
+fn a_writer_that_must_not_create_or_recover_refuses_and_touches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let strict = || SessionOptions { create_or_recover: false, ..opts() };
+    let missing = dir.path().join("missing.jsonl");
+    assert!(matches!(Session::open(&missing, strict()), Err(arbor_tree::TreeError::Missing(_))));
+    let headerless = dir.path().join("headerless.jsonl");
+    fs::copy(fixtures().join("logs/err/headerless.jsonl"), &headerless).unwrap();
+    let before = fs::read(&headerless).unwrap();
+    let err = Session::open(&headerless, strict()).unwrap_err();
+    assert!(err.to_string().contains("not a session file"), "{err}");
+    assert_eq!(fs::read(&headerless).unwrap(), before);
+    let names: Vec<String> =
+        fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!names.iter().any(|n| n.starts_with("missing") || n.contains(".corrupt-")), "{names:?}");
+}
