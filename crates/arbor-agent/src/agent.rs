@@ -28,7 +28,7 @@ use crate::summarizer::{
 /// Emits `event` when someone listens; failures are added to `failures`.
 // A free function over the bus (not a method) so that no `&AgentSession` is
 // held across the await: the session is `Send` but not `Sync`.
-async fn emit(
+pub(crate) async fn emit(
     hooks: &HookBus,
     event: HookEvent,
     cancel: &CancellationToken,
@@ -226,19 +226,22 @@ pub struct CompactResult {
 struct Running {
     branch_summary: Option<CancellationToken>,
     compaction: Option<CancellationToken>,
+    prompt: Option<CancellationToken>,
 }
 
-/// Aborts a running summary or compaction from anywhere (another task, a
-/// signal handler), and tells whether one runs (pi's `isCompacting`).
+/// Aborts a running summary, compaction or model reply from anywhere
+/// (another task, a signal handler), and tells whether one runs (pi's
+/// `isCompacting`, `isStreaming`).
 #[derive(Debug, Clone, Default)]
 pub struct AbortHandle {
     running: Arc<Mutex<Running>>,
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Op {
+pub(crate) enum Op {
     BranchSummary,
     Compaction,
+    Prompt,
 }
 
 impl AbortHandle {
@@ -256,10 +259,22 @@ impl AbortHandle {
         self.with(|r| r.compaction.as_ref().map(CancellationToken::cancel));
     }
 
+    /// Aborts a streaming reply of [`AgentSession::prompt`] (pi's `abort`);
+    /// the reply is recorded as aborted.
+    pub fn abort_prompt(&self) {
+        self.with(|r| r.prompt.as_ref().map(CancellationToken::cancel));
+    }
+
     /// Aborts whatever runs.
     pub fn abort(&self) {
         self.abort_branch_summary();
         self.abort_compaction();
+        self.abort_prompt();
+    }
+
+    /// True while a model reply of [`AgentSession::prompt`] streams (pi's `isStreaming`).
+    pub fn is_streaming(&self) -> bool {
+        self.with(|r| r.prompt.is_some())
     }
 
     /// True while a navigation (from its `session_before_tree` on) or a compaction runs.
@@ -267,11 +282,12 @@ impl AbortHandle {
         self.with(|r| r.branch_summary.is_some() || r.compaction.is_some())
     }
 
-    fn begin(&self, op: Op) -> OpGuard {
+    pub(crate) fn begin(&self, op: Op) -> OpGuard {
         let token = CancellationToken::new();
         self.with(|r| match op {
             Op::BranchSummary => r.branch_summary = Some(token.clone()),
             Op::Compaction => r.compaction = Some(token.clone()),
+            Op::Prompt => r.prompt = Some(token.clone()),
         });
         OpGuard { handle: self.clone(), op, token }
     }
@@ -279,10 +295,10 @@ impl AbortHandle {
 
 /// Clears the running operation however the flow ends (pi leaves it set on a
 /// hook cancel; the decisions table fixes that).
-struct OpGuard {
+pub(crate) struct OpGuard {
     handle: AbortHandle,
     op: Op,
-    token: CancellationToken,
+    pub(crate) token: CancellationToken,
 }
 
 impl Drop for OpGuard {
@@ -291,6 +307,7 @@ impl Drop for OpGuard {
         self.handle.with(|r| match op {
             Op::BranchSummary => r.branch_summary = None,
             Op::Compaction => r.compaction = None,
+            Op::Prompt => r.prompt = None,
         });
     }
 }
@@ -302,11 +319,11 @@ impl Drop for OpGuard {
 /// An [`AbortHandle`] reaches a running summary from outside.
 #[derive(Debug)]
 pub struct AgentSession {
-    session: Session,
-    opts: AgentOptions,
-    model: Option<ModelInfo>,
-    context: SessionContext,
-    abort: AbortHandle,
+    pub(crate) session: Session,
+    pub(crate) opts: AgentOptions,
+    pub(crate) model: Option<ModelInfo>,
+    pub(crate) context: SessionContext,
+    pub(crate) abort: AbortHandle,
     failed: Option<String>,
     notices: Vec<String>,
 }
@@ -406,7 +423,7 @@ impl AgentSession {
         self.failed.as_deref()
     }
 
-    fn check_failed(&self) -> Result<(), AgentError> {
+    pub(crate) fn check_failed(&self) -> Result<(), AgentError> {
         match &self.failed {
             Some(e) => Err(AgentError::WriteFailed(e.clone())),
             None => Ok(()),
@@ -414,7 +431,7 @@ impl AgentSession {
     }
 
     /// Runs a session write; an I/O failure is remembered and refuses every later change.
-    fn write<T>(&mut self, f: impl FnOnce(&mut Session) -> Result<T, TreeError>) -> Result<T, AgentError> {
+    pub(crate) fn write<T>(&mut self, f: impl FnOnce(&mut Session) -> Result<T, TreeError>) -> Result<T, AgentError> {
         f(&mut self.session).map_err(|e| {
             if matches!(e, TreeError::Log(_) | TreeError::Poisoned(_)) {
                 self.failed.get_or_insert_with(|| e.to_string());
@@ -433,7 +450,7 @@ impl AgentSession {
         }
     }
 
-    fn rebuild_context(&mut self) {
+    pub(crate) fn rebuild_context(&mut self) {
         self.context = build_context_from_path(&self.session.get_branch(None));
     }
 
@@ -647,6 +664,17 @@ impl AgentSession {
     /// small)`, `Compaction cancelled` (a hook or an abort), and the
     /// summarizer's `Summarization failed: …`. Nothing is written on error.
     pub async fn compact(&mut self, options: CompactOptions) -> Result<CompactResult, AgentError> {
+        let mut failures = vec![];
+        self.run_compaction(options, &mut failures).await
+    }
+
+    /// The compaction shared by [`AgentSession::compact`] and auto-compaction;
+    /// hook failures go to `failures` (and into the result on success).
+    pub(crate) async fn run_compaction(
+        &mut self,
+        options: CompactOptions,
+        failures: &mut Vec<HookFailure>,
+    ) -> Result<CompactResult, AgentError> {
         self.check_failed()?;
         if self.model.is_none() {
             return Err(AgentError::NoModelSelected);
@@ -668,7 +696,6 @@ impl AgentSession {
         let branch_entries: Vec<Entry> = path.iter().map(|e| (*e).clone()).collect();
         let guard = self.abort.begin(Op::Compaction);
         let token = guard.token.clone();
-        let mut failures = vec![];
 
         let event = HookEvent::BeforeCompact(BeforeCompactEvent {
             preparation: preparation.clone(),
@@ -676,7 +703,7 @@ impl AgentSession {
             custom_instructions: options.custom_instructions.clone(),
         });
         let mut supplied = None;
-        if let Some(HookResponse::BeforeCompact(r)) = emit(&self.opts.hooks, event, &token, &mut failures).await {
+        if let Some(HookResponse::BeforeCompact(r)) = emit(&self.opts.hooks, event, &token, failures).await {
             if r.cancel == Some(true) {
                 return Err(AgentError::CompactionCancelled);
             }
@@ -695,7 +722,7 @@ impl AgentSession {
                     session_id: self.session.session_id().to_owned(),
                     messages: preparation.messages_to_summarize.clone(),
                 });
-                if let Some(HookResponse::Compacting(r)) = emit(&self.opts.hooks, event, &token, &mut failures).await {
+                if let Some(HookResponse::Compacting(r)) = emit(&self.opts.hooks, event, &token, failures).await {
                     extra_context = r.context.unwrap_or_default();
                     prompt = r.prompt;
                 }
@@ -718,7 +745,7 @@ impl AgentSession {
         self.rebuild_context();
         if let Some(entry) = self.session.get_entry(&entry_id).cloned() {
             let event = HookEvent::Compact(CompactEvent { compaction_entry: entry, from_extension });
-            emit(&self.opts.hooks, event, &token, &mut failures).await;
+            emit(&self.opts.hooks, event, &token, failures).await;
         }
         drop(guard);
         Ok(CompactResult {
@@ -728,7 +755,7 @@ impl AgentSession {
             details,
             entry_id,
             from_extension,
-            hook_failures: failures,
+            hook_failures: failures.clone(),
         })
     }
 
@@ -737,6 +764,22 @@ impl AgentSession {
     pub fn append_message(&mut self, message: Value) -> Result<String, AgentError> {
         self.check_failed()?;
         let id = self.write(|s| s.append_message(message))?;
+        self.rebuild_context();
+        Ok(id)
+    }
+
+    /// Labels `target_id`, or clears its label (`None`); returns the `label` entry's id.
+    pub fn append_label_change(&mut self, target_id: &str, label: Option<&str>) -> Result<String, AgentError> {
+        self.check_failed()?;
+        let id = self.write(|s| s.append_label_change(target_id, label))?;
+        self.rebuild_context();
+        Ok(id)
+    }
+
+    /// Names the session (a `session_info` entry); returns the entry's id.
+    pub fn append_session_info(&mut self, name: &str) -> Result<String, AgentError> {
+        self.check_failed()?;
+        let id = self.write(|s| s.append_session_info(name))?;
         self.rebuild_context();
         Ok(id)
     }

@@ -17,7 +17,7 @@ use crate::convert::entry_message;
 /// Compaction settings (pi's `compaction.*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompactionSettings {
-    /// Automatic compaction on (Arbor never compacts on its own; kept for the hook payload).
+    /// Automatic compaction on (checked by [`crate::AgentSession::prompt`]; also in the hook payload).
     pub enabled: bool,
     /// Tokens left for the prompt and the summary (default 16384).
     pub reserve_tokens: u64,

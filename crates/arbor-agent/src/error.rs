@@ -7,10 +7,13 @@ use crate::model::ModelError;
 /// What can go wrong in an agent-session operation.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
+    /// A thinking level that is not one of pi's.
+    #[error("Invalid thinking level \"{0}\": use off, minimal, low, medium, high or xhigh")]
+    InvalidThinkingLevel(String),
     /// `navigate_tree` with `summarize` and no active model (checked first).
     #[error("No model available for summarization")]
     NoModelForSummary,
-    /// `compact` without an active model.
+    /// `compact` or `prompt` without an active model.
     #[error("No model selected")]
     NoModelSelected,
     /// The active model needs a key and there is none.

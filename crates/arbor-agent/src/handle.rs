@@ -7,6 +7,7 @@ use crate::agent::{
     AbortHandle, AgentSession, CompactOptions, CompactResult, ForkResult, NavigateOptions, NavigateResult,
 };
 use crate::error::AgentError;
+use crate::prompt::{PromptOptions, PromptResult};
 
 /// How many requests may wait for the session task.
 const QUEUE: usize = 32;
@@ -17,6 +18,7 @@ enum Request {
     Navigate(String, NavigateOptions, Reply<NavigateResult>),
     Fork(String, Reply<ForkResult>),
     Compact(CompactOptions, Reply<CompactResult>),
+    Prompt(String, PromptOptions, Reply<PromptResult>),
     Inspect(Box<dyn FnOnce(&AgentSession) + Send>),
     Shutdown(oneshot::Sender<AgentSession>),
 }
@@ -50,6 +52,9 @@ impl AgentSession {
                     }
                     Request::Compact(opts, reply) => {
                         let _ = reply.send(agent.compact(opts).await);
+                    }
+                    Request::Prompt(text, opts, reply) => {
+                        let _ = reply.send(agent.prompt(&text, opts).await);
                     }
                     Request::Inspect(f) => f(&agent),
                     Request::Shutdown(reply) => {
@@ -87,6 +92,12 @@ impl AgentHandle {
         self.call(|r| Request::Compact(options, r)).await
     }
 
+    /// [`AgentSession::prompt`].
+    pub async fn prompt(&self, text: &str, options: PromptOptions) -> Result<PromptResult, AgentError> {
+        let text = text.to_owned();
+        self.call(|r| Request::Prompt(text, options, r)).await
+    }
+
     /// Runs `f` on the session between operations and returns its result.
     pub async fn inspect<R: Send + 'static>(
         &self,
@@ -100,7 +111,7 @@ impl AgentHandle {
         rx.await.map_err(|_| AgentError::Closed)
     }
 
-    /// Aborts a running summary or compaction; works while the task is busy.
+    /// Aborts a running summary, compaction or reply; works while the task is busy.
     pub fn abort_handle(&self) -> AbortHandle {
         self.abort.clone()
     }

@@ -2,10 +2,14 @@
 //! and the model calls and hooks around it.
 //!
 //! `arbor-agent` owns pi's `AgentSession` flows over an `arbor-tree`
-//! [`arbor_tree::Session`]: tree navigation with branch summaries
-//! ([`AgentSession::navigate_tree`]), forking before a user message into a new
-//! session ([`AgentSession::fork`]), manual compaction
-//! ([`AgentSession::compact`]) and restoring the model from a session. It owns
+//! [`arbor_tree::Session`]: prompting a model and recording its streamed
+//! reply, with automatic compaction around it ([`AgentSession::prompt`]),
+//! tree navigation with branch summaries ([`AgentSession::navigate_tree`]),
+//! forking before a user message into a new session ([`AgentSession::fork`]),
+//! manual compaction ([`AgentSession::compact`]), the model and thinking-level
+//! entries ([`AgentSession::set_model_recorded`],
+//! [`AgentSession::set_thinking_level`]) and restoring the model from a
+//! session. It owns
 //! the pure parts those flows rest on ([`collect_entries_for_branch_summary`],
 //! [`prepare_branch_entries`], [`find_cut_point`], [`prepare_compaction`]), the
 //! [`Summarizer`] trait with the built-in [`LlmSummarizer`], model clients over
@@ -21,21 +25,24 @@
 //! - the flows follow pi v0.58.3 step by step, with its error strings, except
 //!   where the decisions table says otherwise (the #2608 compaction fix, a
 //!   navigation made durable by a leaf marker, the abort state always cleared);
-//! - an aborted summary or a cancelled compaction writes nothing; an abort
-//!   drops the HTTP request at once;
+//! - an aborted summary or a cancelled compaction writes nothing; an aborted
+//!   or failed reply is recorded as pi records it (`stopReason` `aborted` or
+//!   `error`, partial content kept); an abort drops the HTTP request at once;
 //! - a failing, panicking or malformed hook is reported, never silently ignored,
 //!   and never stops the flow;
 //! - a write failure is remembered and refuses every later change;
 //! - time and ids come from the session's injected clock and id generator.
 //!
 //! ```no_run
-//! use arbor_agent::{AgentOptions, AgentSession, CompactOptions, NavigateOptions};
+//! use arbor_agent::{AgentOptions, AgentSession, CompactOptions, NavigateOptions, PromptOptions};
 //! use arbor_tree::{Session, SessionOptions};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let session = Session::open("session.jsonl".as_ref(), SessionOptions::default())?;
 //! // The model is restored from the session; keys come from the environment.
 //! let mut agent = AgentSession::new(session, AgentOptions::default());
+//! let answered = agent.prompt("What changed?", PromptOptions::default()).await?;
+//! println!("{} ({})", answered.reply.text(""), answered.reply.stop_reason());
 //! let moved = agent.navigate_tree("a1b2c3d4", NavigateOptions { summarize: true, ..Default::default() }).await?;
 //! println!("editor: {:?}", moved.editor_text);
 //! let compacted = agent.compact(CompactOptions::default()).await?;
@@ -52,6 +59,7 @@ mod error;
 mod handle;
 mod hooks;
 mod model;
+mod prompt;
 mod prompts;
 mod summarizer;
 
@@ -73,8 +81,13 @@ pub use hooks::{
     TreeEvent, TreePreparation, DEFAULT_HOOK_TIMEOUT,
 };
 pub use model::{
-    client_for, default_key_env, AnthropicClient, Api, AssistantReply, ClientOptions, CompletionRequest, Credentials,
-    ModelClient, ModelCost, ModelError, ModelInfo, OpenAiClient, ProviderConfig, ProviderRegistry, ReasoningEffort,
+    aborted_message, client_for, default_key_env, AnthropicClient, Api, AssistantReply, ClientOptions,
+    CompletionRequest, Credentials, ModelClient, ModelCost, ModelError, ModelInfo, OpenAiClient, ProviderConfig,
+    ProviderRegistry, ReasoningEffort, StreamDelta, StreamSink, REQUEST_ABORTED,
+};
+pub use prompt::{
+    is_context_overflow, AgentEvent, AutoCompactionOutcome, AutoCompactionReason, EventSink, PromptOptions,
+    PromptResult, OVERFLOW_RECOVERY_FAILED, THINKING_LEVELS,
 };
 pub use prompts::{
     BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_CONTENT_TO_SUMMARIZE, NO_PRIOR_HISTORY, SUMMARIZATION_PROMPT,

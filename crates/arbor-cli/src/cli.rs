@@ -178,6 +178,26 @@ enum Command {
         #[command(flatten)]
         model: crate::agent_cmds::ModelArgs,
     },
+    /// Talk to a model in a branching session: prompts, /tree, /branch, /label, /compact, … (see docs/cli.md).
+    Chat {
+        /// The session file (default: the most recent session of the current directory, or a new one).
+        file: Option<PathBuf>,
+        /// Start a new session (at FILE when given, else in the sessions directory of the current directory).
+        #[arg(long)]
+        new: bool,
+        /// The model as PROVIDER/MODEL (default: the settings', else the last one used in the session).
+        #[arg(long, value_name = "PROVIDER/MODEL")]
+        model: Option<String>,
+        /// The provider's base URL (for example an OpenAI-compatible server on localhost).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// A hooks file (TOML or JSON) mapping events to commands; see docs/hooks.md.
+        #[arg(long, value_name = "FILE", env = "ARBOR_HOOKS")]
+        hooks: Option<PathBuf>,
+        /// The settings file (default: $ARBOR_CONFIG, else ~/.config/arbor/config.toml when it exists).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -460,6 +480,15 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Tui { file, filter, model, .. } => {
             return crate::tui::run(out, file, filter, &model, &|read_only| options(ids, read_only));
         }
+        Command::Chat { file, new, model, base_url, hooks, config } => {
+            let target = match file {
+                Some(path) => crate::chat::Target::File { path, new },
+                None if new => crate::chat::Target::New,
+                None => crate::chat::Target::Recent,
+            };
+            let flags = crate::chat::ModelFlags { model, base_url, hooks };
+            return crate::chat::run(out, target, &flags, config, &|read_only| options(ids, read_only));
+        }
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);
             let store = arbor_tree::FileStore;
@@ -490,7 +519,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
+pub(crate) fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
     let tree = s.get_tree();
     if tree.is_empty() {
         writeln!(out, "(no entries)")?;

@@ -3,8 +3,11 @@
 //! A thin shell over the library crates: it parses arguments, opens sessions
 //! through `arbor-tree`, prints, and maps errors to one line on stderr and a
 //! non-zero exit. A closed pipe (`arbor tree … | head`) is not an error.
+//! Two commands are interactive: `arbor tui` (the tree selector, [`tui`]) and
+//! `arbor chat` (a conversation with a model over `arbor-agent`, [`chat`]).
 
 mod agent_cmds;
+mod chat;
 mod cli;
 mod render;
 mod transcript;
@@ -34,7 +37,7 @@ fn main() -> ExitCode {
 
 /// The error and its causes on one line, without repeating a cause whose text
 /// an outer message already includes.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut msg = String::new();
     for cause in e.chain() {
         let text = cause.to_string();

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{is_json, Http};
 use super::reply::{ReplyBuilder, Tokens};
-use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo};
+use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
 const API: &str = "Anthropic Messages";
 /// The API version sent in `anthropic-version`.
@@ -191,17 +191,15 @@ fn with_refusal(reply: AssistantReply, reason: &str) -> AssistantReply {
     reply.with_error_message("the model refused to answer")
 }
 
-#[async_trait]
-impl ModelClient for AnthropicClient {
-    fn model(&self) -> &ModelInfo {
-        &self.model
-    }
-
-    async fn complete(
+impl AnthropicClient {
+    /// Sends `request` and fills `reply` as the answer streams; returns the
+    /// stop reason. On an error `reply` keeps what arrived before it.
+    async fn run(
         &self,
         request: &CompletionRequest,
-        cancel: CancellationToken,
-    ) -> Result<AssistantReply, ModelError> {
+        cancel: &CancellationToken,
+        reply: &mut ReplyBuilder,
+    ) -> Result<String, ModelError> {
         let deadline = self.http.deadline();
         let mut headers = HeaderMap::new();
         headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
@@ -211,12 +209,10 @@ impl ModelClient for AnthropicClient {
             headers.insert("x-api-key", value);
         }
         let body = self.request_body(request);
-        let response = self.http.post(&self.url(), headers, &body, &cancel, deadline).await?;
-        let mut reply = ReplyBuilder::default();
-        let now = || self.http.opts.clock.now_ms();
+        let response = self.http.post(&self.url(), headers, &body, cancel, deadline).await?;
 
         if is_json(&response) {
-            let v = self.http.read_json(response, API, &cancel, deadline).await?;
+            let v = self.http.read_json(response, API, cancel, deadline).await?;
             if v.get("type").and_then(Value::as_str) == Some("error") {
                 return Err(self
                     .stream_error(v.pointer("/error/message").and_then(Value::as_str).unwrap_or("error").to_owned()));
@@ -241,14 +237,13 @@ impl ModelClient for AnthropicClient {
             if let Some(u) = v.get("usage") {
                 read_usage(u, &mut reply.tokens);
             }
-            let reason = str_of(&v, "stop_reason").to_owned();
-            return Ok(with_refusal(reply.finish(&self.model, stop_reason(&reason), now()), &reason));
+            return Ok(str_of(&v, "stop_reason").to_owned());
         }
 
         let mut events = self.http.events(response, deadline);
         let mut reason = String::new();
         let mut stopped = false;
-        while let Some(ev) = events.next(&cancel).await? {
+        while let Some(ev) = events.next(cancel).await? {
             if ev.data.trim().is_empty() {
                 continue;
             }
@@ -305,6 +300,40 @@ impl ModelClient for AnthropicClient {
         if !stopped {
             return Err(self.stream_error("the stream ended before message_stop".to_owned()));
         }
-        Ok(with_refusal(reply.finish(&self.model, stop_reason(&reason), now()), &reason))
+        Ok(reason)
+    }
+
+    fn finished(&self, reply: ReplyBuilder, reason: &str) -> AssistantReply {
+        with_refusal(reply.finish(&self.model, stop_reason(reason), self.http.opts.clock.now_ms()), reason)
+    }
+}
+
+#[async_trait]
+impl ModelClient for AnthropicClient {
+    fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        cancel: CancellationToken,
+    ) -> Result<AssistantReply, ModelError> {
+        let mut reply = ReplyBuilder::default();
+        let reason = self.run(request, &cancel, &mut reply).await?;
+        Ok(self.finished(reply, &reason))
+    }
+
+    async fn stream(
+        &self,
+        request: &CompletionRequest,
+        cancel: CancellationToken,
+        sink: Option<StreamSink>,
+    ) -> AssistantReply {
+        let mut reply = ReplyBuilder::with_sink(sink);
+        match self.run(request, &cancel, &mut reply).await {
+            Ok(reason) => self.finished(reply, &reason),
+            Err(e) => reply.fail(&self.model, &e, self.http.opts.clock.now_ms()),
+        }
     }
 }

@@ -3,8 +3,11 @@
 //!
 //! A [`ModelClient`] is bound to one [`ModelInfo`] and key; its
 //! [`ModelClient::complete`] sends pi-shaped LLM messages and returns pi's
-//! assistant message JSON ([`AssistantReply`]). Provider defaults live in a
-//! [`ProviderRegistry`]; keys come from [`Credentials`].
+//! assistant message JSON ([`AssistantReply`]), and [`ModelClient::stream`]
+//! does the same while handing each text and thinking delta to a
+//! [`StreamSink`], turning failures and aborts into recorded replies as
+//! pi-ai does. Provider defaults live in a [`ProviderRegistry`]; keys come
+//! from [`Credentials`].
 
 mod anthropic;
 mod error;
@@ -377,6 +380,32 @@ pub struct CompletionRequest {
     pub reasoning: Option<ReasoningEffort>,
 }
 
+/// The `errorMessage` of an aborted Anthropic reply, as the reference records
+/// it (the Anthropic SDK's message, with a full stop).
+pub const REQUEST_ABORTED: &str = "Request was aborted.";
+
+/// The `errorMessage` of an aborted reply for `api`, as the reference records
+/// them: `Request was aborted.` from Anthropic, `Request was aborted` from
+/// OpenAI (both seen in the recorded pi sessions).
+pub fn aborted_message(api: Api) -> &'static str {
+    match api {
+        Api::AnthropicMessages => REQUEST_ABORTED,
+        Api::OpenAiCompletions => "Request was aborted",
+    }
+}
+
+/// A piece of a reply as it streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamDelta {
+    /// Answer text.
+    Text(String),
+    /// Reasoning text.
+    Thinking(String),
+}
+
+/// Receives deltas while a reply streams.
+pub type StreamSink = Arc<dyn Fn(StreamDelta) + Send + Sync>;
+
 /// A model behind an HTTP API.
 #[async_trait]
 pub trait ModelClient: Send + Sync + fmt::Debug {
@@ -393,6 +422,41 @@ pub trait ModelClient: Send + Sync + fmt::Debug {
         request: &CompletionRequest,
         cancel: CancellationToken,
     ) -> Result<AssistantReply, ModelError>;
+
+    /// Streams a reply, calling `sink` for each text or thinking delta.
+    ///
+    /// Never fails, like pi-ai's stream: a failure is a reply with
+    /// `stopReason` `"error"` and the error as `errorMessage`; cancelling
+    /// `cancel` drops the request and gives a reply with `stopReason`
+    /// `"aborted"` and `errorMessage` [`REQUEST_ABORTED`]. Both keep the
+    /// content and usage received so far.
+    ///
+    /// The default calls [`ModelClient::complete`] and hands the whole text
+    /// to `sink` as one delta (a failed call keeps nothing).
+    async fn stream(
+        &self,
+        request: &CompletionRequest,
+        cancel: CancellationToken,
+        sink: Option<StreamSink>,
+    ) -> AssistantReply {
+        match self.complete(request, cancel).await {
+            Ok(reply) => {
+                let text = reply.text("");
+                if let (Some(sink), false) = (sink, text.is_empty()) {
+                    sink(StreamDelta::Text(text));
+                }
+                reply
+            }
+            Err(e) => {
+                let reply = AssistantReply::from_error(self.model(), &e, SystemClock.now_ms());
+                if e.is_cancelled() {
+                    reply.with_error_message(aborted_message(self.model().api))
+                } else {
+                    reply
+                }
+            }
+        }
+    }
 }
 
 /// The client for `model`'s API.

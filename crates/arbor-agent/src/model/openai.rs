@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{is_json, Http};
 use super::reply::{ReplyBuilder, Tokens};
-use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo};
+use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
 const API: &str = "OpenAI Chat Completions";
 
@@ -160,17 +160,15 @@ fn finish_with(reply: AssistantReply, finish: Option<&str>) -> AssistantReply {
     reply.with_error_message("the provider's content filter stopped the reply")
 }
 
-#[async_trait]
-impl ModelClient for OpenAiClient {
-    fn model(&self) -> &ModelInfo {
-        &self.model
-    }
-
-    async fn complete(
+impl OpenAiClient {
+    /// Sends `request` and fills `reply` as the answer streams; returns the
+    /// finish reason. On an error `reply` keeps what arrived before it.
+    async fn run(
         &self,
         request: &CompletionRequest,
-        cancel: CancellationToken,
-    ) -> Result<AssistantReply, ModelError> {
+        cancel: &CancellationToken,
+        reply: &mut ReplyBuilder,
+    ) -> Result<Option<String>, ModelError> {
         let deadline = self.http.deadline();
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.key {
@@ -179,12 +177,10 @@ impl ModelClient for OpenAiClient {
             headers.insert(AUTHORIZATION, value);
         }
         let body = self.request_body(request);
-        let response = self.http.post(&self.url(), headers, &body, &cancel, deadline).await?;
-        let mut reply = ReplyBuilder::default();
-        let now = || self.http.opts.clock.now_ms();
+        let response = self.http.post(&self.url(), headers, &body, cancel, deadline).await?;
 
         if is_json(&response) {
-            let v = self.http.read_json(response, API, &cancel, deadline).await?;
+            let v = self.http.read_json(response, API, cancel, deadline).await?;
             if let Some(e) = v.get("error") {
                 return Err(self.stream_error(e.get("message").and_then(Value::as_str).unwrap_or("error").to_owned()));
             }
@@ -206,16 +202,14 @@ impl ModelClient for OpenAiClient {
             if let Some(u) = v.get("usage") {
                 read_usage(u, &mut reply.tokens);
             }
-            let finish = choice.get("finish_reason").and_then(Value::as_str);
-            let out = reply.finish(&self.model, stop_reason(finish.unwrap_or("stop")), now());
-            return Ok(finish_with(out, finish));
+            return Ok(Some(choice.get("finish_reason").and_then(Value::as_str).unwrap_or("stop").to_owned()));
         }
 
         let mut events = self.http.events(response, deadline);
         let mut finish: Option<String> = None;
         let mut done = false;
         let mut slots = vec![];
-        while let Some(ev) = events.next(&cancel).await? {
+        while let Some(ev) = events.next(cancel).await? {
             let data = ev.data.trim();
             if data.is_empty() {
                 continue;
@@ -256,7 +250,41 @@ impl ModelClient for OpenAiClient {
         if !done && finish.is_none() {
             return Err(self.stream_error("the stream ended before the reply was complete".to_owned()));
         }
-        let out = reply.finish(&self.model, stop_reason(finish.as_deref().unwrap_or("stop")), now());
-        Ok(finish_with(out, finish.as_deref()))
+        Ok(finish)
+    }
+
+    fn finished(&self, reply: ReplyBuilder, finish: Option<&str>) -> AssistantReply {
+        let out = reply.finish(&self.model, stop_reason(finish.unwrap_or("stop")), self.http.opts.clock.now_ms());
+        finish_with(out, finish)
+    }
+}
+
+#[async_trait]
+impl ModelClient for OpenAiClient {
+    fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        cancel: CancellationToken,
+    ) -> Result<AssistantReply, ModelError> {
+        let mut reply = ReplyBuilder::default();
+        let finish = self.run(request, &cancel, &mut reply).await?;
+        Ok(self.finished(reply, finish.as_deref()))
+    }
+
+    async fn stream(
+        &self,
+        request: &CompletionRequest,
+        cancel: CancellationToken,
+        sink: Option<StreamSink>,
+    ) -> AssistantReply {
+        let mut reply = ReplyBuilder::with_sink(sink);
+        match self.run(request, &cancel, &mut reply).await {
+            Ok(finish) => self.finished(reply, finish.as_deref()),
+            Err(e) => reply.fail(&self.model, &e, self.http.opts.clock.now_ms()),
+        }
     }
 }

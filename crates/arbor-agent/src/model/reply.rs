@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{ModelError, ModelInfo};
+use super::{aborted_message, ModelError, ModelInfo, StreamDelta, StreamSink};
 use crate::convert::assistant_text;
 
 /// An assistant message as pi stores it:
@@ -82,16 +82,53 @@ pub(crate) struct Tokens {
     pub cache_write: u64,
 }
 
-/// Collects streamed content and usage into an [`AssistantReply`].
-#[derive(Debug, Default)]
+/// Collects streamed content and usage into an [`AssistantReply`], handing
+/// text and thinking deltas to an optional sink as they come.
+#[derive(Default)]
 pub(crate) struct ReplyBuilder {
     blocks: Vec<Block>,
     pub(crate) tokens: Tokens,
+    sink: Option<StreamSink>,
+}
+
+impl std::fmt::Debug for ReplyBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplyBuilder")
+            .field("blocks", &self.blocks)
+            .field("tokens", &self.tokens)
+            .field("sink", &self.sink.is_some())
+            .finish()
+    }
 }
 
 impl ReplyBuilder {
+    /// A builder that hands deltas to `sink`.
+    pub(crate) fn with_sink(sink: Option<StreamSink>) -> ReplyBuilder {
+        ReplyBuilder { sink, ..ReplyBuilder::default() }
+    }
+
+    fn send(&self, delta: &str, thinking: bool) {
+        if let (Some(sink), false) = (&self.sink, delta.is_empty()) {
+            let d = delta.to_owned();
+            sink(if thinking { StreamDelta::Thinking(d) } else { StreamDelta::Text(d) });
+        }
+    }
+
+    /// The reply so far, ended by `error`: `stopReason` `"aborted"` with
+    /// [`aborted_message`] for a cancellation, else `"error"` with the error
+    /// (pi-ai keeps the partial content and usage of both).
+    pub(crate) fn fail(&mut self, model: &ModelInfo, error: &ModelError, timestamp: i64) -> AssistantReply {
+        let (stop, message) = if error.is_cancelled() {
+            ("aborted", aborted_message(model.api).to_owned())
+        } else {
+            ("error", error.to_string())
+        };
+        std::mem::take(self).finish(model, stop, timestamp).with_error_message(&message)
+    }
+
     /// Appends text to the last block when it is text, else starts a text block.
     pub(crate) fn push_text(&mut self, delta: &str) {
+        self.send(delta, false);
         if let Some(Block::Text(t)) = self.blocks.last_mut() {
             t.push_str(delta);
         } else {
@@ -102,6 +139,7 @@ impl ReplyBuilder {
     /// Appends thinking to the last block when it is thinking, else starts one.
     /// `signature_field` names where the provider put it (kept as `thinkingSignature`).
     pub(crate) fn push_thinking(&mut self, delta: &str, signature_field: &'static str) {
+        self.send(delta, true);
         if let Some(Block::Thinking { text, .. }) = self.blocks.last_mut() {
             text.push_str(delta);
         } else {
@@ -128,6 +166,11 @@ impl ReplyBuilder {
 
     /// Adds to block `index`: text, thinking, tool arguments or a signature.
     pub(crate) fn delta_at(&mut self, index: usize, kind: &str, delta: &str) {
+        match (self.blocks.get(index), kind) {
+            (Some(Block::Text(_)), "text") => self.send(delta, false),
+            (Some(Block::Thinking { .. }), "thinking") => self.send(delta, true),
+            _ => {}
+        }
         match (self.blocks.get_mut(index), kind) {
             (Some(Block::Text(t)), "text") => t.push_str(delta),
             (Some(Block::Thinking { text, .. }), "thinking") => text.push_str(delta),

@@ -11,6 +11,7 @@ mod hooks;
 mod mock;
 mod model;
 mod navigate;
+mod prompt;
 mod reference;
 mod snapshots;
 

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,6 +26,10 @@ pub enum Reply {
     Json(Value),
     /// A raw SSE body.
     RawSse(String),
+    /// A streamed answer with this text in `chunks` deltas, pausing
+    /// `delay_ms` between them; a client that hangs up during a pause is
+    /// reported on [`MockServer::disconnected`].
+    Slow { text: String, chunks: usize, delay_ms: u64 },
 }
 
 /// One recorded request.
@@ -200,6 +205,32 @@ async fn serve(
             stream.write_all(format!("{sse_head}{sse}").as_bytes()).await?;
         }
         Reply::RawSse(sse) => stream.write_all(format!("{sse_head}{sse}").as_bytes()).await?,
+        Reply::Slow { text, chunks, delay_ms } => {
+            let pieces = split_chunks(&text, chunks);
+            let (head, deltas, tail) = if anthropic {
+                anthropic_parts(&model, &pieces, "end_turn")
+            } else {
+                openai_parts(&model, &pieces, "stop")
+            };
+            stream.write_all(format!("{sse_head}{head}").as_bytes()).await?;
+            for (i, delta) in deltas.iter().enumerate() {
+                if i > 0 {
+                    let mut buf = [0u8; 256];
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
+                        r = stream.read(&mut buf) => {
+                            if matches!(r, Ok(0) | Err(_)) {
+                                disconnected.notify_one();
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+                stream.write_all(delta.as_bytes()).await?;
+                stream.flush().await?;
+            }
+            stream.write_all(tail.as_bytes()).await?;
+        }
         Reply::Json(v) => {
             let text = v.to_string();
             let head = format!(
@@ -282,4 +313,56 @@ pub fn anthropic_sse(model: &str, text: &str, stop: &str) -> String {
 /// Anthropic events as one SSE body (for hand-made streams).
 pub fn anthropic_events(events: &[(&str, Value)]) -> String {
     events.iter().map(|(n, v)| event(n, v.clone())).collect()
+}
+
+/// `text` in `n` pieces of about the same number of characters (none empty).
+pub fn split_chunks(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let n = n.clamp(1, chars.len().max(1));
+    let size = chars.len().div_ceil(n).max(1);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// A Chat Completions stream in parts: the head (empty), one event per piece, the tail.
+pub fn openai_parts(model: &str, pieces: &[String], finish: &str) -> (String, Vec<String>, String) {
+    let deltas = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let delta = if i == 0 { json!({"role": "assistant", "content": p}) } else { json!({"content": p}) };
+            data(json!({"id":"c1","object":"chat.completion.chunk","model":model,"choices":[{"index":0,"delta":delta,"finish_reason":null}]}))
+        })
+        .collect();
+    let mut tail = String::new();
+    tail.push_str(&data(json!({"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":finish}]})));
+    tail.push_str(&data(json!({"id":"c1","choices":[],"usage":{"prompt_tokens":120,"completion_tokens":30,"total_tokens":150,"prompt_tokens_details":{"cached_tokens":20}}})));
+    tail.push_str("data: [DONE]\n\n");
+    (String::new(), deltas, tail)
+}
+
+/// An Anthropic Messages stream in parts: the head, one event per piece, the tail.
+pub fn anthropic_parts(model: &str, pieces: &[String], stop: &str) -> (String, Vec<String>, String) {
+    let mut head = String::new();
+    head.push_str(&event("message_start", json!({"type":"message_start","message":{"id":"m1","type":"message","role":"assistant","model":model,"content":[],"usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":10,"cache_creation_input_tokens":5}}})));
+    head.push_str(&event(
+        "content_block_start",
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+    ));
+    let deltas = pieces
+        .iter()
+        .map(|p| {
+            event(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":p}}),
+            )
+        })
+        .collect();
+    let mut tail = String::new();
+    tail.push_str(&event("content_block_stop", json!({"type":"content_block_stop","index":0})));
+    tail.push_str(&event(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":stop},"usage":{"output_tokens":25}}),
+    ));
+    tail.push_str(&event("message_stop", json!({"type":"message_stop"})));
+    (head, deltas, tail)
 }

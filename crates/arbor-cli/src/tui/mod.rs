@@ -31,9 +31,14 @@ use ratatui::Terminal;
 use arbor_tree::{paths, FileStore, Session, SessionOptions};
 
 use crate::agent_cmds::ModelArgs;
-use fork_selector::{ForkOutcome, ForkSelector};
+pub(crate) use fork_selector::one_line;
+use fork_selector::ForkOutcome;
+pub(crate) use fork_selector::ForkSelector;
 pub use selector::FilterMode;
-use selector::{Outcome, TreeSelector};
+use selector::Outcome;
+pub(crate) use selector::TreeSelector;
+#[cfg(test)]
+pub(crate) use view::buffer_text;
 
 /// The choices offered after Enter (spec 5.4).
 const CHOICES: [&str; 3] = ["No summary", "Summarize", "Summarize with custom prompt"];
@@ -42,10 +47,10 @@ const CHOICES: [&str; 3] = ["No summary", "Summarize", "Summarize with custom pr
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
 /// Puts the terminal back on drop: leaves raw mode and the alternate screen.
-struct TerminalGuard;
+pub(crate) struct TerminalGuard;
 
 impl TerminalGuard {
-    fn enter() -> Result<TerminalGuard> {
+    pub(crate) fn enter() -> Result<TerminalGuard> {
         install_panic_hook();
         terminal::enable_raw_mode().context("cannot switch the terminal to raw mode (is stdin a terminal?)")?;
         let guard = TerminalGuard;
@@ -81,7 +86,7 @@ fn install_panic_hook() {
 }
 
 /// What the user decided in one run of the selector.
-enum Decision {
+pub(crate) enum Decision {
     Quit,
     Navigate { id: String, summarize: bool, instructions: Option<String> },
 }
@@ -93,7 +98,7 @@ enum Screen {
     Prompt { id: String, value: String },
 }
 
-type Term = Terminal<CrosstermBackend<io::Stderr>>;
+pub(crate) type Term = Terminal<CrosstermBackend<io::Stderr>>;
 
 fn home() -> Option<String> {
     std::env::home_dir().map(|h| h.to_string_lossy().into_owned())
@@ -121,21 +126,60 @@ fn save_label(file: &Path, opts: SessionOptions, id: &str, label: Option<&str>) 
     })
 }
 
+/// Where the tree selector gets its session and writes labels: a file
+/// (`arbor tui`) or the chat's open session (`arbor chat`).
+pub(crate) trait TreeHost {
+    /// A selector over the session as it is now, and the session's real leaf.
+    fn selector(
+        &mut self,
+        height: u16,
+        initial: Option<&str>,
+        filter: FilterMode,
+    ) -> Result<(TreeSelector, Option<String>)>;
+    /// Writes a label change; the answer is the status line.
+    fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String>;
+}
+
+/// `arbor tui`'s host: the file, reopened read-only for each look.
+struct FileHost<'a> {
+    file: &'a Path,
+    options: &'a dyn Fn(bool) -> SessionOptions,
+}
+
+impl TreeHost for FileHost<'_> {
+    fn selector(
+        &mut self,
+        height: u16,
+        initial: Option<&str>,
+        filter: FilterMode,
+    ) -> Result<(TreeSelector, Option<String>)> {
+        let session = Session::open(self.file, (self.options)(true))?;
+        let home = home();
+        let sel = TreeSelector::new(&session, height, initial, filter, home.as_deref());
+        Ok((sel, session.leaf_id().map(str::to_owned)))
+    }
+
+    fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
+        save_label(self.file, (self.options)(false), id, label)
+    }
+}
+
+/// The next terminal event: `event::read` for `arbor tui`, a channel for `arbor chat`.
+pub(crate) type NextEvent<'a> = &'a mut dyn FnMut() -> Result<Event>;
+
 /// Runs the selector until the user quits or picks a point to navigate to.
-fn select(
+/// With `skip_prompt` (pi's `branchSummary.skipPrompt`) Enter moves without a summary.
+pub(crate) fn select(
     term: &mut Term,
-    file: &Path,
-    options: &dyn Fn(bool) -> SessionOptions,
+    host: &mut dyn TreeHost,
+    next: NextEvent<'_>,
     initial: Option<&str>,
     filter: FilterMode,
     mut status: Option<String>,
+    skip_prompt: bool,
 ) -> Result<Decision> {
-    let session = Session::open(file, options(true))?;
     let height = term.size().map(|s| s.height).unwrap_or(24);
-    let home = home();
-    let mut sel = TreeSelector::new(&session, height, initial, filter, home.as_deref());
-    let real_leaf = session.leaf_id().map(str::to_owned);
-    drop(session);
+    let (mut sel, real_leaf) = host.selector(height, initial, filter)?;
     let mut screen = Screen::Tree;
     loop {
         term.draw(|f| {
@@ -149,7 +193,7 @@ fn select(
                 }
             }
         })?;
-        let key = match event::read()? {
+        let key = match next()? {
             Event::Key(key) => key,
             Event::Resize(_, rows) => {
                 sel.set_terminal_height(rows);
@@ -168,7 +212,7 @@ fn select(
                     Outcome::None => Screen::Tree,
                     Outcome::Cancel => return Ok(Decision::Quit),
                     Outcome::LabelChanged(id, label) => {
-                        status = Some(match save_label(file, options(false), &id, label.as_deref()) {
+                        status = Some(match host.save_label(&id, label.as_deref()) {
                             Ok(s) => s,
                             Err(e) => format!("Error: {e:#}"),
                         });
@@ -178,6 +222,8 @@ fn select(
                         if sel.is_leaf(&id) || real_leaf.as_deref() == Some(id.as_str()) {
                             status = Some("Already at this point".to_owned());
                             Screen::Tree
+                        } else if skip_prompt {
+                            return Ok(Decision::Navigate { id, summarize: false, instructions: None });
                         } else {
                             Screen::Choice { id, index: 0 }
                         }
@@ -188,8 +234,7 @@ fn select(
                 ChoiceKey::Move(i) => Screen::Choice { id, index: i },
                 ChoiceKey::Back => {
                     // pi re-opens the tree at this entry with the filter from the settings.
-                    let session = Session::open(file, options(true))?;
-                    sel = TreeSelector::new(&session, height, Some(&id), filter, home.as_deref());
+                    sel = host.selector(height, Some(&id), filter)?.0;
                     Screen::Tree
                 }
                 ChoiceKey::Pick(0) => return Ok(Decision::Navigate { id, summarize: false, instructions: None }),
@@ -265,7 +310,9 @@ pub fn run(
             let _guard = TerminalGuard::enter()?;
             let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
             term.clear()?;
-            select(&mut term, &file, options, initial.as_deref(), filter, status.take())?
+            let mut host = FileHost { file: &file, options };
+            let mut next = || Ok(event::read()?);
+            select(&mut term, &mut host, &mut next, initial.as_deref(), filter, status.take(), false)?
         };
         let Decision::Navigate { id, summarize, instructions } = decision else {
             return Ok(ExitCode::SUCCESS);
@@ -318,14 +365,14 @@ pub fn run(
 }
 
 /// Runs the /branch message selector until the user cancels or picks a message.
-fn select_message(term: &mut Term, mut sel: ForkSelector) -> Result<Option<String>> {
+pub(crate) fn select_message(term: &mut Term, next: NextEvent<'_>, mut sel: ForkSelector) -> Result<Option<String>> {
     sel.set_terminal_height(term.size().map(|s| s.height).unwrap_or(24));
     loop {
         term.draw(|f| {
             let area = f.area();
             view::draw_fork_selector(&sel, area, f.buffer_mut());
         })?;
-        let key = match event::read()? {
+        let key = match next()? {
             Event::Key(key) => key,
             Event::Resize(_, rows) => {
                 sel.set_terminal_height(rows);
@@ -364,7 +411,7 @@ pub fn run_fork(
         let _guard = TerminalGuard::enter()?;
         let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
         term.clear()?;
-        select_message(&mut term, sel)?
+        select_message(&mut term, &mut || Ok(event::read()?), sel)?
     };
     let Some(id) = picked else {
         return Ok(ExitCode::SUCCESS);

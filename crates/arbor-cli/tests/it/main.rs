@@ -5,7 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent;
+mod chat;
 mod commands;
+mod model_server;
 mod reference;
 mod tui;
 

@@ -7,33 +7,33 @@ use std::time::{Duration, Instant};
 
 use crate::{arbor, fixtures, json, stdout};
 
-struct Tmux {
+pub(crate) struct Tmux {
     /// A private server socket inside the test's temporary directory.
-    socket: std::path::PathBuf,
+    pub(crate) socket: std::path::PathBuf,
 }
 
 impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
+    pub(crate) fn run(&self, args: &[&str]) -> String {
         let o = Command::new("tmux").arg("-S").arg(&self.socket).args(args).output().unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "tui"];
         args.extend_from_slice(keys);
         self.run(&args);
     }
 
-    fn text(&self, text: &str) {
+    pub(crate) fn text(&self, text: &str) {
         self.run(&["send-keys", "-t", "tui", "-l", text]);
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "tui"])
     }
 
     /// Waits until the screen shows `what`; panics with the screen after 15 s.
-    fn wait_for(&self, what: &str) -> String {
+    pub(crate) fn wait_for(&self, what: &str) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
@@ -54,7 +54,7 @@ impl Drop for Tmux {
     }
 }
 
-fn wait_for_file(p: &Path) -> String {
+pub(crate) fn wait_for_file(p: &Path) -> String {
     let start = Instant::now();
     loop {
         if let Ok(s) = std::fs::read_to_string(p) {
@@ -79,7 +79,7 @@ fn choose_summarize_on_row_19(tmux: &Tmux) {
     tmux.keys(&["Enter"]);
 }
 
-fn tmux_missing() -> bool {
+pub(crate) fn tmux_missing() -> bool {
     if Command::new("tmux").arg("-V").output().is_ok() {
         return false;
     }

@@ -1,0 +1,106 @@
+//! What a line typed into `arbor chat` means: a prompt for the model or one
+//! of the slash commands.
+
+/// A parsed input line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// Nothing (an empty or blank line).
+    Empty,
+    /// Text for the model.
+    Prompt(String),
+    /// `/tree`: the tree selector.
+    Tree,
+    /// `/branch` (or `/fork`): the user-message selector, or the tree with `doubleEscapeAction=tree`.
+    Branch,
+    /// `/label [TEXT]`: label the current entry, or clear its label.
+    Label(Option<String>),
+    /// `/name [TEXT]`: name the session, or show its name.
+    Name(Option<String>),
+    /// `/compact [INSTRUCTIONS]`.
+    Compact(Option<String>),
+    /// `/model [PROVIDER/MODEL]`: switch model, or show it.
+    Model(Option<String>),
+    /// `/thinking [LEVEL]`: set the thinking level, or show it.
+    Thinking(Option<String>),
+    /// `/context`: the token estimate of the context.
+    Context,
+    /// `/help`.
+    Help,
+    /// `/quit` (or `/exit`).
+    Quit,
+    /// A slash command that does not exist.
+    Unknown(String),
+}
+
+/// The commands and what they do, for `/help`.
+pub const HELP: &[(&str, &str)] = &[
+    ("/tree", "go back to any point of the session tree (optionally summarizing the branch left)"),
+    ("/branch", "pick one of your messages and continue from before it in a new session file"),
+    ("/label [TEXT]", "label the current entry (no text: clear its label)"),
+    ("/name [TEXT]", "name the session (no text: show the name)"),
+    ("/compact [TEXT]", "summarize older messages now, with optional instructions"),
+    ("/model [PROVIDER/MODEL]", "switch the model (no argument: show it)"),
+    ("/thinking [LEVEL]", "set the thinking level: off, minimal, low, medium, high, xhigh"),
+    ("/context", "estimate the tokens of the context sent to the model"),
+    ("/quit", "leave (also /exit, Ctrl+D)"),
+];
+
+fn arg(rest: &str) -> Option<String> {
+    let t = rest.trim();
+    (!t.is_empty()).then(|| t.to_owned())
+}
+
+/// Parses one line. A line that starts with `/` is a command; `//text` sends
+/// `/text` to the model.
+pub fn parse(line: &str) -> Input {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return Input::Empty;
+    }
+    if let Some(escaped) = trimmed.strip_prefix("//") {
+        return Input::Prompt(format!("/{escaped}"));
+    }
+    let Some(command) = trimmed.strip_prefix('/') else {
+        return Input::Prompt(line.trim_end_matches(['\r', '\n']).to_owned());
+    };
+    let (name, rest) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+    match name {
+        "tree" => Input::Tree,
+        "branch" | "fork" => Input::Branch,
+        "label" => Input::Label(arg(rest)),
+        "name" => Input::Name(arg(rest)),
+        "compact" => Input::Compact(arg(rest)),
+        "model" => Input::Model(arg(rest)),
+        "thinking" => Input::Thinking(arg(rest)),
+        "context" => Input::Context,
+        "help" | "?" => Input::Help,
+        "quit" | "exit" | "q" => Input::Quit,
+        _ => Input::Unknown(format!("/{name}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_and_commands() {
+        assert_eq!(parse("   "), Input::Empty);
+        assert_eq!(parse("hello there"), Input::Prompt("hello there".into()));
+        assert_eq!(parse("  keep  inner  spaces\n"), Input::Prompt("  keep  inner  spaces".into()));
+        assert_eq!(parse("//mode"), Input::Prompt("/mode".into()));
+        assert_eq!(parse("/tree"), Input::Tree);
+        assert_eq!(parse("/branch"), Input::Branch);
+        assert_eq!(parse("/fork"), Input::Branch);
+        assert_eq!(parse("/label  good point "), Input::Label(Some("good point".into())));
+        assert_eq!(parse("/label"), Input::Label(None));
+        assert_eq!(parse("/name"), Input::Name(None));
+        assert_eq!(parse("/compact keep the API names"), Input::Compact(Some("keep the API names".into())));
+        assert_eq!(parse("/model openai/gpt-4o"), Input::Model(Some("openai/gpt-4o".into())));
+        assert_eq!(parse("/thinking high"), Input::Thinking(Some("high".into())));
+        assert_eq!(parse("/context"), Input::Context);
+        assert_eq!(parse("/quit"), Input::Quit);
+        assert_eq!(parse("/exit"), Input::Quit);
+        assert_eq!(parse("/mode x"), Input::Unknown("/mode".into()));
+    }
+}
