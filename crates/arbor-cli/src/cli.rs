@@ -381,7 +381,18 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             if let Some(id) = &leaf {
                 s.branch(id).with_context(|| file.display().to_string())?;
             }
-            let path = s.get_branch(None);
+            // Only the entries the context reads are decoded (see `context_positions`).
+            let idx = s.branch_indices(None);
+            let heads: Vec<arbor_context::PathHead> = idx
+                .iter()
+                .map(|&i| arbor_context::PathHead {
+                    id: s.id_at(i).unwrap_or_default(),
+                    entry_type: s.entry_type_at(i).unwrap_or_default(),
+                    role: s.message_role_at(i),
+                })
+                .collect();
+            let keep = arbor_context::context_positions(&heads, |p| s.entry_at(idx[p]));
+            let path: Vec<&Entry> = keep.iter().filter_map(|&p| s.entry_at(idx[p])).collect();
             let ctx = arbor_context::build_context_from_path(&path);
             match (json, llm) {
                 (true, false) => serde_json::to_writer(&mut *out, &ctx)?,

@@ -209,6 +209,49 @@ pub fn build_context_from_path(path: &[&Entry]) -> SessionContext {
     ctx
 }
 
+/// What a path position shows without decoding its entry: enough for
+/// [`context_positions`] to know whether the entry matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathHead<'a> {
+    /// The entry id.
+    pub id: &'a str,
+    /// The entry `type`.
+    pub entry_type: &'a str,
+    /// A message entry's message `role`.
+    pub role: Option<&'a str>,
+}
+
+/// The positions of a root-first path that [`build_context_from_path`] needs:
+/// building from just those entries (in order) gives the same context as
+/// building from the whole path, so a caller that decodes entries on demand
+/// decodes what the answer costs, not the whole path.
+///
+/// Kept: every entry that is not a `message` (settings, compactions, custom
+/// messages, summaries), the last assistant message (it alone decides the
+/// model among messages: each one overwrites the last), and every message
+/// from the last compaction's kept part on (everything, without a
+/// compaction). `entry` is asked only for `compaction` entries, to check that
+/// they decode.
+pub fn context_positions<'a>(heads: &[PathHead<'_>], entry: impl Fn(usize) -> Option<&'a Entry>) -> Vec<usize> {
+    let compaction =
+        (0..heads.len()).rev().filter(|&k| heads[k].entry_type == "compaction").find_map(|k| {
+            match entry(k).map(|e| &e.kind) {
+                Some(EntryKind::Compaction(c)) => Some((k, c)),
+                _ => None,
+            }
+        });
+    let start = match compaction {
+        None => 0,
+        Some((k, c)) => c
+            .first_kept_entry_id
+            .as_deref()
+            .and_then(|first| heads[..k].iter().position(|h| h.id == first))
+            .unwrap_or(k),
+    };
+    let last_assistant = heads.iter().rposition(|h| h.entry_type == "message" && h.role == Some("assistant"));
+    (0..heads.len()).filter(|&p| heads[p].entry_type != "message" || p >= start || Some(p) == last_assistant).collect()
+}
+
 fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
     if let Some((provider, model_id)) = m.default_model() {
         ctx.model = Some(ModelRef { provider, model_id });

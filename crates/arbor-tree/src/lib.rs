@@ -7,11 +7,18 @@
 //! new / open / continue-recent / in-memory / fork-from; the sessions directory
 //! layout ([`paths`]) and listing ([`list_sessions`]); one writer per file.
 //! Files are reached only through a [`Store`] ([`FileStore`], [`MemoryStore`]).
+//! Current-version files are opened index-first: a parallel light scan keeps
+//! each entry's id, parent, type and byte range, and an entry's body and JSON
+//! text are decoded from the file on first use ([`SessionOptions::index_first`]),
+//! so opening costs a scan and every later question costs what its answer costs.
 //!
 //! It does not know about LLM contexts, models, summaries or async runtimes.
 //!
 //! Promises:
 //! - every walk is cycle-safe and no entry appears twice in a tree;
+//! - index-first and full loading are indistinguishable to callers (same
+//!   entries, JSON text, diagnostics, tree); a line that changed on disk after
+//!   opening decodes as a malformed entry saying so, never as a panic;
 //! - reading never modifies a file; a migrated file is rewritten atomically on
 //!   the first write, a damaged file is backed up before it is replaced;
 //! - a new session reaches disk with its first assistant message, exactly once

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use arbor_log::{atomic_write, backup_copy, Appender, Durability, TailRepair};
+use arbor_log::{atomic_write, backup_copy, Appender, Durability, ReadAt, TailRepair};
 
 use crate::error::TreeError;
 
@@ -40,6 +40,15 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn exists(&self, path: &Path) -> bool;
     /// Reads `path` from byte `offset`; `None` when it does not exist.
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError>;
+    /// Opens `path` for positioned reads (index-first loading decodes entries
+    /// from it on demand); `None` when it does not exist. The default reads
+    /// the whole file into memory through [`Store::read_from`].
+    fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
+        let Some(mut r) = self.read_from(path, 0)? else { return Ok(None) };
+        let mut bytes = Vec::new();
+        r.read_to_end(&mut bytes).map_err(|e| TreeError::io(path, e))?;
+        Ok(Some(Arc::new(bytes)))
+    }
     /// Opens `path` for appending (creating it), first making it end cleanly.
     fn open_append(
         &self,
@@ -102,6 +111,14 @@ impl Store for FileStore {
                 }
                 Ok(Some(Box::new(f)))
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(TreeError::io(path, e)),
+        }
+    }
+
+    fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
+        match File::open(path) {
+            Ok(f) => Ok(Some(Arc::new(f))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(TreeError::io(path, e)),
         }
