@@ -98,6 +98,8 @@ pub struct BenchCmd {
     pub argv: Vec<OsString>,
     /// Capture stdout (for commands that report numbers); otherwise it goes to /dev/null.
     pub capture_stdout: bool,
+    /// Extra environment variables for the command.
+    pub env: Vec<(String, String)>,
 }
 
 impl BenchCmd {
@@ -106,11 +108,21 @@ impl BenchCmd {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
-        BenchCmd { label: label.to_owned(), argv: argv.into_iter().map(Into::into).collect(), capture_stdout: false }
+        BenchCmd {
+            label: label.to_owned(),
+            argv: argv.into_iter().map(Into::into).collect(),
+            capture_stdout: false,
+            env: Vec::new(),
+        }
     }
 
     fn capturing(mut self) -> Self {
         self.capture_stdout = true;
+        self
+    }
+
+    fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
         self
     }
 }
@@ -152,7 +164,7 @@ pub fn bench_command(dir: &Path, cmd: &BenchCmd, runs: usize) -> Result<Measured
     let mut out = Vec::with_capacity(runs);
     for i in 0..runs {
         let mut c = Command::new(program);
-        c.args(args).current_dir(dir);
+        c.args(args).current_dir(dir).envs(cmd.env.iter().map(|(k, v)| (k, v)));
         let run = run_measured(&mut c, cmd.capture_stdout).with_context(|| format!("running {}", cmd.label))?;
         if !run.status.success() {
             bail!("{} failed ({})", cmd.label, run.status);
@@ -238,6 +250,15 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         let file_bytes = fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?.len();
         // Warm the page cache so that every row (and every run) reads from memory.
         io::copy(&mut File::open(&file)?, &mut io::sink())?;
+        // The indexed rows measure reopening an unchanged file: build its sidecar index first.
+        let status = Command::new(&bins.arbor)
+            .args([OsString::from("tree"), file.clone().into(), "--json".into()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .context("running arbor tree to build the sidecar index")?;
+        if !status.success() {
+            bail!("arbor tree {} failed ({status})", file.display());
+        }
         let commands = rows(&bins, &file, &opts)?;
         eprintln!("== {} runs of {} command(s) on {}", opts.runs, commands.len(), file.display());
         let mut results = Vec::new();
@@ -263,15 +284,19 @@ struct Bins {
 /// Labels of the built-in arbor rows.
 const SCAN: &str = "arbor-log scan (light)";
 const FULL_SCAN: &str = "arbor-log scan (full decode)";
-const CONTEXT: &str = "arbor context --json";
-const TREE: &str = "arbor tree --json";
+const CONTEXT: &str = "arbor context --json (scan)";
+const TREE: &str = "arbor tree --json (scan)";
+const CONTEXT_INDEXED: &str = "arbor context --json (sidecar index)";
+const TREE_INDEXED: &str = "arbor tree --json (sidecar index)";
 
 /// The rows of the table, arbor's first. Add new built-in rows here.
 fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
     let (scan, arbor, f) = (bins.scan.as_os_str(), bins.arbor.as_os_str(), file.as_os_str());
     let mut rows = vec![
-        BenchCmd::new(CONTEXT, [arbor, "context".as_ref(), f, "--json".as_ref()]),
-        BenchCmd::new(TREE, [arbor, "tree".as_ref(), f, "--json".as_ref()]),
+        BenchCmd::new(CONTEXT, [arbor, "context".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_NO_INDEX", "1"),
+        BenchCmd::new(TREE, [arbor, "tree".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_NO_INDEX", "1"),
+        BenchCmd::new(CONTEXT_INDEXED, [arbor, "context".as_ref(), f, "--json".as_ref()]),
+        BenchCmd::new(TREE_INDEXED, [arbor, "tree".as_ref(), f, "--json".as_ref()]),
         BenchCmd::new(SCAN, [scan, "--light".as_ref(), f]).capturing(),
     ];
     if opts.full_scan {
@@ -292,7 +317,7 @@ fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
         if argv.is_empty() {
             bail!("--cmd {spec:?}: empty command");
         }
-        rows.push(BenchCmd { label: label.trim().to_owned(), argv, capture_stdout: false });
+        rows.push(BenchCmd { label: label.trim().to_owned(), argv, capture_stdout: false, env: Vec::new() });
     }
     if opts.yardsticks {
         rows.push(BenchCmd::new("wc -l", [OsString::from("wc"), "-l".into(), file.into()]));
@@ -382,7 +407,7 @@ fn report(file: &Path, file_bytes: u64, generated: Option<usize>, opts: &Opts, r
         );
     }
     let find = |label: &str| results.iter().find(|m| m.cmd.label == label);
-    for label in [CONTEXT, TREE, SCAN, FULL_SCAN] {
+    for label in [CONTEXT, TREE, CONTEXT_INDEXED, TREE_INDEXED, SCAN, FULL_SCAN] {
         let Some(arbor) = find(label) else { continue };
         let mut parts = vec![];
         for other in [PYTHON, "wc -l", "cat > /dev/null"] {
@@ -406,8 +431,11 @@ fn report(file: &Path, file_bytes: u64, generated: Option<usize>, opts: &Opts, r
 /// One line per session: the ratios the performance issue sets targets for.
 fn report_summary(all: &[(PathBuf, u64, Vec<Measured>)]) {
     println!();
-    println!("| session | file MB | context s | context / python | context / wc -l | context RSS / file | tree s | tree / wc -l | tree RSS MB | python s | wc -l s |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| session | file MB | context s | context / python | context / wc -l | context RSS / file | \
+         tree s | tree / wc -l | tree RSS MB | context, indexed s | tree, indexed s | python s | wc -l s |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (file, bytes, results) in all {
         let find = |label: &str| results.iter().find(|m| m.cmd.label == label);
         let t = |label: &str| find(label).map(|m| secs(m.median()));
@@ -419,7 +447,7 @@ fn report_summary(all: &[(PathBuf, u64, Vec<Measured>)]) {
         let rss = |label: &str| find(label).map(|m| kib_to_mb(m.peak_rss_kib()));
         let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
         println!(
-            "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             size_mb,
             opt(t(CONTEXT), 3),
@@ -429,6 +457,8 @@ fn report_summary(all: &[(PathBuf, u64, Vec<Measured>)]) {
             opt(t(TREE), 3),
             ratio(t(TREE), t("wc -l")),
             opt(rss(TREE), 0),
+            opt(t(CONTEXT_INDEXED), 3),
+            opt(t(TREE_INDEXED), 3),
             opt(t(PYTHON), 3),
             opt(t("wc -l"), 3),
         );

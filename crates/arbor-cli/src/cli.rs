@@ -198,7 +198,9 @@ enum Command {
 fn options(args_ids: IdMode, read_only: bool) -> SessionOptions {
     // The CLI never turns a missing or damaged file into a new session: a
     // writer refuses it with the same error a reader gives.
-    let opts = SessionOptions { read_only, create_or_recover: false, ..SessionOptions::default() };
+    // `ARBOR_NO_INDEX` (any value) neither reads nor writes the sidecar index `FILE.arbor-index`.
+    let sidecar_index = std::env::var_os("ARBOR_NO_INDEX").is_none();
+    let opts = SessionOptions { read_only, create_or_recover: false, sidecar_index, ..SessionOptions::default() };
     match args_ids {
         IdMode::Random => opts,
         IdMode::Counter => opts.with_ids(CounterIds::new()),
@@ -239,6 +241,14 @@ fn write_entries_json(out: &mut dyn Write, items: impl Iterator<Item = impl AsRe
 
 fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
     format!("{} {} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), e.entry_type(), entry_text(e, calls, home))
+}
+
+/// Leaves a large read-only value to the end of the process instead of
+/// freeing it piece by piece: the answer is written, and a session of a
+/// million entries takes longer to free than to answer from. Only for values
+/// that own no file handle needing a flush (a read-only session's writer is never opened).
+fn exit_without_freeing<T>(value: T) {
+    std::mem::forget(value);
 }
 
 fn home() -> Option<String> {
@@ -290,6 +300,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             } else {
                 print_tree(&s, out)?;
             }
+            exit_without_freeing(s);
         }
         Command::Path { file, id, json } => {
             let s = open_read(&file, ids)?;
@@ -392,8 +403,9 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 })
                 .collect();
             let keep = arbor_context::context_positions(&heads, |p| s.entry_at(idx[p]));
-            let path: Vec<&Entry> = keep.iter().filter_map(|&p| s.entry_at(idx[p])).collect();
-            let ctx = arbor_context::build_context_from_path(&path);
+            // Decoded without being kept, and moved into the context: one copy of each message.
+            let path: Vec<Entry> = keep.iter().filter_map(|&p| s.decode_at(idx[p])).collect();
+            let ctx = arbor_context::build_context_from_entries(path);
             match (json, llm) {
                 (true, false) => serde_json::to_writer(&mut *out, &ctx)?,
                 (true, true) => serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?,
@@ -402,6 +414,8 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             if json {
                 out.write_all(b"\n")?;
             }
+            exit_without_freeing(s);
+            exit_without_freeing(ctx);
         }
         Command::Check { files, json } => {
             let mut worst = None;

@@ -164,6 +164,46 @@ pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContex
 ///   the entries from its `firstKeptEntryId` (inclusive) up to it; if that id
 ///   is not on the path before it, nothing from before it is kept.
 pub fn build_context_from_path(path: &[&Entry]) -> SessionContext {
+    let (mut ctx, plan) = plan_context(path);
+    for step in plan {
+        match step {
+            Step::Summary(m) => ctx.messages.push(m),
+            Step::Entry(i) => ctx.messages.extend(entry_message(path[i])),
+        }
+    }
+    ctx
+}
+
+/// [`build_context_from_path`] over owned entries: the same context, with
+/// each message moved into it instead of copied, so the context never holds
+/// a second copy of the messages it was built from.
+pub fn build_context_from_entries(path: Vec<Entry>) -> SessionContext {
+    let (mut ctx, plan) = {
+        let refs: Vec<&Entry> = path.iter().collect();
+        plan_context(&refs)
+    };
+    let mut path: Vec<Option<Entry>> = path.into_iter().map(Some).collect();
+    for step in plan {
+        match step {
+            Step::Summary(m) => ctx.messages.push(m),
+            Step::Entry(i) => {
+                if let Some(e) = path[i].take() {
+                    ctx.messages.extend(entry_message_owned(e));
+                }
+            }
+        }
+    }
+    ctx
+}
+
+/// One message of the context, in order: a made-up one, or the one of the path's entry at a position.
+enum Step {
+    Summary(Value),
+    Entry(usize),
+}
+
+/// The settings of a path (spec 4.1 steps 3–4) and where its messages come from (step 5).
+fn plan_context(path: &[&Entry]) -> (SessionContext, Vec<Step>) {
     let mut ctx = SessionContext::empty();
     let mut compaction: Option<(usize, &Compaction, &Entry)> = None;
     for (i, entry) in path.iter().enumerate() {
@@ -194,19 +234,20 @@ pub fn build_context_from_path(path: &[&Entry]) -> SessionContext {
         }
     }
 
+    let mut plan = Vec::new();
     match compaction {
-        None => ctx.messages.extend(path.iter().filter_map(|e| entry_message(e))),
+        None => plan.extend((0..path.len()).map(Step::Entry)),
         Some((k, c, entry)) => {
-            ctx.messages.push(compaction_summary_message(c, &entry.timestamp));
+            plan.push(Step::Summary(compaction_summary_message(c, &entry.timestamp)));
             if let Some(first) = c.first_kept_entry_id.as_deref() {
                 if let Some(start) = path[..k].iter().position(|e| e.id == first) {
-                    ctx.messages.extend(path[start..k].iter().filter_map(|e| entry_message(e)));
+                    plan.extend((start..k).map(Step::Entry));
                 }
             }
-            ctx.messages.extend(path[k + 1..].iter().filter_map(|e| entry_message(e)));
+            plan.extend((k + 1..path.len()).map(Step::Entry));
         }
     }
-    ctx
+    (ctx, plan)
 }
 
 /// What a path position shows without decoding its entry: enough for
@@ -272,6 +313,14 @@ fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
 /// The entry's ISO timestamp as JavaScript's `new Date(ts).getTime()`: ms, or `null` for NaN.
 pub fn timestamp_ms(ts: &str) -> Value {
     parse_iso_ms(ts).map_or(Value::Null, Value::from)
+}
+
+/// [`entry_message`] for an owned entry: a message is moved, not copied.
+fn entry_message_owned(entry: Entry) -> Option<Value> {
+    match entry.kind {
+        EntryKind::Message(m) => Some(m.message),
+        _ => entry_message(&entry),
+    }
 }
 
 /// The message an entry contributes to the context, if any (pi's `appendMessage`).

@@ -25,6 +25,7 @@ use arbor_log::{
 
 use crate::error::TreeError;
 use crate::paths::{session_dir_for, session_file_name, sessions_root};
+use crate::sidecar::{self, INDEX_SUFFIX, MIN_INDEXED_BYTES};
 use crate::store::{AppendHandle, FileStore, Store, WriteLock};
 
 /// The `customType` of the hidden entry that makes a leaf move durable.
@@ -60,6 +61,10 @@ pub struct SessionOptions {
     /// behaviour the tests compare against). Files that need a migration are
     /// always decoded in full.
     pub index_first: bool,
+    /// Use and keep the sidecar index `FILE.arbor-index` (the default; see
+    /// [`crate::INDEX_SUFFIX`]): an unchanged file reopens without a scan.
+    /// Only with `index_first`.
+    pub sidecar_index: bool,
 }
 
 impl Default for SessionOptions {
@@ -75,6 +80,7 @@ impl Default for SessionOptions {
             seeded_migration_ids: true,
             create_or_recover: true,
             index_first: true,
+            sidecar_index: true,
         }
     }
 }
@@ -175,6 +181,22 @@ impl Slot {
             src: None,
             entry: OnceLock::from(Box::new(entry)),
             json: OnceLock::from(json),
+        }
+    }
+
+    /// A slot from the sidecar index: nothing decoded yet.
+    fn indexed(e: sidecar::IndexedEntry) -> Slot {
+        Slot {
+            id: e.id,
+            parent_id: e.parent_id,
+            entry_type: intern(&e.entry_type),
+            role: e.role.as_deref().map(intern),
+            line: e.line as usize,
+            ts_ms: e.ts_ms,
+            live: true,
+            src: Some((e.offset, e.len as usize)),
+            entry: OnceLock::new(),
+            json: OnceLock::new(),
         }
     }
 
@@ -474,8 +496,101 @@ impl Session {
     /// The index-first load: true when done, false when the file needs the full
     /// path (no usable header, or an old version that needs a migration).
     fn load_scanned(&mut self, src: Arc<dyn ReadAt>) -> std::io::Result<bool> {
+        let path = self.file.clone().unwrap_or_default();
+        let use_index = self.opts.sidecar_index;
+        let stamp = if use_index { self.stamp(&path, &*src) } else { None };
+        if let Some(stamp) = stamp {
+            if self.load_indexed(&path, &src, stamp)? {
+                return Ok(true);
+            }
+        }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
         let scanned = ScannedLog::read(&*src, threads)?;
+        let clean = scanned.diagnostics.is_empty() && !scanned.entries.is_empty();
+        let header_bytes = scanned.prefix.lines().last().map_or(0, |l| l.offset + l.raw().len() as u64);
+        if !self.load_scan(src, scanned)? {
+            return Ok(false);
+        }
+        if let Some(stamp) = stamp.filter(|s| clean && s.size >= MIN_INDEXED_BYTES && self.diagnostics.is_empty()) {
+            // A cache: failing to write it changes nothing.
+            let bytes = sidecar::encode(stamp, &self.index_of_slots(header_bytes));
+            let _ = self.opts.store.write_side(&path, INDEX_SUFFIX, &bytes);
+        }
+        Ok(true)
+    }
+
+    /// The file's validity stamp for the sidecar index, when the store knows one
+    /// and the file ends with a newline (an index never covers a half-written line).
+    fn stamp(&self, path: &Path, src: &dyn ReadAt) -> Option<sidecar::Stamp> {
+        let (size, mtime_ns) = self.opts.store.stamp(path)?;
+        if src.len().ok()? != size || size == 0 {
+            return None;
+        }
+        let last = read_exact_at(src, size - 1, 1).ok()?;
+        if last != b"\n" {
+            return None;
+        }
+        let checksum = sidecar::checksum(src, size).ok()?;
+        Some(sidecar::Stamp { size, mtime_ns, checksum })
+    }
+
+    fn index_of_slots(&self, header_bytes: u64) -> sidecar::Index {
+        let entries = self
+            .slots
+            .iter()
+            .filter_map(|s| {
+                let (offset, len) = s.src?;
+                Some(sidecar::IndexedEntry {
+                    offset,
+                    len: len as u64,
+                    line: s.line as u64,
+                    ts_ms: s.ts_ms,
+                    entry_type: s.entry_type.to_string(),
+                    role: s.role.as_deref().map(str::to_owned),
+                    id: s.id.clone(),
+                    parent_id: s.parent_id.clone(),
+                })
+            })
+            .collect();
+        sidecar::Index { header_bytes, entries }
+    }
+
+    /// Loads from a sidecar index whose stamp matches `stamp`; false when there is none usable.
+    fn load_indexed(&mut self, path: &Path, src: &Arc<dyn ReadAt>, stamp: sidecar::Stamp) -> std::io::Result<bool> {
+        let Some(bytes) = self.opts.store.read_side(path, INDEX_SUFFIX) else { return Ok(false) };
+        if sidecar::stamp_of(&bytes) != Some(stamp) {
+            return Ok(false);
+        }
+        let Some(index) = sidecar::decode(&bytes) else { return Ok(false) };
+        drop(bytes);
+        let raw = read_exact_at(&**src, 0, usize::try_from(index.header_bytes).unwrap_or(usize::MAX))?;
+        let mut prefix = SessionLog::read(&raw[..])?;
+        let Some(header) = prefix.header() else { return Ok(false) };
+        if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
+            return Ok(false);
+        }
+        let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
+        if report.migrated() || prefix.is_dirty() {
+            return Ok(false);
+        }
+        self.cwd = header.cwd.clone().unwrap_or_default();
+        self.header = header;
+        self.migration = report;
+        self.diagnostics = vec![];
+        self.source = Some(src.clone());
+        for e in index.entries {
+            self.push_loaded(Slot::indexed(e));
+        }
+        self.leaf = self.slots.last().map(|s| s.id.clone());
+        self.mark_duplicates();
+        self.find_cycles();
+        self.diagnostics.sort_by_key(|d| d.line);
+        self.disk = Disk::Synced { count: self.slots.len() };
+        Ok(true)
+    }
+
+    /// Loads from a fresh scan; false when the file needs the full path.
+    fn load_scan(&mut self, src: Arc<dyn ReadAt>, scanned: ScannedLog) -> std::io::Result<bool> {
         let Some(header) = scanned.prefix.header() else { return Ok(false) };
         if header.version() < CURRENT_VERSION {
             return Ok(false);
@@ -491,8 +606,9 @@ impl Session {
         self.diagnostics = scanned.diagnostics;
         self.source = Some(src);
         for e in scanned.entries {
-            self.push(Slot::scanned(e));
+            self.push_loaded(Slot::scanned(e));
         }
+        self.leaf = self.slots.last().map(|s| s.id.clone());
         self.mark_duplicates();
         self.find_cycles();
         self.diagnostics.sort_by_key(|d| d.line);
@@ -529,6 +645,12 @@ impl Session {
     }
 
     fn push(&mut self, slot: Slot) -> usize {
+        self.leaf = Some(slot.id.clone());
+        self.push_loaded(slot)
+    }
+
+    /// [`Session::push`] without moving the leaf (a bulk load sets it once, at the end).
+    fn push_loaded(&mut self, slot: Slot) -> usize {
         let i = self.slots.len();
         if slot.role.as_deref() == Some("assistant") {
             self.has_assistant = true;
@@ -545,7 +667,6 @@ impl Session {
                 }
             }
         }
-        self.leaf = Some(slot.id.clone());
         if let Some(prev) = self.by_id.insert(slot.id.clone(), i) {
             self.slots[prev].live = false;
         }
@@ -782,6 +903,15 @@ impl Session {
     /// The entry at a position in file order.
     pub fn entry_at(&self, index: usize) -> Option<&Entry> {
         self.slots.get(index).map(|s| s.entry(self.src()))
+    }
+    /// The entry at a position in file order as an owned value, without
+    /// keeping a decoded copy in the session (a copy when one is kept already).
+    pub fn decode_at(&self, index: usize) -> Option<Entry> {
+        let s = self.slots.get(index)?;
+        Some(match s.entry.get() {
+            Some(e) => (**e).clone(),
+            None => s.decode(self.src()),
+        })
     }
     /// The id of the entry at a position in file order (no decoding).
     pub fn id_at(&self, index: usize) -> Option<&str> {

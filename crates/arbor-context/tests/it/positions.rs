@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use arbor_context::{build_context_from_path, context_positions, PathHead};
+use arbor_context::{build_context_from_entries, build_context_from_path, context_positions, PathHead};
 use arbor_log::Entry;
 use arbor_tree::{Session, SessionOptions};
 
@@ -41,7 +41,10 @@ fn kept_positions_build_the_same_context_at_every_leaf() {
                 .collect();
             let keep = context_positions(&heads, |k| s.entry_at(idx[k]));
             let kept: Vec<&Entry> = keep.iter().map(|&k| full[k]).collect();
-            assert_eq!(build_context_from_path(&kept), build_context_from_path(&full), "{} at {id}", p.display());
+            let whole = build_context_from_path(&full);
+            assert_eq!(build_context_from_path(&kept), whole, "{} at {id}", p.display());
+            let owned: Vec<Entry> = keep.iter().map(|&k| s.decode_at(idx[k]).unwrap()).collect();
+            assert_eq!(build_context_from_entries(owned), whole, "{} at {id} (owned)", p.display());
             compared += 1;
         }
     }

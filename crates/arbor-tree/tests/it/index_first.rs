@@ -110,3 +110,97 @@ fn a_large_branched_file_reads_the_same_index_first() {
     assert!(text.len() > 1 << 20);
     same_both_ways(&p);
 }
+
+/// A clean session of more than `MIN_INDEXED_BYTES`, with branches and labels.
+fn clean_big_session(p: &Path) -> String {
+    let mut text = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n",
+    );
+    let mut parent = "null".to_owned();
+    for i in 0..4000 {
+        let body = "abc \\\"q\\\" ".repeat(i % 60);
+        let line = if i % 101 == 50 {
+            format!("{{\"type\":\"label\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"targetId\":\"e3\",\"label\":\"L{i}\"}}")
+        } else {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            format!("{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":\"{body}\"}}}}", i % 60)
+        };
+        text.push_str(&line);
+        text.push('\n');
+        if i % 10 != 3 {
+            parent = format!("\"e{i}\"");
+        }
+    }
+    assert!(text.len() as u64 > arbor_tree::MIN_INDEXED_BYTES);
+    fs::write(p, &text).unwrap();
+    text
+}
+
+fn index_path(p: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.{}", p.display(), arbor_tree::INDEX_SUFFIX))
+}
+
+#[test]
+fn the_sidecar_index_is_written_used_and_rebuilt_when_stale() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let text = clean_big_session(&p);
+    let idx = index_path(&p);
+    same_both_ways(&p);
+    let first = fs::read(&idx).expect("a clean large file gets an index");
+    // Reopening uses it and sees the same session.
+    same_both_ways(&p);
+    assert_eq!(fs::read(&idx).unwrap(), first, "an unchanged file keeps its index");
+
+    // Appended: stale, rebuilt.
+    let mut more = text.clone();
+    more.push_str("{\"type\":\"message\",\"id\":\"z\",\"parentId\":\"e3999\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"new\"}}\n");
+    fs::write(&p, &more).unwrap();
+    same_both_ways(&p);
+    assert_ne!(fs::read(&idx).unwrap(), first);
+
+    // Rewritten in place with the same size and modification time: the checksum notices.
+    let mtime = fs::metadata(&p).unwrap().modified().unwrap();
+    let before = open(&p, true).unwrap();
+    assert_eq!(before.leaf_id(), Some("z"));
+    let same_size = more.replace("\"id\":\"z\"", "\"id\":\"y\"");
+    fs::write(&p, &same_size).unwrap();
+    fs::File::options().write(true).open(&p).unwrap().set_modified(mtime).unwrap();
+    same_both_ways(&p);
+    assert_eq!(open(&p, true).unwrap().leaf_id(), Some("y"));
+
+    // Truncated: stale, rebuilt.
+    fs::write(&p, &text).unwrap();
+    same_both_ways(&p);
+    assert_eq!(open(&p, true).unwrap().leaf_id(), Some("e3999"));
+
+    // A corrupt index is ignored and replaced.
+    fs::write(&idx, b"ARBORIX1 garbage").unwrap();
+    same_both_ways(&p);
+    let mut bytes = fs::read(&idx).unwrap();
+    let n = bytes.len();
+    bytes.truncate(n - 7);
+    fs::write(&idx, &bytes).unwrap();
+    same_both_ways(&p);
+
+    // ARBOR_NO_INDEX's option: neither read nor written.
+    fs::remove_file(&idx).unwrap();
+    let opts = SessionOptions { sidecar_index: false, ..SessionOptions::read_only() };
+    Session::open(&p, opts).unwrap();
+    assert!(!idx.exists());
+}
+
+#[test]
+fn files_with_diagnostics_or_small_files_get_no_index() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let mut text = clean_big_session(&p);
+    text.push_str("not json\n");
+    fs::write(&p, &text).unwrap();
+    open(&p, true).unwrap();
+    assert!(!index_path(&p).exists());
+    let small = d.path().join("small.jsonl");
+    fs::write(&small, fs::read(crate::fixtures().join("logs/ok/linear-chat.jsonl")).unwrap()).unwrap();
+    open(&small, true).unwrap();
+    assert!(!index_path(&small).exists());
+}
