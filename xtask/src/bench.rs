@@ -201,7 +201,22 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
 
     eprintln!("== building the scan example and arbor (release)");
     let status = crate::cargo()
-        .args(["build", "--release", "-p", "arbor-log", "-p", "arbor-cli", "--example", "scan", "--bin", "arbor"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "arbor-log",
+            "-p",
+            "arbor-tree",
+            "-p",
+            "arbor-cli",
+            "--example",
+            "scan",
+            "--example",
+            "append",
+            "--bin",
+            "arbor",
+        ])
         .current_dir(root)
         .status()
         .context("running cargo build")?;
@@ -211,6 +226,7 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let release = target.join("release");
     let bins = Bins {
         scan: release.join("examples").join(format!("scan{}", std::env::consts::EXE_SUFFIX)),
+        append: release.join("examples").join(format!("append{}", std::env::consts::EXE_SUFFIX)),
         arbor: release.join(format!("arbor{}", std::env::consts::EXE_SUFFIX)),
     };
 
@@ -266,10 +282,44 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
             results.push(bench_command(root, cmd, opts.runs)?);
         }
         report(&file, file_bytes, generated, &opts, &results);
+        if file_bytes <= APPEND_MAX_BYTES {
+            appends(root, &bins, &file)?;
+        }
         summary.push((file, file_bytes, results));
     }
     if summary.len() > 1 {
         report_summary(&summary);
+    }
+    Ok(())
+}
+
+/// Files up to this size also get the append measurement (it copies the file first).
+const APPEND_MAX_BYTES: u64 = 1_000_000_000;
+
+/// Appends to an open session (the `append` example on a copy of `file`):
+/// 10,000 buffered appends, then 1,000 with an fdatasync after each.
+fn appends(root: &Path, bins: &Bins, file: &Path) -> Result<()> {
+    for (n, fsync) in [("10000", false), ("1000", true)] {
+        let mut c = Command::new(&bins.append);
+        c.arg(file).arg(n).current_dir(root);
+        if fsync {
+            c.arg("--fsync");
+        }
+        let out = c.output().context("running the append example")?;
+        if !out.status.success() {
+            bail!("append example failed ({})", out.status);
+        }
+        let v: Value = serde_json::from_slice(&out.stdout).context("append example output")?;
+        let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        println!(
+            "appends to the open session ({} entries): {} {} in {:.3} s = {:.0} appends/s (open took {:.3} s)",
+            num("entries_before"),
+            n,
+            if fsync { "appends, fdatasync after each," } else { "appends, buffered," },
+            num("append_secs"),
+            num("appends_per_sec"),
+            num("open_secs"),
+        );
     }
     Ok(())
 }
@@ -279,6 +329,7 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
 struct Bins {
     scan: PathBuf,
     arbor: PathBuf,
+    append: PathBuf,
 }
 
 /// Labels of the built-in arbor rows.
@@ -486,7 +537,7 @@ mod tests {
         let o = parse_opts(&args).unwrap();
         assert!(o.quick);
         assert_eq!(o.runs, 5);
-        let bins = Bins { scan: "scan".into(), arbor: "arbor".into() };
+        let bins = Bins { scan: "scan".into(), arbor: "arbor".into(), append: "append".into() };
         let rows = rows(&bins, Path::new("/d/s.jsonl"), &o).unwrap();
         assert_eq!(rows[0].label, CONTEXT);
         assert_eq!(rows[0].argv, ["arbor", "context", "/d/s.jsonl", "--json"].map(OsString::from));
