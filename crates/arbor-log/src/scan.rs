@@ -22,10 +22,9 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::clock::parse_iso_ms;
-use std::collections::HashMap;
-
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::{Entry, EntryKind, NotAnEntry};
+use crate::idhash::IdMap;
 use crate::log::SessionLog;
 use crate::reader::{parse_line, trim_line, Parsed};
 
@@ -440,7 +439,7 @@ impl ScannedLog {
         }
         let mut entries = Vec::new();
         if has_header {
-            let mut first_seen: HashMap<String, usize> = HashMap::new();
+            let mut first_seen: IdMap<usize> = IdMap::default();
             for e in records {
                 let at = |kind| Diagnostic { line: e.line, offset: e.offset, kind };
                 if let Some(why) = e.head.not_an_entry() {

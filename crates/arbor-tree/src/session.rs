@@ -9,7 +9,7 @@
 //! and a damaged file opened for writing is backed up before it is replaced.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -18,15 +18,19 @@ use serde_json::Value;
 
 use arbor_log::{
     format_iso_ms, full_entry, parse_iso_ms, read_exact_at, BranchSummary, Clock, Compaction, CustomEntry,
-    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, LabelEntry,
-    MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, ScannedEntry, ScannedLog,
-    SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange, CURRENT_VERSION,
+    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, IdHash, IdMap,
+    LabelEntry, MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, ScannedEntry,
+    ScannedLog, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
+    CURRENT_VERSION,
 };
 
 use crate::error::TreeError;
 use crate::paths::{session_dir_for, session_file_name, sessions_root};
 use crate::sidecar::{self, INDEX_SUFFIX, MIN_INDEXED_BYTES};
 use crate::store::{AppendHandle, FileStore, Store, WriteLock};
+
+/// `Session::parent_idx` of a slot whose parent does not resolve.
+const NO_PARENT: usize = usize::MAX;
 
 /// The `customType` of the hidden entry that makes a leaf move durable.
 pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
@@ -297,8 +301,11 @@ enum Disk {
 pub struct Session {
     header: SessionHeader,
     pub(crate) slots: Vec<Slot>,
-    by_id: HashMap<String, usize>,
-    children: HashMap<String, Vec<usize>>,
+    by_id: IdMap<usize>,
+    /// For each slot, the slot its `parentId` resolves to through `by_id`
+    /// ([`NO_PARENT`] when none): walks follow indices, not hash lookups.
+    parent_idx: Vec<usize>,
+    children: IdMap<Vec<usize>>,
     labels: IndexMap<String, String>,
     leaf: Option<String>,
     leaf_moved: bool,
@@ -334,8 +341,9 @@ impl Session {
         Session {
             header,
             slots: vec![],
-            by_id: HashMap::new(),
-            children: HashMap::new(),
+            by_id: IdMap::default(),
+            parent_idx: Vec::new(),
+            children: IdMap::default(),
             labels: IndexMap::new(),
             leaf: None,
             leaf_moved: false,
@@ -578,6 +586,7 @@ impl Session {
         self.migration = report;
         self.diagnostics = vec![];
         self.source = Some(src.clone());
+        self.reserve(index.entries.len());
         for e in index.entries {
             self.push_loaded(Slot::indexed(e));
         }
@@ -605,6 +614,7 @@ impl Session {
         self.migration = report;
         self.diagnostics = scanned.diagnostics;
         self.source = Some(src);
+        self.reserve(scanned.entries.len());
         for e in scanned.entries {
             self.push_loaded(Slot::scanned(e));
         }
@@ -646,7 +656,41 @@ impl Session {
 
     fn push(&mut self, slot: Slot) -> usize {
         self.leaf = Some(slot.id.clone());
-        self.push_loaded(slot)
+        let i = self.push_loaded(slot);
+        let own = self.slots[i].parent_id.as_deref().and_then(|p| self.by_id.get(p).copied());
+        self.parent_idx.push(own.unwrap_or(NO_PARENT));
+        // Entries naming this id as their parent now resolve to it (the later line wins).
+        if let Some(kids) = self.children.get(&self.slots[i].id) {
+            for &k in kids {
+                if let Some(slot) = self.parent_idx.get_mut(k) {
+                    *slot = i;
+                }
+            }
+        }
+        i
+    }
+
+    /// Resolves every slot's parent (after a bulk load through `push_loaded`).
+    fn rebuild_parents(&mut self) {
+        let by_id = &self.by_id;
+        self.parent_idx = self
+            .slots
+            .iter()
+            .map(|s| s.parent_id.as_deref().and_then(|p| by_id.get(p).copied()).unwrap_or(NO_PARENT))
+            .collect();
+    }
+
+    /// The slot the parent of slot `i` resolves to.
+    pub(crate) fn parent_of(&self, i: usize) -> Option<usize> {
+        self.parent_idx.get(i).copied().filter(|&p| p != NO_PARENT)
+    }
+
+    /// Room for `n` more entries, so a bulk load never doubles past what it needs.
+    fn reserve(&mut self, n: usize) {
+        self.slots.reserve_exact(n);
+        self.by_id.reserve(n);
+        // Most entries are some entry's parent.
+        self.children.reserve(n);
     }
 
     /// [`Session::push`] without moving the leaf (a bulk load sets it once, at the end).
@@ -678,6 +722,7 @@ impl Session {
     }
 
     fn mark_duplicates(&mut self) {
+        self.rebuild_parents();
         // Children lists were filled in file order; drop lines a later duplicate replaced.
         let slots = &self.slots;
         for list in self.children.values_mut() {
@@ -717,7 +762,7 @@ impl Session {
                 walk.push(i);
                 let e = &self.slots[i];
                 cur = match &e.parent_id {
-                    Some(p) if p != &e.id => self.by_id.get(p).copied(),
+                    Some(p) if p != &e.id => self.parent_of(i),
                     _ => None,
                 };
             }
@@ -794,6 +839,7 @@ impl Session {
         let timestamp = self.now_iso();
         self.header = SessionHeader::new(id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
         self.slots.clear();
+        self.parent_idx.clear();
         self.by_id.clear();
         self.children.clear();
         self.labels.clear();
@@ -969,7 +1015,24 @@ impl Session {
         let Some(start) = from.or(self.leaf.as_deref()).and_then(|id| self.by_id.get(id).copied()) else {
             return vec![];
         };
-        let mut seen = HashSet::new();
+        // A path without a repeated entry is at most every slot long: walk
+        // without bookkeeping, and only a walk that gets longer (a parent
+        // cycle) is walked again with a set of the positions seen.
+        let mut out = vec![];
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            if out.len() == self.slots.len() {
+                return self.branch_indices_with_cycle(start);
+            }
+            out.push(i);
+            cur = self.parent_of(i);
+        }
+        out.reverse();
+        out
+    }
+
+    fn branch_indices_with_cycle(&self, start: usize) -> Vec<usize> {
+        let mut seen: HashSet<usize, IdHash> = HashSet::default();
         let mut out = vec![];
         let mut cur = Some(start);
         while let Some(i) = cur {
@@ -977,7 +1040,7 @@ impl Session {
                 break;
             }
             out.push(i);
-            cur = self.slots[i].parent_id.as_deref().and_then(|p| self.by_id.get(p).copied());
+            cur = self.parent_of(i);
         }
         out.reverse();
         out
@@ -1301,6 +1364,7 @@ impl Session {
 
         self.header = header;
         self.slots.clear();
+        self.parent_idx.clear();
         self.by_id.clear();
         self.children.clear();
         self.labels.clear();
