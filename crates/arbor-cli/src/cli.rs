@@ -243,6 +243,41 @@ fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
     format!("{} {} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), e.entry_type(), entry_text(e, calls, home))
 }
 
+/// Writes a context as `serde_json::to_writer(&ctx)` would (the same bytes),
+/// encoding the messages on all cores, a batch at a time so that only one
+/// batch's text is held at once.
+fn write_context_json(out: &mut dyn Write, ctx: &arbor_context::SessionContext) -> Result<()> {
+    const BATCH: usize = 256;
+    let encode = |part: &[serde_json::Value]| -> serde_json::Result<Vec<Vec<u8>>> {
+        part.iter().map(serde_json::to_vec).collect()
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    out.write_all(b"{\"messages\":[")?;
+    let mut first = true;
+    for batch in ctx.messages.chunks(BATCH * threads) {
+        let chunk = batch.len().div_ceil(threads).max(1);
+        let parts: Vec<serde_json::Result<Vec<Vec<u8>>>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = batch.chunks(chunk).map(|part| (part, sc.spawn(move || encode(part)))).collect();
+            handles.into_iter().map(|(part, h)| h.join().unwrap_or_else(|_| encode(part))).collect()
+        });
+        for part in parts {
+            for m in part? {
+                if !first {
+                    out.write_all(b",")?;
+                }
+                first = false;
+                out.write_all(&m)?;
+            }
+        }
+    }
+    out.write_all(b"],\"thinkingLevel\":")?;
+    serde_json::to_writer(&mut *out, &ctx.thinking_level)?;
+    out.write_all(b",\"model\":")?;
+    serde_json::to_writer(&mut *out, &ctx.model)?;
+    out.write_all(b"}")?;
+    Ok(())
+}
+
 /// Leaves a large read-only value to the end of the process instead of
 /// freeing it piece by piece: the answer is written, and a session of a
 /// million entries takes longer to free than to answer from. Only for values
@@ -404,10 +439,11 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 .collect();
             let keep = arbor_context::context_positions(&heads, |p| s.entry_at(idx[p]));
             // Decoded without being kept, and moved into the context: one copy of each message.
-            let path: Vec<Entry> = keep.iter().filter_map(|&p| s.decode_at(idx[p])).collect();
+            let wanted: Vec<usize> = keep.iter().map(|&p| idx[p]).collect();
+            let path: Vec<Entry> = s.decode_many(&wanted).into_iter().flatten().collect();
             let ctx = arbor_context::build_context_from_entries(path);
             match (json, llm) {
-                (true, false) => serde_json::to_writer(&mut *out, &ctx)?,
+                (true, false) => write_context_json(out, &ctx)?,
                 (true, true) => serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?,
                 (false, _) => crate::transcript::write_transcript(out, &ctx, llm)?,
             }
@@ -547,4 +583,27 @@ fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod context_json_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn parallel_context_json_is_byte_identical_to_serde() {
+        for n in [0usize, 1, 3, 200, 2000] {
+            let mut ctx = arbor_context::SessionContext::empty();
+            ctx.messages = (0..n)
+                .map(|i| serde_json::json!({"role": "user", "content": format!("m{i} \"q\" \u{e9}\n"), "timestamp": i}))
+                .collect();
+            if n > 1 {
+                ctx.model = Some(arbor_context::ModelRef { provider: "p".into(), model_id: "m".into() });
+                ctx.thinking_level = "high".into();
+            }
+            let mut ours = Vec::new();
+            write_context_json(&mut ours, &ctx).unwrap();
+            assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(&ctx).unwrap());
+        }
+    }
 }

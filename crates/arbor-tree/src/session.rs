@@ -959,6 +959,34 @@ impl Session {
             None => s.decode(self.src()),
         })
     }
+    /// [`Session::decode_at`] for many positions, decoded on all cores (in order).
+    pub fn decode_many(&self, indices: &[usize]) -> Vec<Option<Entry>> {
+        let (slots, src) = (&self.slots, self.source.as_deref());
+        let one = |i: usize| {
+            slots.get(i).map(|s| match s.entry.get() {
+                Some(e) => (**e).clone(),
+                None => s.decode(src),
+            })
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        if threads < 2 || indices.len() < 64 {
+            return indices.iter().map(|&i| one(i)).collect();
+        }
+        let chunk = indices.len().div_ceil(threads);
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = indices
+                .chunks(chunk)
+                .map(|part| (part, sc.spawn(move || part.iter().map(|&i| one(i)).collect::<Vec<_>>())))
+                .collect();
+            let mut out = Vec::with_capacity(indices.len());
+            for (part, h) in handles {
+                // A decoding thread cannot panic on data; if it did anyway, decode its part here.
+                out.extend(h.join().unwrap_or_else(|_| part.iter().map(|&i| one(i)).collect()));
+            }
+            out
+        })
+    }
+
     /// The id of the entry at a position in file order (no decoding).
     pub fn id_at(&self, index: usize) -> Option<&str> {
         self.slots.get(index).map(|s| s.id.as_str())
