@@ -1,10 +1,10 @@
-//! `cargo xtask bench`: end-to-end timing of `arbor-log`'s `scan` example on a
-//! generated session, next to yardsticks (`wc -l`, `cat`, python's
-//! `json.loads` per line) measured in the same run on the same warm file.
+//! `cargo xtask bench`: end-to-end timing of `arbor context`, `arbor tree` and
+//! `arbor-log`'s `scan` example on generated sessions, next to yardsticks
+//! (`wc -l`, `cat`, python's `json.loads` per line) measured in the same run on
+//! the same warm file.
 //!
 //! Any command line can be a row ([`BenchCmd`] + [`bench_command`]), so new
-//! rows (for example `arbor context FILE --json`) are one more entry in
-//! [`rows`] or a `--cmd` on the command line.
+//! rows are one more entry in [`rows`] or a `--cmd` on the command line.
 
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -33,6 +33,9 @@ print(n)
 
 const MB: f64 = 1_000_000.0;
 
+/// Label of the python yardstick row.
+const PYTHON: &str = "python3 json.loads";
+
 #[derive(Debug)]
 struct Opts {
     entries: Option<usize>,
@@ -43,6 +46,11 @@ struct Opts {
     file: Option<PathBuf>,
     extra: Vec<String>,
     yardsticks: bool,
+    /// The issue's set: 10k and 100k realistic, 1M small (and 1M realistic with `huge`).
+    all: bool,
+    huge: bool,
+    /// Also time the full-decode scan (`SessionLog::read` + `into_entries`).
+    full_scan: bool,
 }
 
 fn parse_opts(args: &[String]) -> Result<Opts> {
@@ -55,6 +63,9 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         file: None,
         extra: Vec::new(),
         yardsticks: true,
+        all: false,
+        huge: false,
+        full_scan: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -63,6 +74,9 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--quick" => o.quick = true,
             "--small" => o.shape = Shape::Small,
             "--no-yardsticks" => o.yardsticks = false,
+            "--all" => o.all = true,
+            "--huge" => o.huge = true,
+            "--full-scan" => o.full_scan = true,
             "--entries" => o.entries = Some(value("--entries")?.parse().context("--entries")?),
             "--seed" => o.seed = value("--seed")?.parse().context("--seed")?,
             "--runs" => o.runs = value("--runs")?.parse().context("--runs")?,
@@ -84,6 +98,8 @@ pub struct BenchCmd {
     pub argv: Vec<OsString>,
     /// Capture stdout (for commands that report numbers); otherwise it goes to /dev/null.
     pub capture_stdout: bool,
+    /// Extra environment variables for the command.
+    pub env: Vec<(String, String)>,
 }
 
 impl BenchCmd {
@@ -92,11 +108,21 @@ impl BenchCmd {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
-        BenchCmd { label: label.to_owned(), argv: argv.into_iter().map(Into::into).collect(), capture_stdout: false }
+        BenchCmd {
+            label: label.to_owned(),
+            argv: argv.into_iter().map(Into::into).collect(),
+            capture_stdout: false,
+            env: Vec::new(),
+        }
     }
 
     fn capturing(mut self) -> Self {
         self.capture_stdout = true;
+        self
+    }
+
+    fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
         self
     }
 }
@@ -138,7 +164,7 @@ pub fn bench_command(dir: &Path, cmd: &BenchCmd, runs: usize) -> Result<Measured
     let mut out = Vec::with_capacity(runs);
     for i in 0..runs {
         let mut c = Command::new(program);
-        c.args(args).current_dir(dir);
+        c.args(args).current_dir(dir).envs(cmd.env.iter().map(|(k, v)| (k, v)));
         let run = run_measured(&mut c, cmd.capture_stdout).with_context(|| format!("running {}", cmd.label))?;
         if !run.status.success() {
             bail!("{} failed ({})", cmd.label, run.status);
@@ -173,19 +199,56 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         .map(PathBuf::from)
         .context("cargo metadata has no target_directory")?;
 
-    eprintln!("== building the scan example (release)");
+    eprintln!("== building the scan example and arbor (release)");
     let status = crate::cargo()
-        .args(["build", "--release", "-p", "arbor-log", "--example", "scan"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "arbor-log",
+            "-p",
+            "arbor-tree",
+            "-p",
+            "arbor-cli",
+            "--example",
+            "scan",
+            "--example",
+            "append",
+            "--bin",
+            "arbor",
+        ])
         .current_dir(root)
         .status()
         .context("running cargo build")?;
     if !status.success() {
-        bail!("cargo build --release -p arbor-log --example scan failed ({status})");
+        bail!("building the scan example and arbor (release) failed ({status})");
     }
-    let scan = target.join("release").join("examples").join(format!("scan{}", std::env::consts::EXE_SUFFIX));
+    let release = target.join("release");
+    let bins = Bins {
+        scan: release.join("examples").join(format!("scan{}", std::env::consts::EXE_SUFFIX)),
+        append: release.join("examples").join(format!("append{}", std::env::consts::EXE_SUFFIX)),
+        arbor: release.join(format!("arbor{}", std::env::consts::EXE_SUFFIX)),
+    };
 
-    let (file, generated) = match &opts.file {
-        Some(f) => (f.clone(), None),
+    let sessions: Vec<(PathBuf, Option<usize>)> = match &opts.file {
+        Some(f) => vec![(f.clone(), None)],
+        None if opts.all || opts.huge => {
+            let mut set = vec![];
+            if opts.all {
+                set.push((Shape::Realistic, 10_000));
+                set.push((Shape::Realistic, 100_000));
+                set.push((Shape::Small, 1_000_000));
+            }
+            if opts.huge {
+                set.push((Shape::Realistic, 1_000_000));
+            }
+            let mut out = vec![];
+            for (shape, entries) in set {
+                let gen_opts = GenOptions { entries, seed: opts.seed, shape };
+                out.push((cached_session(&target, gen_opts)?, Some(entries)));
+            }
+            out
+        }
         None => {
             let entries = opts.entries.unwrap_or(match (opts.shape, opts.quick) {
                 (Shape::Realistic, false) => 100_000,
@@ -194,27 +257,102 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
                 (Shape::Small, true) => 100_000,
             });
             let gen_opts = GenOptions { entries, seed: opts.seed, shape: opts.shape };
-            (cached_session(&target, gen_opts)?, Some(entries))
+            vec![(cached_session(&target, gen_opts)?, Some(entries))]
         }
     };
-    let file_bytes = fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?.len();
 
-    // Warm the page cache so that every row (and every run) reads from memory.
-    io::copy(&mut File::open(&file)?, &mut io::sink())?;
-
-    let commands = rows(&scan, &file, &opts)?;
-    eprintln!("== {} runs of {} command(s) on {}", opts.runs, commands.len(), file.display());
-    let mut results = Vec::new();
-    for cmd in &commands {
-        results.push(bench_command(root, cmd, opts.runs)?);
+    let mut summary = Vec::new();
+    for (file, generated) in sessions {
+        let file_bytes = fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?.len();
+        // Warm the page cache so that every row (and every run) reads from memory.
+        io::copy(&mut File::open(&file)?, &mut io::sink())?;
+        // The indexed rows measure reopening an unchanged file: build its sidecar index first.
+        let status = Command::new(&bins.arbor)
+            .args([OsString::from("tree"), file.clone().into(), "--json".into()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .context("running arbor tree to build the sidecar index")?;
+        if !status.success() {
+            bail!("arbor tree {} failed ({status})", file.display());
+        }
+        let commands = rows(&bins, &file, &opts)?;
+        eprintln!("== {} runs of {} command(s) on {}", opts.runs, commands.len(), file.display());
+        let mut results = Vec::new();
+        for cmd in &commands {
+            results.push(bench_command(root, cmd, opts.runs)?);
+        }
+        report(&file, file_bytes, generated, &opts, &results);
+        if file_bytes <= APPEND_MAX_BYTES {
+            appends(root, &bins, &file)?;
+        }
+        summary.push((file, file_bytes, results));
     }
-    report(&file, file_bytes, generated, &opts, &results);
+    if summary.len() > 1 {
+        report_summary(&summary);
+    }
     Ok(())
 }
 
+/// Files up to this size also get the append measurement (it copies the file first).
+const APPEND_MAX_BYTES: u64 = 1_000_000_000;
+
+/// Appends to an open session (the `append` example on a copy of `file`):
+/// 10,000 buffered appends, then 1,000 with an fdatasync after each.
+fn appends(root: &Path, bins: &Bins, file: &Path) -> Result<()> {
+    for (n, fsync) in [("10000", false), ("1000", true)] {
+        let mut c = Command::new(&bins.append);
+        c.arg(file).arg(n).current_dir(root);
+        if fsync {
+            c.arg("--fsync");
+        }
+        let out = c.output().context("running the append example")?;
+        if !out.status.success() {
+            bail!("append example failed ({})", out.status);
+        }
+        let v: Value = serde_json::from_slice(&out.stdout).context("append example output")?;
+        let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        println!(
+            "appends to the open session ({} entries): {} {} in {:.3} s = {:.0} appends/s (open took {:.3} s)",
+            num("entries_before"),
+            n,
+            if fsync { "appends, fdatasync after each," } else { "appends, buffered," },
+            num("append_secs"),
+            num("appends_per_sec"),
+            num("open_secs"),
+        );
+    }
+    Ok(())
+}
+
+/// The release binaries the built-in rows run.
+#[derive(Debug)]
+struct Bins {
+    scan: PathBuf,
+    arbor: PathBuf,
+    append: PathBuf,
+}
+
+/// Labels of the built-in arbor rows.
+const SCAN: &str = "arbor-log scan (light)";
+const FULL_SCAN: &str = "arbor-log scan (full decode)";
+const CONTEXT: &str = "arbor context --json (scan)";
+const TREE: &str = "arbor tree --json (scan)";
+const CONTEXT_INDEXED: &str = "arbor context --json (sidecar index)";
+const TREE_INDEXED: &str = "arbor tree --json (sidecar index)";
+
 /// The rows of the table, arbor's first. Add new built-in rows here.
-fn rows(scan: &Path, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
-    let mut rows = vec![BenchCmd::new("arbor-log scan", [scan.as_os_str(), file.as_os_str()]).capturing()];
+fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
+    let (scan, arbor, f) = (bins.scan.as_os_str(), bins.arbor.as_os_str(), file.as_os_str());
+    let mut rows = vec![
+        BenchCmd::new(CONTEXT, [arbor, "context".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_NO_INDEX", "1"),
+        BenchCmd::new(TREE, [arbor, "tree".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_NO_INDEX", "1"),
+        BenchCmd::new(CONTEXT_INDEXED, [arbor, "context".as_ref(), f, "--json".as_ref()]),
+        BenchCmd::new(TREE_INDEXED, [arbor, "tree".as_ref(), f, "--json".as_ref()]),
+        BenchCmd::new(SCAN, [scan, "--light".as_ref(), f]).capturing(),
+    ];
+    if opts.full_scan {
+        rows.push(BenchCmd::new(FULL_SCAN, [scan, f]).capturing());
+    }
     for spec in &opts.extra {
         let (label, line) = spec.split_once('=').with_context(|| format!("--cmd {spec:?}: expected LABEL=COMMAND"))?;
         let argv: Vec<OsString> = line
@@ -230,18 +368,15 @@ fn rows(scan: &Path, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
         if argv.is_empty() {
             bail!("--cmd {spec:?}: empty command");
         }
-        rows.push(BenchCmd { label: label.trim().to_owned(), argv, capture_stdout: false });
+        rows.push(BenchCmd { label: label.trim().to_owned(), argv, capture_stdout: false, env: Vec::new() });
     }
     if opts.yardsticks {
         rows.push(BenchCmd::new("wc -l", [OsString::from("wc"), "-l".into(), file.into()]));
         rows.push(BenchCmd::new("cat > /dev/null", [OsString::from("cat"), file.into()]));
         if have_python() {
             rows.push(
-                BenchCmd::new(
-                    "python3 json.loads",
-                    [OsString::from("python3"), "-c".into(), PYTHON_LOOP.into(), file.into()],
-                )
-                .capturing(),
+                BenchCmd::new(PYTHON, [OsString::from("python3"), "-c".into(), PYTHON_LOOP.into(), file.into()])
+                    .capturing(),
             );
         } else {
             eprintln!("(python3 not found: no python yardstick)");
@@ -287,7 +422,7 @@ fn report(file: &Path, file_bytes: u64, generated: Option<usize>, opts: &Opts, r
         let t = secs(m.median());
         let rss_mb = kib_to_mb(m.peak_rss_kib());
         let entries = match m.cmd.label.as_str() {
-            "arbor-log scan" => {
+            SCAN | FULL_SCAN => {
                 let v: Option<Value> = serde_json::from_slice(m.last_stdout()).ok();
                 let n = v.as_ref().and_then(|v| v.get("entries")).and_then(Value::as_u64);
                 scan_json = v;
@@ -312,7 +447,7 @@ fn report(file: &Path, file_bytes: u64, generated: Option<usize>, opts: &Opts, r
     if let Some(v) = &scan_json {
         let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         println!(
-            "arbor-log scan in process (SessionLog::read + into_entries): {:.3} s, {:.0} MB/s, \
+            "arbor-log scan in process (the last scan row, without process start and exit): {:.3} s, {:.0} MB/s, \
              VmHWM {:.1} MB; {} lines, {} entries, {} diagnostics",
             num("secs"),
             num("mb_per_s"),
@@ -323,15 +458,61 @@ fn report(file: &Path, file_bytes: u64, generated: Option<usize>, opts: &Opts, r
         );
     }
     let find = |label: &str| results.iter().find(|m| m.cmd.label == label);
-    if let Some(arbor) = find("arbor-log scan") {
-        for other in ["python3 json.loads", "wc -l", "cat > /dev/null"] {
+    for label in [CONTEXT, TREE, CONTEXT_INDEXED, TREE_INDEXED, SCAN, FULL_SCAN] {
+        let Some(arbor) = find(label) else { continue };
+        let mut parts = vec![];
+        for other in [PYTHON, "wc -l", "cat > /dev/null"] {
             if let Some(o) = find(other) {
                 let (a, b) = (secs(arbor.median()), secs(o.median()));
                 if a > 0.0 && b > 0.0 {
-                    println!("arbor-log scan takes {:.2}x the time of {other}", a / b);
+                    parts.push(format!("{:.2}x {other}", a / b));
                 }
             }
         }
+        let rss = kib_to_mb(arbor.peak_rss_kib());
+        println!(
+            "{label}: {}; peak RSS {:.0} MB = {:.2}x the file",
+            parts.join(", "),
+            rss,
+            rss / (file_bytes as f64 / MB).max(f64::MIN_POSITIVE)
+        );
+    }
+}
+
+/// One line per session: the ratios the performance issue sets targets for.
+fn report_summary(all: &[(PathBuf, u64, Vec<Measured>)]) {
+    println!();
+    println!(
+        "| session | file MB | context s | context / python | context / wc -l | context RSS / file | \
+         tree s | tree / wc -l | tree RSS MB | context, indexed s | tree, indexed s | python s | wc -l s |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (file, bytes, results) in all {
+        let find = |label: &str| results.iter().find(|m| m.cmd.label == label);
+        let t = |label: &str| find(label).map(|m| secs(m.median()));
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+            _ => "-".to_owned(),
+        };
+        let size_mb = *bytes as f64 / MB;
+        let rss = |label: &str| find(label).map(|m| kib_to_mb(m.peak_rss_kib()));
+        let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
+        println!(
+            "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            size_mb,
+            opt(t(CONTEXT), 3),
+            ratio(t(CONTEXT), t(PYTHON)),
+            ratio(t(CONTEXT), t("wc -l")),
+            rss(CONTEXT).map_or("-".to_owned(), |r| format!("{:.2}", r / size_mb)),
+            opt(t(TREE), 3),
+            ratio(t(TREE), t("wc -l")),
+            opt(rss(TREE), 0),
+            opt(t(CONTEXT_INDEXED), 3),
+            opt(t(TREE_INDEXED), 3),
+            opt(t(PYTHON), 3),
+            opt(t("wc -l"), 3),
+        );
     }
 }
 
@@ -356,9 +537,12 @@ mod tests {
         let o = parse_opts(&args).unwrap();
         assert!(o.quick);
         assert_eq!(o.runs, 5);
-        let rows = rows(Path::new("scan"), Path::new("/d/s.jsonl"), &o).unwrap();
-        assert_eq!(rows[1].label, "tree");
-        assert_eq!(rows[1].argv, ["arbor", "tree", "/d/s.jsonl", "--json"].map(OsString::from));
+        let bins = Bins { scan: "scan".into(), arbor: "arbor".into(), append: "append".into() };
+        let rows = rows(&bins, Path::new("/d/s.jsonl"), &o).unwrap();
+        assert_eq!(rows[0].label, CONTEXT);
+        assert_eq!(rows[0].argv, ["arbor", "context", "/d/s.jsonl", "--json"].map(OsString::from));
+        let extra = rows.iter().find(|r| r.label == "tree").unwrap();
+        assert_eq!(extra.argv, ["arbor", "tree", "/d/s.jsonl", "--json"].map(OsString::from));
         assert!(parse_opts(&["--bogus".to_owned()]).is_err());
         assert!(parse_opts(&["--runs".to_owned()]).is_err());
     }

@@ -27,8 +27,12 @@ commands:
                                     `[lints] workspace = true` and `//!` crate docs
   gen-session OUT ENTRIES [SEED]    write a synthetic pi v3 session (deterministic per seed)
       --small                       ~450-byte entries with a deep active path (use with ~1000000)
-  bench [options]                   release-build `arbor-log`'s `scan` example and time it on a
-                                    generated session, next to wc/cat/python yardsticks
+  bench [options]                   release-build arbor and `arbor-log`'s `scan` example and time
+                                    `arbor context/tree --json` and the light scan on a generated
+                                    session, next to wc/cat/python yardsticks
+      --all                         the issue's set: 10k and 100k realistic, 1M small
+      --huge                        add 1M realistic entries (~3 GB on disk, generated once)
+      --full-scan                   also time the full-decode scan (SessionLog::read)
       --quick                       10k entries instead of 100k (100k instead of 1M with --small)
       --entries N                   number of entries to generate
       --small                       use the small-entry, deep-path shape

@@ -218,7 +218,9 @@ enum Command {
 fn options(args_ids: IdMode, read_only: bool) -> SessionOptions {
     // The CLI never turns a missing or damaged file into a new session: a
     // writer refuses it with the same error a reader gives.
-    let opts = SessionOptions { read_only, create_or_recover: false, ..SessionOptions::default() };
+    // `ARBOR_NO_INDEX` (any value) neither reads nor writes the sidecar index `FILE.arbor-index`.
+    let sidecar_index = std::env::var_os("ARBOR_NO_INDEX").is_none();
+    let opts = SessionOptions { read_only, create_or_recover: false, sidecar_index, ..SessionOptions::default() };
     match args_ids {
         IdMode::Random => opts,
         IdMode::Counter => opts.with_ids(CounterIds::new()),
@@ -259,6 +261,49 @@ fn write_entries_json(out: &mut dyn Write, items: impl Iterator<Item = impl AsRe
 
 fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
     format!("{} {} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), e.entry_type(), entry_text(e, calls, home))
+}
+
+/// Writes a context as `serde_json::to_writer(&ctx)` would (the same bytes),
+/// encoding the messages on all cores, a batch at a time so that only one
+/// batch's text is held at once.
+fn write_context_json(out: &mut dyn Write, ctx: &arbor_context::SessionContext) -> Result<()> {
+    const BATCH: usize = 256;
+    let encode = |part: &[serde_json::Value]| -> serde_json::Result<Vec<Vec<u8>>> {
+        part.iter().map(serde_json::to_vec).collect()
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    out.write_all(b"{\"messages\":[")?;
+    let mut first = true;
+    for batch in ctx.messages.chunks(BATCH * threads) {
+        let chunk = batch.len().div_ceil(threads).max(1);
+        let parts: Vec<serde_json::Result<Vec<Vec<u8>>>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = batch.chunks(chunk).map(|part| (part, sc.spawn(move || encode(part)))).collect();
+            handles.into_iter().map(|(part, h)| h.join().unwrap_or_else(|_| encode(part))).collect()
+        });
+        for part in parts {
+            for m in part? {
+                if !first {
+                    out.write_all(b",")?;
+                }
+                first = false;
+                out.write_all(&m)?;
+            }
+        }
+    }
+    out.write_all(b"],\"thinkingLevel\":")?;
+    serde_json::to_writer(&mut *out, &ctx.thinking_level)?;
+    out.write_all(b",\"model\":")?;
+    serde_json::to_writer(&mut *out, &ctx.model)?;
+    out.write_all(b"}")?;
+    Ok(())
+}
+
+/// Leaves a large read-only value to the end of the process instead of
+/// freeing it piece by piece: the answer is written, and a session of a
+/// million entries takes longer to free than to answer from. Only for values
+/// that own no file handle needing a flush (a read-only session's writer is never opened).
+fn exit_without_freeing<T>(value: T) {
+    std::mem::forget(value);
 }
 
 fn home() -> Option<String> {
@@ -310,6 +355,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             } else {
                 print_tree(&s, out)?;
             }
+            exit_without_freeing(s);
         }
         Command::Path { file, id, json } => {
             let s = open_read(&file, ids)?;
@@ -401,16 +447,31 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             if let Some(id) = &leaf {
                 s.branch(id).with_context(|| file.display().to_string())?;
             }
-            let path = s.get_branch(None);
-            let ctx = arbor_context::build_context_from_path(&path);
+            // Only the entries the context reads are decoded (see `context_positions`).
+            let idx = s.branch_indices(None);
+            let heads: Vec<arbor_context::PathHead> = idx
+                .iter()
+                .map(|&i| arbor_context::PathHead {
+                    id: s.id_at(i).unwrap_or_default(),
+                    entry_type: s.entry_type_at(i).unwrap_or_default(),
+                    role: s.message_role_at(i),
+                })
+                .collect();
+            let keep = arbor_context::context_positions(&heads, |p| s.entry_at(idx[p]));
+            // Decoded without being kept, and moved into the context: one copy of each message.
+            let wanted: Vec<usize> = keep.iter().map(|&p| idx[p]).collect();
+            let path: Vec<Entry> = s.decode_many(&wanted).into_iter().flatten().collect();
+            let ctx = arbor_context::build_context_from_entries(path);
             match (json, llm) {
-                (true, false) => serde_json::to_writer(&mut *out, &ctx)?,
+                (true, false) => write_context_json(out, &ctx)?,
                 (true, true) => serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?,
                 (false, _) => crate::transcript::write_transcript(out, &ctx, llm)?,
             }
             if json {
                 out.write_all(b"\n")?;
             }
+            exit_without_freeing(s);
+            exit_without_freeing(ctx);
         }
         Command::Check { files, json } => {
             let mut worst = None;
@@ -551,4 +612,27 @@ pub(crate) fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod context_json_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn parallel_context_json_is_byte_identical_to_serde() {
+        for n in [0usize, 1, 3, 200, 2000] {
+            let mut ctx = arbor_context::SessionContext::empty();
+            ctx.messages = (0..n)
+                .map(|i| serde_json::json!({"role": "user", "content": format!("m{i} \"q\" \u{e9}\n"), "timestamp": i}))
+                .collect();
+            if n > 1 {
+                ctx.model = Some(arbor_context::ModelRef { provider: "p".into(), model_id: "m".into() });
+                ctx.thinking_level = "high".into();
+            }
+            let mut ours = Vec::new();
+            write_context_json(&mut ours, &ctx).unwrap();
+            assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(&ctx).unwrap());
+        }
+    }
 }

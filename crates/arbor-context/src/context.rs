@@ -164,6 +164,46 @@ pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContex
 ///   the entries from its `firstKeptEntryId` (inclusive) up to it; if that id
 ///   is not on the path before it, nothing from before it is kept.
 pub fn build_context_from_path(path: &[&Entry]) -> SessionContext {
+    let (mut ctx, plan) = plan_context(path);
+    for step in plan {
+        match step {
+            Step::Summary(m) => ctx.messages.push(m),
+            Step::Entry(i) => ctx.messages.extend(entry_message(path[i])),
+        }
+    }
+    ctx
+}
+
+/// [`build_context_from_path`] over owned entries: the same context, with
+/// each message moved into it instead of copied, so the context never holds
+/// a second copy of the messages it was built from.
+pub fn build_context_from_entries(path: Vec<Entry>) -> SessionContext {
+    let (mut ctx, plan) = {
+        let refs: Vec<&Entry> = path.iter().collect();
+        plan_context(&refs)
+    };
+    let mut path: Vec<Option<Entry>> = path.into_iter().map(Some).collect();
+    for step in plan {
+        match step {
+            Step::Summary(m) => ctx.messages.push(m),
+            Step::Entry(i) => {
+                if let Some(e) = path[i].take() {
+                    ctx.messages.extend(entry_message_owned(e));
+                }
+            }
+        }
+    }
+    ctx
+}
+
+/// One message of the context, in order: a made-up one, or the one of the path's entry at a position.
+enum Step {
+    Summary(Value),
+    Entry(usize),
+}
+
+/// The settings of a path (spec 4.1 steps 3–4) and where its messages come from (step 5).
+fn plan_context(path: &[&Entry]) -> (SessionContext, Vec<Step>) {
     let mut ctx = SessionContext::empty();
     let mut compaction: Option<(usize, &Compaction, &Entry)> = None;
     for (i, entry) in path.iter().enumerate() {
@@ -194,19 +234,63 @@ pub fn build_context_from_path(path: &[&Entry]) -> SessionContext {
         }
     }
 
+    let mut plan = Vec::new();
     match compaction {
-        None => ctx.messages.extend(path.iter().filter_map(|e| entry_message(e))),
+        None => plan.extend((0..path.len()).map(Step::Entry)),
         Some((k, c, entry)) => {
-            ctx.messages.push(compaction_summary_message(c, &entry.timestamp));
+            plan.push(Step::Summary(compaction_summary_message(c, &entry.timestamp)));
             if let Some(first) = c.first_kept_entry_id.as_deref() {
                 if let Some(start) = path[..k].iter().position(|e| e.id == first) {
-                    ctx.messages.extend(path[start..k].iter().filter_map(|e| entry_message(e)));
+                    plan.extend((start..k).map(Step::Entry));
                 }
             }
-            ctx.messages.extend(path[k + 1..].iter().filter_map(|e| entry_message(e)));
+            plan.extend((k + 1..path.len()).map(Step::Entry));
         }
     }
-    ctx
+    (ctx, plan)
+}
+
+/// What a path position shows without decoding its entry: enough for
+/// [`context_positions`] to know whether the entry matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathHead<'a> {
+    /// The entry id.
+    pub id: &'a str,
+    /// The entry `type`.
+    pub entry_type: &'a str,
+    /// A message entry's message `role`.
+    pub role: Option<&'a str>,
+}
+
+/// The positions of a root-first path that [`build_context_from_path`] needs:
+/// building from just those entries (in order) gives the same context as
+/// building from the whole path, so a caller that decodes entries on demand
+/// decodes what the answer costs, not the whole path.
+///
+/// Kept: every entry that is not a `message` (settings, compactions, custom
+/// messages, summaries), the last assistant message (it alone decides the
+/// model among messages: each one overwrites the last), and every message
+/// from the last compaction's kept part on (everything, without a
+/// compaction). `entry` is asked only for `compaction` entries, to check that
+/// they decode.
+pub fn context_positions<'a>(heads: &[PathHead<'_>], entry: impl Fn(usize) -> Option<&'a Entry>) -> Vec<usize> {
+    let compaction =
+        (0..heads.len()).rev().filter(|&k| heads[k].entry_type == "compaction").find_map(|k| {
+            match entry(k).map(|e| &e.kind) {
+                Some(EntryKind::Compaction(c)) => Some((k, c)),
+                _ => None,
+            }
+        });
+    let start = match compaction {
+        None => 0,
+        Some((k, c)) => c
+            .first_kept_entry_id
+            .as_deref()
+            .and_then(|first| heads[..k].iter().position(|h| h.id == first))
+            .unwrap_or(k),
+    };
+    let last_assistant = heads.iter().rposition(|h| h.entry_type == "message" && h.role == Some("assistant"));
+    (0..heads.len()).filter(|&p| heads[p].entry_type != "message" || p >= start || Some(p) == last_assistant).collect()
 }
 
 fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
@@ -229,6 +313,14 @@ fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
 /// The entry's ISO timestamp as JavaScript's `new Date(ts).getTime()`: ms, or `null` for NaN.
 pub fn timestamp_ms(ts: &str) -> Value {
     parse_iso_ms(ts).map_or(Value::Null, Value::from)
+}
+
+/// [`entry_message`] for an owned entry: a message is moved, not copied.
+fn entry_message_owned(entry: Entry) -> Option<Value> {
+    match entry.kind {
+        EntryKind::Message(m) => Some(m.message),
+        _ => entry_message(&entry),
+    }
 }
 
 /// The message an entry contributes to the context, if any (pi's `appendMessage`).

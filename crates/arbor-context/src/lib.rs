@@ -27,8 +27,9 @@ mod serialize;
 mod tokens;
 
 pub use context::{
-    branch_summary_message, build_context_from_path, build_session_context, compaction_summary_message, custom_message,
-    timestamp_ms, walk_to_root, Leaf, ModelRef, SessionContext,
+    branch_summary_message, build_context_from_entries, build_context_from_path, build_session_context,
+    compaction_summary_message, context_positions, custom_message, timestamp_ms, walk_to_root, Leaf, ModelRef,
+    PathHead, SessionContext,
 };
 pub use llm::{
     bash_execution_to_text, convert_to_llm, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,

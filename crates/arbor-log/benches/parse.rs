@@ -1,5 +1,7 @@
 //! Criterion benchmarks of reading a session from memory: `SessionLog::read`
-//! alone, and followed by `into_entries` (what `Session::open` does).
+//! alone, and followed by `into_entries` (the full-decode path), and the
+//! light scan index-first loading uses: `scan_line` over every line (one
+//! thread) and `ScannedLog::read` (split over the machine's threads).
 //!
 //! The input is a realistic pi v3 session of about 2000 entries (~6 MB) built
 //! in memory by a small deterministic generator below, so the benchmark needs
@@ -7,7 +9,7 @@
 
 use std::hint::black_box;
 
-use arbor_log::SessionLog;
+use arbor_log::{scan_line, ScanKind, ScannedLog, SessionLog};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
 
@@ -152,6 +154,20 @@ fn bench_parse(c: &mut Criterion) {
     group.bench_function("SessionLog::read + into_entries", |b| {
         b.iter(|| SessionLog::read(black_box(&bytes[..])).map(|log| log.into_entries()))
     });
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    group.bench_function("scan_line (every line, one thread)", |b| {
+        b.iter(|| {
+            let mut objects = 0usize;
+            for line in black_box(&bytes[..]).split_inclusive(|&c| c == b'\n') {
+                if matches!(scan_line(line, true).0, ScanKind::Object(_)) {
+                    objects += 1;
+                }
+            }
+            objects
+        })
+    });
+    let owned = bytes.clone();
+    group.bench_function("ScannedLog::read (all threads)", |b| b.iter(|| ScannedLog::read(black_box(&owned), threads)));
     group.finish();
 }
 

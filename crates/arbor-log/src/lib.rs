@@ -6,7 +6,11 @@
 //! ([`AgentMessage`]), tolerant streaming reading with diagnostics
 //! ([`SessionLog`], [`LineReader`]), appending and atomic rewriting
 //! ([`Appender`], [`atomic_write`]), the v1 → v2 → v3 migrations ([`migrate`]),
-//! id generation ([`IdGenerator`]) and time ([`Clock`]).
+//! id generation ([`IdGenerator`]) and time ([`Clock`]), and the light parallel
+//! scan ([`ScannedLog`], [`scan_source`]) that validates every line exactly as
+//! the streaming reader does but keeps only what an index needs (type, id,
+//! parent, time, role, byte offsets), so bodies can be decoded on demand
+//! through positioned reads ([`ReadAt`]).
 //!
 //! It does not know about parents and children, leaves, labels resolution or
 //! contexts: that is `arbor-tree` and above. It is synchronous and never prints.
@@ -24,11 +28,13 @@ mod diag;
 mod entry;
 mod error;
 mod header;
+mod idhash;
 mod ids;
 mod log;
 mod message;
 mod migrate;
 mod reader;
+mod scan;
 mod writer;
 
 pub use clock::{format_iso_ms, parse_iso_ms, Clock, FixedClock, SystemClock};
@@ -39,6 +45,7 @@ pub use entry::{
 };
 pub use error::LogError;
 pub use header::{is_header, version_of, SessionHeader, CURRENT_VERSION};
+pub use idhash::{IdHash, IdHasher, IdMap};
 pub use ids::{is_pi_entry_id, CounterIds, IdGenerator, RandomIds, SeededIds};
 pub use log::{is_title_slot, LineKind, LogLine, OwnedLine, SessionLog};
 pub use message::{
@@ -47,4 +54,8 @@ pub use message::{
 };
 pub use migrate::{migrate, v1_to_v2, v2_to_v3, MigrationReport, MigrationStep};
 pub use reader::{json_kind, parse_line, trim_line, LineReader, Parsed, RawLine};
+pub use scan::{
+    full_entry, read_exact_at, scan_line, scan_source, ParentField, ReadAt, RecordHead, ScanKind, ScannedEntry,
+    ScannedLine, ScannedLog,
+};
 pub use writer::{atomic_write, backup_copy, repair_tail, side_file, sync_dir, Appender, Durability, TailRepair};

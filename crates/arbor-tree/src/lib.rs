@@ -7,11 +7,18 @@
 //! new / open / continue-recent / in-memory / fork-from; the sessions directory
 //! layout ([`paths`]) and listing ([`list_sessions`]); one writer per file.
 //! Files are reached only through a [`Store`] ([`FileStore`], [`MemoryStore`]).
+//! Current-version files are opened index-first: a parallel light scan keeps
+//! each entry's id, parent, type and byte range, and an entry's body and JSON
+//! text are decoded from the file on first use ([`SessionOptions::index_first`]),
+//! so opening costs a scan and every later question costs what its answer costs.
 //!
 //! It does not know about LLM contexts, models, summaries or async runtimes.
 //!
 //! Promises:
 //! - every walk is cycle-safe and no entry appears twice in a tree;
+//! - index-first and full loading are indistinguishable to callers (same
+//!   entries, JSON text, diagnostics, tree); a line that changed on disk after
+//!   opening decodes as a malformed entry saying so, never as a panic;
 //! - reading never modifies a file; a migrated file is rewritten atomically on
 //!   the first write, a damaged file is backed up before it is replaced;
 //! - a new session reaches disk with its first assistant message, exactly once
@@ -25,6 +32,7 @@ mod listing;
 pub mod paths;
 mod repair;
 mod session;
+mod sidecar;
 mod store;
 mod text;
 mod tree;
@@ -34,6 +42,7 @@ pub use error::TreeError;
 pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
 pub use repair::{repair_file, RepairReport};
 pub use session::{Session, SessionOptions, LEAF_MARKER_TYPE};
+pub use sidecar::{INDEX_SUFFIX, MIN_INDEXED_BYTES};
 pub use store::{lock_path, AppendHandle, FileStore, MemoryStore, Store, StoredFile, WriteLock};
 pub use text::{content_text, message_text};
 pub use tree::{sort_by_timestamp, Tree, TreeNode};

@@ -8,23 +8,29 @@
 //! a migrated file is rewritten atomically on its first write (never on read),
 //! and a damaged file opened for writing is backed up before it is replaced.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use indexmap::IndexMap;
 use serde_json::Value;
 
 use arbor_log::{
-    format_iso_ms, parse_iso_ms, BranchSummary, Clock, Compaction, CustomEntry, CustomMessageEntry, Diagnostic,
-    DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, LabelEntry, MessageEntry, MigrationReport, ModelChange,
-    OwnedLine, RandomIds, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair,
-    ThinkingLevelChange,
+    format_iso_ms, full_entry, parse_iso_ms, read_exact_at, BranchSummary, Clock, Compaction, CustomEntry,
+    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, IdHash, IdMap,
+    LabelEntry, MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, ScannedEntry,
+    ScannedLog, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
+    CURRENT_VERSION,
 };
 
 use crate::error::TreeError;
 use crate::paths::{session_dir_for, session_file_name, sessions_root};
+use crate::sidecar::{self, INDEX_SUFFIX, MIN_INDEXED_BYTES};
 use crate::store::{AppendHandle, FileStore, Store, WriteLock};
+
+/// `Session::parent_idx` of a slot whose parent does not resolve.
+const NO_PARENT: usize = usize::MAX;
 
 /// The `customType` of the hidden entry that makes a leaf move durable.
 pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
@@ -53,6 +59,16 @@ pub struct SessionOptions {
     /// new session at that path, and a file without a usable header is backed
     /// up and replaced. When false, a writer refuses both, as a reader does.
     pub create_or_recover: bool,
+    /// Open current-version files index-first (the default): a parallel light
+    /// scan keeps each entry's place in the file, and bodies are decoded on
+    /// first use. When false, every entry is decoded on open (the reference
+    /// behaviour the tests compare against). Files that need a migration are
+    /// always decoded in full.
+    pub index_first: bool,
+    /// Use and keep the sidecar index `FILE.arbor-index` (the default; see
+    /// [`crate::INDEX_SUFFIX`]): an unchanged file reopens without a scan.
+    /// Only with `index_first`.
+    pub sidecar_index: bool,
 }
 
 impl Default for SessionOptions {
@@ -67,6 +83,8 @@ impl Default for SessionOptions {
             sessions_root: None,
             seeded_migration_ids: true,
             create_or_recover: true,
+            index_first: true,
+            sidecar_index: true,
         }
     }
 }
@@ -101,15 +119,171 @@ impl SessionOptions {
     }
 }
 
+/// One entry of the session. What the tree needs (id, parent, type, role,
+/// time) is always at hand; the decoded entry and its JSON text are filled in
+/// on first use from the line's place in the file (`src`), so opening a file
+/// costs a scan, not a decode of every body.
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
-    pub(crate) entry: Entry,
+    pub(crate) id: String,
+    pub(crate) parent_id: Option<String>,
+    pub(crate) entry_type: Cow<'static, str>,
+    /// The `role` of a message entry's message.
+    pub(crate) role: Option<Cow<'static, str>>,
     /// The line the entry was read from (0 for an entry appended in this process).
     pub(crate) line: usize,
-    pub(crate) json: Box<str>,
     pub(crate) ts_ms: Option<i64>,
     /// False for an earlier line whose id a later line took over.
     pub(crate) live: bool,
+    /// Where the line is in the session's source: (offset, length).
+    src: Option<(u64, usize)>,
+    entry: OnceLock<Box<Entry>>,
+    json: OnceLock<Box<str>>,
+}
+
+/// Names the entry types and roles once, so a million slots do not hold a million copies.
+fn intern(s: &str) -> Cow<'static, str> {
+    const KNOWN: [&str; 20] = [
+        "message",
+        "thinking_level_change",
+        "model_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+        "ttsr_injection",
+        "mode_change",
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "branchSummary",
+        "compactionSummary",
+        "hookMessage",
+        "developer",
+    ];
+    match KNOWN.iter().find(|k| **k == s) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(s.to_owned()),
+    }
+}
+
+impl Slot {
+    /// A slot holding a decoded entry and its JSON text (appends, the slow path).
+    fn decoded(entry: Entry, json: Box<str>, line: usize) -> Slot {
+        Slot {
+            id: entry.id.clone(),
+            parent_id: entry.parent_id.clone(),
+            entry_type: intern(entry.entry_type()),
+            role: entry.message_role().map(intern),
+            line,
+            ts_ms: parse_iso_ms(&entry.timestamp),
+            live: true,
+            src: None,
+            entry: OnceLock::from(Box::new(entry)),
+            json: OnceLock::from(json),
+        }
+    }
+
+    /// A slot from the sidecar index: nothing decoded yet.
+    fn indexed(e: sidecar::IndexedEntry) -> Slot {
+        Slot {
+            id: e.id,
+            parent_id: e.parent_id,
+            entry_type: intern(&e.entry_type),
+            role: e.role.as_deref().map(intern),
+            line: e.line as usize,
+            ts_ms: e.ts_ms,
+            live: true,
+            src: Some((e.offset, e.len as usize)),
+            entry: OnceLock::new(),
+            json: OnceLock::new(),
+        }
+    }
+
+    /// A slot for a scanned line; the entry is decoded now only when the scan did.
+    fn scanned(e: ScannedEntry) -> Slot {
+        let h = e.head;
+        let entry = match h.entry {
+            Some(entry) => OnceLock::from(entry),
+            None => OnceLock::new(),
+        };
+        Slot {
+            id: h.id.unwrap_or_default(),
+            parent_id: match h.parent {
+                ParentField::Id(p) => Some(p),
+                _ => None,
+            },
+            entry_type: intern(h.entry_type.as_deref().unwrap_or_default()),
+            role: h.role.as_deref().map(intern),
+            line: e.line,
+            ts_ms: h.ts_ms,
+            live: true,
+            src: Some((e.offset, e.len)),
+            entry,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The entry, decoded from the source on first use.
+    pub(crate) fn entry(&self, src: Option<&dyn ReadAt>) -> &Entry {
+        self.entry.get_or_init(|| Box::new(self.decode(src)))
+    }
+
+    fn read_line(&self, src: Option<&dyn ReadAt>) -> Result<Vec<u8>, String> {
+        let (Some(src), Some((offset, len))) = (src, self.src) else {
+            return Err("the entry has no source line".to_owned());
+        };
+        let bytes = read_exact_at(src, offset, len).map_err(|e| format!("cannot read line {}: {e}", self.line))?;
+        if bytes.len() != len {
+            return Err(format!("cannot read line {}: the file is shorter than when it was opened", self.line));
+        }
+        Ok(bytes)
+    }
+
+    fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
+        let decoded = self.read_line(src).and_then(|bytes| {
+            full_entry(&bytes)
+                .filter(|e| e.id == self.id)
+                .ok_or_else(|| format!("line {} changed on disk since the session was opened", self.line))
+        });
+        match decoded {
+            Ok(e) => *e,
+            // The file changed under a reader: keep the tree whole and say why the body is missing.
+            Err(error) => Entry {
+                id: self.id.clone(),
+                parent_id: self.parent_id.clone(),
+                timestamp: String::new(),
+                kind: EntryKind::Malformed {
+                    entry_type: self.entry_type.to_string(),
+                    fields: Default::default(),
+                    error,
+                },
+            },
+        }
+    }
+
+    /// The JSON text, read from the source on first use.
+    pub(crate) fn json(&self, src: Option<&dyn ReadAt>) -> &str {
+        self.json.get_or_init(|| match self.read_line(src) {
+            Ok(bytes) => line_json(bytes),
+            Err(_) => entry_json(self.entry(src)),
+        })
+    }
+
+    /// Calls `f` with the JSON text without keeping it (for writers that stream every entry).
+    pub(crate) fn with_json<R>(&self, src: Option<&dyn ReadAt>, f: impl FnOnce(&str) -> R) -> R {
+        if let Some(j) = self.json.get() {
+            return f(j);
+        }
+        match self.read_line(src) {
+            Ok(bytes) => f(&line_json(bytes)),
+            Err(_) => f(&entry_json(self.entry(src))),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -127,13 +301,18 @@ enum Disk {
 pub struct Session {
     header: SessionHeader,
     pub(crate) slots: Vec<Slot>,
-    by_id: HashMap<String, usize>,
-    children: HashMap<String, Vec<usize>>,
+    by_id: IdMap<usize>,
+    /// For each slot, the slot its `parentId` resolves to through `by_id`
+    /// ([`NO_PARENT`] when none): walks follow indices, not hash lookups.
+    parent_idx: Vec<usize>,
+    children: IdMap<Vec<usize>>,
     labels: IndexMap<String, String>,
     leaf: Option<String>,
     leaf_moved: bool,
     has_assistant: bool,
     pub(crate) cycle_roots: HashSet<usize>,
+    /// The file as opened, for decoding entries on demand (`None` when every slot is decoded).
+    source: Option<Arc<dyn ReadAt>>,
     persist: bool,
     file: Option<PathBuf>,
     session_dir: PathBuf,
@@ -162,13 +341,15 @@ impl Session {
         Session {
             header,
             slots: vec![],
-            by_id: HashMap::new(),
-            children: HashMap::new(),
+            by_id: IdMap::default(),
+            parent_idx: Vec::new(),
+            children: IdMap::default(),
             labels: IndexMap::new(),
             leaf: None,
             leaf_moved: false,
             has_assistant: false,
             cycle_roots: HashSet::new(),
+            source: None,
             persist,
             file: None,
             session_dir,
@@ -240,6 +421,20 @@ impl Session {
         if !read_only {
             s.take_lock()?;
         }
+        if s.opts.index_first {
+            match store.open_at(&path)? {
+                None if refuse_damaged => return Err(TreeError::Missing(given)),
+                None => {
+                    s.reset_fresh(None, None);
+                    return Ok(s);
+                }
+                Some(src) => {
+                    if s.load_scanned(src).map_err(|e| TreeError::io(&given, e))? {
+                        return Ok(s);
+                    }
+                }
+            }
+        }
         let reader = match store.read_from(&path, 0)? {
             Some(r) => r,
             None if refuse_damaged => return Err(TreeError::Missing(given)),
@@ -306,6 +501,144 @@ impl Session {
         Ok(s)
     }
 
+    /// The index-first load: true when done, false when the file needs the full
+    /// path (no usable header, or an old version that needs a migration).
+    fn load_scanned(&mut self, src: Arc<dyn ReadAt>) -> std::io::Result<bool> {
+        let path = self.file.clone().unwrap_or_default();
+        let use_index = self.opts.sidecar_index;
+        let stamp = if use_index { self.stamp(&path, &*src) } else { None };
+        if let Some(stamp) = stamp {
+            if self.load_indexed(&path, &src, stamp)? {
+                return Ok(true);
+            }
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        let scanned = ScannedLog::read(&*src, threads)?;
+        let clean = scanned.diagnostics.is_empty() && !scanned.entries.is_empty();
+        let header_bytes = scanned.prefix.lines().last().map_or(0, |l| l.offset + l.raw().len() as u64);
+        if !self.load_scan(src, scanned)? {
+            return Ok(false);
+        }
+        if let Some(stamp) = stamp.filter(|s| clean && s.size >= MIN_INDEXED_BYTES && self.diagnostics.is_empty()) {
+            // A cache: failing to write it changes nothing.
+            let bytes = sidecar::encode(stamp, &self.index_of_slots(header_bytes));
+            let _ = self.opts.store.write_side(&path, INDEX_SUFFIX, &bytes);
+        }
+        Ok(true)
+    }
+
+    /// The file's validity stamp for the sidecar index, when the store knows one
+    /// and the file ends with a newline (an index never covers a half-written line).
+    fn stamp(&self, path: &Path, src: &dyn ReadAt) -> Option<sidecar::Stamp> {
+        let (size, mtime_ns) = self.opts.store.stamp(path)?;
+        if src.len().ok()? != size || size == 0 {
+            return None;
+        }
+        let last = read_exact_at(src, size - 1, 1).ok()?;
+        if last != b"\n" {
+            return None;
+        }
+        let checksum = sidecar::checksum(src, size).ok()?;
+        Some(sidecar::Stamp { size, mtime_ns, checksum })
+    }
+
+    fn index_of_slots(&self, header_bytes: u64) -> sidecar::Index {
+        let entries = self
+            .slots
+            .iter()
+            .filter_map(|s| {
+                let (offset, len) = s.src?;
+                Some(sidecar::IndexedEntry {
+                    offset,
+                    len: len as u64,
+                    line: s.line as u64,
+                    ts_ms: s.ts_ms,
+                    entry_type: s.entry_type.to_string(),
+                    role: s.role.as_deref().map(str::to_owned),
+                    id: s.id.clone(),
+                    parent_id: s.parent_id.clone(),
+                })
+            })
+            .collect();
+        sidecar::Index { header_bytes, entries }
+    }
+
+    /// Loads from a sidecar index whose stamp matches `stamp`; false when there is none usable.
+    fn load_indexed(&mut self, path: &Path, src: &Arc<dyn ReadAt>, stamp: sidecar::Stamp) -> std::io::Result<bool> {
+        let Some(bytes) = self.opts.store.read_side(path, INDEX_SUFFIX) else { return Ok(false) };
+        if sidecar::stamp_of(&bytes) != Some(stamp) {
+            return Ok(false);
+        }
+        let Some(index) = sidecar::decode(&bytes) else { return Ok(false) };
+        drop(bytes);
+        let raw = read_exact_at(&**src, 0, usize::try_from(index.header_bytes).unwrap_or(usize::MAX))?;
+        let mut prefix = SessionLog::read(&raw[..])?;
+        let Some(header) = prefix.header() else { return Ok(false) };
+        if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
+            return Ok(false);
+        }
+        let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
+        if report.migrated() || prefix.is_dirty() {
+            return Ok(false);
+        }
+        self.cwd = header.cwd.clone().unwrap_or_default();
+        self.header = header;
+        self.migration = report;
+        self.diagnostics = vec![];
+        self.source = Some(src.clone());
+        self.reserve(index.entries.len());
+        for e in index.entries {
+            self.push_loaded(Slot::indexed(e));
+        }
+        self.leaf = self.slots.last().map(|s| s.id.clone());
+        self.mark_duplicates();
+        self.find_cycles();
+        self.diagnostics.sort_by_key(|d| d.line);
+        self.disk = Disk::Synced { count: self.slots.len() };
+        Ok(true)
+    }
+
+    /// Loads from a fresh scan; false when the file needs the full path.
+    fn load_scan(&mut self, src: Arc<dyn ReadAt>, scanned: ScannedLog) -> std::io::Result<bool> {
+        let Some(header) = scanned.prefix.header() else { return Ok(false) };
+        if header.version() < CURRENT_VERSION {
+            return Ok(false);
+        }
+        let mut prefix = scanned.prefix;
+        let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
+        if report.migrated() || prefix.is_dirty() {
+            return Ok(false);
+        }
+        self.cwd = header.cwd.clone().unwrap_or_default();
+        self.header = header;
+        self.migration = report;
+        self.diagnostics = scanned.diagnostics;
+        self.source = Some(src);
+        self.reserve(scanned.entries.len());
+        for e in scanned.entries {
+            self.push_loaded(Slot::scanned(e));
+        }
+        self.leaf = self.slots.last().map(|s| s.id.clone());
+        self.mark_duplicates();
+        self.find_cycles();
+        self.diagnostics.sort_by_key(|d| d.line);
+        self.disk = Disk::Synced { count: self.slots.len() };
+        Ok(true)
+    }
+
+    fn src(&self) -> Option<&dyn ReadAt> {
+        self.source.as_deref()
+    }
+
+    pub(crate) fn source(&self) -> Option<&dyn ReadAt> {
+        self.source.as_deref()
+    }
+
+    /// The entry at `i`, decoded on first use.
+    fn entry_of(&self, i: usize) -> &Entry {
+        self.slots[i].entry(self.src())
+    }
+
     fn load_entries(&mut self, entries: Vec<(usize, Entry, OwnedLine)>, diags: Vec<Diagnostic>) {
         self.diagnostics.extend(diags);
         for (line, entry, owned) in entries {
@@ -318,33 +651,78 @@ impl Session {
     }
 
     fn push_slot(&mut self, entry: Entry, json: Box<str>, line: usize) -> usize {
-        let i = self.slots.len();
-        let ts_ms = parse_iso_ms(&entry.timestamp);
-        if entry.message_role() == Some("assistant") {
-            self.has_assistant = true;
-        }
-        if let EntryKind::Label(l) = &entry.kind {
-            match l.label.as_deref() {
-                Some(text) if !text.is_empty() => {
-                    self.labels.insert(l.target_id.clone(), text.to_owned());
-                }
-                _ => {
-                    self.labels.shift_remove(&l.target_id);
+        self.push(Slot::decoded(entry, json, line))
+    }
+
+    fn push(&mut self, slot: Slot) -> usize {
+        self.leaf = Some(slot.id.clone());
+        let i = self.push_loaded(slot);
+        let own = self.slots[i].parent_id.as_deref().and_then(|p| self.by_id.get(p).copied());
+        self.parent_idx.push(own.unwrap_or(NO_PARENT));
+        // Entries naming this id as their parent now resolve to it (the later line wins).
+        if let Some(kids) = self.children.get(&self.slots[i].id) {
+            for &k in kids {
+                if let Some(slot) = self.parent_idx.get_mut(k) {
+                    *slot = i;
                 }
             }
         }
-        self.leaf = Some(entry.id.clone());
-        if let Some(prev) = self.by_id.insert(entry.id.clone(), i) {
+        i
+    }
+
+    /// Resolves every slot's parent (after a bulk load through `push_loaded`).
+    fn rebuild_parents(&mut self) {
+        let by_id = &self.by_id;
+        self.parent_idx = self
+            .slots
+            .iter()
+            .map(|s| s.parent_id.as_deref().and_then(|p| by_id.get(p).copied()).unwrap_or(NO_PARENT))
+            .collect();
+    }
+
+    /// The slot the parent of slot `i` resolves to.
+    pub(crate) fn parent_of(&self, i: usize) -> Option<usize> {
+        self.parent_idx.get(i).copied().filter(|&p| p != NO_PARENT)
+    }
+
+    /// Room for `n` more entries, so a bulk load never doubles past what it needs.
+    fn reserve(&mut self, n: usize) {
+        self.slots.reserve_exact(n);
+        self.by_id.reserve(n);
+        // Most entries are some entry's parent.
+        self.children.reserve(n);
+    }
+
+    /// [`Session::push`] without moving the leaf (a bulk load sets it once, at the end).
+    fn push_loaded(&mut self, slot: Slot) -> usize {
+        let i = self.slots.len();
+        if slot.role.as_deref() == Some("assistant") {
+            self.has_assistant = true;
+        }
+        if slot.entry_type == "label" {
+            if let EntryKind::Label(l) = &slot.entry(self.source.as_deref()).kind {
+                match l.label.as_deref() {
+                    Some(text) if !text.is_empty() => {
+                        self.labels.insert(l.target_id.clone(), text.to_owned());
+                    }
+                    _ => {
+                        self.labels.shift_remove(&l.target_id);
+                    }
+                }
+            }
+        }
+        if let Some(prev) = self.by_id.insert(slot.id.clone(), i) {
             self.slots[prev].live = false;
         }
-        if let Some(p) = &entry.parent_id {
+        if let Some(p) = &slot.parent_id {
             self.children.entry(p.clone()).or_default().push(i);
         }
-        self.slots.push(Slot { entry, json, ts_ms, live: true, line });
+        self.slots.push(slot);
         i
     }
 
     fn mark_duplicates(&mut self) {
+        self.rebuild_parents();
         // Children lists were filled in file order; drop lines a later duplicate replaced.
         let slots = &self.slots;
         for list in self.children.values_mut() {
@@ -372,7 +750,7 @@ impl Session {
                             self.diagnostics.push(Diagnostic {
                                 line: self.slots[first].line,
                                 offset: 0,
-                                kind: DiagnosticKind::ParentCycle { id: self.slots[first].entry.id.clone() },
+                                kind: DiagnosticKind::ParentCycle { id: self.slots[first].id.clone() },
                             });
                             self.cycle_roots.insert(first);
                         }
@@ -382,9 +760,9 @@ impl Session {
                 }
                 state[i] = 1;
                 walk.push(i);
-                let e = &self.slots[i].entry;
+                let e = &self.slots[i];
                 cur = match &e.parent_id {
-                    Some(p) if p != &e.id => self.by_id.get(p).copied(),
+                    Some(p) if p != &e.id => self.parent_of(i),
                     _ => None,
                 };
             }
@@ -423,7 +801,7 @@ impl Session {
         bytes.push_str(&entry_json_value(&fork.header.to_value()));
         bytes.push('\n');
         for slot in &src.slots {
-            bytes.push_str(&slot.json);
+            slot.with_json(src.src(), |j| bytes.push_str(j));
             bytes.push('\n');
         }
         drop(src);
@@ -461,10 +839,12 @@ impl Session {
         let timestamp = self.now_iso();
         self.header = SessionHeader::new(id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
         self.slots.clear();
+        self.parent_idx.clear();
         self.by_id.clear();
         self.children.clear();
         self.labels.clear();
         self.cycle_roots.clear();
+        self.source = None;
         self.leaf = None;
         self.leaf_moved = false;
         self.has_assistant = false;
@@ -532,11 +912,11 @@ impl Session {
 
     /// Every entry in file order, duplicates included (pi's `getEntries`).
     pub fn entries(&self) -> impl ExactSizeIterator<Item = &Entry> + '_ {
-        self.slots.iter().map(|s| &s.entry)
+        self.slots.iter().map(|s| s.entry(self.src()))
     }
     /// Every entry in file order with the JSON text it is held as.
     pub fn entries_json(&self) -> impl ExactSizeIterator<Item = (&Entry, &str)> + '_ {
-        self.slots.iter().map(|s| (&s.entry, &*s.json))
+        self.slots.iter().map(|s| (s.entry(self.src()), s.json(self.src())))
     }
     /// The number of entries (duplicates included).
     pub fn len(&self) -> usize {
@@ -556,7 +936,7 @@ impl Session {
     }
     /// An entry by id (the later line wins on duplicates).
     pub fn get_entry(&self, id: &str) -> Option<&Entry> {
-        self.by_id.get(id).map(|&i| &self.slots[i].entry)
+        self.by_id.get(id).map(|&i| self.entry_of(i))
     }
     /// True unless a later line with the same id replaced the entry at `index`.
     pub fn is_live(&self, index: usize) -> bool {
@@ -568,15 +948,69 @@ impl Session {
     }
     /// The entry at a position in file order.
     pub fn entry_at(&self, index: usize) -> Option<&Entry> {
-        self.slots.get(index).map(|s| &s.entry)
+        self.slots.get(index).map(|s| s.entry(self.src()))
+    }
+    /// The entry at a position in file order as an owned value, without
+    /// keeping a decoded copy in the session (a copy when one is kept already).
+    pub fn decode_at(&self, index: usize) -> Option<Entry> {
+        let s = self.slots.get(index)?;
+        Some(match s.entry.get() {
+            Some(e) => (**e).clone(),
+            None => s.decode(self.src()),
+        })
+    }
+    /// [`Session::decode_at`] for many positions, decoded on all cores (in order).
+    pub fn decode_many(&self, indices: &[usize]) -> Vec<Option<Entry>> {
+        let (slots, src) = (&self.slots, self.source.as_deref());
+        let one = |i: usize| {
+            slots.get(i).map(|s| match s.entry.get() {
+                Some(e) => (**e).clone(),
+                None => s.decode(src),
+            })
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        if threads < 2 || indices.len() < 64 {
+            return indices.iter().map(|&i| one(i)).collect();
+        }
+        let chunk = indices.len().div_ceil(threads);
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = indices
+                .chunks(chunk)
+                .map(|part| (part, sc.spawn(move || part.iter().map(|&i| one(i)).collect::<Vec<_>>())))
+                .collect();
+            let mut out = Vec::with_capacity(indices.len());
+            for (part, h) in handles {
+                // A decoding thread cannot panic on data; if it did anyway, decode its part here.
+                out.extend(h.join().unwrap_or_else(|_| part.iter().map(|&i| one(i)).collect()));
+            }
+            out
+        })
+    }
+
+    /// The id of the entry at a position in file order (no decoding).
+    pub fn id_at(&self, index: usize) -> Option<&str> {
+        self.slots.get(index).map(|s| s.id.as_str())
+    }
+    /// The `type` of the entry at a position in file order (no decoding).
+    pub fn entry_type_at(&self, index: usize) -> Option<&str> {
+        self.slots.get(index).map(|s| &*s.entry_type)
+    }
+    /// The message `role` of the message entry at a position in file order (no decoding).
+    pub fn message_role_at(&self, index: usize) -> Option<&str> {
+        self.slots.get(index).and_then(|s| s.role.as_deref())
+    }
+    /// Calls `f` with the JSON text of the entry at `index` without keeping
+    /// the text in the session (for writers that stream many entries).
+    pub fn with_json_at<R>(&self, index: usize, f: impl FnOnce(&str) -> R) -> Option<R> {
+        self.slots.get(index).map(|s| s.with_json(self.src(), f))
     }
     /// The JSON text of the entry at a position in file order.
     pub fn json_at(&self, index: usize) -> Option<&str> {
-        self.slots.get(index).map(|s| &*s.json)
+        self.slots.get(index).map(|s| s.json(self.src()))
     }
     /// The JSON text an entry is held as.
     pub fn entry_json(&self, id: &str) -> Option<&str> {
-        self.by_id.get(id).map(|&i| &*self.slots[i].json)
+        self.by_id.get(id).map(|&i| self.slots[i].json(self.src()))
     }
     /// The position (in file order) of the entry an id resolves to.
     pub fn index_of(&self, id: &str) -> Option<usize> {
@@ -586,7 +1020,7 @@ impl Session {
     pub fn get_children(&self, parent_id: &str) -> Vec<&Entry> {
         self.children
             .get(parent_id)
-            .map(|v| v.iter().map(|&i| &self.slots[i].entry).filter(|e| e.id != parent_id).collect())
+            .map(|v| v.iter().filter(|&&i| self.slots[i].id != parent_id).map(|&i| self.entry_of(i)).collect())
             .unwrap_or_default()
     }
     /// The resolved label of an entry.
@@ -601,7 +1035,7 @@ impl Session {
     /// The path root → `from` (or the leaf), every entry type included; empty
     /// when the start is unknown. Stops at a missing parent and at a repeated id.
     pub fn get_branch(&self, from: Option<&str>) -> Vec<&Entry> {
-        self.branch_indices(from).into_iter().map(|i| &self.slots[i].entry).collect()
+        self.branch_indices(from).into_iter().map(|i| self.entry_of(i)).collect()
     }
 
     /// [`Session::get_branch`] as positions in file order.
@@ -609,7 +1043,24 @@ impl Session {
         let Some(start) = from.or(self.leaf.as_deref()).and_then(|id| self.by_id.get(id).copied()) else {
             return vec![];
         };
-        let mut seen = HashSet::new();
+        // A path without a repeated entry is at most every slot long: walk
+        // without bookkeeping, and only a walk that gets longer (a parent
+        // cycle) is walked again with a set of the positions seen.
+        let mut out = vec![];
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            if out.len() == self.slots.len() {
+                return self.branch_indices_with_cycle(start);
+            }
+            out.push(i);
+            cur = self.parent_of(i);
+        }
+        out.reverse();
+        out
+    }
+
+    fn branch_indices_with_cycle(&self, start: usize) -> Vec<usize> {
+        let mut seen: HashSet<usize, IdHash> = HashSet::default();
         let mut out = vec![];
         let mut cur = Some(start);
         while let Some(i) = cur {
@@ -617,8 +1068,7 @@ impl Session {
                 break;
             }
             out.push(i);
-            let e = &self.slots[i].entry;
-            cur = e.parent_id.as_deref().and_then(|p| self.by_id.get(p).copied());
+            cur = self.parent_of(i);
         }
         out.reverse();
         out
@@ -626,9 +1076,11 @@ impl Session {
 
     /// The session name: the newest `session_info` with a non-empty name, on any branch (spec 3.11).
     pub fn session_name(&self) -> Option<&str> {
-        self.slots.iter().rev().find_map(|s| match &s.entry.kind {
-            EntryKind::SessionInfo(SessionInfo { name: Some(n), .. }) if !n.is_empty() => Some(n.as_str()),
-            _ => None,
+        self.slots.iter().rev().filter(|s| s.entry_type == "session_info").find_map(|s| {
+            match &s.entry(self.src()).kind {
+                EntryKind::SessionInfo(SessionInfo { name: Some(n), .. }) if !n.is_empty() => Some(n.as_str()),
+                _ => None,
+            }
         })
     }
 
@@ -636,14 +1088,15 @@ impl Session {
     pub fn user_messages_for_forking(&self) -> Vec<(&Entry, String)> {
         self.slots
             .iter()
-            .filter(|s| s.live)
+            .filter(|s| s.live && s.role.as_deref() == Some("user"))
             .filter_map(|s| {
-                let m = s.entry.message()?;
+                let entry = s.entry(self.src());
+                let m = entry.message()?;
                 if m.role() != Some("user") {
                     return None;
                 }
                 let text = crate::text::message_text(&m.message, "");
-                (!text.is_empty()).then_some((&s.entry, text))
+                (!text.is_empty()).then_some((entry, text))
             })
             .collect()
     }
@@ -832,7 +1285,7 @@ impl Session {
                 let mut bytes = self.header_line()?;
                 bytes.push('\n');
                 for s in &self.slots {
-                    bytes.push_str(&s.json);
+                    s.with_json(self.source.as_deref(), |j| bytes.push_str(j));
                     bytes.push('\n');
                 }
                 if let Some(dir) = path.parent() {
@@ -845,7 +1298,7 @@ impl Session {
                 self.disk = Disk::Synced { count };
                 let mut bytes = String::new();
                 for s in &self.slots[count..] {
-                    bytes.push_str(&s.json);
+                    s.with_json(self.source.as_deref(), |j| bytes.push_str(j));
                     bytes.push('\n');
                 }
                 if self.writer.is_none() {
@@ -863,7 +1316,7 @@ impl Session {
             Disk::NeedsRewrite { log, count } => {
                 let mut bytes = log.to_bytes(true);
                 for s in &self.slots[count..] {
-                    bytes.extend_from_slice(s.json.as_bytes());
+                    s.with_json(self.source.as_deref(), |j| bytes.extend_from_slice(j.as_bytes()));
                     bytes.push(b'\n');
                 }
                 if let Err(e) = store.rewrite(&path, &bytes) {
@@ -904,12 +1357,14 @@ impl Session {
         if let Some(f) = &self.failed {
             return Err(TreeError::Poisoned(f.clone()));
         }
-        let kept: Vec<Slot> = path
+        // Decoded now: the new session has no source file to decode from.
+        let kept: Vec<(Entry, Box<str>, usize)> = path
             .iter()
-            .map(|&i| self.slots[i].clone())
-            .filter(|s| !matches!(s.entry.kind, EntryKind::Label(_)))
+            .map(|&i| &self.slots[i])
+            .filter(|s| !matches!(s.entry(self.src()).kind, EntryKind::Label(_)))
+            .map(|s| (s.entry(self.src()).clone(), s.json(self.src()).into(), s.line))
             .collect();
-        let kept_ids: HashSet<String> = kept.iter().map(|s| s.entry.id.clone()).collect();
+        let kept_ids: HashSet<String> = kept.iter().map(|s| s.0.id.clone()).collect();
         let labels_to_write: Vec<(String, String)> =
             self.labels.iter().filter(|(t, _)| kept_ids.contains(*t)).map(|(t, l)| (t.clone(), l.clone())).collect();
         let new_id = self.next_session_id();
@@ -919,7 +1374,7 @@ impl Session {
         let header = SessionHeader::new(new_id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
 
         let mut taken: HashSet<String> = kept_ids;
-        let mut parent = kept.last().map(|s| s.entry.id.clone());
+        let mut parent = kept.last().map(|s| s.0.id.clone());
         let mut label_slots = vec![];
         for (target, label) in labels_to_write {
             let id = self.next_entry_id(&|s| taken.contains(s));
@@ -937,14 +1392,16 @@ impl Session {
 
         self.header = header;
         self.slots.clear();
+        self.parent_idx.clear();
         self.by_id.clear();
         self.children.clear();
         self.labels.clear();
         self.cycle_roots.clear();
         self.has_assistant = false;
         self.leaf = None;
-        for s in kept {
-            self.push_slot(s.entry, s.json, s.line);
+        self.source = None;
+        for (entry, json, line) in kept {
+            self.push_slot(entry, json, line);
         }
         for (e, j) in label_slots {
             self.push_slot(e, j, 0);

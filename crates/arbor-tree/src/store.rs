@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use arbor_log::{atomic_write, backup_copy, Appender, Durability, TailRepair};
+use arbor_log::{atomic_write, backup_copy, Appender, Durability, ReadAt, TailRepair};
 
 use crate::error::TreeError;
 
@@ -40,6 +40,28 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn exists(&self, path: &Path) -> bool;
     /// Reads `path` from byte `offset`; `None` when it does not exist.
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError>;
+    /// Opens `path` for positioned reads (index-first loading decodes entries
+    /// from it on demand); `None` when it does not exist. The default reads
+    /// the whole file into memory through [`Store::read_from`].
+    fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
+        let Some(mut r) = self.read_from(path, 0)? else { return Ok(None) };
+        let mut bytes = Vec::new();
+        r.read_to_end(&mut bytes).map_err(|e| TreeError::io(path, e))?;
+        Ok(Some(Arc::new(bytes)))
+    }
+    /// The size and modification time (ns since the epoch) of `path`, when the
+    /// store knows them: the validity stamp of a sidecar index. The default knows nothing.
+    fn stamp(&self, _path: &Path) -> Option<(u64, i128)> {
+        None
+    }
+    /// The side file `PATH.<suffix>` (a cache such as the sidecar index), if it exists and reads.
+    fn read_side(&self, _path: &Path, _suffix: &str) -> Option<Vec<u8>> {
+        None
+    }
+    /// Writes the side file `PATH.<suffix>` atomically. The default stores nothing.
+    fn write_side(&self, _path: &Path, _suffix: &str, _bytes: &[u8]) -> Result<(), TreeError> {
+        Ok(())
+    }
     /// Opens `path` for appending (creating it), first making it end cleanly.
     fn open_append(
         &self,
@@ -75,6 +97,14 @@ impl AppendHandle for FileAppend {
     }
 }
 
+/// A side file beside a session: `FILE.<suffix>`.
+fn side_path(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".");
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
 /// The lock file beside a session: `FILE.lock`, holding the owner's pid.
 pub fn lock_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -102,6 +132,28 @@ impl Store for FileStore {
                 }
                 Ok(Some(Box::new(f)))
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(TreeError::io(path, e)),
+        }
+    }
+
+    fn stamp(&self, path: &Path) -> Option<(u64, i128)> {
+        let meta = fs::metadata(path).ok()?;
+        let mtime = meta.modified().ok()?.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+        Some((meta.len(), mtime.as_nanos() as i128))
+    }
+
+    fn read_side(&self, path: &Path, suffix: &str) -> Option<Vec<u8>> {
+        fs::read(side_path(path, suffix)).ok()
+    }
+
+    fn write_side(&self, path: &Path, suffix: &str, bytes: &[u8]) -> Result<(), TreeError> {
+        Ok(atomic_write(&side_path(path, suffix), |w| w.write_all(bytes))?)
+    }
+
+    fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
+        match File::open(path) {
+            Ok(f) => Ok(Some(Arc::new(f))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(TreeError::io(path, e)),
         }

@@ -58,9 +58,10 @@ impl<'a> Tree<'a> {
             if !slot.live {
                 continue;
             }
-            let e = &slot.entry;
-            let parent = match &e.parent_id {
-                Some(p) if p != &e.id && !session.cycle_roots.contains(&i) => session.index_of(p),
+            let parent = match &slot.parent_id {
+                Some(p) if p != &slot.id && (session.cycle_roots.is_empty() || !session.cycle_roots.contains(&i)) => {
+                    session.parent_of(i)
+                }
                 _ => None,
             };
             match parent {
@@ -77,7 +78,8 @@ impl<'a> Tree<'a> {
     /// The node at a session index.
     pub fn node(&self, index: usize) -> TreeNode<'a> {
         let s = &self.session.slots[index];
-        TreeNode { index, entry: &s.entry, json: &s.json, label: self.session.get_label(&s.entry.id) }
+        let src = self.session.source();
+        TreeNode { index, entry: s.entry(src), json: s.json(src), label: self.session.get_label(&s.id) }
     }
 
     /// The roots, in file order.
@@ -117,8 +119,8 @@ impl<'a> Tree<'a> {
                 w.write_all(b"]")?;
                 if let Some((plist, ppos)) = stack.last() {
                     // Close the node whose children we just wrote.
-                    let node = self.node(plist[*ppos - 1]);
-                    if let Some(label) = node.label {
+                    let id = &self.session.slots[plist[*ppos - 1]].id;
+                    if let Some(label) = self.session.get_label(id) {
                         w.write_all(b",\"label\":")?;
                         serde_json::to_writer(&mut *w, label)?;
                     }
@@ -131,9 +133,9 @@ impl<'a> Tree<'a> {
                 w.write_all(b",")?;
             }
             *pos += 1;
-            let node = self.node(idx);
             w.write_all(b"{\"entry\":")?;
-            w.write_all(node.json.as_bytes())?;
+            // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
+            self.session.slots[idx].with_json(self.session.source(), |j| w.write_all(j.as_bytes()))?;
             w.write_all(b",\"children\":[")?;
             stack.push((&self.children[idx], 0));
         }

@@ -6,6 +6,7 @@
 mod build_context;
 mod llm;
 mod pi_compaction;
+mod positions;
 mod reference;
 mod serialize;
 mod tokens;

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod crash;
+mod index_first;
 mod lifecycle;
 mod lock;
 mod model;

@@ -1,0 +1,791 @@
+//! The light scan: every physical line of a file read in parallel, each line
+//! checked to be JSON exactly as [`parse_line`] checks it, but only the fields
+//! an index needs are kept ([`RecordHead`]): `type`, `id`, `parentId`, the
+//! timestamp in epoch ms and a message's `role`. Entry bodies stay on disk and
+//! are decoded on demand from the line's offset ([`ReadAt`]).
+//!
+//! Exactness: a line is validated with serde_json's own parser walking the
+//! same `deserialize_any` path a `serde_json::Value` walks, only without
+//! building the value, so it is accepted exactly when [`parse_line`] accepts
+//! it (same depth limit, same number range, same string rules). Any line the
+//! light pass does not accept (invalid JSON, not an object, a torn tail, a key
+//! serde_json treats specially) is parsed again by [`parse_line`] itself, so
+//! its diagnostic is the one the streaming reader gives. Lines with invalid
+//! UTF-8 are read lossily, as [`parse_line`] reads them.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::File;
+use std::io;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::clock::parse_iso_ms;
+use crate::diag::{Diagnostic, DiagnosticKind};
+use crate::entry::{Entry, EntryKind, NotAnEntry};
+use crate::idhash::IdMap;
+use crate::log::SessionLog;
+use crate::reader::{parse_line, trim_line, Parsed};
+
+/// Positioned reads from a session file (or bytes standing in for one).
+///
+/// `&self` so that many threads (and lazy decoding behind `&Session`) can read at once.
+pub trait ReadAt: Send + Sync + fmt::Debug {
+    /// Reads up to `buf.len()` bytes at `offset`; 0 at or past the end.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// The current length in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// True when the length is 0.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+impl ReadAt for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::FileExt::read_at(self, buf, offset)
+        }
+        #[cfg(windows)]
+        {
+            std::os::windows::fs::FileExt::seek_read(self, buf, offset)
+        }
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+impl ReadAt for Vec<u8> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.len());
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(Vec::len(self) as u64)
+    }
+}
+
+/// Reads exactly `len` bytes at `offset`, or fewer if the source ends first.
+pub fn read_exact_at(src: &dyn ReadAt, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0; len];
+    let mut filled = 0;
+    while filled < len {
+        match src.read_at(&mut buf[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// A record's `parentId` as the entry decoder reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ParentField {
+    /// Absent or `null`: a root.
+    #[default]
+    Root,
+    /// A string.
+    Id(String),
+    /// Anything else (the record is not an entry).
+    Invalid,
+}
+
+/// What the light scan keeps of a JSON object line.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RecordHead {
+    /// `type`, when it is a string.
+    pub entry_type: Option<String>,
+    /// `id`, when it is a string.
+    pub id: Option<String>,
+    /// `parentId`.
+    pub parent: ParentField,
+    /// `timestamp` in epoch ms, when it is a string that parses.
+    pub ts_ms: Option<i64>,
+    /// True when the object has a `message` field.
+    pub has_message: bool,
+    /// `message.role`, when the message is an object with a string role.
+    pub role: Option<String>,
+    /// The decoded entry, for records the scan decodes in full (see [`scan_source`]).
+    pub entry: Option<Box<Entry>>,
+}
+
+impl RecordHead {
+    /// Why the record is not an entry, checked in the order [`Entry::from_value`] checks.
+    pub fn not_an_entry(&self) -> Option<NotAnEntry> {
+        if self.entry_type.is_none() {
+            Some(NotAnEntry::NoType)
+        } else if self.id.is_none() {
+            Some(NotAnEntry::NoId)
+        } else if self.parent == ParentField::Invalid {
+            Some(NotAnEntry::BadParent)
+        } else {
+            None
+        }
+    }
+
+    /// True for a `message` entry whose body is decoded on demand (it has a message).
+    pub fn is_lazy_message(&self) -> bool {
+        self.entry_type.as_deref() == Some("message") && self.has_message
+    }
+
+    /// The head of a parsed object (the slow path's view of the same line).
+    pub fn from_value(v: &Value) -> RecordHead {
+        let str_of = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let parent = match v.get("parentId") {
+            None | Some(Value::Null) => ParentField::Root,
+            Some(Value::String(s)) => ParentField::Id(s.clone()),
+            Some(_) => ParentField::Invalid,
+        };
+        let message = v.get("message");
+        RecordHead {
+            entry_type: str_of("type"),
+            id: str_of("id"),
+            parent,
+            ts_ms: v.get("timestamp").and_then(Value::as_str).and_then(parse_iso_ms),
+            has_message: message.is_some(),
+            role: message.and_then(|m| m.get("role")).and_then(Value::as_str).map(str::to_owned),
+            entry: None,
+        }
+    }
+}
+
+/// What one physical line holds, as far as the light scan looks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScanKind {
+    /// Whitespace only.
+    Blank,
+    /// Skipped: the reason is the diagnostic.
+    Skipped(DiagnosticKind),
+    /// A JSON object.
+    Object(RecordHead),
+}
+
+/// One physical line of a scanned file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScannedLine {
+    /// 1-based line number.
+    pub number: usize,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    /// Length in bytes, terminator included.
+    pub len: usize,
+    /// What the line holds.
+    pub kind: ScanKind,
+    /// A note to report although the line was read (invalid UTF-8, no final newline), as [`parse_line`] gives it.
+    pub note: Option<DiagnosticKind>,
+}
+
+/// Scans one physical line: the light equivalent of [`parse_line`].
+///
+/// With `decode`, an object whose `type` is not `message` (or that has no
+/// `message`) is also decoded in full into [`RecordHead::entry`]: such
+/// records are small, and the tree needs some of them (labels) at once.
+pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind>) {
+    let terminated = bytes.last() == Some(&b'\n');
+    let body = trim_line(bytes);
+    if body.is_empty() {
+        return (ScanKind::Blank, None);
+    }
+    let (text, mut note) = match std::str::from_utf8(body) {
+        Ok(s) => (Cow::Borrowed(s), None),
+        Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),
+    };
+    match serde_json::from_str::<HeadParse>(&text) {
+        Ok(HeadParse(mut head)) => {
+            if !terminated && note.is_none() {
+                note = Some(DiagnosticKind::NoFinalNewline);
+            }
+            if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
+                head.entry = full_entry(bytes);
+            }
+            (ScanKind::Object(head), note)
+        }
+        Err(_) => {
+            // Whatever the light pass refused, the full parser has the final word.
+            let (parsed, note) = parse_line(bytes);
+            match parsed {
+                Parsed::Blank => (ScanKind::Blank, note),
+                Parsed::Skipped(kind) => (ScanKind::Skipped(kind), note),
+                Parsed::Object(v) => {
+                    let mut head = RecordHead::from_value(&v);
+                    if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
+                        head.entry = Entry::from_owned(v).ok().map(Box::new);
+                    }
+                    (ScanKind::Object(head), note)
+                }
+            }
+        }
+    }
+}
+
+/// Decodes a line in full, as the streaming reader does: `None` when it is not an entry.
+pub fn full_entry(bytes: &[u8]) -> Option<Box<Entry>> {
+    match parse_line(bytes).0 {
+        Parsed::Object(v) => Entry::from_owned(v).ok().map(Box::new),
+        _ => None,
+    }
+}
+
+/// Scans `len` bytes of `src` from the start, on up to `threads` threads, and
+/// returns every physical line in order (see [`scan_line`] for `decode`).
+///
+/// The file is split at line boundaries into one range per thread; each range
+/// is read in 4 MiB positioned reads, so memory stays bounded whatever the file size.
+pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<ScannedLine>> {
+    let threads = threads.clamp(1, 64);
+    // Small files are not worth a thread.
+    let threads = if len < 1 << 20 { 1 } else { threads };
+    let mut bounds = vec![0u64];
+    for k in 1..threads {
+        let guess = len / threads as u64 * k as u64;
+        let start = next_line_start(src, guess.max(*bounds.last().unwrap_or(&0)), len)?;
+        bounds.push(start);
+    }
+    bounds.push(len);
+    bounds.dedup();
+    let ranges: Vec<(u64, u64)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    let parts: Vec<io::Result<Vec<ScannedLine>>> = if ranges.len() <= 1 {
+        ranges.iter().map(|&(a, b)| scan_range(src, a, b, decode)).collect()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = ranges.iter().map(|&(a, b)| s.spawn(move || scan_range(src, a, b, decode))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("a scan thread panicked"))))
+                .collect()
+        })
+    };
+    let mut out = Vec::new();
+    for part in parts {
+        let mut part = part?;
+        let base = out.len();
+        for l in &mut part {
+            l.number += base;
+        }
+        if out.is_empty() {
+            out = part;
+        } else {
+            out.append(&mut part);
+        }
+    }
+    Ok(out)
+}
+
+/// The offset just after the first `\n` at or after `from` (or `len`).
+fn next_line_start(src: &dyn ReadAt, from: u64, len: u64) -> io::Result<u64> {
+    if from == 0 {
+        return Ok(0);
+    }
+    // Start one byte early: a split that lands right after a `\n` is a line start.
+    let mut pos = from - 1;
+    let mut buf = vec![0u8; 64 * 1024];
+    while pos < len {
+        let n = src.read_at(&mut buf, pos)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            return Ok((pos + i as u64 + 1).min(len));
+        }
+        pos += n as u64;
+    }
+    Ok(len)
+}
+
+const CHUNK: usize = 4 << 20;
+
+/// Scans the lines of `[start, end)`; line numbers count from 1 within the range.
+fn scan_range(src: &dyn ReadAt, start: u64, end: u64, decode: bool) -> io::Result<Vec<ScannedLine>> {
+    let mut out = Vec::new();
+    let mut buf: Vec<u8> = vec![0; CHUNK.min((end - start) as usize + 1).max(1)];
+    // buf[..filled] holds bytes from file offset `base`.
+    let mut base = start;
+    let mut filled = 0usize;
+    let mut pos = start;
+    let mut number = 0usize;
+    loop {
+        if filled == buf.len() {
+            // One line longer than the buffer: grow.
+            buf.resize(buf.len() * 2, 0);
+        }
+        let want = (buf.len() - filled).min((end - pos) as usize);
+        let mut eof = want == 0;
+        if want > 0 {
+            let n = loop {
+                match src.read_at(&mut buf[filled..filled + want], pos) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    r => break r?,
+                }
+            };
+            if n == 0 {
+                eof = true;
+            }
+            filled += n;
+            pos += n as u64;
+        }
+        // Whole lines in the buffer.
+        let mut line_start = 0usize;
+        for nl in memchr::memchr_iter(b'\n', &buf[..filled]) {
+            let bytes = &buf[line_start..=nl];
+            number += 1;
+            let (kind, note) = scan_line(bytes, decode);
+            out.push(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note });
+            line_start = nl + 1;
+        }
+        if eof || pos >= end {
+            if line_start < filled {
+                // The last line of the range without a newline (only the file's last line can be one).
+                let bytes = &buf[line_start..filled];
+                number += 1;
+                let (kind, note) = scan_line(bytes, decode);
+                out.push(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note });
+            }
+            return Ok(out);
+        }
+        buf.copy_within(line_start..filled, 0);
+        filled -= line_start;
+        base += line_start as u64;
+    }
+}
+
+/// One record after the header that the scan found to be an entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScannedEntry {
+    /// 1-based line number.
+    pub line: usize,
+    /// Byte offset of the line.
+    pub offset: u64,
+    /// Length of the line in bytes, terminator included.
+    pub len: usize,
+    /// What the scan kept (with the decoded entry for all but message entries).
+    pub head: RecordHead,
+}
+
+/// A session file read by the light scan: the header lines read in full
+/// (as a [`SessionLog`] of just those lines), and every later entry as a
+/// [`ScannedEntry`], with the same diagnostics, in the same order, that
+/// [`SessionLog::diagnostics`] followed by [`SessionLog::entries_with_diagnostics`] give.
+#[derive(Debug, Clone)]
+pub struct ScannedLog {
+    /// The lines up to and including the header (or the first record), read in full.
+    pub prefix: SessionLog,
+    /// The entries after the header, in file order (none without a header).
+    pub entries: Vec<ScannedEntry>,
+    /// Line diagnostics, then entry diagnostics, each in line order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Physical lines in the file.
+    pub lines: usize,
+    /// Bytes scanned.
+    pub bytes: u64,
+}
+
+impl ScannedLog {
+    /// Scans `src` (see [`scan_source`]) and sorts its lines into header, entries and diagnostics.
+    pub fn read(src: &dyn ReadAt, threads: usize) -> io::Result<ScannedLog> {
+        let bytes = src.len()?;
+        let lines = scan_source(src, bytes, threads, true)?;
+        ScannedLog::from_lines(src, bytes, lines)
+    }
+
+    /// Sorts scanned lines into header, entries and diagnostics (see [`ScannedLog`]).
+    pub fn from_lines(src: &dyn ReadAt, bytes: u64, lines: Vec<ScannedLine>) -> io::Result<ScannedLog> {
+        let n_lines = lines.len();
+        // The prefix ends with the first object that is not line 1's title slot candidate:
+        // read those lines in full so header rules live in one place (`SessionLog::read`).
+        let mut prefix_end = 0usize;
+        for l in &lines {
+            prefix_end += 1;
+            if matches!(l.kind, ScanKind::Object(_)) {
+                let title_candidate =
+                    l.number == 1 && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_deref() == Some("title"));
+                if !title_candidate {
+                    break;
+                }
+            }
+        }
+        let prefix_bytes = lines[..prefix_end].last().map_or(0, |l| l.offset + l.len as u64);
+        let raw = read_exact_at(src, 0, usize::try_from(prefix_bytes).unwrap_or(usize::MAX))?;
+        // A title slot candidate on line 1 and the object after it are both in the
+        // prefix: whether it is a title slot or the first record, `SessionLog` decides.
+        let prefix = SessionLog::read(&raw[..])?;
+        let mut diagnostics = prefix.diagnostics().to_vec();
+        let has_header = prefix.has_header();
+        let mut records = Vec::new();
+        for l in lines.into_iter().skip(prefix_end) {
+            let at = |kind| Diagnostic { line: l.number, offset: l.offset, kind };
+            if let Some(note) = l.note.clone() {
+                diagnostics.push(at(note));
+            }
+            match l.kind {
+                ScanKind::Blank => {}
+                ScanKind::Skipped(kind) => diagnostics.push(at(kind)),
+                ScanKind::Object(head) if head.entry_type.as_deref() == Some("session") => {
+                    diagnostics.push(at(DiagnosticKind::ExtraHeader));
+                }
+                ScanKind::Object(head) => {
+                    records.push(ScannedEntry { line: l.number, offset: l.offset, len: l.len, head })
+                }
+            }
+        }
+        let mut entries = Vec::new();
+        if has_header {
+            let mut first_seen: IdMap<usize> = IdMap::default();
+            for e in records {
+                let at = |kind| Diagnostic { line: e.line, offset: e.offset, kind };
+                if let Some(why) = e.head.not_an_entry() {
+                    diagnostics.push(at(DiagnosticKind::NotAnEntry { reason: why.to_string() }));
+                    continue;
+                }
+                if let Some(EntryKind::Malformed { entry_type, error, .. }) = e.head.entry.as_ref().map(|x| &x.kind) {
+                    diagnostics.push(at(DiagnosticKind::MalformedEntry {
+                        entry_type: entry_type.clone(),
+                        error: error.clone(),
+                    }));
+                }
+                let id = e.head.id.clone().unwrap_or_default();
+                if let Some(first) = first_seen.get(&id) {
+                    diagnostics.push(at(DiagnosticKind::DuplicateId { id, first_line: *first }));
+                } else {
+                    first_seen.insert(id, e.line);
+                }
+                entries.push(e);
+            }
+        }
+        Ok(ScannedLog { prefix, entries, diagnostics, lines: n_lines, bytes })
+    }
+}
+
+// ---- the light parse ----
+
+/// The serde-private key serde_json's `Value` treats as a raw-value marker: a
+/// line holding it takes the full parser's path.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+struct HeadParse(RecordHead);
+
+impl<'de> Deserialize<'de> for HeadParse {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(HeadVisitor).map(HeadParse)
+    }
+}
+
+struct HeadVisitor;
+
+impl<'de> Visitor<'de> for HeadVisitor {
+    type Value = RecordHead;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RecordHead, A::Error> {
+        let mut head = RecordHead::default();
+        let mut timestamp: Option<String> = None;
+        // Later keys win, as they do in a `Value`.
+        while let Some(key) = map.next_key::<Key>()? {
+            match key.0.as_ref() {
+                "type" => head.entry_type = map.next_value::<Field>()?.string(),
+                "id" => head.id = map.next_value::<Field>()?.string(),
+                "parentId" => {
+                    head.parent = match map.next_value::<Field>()? {
+                        Field::Null => ParentField::Root,
+                        Field::Str(s) => ParentField::Id(s),
+                        Field::Other => ParentField::Invalid,
+                    }
+                }
+                "timestamp" => timestamp = map.next_value::<Field>()?.string(),
+                "message" => {
+                    head.has_message = true;
+                    head.role = map.next_value::<MessageHead>()?.0;
+                }
+                _ => map.next_value::<Skip>().map(drop)?,
+            }
+        }
+        head.ts_ms = timestamp.as_deref().and_then(parse_iso_ms);
+        Ok(head)
+    }
+}
+
+/// An object key; the raw-value marker is refused (the full parser handles it).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Key<'de>, E> {
+                if s == RAW_VALUE_TOKEN {
+                    return Err(E::custom("raw value marker"));
+                }
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
+                if s == RAW_VALUE_TOKEN {
+                    return Err(E::custom("raw value marker"));
+                }
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A value of interest: a string, null, or anything else (consumed and forgotten).
+enum Field {
+    Str(String),
+    Null,
+    Other,
+}
+
+impl Field {
+    fn string(self) -> Option<String> {
+        match self {
+            Field::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(FieldVisitor)
+    }
+}
+
+struct FieldVisitor;
+
+impl<'de> Visitor<'de> for FieldVisitor {
+    type Value = Field;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Field, E> {
+        Ok(Field::Str(s.to_owned()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Field, E> {
+        Ok(Field::Null)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Field, E> {
+        Ok(Field::Other)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Field, E> {
+        Ok(Field::Other)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Field, E> {
+        Ok(Field::Other)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Field, E> {
+        Ok(Field::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Field, A::Error> {
+        SkipVisitor.visit_seq(seq).map(|_| Field::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Field, A::Error> {
+        SkipVisitor.visit_map(map).map(|_| Field::Other)
+    }
+}
+
+/// A message value: only its `role` is kept.
+struct MessageHead(Option<String>);
+
+impl<'de> Deserialize<'de> for MessageHead {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MessageHead;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MessageHead, A::Error> {
+                let mut role = None;
+                while let Some(key) = map.next_key::<Key>()? {
+                    if key.0 == "role" {
+                        role = map.next_value::<Field>()?.string();
+                    } else {
+                        map.next_value::<Skip>()?;
+                    }
+                }
+                Ok(MessageHead(role))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<MessageHead, E> {
+                Ok(MessageHead(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<MessageHead, E> {
+                Ok(MessageHead(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<MessageHead, E> {
+                Ok(MessageHead(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<MessageHead, E> {
+                Ok(MessageHead(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<MessageHead, E> {
+                Ok(MessageHead(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<MessageHead, E> {
+                Ok(MessageHead(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<MessageHead, A::Error> {
+                SkipVisitor.visit_seq(seq).map(|_| MessageHead(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Any JSON value, walked the way a `Value` is built and thrown away. Not
+/// serde's `IgnoredAny`: serde_json skips that without the depth limit and
+/// the number range check a `Value` gets, so it would accept lines the
+/// reader refuses.
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_key::<Key>()?.is_some() {
+            map.next_value::<Skip>()?;
+        }
+        Ok(Skip)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heads_agree(line: &[u8]) {
+        let (fast, fast_note) = scan_line(line, false);
+        let (slow, slow_note) = parse_line(line);
+        assert_eq!(fast_note, slow_note, "{:?}", String::from_utf8_lossy(line));
+        match (fast, slow) {
+            (ScanKind::Blank, Parsed::Blank) => {}
+            (ScanKind::Skipped(a), Parsed::Skipped(b)) => assert_eq!(a, b),
+            (ScanKind::Object(h), Parsed::Object(v)) => assert_eq!(h, RecordHead::from_value(&v)),
+            (a, b) => panic!("{:?}: {a:?} vs {b:?}", String::from_utf8_lossy(line)),
+        }
+    }
+
+    #[test]
+    fn light_scan_agrees_with_the_full_parser() {
+        let deep_ok = format!("{{\"a\":{}1{}}}\n", "[".repeat(126), "]".repeat(126));
+        let too_deep = format!("{{\"a\":{}1{}}}\n", "[".repeat(200), "]".repeat(200));
+        let lines: Vec<Vec<u8>> = vec![
+            b"\n".to_vec(),
+            b"  \r\n".to_vec(),
+            b"\xEF\xBB\xBF{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"message\":{\"role\":\"user\"}}\r\n"
+                .to_vec(),
+            b"{\"type\":\"message\",\"id\":\"a\",\"type\":\"label\",\"id\":7}\n".to_vec(),
+            b"{\"ty\\u0070e\":\"x\",\"id\":\"\\u00e9\",\"parentId\":5}\n".to_vec(),
+            b"{\"a\":1e400}\n".to_vec(),
+            b"{\"a\":1e300,\"b\":-0,\"c\":[true,false,null,{}]}\n".to_vec(),
+            b"{\"a\":\"\\ud800\"}\n".to_vec(),
+            b"{\"a\":\"x\ty\"}\n".to_vec(),
+            b"{\"$serde_json::private::RawValue\":\"1\"}\n".to_vec(),
+            b"{\"a\":1} x\n".to_vec(),
+            b"{\"a\":1,}\n".to_vec(),
+            b"[1,2]\n".to_vec(),
+            b"\"s\"\n".to_vec(),
+            b"nope\n".to_vec(),
+            b"{\"a\":\"x\xFFy\",\"id\":\"i\",\"type\":\"t\"}\n".to_vec(),
+            b"{\"a\":".to_vec(),
+            b"{\"a\":1}".to_vec(),
+            b"{\"a\":\"\xC3".to_vec(),
+            b"{\"type\":\"message\",\"id\":\"a\",\"message\":[1],\"timestamp\":\"2026-01-01T00:00:00.000Z\"}\n"
+                .to_vec(),
+            b"{\"type\":\"message\",\"id\":\"a\",\"message\":{\"role\":{\"x\":1},\"role\":\"assistant\"}}\n".to_vec(),
+            deep_ok.into_bytes(),
+            too_deep.into_bytes(),
+        ];
+        for l in &lines {
+            heads_agree(l);
+        }
+    }
+
+    #[test]
+    fn scan_source_finds_every_line_on_any_split() {
+        let mut data = Vec::new();
+        for i in 0..2000 {
+            data.extend_from_slice(
+                format!("{{\"type\":\"message\",\"id\":\"{i}\",\"message\":{{\"role\":\"user\"}}}}\n").as_bytes(),
+            );
+            if i % 7 == 0 {
+                data.extend_from_slice(b"\n");
+            }
+        }
+        data.extend_from_slice(b"{\"torn\":");
+        let one = scan_source(&data, data.len() as u64, 1, false).unwrap();
+        for threads in [2, 3, 8] {
+            // Force splitting on a small input too.
+            let mut parts = vec![];
+            let len = data.len() as u64;
+            let mut a = 0;
+            for k in 1..=threads {
+                let b = if k == threads { len } else { next_line_start(&data, len / threads * k, len).unwrap() };
+                parts.extend(scan_range(&data, a, b, false).unwrap().into_iter().map(|mut l| {
+                    l.number = 0;
+                    l
+                }));
+                a = b;
+            }
+            let expect: Vec<ScannedLine> = one
+                .iter()
+                .cloned()
+                .map(|mut l| {
+                    l.number = 0;
+                    l
+                })
+                .collect();
+            assert_eq!(parts, expect);
+        }
+        assert_eq!(one.len(), 2000 + 286 + 1);
+        assert!(matches!(one.last().unwrap().kind, ScanKind::Skipped(DiagnosticKind::TornTail { bytes: 8 })));
+        assert_eq!(one.iter().map(|l| l.len as u64).sum::<u64>(), data.len() as u64);
+    }
+}

@@ -1,0 +1,206 @@
+//! Index-first loading (the light scan, bodies decoded on demand) must be
+//! indistinguishable from decoding every entry on open: every fixture and a
+//! generated file are opened both ways and every observable compared.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use arbor_tree::{FileStore, Session, SessionOptions};
+
+fn all_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            all_jsonl(&p, out);
+        } else if p.extension().and_then(|e| e.to_str()) == Some("jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+fn open(path: &Path, index_first: bool) -> Result<Session, String> {
+    let opts = SessionOptions { index_first, create_or_recover: false, ..SessionOptions::read_only() };
+    Session::open(path, opts.with_store(FileStore)).map_err(|e| e.to_string())
+}
+
+/// Everything a caller can see of a session, as text.
+fn observe(s: &Session) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    writeln!(out, "header {}", serde_json::to_string(&s.header().to_value()).unwrap()).unwrap();
+    writeln!(out, "migration {:?}", s.migration()).unwrap();
+    for d in s.diagnostics() {
+        writeln!(out, "diag {d:?}").unwrap();
+    }
+    for (i, (e, j)) in s.entries_json().enumerate() {
+        writeln!(out, "entry {i} line {} live {} {e:?}\n  json {j}", s.line_at(i), s.is_live(i)).unwrap();
+        for c in s.get_children(&e.id) {
+            writeln!(out, "  child {}", c.id).unwrap();
+        }
+    }
+    writeln!(out, "leaf {:?} name {:?}", s.leaf_id(), s.session_name()).unwrap();
+    for (t, l) in s.labels() {
+        writeln!(out, "label {t} {l}").unwrap();
+    }
+    let branch: Vec<&str> = s.get_branch(None).iter().map(|e| e.id.as_str()).collect();
+    writeln!(out, "branch {branch:?}").unwrap();
+    let mut tree = Vec::new();
+    s.get_tree().write_json(&mut tree).unwrap();
+    writeln!(out, "tree {}", String::from_utf8(tree).unwrap()).unwrap();
+    let forking: Vec<(String, String)> =
+        s.user_messages_for_forking().into_iter().map(|(e, t)| (e.id.clone(), t)).collect();
+    writeln!(out, "forking {forking:?}").unwrap();
+    out
+}
+
+fn same_both_ways(p: &Path) {
+    let lazy = open(p, true);
+    let full = open(p, false);
+    match (&lazy, &full) {
+        (Ok(a), Ok(b)) => {
+            let (oa, ob) = (observe(a), observe(b));
+            if oa != ob {
+                let first = oa.lines().zip(ob.lines()).find(|(x, y)| x != y);
+                panic!("{}: index-first differs from full decoding; first difference: {first:?}", p.display());
+            }
+        }
+        (Err(a), Err(b)) => assert_eq!(a, b, "{}", p.display()),
+        _ => panic!("{}: {:?} vs {:?}", p.display(), lazy.as_ref().err(), full.as_ref().err()),
+    }
+}
+
+#[test]
+fn every_fixture_reads_the_same_index_first() {
+    let mut files = vec![];
+    all_jsonl(&crate::fixtures(), &mut files);
+    files.sort();
+    assert!(files.len() >= 30, "{} fixtures", files.len());
+    for p in files {
+        same_both_ways(&p);
+    }
+}
+
+#[test]
+fn a_large_branched_file_reads_the_same_index_first() {
+    // Large enough (> 1 MiB) for the scan to split the file between threads.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("big.jsonl");
+    let mut text = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n",
+    );
+    let mut parent = "null".to_owned();
+    for i in 0..6000 {
+        let body = "x\\\"y\\n".repeat(i % 50);
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let line = match i % 97 {
+            13 => format!("{{\"type\":\"label\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"targetId\":\"e1\",\"label\":\"L{i}\"}}"),
+            14 => "not json at all".to_owned(),
+            15 => format!("{{\"type\":\"message\",\"id\":\"e{}\",\"parentId\":{parent},\"message\":{{\"role\":\"user\",\"content\":\"dup\"}}}}", i - 10),
+            16 => format!("{{\"type\":\"compaction\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"x\"}}"),
+            _ => format!("{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":\"{body}\",\"provider\":\"p\",\"model\":\"m\"}}}}", i % 60),
+        };
+        text.push_str(&line);
+        text.push('\n');
+        if i % 10 != 3 {
+            parent = format!("\"e{i}\"");
+        }
+    }
+    text.push_str("{\"type\":\"message\",\"id\":\"torn");
+    fs::write(&p, &text).unwrap();
+    assert!(text.len() > 1 << 20);
+    same_both_ways(&p);
+}
+
+/// A clean session of more than `MIN_INDEXED_BYTES`, with branches and labels.
+fn clean_big_session(p: &Path) -> String {
+    let mut text = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n",
+    );
+    let mut parent = "null".to_owned();
+    for i in 0..4000 {
+        let body = "abc \\\"q\\\" ".repeat(i % 60);
+        let line = if i % 101 == 50 {
+            format!("{{\"type\":\"label\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"targetId\":\"e3\",\"label\":\"L{i}\"}}")
+        } else {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            format!("{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":\"{body}\"}}}}", i % 60)
+        };
+        text.push_str(&line);
+        text.push('\n');
+        if i % 10 != 3 {
+            parent = format!("\"e{i}\"");
+        }
+    }
+    assert!(text.len() as u64 > arbor_tree::MIN_INDEXED_BYTES);
+    fs::write(p, &text).unwrap();
+    text
+}
+
+fn index_path(p: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.{}", p.display(), arbor_tree::INDEX_SUFFIX))
+}
+
+#[test]
+fn the_sidecar_index_is_written_used_and_rebuilt_when_stale() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let text = clean_big_session(&p);
+    let idx = index_path(&p);
+    same_both_ways(&p);
+    let first = fs::read(&idx).expect("a clean large file gets an index");
+    // Reopening uses it and sees the same session.
+    same_both_ways(&p);
+    assert_eq!(fs::read(&idx).unwrap(), first, "an unchanged file keeps its index");
+
+    // Appended: stale, rebuilt.
+    let mut more = text.clone();
+    more.push_str("{\"type\":\"message\",\"id\":\"z\",\"parentId\":\"e3999\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"new\"}}\n");
+    fs::write(&p, &more).unwrap();
+    same_both_ways(&p);
+    assert_ne!(fs::read(&idx).unwrap(), first);
+
+    // Rewritten in place with the same size and modification time: the checksum notices.
+    let mtime = fs::metadata(&p).unwrap().modified().unwrap();
+    let before = open(&p, true).unwrap();
+    assert_eq!(before.leaf_id(), Some("z"));
+    let same_size = more.replace("\"id\":\"z\"", "\"id\":\"y\"");
+    fs::write(&p, &same_size).unwrap();
+    fs::File::options().write(true).open(&p).unwrap().set_modified(mtime).unwrap();
+    same_both_ways(&p);
+    assert_eq!(open(&p, true).unwrap().leaf_id(), Some("y"));
+
+    // Truncated: stale, rebuilt.
+    fs::write(&p, &text).unwrap();
+    same_both_ways(&p);
+    assert_eq!(open(&p, true).unwrap().leaf_id(), Some("e3999"));
+
+    // A corrupt index is ignored and replaced.
+    fs::write(&idx, b"ARBORIX1 garbage").unwrap();
+    same_both_ways(&p);
+    let mut bytes = fs::read(&idx).unwrap();
+    let n = bytes.len();
+    bytes.truncate(n - 7);
+    fs::write(&idx, &bytes).unwrap();
+    same_both_ways(&p);
+
+    // ARBOR_NO_INDEX's option: neither read nor written.
+    fs::remove_file(&idx).unwrap();
+    let opts = SessionOptions { sidecar_index: false, ..SessionOptions::read_only() };
+    Session::open(&p, opts).unwrap();
+    assert!(!idx.exists());
+}
+
+#[test]
+fn files_with_diagnostics_or_small_files_get_no_index() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let mut text = clean_big_session(&p);
+    text.push_str("not json\n");
+    fs::write(&p, &text).unwrap();
+    open(&p, true).unwrap();
+    assert!(!index_path(&p).exists());
+    let small = d.path().join("small.jsonl");
+    fs::write(&small, fs::read(crate::fixtures().join("logs/ok/linear-chat.jsonl")).unwrap()).unwrap();
+    open(&small, true).unwrap();
+    assert!(!index_path(&small).exists());
+}
