@@ -45,7 +45,7 @@ pub use entry::{
 };
 pub use error::LogError;
 pub use header::{is_header, version_of, SessionHeader, CURRENT_VERSION};
-pub use idhash::{IdHash, IdHasher, IdMap};
+pub use idhash::{IdHash, IdMap};
 pub use ids::{is_pi_entry_id, CounterIds, IdGenerator, RandomIds, SeededIds};
 pub use log::{is_title_slot, LineKind, LogLine, OwnedLine, SessionLog};
 pub use message::{
