@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use arbor_context::{build_context_from_path, SessionContext};
+use arbor_context::{build_context_from_entries, context_positions, PathHead, SessionContext};
 use arbor_log::{Clock, Entry, EntryKind, SystemClock};
 use arbor_tree::{Session, TreeError, LEAF_MARKER_TYPE};
 use serde_json::{json, Value};
@@ -451,7 +451,23 @@ impl AgentSession {
     }
 
     pub(crate) fn rebuild_context(&mut self) {
-        self.context = build_context_from_path(&self.session.get_branch(None));
+        // Only the path entries the context reads are decoded (on all cores)
+        // and moved into it: on a large session that is what the answer costs,
+        // not the whole path (the same as `build_context_from_path`, tested).
+        let s = &self.session;
+        let idx = s.branch_indices(None);
+        let heads: Vec<PathHead> = idx
+            .iter()
+            .map(|&i| PathHead {
+                id: s.id_at(i).unwrap_or_default(),
+                entry_type: s.entry_type_at(i).unwrap_or_default(),
+                role: s.message_role_at(i),
+            })
+            .collect();
+        let keep = context_positions(&heads, |p| s.entry_at(idx[p]));
+        let wanted: Vec<usize> = keep.iter().map(|&p| idx[p]).collect();
+        let path: Vec<Entry> = s.decode_many(&wanted).into_iter().flatten().collect();
+        self.context = build_context_from_entries(path);
     }
 
     /// The summarizer: the injected one, or an LLM one for the active model
