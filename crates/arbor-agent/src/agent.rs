@@ -42,6 +42,27 @@ pub(crate) async fn emit(
     emitted.response
 }
 
+/// The context at the session's leaf, decoding only the path entries it
+/// reads (on all cores) and moving them into it: on a large session that is
+/// what the answer costs, not the whole path. The same value as
+/// `build_context_from_path(&session.get_branch(None))` (tested in
+/// arbor-context's `positions` tests).
+pub fn session_context(session: &Session) -> SessionContext {
+    let idx = session.branch_indices(None);
+    let heads: Vec<PathHead> = idx
+        .iter()
+        .map(|&i| PathHead {
+            id: session.id_at(i).unwrap_or_default(),
+            entry_type: session.entry_type_at(i).unwrap_or_default(),
+            role: session.message_role_at(i),
+        })
+        .collect();
+    let keep = context_positions(&heads, |p| session.entry_at(idx[p]));
+    let wanted: Vec<usize> = keep.iter().map(|&p| idx[p]).collect();
+    let path: Vec<Entry> = session.decode_many(&wanted).into_iter().flatten().collect();
+    build_context_from_entries(path)
+}
+
 /// Which compaction algorithm [`AgentSession::compact`] uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CompactionAlgorithm {
@@ -451,23 +472,7 @@ impl AgentSession {
     }
 
     pub(crate) fn rebuild_context(&mut self) {
-        // Only the path entries the context reads are decoded (on all cores)
-        // and moved into it: on a large session that is what the answer costs,
-        // not the whole path (the same as `build_context_from_path`, tested).
-        let s = &self.session;
-        let idx = s.branch_indices(None);
-        let heads: Vec<PathHead> = idx
-            .iter()
-            .map(|&i| PathHead {
-                id: s.id_at(i).unwrap_or_default(),
-                entry_type: s.entry_type_at(i).unwrap_or_default(),
-                role: s.message_role_at(i),
-            })
-            .collect();
-        let keep = context_positions(&heads, |p| s.entry_at(idx[p]));
-        let wanted: Vec<usize> = keep.iter().map(|&p| idx[p]).collect();
-        let path: Vec<Entry> = s.decode_many(&wanted).into_iter().flatten().collect();
-        self.context = build_context_from_entries(path);
+        self.context = session_context(&self.session);
     }
 
     /// The summarizer: the injected one, or an LLM one for the active model

@@ -447,21 +447,9 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             if let Some(id) = &leaf {
                 s.branch(id).with_context(|| file.display().to_string())?;
             }
-            // Only the entries the context reads are decoded (see `context_positions`).
-            let idx = s.branch_indices(None);
-            let heads: Vec<arbor_context::PathHead> = idx
-                .iter()
-                .map(|&i| arbor_context::PathHead {
-                    id: s.id_at(i).unwrap_or_default(),
-                    entry_type: s.entry_type_at(i).unwrap_or_default(),
-                    role: s.message_role_at(i),
-                })
-                .collect();
-            let keep = arbor_context::context_positions(&heads, |p| s.entry_at(idx[p]));
-            // Decoded without being kept, and moved into the context: one copy of each message.
-            let wanted: Vec<usize> = keep.iter().map(|&p| idx[p]).collect();
-            let path: Vec<Entry> = s.decode_many(&wanted).into_iter().flatten().collect();
-            let ctx = arbor_context::build_context_from_entries(path);
+            // Only the entries the context reads are decoded, without being kept,
+            // and moved into the context: one copy of each message.
+            let ctx = arbor_agent::session_context(&s);
             match (json, llm) {
                 (true, false) => write_context_json(out, &ctx)?,
                 (true, true) => serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?,

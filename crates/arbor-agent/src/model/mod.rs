@@ -428,7 +428,7 @@ pub trait ModelClient: Send + Sync + fmt::Debug {
     /// Never fails, like pi-ai's stream: a failure is a reply with
     /// `stopReason` `"error"` and the error as `errorMessage`; cancelling
     /// `cancel` drops the request and gives a reply with `stopReason`
-    /// `"aborted"` and `errorMessage` [`REQUEST_ABORTED`]. Both keep the
+    /// `"aborted"` and `errorMessage` [`aborted_message`]. Both keep the
     /// content and usage received so far.
     ///
     /// The default calls [`ModelClient::complete`] and hands the whole text

@@ -2,7 +2,7 @@
 //! a model server started here on 127.0.0.1:0, and with command hooks.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -30,19 +30,7 @@ impl MockModel {
             // Bounded: a test never needs more than a few requests.
             for stream in listener.incoming().take(16) {
                 let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut len = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0u8; len];
-                reader.read_exact(&mut body).unwrap();
+                let Some((_, body)) = crate::model_server::read_request(&stream) else { continue };
                 seen.lock().unwrap().push(String::from_utf8_lossy(&body).into_owned());
                 if reply == "<hang>" {
                     // Never answer: the client has to give up (or be aborted).

@@ -158,6 +158,15 @@ fn roles(context: &Value) -> Vec<String> {
     context["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap().to_owned()).collect()
 }
 
+/// `FILE --new --model openai/test-model --base-url URL [--config CFG]`.
+fn new_openai_chat<'a>(file: &'a Path, url: &'a str, cfg: Option<&'a Path>) -> Vec<&'a str> {
+    let mut args = vec![file.to_str().unwrap(), "--new", "--model", "openai/test-model", "--base-url", url];
+    if let Some(c) = cfg {
+        args.extend(["--config", c.to_str().unwrap()]);
+    }
+    args
+}
+
 fn config(dir: &Path, text: &str) -> PathBuf {
     let p = dir.join("config.toml");
     std::fs::write(&p, text).unwrap();
@@ -172,7 +181,7 @@ fn a_conversation_goes_back_with_tree_with_and_without_a_summary_and_labels() {
     let url = server.openai();
     let (status, out, err) = script(
         dir.path(),
-        &[file.to_str().unwrap(), "--new", "--model", "openai/test-model", "--base-url", &url],
+        &new_openai_chat(&file, &url, None),
         &[
             "hello",
             "how are you",
@@ -404,20 +413,8 @@ fn automatic_compaction_near_the_window_is_shown_and_written() {
     // 150 tokens of usage against a 200-token window with 100 reserved: over the threshold.
     let cfg = config(dir.path(), "contextWindow = 200\n[compaction]\nreserveTokens = 100\nkeepRecentTokens = 1\n");
     let url = server.openai();
-    let (status, _out, err) = script(
-        dir.path(),
-        &[
-            file.to_str().unwrap(),
-            "--new",
-            "--model",
-            "openai/test-model",
-            "--base-url",
-            &url,
-            "--config",
-            cfg.to_str().unwrap(),
-        ],
-        &["hello", "second", "/quit"],
-    );
+    let (status, _out, err) =
+        script(dir.path(), &new_openai_chat(&file, &url, Some(&cfg)), &["hello", "second", "/quit"]);
     assert!(status.success(), "{err}");
     assert!(err.contains("Auto-compacting (threshold)..."), "{err}");
     assert!(err.contains("Compacted: "), "{err}");
@@ -459,7 +456,7 @@ fn model_and_thinking_changes_are_recorded() {
     let url = server.openai();
     let (status, _, err) = script(
         dir.path(),
-        &[file.to_str().unwrap(), "--new", "--model", "openai/test-model", "--base-url", &url],
+        &new_openai_chat(&file, &url, None),
         &["hello", "/model openai/other-model", "/thinking high", "/thinking high", "/model", "again", "/quit"],
     );
     assert!(status.success(), "{err}");
@@ -503,16 +500,7 @@ fn hooks_from_the_settings_fire_in_the_chat() {
     let url = server.openai();
     let (status, _out, err) = script(
         dir.path(),
-        &[
-            file.to_str().unwrap(),
-            "--new",
-            "--model",
-            "openai/test-model",
-            "--base-url",
-            &url,
-            "--config",
-            cfg.to_str().unwrap(),
-        ],
+        &new_openai_chat(&file, &url, Some(&cfg)),
         &["hello", "second", "/tree", "00000004", "2", "/compact", "/quit"],
     );
     assert!(status.success(), "{err}");

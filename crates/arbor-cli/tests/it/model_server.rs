@@ -105,11 +105,12 @@ impl ModelServer {
     }
 }
 
-fn serve(stream: TcpStream, state: &State) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+/// Reads one HTTP request: its path and body (`None` when the client went away).
+pub fn read_request(stream: &TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut first = String::new();
     if reader.read_line(&mut first).unwrap_or(0) == 0 {
-        return;
+        return None;
     }
     let path = first.split_whitespace().nth(1).unwrap_or("").to_owned();
     let mut len = 0usize;
@@ -123,9 +124,12 @@ fn serve(stream: TcpStream, state: &State) {
         }
     }
     let mut body = vec![0u8; len];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+    reader.read_exact(&mut body).ok()?;
+    Some((path, body))
+}
+
+fn serve(stream: TcpStream, state: &State) {
+    let Some((path, body)) = read_request(&stream) else { return };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let request = Request { path: path.clone(), body };
     let prompt = request.last_user();
