@@ -572,30 +572,44 @@ impl Session {
         let Some(index) = sidecar::decode(&bytes) else { return Ok(false) };
         drop(bytes);
         let raw = read_exact_at(&**src, 0, usize::try_from(index.header_bytes).unwrap_or(usize::MAX))?;
-        let mut prefix = SessionLog::read(&raw[..])?;
+        let prefix = SessionLog::read(&raw[..])?;
         let Some(header) = prefix.header() else { return Ok(false) };
         if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
             return Ok(false);
         }
+        let slots = index.entries.into_iter().map(Slot::indexed);
+        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots))
+    }
+
+    /// Takes a v3 prefix's header and the loaded slots; false (nothing
+    /// changed) when the prefix would need a migration or a rewrite.
+    fn load_slots(
+        &mut self,
+        mut prefix: SessionLog,
+        header: SessionHeader,
+        diagnostics: Vec<Diagnostic>,
+        src: Arc<dyn ReadAt>,
+        slots: impl ExactSizeIterator<Item = Slot>,
+    ) -> bool {
         let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
         if report.migrated() || prefix.is_dirty() {
-            return Ok(false);
+            return false;
         }
         self.cwd = header.cwd.clone().unwrap_or_default();
         self.header = header;
         self.migration = report;
-        self.diagnostics = vec![];
-        self.source = Some(src.clone());
-        self.reserve(index.entries.len());
-        for e in index.entries {
-            self.push_loaded(Slot::indexed(e));
+        self.diagnostics = diagnostics;
+        self.source = Some(src);
+        self.reserve(slots.len());
+        for slot in slots {
+            self.push_loaded(slot);
         }
         self.leaf = self.slots.last().map(|s| s.id.clone());
         self.mark_duplicates();
         self.find_cycles();
         self.diagnostics.sort_by_key(|d| d.line);
         self.disk = Disk::Synced { count: self.slots.len() };
-        Ok(true)
+        true
     }
 
     /// Loads from a fresh scan; false when the file needs the full path.
@@ -604,26 +618,8 @@ impl Session {
         if header.version() < CURRENT_VERSION {
             return Ok(false);
         }
-        let mut prefix = scanned.prefix;
-        let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
-        if report.migrated() || prefix.is_dirty() {
-            return Ok(false);
-        }
-        self.cwd = header.cwd.clone().unwrap_or_default();
-        self.header = header;
-        self.migration = report;
-        self.diagnostics = scanned.diagnostics;
-        self.source = Some(src);
-        self.reserve(scanned.entries.len());
-        for e in scanned.entries {
-            self.push_loaded(Slot::scanned(e));
-        }
-        self.leaf = self.slots.last().map(|s| s.id.clone());
-        self.mark_duplicates();
-        self.find_cycles();
-        self.diagnostics.sort_by_key(|d| d.line);
-        self.disk = Disk::Synced { count: self.slots.len() };
-        Ok(true)
+        let slots = scanned.entries.into_iter().map(Slot::scanned);
+        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots))
     }
 
     fn src(&self) -> Option<&dyn ReadAt> {
