@@ -576,15 +576,22 @@ pub(crate) fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
     }
     let active = active_path(s);
     let rows = layout_tree(&tree, &active);
-    let width = rows.iter().filter_map(|r| s.entry_at(r.index)).map(|e| e.id.chars().count()).max().unwrap_or(8);
+    let width = rows.iter().filter_map(|r| s.id_at(r.index)).map(|id| id.chars().count()).max().unwrap_or(8);
     let leaf = s.leaf_id().and_then(|id| s.index_of(id));
     let home = home();
+    // Entries are decoded one at a time and not kept: only tool calls are
+    // remembered (for the tool results that name them).
     let mut calls = ToolCalls::new();
-    for e in s.entries() {
-        record_tool_calls(e, &mut calls);
+    for i in 0..s.len() {
+        if s.message_role_at(i) == Some("assistant") {
+            if let Some(e) = s.decode_at(i) {
+                record_tool_calls(&e, &mut calls);
+            }
+        }
     }
     for row in rows {
-        let Some(e) = s.entry_at(row.index) else { continue };
+        let Some(e) = s.decode_at(row.index) else { continue };
+        let e = &e;
         let marker = if row.active { "• " } else { "" };
         let label = s.get_label(&e.id).map(|l| format!("[{l}] ")).unwrap_or_default();
         let leaf_mark = if Some(row.index) == leaf { "  ◀ leaf" } else { "" };

@@ -216,10 +216,18 @@ pub fn layout(roots: &[usize], children: &dyn Fn(usize) -> Vec<usize>, active: &
         let display_indent = if multiple_roots { item.indent.saturating_sub(1) } else { item.indent };
         let connector = item.show_connector && !item.virtual_root_child;
         let connector_at = display_indent.checked_sub(1);
-        let mut prefix = String::new();
-        for level in 0..display_indent {
-            if let Some(g) = item.gutters.iter().find(|g| g.position == level) {
-                prefix.push_str(if g.show { "│  " } else { "   " });
+        // The gutter at each level (the first one listed wins), found in one
+        // pass: deep, much-branched trees have thousands of levels.
+        let mut gutter_at: Vec<Option<bool>> = vec![None; display_indent];
+        for g in item.gutters.iter().rev() {
+            if let Some(slot) = gutter_at.get_mut(g.position) {
+                *slot = Some(g.show);
+            }
+        }
+        let mut prefix = String::with_capacity(display_indent * 3);
+        for (level, gutter) in gutter_at.iter().enumerate() {
+            if let Some(show) = gutter {
+                prefix.push_str(if *show { "│  " } else { "   " });
             } else if connector && connector_at == Some(level) {
                 prefix.push_str(if item.is_last { "└─ " } else { "├─ " });
             } else {
