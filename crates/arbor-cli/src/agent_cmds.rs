@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context as _, Result};
 use clap::Args as ClapArgs;
 
-use arbor_agent::{AgentOptions, AgentSession, CompactOptions, HookConfig, HookFailure, NavigateOptions};
+use arbor_agent::{AgentOptions, AgentSession, CompactOptions, HookBus, HookConfig, HookFailure, NavigateOptions};
 use arbor_tree::{Session, SessionOptions};
 
 /// Which model to use, and the hooks to run.
@@ -39,8 +39,7 @@ fn agent(file: &Path, session_opts: SessionOptions, m: &ModelArgs, needs_model: 
     // Hooks first: a bad hooks file must fail before the session is taken for writing.
     let mut opts = AgentOptions::default();
     if let Some(h) = &m.hooks {
-        let config = HookConfig::load(h).with_context(|| format!("{}: cannot load hooks", h.display()))?;
-        config.register(&mut opts.hooks).with_context(|| format!("{}: bad hooks", h.display()))?;
+        load_hooks(h, &mut opts.hooks)?;
     }
     let session = Session::open(file, session_opts)?;
     if !m.diagnostics_shown {
@@ -72,7 +71,15 @@ fn agent(file: &Path, session_opts: SessionOptions, m: &ModelArgs, needs_model: 
     Ok(agent)
 }
 
-fn report_hook_failures(failures: &[HookFailure]) {
+/// Registers the command hooks of a hooks file on `bus`; errors name the file.
+pub(crate) fn load_hooks(path: &Path, bus: &mut HookBus) -> Result<()> {
+    let config = HookConfig::load(path).with_context(|| format!("{}: cannot load hooks", path.display()))?;
+    config.register(bus).with_context(|| format!("{}: bad hooks", path.display()))?;
+    Ok(())
+}
+
+/// Reports hooks that failed, one line each on stderr.
+pub(crate) fn report_hook_failures(failures: &[HookFailure]) {
     for f in failures {
         eprintln!("arbor: hook failed: {f}");
     }

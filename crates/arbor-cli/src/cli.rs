@@ -306,7 +306,7 @@ fn exit_without_freeing<T>(value: T) {
     std::mem::forget(value);
 }
 
-fn home() -> Option<String> {
+pub(crate) fn home() -> Option<String> {
     std::env::home_dir().map(|h| h.to_string_lossy().into_owned())
 }
 

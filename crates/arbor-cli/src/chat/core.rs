@@ -14,8 +14,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use arbor_agent::{
     AbortHandle, AgentEvent, AgentOptions, AgentSession, Api, CompactOptions, CompactResult, CompactionSettings,
-    EventSink, ForkResult, HookConfig, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult,
-    ProviderConfig, ProviderRegistry,
+    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult, ProviderConfig,
+    ProviderRegistry,
 };
 use arbor_tree::{Session, SessionOptions};
 
@@ -122,8 +122,7 @@ impl Chat {
         let mut opts = AgentOptions::default();
         let hooks = flags.hooks.clone().or_else(|| settings.hooks.clone());
         if let Some(h) = &hooks {
-            let config = HookConfig::load(h).with_context(|| format!("{}: cannot load hooks", h.display()))?;
-            config.register(&mut opts.hooks).with_context(|| format!("{}: bad hooks", h.display()))?;
+            crate::agent_cmds::load_hooks(h, &mut opts.hooks)?;
         }
         opts.compaction = CompactionSettings {
             enabled: settings.compaction_enabled,
@@ -343,6 +342,21 @@ impl Chat {
             self.model_name(),
             self.agent.thinking_level()
         )
+    }
+}
+
+/// What a finished compaction tells the user.
+pub fn compaction_report(r: &CompactResult) -> String {
+    format!("Compacted: {} tokens summarized, kept from {}", r.tokens_before, r.first_kept_entry_id)
+}
+
+/// What an automatic compaction's end tells the user: its error, its
+/// cancellation or its result (nothing when there was nothing to compact).
+pub fn auto_compaction_report(result: Option<&CompactResult>, aborted: bool, error: Option<String>) -> Option<String> {
+    match (error, aborted, result) {
+        (Some(e), _, _) => Some(e),
+        (None, true, _) => Some("Auto-compaction cancelled".to_owned()),
+        (None, false, r) => r.map(compaction_report),
     }
 }
 

@@ -18,8 +18,9 @@ use anyhow::Result;
 use arbor_agent::{AgentEvent, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::Chat;
+use super::core::{auto_compaction_report, compaction_report, Chat};
 use super::settings::DoubleEscape;
+use crate::agent_cmds::report_hook_failures;
 
 struct Signals {
     busy: Arc<AtomicBool>,
@@ -131,12 +132,8 @@ fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -
                 eprintln!("Auto-compacting ({})...", reason.as_str());
             }
             Some(AgentEvent::AutoCompactionEnd { result, aborted, error_message, .. }) => {
-                if let Some(e) = error_message {
-                    eprintln!("{e}");
-                } else if aborted {
-                    eprintln!("Auto-compaction cancelled");
-                } else if let Some(r) = result {
-                    eprintln!("Compacted: {} tokens summarized, kept from {}", r.tokens_before, r.first_kept_entry_id);
+                if let Some(m) = auto_compaction_report(result.as_ref(), aborted, error_message) {
+                    eprintln!("{m}");
                 }
             }
             _ => {}
@@ -151,9 +148,7 @@ fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -
         return Err(e.into());
     }
     let r = r?;
-    for f in &r.hook_failures {
-        eprintln!("arbor: hook failed: {f}");
-    }
+    report_hook_failures(&r.hook_failures);
     match r.reply.stop_reason() {
         "aborted" => eprintln!("[aborted]"),
         "error" => eprintln!("Error: {}", r.reply.error_message().unwrap_or("the model failed")),
@@ -200,9 +195,7 @@ fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut d
     let r = chat.navigate(&id, summarize, instructions, &mut |_| signals.aborted());
     signals.stop();
     let r = r?;
-    for f in &r.hook_failures {
-        eprintln!("arbor: hook failed: {f}");
-    }
+    report_hook_failures(&r.hook_failures);
     if r.aborted {
         eprintln!("Branch summarization cancelled");
     } else if r.cancelled {
@@ -238,9 +231,7 @@ fn branch(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Resu
         .filter(|n| (1..=messages.len()).contains(n))
         .ok_or_else(|| anyhow::anyhow!("{answer:?} is not a message number (1 to {})", messages.len()))?;
     let r = chat.fork(&messages[n - 1].0)?;
-    for f in &r.hook_failures {
-        eprintln!("arbor: hook failed: {f}");
-    }
+    report_hook_failures(&r.hook_failures);
     if r.cancelled {
         eprintln!("Fork cancelled");
         return Ok(());
@@ -259,9 +250,7 @@ fn compact(chat: &mut Chat, instructions: Option<String>, signals: &Signals) -> 
     let r = chat.compact(instructions, &mut |_| signals.aborted());
     signals.stop();
     let r = r?;
-    for f in &r.hook_failures {
-        eprintln!("arbor: hook failed: {f}");
-    }
-    eprintln!("Compacted: {} tokens summarized, kept from {}", r.tokens_before, r.first_kept_entry_id);
+    report_hook_failures(&r.hook_failures);
+    eprintln!("{}", compaction_report(&r));
     Ok(())
 }

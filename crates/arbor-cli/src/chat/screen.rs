@@ -22,10 +22,10 @@ use ratatui::Terminal;
 use serde_json::Value;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use arbor_agent::{AgentEvent, StreamDelta};
+use arbor_agent::{AgentEvent, HookFailure, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::Chat;
+use super::core::{auto_compaction_report, compaction_report, Chat};
 use super::settings::DoubleEscape;
 use crate::tui::{self, Decision, FilterMode, ForkSelector, Term, TerminalGuard, TreeHost, TreeSelector};
 
@@ -391,6 +391,11 @@ impl ChatView {
     }
 }
 
+/// Hooks that failed, as lines for the notes under the conversation.
+fn hook_notes(failures: &[HookFailure]) -> Vec<String> {
+    failures.iter().map(|f| format!("hook failed: {f}")).collect()
+}
+
 /// True for the keys that abort a running operation: Esc and Ctrl+C.
 fn is_abort(key: &KeyEvent) -> bool {
     key.code == KeyCode::Esc || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL))
@@ -408,9 +413,7 @@ impl TreeHost for ChatHost<'_> {
         initial: Option<&str>,
         filter: FilterMode,
     ) -> Result<(TreeSelector, Option<String>)> {
-        let home = std::env::home_dir().map(|h| h.to_string_lossy().into_owned());
-        let s = self.chat.session();
-        Ok((TreeSelector::new(s, height, initial, filter, home.as_deref()), s.leaf_id().map(str::to_owned)))
+        Ok(tui::selector_over(self.chat.session(), height, initial, filter))
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
@@ -479,8 +482,9 @@ pub fn run(chat: &mut Chat) -> Result<()> {
     });
     let mut screen = Screen { term, events: rx, view: ChatView::default() };
     screen.view.notes = std::mem::take(&mut chat.notices);
+    // What the conversation shows; taken again only after something that can change the session.
+    let (mut messages, mut bar) = snapshot(chat);
     loop {
-        let (messages, bar) = snapshot(chat);
         screen.redraw(&messages, &bar)?;
         let key = match screen.next_event()? {
             Event::Key(k) if k.kind != KeyEventKind::Release => k,
@@ -491,7 +495,7 @@ pub fn run(chat: &mut Chat) -> Result<()> {
             screen.view.status = None;
         }
         let r = match action {
-            Action::None => Ok(()),
+            Action::None => continue,
             Action::Quit => return Ok(()),
             Action::Tree => tree(chat, &mut screen, None),
             Action::Branch => branch(chat, &mut screen),
@@ -500,6 +504,7 @@ pub fn run(chat: &mut Chat) -> Result<()> {
                 input => command(chat, &mut screen, input, &line),
             },
         };
+        (messages, bar) = snapshot(chat);
         if let Err(e) = r {
             screen.view.busy = None;
             screen.view.status = Some(format!("Error: {}", crate::one_line(&e)));
@@ -566,15 +571,9 @@ fn prompt(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<()> {
                 screen.view.busy = Some(format!("Auto-compacting ({})... (Esc to cancel)", reason.as_str()));
             }
             Some(AgentEvent::AutoCompactionEnd { result, aborted, error_message, .. }) => {
-                screen.view.status = Some(if let Some(e) = error_message {
-                    e
-                } else if aborted {
-                    "Auto-compaction cancelled".to_owned()
-                } else if let Some(r) = result {
-                    format!("Auto-compacted: {} tokens summarized", r.tokens_before)
-                } else {
-                    "Auto-compaction done".to_owned()
-                });
+                if let Some(m) = auto_compaction_report(result.as_ref(), aborted, error_message) {
+                    screen.view.status = Some(m);
+                }
             }
             _ => {}
         }
@@ -598,10 +597,7 @@ fn prompt(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<()> {
         return Err(e);
     }
     let r = r?;
-    let failures: Vec<String> = r.hook_failures.iter().map(|f| format!("hook failed: {f}")).collect();
-    if !failures.is_empty() {
-        screen.view.notes.extend(failures);
-    }
+    screen.view.notes.extend(hook_notes(&r.hook_failures));
     match r.reply.stop_reason() {
         "aborted" => screen.view.status = Some("Aborted".to_owned()),
         "error" => {
@@ -667,7 +663,7 @@ fn tree(chat: &mut Chat, screen: &mut Screen, mut initial: Option<String>) -> Re
             }
         };
         if !r.hook_failures.is_empty() {
-            screen.view.notes = r.hook_failures.iter().map(|f| format!("hook failed: {f}")).collect();
+            screen.view.notes = hook_notes(&r.hook_failures);
         }
         if r.aborted {
             status = Some("Branch summarization cancelled".to_owned());
@@ -716,7 +712,7 @@ fn branch(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
 
 fn compact(chat: &mut Chat, screen: &mut Screen, instructions: Option<String>) -> Result<()> {
     let r = busy(chat, screen, "Compacting... (Esc to cancel)", |chat, poll| chat.compact(instructions, poll))?;
-    screen.view.status = Some(format!("Compacted: {} tokens summarized", r.tokens_before));
+    screen.view.status = Some(compaction_report(&r));
     Ok(())
 }
 

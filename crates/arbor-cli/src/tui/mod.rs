@@ -100,8 +100,15 @@ enum Screen {
 
 pub(crate) type Term = Terminal<CrosstermBackend<io::Stderr>>;
 
-fn home() -> Option<String> {
-    std::env::home_dir().map(|h| h.to_string_lossy().into_owned())
+/// A selector over `session` (paths shortened with the home directory) and the session's real leaf.
+pub(crate) fn selector_over(
+    session: &Session,
+    height: u16,
+    initial: Option<&str>,
+    filter: FilterMode,
+) -> (TreeSelector, Option<String>) {
+    let home = crate::cli::home();
+    (TreeSelector::new(session, height, initial, filter, home.as_deref()), session.leaf_id().map(str::to_owned))
 }
 
 fn resolve_file(file: Option<PathBuf>) -> Result<PathBuf> {
@@ -154,9 +161,7 @@ impl TreeHost for FileHost<'_> {
         filter: FilterMode,
     ) -> Result<(TreeSelector, Option<String>)> {
         let session = Session::open(self.file, (self.options)(true))?;
-        let home = home();
-        let sel = TreeSelector::new(&session, height, initial, filter, home.as_deref());
-        Ok((sel, session.leaf_id().map(str::to_owned)))
+        Ok(selector_over(&session, height, initial, filter))
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
@@ -166,6 +171,19 @@ impl TreeHost for FileHost<'_> {
 
 /// The next terminal event: `event::read` for `arbor tui`, a channel for `arbor chat`.
 pub(crate) type NextEvent<'a> = &'a mut dyn FnMut() -> Result<Event>;
+
+/// The next event as a key press; `None` (to redraw) after a resize, which
+/// `resized` is told the new height of, and for anything else.
+fn read_key(next: NextEvent<'_>, resized: impl FnOnce(u16)) -> Result<Option<KeyEvent>> {
+    Ok(match next()? {
+        Event::Key(key) if key.kind != KeyEventKind::Release => Some(key),
+        Event::Resize(_, rows) => {
+            resized(rows);
+            None
+        }
+        _ => None,
+    })
+}
 
 /// Runs the selector until the user quits or picks a point to navigate to.
 /// With `skip_prompt` (pi's `branchSummary.skipPrompt`) Enter moves without a summary.
@@ -193,17 +211,7 @@ pub(crate) fn select(
                 }
             }
         })?;
-        let key = match next()? {
-            Event::Key(key) => key,
-            Event::Resize(_, rows) => {
-                sel.set_terminal_height(rows);
-                continue;
-            }
-            _ => continue,
-        };
-        if key.kind == KeyEventKind::Release {
-            continue;
-        }
+        let Some(key) = read_key(next, |rows| sel.set_terminal_height(rows))? else { continue };
         screen = match screen {
             Screen::Tree => {
                 let Some(input) = keys::decode(&key) else { continue };
@@ -372,14 +380,7 @@ pub(crate) fn select_message(term: &mut Term, next: NextEvent<'_>, mut sel: Fork
             let area = f.area();
             view::draw_fork_selector(&sel, area, f.buffer_mut());
         })?;
-        let key = match next()? {
-            Event::Key(key) => key,
-            Event::Resize(_, rows) => {
-                sel.set_terminal_height(rows);
-                continue;
-            }
-            _ => continue,
-        };
+        let Some(key) = read_key(next, |rows| sel.set_terminal_height(rows))? else { continue };
         let Some(input) = fork_selector::decode(&key) else { continue };
         match sel.handle(input) {
             ForkOutcome::None => {}
