@@ -13,15 +13,15 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use compact_str::CompactString;
 use indexmap::IndexMap;
 use serde_json::Value;
 
 use arbor_log::{
     format_iso_ms, full_entry, parse_iso_ms, read_exact_at, BranchSummary, Clock, Compaction, CustomEntry,
-    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, IdHash, IdMap,
-    LabelEntry, MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, ScannedEntry,
-    ScannedLog, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
-    CURRENT_VERSION,
+    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, IdHash, LabelEntry,
+    MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, ScannedEntry, ScannedLog,
+    SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange, CURRENT_VERSION,
 };
 
 use crate::error::TreeError;
@@ -31,6 +31,32 @@ use crate::store::{AppendHandle, FileStore, Store, WriteLock};
 
 /// `Session::parent_idx` of a slot whose parent does not resolve.
 const NO_PARENT: usize = usize::MAX;
+
+/// A map keyed by entry ids held inline (pi's 8-hex ids and uuids need no allocation).
+type IdIndex<V> = std::collections::HashMap<CompactString, V, IdHash>;
+
+/// The slots whose `parentId` names one id, in file order: most ids have one child.
+#[derive(Debug, Clone)]
+enum Kids {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Kids {
+    fn push(&mut self, i: usize) {
+        match self {
+            Kids::One(first) => *self = Kids::Many(vec![*first, i]),
+            Kids::Many(v) => v.push(i),
+        }
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Kids::One(i) => std::slice::from_ref(i),
+            Kids::Many(v) => v,
+        }
+    }
+}
 
 /// The `customType` of the hidden entry that makes a leaf move durable.
 pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
@@ -125,8 +151,8 @@ impl SessionOptions {
 /// costs a scan, not a decode of every body.
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
-    pub(crate) id: String,
-    pub(crate) parent_id: Option<String>,
+    pub(crate) id: CompactString,
+    pub(crate) parent_id: Option<CompactString>,
     pub(crate) entry_type: Cow<'static, str>,
     /// The `role` of a message entry's message.
     pub(crate) role: Option<Cow<'static, str>>,
@@ -142,41 +168,62 @@ pub(crate) struct Slot {
 }
 
 /// Names the entry types and roles once, so a million slots do not hold a million copies.
-fn intern(s: &str) -> Cow<'static, str> {
-    const KNOWN: [&str; 20] = [
-        "message",
-        "thinking_level_change",
-        "model_change",
-        "compaction",
-        "branch_summary",
-        "custom",
-        "custom_message",
-        "label",
-        "session_info",
-        "ttsr_injection",
-        "mode_change",
-        "user",
-        "assistant",
-        "toolResult",
-        "bashExecution",
-        "custom",
-        "branchSummary",
-        "compactionSummary",
-        "hookMessage",
-        "developer",
-    ];
-    match KNOWN.iter().find(|k| **k == s) {
-        Some(k) => Cow::Borrowed(k),
-        None => Cow::Owned(s.to_owned()),
+/// Id → slot over `slots`, the later line of an id winning.
+fn id_index(slots: &[Slot]) -> IdIndex<usize> {
+    let mut by_id: IdIndex<usize> = IdIndex::default();
+    by_id.reserve(slots.len());
+    for (i, s) in slots.iter().enumerate() {
+        by_id.insert(s.id.clone(), i);
     }
+    by_id
+}
+
+/// Parent id → the live slots of `slots` naming it, in file order.
+fn children_index(slots: &[Slot]) -> IdIndex<Kids> {
+    let mut children: IdIndex<Kids> = IdIndex::default();
+    for (i, s) in slots.iter().enumerate() {
+        let Some(p) = s.parent_id.as_ref().filter(|_| s.live) else { continue };
+        match children.get_mut(p) {
+            Some(kids) => kids.push(i),
+            None => {
+                children.insert(p.clone(), Kids::One(i));
+            }
+        }
+    }
+    children
+}
+
+fn intern(s: &str) -> Cow<'static, str> {
+    Cow::Borrowed(match s {
+        "message" => "message",
+        "thinking_level_change" => "thinking_level_change",
+        "model_change" => "model_change",
+        "compaction" => "compaction",
+        "branch_summary" => "branch_summary",
+        "custom" => "custom",
+        "custom_message" => "custom_message",
+        "label" => "label",
+        "session_info" => "session_info",
+        "ttsr_injection" => "ttsr_injection",
+        "mode_change" => "mode_change",
+        "user" => "user",
+        "assistant" => "assistant",
+        "toolResult" => "toolResult",
+        "bashExecution" => "bashExecution",
+        "branchSummary" => "branchSummary",
+        "compactionSummary" => "compactionSummary",
+        "hookMessage" => "hookMessage",
+        "developer" => "developer",
+        other => return Cow::Owned(other.to_owned()),
+    })
 }
 
 impl Slot {
     /// A slot holding a decoded entry and its JSON text (appends, the slow path).
     fn decoded(entry: Entry, json: Box<str>, line: usize) -> Slot {
         Slot {
-            id: entry.id.clone(),
-            parent_id: entry.parent_id.clone(),
+            id: entry.id.as_str().into(),
+            parent_id: entry.parent_id.as_deref().map(CompactString::from),
             entry_type: intern(entry.entry_type()),
             role: entry.message_role().map(intern),
             line,
@@ -189,12 +236,12 @@ impl Slot {
     }
 
     /// A slot from the sidecar index: nothing decoded yet.
-    fn indexed(e: sidecar::IndexedEntry) -> Slot {
+    fn indexed(e: sidecar::IndexedEntry<'_>) -> Slot {
         Slot {
-            id: e.id,
-            parent_id: e.parent_id,
-            entry_type: intern(&e.entry_type),
-            role: e.role.as_deref().map(intern),
+            id: e.id.into(),
+            parent_id: e.parent_id.map(CompactString::from),
+            entry_type: intern(e.entry_type),
+            role: e.role.map(intern),
             line: e.line as usize,
             ts_ms: e.ts_ms,
             live: true,
@@ -212,9 +259,9 @@ impl Slot {
             None => OnceLock::new(),
         };
         Slot {
-            id: h.id.unwrap_or_default(),
-            parent_id: match h.parent {
-                ParentField::Id(p) => Some(p),
+            id: h.id.as_deref().unwrap_or_default().into(),
+            parent_id: match &h.parent {
+                ParentField::Id(p) => Some(p.as_str().into()),
                 _ => None,
             },
             entry_type: intern(h.entry_type.as_deref().unwrap_or_default()),
@@ -254,8 +301,8 @@ impl Slot {
             Ok(e) => *e,
             // The file changed under a reader: keep the tree whole and say why the body is missing.
             Err(error) => Entry {
-                id: self.id.clone(),
-                parent_id: self.parent_id.clone(),
+                id: self.id.to_string(),
+                parent_id: self.parent_id.as_ref().map(CompactString::to_string),
                 timestamp: String::new(),
                 kind: EntryKind::Malformed {
                     entry_type: self.entry_type.to_string(),
@@ -301,11 +348,13 @@ enum Disk {
 pub struct Session {
     header: SessionHeader,
     pub(crate) slots: Vec<Slot>,
-    by_id: IdMap<usize>,
+    /// Id → slot; built by a bulk load that hashes ids anyway, else on first use.
+    by_id: OnceLock<IdIndex<usize>>,
     /// For each slot, the slot its `parentId` resolves to through `by_id`
     /// ([`NO_PARENT`] when none): walks follow indices, not hash lookups.
     parent_idx: Vec<usize>,
-    children: IdMap<Vec<usize>>,
+    /// Built on first use.
+    children: OnceLock<IdIndex<Kids>>,
     labels: IndexMap<String, String>,
     leaf: Option<String>,
     leaf_moved: bool,
@@ -341,9 +390,9 @@ impl Session {
         Session {
             header,
             slots: vec![],
-            by_id: IdMap::default(),
+            by_id: OnceLock::new(),
             parent_idx: Vec::new(),
-            children: IdMap::default(),
+            children: OnceLock::new(),
             labels: IndexMap::new(),
             leaf: None,
             leaf_moved: false,
@@ -521,8 +570,9 @@ impl Session {
         }
         if let Some(stamp) = stamp.filter(|s| clean && s.size >= MIN_INDEXED_BYTES && self.diagnostics.is_empty()) {
             // A cache: failing to write it changes nothing.
-            let bytes = sidecar::encode(stamp, &self.index_of_slots(header_bytes));
-            let _ = self.opts.store.write_side(&path, INDEX_SUFFIX, &bytes);
+            if let Some(index) = self.index_of_slots(header_bytes) {
+                let _ = self.opts.store.write_side(&path, INDEX_SUFFIX, &sidecar::encode(stamp, &index));
+            }
         }
         Ok(true)
     }
@@ -542,25 +592,33 @@ impl Session {
         Some(sidecar::Stamp { size, mtime_ns, checksum })
     }
 
-    fn index_of_slots(&self, header_bytes: u64) -> sidecar::Index {
+    /// The index of a loaded file; `None` when a parent comes after its child
+    /// (the index keeps only parents that point back, so it can hold no cycle).
+    fn index_of_slots(&self, header_bytes: u64) -> Option<sidecar::Index<'_>> {
         let entries = self
             .slots
             .iter()
-            .filter_map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
                 let (offset, len) = s.src?;
+                let parent = self.parent_of(i);
+                if parent.is_some_and(|p| p >= i) {
+                    return None;
+                }
                 Some(sidecar::IndexedEntry {
+                    parent,
                     offset,
                     len: len as u64,
                     line: s.line as u64,
                     ts_ms: s.ts_ms,
-                    entry_type: s.entry_type.to_string(),
-                    role: s.role.as_deref().map(str::to_owned),
-                    id: s.id.clone(),
-                    parent_id: s.parent_id.clone(),
+                    entry_type: &s.entry_type,
+                    role: s.role.as_deref(),
+                    id: &s.id,
+                    parent_id: s.parent_id.as_deref(),
                 })
             })
-            .collect();
-        sidecar::Index { header_bytes, entries }
+            .collect::<Option<Vec<_>>>()?;
+        Some(sidecar::Index { header_bytes, entries })
     }
 
     /// Loads from a sidecar index whose stamp matches `stamp`; false when there is none usable.
@@ -570,15 +628,17 @@ impl Session {
             return Ok(false);
         }
         let Some(index) = sidecar::decode(&bytes) else { return Ok(false) };
-        drop(bytes);
         let raw = read_exact_at(&**src, 0, usize::try_from(index.header_bytes).unwrap_or(usize::MAX))?;
         let prefix = SessionLog::read(&raw[..])?;
         let Some(header) = prefix.header() else { return Ok(false) };
         if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
             return Ok(false);
         }
+        // The index holds each parent already resolved, and only clean files
+        // (no duplicate ids, no cycles) are indexed: no id is hashed here.
+        let parents: Vec<usize> = index.entries.iter().map(|e| e.parent.unwrap_or(NO_PARENT)).collect();
         let slots = index.entries.into_iter().map(Slot::indexed);
-        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots))
+        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots, Some(parents)))
     }
 
     /// Takes a v3 prefix's header and the loaded slots; false (nothing
@@ -590,6 +650,7 @@ impl Session {
         diagnostics: Vec<Diagnostic>,
         src: Arc<dyn ReadAt>,
         slots: impl ExactSizeIterator<Item = Slot>,
+        parents: Option<Vec<usize>>,
     ) -> bool {
         let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
         if report.migrated() || prefix.is_dirty() {
@@ -600,13 +661,18 @@ impl Session {
         self.migration = report;
         self.diagnostics = diagnostics;
         self.source = Some(src);
-        self.reserve(slots.len());
+        self.slots.reserve_exact(slots.len());
         for slot in slots {
             self.push_loaded(slot);
         }
-        self.leaf = self.slots.last().map(|s| s.id.clone());
-        self.mark_duplicates();
-        self.find_cycles();
+        self.leaf = self.slots.last().map(|s| s.id.to_string());
+        match parents {
+            Some(parents) => self.parent_idx = parents,
+            None => {
+                self.resolve_ids();
+                self.find_cycles();
+            }
+        }
         self.diagnostics.sort_by_key(|d| d.line);
         self.disk = Disk::Synced { count: self.slots.len() };
         true
@@ -619,7 +685,7 @@ impl Session {
             return Ok(false);
         }
         let slots = scanned.entries.into_iter().map(Slot::scanned);
-        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots))
+        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, None))
     }
 
     fn src(&self) -> Option<&dyn ReadAt> {
@@ -637,11 +703,13 @@ impl Session {
 
     fn load_entries(&mut self, entries: Vec<(usize, Entry, OwnedLine)>, diags: Vec<Diagnostic>) {
         self.diagnostics.extend(diags);
+        self.slots.reserve_exact(entries.len());
         for (line, entry, owned) in entries {
             let json = if owned.dirty { entry_json(&entry) } else { line_json(owned.raw) };
-            self.push_slot(entry, json, line);
+            self.push_loaded(Slot::decoded(entry, json, line));
         }
-        self.mark_duplicates();
+        self.leaf = self.slots.last().map(|s| s.id.to_string());
+        self.resolve_ids();
         self.find_cycles();
         self.diagnostics.sort_by_key(|d| d.line);
     }
@@ -650,30 +718,67 @@ impl Session {
         self.push(Slot::decoded(entry, json, line))
     }
 
+    /// Appends a slot after the load: the id index and children lists follow it.
     fn push(&mut self, slot: Slot) -> usize {
-        self.leaf = Some(slot.id.clone());
+        self.leaf = Some(slot.id.to_string());
+        let mut by_id = self.by_id.take().unwrap_or_else(|| id_index(&self.slots));
+        let mut children = self.children.take().unwrap_or_else(|| children_index(&self.slots));
         let i = self.push_loaded(slot);
-        let own = self.slots[i].parent_id.as_deref().and_then(|p| self.by_id.get(p).copied());
+        let slot = &self.slots[i];
+        if let Some(prev) = by_id.insert(slot.id.clone(), i) {
+            self.slots[prev].live = false;
+        }
+        let slot = &self.slots[i];
+        let own = slot.parent_id.as_deref().and_then(|p| by_id.get(p).copied());
         self.parent_idx.push(own.unwrap_or(NO_PARENT));
         // Entries naming this id as their parent now resolve to it (the later line wins).
-        if let Some(kids) = self.children.get(&self.slots[i].id) {
-            for &k in kids {
-                if let Some(slot) = self.parent_idx.get_mut(k) {
-                    *slot = i;
+        if let Some(kids) = children.get(&slot.id) {
+            for &k in kids.as_slice() {
+                if let Some(p) = self.parent_idx.get_mut(k) {
+                    *p = i;
                 }
             }
         }
+        if let Some(p) = &self.slots[i].parent_id {
+            match children.get_mut(p) {
+                Some(kids) => kids.push(i),
+                None => {
+                    children.insert(p.clone(), Kids::One(i));
+                }
+            }
+        }
+        self.by_id = OnceLock::from(by_id);
+        self.children = OnceLock::from(children);
         i
     }
 
-    /// Resolves every slot's parent (after a bulk load through `push_loaded`).
-    fn rebuild_parents(&mut self) {
-        let by_id = &self.by_id;
+    /// After a bulk load: the id index (the later line of an id wins, earlier
+    /// ones are no longer live) and every slot's parent resolved through it.
+    fn resolve_ids(&mut self) {
+        let mut by_id: IdIndex<usize> = IdIndex::default();
+        by_id.reserve(self.slots.len());
+        for i in 0..self.slots.len() {
+            if let Some(prev) = by_id.insert(self.slots[i].id.clone(), i) {
+                self.slots[prev].live = false;
+            }
+        }
         self.parent_idx = self
             .slots
             .iter()
             .map(|s| s.parent_id.as_deref().and_then(|p| by_id.get(p).copied()).unwrap_or(NO_PARENT))
             .collect();
+        self.by_id = OnceLock::from(by_id);
+        self.children = OnceLock::new();
+    }
+
+    /// Id → slot (the later line of an id wins), built on first use.
+    fn ids(&self) -> &IdIndex<usize> {
+        self.by_id.get_or_init(|| id_index(&self.slots))
+    }
+
+    /// Parent id → the live slots naming it, in file order, built on first use.
+    fn kids(&self) -> &IdIndex<Kids> {
+        self.children.get_or_init(|| children_index(&self.slots))
     }
 
     /// The slot the parent of slot `i` resolves to.
@@ -681,15 +786,7 @@ impl Session {
         self.parent_idx.get(i).copied().filter(|&p| p != NO_PARENT)
     }
 
-    /// Room for `n` more entries, so a bulk load never doubles past what it needs.
-    fn reserve(&mut self, n: usize) {
-        self.slots.reserve_exact(n);
-        self.by_id.reserve(n);
-        // Most entries are some entry's parent.
-        self.children.reserve(n);
-    }
-
-    /// [`Session::push`] without moving the leaf (a bulk load sets it once, at the end).
+    /// Adds a loaded slot: its label and whether it is an assistant message count now.
     fn push_loaded(&mut self, slot: Slot) -> usize {
         let i = self.slots.len();
         if slot.role.as_deref() == Some("assistant") {
@@ -707,23 +804,8 @@ impl Session {
                 }
             }
         }
-        if let Some(prev) = self.by_id.insert(slot.id.clone(), i) {
-            self.slots[prev].live = false;
-        }
-        if let Some(p) = &slot.parent_id {
-            self.children.entry(p.clone()).or_default().push(i);
-        }
         self.slots.push(slot);
         i
-    }
-
-    fn mark_duplicates(&mut self) {
-        self.rebuild_parents();
-        // Children lists were filled in file order; drop lines a later duplicate replaced.
-        let slots = &self.slots;
-        for list in self.children.values_mut() {
-            list.retain(|&i| slots[i].live);
-        }
     }
 
     fn find_cycles(&mut self) {
@@ -746,7 +828,7 @@ impl Session {
                             self.diagnostics.push(Diagnostic {
                                 line: self.slots[first].line,
                                 offset: 0,
-                                kind: DiagnosticKind::ParentCycle { id: self.slots[first].id.clone() },
+                                kind: DiagnosticKind::ParentCycle { id: self.slots[first].id.to_string() },
                             });
                             self.cycle_roots.insert(first);
                         }
@@ -758,7 +840,7 @@ impl Session {
                 walk.push(i);
                 let e = &self.slots[i];
                 cur = match &e.parent_id {
-                    Some(p) if p != &e.id => self.parent_of(i),
+                    Some(p) if p != e.id => self.parent_of(i),
                     _ => None,
                 };
             }
@@ -836,8 +918,8 @@ impl Session {
         self.header = SessionHeader::new(id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
         self.slots.clear();
         self.parent_idx.clear();
-        self.by_id.clear();
-        self.children.clear();
+        self.by_id = OnceLock::new();
+        self.children = OnceLock::new();
         self.labels.clear();
         self.cycle_roots.clear();
         self.source = None;
@@ -932,7 +1014,7 @@ impl Session {
     }
     /// An entry by id (the later line wins on duplicates).
     pub fn get_entry(&self, id: &str) -> Option<&Entry> {
-        self.by_id.get(id).map(|&i| self.entry_of(i))
+        self.ids().get(id).map(|&i| self.entry_of(i))
     }
     /// True unless a later line with the same id replaced the entry at `index`.
     pub fn is_live(&self, index: usize) -> bool {
@@ -1006,17 +1088,19 @@ impl Session {
     }
     /// The JSON text an entry is held as.
     pub fn entry_json(&self, id: &str) -> Option<&str> {
-        self.by_id.get(id).map(|&i| self.slots[i].json(self.src()))
+        self.ids().get(id).map(|&i| self.slots[i].json(self.src()))
     }
     /// The position (in file order) of the entry an id resolves to.
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied()
+        self.ids().get(id).copied()
     }
     /// The direct children of `parent_id`, in file order (not sorted).
     pub fn get_children(&self, parent_id: &str) -> Vec<&Entry> {
-        self.children
+        self.kids()
             .get(parent_id)
-            .map(|v| v.iter().filter(|&&i| self.slots[i].id != parent_id).map(|&i| self.entry_of(i)).collect())
+            .map(|v| {
+                v.as_slice().iter().filter(|&&i| self.slots[i].id != parent_id).map(|&i| self.entry_of(i)).collect()
+            })
             .unwrap_or_default()
     }
     /// The resolved label of an entry.
@@ -1036,7 +1120,7 @@ impl Session {
 
     /// [`Session::get_branch`] as positions in file order.
     pub fn branch_indices(&self, from: Option<&str>) -> Vec<usize> {
-        let Some(start) = from.or(self.leaf.as_deref()).and_then(|id| self.by_id.get(id).copied()) else {
+        let Some(start) = from.or(self.leaf.as_deref()).and_then(|id| self.ids().get(id).copied()) else {
             return vec![];
         };
         // A path without a repeated entry is at most every slot long: walk
@@ -1101,7 +1185,7 @@ impl Session {
 
     /// Moves the leaf to `id` without writing anything.
     pub fn branch(&mut self, id: &str) -> Result<(), TreeError> {
-        if !self.by_id.contains_key(id) {
+        if !self.ids().contains_key(id) {
             return Err(TreeError::NotFound(id.to_owned()));
         }
         self.leaf = Some(id.to_owned());
@@ -1124,7 +1208,7 @@ impl Session {
         from_hook: Option<bool>,
     ) -> Result<String, TreeError> {
         if let Some(id) = from {
-            if !self.by_id.contains_key(id) {
+            if !self.ids().contains_key(id) {
                 return Err(TreeError::NotFound(id.to_owned()));
             }
         }
@@ -1169,7 +1253,7 @@ impl Session {
 
     fn append(&mut self, kind: EntryKind) -> Result<String, TreeError> {
         self.check_writable()?;
-        let by_id = &self.by_id;
+        let by_id = self.ids();
         let id = self.next_entry_id(&|s| by_id.contains_key(s));
         let entry = Entry { id: id.clone(), parent_id: self.leaf.clone(), timestamp: self.now_iso(), kind };
         let json = entry_json(&entry);
@@ -1254,7 +1338,7 @@ impl Session {
     }
     /// Sets (or, with `None` or `""`, clears) the label of `target_id` by appending a `label` entry.
     pub fn append_label_change(&mut self, target_id: &str, label: Option<&str>) -> Result<String, TreeError> {
-        if !self.by_id.contains_key(target_id) {
+        if !self.ids().contains_key(target_id) {
             return Err(TreeError::NotFound(target_id.to_owned()));
         }
         let label = label.filter(|l| !l.is_empty()).map(str::to_owned);
@@ -1389,8 +1473,8 @@ impl Session {
         self.header = header;
         self.slots.clear();
         self.parent_idx.clear();
-        self.by_id.clear();
-        self.children.clear();
+        self.by_id = OnceLock::new();
+        self.children = OnceLock::new();
         self.labels.clear();
         self.cycle_roots.clear();
         self.has_assistant = false;

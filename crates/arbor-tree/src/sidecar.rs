@@ -9,10 +9,13 @@
 //! match the ones recorded. A missing, stale, truncated or corrupt index is
 //! ignored (and rewritten after the scan); reading it never fails an open.
 //!
-//! Layout (little-endian): `ARBORIX1`, size u64, mtime ns i128, checksum
+//! Layout (little-endian): `ARBORIX2`, size u64, mtime ns i128, checksum
 //! u64, header bytes u64, entry count u64, then per entry: offset u64,
 //! length u64, line u64, timestamp flag u8 + ms i64, type, role (flag u8 +
-//! string), id, parent (flag u8 + string); strings are u32 length + UTF-8.
+//! string), id, parent (flag u8 + string), resolved parent (u64 position of
+//! the entry the parent id resolves to, always an earlier one, or
+//! `u64::MAX`); strings are u32 length + UTF-8. An index of another version
+//! (`ARBORIX1` had no resolved parents) is ignored and rewritten.
 
 use arbor_log::{read_exact_at, ReadAt};
 
@@ -22,28 +25,30 @@ pub const INDEX_SUFFIX: &str = "arbor-index";
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX1";
+const MAGIC: &[u8; 8] = b"ARBORIX2";
 const EDGE: u64 = 64 * 1024;
 
-/// One entry as the index keeps it.
+/// One entry as the index keeps it (its strings borrowed from the index bytes or the session).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct IndexedEntry {
+pub(crate) struct IndexedEntry<'a> {
     pub offset: u64,
     pub len: u64,
     pub line: u64,
     pub ts_ms: Option<i64>,
-    pub entry_type: String,
-    pub role: Option<String>,
-    pub id: String,
-    pub parent_id: Option<String>,
+    pub entry_type: &'a str,
+    pub role: Option<&'a str>,
+    pub id: &'a str,
+    pub parent_id: Option<&'a str>,
+    /// The position the parent resolves to: always before this entry's.
+    pub parent: Option<usize>,
 }
 
 /// What the index says about the file as a whole.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Index {
+pub(crate) struct Index<'a> {
     /// Bytes from the start of the file to the end of the header line.
     pub header_bytes: u64,
-    pub entries: Vec<IndexedEntry>,
+    pub entries: Vec<IndexedEntry<'a>>,
 }
 
 /// Size, modification time (ns since the epoch) and edge checksum of a file.
@@ -96,10 +101,11 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Vec<u8> {
         out.extend_from_slice(&e.line.to_le_bytes());
         out.push(u8::from(e.ts_ms.is_some()));
         out.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
-        put_str(&mut out, &e.entry_type);
-        put_opt(&mut out, e.role.as_deref());
-        put_str(&mut out, &e.id);
-        put_opt(&mut out, e.parent_id.as_deref());
+        put_str(&mut out, e.entry_type);
+        put_opt(&mut out, e.role);
+        put_str(&mut out, e.id);
+        put_opt(&mut out, e.parent_id);
+        out.extend_from_slice(&e.parent.map_or(u64::MAX, |p| p as u64).to_le_bytes());
     }
     out
 }
@@ -130,11 +136,11 @@ impl<'a> Cursor<'a> {
     fn i128(&mut self) -> Option<i128> {
         self.take(16)?.try_into().ok().map(i128::from_le_bytes)
     }
-    fn string(&mut self) -> Option<String> {
+    fn string(&mut self) -> Option<&'a str> {
         let n = self.u32()? as usize;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
+        std::str::from_utf8(self.take(n)?).ok()
     }
-    fn opt_string(&mut self) -> Option<Option<String>> {
+    fn opt_string(&mut self) -> Option<Option<&'a str>> {
         match self.u8()? {
             0 => Some(None),
             1 => self.string().map(Some),
@@ -153,7 +159,7 @@ pub(crate) fn stamp_of(bytes: &[u8]) -> Option<Stamp> {
 }
 
 /// Decodes an index; `None` when it is corrupt in any way (it is then ignored).
-pub(crate) fn decode(bytes: &[u8]) -> Option<Index> {
+pub(crate) fn decode(bytes: &[u8]) -> Option<Index<'_>> {
     let mut c = Cursor(bytes);
     if c.take(8)? != MAGIC {
         return None;
@@ -163,13 +169,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Index> {
     c.u64()?;
     let header_bytes = c.u64()?;
     let n = c.u64()?;
-    // Each entry takes at least 45 bytes: a count beyond that is corruption, not a reason to allocate.
-    if n > (bytes.len() as u64) / 45 || header_bytes > size {
+    // Each entry takes at least 51 bytes: a count beyond that is corruption, not a reason to allocate.
+    if n > (bytes.len() as u64) / 51 || header_bytes > size {
         return None;
     }
     let mut entries = Vec::with_capacity(n as usize);
     let mut end = header_bytes;
-    for _ in 0..n {
+    for k in 0..n {
         let offset = c.u64()?;
         let len = c.u64()?;
         let line = c.u64()?;
@@ -179,10 +185,17 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Index> {
         let role = c.opt_string()?;
         let id = c.string()?;
         let parent_id = c.opt_string()?;
-        // Entries are in file order, inside the file, after the header.
-        if offset < end || offset.checked_add(len)? > size || len == 0 {
+        let parent = c.u64()?;
+        let parent = (parent != u64::MAX).then_some(parent);
+        // Entries are in file order, inside the file, after the header; a
+        // parent is an earlier entry (so the parents hold no cycle).
+        if offset < end || offset.checked_add(len)? > size || len == 0 || parent.is_some_and(|p| p >= k) {
             return None;
         }
+        let parent = match parent {
+            Some(p) => Some(usize::try_from(p).ok()?),
+            None => None,
+        };
         end = offset + len;
         entries.push(IndexedEntry {
             offset,
@@ -193,6 +206,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Index> {
             role,
             id,
             parent_id,
+            parent,
         });
     }
     if !c.0.is_empty() {
@@ -215,32 +229,40 @@ mod tests {
                     len: 5,
                     line: 2,
                     ts_ms: Some(-3),
-                    entry_type: "message".into(),
-                    role: Some("user".into()),
-                    id: "a".into(),
+                    entry_type: "message",
+                    role: Some("user"),
+                    id: "a",
                     parent_id: None,
+                    parent: None,
                 },
                 IndexedEntry {
                     offset: 15,
                     len: 5,
                     line: 3,
                     ts_ms: None,
-                    entry_type: "x".into(),
+                    entry_type: "x",
                     role: None,
-                    id: "b".into(),
-                    parent_id: Some("a".into()),
+                    id: "b",
+                    parent_id: Some("a"),
+                    parent: Some(0),
                 },
             ],
         };
         let stamp = Stamp { size: 20, mtime_ns: 7, checksum: 9 };
         let bytes = encode(stamp, &index);
         assert_eq!(stamp_of(&bytes), Some(stamp));
-        assert_eq!(decode(&bytes), Some(index));
+        assert_eq!(decode(&bytes), Some(index.clone()));
         for cut in 0..bytes.len() {
             assert_eq!(decode(&bytes[..cut]), None, "truncated at {cut}");
         }
         let mut bad = bytes.clone();
         bad[0] = b'X';
         assert_eq!(decode(&bad), None);
+        // A parent that is not an earlier entry (which could make a cycle) is corruption.
+        for parent in [Some(1), Some(2)] {
+            let mut forward = index.clone();
+            forward.entries[1].parent = parent;
+            assert_eq!(decode(&encode(stamp, &forward)), None, "parent {parent:?}");
+        }
     }
 }

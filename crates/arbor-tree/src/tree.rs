@@ -59,7 +59,7 @@ impl<'a> Tree<'a> {
                 continue;
             }
             let parent = match &slot.parent_id {
-                Some(p) if p != &slot.id && (session.cycle_roots.is_empty() || !session.cycle_roots.contains(&i)) => {
+                Some(p) if p != slot.id && (session.cycle_roots.is_empty() || !session.cycle_roots.contains(&i)) => {
                     session.parent_of(i)
                 }
                 _ => None,

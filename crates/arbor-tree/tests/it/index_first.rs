@@ -199,6 +199,17 @@ fn files_with_diagnostics_or_small_files_get_no_index() {
     fs::write(&p, &text).unwrap();
     open(&p, true).unwrap();
     assert!(!index_path(&p).exists());
+    // A parent written after its child: clean, but the index keeps only
+    // parents that point back (so it can never hold a cycle), so none is written.
+    let forward = d.path().join("forward.jsonl");
+    let mut text = clean_big_session(&forward);
+    text.push_str("{\"type\":\"message\",\"id\":\"kid\",\"parentId\":\"later\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"k\"}}\n");
+    text.push_str("{\"type\":\"message\",\"id\":\"later\",\"parentId\":\"e3999\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"l\"}}\n");
+    fs::write(&forward, &text).unwrap();
+    same_both_ways(&forward);
+    assert!(!index_path(&forward).exists());
+    let s = open(&forward, true).unwrap();
+    assert_eq!(s.get_branch(Some("kid")).iter().rev().map(|e| e.id.as_str()).take(3).collect::<Vec<_>>(), ["kid", "later", "e3999"]);
     let small = d.path().join("small.jsonl");
     fs::write(&small, fs::read(crate::fixtures().join("logs/ok/linear-chat.jsonl")).unwrap()).unwrap();
     open(&small, true).unwrap();
