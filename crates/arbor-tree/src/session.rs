@@ -331,6 +331,78 @@ impl Slot {
             Err(_) => f(&entry_json(self.entry(src))),
         }
     }
+
+    /// [`Slot::with_json`] reading the line through `cursor` (see [`LineCursor`]).
+    pub(crate) fn with_json_via<R>(&self, cursor: &mut LineCursor<'_>, f: impl FnOnce(&str) -> R) -> R {
+        if let Some(j) = self.json.get() {
+            return f(j);
+        }
+        let line = self.src.and_then(|(offset, len)| cursor.line(offset, len));
+        match line {
+            Some(bytes) => {
+                let text = arbor_log::trim_line(bytes);
+                match std::str::from_utf8(text) {
+                    Ok(t) => f(t),
+                    Err(_) => f(&String::from_utf8_lossy(text)),
+                }
+            }
+            None => f(&entry_json(self.entry(cursor.src))),
+        }
+    }
+}
+
+/// Reads the lines of many slots through one window of the source, so that a
+/// walk that mostly moves forward through the file (a tree written depth
+/// first, a session copied whole) costs a few large reads instead of one read
+/// per entry. The window grows while requests keep landing just ahead of it
+/// and shrinks to single lines when they jump around.
+#[derive(Debug)]
+pub(crate) struct LineCursor<'s> {
+    src: Option<&'s dyn ReadAt>,
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    start: u64,
+    window: usize,
+}
+
+impl<'s> LineCursor<'s> {
+    const MAX_WINDOW: usize = 4 << 20;
+    const FIRST_WINDOW: usize = 256 << 10;
+
+    pub(crate) fn new(src: Option<&'s dyn ReadAt>) -> LineCursor<'s> {
+        LineCursor { src, buf: Vec::new(), start: 0, window: Self::FIRST_WINDOW }
+    }
+
+    /// The `len` bytes at `offset`; `None` when there is no source or the file is shorter now.
+    fn line(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+        let end = self.start + self.buf.len() as u64;
+        let inside = offset >= self.start && offset + len as u64 <= end;
+        if !inside {
+            let src = self.src?;
+            // Just ahead of the window: a forward walk, read more at once; elsewhere: a jump.
+            let forward = offset >= end && offset - end <= self.window as u64;
+            self.window =
+                if forward { (self.window * 2).clamp(Self::FIRST_WINDOW, Self::MAX_WINDOW) } else { self.window / 4 };
+            let want = len.max(self.window);
+            self.buf.resize(want, 0);
+            let mut filled = 0;
+            while filled < want {
+                match src.read_at(&mut self.buf[filled..], offset + filled as u64) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            self.buf.truncate(filled);
+            self.start = offset;
+            if filled < len {
+                return None;
+            }
+        }
+        let at = usize::try_from(offset - self.start).ok()?;
+        Some(&self.buf[at..at + len])
+    }
 }
 
 #[derive(Debug)]
@@ -878,8 +950,9 @@ impl Session {
         let mut bytes = String::new();
         bytes.push_str(&entry_json_value(&fork.header.to_value()));
         bytes.push('\n');
+        let mut cursor = LineCursor::new(src.src());
         for slot in &src.slots {
-            slot.with_json(src.src(), |j| bytes.push_str(j));
+            slot.with_json_via(&mut cursor, |j| bytes.push_str(j));
             bytes.push('\n');
         }
         drop(src);
@@ -1364,8 +1437,9 @@ impl Session {
                 }
                 let mut bytes = self.header_line()?;
                 bytes.push('\n');
+                let mut cursor = LineCursor::new(self.source.as_deref());
                 for s in &self.slots {
-                    s.with_json(self.source.as_deref(), |j| bytes.push_str(j));
+                    s.with_json_via(&mut cursor, |j| bytes.push_str(j));
                     bytes.push('\n');
                 }
                 if let Some(dir) = path.parent() {

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use arbor_log::Entry;
 
-use crate::session::Session;
+use crate::session::{LineCursor, Session};
 
 /// One node of the tree: an entry, its JSON text and its resolved label.
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +25,9 @@ pub struct TreeNode<'a> {
 pub struct Tree<'a> {
     session: &'a Session,
     roots: Vec<usize>,
-    children: Vec<Vec<usize>>,
+    /// The children of slot `i` are `child_list[child_start[i]..child_start[i + 1]]`.
+    child_start: Vec<usize>,
+    child_list: Vec<usize>,
 }
 
 /// Sorts `items` by `key` ascending and stably, treating a missing key (an
@@ -51,9 +53,13 @@ pub fn sort_by_timestamp(items: &mut [usize], key: impl Fn(usize) -> Option<i64>
 
 impl<'a> Tree<'a> {
     pub(crate) fn build(session: &'a Session) -> Tree<'a> {
+        const NONE: usize = usize::MAX;
         let n = session.slots.len();
         let mut roots = vec![];
-        let mut children: Vec<Vec<usize>> = vec![vec![]; n];
+        // Each live slot's parent in the tree (NONE for a root or a dead slot), then
+        // the children laid out parent by parent in one list, in file order.
+        let mut parent_of = vec![NONE; n];
+        let mut child_start = vec![0usize; n + 1];
         for (i, slot) in session.slots.iter().enumerate() {
             if !slot.live {
                 continue;
@@ -65,14 +71,32 @@ impl<'a> Tree<'a> {
                 _ => None,
             };
             match parent {
-                Some(p) => children[p].push(i),
+                Some(p) => {
+                    parent_of[i] = p;
+                    child_start[p + 1] += 1;
+                }
                 None => roots.push(i),
             }
         }
-        for list in children.iter_mut().filter(|l| l.len() > 1) {
-            sort_by_timestamp(list, |i| session.slots[i].ts_ms);
+        for k in 0..n {
+            child_start[k + 1] += child_start[k];
         }
-        Tree { session, roots, children }
+        let mut fill = child_start.clone();
+        let mut child_list = vec![0usize; child_start[n]];
+        for (i, &p) in parent_of.iter().enumerate() {
+            if p != NONE {
+                child_list[fill[p]] = i;
+                fill[p] += 1;
+            }
+        }
+        drop((parent_of, fill));
+        for k in 0..n {
+            let list = &mut child_list[child_start[k]..child_start[k + 1]];
+            if list.len() > 1 {
+                sort_by_timestamp(list, |i| session.slots[i].ts_ms);
+            }
+        }
+        Tree { session, roots, child_start, child_list }
     }
 
     /// The node at a session index.
@@ -89,12 +113,12 @@ impl<'a> Tree<'a> {
 
     /// The children of a node, oldest first.
     pub fn children(&self, node: &TreeNode<'_>) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
-        self.children[node.index].iter().map(|&i| self.node(i))
+        self.child_indices(node.index).iter().map(|&i| self.node(i))
     }
 
     /// Session indexes of the children of `index`, oldest first.
     pub fn child_indices(&self, index: usize) -> &[usize] {
-        &self.children[index]
+        &self.child_list[self.child_start[index]..self.child_start[index + 1]]
     }
 
     /// Session indexes of the roots.
@@ -112,6 +136,7 @@ impl<'a> Tree<'a> {
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
         // Each frame: the list being written and the position in it.
         let mut stack: Vec<(&[usize], usize)> = vec![(&self.roots, 0)];
+        let mut cursor = LineCursor::new(self.session.source());
         w.write_all(b"[")?;
         while let Some((list, pos)) = stack.last_mut() {
             if *pos == list.len() {
@@ -135,9 +160,9 @@ impl<'a> Tree<'a> {
             *pos += 1;
             w.write_all(b"{\"entry\":")?;
             // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
-            self.session.slots[idx].with_json(self.session.source(), |j| w.write_all(j.as_bytes()))?;
+            self.session.slots[idx].with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
             w.write_all(b",\"children\":[")?;
-            stack.push((&self.children[idx], 0));
+            stack.push((self.child_indices(idx), 0));
         }
         Ok(())
     }

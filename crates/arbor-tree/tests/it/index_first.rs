@@ -209,7 +209,10 @@ fn files_with_diagnostics_or_small_files_get_no_index() {
     same_both_ways(&forward);
     assert!(!index_path(&forward).exists());
     let s = open(&forward, true).unwrap();
-    assert_eq!(s.get_branch(Some("kid")).iter().rev().map(|e| e.id.as_str()).take(3).collect::<Vec<_>>(), ["kid", "later", "e3999"]);
+    assert_eq!(
+        s.get_branch(Some("kid")).iter().rev().map(|e| e.id.as_str()).take(3).collect::<Vec<_>>(),
+        ["kid", "later", "e3999"]
+    );
     let small = d.path().join("small.jsonl");
     fs::write(&small, fs::read(crate::fixtures().join("logs/ok/linear-chat.jsonl")).unwrap()).unwrap();
     open(&small, true).unwrap();
