@@ -699,18 +699,22 @@ impl Session {
         if sidecar::stamp_of(&bytes) != Some(stamp) {
             return Ok(false);
         }
-        let Some(index) = sidecar::decode(&bytes) else { return Ok(false) };
-        let raw = read_exact_at(&**src, 0, usize::try_from(index.header_bytes).unwrap_or(usize::MAX))?;
+        // The index holds each parent already resolved, and only clean files
+        // (no duplicate ids, no cycles) are indexed: no id is hashed here.
+        let (mut slots, mut parents) = (Vec::new(), Vec::new());
+        let decoded = sidecar::decode_each(&bytes, |e| {
+            parents.push(e.parent.unwrap_or(NO_PARENT));
+            slots.push(Slot::indexed(e));
+        });
+        drop(bytes);
+        let Some(header_bytes) = decoded else { return Ok(false) };
+        let raw = read_exact_at(&**src, 0, usize::try_from(header_bytes).unwrap_or(usize::MAX))?;
         let prefix = SessionLog::read(&raw[..])?;
         let Some(header) = prefix.header() else { return Ok(false) };
         if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
             return Ok(false);
         }
-        // The index holds each parent already resolved, and only clean files
-        // (no duplicate ids, no cycles) are indexed: no id is hashed here.
-        let parents: Vec<usize> = index.entries.iter().map(|e| e.parent.unwrap_or(NO_PARENT)).collect();
-        let slots = index.entries.into_iter().map(Slot::indexed);
-        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots, Some(parents)))
+        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots.into_iter(), Some(parents)))
     }
 
     /// Takes a v3 prefix's header and the loaded slots; false (nothing

@@ -159,7 +159,17 @@ pub(crate) fn stamp_of(bytes: &[u8]) -> Option<Stamp> {
 }
 
 /// Decodes an index; `None` when it is corrupt in any way (it is then ignored).
+#[cfg(test)]
 pub(crate) fn decode(bytes: &[u8]) -> Option<Index<'_>> {
+    let mut entries = Vec::new();
+    let header_bytes = decode_each(bytes, |e| entries.push(e))?;
+    Some(Index { header_bytes, entries })
+}
+
+/// Decodes an index, handing each entry to `each` in file order, and returns
+/// the header's byte length; `None` when it is corrupt in any way (what
+/// `each` was given must then be dropped).
+pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry<'a>)) -> Option<u64> {
     let mut c = Cursor(bytes);
     if c.take(8)? != MAGIC {
         return None;
@@ -173,7 +183,6 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Index<'_>> {
     if n > (bytes.len() as u64) / 51 || header_bytes > size {
         return None;
     }
-    let mut entries = Vec::with_capacity(n as usize);
     let mut end = header_bytes;
     for k in 0..n {
         let offset = c.u64()?;
@@ -197,7 +206,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Index<'_>> {
             None => None,
         };
         end = offset + len;
-        entries.push(IndexedEntry {
+        each(IndexedEntry {
             offset,
             len,
             line,
@@ -212,7 +221,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Index<'_>> {
     if !c.0.is_empty() {
         return None;
     }
-    Some(Index { header_bytes, entries })
+    Some(header_bytes)
 }
 
 #[cfg(test)]
