@@ -4,14 +4,19 @@
 //! timestamp in epoch ms and a message's `role`. Entry bodies stay on disk and
 //! are decoded on demand from the line's offset ([`ReadAt`]).
 //!
-//! Exactness: a line is validated with serde_json's own parser walking the
-//! same `deserialize_any` path a `serde_json::Value` walks, only without
-//! building the value, so it is accepted exactly when [`parse_line`] accepts
-//! it (same depth limit, same number range, same string rules). Any line the
-//! light pass does not accept (invalid JSON, not an object, a torn tail, a key
-//! serde_json treats specially) is parsed again by [`parse_line`] itself, so
-//! its diagnostic is the one the streaming reader gives. Lines with invalid
-//! UTF-8 are read lossily, as [`parse_line`] reads them.
+//! Exactness: a line is first read by a hand-written validator
+//! (`fast_head`) that decodes nothing but the head and answers only when it
+//! is sure serde_json accepts the line as a `Value`; it declines anything
+//! doubtful (surrogate escapes it cannot pair, numbers near the `f64` range,
+//! escaped keys, control bytes, deep nesting, …). A declined line is
+//! validated with serde_json's own parser walking the same `deserialize_any`
+//! path a `serde_json::Value` walks, only without building the value, so it
+//! is accepted exactly when [`parse_line`] accepts it (same depth limit, same
+//! number range, same string rules). Any line neither pass accepts (invalid
+//! JSON, not an object, a torn tail, a key serde_json treats specially) is
+//! parsed again by [`parse_line`] itself, so its diagnostic is the one the
+//! streaming reader gives. Lines with invalid UTF-8 are read lossily, as
+//! [`parse_line`] reads them.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -24,6 +29,7 @@ use serde_json::Value;
 use crate::clock::parse_iso_ms;
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::{Entry, EntryKind, NotAnEntry};
+use crate::fast_head::fast_head;
 use crate::idhash::IdMap;
 use crate::log::SessionLog;
 use crate::reader::{parse_line, trim_line, Parsed};
@@ -200,8 +206,10 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
         Ok(s) => (Cow::Borrowed(s), None),
         Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),
     };
-    match serde_json::from_str::<HeadParse>(&text) {
-        Ok(HeadParse(mut head)) => {
+    // The fast validator is sure or declines; serde_json has the word on the rest.
+    let light = fast_head(&text).map(Ok).unwrap_or_else(|| serde_json::from_str::<HeadParse>(&text).map(|h| h.0));
+    match light {
+        Ok(mut head) => {
             if !terminated && note.is_none() {
                 note = Some(DiagnosticKind::NoFinalNewline);
             }
@@ -469,7 +477,7 @@ impl ScannedLog {
 
 /// The serde-private key serde_json's `Value` treats as a raw-value marker: a
 /// line holding it takes the full parser's path.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 struct HeadParse(RecordHead);
 
