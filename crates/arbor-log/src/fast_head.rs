@@ -8,9 +8,11 @@
 //! Refusing too much costs time; accepting too much would be a bug, so each
 //! rule below errs on the side of "unsure":
 //!
-//! - the line holds no byte below 0x20 at all (serde_json refuses them raw in
-//!   strings; outside strings only `\t`, `\n`, `\r` are allowed, and lines
-//!   carrying those are rare enough to leave to serde);
+//! - the line is valid UTF-8 (one that is not is read lossily, with a
+//!   diagnostic, by the serde path) and holds no byte below 0x20 at all
+//!   (serde_json refuses them raw in strings; outside strings only `\t`,
+//!   `\n`, `\r` are allowed, and lines carrying those are rare enough to
+//!   leave to serde);
 //! - the grammar is RFC 8259's: objects, arrays, strings, numbers, `true`,
 //!   `false`, `null`, whitespace of space/tab/LF/CR, no trailing commas, one
 //!   top-level value that is an object, nothing after it;
@@ -41,17 +43,25 @@ use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
 /// serde_json's default recursion limit: the 128th nested container is refused.
 const MAX_DEPTH: u32 = 127;
 
-/// The head of `text` when it is surely a JSON object serde_json accepts, else `None`.
-pub(crate) fn fast_head(text: &str) -> Option<RecordHead> {
-    let b = text.as_bytes();
-    if !no_control_bytes(b) {
+/// The head of `line` (a trimmed line) when it is surely a JSON object
+/// serde_json accepts, else `None` (also for invalid UTF-8, which the caller
+/// reads lossily).
+pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
+    // Printable ASCII is UTF-8 without control bytes: one pass instead of two.
+    if !printable_ascii(line) && (std::str::from_utf8(line).is_err() || !no_control_bytes(line)) {
         return None;
     }
-    let mut p = Parser { text, b, i: 0, depth: 0 };
+    let mut p = Parser { b: line, i: 0, depth: 0 };
     p.ws();
     let head = p.top_object()?;
     p.ws();
-    (p.i == b.len()).then_some(head)
+    (p.i == line.len()).then_some(head)
+}
+
+/// True when every byte is in 0x20..=0x7F. Branch-free so that it vectorizes.
+fn printable_ascii(b: &[u8]) -> bool {
+    let (lo, hi) = b.iter().fold((0xFFu8, 0u8), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+    lo >= 0x20 && hi < 0x80
 }
 
 /// True when no byte is below 0x20. Branch-free so that it vectorizes.
@@ -83,7 +93,7 @@ struct StrSpan {
 }
 
 struct Parser<'a> {
-    text: &'a str,
+    /// A line that is valid UTF-8.
     b: &'a [u8],
     i: usize,
     depth: u32,
@@ -199,8 +209,8 @@ impl<'a> Parser<'a> {
                 if s.escaped {
                     return None;
                 }
-                // Between two ASCII quotes of a `str`: on char boundaries.
-                Some(Field::Str(self.text.get(s.start..s.end)?))
+                // Between two ASCII quotes of valid UTF-8: valid UTF-8 too.
+                Some(Field::Str(std::str::from_utf8(&self.b[s.start..s.end]).ok()?))
             }
             b'n' => {
                 self.literal(b"null")?;
@@ -428,14 +438,14 @@ mod tests {
 
     #[track_caller]
     fn sure(line: &str) {
-        let fast = fast_head(line);
+        let fast = fast_head(line.as_bytes());
         assert!(fast.is_some(), "the fast path declined {line:?}");
         assert_eq!(fast, slow_head(line), "{line:?}");
     }
 
     #[track_caller]
     fn unsure(line: &str) {
-        assert_eq!(fast_head(line), None, "{line:?}");
+        assert_eq!(fast_head(line.as_bytes()), None, "{line:?}");
     }
 
     #[test]
@@ -450,6 +460,7 @@ mod tests {
         sure(r#"{"a":[1e299,-0,0.5,123456789012345678901234567890,1E-400]}"#);
         sure(&format!(r#"{{"a":{}1{}}}"#, "[".repeat(126), "]".repeat(126)));
         sure("{}");
+        sure("{\"type\":\"é\",\"id\":\"😀\",\"x\":\"\u{7f}\"}");
     }
 
     #[test]
@@ -472,5 +483,7 @@ mod tests {
         unsure(r#"{"$serde_json::private::RawValue":"1"}"#);
         unsure("{\t}");
         unsure("[1]");
+        assert_eq!(fast_head(b"{\"a\":\"\xFF\"}"), None, "invalid UTF-8 is read lossily");
+        assert_eq!(fast_head(b"{\"a\":\"\xC3\"}"), None);
     }
 }

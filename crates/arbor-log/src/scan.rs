@@ -202,22 +202,23 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
     if body.is_empty() {
         return (ScanKind::Blank, None);
     }
-    let (text, mut note) = match std::str::from_utf8(body) {
+    let accept = |mut head: RecordHead, note: Option<DiagnosticKind>| {
+        if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
+            head.entry = full_entry(bytes);
+        }
+        let note = if note.is_none() && !terminated { Some(DiagnosticKind::NoFinalNewline) } else { note };
+        (ScanKind::Object(head), note)
+    };
+    // The fast validator is sure or declines; serde_json has the word on the rest.
+    if let Some(head) = fast_head(body) {
+        return accept(head, None);
+    }
+    let (text, note) = match std::str::from_utf8(body) {
         Ok(s) => (Cow::Borrowed(s), None),
         Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),
     };
-    // The fast validator is sure or declines; serde_json has the word on the rest.
-    let light = fast_head(&text).map(Ok).unwrap_or_else(|| serde_json::from_str::<HeadParse>(&text).map(|h| h.0));
-    match light {
-        Ok(mut head) => {
-            if !terminated && note.is_none() {
-                note = Some(DiagnosticKind::NoFinalNewline);
-            }
-            if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
-                head.entry = full_entry(bytes);
-            }
-            (ScanKind::Object(head), note)
-        }
+    match serde_json::from_str::<HeadParse>(&text) {
+        Ok(HeadParse(head)) => accept(head, note),
         Err(_) => {
             // Whatever the light pass refused, the full parser has the final word.
             let (parsed, note) = parse_line(bytes);
