@@ -27,6 +27,7 @@ mod clock;
 mod diag;
 mod entry;
 mod error;
+mod fast_head;
 mod header;
 mod idhash;
 mod ids;

@@ -4,14 +4,19 @@
 //! timestamp in epoch ms and a message's `role`. Entry bodies stay on disk and
 //! are decoded on demand from the line's offset ([`ReadAt`]).
 //!
-//! Exactness: a line is validated with serde_json's own parser walking the
-//! same `deserialize_any` path a `serde_json::Value` walks, only without
-//! building the value, so it is accepted exactly when [`parse_line`] accepts
-//! it (same depth limit, same number range, same string rules). Any line the
-//! light pass does not accept (invalid JSON, not an object, a torn tail, a key
-//! serde_json treats specially) is parsed again by [`parse_line`] itself, so
-//! its diagnostic is the one the streaming reader gives. Lines with invalid
-//! UTF-8 are read lossily, as [`parse_line`] reads them.
+//! Exactness: a line is first read by a hand-written validator
+//! (`fast_head`) that decodes nothing but the head and answers only when it
+//! is sure serde_json accepts the line as a `Value`; it declines anything
+//! doubtful (surrogate escapes it cannot pair, numbers near the `f64` range,
+//! escaped keys, control bytes, deep nesting, …). A declined line is
+//! validated with serde_json's own parser walking the same `deserialize_any`
+//! path a `serde_json::Value` walks, only without building the value, so it
+//! is accepted exactly when [`parse_line`] accepts it (same depth limit, same
+//! number range, same string rules). Any line neither pass accepts (invalid
+//! JSON, not an object, a torn tail, a key serde_json treats specially) is
+//! parsed again by [`parse_line`] itself, so its diagnostic is the one the
+//! streaming reader gives. Lines with invalid UTF-8 are read lossily, as
+//! [`parse_line`] reads them.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -24,6 +29,7 @@ use serde_json::Value;
 use crate::clock::parse_iso_ms;
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::{Entry, EntryKind, NotAnEntry};
+use crate::fast_head::fast_head;
 use crate::idhash::IdMap;
 use crate::log::SessionLog;
 use crate::reader::{parse_line, trim_line, Parsed};
@@ -196,20 +202,23 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
     if body.is_empty() {
         return (ScanKind::Blank, None);
     }
-    let (text, mut note) = match std::str::from_utf8(body) {
+    let accept = |mut head: RecordHead, note: Option<DiagnosticKind>| {
+        if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
+            head.entry = full_entry(bytes);
+        }
+        let note = if note.is_none() && !terminated { Some(DiagnosticKind::NoFinalNewline) } else { note };
+        (ScanKind::Object(head), note)
+    };
+    // The fast validator is sure or declines; serde_json has the word on the rest.
+    if let Some(head) = fast_head(body) {
+        return accept(head, None);
+    }
+    let (text, note) = match std::str::from_utf8(body) {
         Ok(s) => (Cow::Borrowed(s), None),
         Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),
     };
     match serde_json::from_str::<HeadParse>(&text) {
-        Ok(HeadParse(mut head)) => {
-            if !terminated && note.is_none() {
-                note = Some(DiagnosticKind::NoFinalNewline);
-            }
-            if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
-                head.entry = full_entry(bytes);
-            }
-            (ScanKind::Object(head), note)
-        }
+        Ok(HeadParse(head)) => accept(head, note),
         Err(_) => {
             // Whatever the light pass refused, the full parser has the final word.
             let (parsed, note) = parse_line(bytes);
@@ -240,7 +249,7 @@ pub fn full_entry(bytes: &[u8]) -> Option<Box<Entry>> {
 /// returns every physical line in order (see [`scan_line`] for `decode`).
 ///
 /// The file is split at line boundaries into one range per thread; each range
-/// is read in 4 MiB positioned reads, so memory stays bounded whatever the file size.
+/// is read in 256 KiB positioned reads, so memory stays bounded whatever the file size.
 pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<ScannedLine>> {
     let threads = threads.clamp(1, 64);
     // Small files are not worth a thread.
@@ -302,7 +311,8 @@ fn next_line_start(src: &dyn ReadAt, from: u64, len: u64) -> io::Result<u64> {
     Ok(len)
 }
 
-const CHUNK: usize = 4 << 20;
+/// Small enough that a chunk read is still in the core's cache when its lines are scanned.
+const CHUNK: usize = 256 << 10;
 
 /// Scans the lines of `[start, end)`; line numbers count from 1 within the range.
 fn scan_range(src: &dyn ReadAt, start: u64, end: u64, decode: bool) -> io::Result<Vec<ScannedLine>> {
@@ -469,7 +479,7 @@ impl ScannedLog {
 
 /// The serde-private key serde_json's `Value` treats as a raw-value marker: a
 /// line holding it takes the full parser's path.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 struct HeadParse(RecordHead);
 

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use arbor_log::{CounterIds, EntryKind, LineKind, SessionLog};
 
+mod scan_diff;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }

@@ -1,0 +1,489 @@
+//! The light scan's fast path: a hand-written JSON validator that reads a
+//! line's [`RecordHead`] without decoding anything else.
+//!
+//! It answers "valid, and this is the head" only when serde_json (with this
+//! workspace's features) is certain to accept the line as a `Value` and
+//! [`RecordHead::from_value`] is certain to give the same head. Every other
+//! line, valid or not, is "unsure" (`None`) and takes the exact serde path.
+//! Refusing too much costs time; accepting too much would be a bug, so each
+//! rule below errs on the side of "unsure":
+//!
+//! - the line is valid UTF-8 (one that is not is read lossily, with a
+//!   diagnostic, by the serde path) and holds no byte below 0x20 at all
+//!   (serde_json refuses them raw in strings; outside strings only `\t`,
+//!   `\n`, `\r` are allowed, and lines carrying those are rare enough to
+//!   leave to serde);
+//! - the grammar is RFC 8259's: objects, arrays, strings, numbers, `true`,
+//!   `false`, `null`, whitespace of space/tab/LF/CR, no trailing commas, one
+//!   top-level value that is an object, nothing after it;
+//! - escapes are `\" \\ \/ \b \f \n \r \t` and `\uXXXX`; a `\u` escape in the
+//!   surrogate range is accepted only as a high surrogate immediately followed
+//!   by a `\u` low surrogate (serde_json refuses lone or reversed surrogates in
+//!   a `String`);
+//! - nesting is at most 127 arrays and objects deep, top level included
+//!   (serde_json's recursion limit of 128; `unbounded_depth` only lets a
+//!   caller lift it, and `from_str` does not);
+//! - a number is accepted when it cannot overflow an `f64`: with `d` integer
+//!   digits and exponent `e` its magnitude is below `10^(d+e)`, so `d + e <=
+//!   300` is finite; exponents of more than 6 digits are unsure;
+//! - an object key with an escape is unsure (it could spell a head field, or
+//!   serde_json's raw-value marker, which changes what a `Value` accepts), and
+//!   so is a key equal to the raw-value marker;
+//! - a head field (`type`, `id`, `parentId`, `timestamp`, `message.role`)
+//!   whose value is a string with an escape is unsure (the head keeps the
+//!   decoded text).
+//!
+//! Head rules mirror [`RecordHead::from_value`]: a later duplicate key wins,
+//! `role` is read only when `message` is an object, and a non-string value
+//! clears the field.
+
+use crate::clock::parse_iso_ms;
+use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
+
+/// serde_json's default recursion limit: the 128th nested container is refused.
+const MAX_DEPTH: u32 = 127;
+
+/// The head of `line` (a trimmed line) when it is surely a JSON object
+/// serde_json accepts, else `None` (also for invalid UTF-8, which the caller
+/// reads lossily).
+pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
+    // Printable ASCII is UTF-8 without control bytes: one pass instead of two.
+    if !printable_ascii(line) && (std::str::from_utf8(line).is_err() || !no_control_bytes(line)) {
+        return None;
+    }
+    let mut p = Parser { b: line, i: 0, depth: 0 };
+    p.ws();
+    let head = p.top_object()?;
+    p.ws();
+    (p.i == line.len()).then_some(head)
+}
+
+/// True when every byte is in 0x20..=0x7F. Branch-free so that it vectorizes.
+fn printable_ascii(b: &[u8]) -> bool {
+    let (lo, hi) = b.iter().fold((0xFFu8, 0u8), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+    lo >= 0x20 && hi < 0x80
+}
+
+/// True when no byte is below 0x20. Branch-free so that it vectorizes.
+fn no_control_bytes(b: &[u8]) -> bool {
+    b.iter().fold(0xFFu8, |m, &c| m.min(c)) >= 0x20
+}
+
+/// A value the head keeps: a string without escapes, `null`, or anything else.
+enum Field<'a> {
+    Str(&'a str),
+    Null,
+    Other,
+}
+
+impl Field<'_> {
+    fn string(&self) -> Option<String> {
+        match self {
+            Field::Str(s) => Some((*s).to_owned()),
+            _ => None,
+        }
+    }
+}
+
+/// A string's content between its quotes, and whether it holds an escape.
+struct StrSpan {
+    start: usize,
+    end: usize,
+    escaped: bool,
+}
+
+struct Parser<'a> {
+    /// A line that is valid UTF-8.
+    b: &'a [u8],
+    i: usize,
+    depth: u32,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    /// The top-level object, keeping the head fields.
+    fn top_object(&mut self) -> Option<RecordHead> {
+        self.eat(b'{')?;
+        self.enter()?;
+        let mut head = RecordHead::default();
+        let mut timestamp: Option<&'a str> = None;
+        self.ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                let key = self.key()?;
+                match key {
+                    b"type" => head.entry_type = self.field()?.string(),
+                    b"id" => head.id = self.field()?.string(),
+                    b"parentId" => {
+                        head.parent = match self.field()? {
+                            Field::Null => ParentField::Root,
+                            Field::Str(s) => ParentField::Id(s.to_owned()),
+                            Field::Other => ParentField::Invalid,
+                        }
+                    }
+                    b"timestamp" => {
+                        timestamp = match self.field()? {
+                            Field::Str(s) => Some(s),
+                            _ => None,
+                        }
+                    }
+                    b"message" => {
+                        head.has_message = true;
+                        head.role = self.message_role()?;
+                    }
+                    _ => self.value()?,
+                }
+                if self.next_member(b'}')? {
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        head.ts_ms = timestamp.and_then(parse_iso_ms);
+        Some(head)
+    }
+
+    /// After a member or element: `true` at the closing `close`, `false` after a comma.
+    fn next_member(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        match self.peek()? {
+            b',' => {
+                self.i += 1;
+                self.ws();
+                Some(false)
+            }
+            c if c == close => {
+                self.i += 1;
+                Some(true)
+            }
+            _ => None,
+        }
+    }
+
+    /// An object key and its colon; unsure on escapes and on the raw-value marker.
+    fn key(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let s = self.string()?;
+        if s.escaped {
+            return None;
+        }
+        let key = &self.b[s.start..s.end];
+        if key == RAW_VALUE_TOKEN.as_bytes() {
+            return None;
+        }
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        Some(key)
+    }
+
+    /// A head field's value.
+    fn field(&mut self) -> Option<Field<'a>> {
+        match self.peek()? {
+            b'"' => {
+                self.i += 1;
+                let s = self.string()?;
+                if s.escaped {
+                    return None;
+                }
+                // Between two ASCII quotes of valid UTF-8: valid UTF-8 too.
+                Some(Field::Str(std::str::from_utf8(&self.b[s.start..s.end]).ok()?))
+            }
+            b'n' => {
+                self.literal(b"null")?;
+                Some(Field::Null)
+            }
+            _ => {
+                self.value()?;
+                Some(Field::Other)
+            }
+        }
+    }
+
+    /// `message`'s value: its `role` when it is an object.
+    fn message_role(&mut self) -> Option<Option<String>> {
+        if self.peek()? != b'{' {
+            self.value()?;
+            return Some(None);
+        }
+        self.i += 1;
+        self.enter()?;
+        let mut role = None;
+        self.ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                if self.key()? == b"role" {
+                    role = self.field()?.string();
+                } else {
+                    self.value()?;
+                }
+                if self.next_member(b'}')? {
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(role)
+    }
+
+    /// Any value, validated and skipped. Leading whitespace is already eaten.
+    fn value(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => {
+                self.i += 1;
+                self.string().map(drop)
+            }
+            b'{' => {
+                self.i += 1;
+                self.enter()?;
+                self.ws();
+                if self.eat(b'}').is_none() {
+                    loop {
+                        self.key()?;
+                        self.value()?;
+                        if self.next_member(b'}')? {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                Some(())
+            }
+            b'[' => {
+                self.i += 1;
+                self.enter()?;
+                self.ws();
+                if self.eat(b']').is_none() {
+                    loop {
+                        self.value()?;
+                        if self.next_member(b']')? {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                Some(())
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        if self.b[self.i..].starts_with(word) {
+            self.i += word.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// A string's rest after its opening quote. The caller checked there is
+    /// no control byte in the line, so only quotes and backslashes matter.
+    fn string(&mut self) -> Option<StrSpan> {
+        let start = self.i;
+        let mut escaped = false;
+        loop {
+            let at = self.i + memchr::memchr2(b'"', b'\\', &self.b[self.i..])?;
+            if self.b[at] == b'"' {
+                self.i = at + 1;
+                return Some(StrSpan { start, end: at, escaped });
+            }
+            escaped = true;
+            self.i = at + 1;
+            self.escape()?;
+        }
+    }
+
+    /// One escape after its backslash.
+    fn escape(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                self.i += 1;
+                Some(())
+            }
+            b'u' => {
+                self.i += 1;
+                let n = self.hex4()?;
+                match n {
+                    0xD800..=0xDBFF => {
+                        // Only a high surrogate directly followed by a low one decodes.
+                        if self.b.get(self.i..self.i + 2)? != b"\\u" {
+                            return None;
+                        }
+                        self.i += 2;
+                        match self.hex4()? {
+                            0xDC00..=0xDFFF => Some(()),
+                            _ => None,
+                        }
+                    }
+                    0xDC00..=0xDFFF => None,
+                    _ => Some(()),
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn hex4(&mut self) -> Option<u16> {
+        let digits = self.b.get(self.i..self.i + 4)?;
+        let mut n = 0u16;
+        for &d in digits {
+            let v = match d {
+                b'0'..=b'9' => d - b'0',
+                b'a'..=b'f' => d - b'a' + 10,
+                b'A'..=b'F' => d - b'A' + 10,
+                _ => return None,
+            };
+            n = n << 4 | u16::from(v);
+        }
+        self.i += 4;
+        Some(n)
+    }
+
+    /// A number that surely fits an `f64` (see the module doc).
+    fn number(&mut self) -> Option<()> {
+        self.eat(b'-');
+        let int_start = self.i;
+        match self.peek()? {
+            b'0' => {
+                self.i += 1;
+                if let Some(b'0'..=b'9') = self.peek() {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        let int_digits = (self.i - int_start) as i64;
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            let frac_start = self.i;
+            self.digits();
+            if self.i == frac_start {
+                return None;
+            }
+        }
+        let mut exp = 0i64;
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            let negative = match self.peek() {
+                Some(b'-') => {
+                    self.i += 1;
+                    true
+                }
+                Some(b'+') => {
+                    self.i += 1;
+                    false
+                }
+                _ => false,
+            };
+            let exp_start = self.i;
+            self.digits();
+            let exp_digits = &self.b[exp_start..self.i];
+            if exp_digits.is_empty() || exp_digits.len() > 6 {
+                return None;
+            }
+            let magnitude = exp_digits.iter().fold(0i64, |n, &d| n * 10 + i64::from(d - b'0'));
+            exp = if negative { -magnitude } else { magnitude };
+        }
+        (int_digits + exp <= 300).then_some(())
+    }
+
+    fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::{parse_line, Parsed};
+
+    /// The head the full parser gives, or `None` when it refuses the line or it is not an object.
+    fn slow_head(line: &str) -> Option<RecordHead> {
+        match parse_line(line.as_bytes()).0 {
+            Parsed::Object(v) => Some(RecordHead::from_value(&v)),
+            _ => None,
+        }
+    }
+
+    #[track_caller]
+    fn sure(line: &str) {
+        let fast = fast_head(line.as_bytes());
+        assert!(fast.is_some(), "the fast path declined {line:?}");
+        assert_eq!(fast, slow_head(line), "{line:?}");
+    }
+
+    #[track_caller]
+    fn unsure(line: &str) {
+        assert_eq!(fast_head(line.as_bytes()), None, "{line:?}");
+    }
+
+    #[test]
+    fn ordinary_lines_take_the_fast_path() {
+        sure(r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#);
+        sure(
+            r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"a \"quoted\" C:\\path\nnext \u00e9 \ud83d\ude00"}],"usage":{"input":1200,"cost":{"total":0.0081,"x":-1.5e-3,"y":12E2}},"stopReason":"stop","timestamp":1767225600222}}"#,
+        );
+        sure(r#"{ "type" : "label" , "id" : "b" , "parentId" : "a1" , "label" : [ ] , "x" : { } }"#);
+        sure(r#"{"type":"t","type":"u","id":"i","id":5,"message":{"role":"user"},"message":[1]}"#);
+        sure(r#"{"message":{"role":"user","role":null},"parentId":7}"#);
+        sure(r#"{"a":[1e299,-0,0.5,123456789012345678901234567890,1E-400]}"#);
+        sure(&format!(r#"{{"a":{}1{}}}"#, "[".repeat(126), "]".repeat(126)));
+        sure("{}");
+        sure("{\"type\":\"é\",\"id\":\"😀\",\"x\":\"\u{7f}\"}");
+    }
+
+    #[test]
+    fn doubtful_lines_are_left_to_serde() {
+        // Refused by serde_json.
+        unsure(r#"{"a":"\ud83d"}"#);
+        unsure(r#"{"a":"\ude00\ud83d"}"#);
+        unsure(r#"{"a":"\ud83d\u0041"}"#);
+        unsure(&format!(r#"{{"a":{}1{}}}"#, "[".repeat(127), "]".repeat(127)));
+        unsure(r#"{"a":1e400}"#);
+        unsure(r#"{"a":01}"#);
+        unsure(r#"{"a":1,}"#);
+        unsure("{\"a\":\"x\ty\"}");
+        unsure(r#"{"a":1} x"#);
+        // Accepted by serde_json, but not worth the fast path's while.
+        unsure(r#"{"a":1e301}"#);
+        unsure(r#"{"a":1e0000001}"#);
+        unsure(r#"{"ty\u0070e":"x"}"#);
+        unsure(r#"{"type":"\u0078"}"#);
+        unsure(r#"{"$serde_json::private::RawValue":"1"}"#);
+        unsure("{\t}");
+        unsure("[1]");
+        assert_eq!(fast_head(b"{\"a\":\"\xFF\"}"), None, "invalid UTF-8 is read lossily");
+        assert_eq!(fast_head(b"{\"a\":\"\xC3\"}"), None);
+    }
+}
