@@ -236,10 +236,10 @@ impl Slot {
     }
 
     /// A slot from the sidecar index: nothing decoded yet.
-    fn indexed(e: sidecar::IndexedEntry<'_>) -> Slot {
+    fn indexed(e: sidecar::IndexedEntry<'_>, parent_id: Option<CompactString>) -> Slot {
         Slot {
             id: e.id.into(),
-            parent_id: e.parent_id.map(CompactString::from),
+            parent_id,
             entry_type: intern(e.entry_type),
             role: e.role.map(intern),
             line: e.line as usize,
@@ -642,8 +642,8 @@ impl Session {
         }
         if let Some(stamp) = stamp.filter(|s| clean && s.size >= MIN_INDEXED_BYTES && self.diagnostics.is_empty()) {
             // A cache: failing to write it changes nothing.
-            if let Some(index) = self.index_of_slots(header_bytes) {
-                let _ = self.opts.store.write_side(&path, INDEX_SUFFIX, &sidecar::encode(stamp, &index));
+            if let Some(bytes) = self.index_of_slots(header_bytes).and_then(|index| sidecar::encode(stamp, &index)) {
+                let _ = self.opts.store.write_side(&path, INDEX_SUFFIX, &bytes);
             }
         }
         Ok(true)
@@ -680,8 +680,8 @@ impl Session {
                 Some(sidecar::IndexedEntry {
                     parent,
                     offset,
-                    len: len as u64,
-                    line: s.line as u64,
+                    len: u32::try_from(len).ok()?,
+                    line: u32::try_from(s.line).ok()?,
                     ts_ms: s.ts_ms,
                     entry_type: &s.entry_type,
                     role: s.role.as_deref(),
@@ -701,10 +701,15 @@ impl Session {
         }
         // The index holds each parent already resolved, and only clean files
         // (no duplicate ids, no cycles) are indexed: no id is hashed here.
-        let (mut slots, mut parents) = (Vec::new(), Vec::new());
+        let (mut slots, mut parents): (Vec<Slot>, Vec<usize>) = (Vec::new(), Vec::new());
         let decoded = sidecar::decode_each(&bytes, |e| {
+            // A resolved parent's id is that entry's id (the index stores it once).
+            let parent_id = match (e.parent, e.parent_id) {
+                (Some(p), _) => slots.get(p).map(|s| s.id.clone()),
+                (None, id) => id.map(CompactString::from),
+            };
             parents.push(e.parent.unwrap_or(NO_PARENT));
-            slots.push(Slot::indexed(e));
+            slots.push(Slot::indexed(e, parent_id));
         });
         drop(bytes);
         let Some(header_bytes) = decoded else { return Ok(false) };
@@ -714,7 +719,7 @@ impl Session {
         if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
             return Ok(false);
         }
-        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots.into_iter(), Some(parents)))
+        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots, Some(parents)))
     }
 
     /// Takes a v3 prefix's header and the loaded slots; false (nothing
@@ -725,7 +730,7 @@ impl Session {
         header: SessionHeader,
         diagnostics: Vec<Diagnostic>,
         src: Arc<dyn ReadAt>,
-        slots: impl ExactSizeIterator<Item = Slot>,
+        slots: Vec<Slot>,
         parents: Option<Vec<usize>>,
     ) -> bool {
         let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
@@ -737,9 +742,10 @@ impl Session {
         self.migration = report;
         self.diagnostics = diagnostics;
         self.source = Some(src);
-        self.slots.reserve_exact(slots.len());
-        for slot in slots {
-            self.push_loaded(slot);
+        // Moved in whole (a million slots are not copied one by one).
+        self.slots = slots;
+        for i in 0..self.slots.len() {
+            self.note_loaded(i);
         }
         self.leaf = self.slots.last().map(|s| s.id.to_string());
         match parents {
@@ -760,7 +766,7 @@ impl Session {
         if header.version() < CURRENT_VERSION {
             return Ok(false);
         }
-        let slots = scanned.entries.into_iter().map(Slot::scanned);
+        let slots = scanned.entries.into_iter().map(Slot::scanned).collect();
         Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, None))
     }
 
@@ -862,9 +868,17 @@ impl Session {
         self.parent_idx.get(i).copied().filter(|&p| p != NO_PARENT)
     }
 
-    /// Adds a loaded slot: its label and whether it is an assistant message count now.
+    /// Adds a loaded slot (see [`Session::note_loaded`]).
     fn push_loaded(&mut self, slot: Slot) -> usize {
         let i = self.slots.len();
+        self.slots.push(slot);
+        self.note_loaded(i);
+        i
+    }
+
+    /// Counts a loaded slot: its label and whether it is an assistant message.
+    fn note_loaded(&mut self, i: usize) {
+        let slot = &self.slots[i];
         if slot.role.as_deref() == Some("assistant") {
             self.has_assistant = true;
         }
@@ -880,8 +894,6 @@ impl Session {
                 }
             }
         }
-        self.slots.push(slot);
-        i
     }
 
     fn find_cycles(&mut self) {

@@ -11,11 +11,13 @@
 //!
 //! Layout (little-endian): `ARBORIX2`, size u64, mtime ns i128, checksum
 //! u64, header bytes u64, entry count u64, then per entry: offset u64,
-//! length u64, line u64, timestamp flag u8 + ms i64, type, role (flag u8 +
-//! string), id, parent (flag u8 + string), resolved parent (u64 position of
-//! the entry the parent id resolves to, always an earlier one, or
-//! `u64::MAX`); strings are u32 length + UTF-8. An index of another version
-//! (`ARBORIX1` had no resolved parents) is ignored and rewritten.
+//! length u32, line u32, timestamp flag u8 + ms i64, type (a [`NAMES`] code
+//! u8, or 255 + string), role (254 for none, a code, or 255 + string), id
+//! (string), resolved parent (u32 position of the earlier entry the parent id
+//! resolves to, or `u32::MAX`), and only when that is `u32::MAX` the parent
+//! id (flag u8 + string); strings are u16 length + UTF-8. A resolved parent's
+//! id is that entry's id, so it is not stored twice. An index of another
+//! version (`ARBORIX1` had no resolved parents) is ignored and rewritten.
 
 use arbor_log::{read_exact_at, ReadAt};
 
@@ -26,18 +28,45 @@ pub const INDEX_SUFFIX: &str = "arbor-index";
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
 const MAGIC: &[u8; 8] = b"ARBORIX2";
+
+/// Types and roles stored as one byte: the position in this list.
+const NAMES: [&str; 19] = [
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+    "ttsr_injection",
+    "mode_change",
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "branchSummary",
+    "compactionSummary",
+    "hookMessage",
+    "developer",
+];
+const NAMED_STRING: u8 = 255;
+const NO_ROLE: u8 = 254;
+const NO_POSITION: u32 = u32::MAX;
 const EDGE: u64 = 64 * 1024;
 
 /// One entry as the index keeps it (its strings borrowed from the index bytes or the session).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct IndexedEntry<'a> {
     pub offset: u64,
-    pub len: u64,
-    pub line: u64,
+    pub len: u32,
+    pub line: u32,
     pub ts_ms: Option<i64>,
     pub entry_type: &'a str,
     pub role: Option<&'a str>,
     pub id: &'a str,
+    /// The parent id; stored (and decoded) only when `parent` is `None`.
     pub parent_id: Option<&'a str>,
     /// The position the parent resolves to: always before this entry's.
     pub parent: Option<usize>,
@@ -76,38 +105,58 @@ pub(crate) fn checksum(src: &dyn ReadAt, size: u64) -> std::io::Result<u64> {
     Ok(h)
 }
 
-pub(crate) fn encode(stamp: Stamp, index: &Index) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + index.entries.len() * 80);
+/// The index's bytes; `None` when an entry does not fit the layout (a line of
+/// 4 GiB or more, a string of 64 KiB or more): such a file is not indexed.
+pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(64 + index.entries.len() * 48);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&stamp.size.to_le_bytes());
     out.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
     out.extend_from_slice(&stamp.checksum.to_le_bytes());
     out.extend_from_slice(&index.header_bytes.to_le_bytes());
     out.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
-    let put_str = |out: &mut Vec<u8>, s: &str| {
-        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
+        out.extend_from_slice(&u16::try_from(s.len()).ok()?.to_le_bytes());
         out.extend_from_slice(s.as_bytes());
-    };
-    let put_opt = |out: &mut Vec<u8>, s: Option<&str>| match s {
-        Some(s) => {
-            out.push(1);
-            put_str(out, s);
+        Some(())
+    }
+    fn put_name(out: &mut Vec<u8>, s: &str) -> Option<()> {
+        match NAMES.iter().position(|n| *n == s) {
+            Some(code) => out.push(code as u8),
+            None => {
+                out.push(NAMED_STRING);
+                put_str(out, s)?;
+            }
         }
-        None => out.push(0),
-    };
+        Some(())
+    }
     for e in &index.entries {
         out.extend_from_slice(&e.offset.to_le_bytes());
         out.extend_from_slice(&e.len.to_le_bytes());
         out.extend_from_slice(&e.line.to_le_bytes());
         out.push(u8::from(e.ts_ms.is_some()));
         out.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
-        put_str(&mut out, e.entry_type);
-        put_opt(&mut out, e.role);
-        put_str(&mut out, e.id);
-        put_opt(&mut out, e.parent_id);
-        out.extend_from_slice(&e.parent.map_or(u64::MAX, |p| p as u64).to_le_bytes());
+        put_name(&mut out, e.entry_type)?;
+        match e.role {
+            None => out.push(NO_ROLE),
+            Some(role) => put_name(&mut out, role)?,
+        }
+        put_str(&mut out, e.id)?;
+        match e.parent {
+            Some(p) => out.extend_from_slice(&u32::try_from(p).ok().filter(|&p| p != NO_POSITION)?.to_le_bytes()),
+            None => {
+                out.extend_from_slice(&NO_POSITION.to_le_bytes());
+                match e.parent_id {
+                    Some(id) => {
+                        out.push(1);
+                        put_str(&mut out, id)?;
+                    }
+                    None => out.push(0),
+                }
+            }
+        }
     }
-    out
+    Some(out)
 }
 
 struct Cursor<'a>(&'a [u8]);
@@ -124,6 +173,9 @@ impl<'a> Cursor<'a> {
     fn u8(&mut self) -> Option<u8> {
         self.take(1).map(|b| b[0])
     }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2)?.try_into().ok().map(u16::from_le_bytes)
+    }
     fn u32(&mut self) -> Option<u32> {
         self.take(4)?.try_into().ok().map(u32::from_le_bytes)
     }
@@ -137,7 +189,7 @@ impl<'a> Cursor<'a> {
         self.take(16)?.try_into().ok().map(i128::from_le_bytes)
     }
     fn string(&mut self) -> Option<&'a str> {
-        let n = self.u32()? as usize;
+        let n = usize::from(self.u16()?);
         std::str::from_utf8(self.take(n)?).ok()
     }
     fn opt_string(&mut self) -> Option<Option<&'a str>> {
@@ -145,6 +197,13 @@ impl<'a> Cursor<'a> {
             0 => Some(None),
             1 => self.string().map(Some),
             _ => None,
+        }
+    }
+    /// A type or role: a [`NAMES`] code or a string.
+    fn name(&mut self, code: u8) -> Option<&'a str> {
+        match code {
+            NAMED_STRING => self.string(),
+            c => NAMES.get(usize::from(c)).copied(),
         }
     }
 }
@@ -179,33 +238,43 @@ pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry
     c.u64()?;
     let header_bytes = c.u64()?;
     let n = c.u64()?;
-    // Each entry takes at least 51 bytes: a count beyond that is corruption, not a reason to allocate.
-    if n > (bytes.len() as u64) / 51 || header_bytes > size {
+    // Each entry takes at least 33 bytes: a count beyond that is corruption, not a reason to allocate.
+    if n > (bytes.len() as u64) / 33 || header_bytes > size {
         return None;
     }
     let mut end = header_bytes;
     for k in 0..n {
         let offset = c.u64()?;
-        let len = c.u64()?;
-        let line = c.u64()?;
+        let len = c.u32()?;
+        let line = c.u32()?;
         let has_ts = c.u8()?;
         let ts = c.i64()?;
-        let entry_type = c.string()?;
-        let role = c.opt_string()?;
+        let type_code = c.u8()?;
+        let entry_type = c.name(type_code)?;
+        let role = match c.u8()? {
+            NO_ROLE => None,
+            code => Some(c.name(code)?),
+        };
         let id = c.string()?;
-        let parent_id = c.opt_string()?;
-        let parent = c.u64()?;
-        let parent = (parent != u64::MAX).then_some(parent);
+        let parent = c.u32()?;
+        let (parent, parent_id) = match parent {
+            NO_POSITION => (None, c.opt_string()?),
+            p => (Some(p), None),
+        };
         // Entries are in file order, inside the file, after the header; a
         // parent is an earlier entry (so the parents hold no cycle).
-        if offset < end || offset.checked_add(len)? > size || len == 0 || parent.is_some_and(|p| p >= k) {
+        if offset < end
+            || offset.checked_add(u64::from(len))? > size
+            || len == 0
+            || parent.is_some_and(|p| u64::from(p) >= k)
+        {
             return None;
         }
         let parent = match parent {
             Some(p) => Some(usize::try_from(p).ok()?),
             None => None,
         };
-        end = offset + len;
+        end = offset + u64::from(len);
         each(IndexedEntry {
             offset,
             len,
@@ -252,13 +321,25 @@ mod tests {
                     entry_type: "x",
                     role: None,
                     id: "b",
-                    parent_id: Some("a"),
+                    parent_id: None,
                     parent: Some(0),
+                },
+                // A type and role outside `NAMES`, a parent id that resolves to nothing.
+                IndexedEntry {
+                    offset: 21,
+                    len: 4,
+                    line: 5,
+                    ts_ms: Some(i64::MAX),
+                    entry_type: "weird_type",
+                    role: Some("narrator"),
+                    id: "c",
+                    parent_id: Some("missing"),
+                    parent: None,
                 },
             ],
         };
-        let stamp = Stamp { size: 20, mtime_ns: 7, checksum: 9 };
-        let bytes = encode(stamp, &index);
+        let stamp = Stamp { size: 25, mtime_ns: 7, checksum: 9 };
+        let bytes = encode(stamp, &index).unwrap();
         assert_eq!(stamp_of(&bytes), Some(stamp));
         assert_eq!(decode(&bytes), Some(index.clone()));
         for cut in 0..bytes.len() {
@@ -267,11 +348,16 @@ mod tests {
         let mut bad = bytes.clone();
         bad[0] = b'X';
         assert_eq!(decode(&bad), None);
+        // What does not fit the layout is not indexed.
+        let mut long = index.clone();
+        let id = "x".repeat(70_000);
+        long.entries[0].id = &id;
+        assert_eq!(encode(stamp, &long), None);
         // A parent that is not an earlier entry (which could make a cycle) is corruption.
         for parent in [Some(1), Some(2)] {
             let mut forward = index.clone();
             forward.entries[1].parent = parent;
-            assert_eq!(decode(&encode(stamp, &forward)), None, "parent {parent:?}");
+            assert_eq!(decode(&encode(stamp, &forward).unwrap()), None, "parent {parent:?}");
         }
     }
 }
