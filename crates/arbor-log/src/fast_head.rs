@@ -37,6 +37,8 @@
 //! `role` is read only when `message` is an object, and a non-string value
 //! clears the field.
 
+use compact_str::CompactString;
+
 use crate::clock::parse_iso_ms;
 use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
 
@@ -77,9 +79,9 @@ enum Field<'a> {
 }
 
 impl Field<'_> {
-    fn string(&self) -> Option<String> {
+    fn string(&self) -> Option<CompactString> {
         match self {
-            Field::Str(s) => Some((*s).to_owned()),
+            Field::Str(s) => Some(CompactString::from(*s)),
             _ => None,
         }
     }
@@ -140,7 +142,7 @@ impl<'a> Parser<'a> {
                     b"parentId" => {
                         head.parent = match self.field()? {
                             Field::Null => ParentField::Root,
-                            Field::Str(s) => ParentField::Id(s.to_owned()),
+                            Field::Str(s) => ParentField::Id(CompactString::from(s)),
                             Field::Other => ParentField::Invalid,
                         }
                     }
@@ -224,7 +226,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `message`'s value: its `role` when it is an object.
-    fn message_role(&mut self) -> Option<Option<String>> {
+    fn message_role(&mut self) -> Option<Option<CompactString>> {
         if self.peek()? != b'{' {
             self.value()?;
             return Some(None);

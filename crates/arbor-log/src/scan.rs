@@ -19,10 +19,12 @@
 //! [`parse_line`] reads them.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io;
 
+use compact_str::CompactString;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -30,7 +32,7 @@ use crate::clock::parse_iso_ms;
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::{Entry, EntryKind, NotAnEntry};
 use crate::fast_head::fast_head;
-use crate::idhash::IdMap;
+use crate::idhash::IdHash;
 use crate::log::SessionLog;
 use crate::reader::{parse_line, trim_line, Parsed};
 
@@ -101,7 +103,7 @@ pub enum ParentField {
     #[default]
     Root,
     /// A string.
-    Id(String),
+    Id(CompactString),
     /// Anything else (the record is not an entry).
     Invalid,
 }
@@ -110,9 +112,9 @@ pub enum ParentField {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RecordHead {
     /// `type`, when it is a string.
-    pub entry_type: Option<String>,
-    /// `id`, when it is a string.
-    pub id: Option<String>,
+    pub entry_type: Option<CompactString>,
+    /// `id`, when it is a string (ids are short: held inline, no allocation).
+    pub id: Option<CompactString>,
     /// `parentId`.
     pub parent: ParentField,
     /// `timestamp` in epoch ms, when it is a string that parses.
@@ -120,7 +122,7 @@ pub struct RecordHead {
     /// True when the object has a `message` field.
     pub has_message: bool,
     /// `message.role`, when the message is an object with a string role.
-    pub role: Option<String>,
+    pub role: Option<CompactString>,
     /// The decoded entry, for records the scan decodes in full (see [`scan_source`]).
     pub entry: Option<Box<Entry>>,
 }
@@ -146,10 +148,10 @@ impl RecordHead {
 
     /// The head of a parsed object (the slow path's view of the same line).
     pub fn from_value(v: &Value) -> RecordHead {
-        let str_of = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let str_of = |k: &str| v.get(k).and_then(Value::as_str).map(CompactString::from);
         let parent = match v.get("parentId") {
             None | Some(Value::Null) => ParentField::Root,
-            Some(Value::String(s)) => ParentField::Id(s.clone()),
+            Some(Value::String(s)) => ParentField::Id(s.as_str().into()),
             Some(_) => ParentField::Invalid,
         };
         let message = v.get("message");
@@ -159,7 +161,7 @@ impl RecordHead {
             parent,
             ts_ms: v.get("timestamp").and_then(Value::as_str).and_then(parse_iso_ms),
             has_message: message.is_some(),
-            role: message.and_then(|m| m.get("role")).and_then(Value::as_str).map(str::to_owned),
+            role: message.and_then(|m| m.get("role")).and_then(Value::as_str).map(CompactString::from),
             entry: None,
         }
     }
@@ -449,8 +451,10 @@ impl ScannedLog {
         }
         let mut entries = Vec::new();
         if has_header {
-            let mut first_seen: IdMap<usize> = IdMap::default();
-            for e in records {
+            // Ids borrowed from the records: checking for duplicates copies none.
+            let mut first_seen: HashMap<&str, usize, IdHash> = HashMap::default();
+            first_seen.reserve(records.len());
+            for e in &records {
                 let at = |kind| Diagnostic { line: e.line, offset: e.offset, kind };
                 if let Some(why) = e.head.not_an_entry() {
                     diagnostics.push(at(DiagnosticKind::NotAnEntry { reason: why.to_string() }));
@@ -462,14 +466,15 @@ impl ScannedLog {
                         error: error.clone(),
                     }));
                 }
-                let id = e.head.id.clone().unwrap_or_default();
-                if let Some(first) = first_seen.get(&id) {
-                    diagnostics.push(at(DiagnosticKind::DuplicateId { id, first_line: *first }));
+                let id = e.head.id.as_deref().unwrap_or_default();
+                if let Some(first) = first_seen.get(id) {
+                    diagnostics.push(at(DiagnosticKind::DuplicateId { id: id.to_owned(), first_line: *first }));
                 } else {
                     first_seen.insert(id, e.line);
                 }
-                entries.push(e);
             }
+            drop(first_seen);
+            entries = records.into_iter().filter(|e| e.head.not_an_entry().is_none()).collect();
         }
         Ok(ScannedLog { prefix, entries, diagnostics, lines: n_lines, bytes })
     }
@@ -500,7 +505,7 @@ impl<'de> Visitor<'de> for HeadVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RecordHead, A::Error> {
         let mut head = RecordHead::default();
-        let mut timestamp: Option<String> = None;
+        let mut timestamp: Option<CompactString> = None;
         // Later keys win, as they do in a `Value`.
         while let Some(key) = map.next_key::<Key>()? {
             match key.0.as_ref() {
@@ -556,13 +561,13 @@ impl<'de> Deserialize<'de> for Key<'de> {
 
 /// A value of interest: a string, null, or anything else (consumed and forgotten).
 enum Field {
-    Str(String),
+    Str(CompactString),
     Null,
     Other,
 }
 
 impl Field {
-    fn string(self) -> Option<String> {
+    fn string(self) -> Option<CompactString> {
         match self {
             Field::Str(s) => Some(s),
             _ => None,
@@ -584,7 +589,7 @@ impl<'de> Visitor<'de> for FieldVisitor {
         f.write_str("any JSON value")
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Field, E> {
-        Ok(Field::Str(s.to_owned()))
+        Ok(Field::Str(CompactString::from(s)))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Field, E> {
         Ok(Field::Null)
@@ -610,7 +615,7 @@ impl<'de> Visitor<'de> for FieldVisitor {
 }
 
 /// A message value: only its `role` is kept.
-struct MessageHead(Option<String>);
+struct MessageHead(Option<CompactString>);
 
 impl<'de> Deserialize<'de> for MessageHead {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -259,9 +259,9 @@ impl Slot {
             None => OnceLock::new(),
         };
         Slot {
-            id: h.id.as_deref().unwrap_or_default().into(),
-            parent_id: match &h.parent {
-                ParentField::Id(p) => Some(p.as_str().into()),
+            id: h.id.unwrap_or_default(),
+            parent_id: match h.parent {
+                ParentField::Id(p) => Some(p),
                 _ => None,
             },
             entry_type: intern(h.entry_type.as_deref().unwrap_or_default()),
