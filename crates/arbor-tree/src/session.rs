@@ -853,6 +853,17 @@ impl Session {
         self.children = OnceLock::new();
     }
 
+    /// The slot an id resolves to. The last entry (usually the leaf) is
+    /// answered without the id map, so reading the context at the leaf of a
+    /// file opened through its index hashes no id at all.
+    fn position_of(&self, id: &str) -> Option<usize> {
+        match self.slots.last() {
+            // The last line holding an id is the one the id resolves to.
+            Some(last) if last.id == id => Some(self.slots.len() - 1),
+            _ => self.ids().get(id).copied(),
+        }
+    }
+
     /// Id → slot (the later line of an id wins), built on first use.
     fn ids(&self) -> &IdIndex<usize> {
         self.by_id.get_or_init(|| id_index(&self.slots))
@@ -1103,7 +1114,7 @@ impl Session {
     }
     /// An entry by id (the later line wins on duplicates).
     pub fn get_entry(&self, id: &str) -> Option<&Entry> {
-        self.ids().get(id).map(|&i| self.entry_of(i))
+        self.position_of(id).map(|i| self.entry_of(i))
     }
     /// True unless a later line with the same id replaced the entry at `index`.
     pub fn is_live(&self, index: usize) -> bool {
@@ -1177,11 +1188,11 @@ impl Session {
     }
     /// The JSON text an entry is held as.
     pub fn entry_json(&self, id: &str) -> Option<&str> {
-        self.ids().get(id).map(|&i| self.slots[i].json(self.src()))
+        self.position_of(id).map(|i| self.slots[i].json(self.src()))
     }
     /// The position (in file order) of the entry an id resolves to.
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.ids().get(id).copied()
+        self.position_of(id)
     }
     /// The direct children of `parent_id`, in file order (not sorted).
     pub fn get_children(&self, parent_id: &str) -> Vec<&Entry> {
@@ -1209,7 +1220,7 @@ impl Session {
 
     /// [`Session::get_branch`] as positions in file order.
     pub fn branch_indices(&self, from: Option<&str>) -> Vec<usize> {
-        let Some(start) = from.or(self.leaf.as_deref()).and_then(|id| self.ids().get(id).copied()) else {
+        let Some(start) = from.or(self.leaf.as_deref()).and_then(|id| self.position_of(id)) else {
             return vec![];
         };
         // A path without a repeated entry is at most every slot long: walk
