@@ -434,8 +434,9 @@ fn stored_message<'a>(line: &'a str, id: &str) -> Option<&'a str> {
 /// `\u006x`, `\u007x`; an escape of any other character of the key leaves
 /// `RawValue` in the text).
 fn may_name_raw_value_marker(text: &str) -> bool {
+    // `contains` searches short needles with SIMD: a few passes cost less than one walk over every `\u`.
     text.contains("RawValue")
-        || text.split("\\u00").skip(1).any(|rest| matches!(rest.as_bytes().first(), Some(b'5'..=b'7')))
+        || text.contains("\\u00") && ["\\u005", "\\u006", "\\u007"].iter().any(|n| text.contains(n))
 }
 
 /// Leaves a large read-only value to the end of the process instead of
@@ -865,6 +866,16 @@ mod context_json_tests {
         assert!(messages.contains(&json!({"role": "user", "content": [1, 2]})), "{ctx}");
         assert!(messages.contains(&json!("just text")) && messages.contains(&Value::Null), "{ctx}");
         assert_eq!(messages.len(), lines.len() - 1, "{ctx}");
+    }
+
+    #[test]
+    fn the_marker_check_finds_every_spelling_of_raw_value() {
+        for text in [r#"{"RawValue":1}"#, r#"{"\u0052aw":1}"#, r#""\u0061""#, r#""\u006C""#, r#""\u0077""#] {
+            assert!(may_name_raw_value_marker(text), "{text}");
+        }
+        for text in [r#"{"raw value":"caf\u00e9 \u001b[0m \u0024 \u0041"}"#, "", r#""\\u00""#] {
+            assert!(!may_name_raw_value_marker(text), "{text}");
+        }
     }
 
     #[test]
