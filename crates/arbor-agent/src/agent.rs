@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use arbor_context::{build_context_from_entries, context_positions, PathHead, SessionContext};
+use arbor_context::{message_of_entry, plan_context, ContextPlan, PathHead, SessionContext};
 use arbor_log::{Clock, Entry, EntryKind, SystemClock};
 use arbor_tree::{Session, TreeError, LEAF_MARKER_TYPE};
 use serde_json::{json, Value};
@@ -48,6 +48,17 @@ pub(crate) async fn emit(
 /// `build_context_from_path(&session.get_branch(None))` (tested in
 /// arbor-context's `positions` tests).
 pub fn session_context(session: &Session) -> SessionContext {
+    let (idx, plan) = plan_session_context(session);
+    let wanted: Vec<usize> = plan.message_positions().map(|p| idx[p]).collect();
+    let mut messages = session.decode_many(&wanted).into_iter();
+    plan.into_context(|_| messages.next().flatten().and_then(message_of_entry))
+}
+
+/// The leaf's path (positions in file order) and the [`plan_context`] of its
+/// context, whose positions index that path: the settings and made-up
+/// messages are decoded (on all cores), each other message is left where it
+/// is stored, for callers that copy it from there ([`session_context`] decodes it).
+pub fn plan_session_context(session: &Session) -> (Vec<usize>, ContextPlan) {
     let idx = session.branch_indices(None);
     let heads: Vec<PathHead> = idx
         .iter()
@@ -57,10 +68,8 @@ pub fn session_context(session: &Session) -> SessionContext {
             role: session.message_role_at(i),
         })
         .collect();
-    let keep = context_positions(&heads, |p| session.entry_at(idx[p]));
-    let wanted: Vec<usize> = keep.iter().map(|&p| idx[p]).collect();
-    let path: Vec<Entry> = session.decode_many(&wanted).into_iter().flatten().collect();
-    build_context_from_entries(path)
+    let plan = plan_context(&heads, |ps| session.decode_many(&ps.iter().map(|&p| idx[p]).collect::<Vec<_>>()));
+    (idx, plan)
 }
 
 /// Which compaction algorithm [`AgentSession::compact`] uses.

@@ -3,10 +3,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
+use arbor_context::ContextStep;
 use arbor_log::{CounterIds, Diagnostic, Entry};
 use arbor_tree::{list_all_sessions, list_sessions, paths, Session, SessionOptions};
 
@@ -263,39 +265,178 @@ fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
     format!("{} {} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), e.entry_type(), entry_text(e, calls, home))
 }
 
-/// Writes a context as `serde_json::to_writer(&ctx)` would (the same bytes),
-/// encoding the messages on all cores, a batch at a time so that only one
-/// batch's text is held at once.
-fn write_context_json(out: &mut dyn Write, ctx: &arbor_context::SessionContext) -> Result<()> {
-    const BATCH: usize = 256;
-    let encode = |part: &[serde_json::Value]| -> serde_json::Result<Vec<Vec<u8>>> {
-        part.iter().map(serde_json::to_vec).collect()
-    };
+/// Writes the context at the session's leaf as pi's `SessionContext` JSON:
+/// what `serde_json::to_writer(&arbor_agent::session_context(s))` writes, up
+/// to the text of numbers and strings (the parsed JSON is the same).
+///
+/// The messages of `message` entries are copied from the entries' JSON text
+/// as stored instead of being decoded and encoded again ([`stored_message`];
+/// an entry it is not sure of is decoded). A batch of steps at a time, the
+/// session's text is read on this thread (a `Session` is not shared between
+/// threads) while the previous batch is parsed on all cores, so only two
+/// batches' text is held at once.
+fn write_context_json(out: &mut dyn Write, s: &Session) -> Result<()> {
+    const BATCH: usize = 512;
+    let (idx, plan) = arbor_agent::plan_session_context(s);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     out.write_all(b"{\"messages\":[")?;
     let mut first = true;
-    for batch in ctx.messages.chunks(BATCH * threads) {
-        let chunk = batch.len().div_ceil(threads).max(1);
-        let parts: Vec<serde_json::Result<Vec<Vec<u8>>>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = batch.chunks(chunk).map(|part| (part, sc.spawn(move || encode(part)))).collect();
-            handles.into_iter().map(|(part, h)| h.join().unwrap_or_else(|_| encode(part))).collect()
-        });
-        for part in parts {
-            for m in part? {
-                if !first {
-                    out.write_all(b",")?;
-                }
-                first = false;
-                out.write_all(&m)?;
+    std::thread::scope(|sc| -> Result<()> {
+        let mut pending: Option<Parsing> = None;
+        for batch in plan.steps.chunks(BATCH * threads) {
+            let pieces: Arc<Vec<Piece>> = Arc::new(batch.iter().map(|step| Piece::read(s, &idx, step)).collect());
+            let chunk = pieces.len().div_ceil(threads).max(1);
+            let parts = (0..pieces.len())
+                .step_by(chunk)
+                .map(|at| {
+                    let range = at..(at + chunk).min(pieces.len());
+                    let ps = Arc::clone(&pieces);
+                    (range.clone(), sc.spawn(move || ps[range].iter().map(Piece::parse).collect::<Vec<_>>()))
+                })
+                .collect();
+            if let Some(done) = pending.replace(Parsing { pieces, parts }) {
+                done.write(out, s, &mut first)?;
+            }
+        }
+        if let Some(done) = pending {
+            done.write(out, s, &mut first)?;
+        }
+        Ok(())
+    })?;
+    out.write_all(b"],\"thinkingLevel\":")?;
+    serde_json::to_writer(&mut *out, &plan.settings.thinking_level)?;
+    out.write_all(b",\"model\":")?;
+    serde_json::to_writer(&mut *out, &plan.settings.model)?;
+    out.write_all(b"}")?;
+    Ok(())
+}
+
+/// One step of a context, ready for a parsing thread.
+enum Piece<'a> {
+    /// A made-up message.
+    Made(&'a serde_json::Value),
+    /// The JSON text of the `message` entry with `id` at `index` (file order), as held by the session.
+    Stored { index: usize, id: &'a str, json: String },
+}
+
+/// What a parsing thread found for a piece.
+enum Parsed {
+    /// The piece's whole text.
+    Text(Vec<u8>),
+    /// The stored message is this part of the entry's text.
+    Copy(std::ops::Range<usize>),
+    /// The stored text cannot be trusted: decode the entry.
+    Decode,
+}
+
+impl<'a> Piece<'a> {
+    fn read(s: &'a Session, idx: &[usize], step: &'a ContextStep) -> Piece<'a> {
+        match step {
+            ContextStep::Made(m) => Piece::Made(m),
+            ContextStep::Message(p) => {
+                let index = idx[*p];
+                let id = s.id_at(index).unwrap_or_default();
+                Piece::Stored { index, id, json: s.with_json_at(index, str::to_owned).unwrap_or_default() }
             }
         }
     }
-    out.write_all(b"],\"thinkingLevel\":")?;
-    serde_json::to_writer(&mut *out, &ctx.thinking_level)?;
-    out.write_all(b",\"model\":")?;
-    serde_json::to_writer(&mut *out, &ctx.model)?;
-    out.write_all(b"}")?;
-    Ok(())
+
+    fn parse(&self) -> Parsed {
+        match self {
+            // Encoding a Value cannot fail.
+            Piece::Made(m) => Parsed::Text(serde_json::to_vec(m).unwrap_or_default()),
+            Piece::Stored { id, json, .. } => match stored_message(json, id) {
+                Some(m) => {
+                    let at = m.as_ptr() as usize - json.as_ptr() as usize;
+                    Parsed::Copy(at..at + m.len())
+                }
+                None => Parsed::Decode,
+            },
+        }
+    }
+}
+
+/// A batch being parsed: its pieces, and a thread per range of them.
+struct Parsing<'scope, 'a> {
+    pieces: Arc<Vec<Piece<'a>>>,
+    parts: Vec<(std::ops::Range<usize>, std::thread::ScopedJoinHandle<'scope, Vec<Parsed>>)>,
+}
+
+impl Parsing<'_, '_> {
+    /// Waits for the batch and writes its messages, each after a comma but the very first.
+    fn write(self, out: &mut dyn Write, s: &Session, first: &mut bool) -> Result<()> {
+        for (range, h) in self.parts {
+            let pieces = &self.pieces[range];
+            // A parsing thread cannot panic on data; if it did anyway, parse its part here.
+            let parsed = h.join().unwrap_or_else(|_| pieces.iter().map(Piece::parse).collect());
+            for (piece, parsed) in pieces.iter().zip(parsed) {
+                let mut sep = |out: &mut dyn Write| -> std::io::Result<()> {
+                    if !std::mem::take(first) {
+                        out.write_all(b",")?;
+                    }
+                    Ok(())
+                };
+                match (piece, parsed) {
+                    (_, Parsed::Text(t)) => {
+                        sep(out)?;
+                        out.write_all(&t)?;
+                    }
+                    (Piece::Stored { json, .. }, Parsed::Copy(r)) => {
+                        sep(out)?;
+                        out.write_all(&json.as_bytes()[r])?;
+                    }
+                    (Piece::Stored { index, .. }, Parsed::Decode) => {
+                        if let Some(m) = s.decode_at(*index).and_then(arbor_context::message_of_entry) {
+                            sep(out)?;
+                            serde_json::to_writer(&mut *out, &m)?;
+                        }
+                    }
+                    (Piece::Made(_), _) => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The text of the `message` of a `message` entry's JSON `line`, as stored,
+/// when it parses to the very message that decoding the entry gives; `None`
+/// when that is not sure, and the caller decodes the entry instead:
+/// - the line is not an object with exactly one `type` (`"message"`), one
+///   `id` (the session's: the file may have changed since it was opened) and
+///   one `message` key: a decoded entry keeps the last of duplicate keys (a
+///   derived struct refuses them), and one without a message is malformed
+///   and gives none;
+/// - the message may hold serde_json's raw-value marker key
+///   (`$serde_json::private::RawValue`), which a decoded `Value` replaces by
+///   the JSON its string holds: the text names it, or escapes a letter of it.
+///
+/// Everything else a `Value` does to a message leaves its parsed JSON as it
+/// is: duplicate keys inside it (every parser keeps the last), escapes,
+/// whitespace and the spelling of numbers.
+fn stored_message<'a>(line: &'a str, id: &str) -> Option<&'a str> {
+    #[derive(serde::Deserialize)]
+    struct Stored<'a> {
+        #[serde(rename = "type", borrow)]
+        entry_type: std::borrow::Cow<'a, str>,
+        #[serde(borrow)]
+        id: std::borrow::Cow<'a, str>,
+        #[serde(borrow)]
+        message: &'a serde_json::value::RawValue,
+    }
+    let e: Stored = serde_json::from_str(line).ok()?;
+    let m = e.message.get();
+    (e.entry_type == "message" && e.id == id && !may_name_raw_value_marker(m)).then_some(m)
+}
+
+/// True when JSON text may hold the key `$serde_json::private::RawValue`:
+/// it has `RawValue`, or a `\u` escape of one of its letters (`\u005x`,
+/// `\u006x`, `\u007x`; an escape of any other character of the key leaves
+/// `RawValue` in the text).
+fn may_name_raw_value_marker(text: &str) -> bool {
+    // `contains` searches short needles with SIMD: a few passes cost less than one walk over every `\u`.
+    text.contains("RawValue")
+        || text.contains("\\u00") && ["\\u005", "\\u006", "\\u007"].iter().any(|n| text.contains(n))
 }
 
 /// Leaves a large read-only value to the end of the process instead of
@@ -447,19 +588,24 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             if let Some(id) = &leaf {
                 s.branch(id).with_context(|| file.display().to_string())?;
             }
-            // Only the entries the context reads are decoded, without being kept,
-            // and moved into the context: one copy of each message.
-            let ctx = arbor_agent::session_context(&s);
-            match (json, llm) {
-                (true, false) => write_context_json(out, &ctx)?,
-                (true, true) => serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?,
-                (false, _) => crate::transcript::write_transcript(out, &ctx, llm)?,
+            if json && !llm {
+                // Messages are copied from the file, a batch at a time: never all in memory.
+                write_context_json(out, &s)?;
+            } else {
+                // Only the entries the context reads are decoded, without being kept,
+                // and moved into the context: one copy of each message.
+                let ctx = arbor_agent::session_context(&s);
+                if json {
+                    serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?;
+                } else {
+                    crate::transcript::write_transcript(out, &ctx, llm)?;
+                }
+                exit_without_freeing(ctx);
             }
             if json {
                 out.write_all(b"\n")?;
             }
             exit_without_freeing(s);
-            exit_without_freeing(ctx);
         }
         Command::Check { files, json } => {
             let mut worst = None;
@@ -613,21 +759,163 @@ pub(crate) fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
 mod context_json_tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use serde_json::{json, Value};
+
+    /// `context --json` of the session's leaf, parsed.
+    fn written(s: &Session) -> Value {
+        let mut out = Vec::new();
+        write_context_json(&mut out, s).unwrap();
+        serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
+    }
+
+    /// Checks, at a spread of leaves, that the written context parses to the
+    /// decoded one; returns how many leaves were checked.
+    fn check_file(path: &Path) -> usize {
+        let mut checked = 0;
+        for index_first in [true, false] {
+            let opts = SessionOptions { read_only: true, index_first, sidecar_index: false, ..Default::default() };
+            let Ok(mut s) = Session::open(path, opts) else { return 0 };
+            let leaves: Vec<Option<String>> = std::iter::once(None)
+                .chain((0..s.len()).step_by((s.len() / 40).max(1)).map(|i| s.id_at(i).map(str::to_owned)))
+                .collect();
+            for leaf in leaves {
+                if let Some(id) = &leaf {
+                    s.branch(id).unwrap();
+                }
+                let want = serde_json::to_value(arbor_agent::session_context(&s)).unwrap();
+                assert_eq!(written(&s), want, "{} at {leaf:?}", path.display());
+                checked += 1;
+            }
+        }
+        checked
+    }
+
+    fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                jsonl_under(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
 
     #[test]
-    fn parallel_context_json_is_byte_identical_to_serde() {
-        for n in [0usize, 1, 3, 200, 2000] {
-            let mut ctx = arbor_context::SessionContext::empty();
-            ctx.messages = (0..n)
-                .map(|i| serde_json::json!({"role": "user", "content": format!("m{i} \"q\" \u{e9}\n"), "timestamp": i}))
-                .collect();
-            if n > 1 {
-                ctx.model = Some(arbor_context::ModelRef { provider: "p".into(), model_id: "m".into() });
-                ctx.thinking_level = "high".into();
-            }
-            let mut ours = Vec::new();
-            write_context_json(&mut ours, &ctx).unwrap();
-            assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(&ctx).unwrap());
+    fn context_json_parses_to_the_session_context_for_every_fixture() {
+        let mut files = vec![];
+        jsonl_under(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"), &mut files);
+        let checked: usize = files.iter().map(|f| check_file(f)).sum();
+        assert!(files.len() > 40 && checked > 500, "{} files, {checked} leaves", files.len());
+    }
+
+    /// A session file: a header and `lines` (one entry each, as given).
+    fn session_file(lines: &[String]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+        writeln!(f, "{header}").unwrap();
+        for l in lines {
+            f.write_all(l.as_bytes()).unwrap();
+            f.write_all(b"\n").unwrap();
         }
+        f
+    }
+
+    /// An entry line with id `n` whose parent is `n - 1`, and `body` after the base fields.
+    fn line(n: usize, body: &str) -> String {
+        let parent = if n == 0 { "null".to_owned() } else { format!("\"e{}\"", n - 1) };
+        format!(r#"{{"type":"message","id":"e{n}","parentId":{parent},"timestamp":"2025-01-01T00:00:00.000Z",{body}}}"#)
+    }
+
+    #[test]
+    fn messages_the_copy_cannot_be_sure_of_are_decoded() {
+        let bodies = [
+            // Duplicate `message` keys: the decoded entry keeps the last.
+            r#""message":{"role":"user","content":"first"},"message":{"role":"user","content":"second"}"#,
+            r#""message":{"role":"user","content":"a"},"mess\u0061ge":{"role":"user","content":"b"}"#,
+            // Malformed: no message; a message that is not an object.
+            r#""msg":{"role":"user","content":"x"}"#,
+            r#""message":null"#,
+            r#""message":"just text""#,
+            r#""message":[1,2.50,1e2]"#,
+            // serde_json's raw-value marker: a Value holds the JSON of its string.
+            r#""message":{"role":"user","content":{"$serde_json::private::RawValue":"[1, 2]"}}"#,
+            r#""message":{"role":"user","content":[{"$serde_json::private::\u0052awValue":"{\"a\":1}"}]}"#,
+            r#""message":{"role":"user","content":"the word RawValue"}"#,
+            // Parsed the same, spelled differently: duplicate keys inside, escapes, numbers, spaces.
+            r#""message":{"role":"user","content":"a","content":"b","x":{"k":1,"k":2}}"#,
+            r#""message" : { "role" : "user" , "content" : "caf\u00e9 \/ \ud83d\ude00 \u001b[0m" , "timestamp" : 1.50 }"#,
+            r#""message":{"role":"user","content":"n","nums":[1.0,-0,1E2,18446744073709551616,12345678901234567890123,0.1,5e-324]}"#,
+            // Duplicate base keys: the last `type`/`id` count.
+            r#""message":{"role":"user","content":"dup type"},"type":"message""#,
+            r#""message":{"role":"assistant","provider":"p","model":"m","content":[]},"extra":{"k":[1,{"a":null}]}"#,
+        ];
+        let mut lines: Vec<String> = bodies.iter().enumerate().map(|(n, b)| line(n, b)).collect();
+        let n = lines.len();
+        lines.push(format!(
+            r#"{{"type":"custom_message","customType":"x","content":"c","display":true,"id":"e{n}","parentId":"e{}","timestamp":"2025-01-01T00:00:00.000Z"}}"#,
+            n - 1
+        ));
+        let f = session_file(&lines);
+        assert!(check_file(f.path()) > 10);
+        // The cases above are really there: the marker became its string's JSON.
+        let s = Session::open(f.path(), SessionOptions { read_only: true, ..Default::default() }).unwrap();
+        let ctx = written(&s);
+        let messages = ctx["messages"].as_array().unwrap();
+        assert!(messages.contains(&json!({"role": "user", "content": "second"})), "{ctx}");
+        assert!(messages.contains(&json!({"role": "user", "content": [1, 2]})), "{ctx}");
+        assert!(messages.contains(&json!("just text")) && messages.contains(&Value::Null), "{ctx}");
+        assert_eq!(messages.len(), lines.len() - 1, "{ctx}");
+    }
+
+    #[test]
+    fn the_marker_check_finds_every_spelling_of_raw_value() {
+        for text in [r#"{"RawValue":1}"#, r#"{"\u0052aw":1}"#, r#""\u0061""#, r#""\u006C""#, r#""\u0077""#] {
+            assert!(may_name_raw_value_marker(text), "{text}");
+        }
+        for text in [r#"{"raw value":"caf\u00e9 \u001b[0m \u0024 \u0041"}"#, "", r#""\\u00""#] {
+            assert!(!may_name_raw_value_marker(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_copied_as_it_is_decoded() {
+        let mut f = session_file(&[]);
+        let text = line(0, r#""message":{"role":"user","content":"bad @ byte"}"#);
+        f.write_all(&text.bytes().map(|b| if b == b'@' { 0xff } else { b }).collect::<Vec<u8>>()).unwrap();
+        f.write_all(b"\n").unwrap();
+        assert!(check_file(f.path()) > 0);
+        let s = Session::open(f.path(), SessionOptions { read_only: true, sidecar_index: false, ..Default::default() })
+            .unwrap();
+        assert_eq!(written(&s)["messages"][0]["content"], "bad \u{fffd} byte");
+    }
+
+    #[test]
+    fn a_session_of_many_batches_is_written_whole_and_in_order() {
+        // More than 256 messages per thread, with made-up messages and a compaction among them.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        let total = 256 * threads * 2 + 77;
+        let ts = r#""timestamp":"2025-01-01T00:00:00.000Z""#;
+        let lines: Vec<String> = (0..total)
+            .map(|n| {
+                let parent = if n == 0 { "null".to_owned() } else { format!("\"e{}\"", n - 1) };
+                let base = format!(r#""id":"e{n}","parentId":{parent},{ts}"#);
+                match n % 97 {
+                    13 => format!(r#"{{"type":"custom_message","customType":"x","content":"c{n}","display":true,{base}}}"#),
+                    29 => format!(r#"{{"type":"branch_summary",{base},"fromId":"e0","summary":"s{n}"}}"#),
+                    41 if n > total / 2 && n < total / 2 + 97 => {
+                        format!(r#"{{"type":"compaction",{base},"summary":"S","firstKeptEntryId":"e{}","tokensBefore":9}}"#, n - 300)
+                    }
+                    _ => format!(r#"{{"type":"message",{base},"message":{{"role":"user","content":"m{n} \"q\" \u00e9\n","timestamp":{n}}}}}"#),
+                }
+            })
+            .collect();
+        let f = session_file(&lines);
+        let s = Session::open(f.path(), SessionOptions { read_only: true, sidecar_index: false, ..Default::default() })
+            .unwrap();
+        let ctx = written(&s);
+        assert_eq!(ctx, serde_json::to_value(arbor_agent::session_context(&s)).unwrap());
+        let n = ctx["messages"].as_array().unwrap().len();
+        assert!(n > 256 * threads, "{n} messages");
     }
 }

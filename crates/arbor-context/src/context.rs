@@ -1,6 +1,7 @@
 //! `buildSessionContext` (spec 4.1): the messages, thinking level and model
 //! that a leaf's root-to-leaf path gives.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use arbor_log::{parse_iso_ms, BranchSummary, Compaction, CustomMessageEntry, Entry, EntryKind, ModelChange};
@@ -148,8 +149,8 @@ pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContex
     build_context_from_path(&path)
 }
 
-/// Builds the context of a root-first path (spec 4.1 steps 3–5), in one pass
-/// for the settings and one for the messages.
+/// Builds the context of a root-first path (spec 4.1 steps 3–5): the
+/// [`plan_context`] of the path, with each `message` entry's message copied in.
 ///
 /// - Settings: each `thinking_level_change`, `model_change` (pi's or omp's
 ///   shape) and assistant message updates the state; the last one wins.
@@ -164,49 +165,131 @@ pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContex
 ///   the entries from its `firstKeptEntryId` (inclusive) up to it; if that id
 ///   is not on the path before it, nothing from before it is kept.
 pub fn build_context_from_path(path: &[&Entry]) -> SessionContext {
-    let (mut ctx, plan) = plan_context(path);
-    for step in plan {
-        match step {
-            Step::Summary(m) => ctx.messages.push(m),
-            Step::Entry(i) => ctx.messages.extend(entry_message(path[i])),
-        }
-    }
-    ctx
+    let heads: Vec<PathHead> = path.iter().map(|e| PathHead::of(e)).collect();
+    let plan = plan_context(&heads, |ps| ps.iter().map(|&p| Some(path[p])).collect());
+    plan.into_context(|p| entry_message(path[p]))
 }
 
 /// [`build_context_from_path`] over owned entries: the same context, with
 /// each message moved into it instead of copied, so the context never holds
 /// a second copy of the messages it was built from.
 pub fn build_context_from_entries(path: Vec<Entry>) -> SessionContext {
-    let (mut ctx, plan) = {
-        let refs: Vec<&Entry> = path.iter().collect();
-        plan_context(&refs)
+    let plan = {
+        let heads: Vec<PathHead> = path.iter().map(PathHead::of).collect();
+        plan_context(&heads, |ps| ps.iter().map(|&p| Some(&path[p])).collect())
     };
     let mut path: Vec<Option<Entry>> = path.into_iter().map(Some).collect();
-    for step in plan {
-        match step {
-            Step::Summary(m) => ctx.messages.push(m),
-            Step::Entry(i) => {
-                if let Some(e) = path[i].take() {
-                    ctx.messages.extend(entry_message_owned(e));
-                }
+    plan.into_context(|p| path[p].take().and_then(message_of_entry))
+}
+
+/// One message of a context, in order (see [`plan_context`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContextStep {
+    /// A message the context makes up from an entry: the compaction summary,
+    /// a branch summary or a custom message.
+    Made(Value),
+    /// The message of the path's `message` entry at this position, as stored
+    /// (what [`message_of_entry`] gives for the decoded entry; nothing when
+    /// the entry is malformed).
+    Message(usize),
+}
+
+/// What a path's context is made of: its settings, and where each of its
+/// messages comes from, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextPlan {
+    /// The context without its messages: thinking level, model, omp's
+    /// models, injected rules and mode.
+    pub settings: SessionContext,
+    /// The messages, in order.
+    pub steps: Vec<ContextStep>,
+}
+
+impl ContextPlan {
+    /// The context: the settings with the steps' messages, where `message`
+    /// gives the message of the `message` entry at a position (called once
+    /// per [`ContextStep::Message`], in order; `None` adds nothing).
+    pub fn into_context(self, mut message: impl FnMut(usize) -> Option<Value>) -> SessionContext {
+        let mut ctx = self.settings;
+        ctx.messages.reserve(self.steps.len());
+        for step in self.steps {
+            match step {
+                ContextStep::Made(m) => ctx.messages.push(m),
+                ContextStep::Message(p) => ctx.messages.extend(message(p)),
             }
         }
+        ctx
     }
-    ctx
+
+    /// The positions of the [`ContextStep::Message`] steps, in order.
+    pub fn message_positions(&self) -> impl Iterator<Item = usize> + '_ {
+        self.steps.iter().filter_map(|s| match s {
+            ContextStep::Message(p) => Some(*p),
+            ContextStep::Made(_) => None,
+        })
+    }
 }
 
-/// One message of the context, in order: a made-up one, or the one of the path's entry at a position.
-enum Step {
-    Summary(Value),
-    Entry(usize),
+/// What a path position shows without decoding its entry: enough for
+/// [`plan_context`] to know which entries it must read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathHead<'a> {
+    /// The entry id.
+    pub id: &'a str,
+    /// The entry `type`.
+    pub entry_type: &'a str,
+    /// A message entry's message `role`.
+    pub role: Option<&'a str>,
 }
 
-/// The settings of a path (spec 4.1 steps 3–4) and where its messages come from (step 5).
-fn plan_context(path: &[&Entry]) -> (SessionContext, Vec<Step>) {
+impl<'a> PathHead<'a> {
+    /// The head of a decoded entry.
+    pub fn of(entry: &'a Entry) -> PathHead<'a> {
+        PathHead { id: &entry.id, entry_type: entry.entry_type(), role: entry.message_role() }
+    }
+}
+
+/// The entry types whose decoded body the context reads; every other
+/// non-`message` type (`custom`, `label`, `session_info`, unknown ones) gives
+/// it nothing.
+const READ_TYPES: [&str; 7] = [
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "custom_message",
+    "branch_summary",
+    "ttsr_injection",
+    "mode_change",
+];
+
+/// Plans the context of a root-first path from its heads (spec 4.1 steps
+/// 3–5), decoding only the entries the answer depends on.
+///
+/// `decode` is called once, with the ascending positions it needs: every
+/// entry whose type the context reads (settings, compactions, custom
+/// messages, branch summaries) and the last assistant message (it alone
+/// decides the model among messages: each one overwrites the last). It
+/// returns the entries in the same order (`None`: not available, read as no
+/// entry). Every other `message` entry is left to the caller as a
+/// [`ContextStep::Message`], so its message can be taken as stored.
+///
+/// The settings and the steps are what [`build_context_from_path`] gives for
+/// the whole path (see there for the rules).
+pub fn plan_context<E: Borrow<Entry>>(
+    heads: &[PathHead<'_>],
+    decode: impl FnOnce(&[usize]) -> Vec<Option<E>>,
+) -> ContextPlan {
+    let last_assistant = heads.iter().rposition(|h| h.entry_type == "message" && h.role == Some("assistant"));
+    let wanted: Vec<usize> =
+        (0..heads.len()).filter(|&p| READ_TYPES.contains(&heads[p].entry_type) || Some(p) == last_assistant).collect();
+    let decoded = decode(&wanted);
+    let read: Vec<(usize, &Entry)> =
+        wanted.iter().zip(&decoded).filter_map(|(&p, e)| e.as_ref().map(|e| (p, Borrow::<Entry>::borrow(e)))).collect();
+
     let mut ctx = SessionContext::empty();
-    let mut compaction: Option<(usize, &Compaction, &Entry)> = None;
-    for (i, entry) in path.iter().enumerate() {
+    // The last compaction: its position on the path, and its place in `read`.
+    let mut compaction: Option<(usize, usize, &Compaction)> = None;
+    for (r, &(p, entry)) in read.iter().enumerate() {
         match &entry.kind {
             EntryKind::ThinkingLevelChange(t) => {
                 ctx.thinking_level = t.thinking_level.clone().unwrap_or_else(|| "off".to_owned());
@@ -218,7 +301,7 @@ fn plan_context(path: &[&Entry]) -> (SessionContext, Vec<Step>) {
                 ctx.models.insert("default".to_owned(), format!("{provider}/{model_id}"));
                 ctx.model = Some(ModelRef { provider, model_id });
             }
-            EntryKind::Compaction(c) => compaction = Some((i, c, entry)),
+            EntryKind::Compaction(c) => compaction = Some((p, r, c)),
             EntryKind::TtsrInjection(t) => {
                 for rule in &t.injected_rules {
                     if !ctx.injected_ttsr_rules.contains(rule) {
@@ -234,63 +317,29 @@ fn plan_context(path: &[&Entry]) -> (SessionContext, Vec<Step>) {
         }
     }
 
-    let mut plan = Vec::new();
+    let mut steps = Vec::new();
+    // The path ranges whose entries give messages.
+    let mut ranges = Vec::with_capacity(2);
     match compaction {
-        None => plan.extend((0..path.len()).map(Step::Entry)),
-        Some((k, c, entry)) => {
-            plan.push(Step::Summary(compaction_summary_message(c, &entry.timestamp)));
+        None => ranges.push(0..heads.len()),
+        Some((k, r, c)) => {
+            steps.push(ContextStep::Made(compaction_summary_message(c, &read[r].1.timestamp)));
             if let Some(first) = c.first_kept_entry_id.as_deref() {
-                if let Some(start) = path[..k].iter().position(|e| e.id == first) {
-                    plan.extend((start..k).map(Step::Entry));
+                if let Some(start) = heads[..k].iter().position(|h| h.id == first) {
+                    ranges.push(start..k);
                 }
             }
-            plan.extend((k + 1..path.len()).map(Step::Entry));
+            ranges.push(k + 1..heads.len());
         }
     }
-    (ctx, plan)
-}
-
-/// What a path position shows without decoding its entry: enough for
-/// [`context_positions`] to know whether the entry matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PathHead<'a> {
-    /// The entry id.
-    pub id: &'a str,
-    /// The entry `type`.
-    pub entry_type: &'a str,
-    /// A message entry's message `role`.
-    pub role: Option<&'a str>,
-}
-
-/// The positions of a root-first path that [`build_context_from_path`] needs:
-/// building from just those entries (in order) gives the same context as
-/// building from the whole path, so a caller that decodes entries on demand
-/// decodes what the answer costs, not the whole path.
-///
-/// Kept: every entry that is not a `message` (settings, compactions, custom
-/// messages, summaries), the last assistant message (it alone decides the
-/// model among messages: each one overwrites the last), and every message
-/// from the last compaction's kept part on (everything, without a
-/// compaction). `entry` is asked only for `compaction` entries, to check that
-/// they decode.
-pub fn context_positions<'a>(heads: &[PathHead<'_>], entry: impl Fn(usize) -> Option<&'a Entry>) -> Vec<usize> {
-    let compaction =
-        (0..heads.len()).rev().filter(|&k| heads[k].entry_type == "compaction").find_map(|k| {
-            match entry(k).map(|e| &e.kind) {
-                Some(EntryKind::Compaction(c)) => Some((k, c)),
-                _ => None,
-            }
-        });
-    let start = match compaction {
-        None => 0,
-        Some((k, c)) => c
-            .first_kept_entry_id
-            .as_deref()
-            .and_then(|first| heads[..k].iter().position(|h| h.id == first))
-            .unwrap_or(k),
-    };
-    let last_assistant = heads.iter().rposition(|h| h.entry_type == "message" && h.role == Some("assistant"));
-    (0..heads.len()).filter(|&p| heads[p].entry_type != "message" || p >= start || Some(p) == last_assistant).collect()
+    for p in ranges.into_iter().flatten() {
+        if heads[p].entry_type == "message" {
+            steps.push(ContextStep::Message(p));
+        } else if let Ok(r) = read.binary_search_by_key(&p, |&(q, _)| q) {
+            steps.extend(entry_message(read[r].1).map(ContextStep::Made));
+        }
+    }
+    ContextPlan { settings: ctx, steps }
 }
 
 fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
@@ -315,8 +364,9 @@ pub fn timestamp_ms(ts: &str) -> Value {
     parse_iso_ms(ts).map_or(Value::Null, Value::from)
 }
 
-/// [`entry_message`] for an owned entry: a message is moved, not copied.
-fn entry_message_owned(entry: Entry) -> Option<Value> {
+/// The message an entry gives the context, if any (pi's `appendMessage`),
+/// taking the entry: a `message` entry's message is moved, not copied.
+pub fn message_of_entry(entry: Entry) -> Option<Value> {
     match entry.kind {
         EntryKind::Message(m) => Some(m.message),
         _ => entry_message(&entry),

@@ -1,7 +1,8 @@
 //! Rebuilding what the model sees from a session tree.
 //!
 //! `arbor-context` owns pi's `buildSessionContext` ([`build_session_context`],
-//! [`build_context_from_path`], [`walk_to_root`]): the root-to-leaf path, the
+//! [`build_context_from_path`], [`walk_to_root`], and [`plan_context`] for
+//! callers that decode entries on demand): the root-to-leaf path, the
 //! replay of the latest compaction, the thinking level and model state (and
 //! oh-my-pi's per-role models, injected rules and mode). It owns the mapping of
 //! agent messages to model input ([`convert_to_llm`]), token estimation
@@ -28,8 +29,8 @@ mod tokens;
 
 pub use context::{
     branch_summary_message, build_context_from_entries, build_context_from_path, build_session_context,
-    compaction_summary_message, context_positions, custom_message, timestamp_ms, walk_to_root, Leaf, ModelRef,
-    PathHead, SessionContext,
+    compaction_summary_message, custom_message, message_of_entry, plan_context, timestamp_ms, walk_to_root,
+    ContextPlan, ContextStep, Leaf, ModelRef, PathHead, SessionContext,
 };
 pub use llm::{
     bash_execution_to_text, convert_to_llm, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,

@@ -7,6 +7,7 @@
 mod agent;
 mod chat;
 mod commands;
+mod context_json;
 mod model_server;
 mod reference;
 mod tui;

@@ -1,11 +1,15 @@
-//! `context_positions`: building from the kept positions gives the context of
-//! the whole path, for every leaf of every fixture session.
+//! `plan_context` from a session's heads, decoding only what it asks for,
+//! gives the context of the whole path, for every leaf of every fixture
+//! session; and it asks only for what it must.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use arbor_context::{build_context_from_entries, build_context_from_path, context_positions, PathHead};
-use arbor_log::Entry;
+use arbor_context::{
+    branch_summary_message, build_context_from_entries, build_context_from_path, compaction_summary_message,
+    custom_message, plan_context, ModelRef, PathHead, SessionContext,
+};
+use arbor_log::{Entry, EntryKind};
 use arbor_tree::{Session, SessionOptions};
 
 fn all_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -20,7 +24,7 @@ fn all_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 #[test]
-fn kept_positions_build_the_same_context_at_every_leaf() {
+fn the_plan_builds_the_same_context_at_every_leaf() {
     let mut files = vec![];
     all_jsonl(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"), &mut files);
     let mut compared = 0;
@@ -39,14 +43,87 @@ fn kept_positions_build_the_same_context_at_every_leaf() {
                     role: s.message_role_at(i),
                 })
                 .collect();
-            let keep = context_positions(&heads, |k| s.entry_at(idx[k]));
-            let kept: Vec<&Entry> = keep.iter().map(|&k| full[k]).collect();
+            let asked = std::cell::RefCell::new(vec![]);
+            let plan = plan_context(&heads, |ps| {
+                asked.borrow_mut().extend_from_slice(ps);
+                ps.iter().map(|&k| s.decode_at(idx[k])).collect()
+            });
+            // Asked: what the context reads, and of the messages only the last assistant one.
+            let asked = asked.into_inner();
+            let messages = asked.iter().filter(|&&k| heads[k].entry_type == "message").count();
+            assert!(messages <= 1, "{} at {id}: {messages} messages decoded", p.display());
+            assert!(asked.iter().all(|&k| !matches!(heads[k].entry_type, "custom" | "label" | "session_info")));
+            // The message steps are message entries, in path order.
+            let ps: Vec<usize> = plan.message_positions().collect();
+            assert!(ps.windows(2).all(|w| w[0] < w[1]) && ps.iter().all(|&k| heads[k].entry_type == "message"));
             let whole = build_context_from_path(&full);
-            assert_eq!(build_context_from_path(&kept), whole, "{} at {id}", p.display());
-            let owned: Vec<Entry> = keep.iter().map(|&k| s.decode_at(idx[k]).unwrap()).collect();
+            assert_eq!(whole, spec_context(&full), "{} at {id} (spec)", p.display());
+            let planned = plan.into_context(|k| full[k].message().map(|m| m.message.clone()));
+            assert_eq!(planned, whole, "{} at {id}", p.display());
+            let owned: Vec<Entry> = idx.iter().map(|&i| s.decode_at(i).unwrap()).collect();
             assert_eq!(build_context_from_entries(owned), whole, "{} at {id} (owned)", p.display());
             compared += 1;
         }
     }
     assert!(compared > 50, "{compared} leaves compared");
+}
+
+/// Spec 4.1 steps 3–5 read literally, over every decoded entry of the path:
+/// the oracle the planned context is checked against.
+fn spec_context(path: &[&Entry]) -> SessionContext {
+    let mut ctx = SessionContext::empty();
+    let mut compaction = None;
+    for (i, e) in path.iter().enumerate() {
+        match &e.kind {
+            EntryKind::ThinkingLevelChange(t) => ctx.thinking_level = t.thinking_level.clone().unwrap_or("off".into()),
+            EntryKind::ModelChange(m) => {
+                if let Some((provider, model_id)) = m.default_model() {
+                    ctx.model = Some(ModelRef { provider, model_id });
+                }
+                let (role, model) = match &m.model {
+                    Some(model) => (m.role.clone().unwrap_or("default".into()), model.clone()),
+                    None => {
+                        let (p, id) = (m.provider.as_deref().unwrap_or(""), m.model_id.as_deref().unwrap_or(""));
+                        ("default".into(), format!("{p}/{id}"))
+                    }
+                };
+                ctx.models.insert(role, model);
+            }
+            EntryKind::Message(m) if m.role() == Some("assistant") => {
+                let f = |k: &str| m.message.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+                ctx.models.insert("default".into(), format!("{}/{}", f("provider"), f("model")));
+                ctx.model = Some(ModelRef { provider: f("provider"), model_id: f("model") });
+            }
+            EntryKind::Compaction(c) => compaction = Some((i, c)),
+            EntryKind::TtsrInjection(t) => {
+                for r in &t.injected_rules {
+                    if !ctx.injected_ttsr_rules.contains(r) {
+                        ctx.injected_ttsr_rules.push(r.clone());
+                    }
+                }
+            }
+            EntryKind::ModeChange(m) => (ctx.mode, ctx.mode_data) = (Some(m.mode.clone()), m.data.clone()),
+            _ => {}
+        }
+    }
+    let emit = |e: &Entry, out: &mut Vec<serde_json::Value>| match &e.kind {
+        EntryKind::Message(m) => out.push(m.message.clone()),
+        EntryKind::CustomMessage(c) => out.push(custom_message(c, &e.timestamp)),
+        EntryKind::BranchSummary(b) if !b.summary.is_empty() => out.push(branch_summary_message(b, &e.timestamp)),
+        _ => {}
+    };
+    let mut out = vec![];
+    match compaction {
+        None => path.iter().for_each(|e| emit(e, &mut out)),
+        Some((k, c)) => {
+            out.push(compaction_summary_message(c, &path[k].timestamp));
+            let first = c.first_kept_entry_id.as_deref();
+            if let Some(start) = path[..k].iter().position(|e| Some(e.id.as_str()) == first) {
+                path[start..k].iter().for_each(|e| emit(e, &mut out));
+            }
+            path[k + 1..].iter().for_each(|e| emit(e, &mut out));
+        }
+    }
+    ctx.messages = out;
+    ctx
 }

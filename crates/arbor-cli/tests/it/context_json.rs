@@ -1,0 +1,87 @@
+//! `arbor context --json` copies messages from the file: its output parses to
+//! the decoded context, with and without the sidecar index, at any leaf.
+
+use std::io::Write;
+use std::process::Command;
+
+use arbor_tree::{Session, SessionOptions};
+use serde_json::Value;
+
+use crate::json;
+
+/// A session of more than 1 MiB (so that the sidecar index is written) and
+/// more than one output batch, with entries the copy must not trust (a file
+/// with a malformed entry gets no index: those are tested in `cli.rs`).
+fn big_session(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("big.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(f, r#"{{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}}"#)
+        .unwrap();
+    let pad = "x".repeat(400);
+    for n in 0..4000usize {
+        let parent = if n == 0 { "null".to_owned() } else { format!("\"e{}\"", n - 1) };
+        let base = format!(r#""id":"e{n}","parentId":{parent},"timestamp":"2025-01-01T00:00:00.000Z""#);
+        let line = match n % 50 {
+            7 => format!(
+                r#"{{"type":"message",{base},"message":{{"role":"user","content":"a"}},"message":{{"role":"user","content":"b{n}"}}}}"#
+            ),
+            11 => format!(r#"{{"type":"message",{base},"message":{{"role":"user","content":"d","content":"e{n}"}}}}"#),
+            17 => format!(
+                r#"{{"type":"message",{base},"message":{{"role":"user","content":{{"$serde_json::private::RawValue":"[{n}]"}}}}}}"#
+            ),
+            23 => format!(r#"{{"type":"custom_message","customType":"x","content":"c{n}","display":false,{base}}}"#),
+            29 => format!(r#"{{"type":"thinking_level_change",{base},"thinkingLevel":"high"}}"#),
+            31 => format!(
+                r#"{{"type":"message",{base},"message":{{"role":"assistant","provider":"p","model":"m{n}","content":[{{"type":"text","text":"{pad}"}}],"usage":{{"cost":1.50}}}}}}"#
+            ),
+            _ => format!(
+                r#"{{"type":"message",{base},"message":{{"role":"user","content":"m{n} {pad} caf\u00e9 \"q\"","timestamp":{n}.0}}}}"#
+            ),
+        };
+        writeln!(f, "{line}").unwrap();
+    }
+    f.flush().unwrap();
+    path
+}
+
+fn context(path: &std::path::Path, leaf: Option<&str>, no_index: bool) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_arbor"));
+    cmd.args(["context", path.to_str().unwrap(), "--json"]);
+    if let Some(l) = leaf {
+        cmd.args(["--leaf", l]);
+    }
+    if no_index {
+        cmd.env("ARBOR_NO_INDEX", "1");
+    } else {
+        cmd.env_remove("ARBOR_NO_INDEX");
+    }
+    json(&cmd.output().unwrap())
+}
+
+fn decoded(path: &std::path::Path, leaf: Option<&str>) -> Value {
+    let opts = SessionOptions { read_only: true, sidecar_index: false, ..SessionOptions::default() };
+    let mut s = Session::open(path, opts).unwrap();
+    if let Some(l) = leaf {
+        s.branch(l).unwrap();
+    }
+    serde_json::to_value(arbor_agent::session_context(&s)).unwrap()
+}
+
+#[test]
+fn context_json_parses_to_the_decoded_context_with_and_without_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = big_session(dir.path());
+    let index = dir.path().join("big.jsonl.arbor-index");
+    for leaf in [None, Some("e2345"), Some("e31")] {
+        let want = decoded(&path, leaf);
+        assert_eq!(context(&path, leaf, true), want, "no index, leaf {leaf:?}");
+        // The first run writes the index, the second reads it.
+        assert_eq!(context(&path, leaf, false), want, "leaf {leaf:?}");
+        assert!(index.exists());
+        assert_eq!(context(&path, leaf, false), want, "with the index, leaf {leaf:?}");
+    }
+    let whole = decoded(&path, None);
+    assert!(whole["messages"].as_array().unwrap().len() > 3500);
+    assert_eq!(whole["thinkingLevel"], "high");
+    assert_eq!(whole["model"]["modelId"], "m3981");
+}
