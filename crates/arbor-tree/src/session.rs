@@ -178,6 +178,11 @@ fn id_index(slots: &[Slot]) -> IdIndex<usize> {
     by_id
 }
 
+/// The parent ids that resolve to no slot.
+fn unresolved_parents(slots: &[Slot], parent_idx: &[usize]) -> HashSet<CompactString, IdHash> {
+    slots.iter().zip(parent_idx).filter(|(_, &p)| p == NO_PARENT).filter_map(|(s, _)| s.parent_id.clone()).collect()
+}
+
 /// Parent id → the live slots of `slots` naming it, in file order.
 fn children_index(slots: &[Slot]) -> IdIndex<Kids> {
     let mut children: IdIndex<Kids> = IdIndex::default();
@@ -427,6 +432,9 @@ pub struct Session {
     parent_idx: Vec<usize>,
     /// Built on first use.
     children: OnceLock<IdIndex<Kids>>,
+    /// Parent ids naming no entry (built by the first append): an append
+    /// whose id is one of them re-points the entries naming it.
+    unresolved: OnceLock<HashSet<CompactString, IdHash>>,
     labels: IndexMap<String, String>,
     leaf: Option<String>,
     leaf_moved: bool,
@@ -465,6 +473,7 @@ impl Session {
             by_id: OnceLock::new(),
             parent_idx: Vec::new(),
             children: OnceLock::new(),
+            unresolved: OnceLock::new(),
             labels: IndexMap::new(),
             leaf: None,
             leaf_moved: false,
@@ -804,24 +813,30 @@ impl Session {
     fn push(&mut self, slot: Slot) -> usize {
         self.leaf = Some(slot.id.to_string());
         let mut by_id = self.by_id.take().unwrap_or_else(|| id_index(&self.slots));
-        let mut children = self.children.take().unwrap_or_else(|| children_index(&self.slots));
+        let mut unresolved =
+            self.unresolved.take().unwrap_or_else(|| unresolved_parents(&self.slots, &self.parent_idx));
         let i = self.push_loaded(slot);
-        let slot = &self.slots[i];
-        if let Some(prev) = by_id.insert(slot.id.clone(), i) {
+        let id = self.slots[i].id.clone();
+        let prev = by_id.insert(id.clone(), i);
+        if let Some(prev) = prev {
             self.slots[prev].live = false;
         }
-        let slot = &self.slots[i];
-        let own = slot.parent_id.as_deref().and_then(|p| by_id.get(p).copied());
+        let own = self.slots[i].parent_id.as_deref().and_then(|p| by_id.get(p).copied());
         self.parent_idx.push(own.unwrap_or(NO_PARENT));
-        // Entries naming this id as their parent now resolve to it (the later line wins).
-        if let Some(kids) = children.get(&slot.id) {
-            for &k in kids.as_slice() {
-                if let Some(p) = self.parent_idx.get_mut(k) {
-                    *p = i;
+        // Entries naming this id as their parent now resolve to it (the later
+        // line wins). Only possible when the id was taken before or was some
+        // entry's unresolved parent; a fresh id (every append) skips the walk.
+        if prev.is_some() || unresolved.remove(&id) {
+            for k in 0..i {
+                if self.slots[k].parent_id.as_ref() == Some(&id) {
+                    self.parent_idx[k] = i;
                 }
             }
         }
-        if let Some(p) = &self.slots[i].parent_id {
+        if let (None, Some(p)) = (own, &self.slots[i].parent_id) {
+            unresolved.insert(p.clone());
+        }
+        if let (Some(children), Some(p)) = (self.children.get_mut(), &self.slots[i].parent_id) {
             match children.get_mut(p) {
                 Some(kids) => kids.push(i),
                 None => {
@@ -830,7 +845,7 @@ impl Session {
             }
         }
         self.by_id = OnceLock::from(by_id);
-        self.children = OnceLock::from(children);
+        self.unresolved = OnceLock::from(unresolved);
         i
     }
 
@@ -851,6 +866,7 @@ impl Session {
             .collect();
         self.by_id = OnceLock::from(by_id);
         self.children = OnceLock::new();
+        self.unresolved = OnceLock::new();
     }
 
     /// The slot an id resolves to. The last entry (usually the leaf) is
@@ -1020,6 +1036,7 @@ impl Session {
         self.parent_idx.clear();
         self.by_id = OnceLock::new();
         self.children = OnceLock::new();
+        self.unresolved = OnceLock::new();
         self.labels.clear();
         self.cycle_roots.clear();
         self.source = None;
@@ -1576,6 +1593,7 @@ impl Session {
         self.parent_idx.clear();
         self.by_id = OnceLock::new();
         self.children = OnceLock::new();
+        self.unresolved = OnceLock::new();
         self.labels.clear();
         self.cycle_roots.clear();
         self.has_assistant = false;

@@ -218,3 +218,34 @@ fn files_with_diagnostics_or_small_files_get_no_index() {
     open(&small, true).unwrap();
     assert!(!index_path(&small).exists());
 }
+
+#[test]
+fn an_append_whose_id_an_unresolved_parent_names_adopts_its_children() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let mut text = clean_big_session(&p);
+    // `x` names a parent no line holds yet: the first id `CounterIds` hands out.
+    text.push_str("{\"type\":\"message\",\"id\":\"x\",\"parentId\":\"00000001\",\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n");
+    fs::write(&p, &text).unwrap();
+    open(&p, true).unwrap();
+    assert!(index_path(&p).exists(), "an unresolved parent is no diagnostic: the file is indexed");
+    for sidecar_index in [true, false] {
+        let copy = d.path().join(format!("copy-{sidecar_index}.jsonl"));
+        fs::copy(&p, &copy).unwrap();
+        if sidecar_index {
+            fs::copy(index_path(&p), index_path(&copy)).unwrap();
+        }
+        let opts = SessionOptions { sidecar_index, ..SessionOptions::default() }.with_ids(arbor_log::CounterIds::new());
+        let mut s = Session::open(&copy, opts).unwrap();
+        assert!(s.get_children("00000001").iter().any(|e| e.id == "x"));
+        s.branch("e3998").unwrap();
+        let id = s.append_message(serde_json::json!({"role": "user", "content": "new"})).unwrap();
+        assert_eq!(id, "00000001");
+        let path = |s: &Session| s.get_branch(Some("x")).iter().rev().take(3).map(|e| e.id.clone()).collect::<Vec<_>>();
+        assert_eq!(path(&s), ["x", "00000001", "e3998"], "index {sidecar_index}");
+        assert_eq!(s.get_children("00000001").iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["x"]);
+        drop(s);
+        let again = open(&copy, true).unwrap();
+        assert_eq!(path(&again), ["x", "00000001", "e3998"]);
+    }
+}
