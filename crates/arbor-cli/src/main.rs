@@ -18,8 +18,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = <cli::Args as clap::Parser>::parse();
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let mut out = io::BufWriter::with_capacity(1 << 16, raw_stdout());
     let result = cli::run(args, &mut out).and_then(|code| {
         out.flush()?;
         Ok(code)
@@ -33,6 +32,21 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Standard output without Rust's line buffering, which looks for a newline
+/// in every byte written (a tenth of `arbor tree --json` on a 3 GB file):
+/// output is block-buffered by the caller and flushed before exit. Only `main`'s
+/// writer uses standard output, so nothing can interleave with it.
+fn raw_stdout() -> Box<dyn Write> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        if let Ok(fd) = io::stdout().as_fd().try_clone_to_owned() {
+            return Box::new(std::fs::File::from(fd));
+        }
+    }
+    Box::new(io::stdout())
 }
 
 /// The error and its causes on one line, without repeating a cause whose text

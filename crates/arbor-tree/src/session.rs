@@ -359,47 +359,51 @@ impl Slot {
 /// Reads the lines of many slots through one window of the source, so that a
 /// walk that mostly moves forward through the file (a tree written depth
 /// first, a session copied whole) costs a few large reads instead of one read
-/// per entry. The window grows while requests keep landing just ahead of it
-/// and shrinks to single lines when they jump around.
+/// per entry. The window doubles (up to 4 MiB) while requests land just ahead
+/// of it and drops to single lines when they jump elsewhere, so a walk that
+/// hops between short side branches reads little more than their lines.
 #[derive(Debug)]
 pub(crate) struct LineCursor<'s> {
     src: Option<&'s dyn ReadAt>,
+    /// `buf[..filled]` holds the file from `start` on; the rest is spare room.
     buf: Vec<u8>,
-    /// File offset of `buf[0]`.
+    filled: usize,
     start: u64,
     window: usize,
 }
 
 impl<'s> LineCursor<'s> {
     const MAX_WINDOW: usize = 4 << 20;
-    const FIRST_WINDOW: usize = 256 << 10;
+    const MIN_WINDOW: usize = 16 << 10;
+    /// How far past the window a request still counts as moving forward.
+    const SLACK: u64 = 64 << 10;
 
     pub(crate) fn new(src: Option<&'s dyn ReadAt>) -> LineCursor<'s> {
-        LineCursor { src, buf: Vec::new(), start: 0, window: Self::FIRST_WINDOW }
+        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: Self::MIN_WINDOW }
     }
 
     /// The `len` bytes at `offset`; `None` when there is no source or the file is shorter now.
     fn line(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
-        let end = self.start + self.buf.len() as u64;
+        let end = self.start + self.filled as u64;
         let inside = offset >= self.start && offset + len as u64 <= end;
         if !inside {
             let src = self.src?;
-            // Just ahead of the window: a forward walk, read more at once; elsewhere: a jump.
-            let forward = offset >= end && offset - end <= self.window as u64;
-            self.window =
-                if forward { (self.window * 2).clamp(Self::FIRST_WINDOW, Self::MAX_WINDOW) } else { self.window / 4 };
+            let forward = offset >= end && offset - end <= Self::SLACK.max(self.window as u64);
+            self.window = if forward { (self.window * 2).clamp(Self::MIN_WINDOW, Self::MAX_WINDOW) } else { 0 };
             let want = len.max(self.window);
-            self.buf.resize(want, 0);
+            if self.buf.len() < want {
+                self.buf.resize(want, 0);
+            }
             let mut filled = 0;
             while filled < want {
-                match src.read_at(&mut self.buf[filled..], offset + filled as u64) {
+                match src.read_at(&mut self.buf[filled..want], offset + filled as u64) {
                     Ok(0) => break,
                     Ok(n) => filled += n,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(_) => break,
                 }
             }
-            self.buf.truncate(filled);
+            self.filled = filled;
             self.start = offset;
             if filled < len {
                 return None;
@@ -1657,4 +1661,40 @@ fn entry_json(entry: &Entry) -> Box<str> {
 fn entry_json_value(v: &Value) -> String {
     // Encoding a Value built from JSON cannot fail.
     serde_json::to_string(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_cursor_reads_what_is_asked_whatever_the_order() {
+        // Lines of every size from 1 byte to past the largest window.
+        let mut file = Vec::new();
+        let mut lines = Vec::new();
+        let mut len = 1usize;
+        while file.len() < 12 << 20 {
+            let start = file.len();
+            file.extend((0..len).map(|k| b'a' + ((start + k) % 26) as u8));
+            lines.push((start as u64, len));
+            len = (len * 7 + 3) % (5 << 20) + 1;
+        }
+        let src: &dyn ReadAt = &file;
+        let mut cursor = LineCursor::new(Some(src));
+        let check = |cursor: &mut LineCursor<'_>, i: usize| {
+            let (offset, len) = lines[i];
+            let got = cursor.line(offset, len).expect("inside the file");
+            assert_eq!(got, &file[offset as usize..offset as usize + len], "line {i}");
+        };
+        // Forward, backward, jumping, and the same line twice.
+        let n = lines.len();
+        let order: Vec<usize> =
+            (0..n).chain((0..n).rev()).chain((0..n).map(|k| k * 7919 % n)).chain([3, 3, 0]).collect();
+        for i in order {
+            check(&mut cursor, i);
+        }
+        // Past the end of the file (it shrank since it was opened): nothing.
+        assert!(cursor.line(file.len() as u64 - 2, 5).is_none());
+        assert!(LineCursor::new(None).line(0, 1).is_none());
+    }
 }
