@@ -714,7 +714,8 @@ impl Session {
         }
         // The index holds each parent already resolved, and only clean files
         // (no duplicate ids, no cycles) are indexed: no id is hashed here.
-        let (mut slots, mut parents): (Vec<Slot>, Vec<usize>) = (Vec::new(), Vec::new());
+        let n = sidecar::entry_count(&bytes);
+        let (mut slots, mut parents): (Vec<Slot>, Vec<usize>) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let decoded = sidecar::decode_each(&bytes, |e| {
             // A resolved parent's id is that entry's id (the index stores it once).
             let parent_id = match (e.parent, e.parent_id) {
@@ -910,7 +911,7 @@ impl Session {
     /// Counts a loaded slot: its label and whether it is an assistant message.
     fn note_loaded(&mut self, i: usize) {
         let slot = &self.slots[i];
-        if slot.role.as_deref() == Some("assistant") {
+        if !self.has_assistant && slot.role.as_deref() == Some("assistant") {
             self.has_assistant = true;
         }
         if slot.entry_type == "label" {

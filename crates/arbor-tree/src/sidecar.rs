@@ -217,6 +217,13 @@ pub(crate) fn stamp_of(bytes: &[u8]) -> Option<Stamp> {
     Some(Stamp { size: c.u64()?, mtime_ns: c.i128()?, checksum: c.u64()? })
 }
 
+/// The entry count an index declares (bounded by what its bytes can hold), to reserve room.
+pub(crate) fn entry_count(bytes: &[u8]) -> usize {
+    let mut c = Cursor(bytes);
+    let declared = c.take(48).and_then(|_| c.u64()).unwrap_or(0);
+    usize::try_from(declared.min(bytes.len() as u64 / 33)).unwrap_or(0)
+}
+
 /// Decodes an index; `None` when it is corrupt in any way (it is then ignored).
 #[cfg(test)]
 pub(crate) fn decode(bytes: &[u8]) -> Option<Index<'_>> {
@@ -341,6 +348,8 @@ mod tests {
         let stamp = Stamp { size: 25, mtime_ns: 7, checksum: 9 };
         let bytes = encode(stamp, &index).unwrap();
         assert_eq!(stamp_of(&bytes), Some(stamp));
+        assert_eq!(entry_count(&bytes), 3);
+        assert_eq!(entry_count(&bytes[..50]), 0);
         assert_eq!(decode(&bytes), Some(index.clone()));
         for cut in 0..bytes.len() {
             assert_eq!(decode(&bytes[..cut]), None, "truncated at {cut}");
