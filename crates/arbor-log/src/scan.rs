@@ -432,7 +432,7 @@ impl ScannedLog {
         let prefix = SessionLog::read(&raw[..])?;
         let mut diagnostics = prefix.diagnostics().to_vec();
         let has_header = prefix.has_header();
-        let mut records = Vec::new();
+        let mut records = Vec::with_capacity(lines.len().saturating_sub(prefix_end));
         for l in lines.into_iter().skip(prefix_end) {
             let at = |kind| Diagnostic { line: l.number, offset: l.offset, kind };
             if let Some(note) = l.note.clone() {
