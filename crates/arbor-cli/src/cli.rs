@@ -790,21 +790,9 @@ mod context_json_tests {
         checked
     }
 
-    fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                jsonl_under(&p, out);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-
     #[test]
     fn context_json_parses_to_the_session_context_for_every_fixture() {
-        let mut files = vec![];
-        jsonl_under(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"), &mut files);
+        let files = crate::fixture_logs();
         let checked: usize = files.iter().map(|f| check_file(f)).sum();
         assert!(files.len() > 40 && checked > 500, "{} files, {checked} leaves", files.len());
     }

@@ -346,24 +346,11 @@ mod tests {
 mod robustness {
     use super::*;
     use crate::tui::selector::{FilterMode, Input};
-    use std::path::{Path, PathBuf};
-
-    fn logs(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                logs(&p, out);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
 
     /// Every fixture log, every input, drawn in a small and a tiny buffer: no panics.
     #[test]
     fn every_fixture_survives_every_input() {
-        let mut files = vec![];
-        logs(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"), &mut files);
+        let files = crate::fixture_logs();
         assert!(files.len() > 10);
         let inputs = [
             Input::Down,
