@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -272,131 +271,52 @@ fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
 /// The messages of `message` entries are copied from the entries' JSON text
 /// as stored instead of being decoded and encoded again ([`stored_message`];
 /// an entry it is not sure of is decoded). A batch of steps at a time, the
-/// session's text is read on this thread (a `Session` is not shared between
-/// threads) while the previous batch is parsed on all cores, so only two
-/// batches' text is held at once.
+/// lines are read and their messages cut out on all cores
+/// (`Session::map_json_many`), so only one batch's messages are held at once.
 fn write_context_json(out: &mut dyn Write, s: &Session) -> Result<()> {
-    const BATCH: usize = 512;
+    const BATCH: usize = 2048;
     let (idx, plan) = arbor_agent::plan_session_context(s);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     out.write_all(b"{\"messages\":[")?;
     let mut first = true;
-    std::thread::scope(|sc| -> Result<()> {
-        let mut pending: Option<Parsing> = None;
-        for batch in plan.steps.chunks(BATCH * threads) {
-            let pieces: Arc<Vec<Piece>> = Arc::new(batch.iter().map(|step| Piece::read(s, &idx, step)).collect());
-            let chunk = pieces.len().div_ceil(threads).max(1);
-            let parts = (0..pieces.len())
-                .step_by(chunk)
-                .map(|at| {
-                    let range = at..(at + chunk).min(pieces.len());
-                    let ps = Arc::clone(&pieces);
-                    (range.clone(), sc.spawn(move || ps[range].iter().map(Piece::parse).collect::<Vec<_>>()))
-                })
-                .collect();
-            if let Some(done) = pending.replace(Parsing { pieces, parts }) {
-                done.write(out, s, &mut first)?;
+    for batch in plan.steps.chunks(BATCH) {
+        let stored: Vec<usize> = batch
+            .iter()
+            .filter_map(|step| match step {
+                ContextStep::Message(p) => Some(idx[*p]),
+                ContextStep::Made(_) => None,
+            })
+            .collect();
+        let ids: Vec<&str> = stored.iter().map(|&i| s.id_at(i).unwrap_or_default()).collect();
+        // The message's text as stored, or `None` when the entry must be decoded.
+        let copies = s.map_json_many(&stored, |k, line| stored_message(line, ids[k]).map(|m| m.as_bytes().to_vec()));
+        let mut copies = stored.iter().zip(copies);
+        for step in batch {
+            let text = match step {
+                ContextStep::Made(m) => Some(serde_json::to_vec(m)?),
+                ContextStep::Message(_) => match copies.next() {
+                    Some((_, Some(Some(copy)))) => Some(copy),
+                    Some((&index, _)) => s
+                        .decode_at(index)
+                        .and_then(arbor_context::message_of_entry)
+                        .map(|m| serde_json::to_vec(&m))
+                        .transpose()?,
+                    None => None,
+                },
+            };
+            if let Some(text) = text {
+                if !std::mem::take(&mut first) {
+                    out.write_all(b",")?;
+                }
+                out.write_all(&text)?;
             }
         }
-        if let Some(done) = pending {
-            done.write(out, s, &mut first)?;
-        }
-        Ok(())
-    })?;
+    }
     out.write_all(b"],\"thinkingLevel\":")?;
     serde_json::to_writer(&mut *out, &plan.settings.thinking_level)?;
     out.write_all(b",\"model\":")?;
     serde_json::to_writer(&mut *out, &plan.settings.model)?;
     out.write_all(b"}")?;
     Ok(())
-}
-
-/// One step of a context, ready for a parsing thread.
-enum Piece<'a> {
-    /// A made-up message.
-    Made(&'a serde_json::Value),
-    /// The JSON text of the `message` entry with `id` at `index` (file order), as held by the session.
-    Stored { index: usize, id: &'a str, json: String },
-}
-
-/// What a parsing thread found for a piece.
-enum Parsed {
-    /// The piece's whole text.
-    Text(Vec<u8>),
-    /// The stored message is this part of the entry's text.
-    Copy(std::ops::Range<usize>),
-    /// The stored text cannot be trusted: decode the entry.
-    Decode,
-}
-
-impl<'a> Piece<'a> {
-    fn read(s: &'a Session, idx: &[usize], step: &'a ContextStep) -> Piece<'a> {
-        match step {
-            ContextStep::Made(m) => Piece::Made(m),
-            ContextStep::Message(p) => {
-                let index = idx[*p];
-                let id = s.id_at(index).unwrap_or_default();
-                Piece::Stored { index, id, json: s.with_json_at(index, str::to_owned).unwrap_or_default() }
-            }
-        }
-    }
-
-    fn parse(&self) -> Parsed {
-        match self {
-            // Encoding a Value cannot fail.
-            Piece::Made(m) => Parsed::Text(serde_json::to_vec(m).unwrap_or_default()),
-            Piece::Stored { id, json, .. } => match stored_message(json, id) {
-                Some(m) => {
-                    let at = m.as_ptr() as usize - json.as_ptr() as usize;
-                    Parsed::Copy(at..at + m.len())
-                }
-                None => Parsed::Decode,
-            },
-        }
-    }
-}
-
-/// A batch being parsed: its pieces, and a thread per range of them.
-struct Parsing<'scope, 'a> {
-    pieces: Arc<Vec<Piece<'a>>>,
-    parts: Vec<(std::ops::Range<usize>, std::thread::ScopedJoinHandle<'scope, Vec<Parsed>>)>,
-}
-
-impl Parsing<'_, '_> {
-    /// Waits for the batch and writes its messages, each after a comma but the very first.
-    fn write(self, out: &mut dyn Write, s: &Session, first: &mut bool) -> Result<()> {
-        for (range, h) in self.parts {
-            let pieces = &self.pieces[range];
-            // A parsing thread cannot panic on data; if it did anyway, parse its part here.
-            let parsed = h.join().unwrap_or_else(|_| pieces.iter().map(Piece::parse).collect());
-            for (piece, parsed) in pieces.iter().zip(parsed) {
-                let mut sep = |out: &mut dyn Write| -> std::io::Result<()> {
-                    if !std::mem::take(first) {
-                        out.write_all(b",")?;
-                    }
-                    Ok(())
-                };
-                match (piece, parsed) {
-                    (_, Parsed::Text(t)) => {
-                        sep(out)?;
-                        out.write_all(&t)?;
-                    }
-                    (Piece::Stored { json, .. }, Parsed::Copy(r)) => {
-                        sep(out)?;
-                        out.write_all(&json.as_bytes()[r])?;
-                    }
-                    (Piece::Stored { index, .. }, Parsed::Decode) => {
-                        if let Some(m) = s.decode_at(*index).and_then(arbor_context::message_of_entry) {
-                            sep(out)?;
-                            serde_json::to_writer(&mut *out, &m)?;
-                        }
-                    }
-                    (Piece::Made(_), _) => {}
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The text of the `message` of a `message` entry's JSON `line`, as stored,

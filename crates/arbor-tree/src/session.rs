@@ -1161,27 +1161,46 @@ impl Session {
     }
     /// [`Session::decode_at`] for many positions, decoded on all cores (in order).
     pub fn decode_many(&self, indices: &[usize]) -> Vec<Option<Entry>> {
+        self.map_slots(indices, |_, s, src| match s.entry.get() {
+            Some(e) => (**e).clone(),
+            None => s.decode(src),
+        })
+    }
+
+    /// Calls `f(k, text)` with the JSON text of the entry at `indices[k]`, on
+    /// all cores and without keeping the texts; the results come in order
+    /// (`None` for a position past the end). For writers that copy many
+    /// entries' text, such as `arbor context --json`.
+    pub fn map_json_many<R: Send>(&self, indices: &[usize], f: impl Fn(usize, &str) -> R + Sync) -> Vec<Option<R>> {
+        self.map_slots(indices, |k, s, src| s.with_json(src, |j| f(k, j)))
+    }
+
+    /// `one(k, slot, source)` for the slot at each of `indices`, on all cores, in order.
+    fn map_slots<R: Send>(
+        &self,
+        indices: &[usize],
+        one: impl Fn(usize, &Slot, Option<&dyn ReadAt>) -> R + Sync,
+    ) -> Vec<Option<R>> {
         let (slots, src) = (&self.slots, self.source.as_deref());
-        let one = |i: usize| {
-            slots.get(i).map(|s| match s.entry.get() {
-                Some(e) => (**e).clone(),
-                None => s.decode(src),
-            })
+        let run = |base: usize, part: &[usize]| -> Vec<Option<R>> {
+            part.iter().enumerate().map(|(k, &i)| slots.get(i).map(|s| one(base + k, s, src))).collect()
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
         if threads < 2 || indices.len() < 64 {
-            return indices.iter().map(|&i| one(i)).collect();
+            return run(0, indices);
         }
         let chunk = indices.len().div_ceil(threads);
         std::thread::scope(|sc| {
+            let run = &run;
             let handles: Vec<_> = indices
                 .chunks(chunk)
-                .map(|part| (part, sc.spawn(move || part.iter().map(|&i| one(i)).collect::<Vec<_>>())))
+                .enumerate()
+                .map(|(n, part)| (n * chunk, part, sc.spawn(move || run(n * chunk, part))))
                 .collect();
             let mut out = Vec::with_capacity(indices.len());
-            for (part, h) in handles {
-                // A decoding thread cannot panic on data; if it did anyway, decode its part here.
-                out.extend(h.join().unwrap_or_else(|_| part.iter().map(|&i| one(i)).collect()));
+            for (base, part, h) in handles {
+                // A worker cannot panic on data; if one did anyway, redo its part here.
+                out.extend(h.join().unwrap_or_else(|_| run(base, part)));
             }
             out
         })
