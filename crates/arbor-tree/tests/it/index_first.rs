@@ -249,3 +249,22 @@ fn an_append_whose_id_an_unresolved_parent_names_adopts_its_children() {
         assert_eq!(path(&again), ["x", "00000001", "e3998"]);
     }
 }
+
+#[test]
+fn map_json_many_gives_each_entrys_text_in_order_on_all_cores() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    clean_big_session(&p);
+    let s = open(&p, true).unwrap();
+    let n = s.len();
+    // Every position, backwards, some twice, and one past the end.
+    let indices: Vec<usize> = (0..n).rev().chain([0, 5, 5, n]).collect();
+    let got = s.map_json_many(&indices, |k, text| (k, text.to_owned()));
+    assert_eq!(got.len(), indices.len());
+    for (k, (&i, g)) in indices.iter().zip(&got).enumerate() {
+        match s.json_at(i) {
+            Some(want) => assert_eq!(g.as_ref(), Some(&(k, want.to_owned())), "position {k}"),
+            None => assert!(g.is_none()),
+        }
+    }
+}
