@@ -15,21 +15,11 @@ use serde_json::{json, Value};
 
 const ENTRIES: usize = 2000;
 
-/// A tiny xorshift generator: deterministic, no dependencies.
-struct Rng(u64);
+#[path = "../tests/support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn between(&mut self, lo: usize, hi: usize) -> usize {
-        lo + (self.next() % (hi - lo + 1) as u64) as usize
-    }
-
     /// Text of a random length in `lo..=hi` bytes.
     fn text_between(&mut self, lo: usize, hi: usize) -> String {
         let n = self.between(lo, hi);

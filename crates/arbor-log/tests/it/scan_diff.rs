@@ -373,25 +373,9 @@ fn light_scan_agrees_with_the_full_parser_on_edge_lines() {
     assert!(n > 1000, "{n} edge lines");
 }
 
-/// A small xorshift generator: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
+#[path = "../support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// Bytes a mutation inserts or writes: JSON syntax, control bytes,
 /// escapes, number parts, and bytes that are not UTF-8 on their own.
