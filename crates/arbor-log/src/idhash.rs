@@ -9,11 +9,14 @@
 
 use std::collections::HashMap;
 
+use compact_str::CompactString;
+
 /// Builds the hashers of [`IdMap`]s (per-process random keys).
 pub type IdHash = foldhash::fast::RandomState;
 
-/// A `HashMap` keyed by entry ids.
-pub type IdMap<V> = HashMap<String, V, IdHash>;
+/// A `HashMap` keyed by entry ids, held inline (pi's 8-hex ids and uuids
+/// need no allocation); looked up by `&str`.
+pub type IdMap<V> = HashMap<CompactString, V, IdHash>;
 
 #[cfg(test)]
 mod tests {

@@ -19,9 +19,10 @@ use serde_json::Value;
 
 use arbor_log::{
     format_iso_ms, full_entry, parse_iso_ms, read_exact_at, BranchSummary, Clock, Compaction, CustomEntry,
-    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, IdHash, LabelEntry,
-    MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, ScannedEntry, ScannedLog,
-    SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange, CURRENT_VERSION,
+    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, IdHash, IdMap,
+    LabelEntry, MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, ScannedEntry,
+    ScannedLog, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
+    CURRENT_VERSION,
 };
 
 use crate::error::TreeError;
@@ -31,9 +32,6 @@ use crate::store::{AppendHandle, FileStore, Store, WriteLock};
 
 /// `Session::parent_idx` of a slot whose parent does not resolve.
 const NO_PARENT: usize = usize::MAX;
-
-/// A map keyed by entry ids held inline (pi's 8-hex ids and uuids need no allocation).
-type IdIndex<V> = std::collections::HashMap<CompactString, V, IdHash>;
 
 /// The slots whose `parentId` names one id, in file order: most ids have one child.
 #[derive(Debug, Clone)]
@@ -167,10 +165,9 @@ pub(crate) struct Slot {
     json: OnceLock<Box<str>>,
 }
 
-/// Names the entry types and roles once, so a million slots do not hold a million copies.
 /// Id → slot over `slots`, the later line of an id winning.
-fn id_index(slots: &[Slot]) -> IdIndex<usize> {
-    let mut by_id: IdIndex<usize> = IdIndex::default();
+fn id_index(slots: &[Slot]) -> IdMap<usize> {
+    let mut by_id: IdMap<usize> = IdMap::default();
     by_id.reserve(slots.len());
     for (i, s) in slots.iter().enumerate() {
         by_id.insert(s.id.clone(), i);
@@ -184,8 +181,8 @@ fn unresolved_parents(slots: &[Slot], parent_idx: &[usize]) -> HashSet<CompactSt
 }
 
 /// Parent id → the live slots of `slots` naming it, in file order.
-fn children_index(slots: &[Slot]) -> IdIndex<Kids> {
-    let mut children: IdIndex<Kids> = IdIndex::default();
+fn children_index(slots: &[Slot]) -> IdMap<Kids> {
+    let mut children: IdMap<Kids> = IdMap::default();
     for (i, s) in slots.iter().enumerate() {
         let Some(p) = s.parent_id.as_ref().filter(|_| s.live) else { continue };
         match children.get_mut(p) {
@@ -198,29 +195,12 @@ fn children_index(slots: &[Slot]) -> IdIndex<Kids> {
     children
 }
 
+/// Names the entry types and roles once, so a million slots do not hold a million copies.
 fn intern(s: &str) -> Cow<'static, str> {
-    Cow::Borrowed(match s {
-        "message" => "message",
-        "thinking_level_change" => "thinking_level_change",
-        "model_change" => "model_change",
-        "compaction" => "compaction",
-        "branch_summary" => "branch_summary",
-        "custom" => "custom",
-        "custom_message" => "custom_message",
-        "label" => "label",
-        "session_info" => "session_info",
-        "ttsr_injection" => "ttsr_injection",
-        "mode_change" => "mode_change",
-        "user" => "user",
-        "assistant" => "assistant",
-        "toolResult" => "toolResult",
-        "bashExecution" => "bashExecution",
-        "branchSummary" => "branchSummary",
-        "compactionSummary" => "compactionSummary",
-        "hookMessage" => "hookMessage",
-        "developer" => "developer",
-        other => return Cow::Owned(other.to_owned()),
-    })
+    match sidecar::NAMES.iter().find(|n| **n == s) {
+        Some(n) => Cow::Borrowed(n),
+        None => Cow::Owned(s.to_owned()),
+    }
 }
 
 impl Slot {
@@ -328,13 +308,7 @@ impl Slot {
 
     /// Calls `f` with the JSON text without keeping it (for writers that stream every entry).
     pub(crate) fn with_json<R>(&self, src: Option<&dyn ReadAt>, f: impl FnOnce(&str) -> R) -> R {
-        if let Some(j) = self.json.get() {
-            return f(j);
-        }
-        match self.read_line(src) {
-            Ok(bytes) => f(&line_json(bytes)),
-            Err(_) => f(&entry_json(self.entry(src))),
-        }
+        self.with_json_via(&mut LineCursor::new(src), f)
     }
 
     /// [`Slot::with_json`] reading the line through `cursor` (see [`LineCursor`]).
@@ -378,8 +352,10 @@ impl<'s> LineCursor<'s> {
     /// How far past the window a request still counts as moving forward.
     const SLACK: u64 = 64 << 10;
 
+    /// A cursor whose first read is just the line asked for (one line read
+    /// through a fresh cursor costs what a single read does).
     pub(crate) fn new(src: Option<&'s dyn ReadAt>) -> LineCursor<'s> {
-        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: Self::MIN_WINDOW }
+        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: 0 }
     }
 
     /// The `len` bytes at `offset`; `None` when there is no source or the file is shorter now.
@@ -388,7 +364,7 @@ impl<'s> LineCursor<'s> {
         let inside = offset >= self.start && offset + len as u64 <= end;
         if !inside {
             let src = self.src?;
-            let forward = offset >= end && offset - end <= Self::SLACK.max(self.window as u64);
+            let forward = self.filled > 0 && offset >= end && offset - end <= Self::SLACK.max(self.window as u64);
             self.window = if forward { (self.window * 2).clamp(Self::MIN_WINDOW, Self::MAX_WINDOW) } else { 0 };
             let want = len.max(self.window);
             if self.buf.len() < want {
@@ -430,12 +406,12 @@ pub struct Session {
     header: SessionHeader,
     pub(crate) slots: Vec<Slot>,
     /// Id → slot; built by a bulk load that hashes ids anyway, else on first use.
-    by_id: OnceLock<IdIndex<usize>>,
+    by_id: OnceLock<IdMap<usize>>,
     /// For each slot, the slot its `parentId` resolves to through `by_id`
     /// ([`NO_PARENT`] when none): walks follow indices, not hash lookups.
     parent_idx: Vec<usize>,
     /// Built on first use.
-    children: OnceLock<IdIndex<Kids>>,
+    children: OnceLock<IdMap<Kids>>,
     /// Parent ids naming no entry (built by the first append): an append
     /// whose id is one of them re-points the entries naming it.
     unresolved: OnceLock<HashSet<CompactString, IdHash>>,
@@ -857,7 +833,7 @@ impl Session {
     /// After a bulk load: the id index (the later line of an id wins, earlier
     /// ones are no longer live) and every slot's parent resolved through it.
     fn resolve_ids(&mut self) {
-        let mut by_id: IdIndex<usize> = IdIndex::default();
+        let mut by_id: IdMap<usize> = IdMap::default();
         by_id.reserve(self.slots.len());
         for i in 0..self.slots.len() {
             if let Some(prev) = by_id.insert(self.slots[i].id.clone(), i) {
@@ -886,12 +862,12 @@ impl Session {
     }
 
     /// Id → slot (the later line of an id wins), built on first use.
-    fn ids(&self) -> &IdIndex<usize> {
+    fn ids(&self) -> &IdMap<usize> {
         self.by_id.get_or_init(|| id_index(&self.slots))
     }
 
     /// Parent id → the live slots naming it, in file order, built on first use.
-    fn kids(&self) -> &IdIndex<Kids> {
+    fn kids(&self) -> &IdMap<Kids> {
         self.children.get_or_init(|| children_index(&self.slots))
     }
 

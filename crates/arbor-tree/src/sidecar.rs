@@ -29,8 +29,10 @@ pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
 const MAGIC: &[u8; 8] = b"ARBORIX2";
 
-/// Types and roles stored as one byte: the position in this list.
-const NAMES: [&str; 19] = [
+/// The entry types and message roles every session has: stored in the index
+/// as one byte (the position in this list) and named once in memory
+/// (`Session` slots borrow them instead of holding a copy each).
+pub(crate) const NAMES: [&str; 19] = [
     "message",
     "thinking_level_change",
     "model_change",
