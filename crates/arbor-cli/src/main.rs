@@ -70,21 +70,12 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
+#[cfg(test)]
+#[path = "../../arbor-log/tests/support/jsonl.rs"]
+mod jsonl;
+
 /// Every `.jsonl` file under the repository's `fixtures/`, for unit tests that sweep them all.
 #[cfg(test)]
 fn fixture_logs() -> Vec<std::path::PathBuf> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = vec![];
-    walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"), &mut out);
-    out.sort();
-    out
+    jsonl::jsonl_under(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"))
 }

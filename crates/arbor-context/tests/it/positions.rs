@@ -2,8 +2,7 @@
 //! gives the context of the whole path, for every leaf of every fixture
 //! session; and it asks only for what it must.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use arbor_context::{
     branch_summary_message, build_context_from_entries, build_context_from_path, compaction_summary_message,
@@ -12,21 +11,12 @@ use arbor_context::{
 use arbor_log::{Entry, EntryKind};
 use arbor_tree::{Session, SessionOptions};
 
-fn all_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            all_jsonl(&p, out);
-        } else if p.extension().and_then(|e| e.to_str()) == Some("jsonl") {
-            out.push(p);
-        }
-    }
-}
+#[path = "../../../arbor-log/tests/support/jsonl.rs"]
+mod jsonl;
 
 #[test]
 fn the_plan_builds_the_same_context_at_every_leaf() {
-    let mut files = vec![];
-    all_jsonl(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"), &mut files);
+    let files = jsonl::jsonl_under(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
     let mut compared = 0;
     for p in files {
         let Ok(s) = Session::open(&p, SessionOptions::read_only()) else { continue };

@@ -7,16 +7,8 @@ use std::path::{Path, PathBuf};
 
 use arbor_tree::{FileStore, Session, SessionOptions};
 
-fn all_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            all_jsonl(&p, out);
-        } else if p.extension().and_then(|e| e.to_str()) == Some("jsonl") {
-            out.push(p);
-        }
-    }
-}
+#[path = "../../../arbor-log/tests/support/jsonl.rs"]
+mod jsonl;
 
 fn open(path: &Path, index_first: bool) -> Result<Session, String> {
     let opts = SessionOptions { index_first, create_or_recover: false, ..SessionOptions::read_only() };
@@ -71,9 +63,7 @@ fn same_both_ways(p: &Path) {
 
 #[test]
 fn every_fixture_reads_the_same_index_first() {
-    let mut files = vec![];
-    all_jsonl(&crate::fixtures(), &mut files);
-    files.sort();
+    let files = jsonl::jsonl_under(&crate::fixtures());
     assert!(files.len() >= 30, "{} fixtures", files.len());
     for p in files {
         same_both_ways(&p);
