@@ -3,12 +3,14 @@
 //! Commands: `tidy` (layering, tokio and crate-hygiene checks over
 //! `cargo metadata`), `gen-session` (deterministic synthetic pi v3 session
 //! files), `bench` (end-to-end parse benchmark with yardsticks), `fuzz` (bounded
-//! cargo-fuzz runs) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
+//! cargo-fuzz runs), `pi` (the reference implementation's npm package, installed
+//! into a cache directory, and node scripts run against it) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
 //! while a library is broken.
 
 mod bench;
 mod fuzz;
 mod gen;
+mod pi;
 mod rusage;
 mod tidy;
 
@@ -42,6 +44,9 @@ commands:
       --cmd 'LABEL=PROGRAM ARG…'    add a row; `{file}` in an argument is replaced by the file
       --no-yardsticks               skip wc, cat and python
   ci                                run .ci/run (what CI runs)
+  pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
+                                    (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;
+                                    with a script, run it under node with the package importable
   fuzz [--seconds N] [--target T]   run each cargo-fuzz target in fuzz/ for N seconds (default 60)
                                     on a corpus seeded from fixtures/ (installs cargo-fuzz)
 ";
@@ -65,6 +70,7 @@ fn run() -> Result<()> {
         Some("bench") => bench::cli(&workspace_root()?, rest),
         Some("ci") => ci(&workspace_root()?),
         Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
+        Some("pi") => pi_cmd(rest),
         Some("help" | "-h" | "--help") | None => {
             print!("{HELP}");
             Ok(())
@@ -97,6 +103,22 @@ fn cargo_metadata(root: &Path, no_deps: bool) -> Result<Value> {
         bail!("cargo metadata failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     }
     serde_json::from_slice(&out.stdout).context("parsing cargo metadata output")
+}
+
+/// `cargo xtask pi [SCRIPT [ARGS…]]`: install the reference and print where, or run a script against it.
+fn pi_cmd(args: &[String]) -> Result<()> {
+    let dir = pi::ensure_pi()?;
+    let Some((script, rest)) = args.split_first() else {
+        println!("{}", dir.display());
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(script).with_context(|| format!("reading {script}"))?;
+    let name = Path::new(script).file_name().context("script has no file name")?.to_string_lossy();
+    let status = pi::node(&dir, &name, &text)?.args(rest).status().context("running node")?;
+    if !status.success() {
+        bail!("{script} failed ({status})");
+    }
+    Ok(())
 }
 
 fn ci(root: &Path) -> Result<()> {

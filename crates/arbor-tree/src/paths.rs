@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 pub const SESSIONS_DIR_ENV: &str = "ARBOR_SESSIONS_DIR";
 /// pi's agent directory override.
 pub const PI_AGENT_DIR_ENV: &str = "PI_CODING_AGENT_DIR";
+/// The environment variable that overrides Arbor's cache directory.
+pub const CACHE_DIR_ENV: &str = "ARBOR_CACHE_DIR";
 
 fn expand_tilde(p: &str) -> PathBuf {
     let home = std::env::home_dir();
@@ -30,6 +32,21 @@ pub fn sessions_root() -> PathBuf {
         Ok(v) if !v.is_empty() => expand_tilde(&v),
         _ => agent_dir().join("sessions"),
     }
+}
+
+/// Arbor's cache directory, where derived data lives (indexes, the catalog):
+/// `$ARBOR_CACHE_DIR`, else `$XDG_CACHE_HOME/arbor`, else `~/.cache/arbor`
+/// (a leading `~` expanded). `None` when none of them can be named (no home
+/// directory): callers then keep no derived data. Nothing is created here.
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    if let Some(dir) = var(CACHE_DIR_ENV) {
+        return Some(expand_tilde(&dir));
+    }
+    if let Some(dir) = var("XDG_CACHE_HOME") {
+        return Some(expand_tilde(&dir).join("arbor"));
+    }
+    std::env::home_dir().map(|home| home.join(".cache").join("arbor"))
 }
 
 /// pi's per-cwd directory name: `--` + the cwd with one leading `/` or `\`
