@@ -29,7 +29,8 @@
 //! - an object key with an escape is unsure (it could spell a head field, or
 //!   serde_json's raw-value marker, which changes what a `Value` accepts), and
 //!   so is a key equal to the raw-value marker;
-//! - a head field (`type`, `id`, `parentId`, `timestamp`, `message.role`)
+//! - a head field (`type`, `id`, `parentId`, `timestamp`, `message.role`;
+//!   `message.timestamp` is read when it is a number)
 //!   whose value is a string with an escape is unsure (the head keeps the
 //!   decoded text).
 //!
@@ -154,7 +155,7 @@ impl<'a> Parser<'a> {
                     }
                     b"message" => {
                         head.has_message = true;
-                        head.role = self.message_role()?;
+                        (head.role, head.message_time) = self.message_head()?;
                     }
                     _ => self.value()?,
                 }
@@ -225,22 +226,22 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `message`'s value: its `role` when it is an object.
-    fn message_role(&mut self) -> Option<Option<CompactString>> {
+    /// `message`'s value: its `role` and numeric `timestamp` when it is an object.
+    fn message_head(&mut self) -> Option<(Option<CompactString>, Option<f64>)> {
         if self.peek()? != b'{' {
             self.value()?;
-            return Some(None);
+            return Some((None, None));
         }
         self.i += 1;
         self.enter()?;
-        let mut role = None;
+        let (mut role, mut time) = (None, None);
         self.ws();
         if self.eat(b'}').is_none() {
             loop {
-                if self.key()? == b"role" {
-                    role = self.field()?.string();
-                } else {
-                    self.value()?;
+                match self.key()? {
+                    b"role" => role = self.field()?.string(),
+                    b"timestamp" => time = self.number_value()?,
+                    _ => self.value()?,
                 }
                 if self.next_member(b'}')? {
                     break;
@@ -248,7 +249,19 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        Some(role)
+        Some((role, time))
+    }
+
+    /// Any value, read as a number when it is one (`Value::as_f64`'s reading).
+    fn number_value(&mut self) -> Option<Option<f64>> {
+        let start = self.i;
+        if let b'-' | b'0'..=b'9' = self.peek()? {
+            self.number()?;
+            // Validated JSON number text is ASCII and Rust's float syntax; both round correctly.
+            return Some(std::str::from_utf8(&self.b[start..self.i]).ok()?.parse::<f64>().ok());
+        }
+        self.value()?;
+        Some(None)
     }
 
     /// Any value, validated and skipped. Leading whitespace is already eaten.
