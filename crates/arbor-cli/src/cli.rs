@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use arbor_context::ContextStep;
 use arbor_log::{CounterIds, Diagnostic, Entry};
-use arbor_tree::{list_all_sessions, list_sessions, paths, Session, SessionOptions};
+use arbor_tree::{paths, Session, SessionOptions};
 
 use crate::render::{active_path, entry_text, layout_tree, record_tool_calls, ToolCalls};
 
@@ -606,17 +606,16 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         }
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);
-            let store = arbor_tree::FileStore;
-            let list = if all {
-                list_all_sessions(&store, &root)?
+            let scope = if all {
+                arbor_catalog::Scope::All
             } else {
                 let cwd = match cwd {
                     Some(c) => c,
                     None => std::env::current_dir().context("cannot read the current directory")?,
                 };
-                let cwd = cwd.to_string_lossy().into_owned();
-                list_sessions(&store, &paths::session_dir_for(&root, &cwd))?
+                arbor_catalog::Scope::cwd(&cwd.to_string_lossy())
             };
+            let list = crate::catalog_cmds::list(&root, &scope, json)?;
             if json {
                 serde_json::to_writer(&mut *out, &list)?;
                 out.write_all(b"\n")?;

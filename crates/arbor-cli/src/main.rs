@@ -7,6 +7,7 @@
 //! `arbor chat` (a conversation with a model over `arbor-agent`, [`chat`]).
 
 mod agent_cmds;
+mod catalog_cmds;
 mod chat;
 mod cli;
 mod render;

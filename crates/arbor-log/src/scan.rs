@@ -640,7 +640,9 @@ impl<'de> Deserialize<'de> for MessageHead {
                     match key.0.as_ref() {
                         "role" => m.role = map.next_value::<Field>()?.string(),
                         "timestamp" => m.time = map.next_value::<Number>()?.0,
-                        _ => drop(map.next_value::<Skip>()?),
+                        _ => {
+                            map.next_value::<Skip>()?;
+                        }
                     }
                 }
                 Ok(m)
