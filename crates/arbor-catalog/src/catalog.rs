@@ -94,7 +94,8 @@ impl Catalog {
             let mut stats = RefreshStats::default();
             // Another process may have updated a row first; a second pass reads on from its result.
             for _ in 0..3 {
-                stats = crate::refresh::refresh(&mut c.conn, &c.root, scope, c.threads, progress)?;
+                let db_path = c.db_path();
+                stats = crate::refresh::refresh(&mut c.conn, &c.root, scope, c.threads, progress, &db_path)?;
                 if stats.conflicts == 0 {
                     break;
                 }
@@ -109,7 +110,8 @@ impl Catalog {
         self.guard(|c| {
             let mut stats = IndexStats::default();
             for _ in 0..3 {
-                stats = crate::index::index(&mut c.conn, &c.root, scope, c.threads, progress)?;
+                let db_path = c.db_path();
+                stats = crate::index::index(&mut c.conn, &c.root, scope, c.threads, progress, &db_path)?;
                 if stats.conflicts == 0 {
                     break;
                 }
@@ -155,13 +157,35 @@ impl Catalog {
         list
     }
 
+    /// Searches the text of every entry of the scope's sessions (refreshed
+    /// first); see the crate's search rules in `search.rs`' docs and docs/cli.md.
+    pub fn search(
+        &mut self,
+        query: &str,
+        opts: &crate::search::SearchOptions,
+        progress: &dyn Progress,
+    ) -> Result<Vec<crate::search::Hit>, CatalogError> {
+        let query = crate::query::parse(query).map_err(CatalogError::Query)?;
+        self.refresh_text(&opts.scope, progress)?;
+        self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
+    }
+
     /// A file's path from its path under the root.
     pub(crate) fn path_of(&self, rel: &str) -> PathBuf {
         rel.split('/').fold(self.root.clone(), |p, part| p.join(part))
     }
 
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
     pub(crate) fn db_error(&self, source: rusqlite::Error) -> CatalogError {
-        CatalogError::Db { path: self.file.clone().unwrap_or_else(|| PathBuf::from(":memory:")), source }
+        CatalogError::Db { path: self.db_path(), source }
+    }
+
+    /// The catalog file, or `:memory:`, for error messages.
+    fn db_path(&self) -> PathBuf {
+        self.file.clone().unwrap_or_else(|| PathBuf::from(":memory:"))
     }
 
     /// Runs `op`; a damaged catalog is rebuilt and one held past the busy

@@ -41,6 +41,7 @@ CREATE TABLE entries (
     session INTEGER NOT NULL,
     offset INTEGER NOT NULL,       -- the line's byte offset, -1 for a migrated (v1/v2) file
     len INTEGER NOT NULL,
+    pos INTEGER NOT NULL,          -- the order in the file: the offset, or the entry's index in a migrated file
     entry_id TEXT NOT NULL,
     parent_id TEXT,
     type TEXT NOT NULL,
@@ -76,7 +77,11 @@ pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {
         | rusqlite::Error::InvalidColumnName(_) => true,
         rusqlite::Error::SqliteFailure(f, msg) => {
             matches!(f.code, ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
-                || msg.as_deref().is_some_and(|m| m.starts_with("no such table") || m.starts_with("no such column"))
+                || msg.as_deref().is_some_and(|m| {
+                    m.starts_with("no such table")
+                        || m.starts_with("no such column")
+                        || m.contains("has no column named")
+                })
         }
         _ => false,
     }

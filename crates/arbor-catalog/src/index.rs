@@ -29,6 +29,8 @@ struct EntryRow {
     /// The line's offset and length (-1 and 0 for a migrated file).
     offset: i64,
     len: i64,
+    /// The order in the file (the offset, or the index in a migrated file).
+    pos: i64,
     id: String,
     parent: Option<String>,
     entry_type: String,
@@ -86,8 +88,9 @@ pub(crate) fn index(
     scope: &Scope,
     threads: usize,
     progress: &dyn Progress,
+    db_path: &Path,
 ) -> Result<IndexStats, CatalogError> {
-    let db = |e| CatalogError::Db { path: root.to_owned(), source: e };
+    let db = |e| CatalogError::Db { path: db_path.to_owned(), source: e };
     let mut jobs = plan(conn, scope).map_err(db)?;
     jobs.sort_by_key(|j| std::cmp::Reverse(j.to - j.from));
     let total: u64 = jobs.iter().map(|j| j.to - j.from).sum();
@@ -168,7 +171,7 @@ fn read_lines(path: &Path, job: &Job) -> Result<Option<Vec<EntryRow>>, CatalogEr
             before_header = number == 1 && is_title_slot(&v);
             return;
         }
-        if let Some(row) = entry_row(v, offset as i64, bytes.len() as i64, &mut last_ms) {
+        if let Some(row) = entry_row(v, (offset as i64, bytes.len() as i64, offset as i64), &mut last_ms) {
             out.push(row);
         }
     };
@@ -185,7 +188,7 @@ fn read_lines(path: &Path, job: &Job) -> Result<Option<Vec<EntryRow>>, CatalogEr
 }
 
 /// An entry row from a parsed line, or `None` for a record that is not an entry.
-fn entry_row(v: Value, offset: i64, len: i64, last_ms: &mut i64) -> Option<EntryRow> {
+fn entry_row(v: Value, (offset, len, pos): (i64, i64, i64), last_ms: &mut i64) -> Option<EntryRow> {
     let head = RecordHead::from_value(&v);
     if head.not_an_entry().is_some() || head.entry_type.as_deref() == Some("session") {
         return None;
@@ -197,6 +200,7 @@ fn entry_row(v: Value, offset: i64, len: i64, last_ms: &mut i64) -> Option<Entry
     Some(EntryRow {
         offset,
         len,
+        pos,
         id: head.id?.into(),
         parent: match head.parent {
             ParentField::Id(p) => Some(p.into()),
@@ -230,7 +234,7 @@ fn read_legacy(path: &Path) -> Result<Option<Vec<EntryRow>>, CatalogError> {
     let mut out = vec![];
     for i in 0..s.len() {
         let Some(Ok(v)) = s.with_json_at(i, |j| serde_json::from_str::<Value>(j)) else { continue };
-        if let Some(row) = entry_row(v, -1, 0, &mut last_ms) {
+        if let Some(row) = entry_row(v, (-1, 0, i as i64), &mut last_ms) {
             out.push(row);
         }
     }
@@ -322,8 +326,8 @@ impl Writer<'_> {
         }
         let (conn, keys) = (&*self.conn, &mut self.keys);
         let mut insert = conn.prepare_cached(
-            "INSERT INTO entries (rowid, session, offset, len, entry_id, parent_id, type, role) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO entries (rowid, session, offset, len, pos, entry_id, parent_id, type, role) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?;
         let mut insert_text = conn.prepare_cached("INSERT INTO entry_text (rowid, text) VALUES (?1, ?2)")?;
         let mut max_key = None;
@@ -351,7 +355,7 @@ impl Writer<'_> {
             }
             let key = keys.take(conn, e.ms)?;
             max_key = max_key.max(Some(key));
-            insert.execute(params![key, job.rowid, e.offset, e.len, e.id, e.parent, e.entry_type, e.role])?;
+            insert.execute(params![key, job.rowid, e.offset, e.len, e.pos, e.id, e.parent, e.entry_type, e.role])?;
             if !e.text.is_empty() {
                 insert_text.execute(params![key, e.text])?;
             }

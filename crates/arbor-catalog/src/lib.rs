@@ -6,7 +6,7 @@
 //! `arbor-catalog` owns [`Catalog`]: its file (`<cache>/catalog/<hash of the
 //! root>.sqlite`, see [`arbor_tree::paths::cache_dir`]), its schema (versioned:
 //! an older catalog is rebuilt), the refresh of the listing facts (pi's
-//! `SessionInfo`) and of the entries, and [`search`] with pi's picker syntax.
+//! `SessionInfo`) and of the entries, and [`Catalog::search`] with pi's picker syntax.
 //! The session files stay the only source of truth: a catalog can be deleted
 //! at any time and is built again; a damaged one is rebuilt with one warning.
 //!
@@ -30,7 +30,9 @@ mod error;
 mod facts;
 mod index;
 mod lines;
+mod query;
 mod refresh;
+mod search;
 mod stamp;
 mod text;
 mod walk;
@@ -40,7 +42,9 @@ pub use catalog::{Catalog, CatalogOptions};
 pub use error::CatalogError;
 pub use facts::all_messages_text;
 pub use index::IndexStats;
+pub use query::{fuzzy_match, parse as parse_query, Query, Token, TokenKind};
 pub use refresh::RefreshStats;
+pub use search::{Hit, PathLabel, Relevance, SearchOptions, FUZZY_TERMS};
 pub use text::entry_text;
 pub use walk::Scope;
 pub use work::{NoProgress, Pass, Progress};

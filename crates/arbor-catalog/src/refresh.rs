@@ -85,8 +85,9 @@ pub(crate) fn refresh(
     scope: &Scope,
     threads: usize,
     progress: &dyn Progress,
+    db_path: &Path,
 ) -> Result<RefreshStats, CatalogError> {
-    let db = |e| CatalogError::Db { path: root.to_owned(), source: e };
+    let db = |e| CatalogError::Db { path: db_path.to_owned(), source: e };
     let mut rows = load_rows(conn, scope).map_err(db)?;
     let found = walk(root, scope)?;
     let mut stats = RefreshStats { files: found.len(), ..Default::default() };

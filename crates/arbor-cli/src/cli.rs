@@ -199,6 +199,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
+    Search(crate::commands::search::Args),
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -604,6 +606,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             let flags = crate::chat::ModelFlags { model, base_url, hooks };
             return crate::chat::run(out, target, &flags, config, &|read_only| options(ids, read_only));
         }
+        Command::Search(args) => return crate::commands::search::run(args, out),
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);
             let scope = if all {

@@ -10,6 +10,9 @@ mod agent_cmds;
 mod catalog_cmds;
 mod chat;
 mod cli;
+mod commands {
+    pub mod search;
+}
 mod render;
 mod transcript;
 mod tui;
