@@ -134,7 +134,7 @@ impl Catalog {
         if matches!(scope, Scope::Dir(_)) {
             sql.push_str(" AND dir = ?1");
         }
-        sql.push_str(" ORDER BY modified_ms DESC, rel");
+        sql.push_str(" ORDER BY modified_ms DESC");
         let mut stmt = self.conn.prepare(&sql)?;
         let map = |r: &rusqlite::Row| -> rusqlite::Result<SessionListInfo> {
             Ok(SessionListInfo {
@@ -150,11 +150,17 @@ impl Catalog {
                 all_messages_text: String::new(),
             })
         };
-        let list = match scope {
+        let list: rusqlite::Result<Vec<SessionListInfo>> = match scope {
             Scope::All => stmt.query_map([], map)?.collect(),
             Scope::Dir(d) => stmt.query_map([d], map)?.collect(),
         };
-        list
+        // Ties in time go by path, as `arbor_tree`'s listings order them.
+        let mut list = list?;
+        list.sort_by(|a, b| {
+            let time = |i: &SessionListInfo| arbor_log::parse_iso_ms(&i.modified);
+            time(b).cmp(&time(a)).then_with(|| a.path.cmp(&b.path))
+        });
+        Ok(list)
     }
 
     /// Searches the text of every entry of the scope's sessions (refreshed
