@@ -15,13 +15,20 @@ use std::path::{Path, PathBuf};
 use arbor_catalog::{Catalog, CatalogOptions, NoProgress, Scope};
 
 /// A sessions root and a cache directory in one temporary directory.
+#[derive(Debug)]
 pub struct Store {
     pub dir: tempfile::TempDir,
 }
 
+impl Default for Store {
+    fn default() -> Self {
+        Store { dir: tempfile::tempdir().unwrap() }
+    }
+}
+
 impl Store {
     pub fn new() -> Store {
-        Store { dir: tempfile::tempdir().unwrap() }
+        Store::default()
     }
 
     pub fn root(&self) -> PathBuf {
