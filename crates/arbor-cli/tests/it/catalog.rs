@@ -47,7 +47,7 @@ fn search_prints_hits_with_marks_and_json_for_tools() {
     insta::assert_snapshot!(redact(&stdout(&o), dir.path()));
     let hits = json(&arbor(&["search", r#""count_words""#, "--all", "--sessions-dir", r, "--json"]));
     let hits = hits.as_array().unwrap();
-    assert!(hits.len() >= 2 && hits.len() % 2 == 0, "each hit twice, once per copy of the session: {hits:?}");
+    assert!(hits.len() >= 2 && hits.len().is_multiple_of(2), "each hit twice, once per copy of the session: {hits:?}");
     assert_eq!(hits[0]["entryId"], hits[1]["entryId"]);
     for h in hits {
         let (snippet, m) = (h["snippet"].as_str().unwrap(), &h["marks"][0]);
