@@ -8,6 +8,7 @@
 //! while a library is broken.
 
 mod bench;
+mod bench_store;
 mod fuzz;
 mod gen;
 mod pi;
@@ -46,6 +47,10 @@ commands:
       --file PATH                   bench an existing file instead of a generated one
       --cmd 'LABEL=PROGRAM ARG…'    add a row; `{file}` in an argument is replaced by the file
       --no-yardsticks               skip wc, cat and python
+      --store N                     instead: list and search a generated store of N sessions with
+                                    arbor ls/search (the catalog), next to pi's SessionManager.listAll()
+      --store-entries MIN-MAX       entries per store session (default 50-2000)
+      --no-pi                       skip pi's listAll in the store bench
   ci                                run .ci/run (what CI runs)
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;
@@ -138,7 +143,7 @@ fn gen_store(args: &[String]) -> Result<()> {
     if root.exists() {
         bail!("{} exists already", root.display());
     }
-    let stats = store::write_store(root, sessions, seed)?;
+    let stats = store::write_store(root, sessions, seed, store::Sizes::default())?;
     eprintln!(
         "wrote {}: {} sessions, {} entries, {} bytes",
         root.display(),

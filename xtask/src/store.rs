@@ -15,6 +15,9 @@ use anyhow::{Context, Result};
 
 use crate::gen::{generate_placed, GenOptions, Placement, Rng, Shape};
 
+/// Bump when the bytes of a store for given (sessions, seed, entries) change.
+pub const STORE_VERSION: u32 = 1;
+
 /// The fewest and most entries of a generated session.
 pub const MIN_ENTRIES: usize = 50;
 pub const MAX_ENTRIES: usize = 2000;
@@ -43,12 +46,25 @@ pub struct StoreStats {
     pub bytes: u64,
 }
 
-/// The placement and size of session `i` of a store with `seed`.
-fn plan(i: usize, sessions: usize, seed: u64) -> (Placement, usize, u64) {
+/// How many entries the sessions of a store have: log-uniformly between the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    pub min: usize,
+    pub max: usize,
+}
+
+impl Default for Sizes {
+    fn default() -> Self {
+        Sizes { min: MIN_ENTRIES, max: MAX_ENTRIES }
+    }
+}
+
+/// The placement, size and generator seed of session `i` of a store with `seed`.
+fn plan(i: usize, sessions: usize, seed: u64, sizes: Sizes) -> (Placement, usize, u64) {
     let mut rng = Rng::new(seed.wrapping_mul(1_000_003).wrapping_add(i as u64));
     let u = rng.below(1 << 20) as f64 / f64::from(1u32 << 20);
-    let ratio = MAX_ENTRIES as f64 / MIN_ENTRIES as f64;
-    let entries = ((MIN_ENTRIES as f64 * ratio.powf(u)).round() as usize).clamp(MIN_ENTRIES, MAX_ENTRIES);
+    let ratio = sizes.max as f64 / sizes.min.max(1) as f64;
+    let entries = ((sizes.min as f64 * ratio.powf(u)).round() as usize).clamp(sizes.min, sizes.max);
     let projects = (sessions / 25).clamp(4, 400);
     let cwd = format!("/home/user/proj-{:03}", rng.below(projects));
     let start_ms = YEAR_START_MS + YEAR_MS / sessions.max(1) as i64 * i as i64 + rng.below(3_600_000) as i64;
@@ -64,14 +80,13 @@ fn plan(i: usize, sessions: usize, seed: u64) -> (Placement, usize, u64) {
 
 /// Writes a store of `sessions` sessions under `root` (which must not exist
 /// yet; it is built beside it and renamed into place).
-pub fn write_store(root: &Path, sessions: usize, seed: u64) -> Result<StoreStats> {
+pub fn write_store(root: &Path, sessions: usize, seed: u64, sizes: Sizes) -> Result<StoreStats> {
     let tmp = root.with_extension(format!("tmp-{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     let mut stats = StoreStats::default();
     for i in 0..sessions {
-        let (place, entries, session_seed) = plan(i, sessions, seed);
-        let mut bytes = Vec::with_capacity(entries * 3200);
-        generate_placed(&mut bytes, GenOptions { entries, seed: session_seed, shape: Shape::Realistic }, &place)?;
+        let bytes = session_bytes(i, sessions, seed, sizes, 0)?;
+        let entries = plan(i, sessions, seed, sizes).1;
         let path = tmp.join(relative_path(&bytes)?);
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -86,6 +101,21 @@ pub fn write_store(root: &Path, sessions: usize, seed: u64) -> Result<StoreStats
     }
     fs::rename(&tmp, root).with_context(|| format!("renaming {} to {}", tmp.display(), root.display()))?;
     Ok(stats)
+}
+
+/// The bytes of session `i` of a store, with `extra` more entries than the
+/// store has (the first entries are the same: the generator only cuts the end).
+pub fn session_bytes(i: usize, sessions: usize, seed: u64, sizes: Sizes, extra: usize) -> Result<Vec<u8>> {
+    let (place, entries, session_seed) = plan(i, sessions, seed, sizes);
+    let mut bytes = Vec::with_capacity((entries + extra) * 3200);
+    let opts = GenOptions { entries: entries + extra, seed: session_seed, shape: Shape::Realistic };
+    generate_placed(&mut bytes, opts, &place)?;
+    Ok(bytes)
+}
+
+/// Where session `i` of a store lives under its root.
+pub fn session_path(root: &Path, i: usize, sessions: usize, seed: u64, sizes: Sizes) -> Result<PathBuf> {
+    Ok(root.join(relative_path(&session_bytes(i, sessions, seed, sizes, 0)?)?))
 }
 
 /// `--encoded-cwd--/<timestamp>_<id>.jsonl` for a session's bytes (pi's layout).
@@ -116,8 +146,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("arbor-store-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let (a, b) = (dir.join("a"), dir.join("b"));
-        let stats = write_store(&a, 12, 5).unwrap();
-        write_store(&b, 12, 5).unwrap();
+        let stats = write_store(&a, 12, 5, Sizes::default()).unwrap();
+        write_store(&b, 12, 5, Sizes::default()).unwrap();
         let mut files: Vec<PathBuf> = fs::read_dir(&a)
             .unwrap()
             .flat_map(|d| fs::read_dir(d.unwrap().path()).unwrap().map(|f| f.unwrap().path()))
@@ -131,6 +161,11 @@ mod tests {
             assert!(rel.to_string_lossy().starts_with("--home-user-proj-"), "{}", rel.display());
             assert_eq!(fs::read(f).unwrap(), fs::read(b.join(rel)).unwrap());
         }
+        // A grown session starts with the stored one.
+        let stored = fs::read(session_path(&a, 3, 12, 5, Sizes::default()).unwrap()).unwrap();
+        let grown = session_bytes(3, 12, 5, Sizes::default(), 100).unwrap();
+        assert!(grown.len() > stored.len() && grown.starts_with(&stored));
+        assert_eq!(grown[stored.len()..].iter().filter(|&&b| b == b'\n').count(), 100);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -176,6 +176,17 @@ impl Catalog {
         self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
     }
 
+    /// [`Catalog::search`] on the catalog as it stands, without refreshing it
+    /// first (the session picker searches while another thread indexes).
+    pub fn search_as_is(
+        &mut self,
+        query: &str,
+        opts: &crate::search::SearchOptions,
+    ) -> Result<Vec<crate::search::Hit>, CatalogError> {
+        let query = crate::query::parse(query).map_err(CatalogError::Query)?;
+        self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
+    }
+
     /// A file's path from its path under the root.
     pub(crate) fn path_of(&self, rel: &str) -> PathBuf {
         rel.split('/').fold(self.root.clone(), |p, part| p.join(part))

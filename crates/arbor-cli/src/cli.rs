@@ -167,8 +167,11 @@ enum Command {
     },
     /// Browse the session tree interactively: filter, search, fold, label, and navigate (pi's /tree).
     Tui {
-        /// The session file (default: the most recent session of the current directory).
+        /// The session file (default: pick one in the session picker).
         file: Option<PathBuf>,
+        /// Open the selector with this entry selected.
+        #[arg(long, value_name = "ID", conflicts_with = "fork")]
+        at: Option<String>,
         /// The filter the list opens with (pi's `treeFilterMode` setting).
         #[arg(long, value_enum, default_value = "default")]
         filter: crate::tui::FilterMode,
@@ -181,7 +184,8 @@ enum Command {
     },
     /// Talk to a model in a branching session: prompts, /tree, /branch, /label, /compact, … (see docs/cli.md).
     Chat {
-        /// The session file (default: the most recent session of the current directory, or a new one).
+        /// The session file (default: pick one in the session picker; without a terminal, the most
+        /// recent session of the current directory, or a new one).
         file: Option<PathBuf>,
         /// Start a new session (at FILE when given, else in the sessions directory of the current directory).
         #[arg(long)]
@@ -594,13 +598,22 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Tui { file, fork: true, model, .. } => {
             return crate::tui::run_fork(out, file, &model, &|read_only| options(ids, read_only));
         }
-        Command::Tui { file, filter, model, .. } => {
-            return crate::tui::run(out, file, filter, &model, &|read_only| options(ids, read_only));
+        Command::Tui { file, at, filter, model, .. } => {
+            return crate::tui::run(out, file, at, filter, &model, &|read_only| options(ids, read_only));
         }
         Command::Chat { file, new, model, base_url, hooks, config } => {
             let target = match file {
                 Some(path) => crate::chat::Target::File { path, new },
                 None if new => crate::chat::Target::New,
+                None if crate::picker::available() => {
+                    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+                    match crate::picker::pick(&paths::sessions_root(), &cwd.to_string_lossy())? {
+                        crate::picker::Picked::Session { path, .. } => crate::chat::Target::File { path, new: false },
+                        crate::picker::Picked::Left => return Ok(ExitCode::SUCCESS),
+                        // No session anywhere yet: start one, as before.
+                        crate::picker::Picked::NoSessions => crate::chat::Target::Recent,
+                    }
+                }
                 None => crate::chat::Target::Recent,
             };
             let flags = crate::chat::ModelFlags { model, base_url, hooks };

@@ -10,6 +10,7 @@ mod agent_cmds;
 mod catalog_cmds;
 mod chat;
 mod cli;
+mod picker;
 mod commands {
     pub mod search;
 }
