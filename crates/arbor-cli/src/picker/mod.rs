@@ -64,52 +64,22 @@ pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
     if sessions.is_empty() {
         return Ok(Picked::NoSessions);
     }
-    // A catalog kept in memory is this connection's alone: index it here, at the first search.
     let on_disk = catalog.location().is_some();
     let indexing = if on_disk { start_indexing(root) } else { mpsc::channel().1 };
     let _guard = crate::tui::TerminalGuard::enter()?;
     let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
     term.clear()?;
     let height = term.size().map_or(24, |s| s.height);
-    let mut picker = Picker::new(sessions, scope_all, usize::from(height.saturating_sub(view::CHROME)));
+    let picker = Picker::new(sessions, scope_all, usize::from(height.saturating_sub(view::CHROME)));
+    let progress = on_disk.then(|| "indexing entries…".to_owned());
+    let mut run = Run { catalog, picker, here, on_disk, indexing, dirty: None, progress };
     let home = crate::cli::home();
-    let mut dirty: Option<Instant> = None;
-    let mut progress: Option<String> = on_disk.then(|| "indexing entries…".to_owned());
     loop {
-        while let Ok(msg) = indexing.try_recv() {
-            match msg {
-                Indexing::Percent(p) => progress = Some(format!("indexing entries {p}%")),
-                Indexing::Done => {
-                    progress = None;
-                    if !picker.query().is_empty() {
-                        dirty = Some(Instant::now() - SETTLE);
-                    }
-                }
-                Indexing::Failed(e) => progress = Some(format!("indexing failed: {e}")),
-            }
-        }
-        if dirty.is_some_and(|t| t.elapsed() >= SETTLE) {
-            dirty = None;
-            let scope = if picker.scope_all { Scope::All } else { here.clone() };
-            let opts = SearchOptions { scope, limit: HITS };
-            let hits = if picker.query().trim().is_empty() {
-                Ok(vec![])
-            } else if on_disk {
-                catalog.search_as_is(picker.query(), &opts)
-            } else {
-                catalog.search(picker.query(), &opts, &NoProgress)
-            };
-            match hits {
-                Ok(h) => picker.set_hits(h),
-                Err(e) => picker.status = Some(e.to_string()),
-            }
-        }
-        if picker.status.is_none() || picker.status.as_deref().is_some_and(|s| s.starts_with("indexing")) {
-            picker.status = progress.clone();
-        }
+        run.news();
+        run.search_when_settled();
         term.draw(|f| {
             let area = f.area();
-            view::draw(&picker, home.as_deref(), area, f.buffer_mut());
+            view::draw(&run.picker, home.as_deref(), area, f.buffer_mut());
         })?;
         if !event::poll(Duration::from_millis(50))? {
             continue;
@@ -117,25 +87,107 @@ pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
         let key = match event::read()? {
             Event::Key(k) if k.kind != KeyEventKind::Release => k,
             Event::Resize(_, rows) => {
-                picker.set_height(usize::from(rows.saturating_sub(view::CHROME)));
+                run.picker.set_height(usize::from(rows.saturating_sub(view::CHROME)));
                 continue;
             }
             _ => continue,
         };
-        let Some(input) = decode(&key) else { continue };
-        match picker.handle(input) {
-            Outcome::None => {}
-            Outcome::Quit => return Ok(Picked::Left),
-            Outcome::QueryChanged => dirty = Some(Instant::now()),
-            Outcome::ScopeChanged => {
-                let scope = if picker.scope_all { Scope::All } else { here.clone() };
-                catalog.refresh(&scope, &NoProgress)?;
-                picker.set_sessions(catalog.sessions(&scope)?);
-                dirty = Some(Instant::now() - SETTLE);
+        if let Some(input) = decode(&key) {
+            if let Some(picked) = run.key(input)? {
+                return Ok(picked);
             }
-            Outcome::Open { path, at } => return Ok(Picked::Session { path, at }),
         }
     }
+}
+
+/// The picker at work: its state, the catalog it searches, the indexing thread's news.
+struct Run {
+    catalog: Catalog,
+    picker: Picker,
+    /// The current directory's scope.
+    here: Scope,
+    /// The catalog is a file (an indexing thread can share it).
+    on_disk: bool,
+    indexing: mpsc::Receiver<Indexing>,
+    /// When the query last changed, until its entries are searched.
+    dirty: Option<Instant>,
+    /// How far the indexing is, for the footer.
+    progress: Option<String>,
+}
+
+impl Run {
+    fn scope(&self) -> Scope {
+        if self.picker.scope_all {
+            Scope::All
+        } else {
+            self.here.clone()
+        }
+    }
+
+    /// Takes in what the indexing thread said.
+    fn news(&mut self) {
+        while let Ok(msg) = self.indexing.try_recv() {
+            match msg {
+                Indexing::Percent(p) => self.progress = Some(format!("indexing entries {p}%")),
+                Indexing::Done => {
+                    self.progress = None;
+                    // What was searched before may have missed entries indexed since.
+                    if !self.picker.query().is_empty() {
+                        self.dirty = Some(settled());
+                    }
+                }
+                Indexing::Failed(e) => self.progress = Some(format!("indexing failed: {e}")),
+            }
+        }
+        if self.picker.status.as_deref().is_none_or(|s| s.starts_with("indexing")) {
+            self.picker.status = self.progress.clone();
+        }
+    }
+
+    /// Searches the entries once typing has paused.
+    fn search_when_settled(&mut self) {
+        if self.dirty.is_none_or(|t| t.elapsed() < SETTLE) {
+            return;
+        }
+        self.dirty = None;
+        let opts = SearchOptions { scope: self.scope(), limit: HITS };
+        let query = self.picker.query().to_owned();
+        let hits = if query.trim().is_empty() {
+            Ok(vec![])
+        } else if self.on_disk {
+            self.catalog.search_as_is(&query, &opts)
+        } else {
+            // A catalog in memory is this connection's alone: index it at the first search.
+            self.catalog.search(&query, &opts, &NoProgress)
+        };
+        match hits {
+            Ok(h) => self.picker.set_hits(h),
+            Err(e) => self.picker.status = Some(e.to_string()),
+        }
+    }
+
+    /// Handles a key; `Some` when the picker is done.
+    fn key(&mut self, input: Input) -> Result<Option<Picked>> {
+        match self.picker.handle(input) {
+            Outcome::None => {}
+            Outcome::Quit => return Ok(Some(Picked::Left)),
+            Outcome::QueryChanged => self.dirty = Some(Instant::now()),
+            Outcome::ScopeChanged => {
+                let scope = self.scope();
+                self.catalog.refresh(&scope, &NoProgress)?;
+                self.picker.set_sessions(self.catalog.sessions(&scope)?);
+                self.dirty = Some(settled());
+            }
+            Outcome::Open { path, at } => return Ok(Some(Picked::Session { path, at })),
+        }
+        Ok(None)
+    }
+}
+
+/// A time typing is already known to have paused at: search now.
+fn settled() -> Instant {
+    let now = Instant::now();
+    now.checked_sub(SETTLE).unwrap_or(now)
 }
 
 /// Keys → picker inputs.
