@@ -14,11 +14,16 @@ use serde_json::Value;
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
 /// each other).
-pub const LAYERS: [&[&str]; 5] =
-    [&["arbor-log"], &["arbor-tree"], &["arbor-context", "arbor-catalog"], &["arbor-agent"], &["arbor-cli"]];
+pub const LAYERS: [&[&str]; 5] = [
+    &["arbor-log"],
+    &["arbor-tree"],
+    &["arbor-context", "arbor-catalog"],
+    &["arbor-agent", "arbor-interop"],
+    &["arbor-cli"],
+];
 
 /// Crates from which `tokio` must not be reachable through normal dependencies.
-pub const SYNC_CRATES: [&str; 4] = ["arbor-log", "arbor-tree", "arbor-context", "arbor-catalog"];
+pub const SYNC_CRATES: [&str; 5] = ["arbor-log", "arbor-tree", "arbor-context", "arbor-catalog", "arbor-interop"];
 
 /// Every chain crate, bottom layer first.
 fn chain_crates() -> impl Iterator<Item = &'static str> {

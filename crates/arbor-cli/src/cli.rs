@@ -205,6 +205,8 @@ enum Command {
     },
     /// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
     Search(crate::commands::search::Args),
+    /// Import Claude Code transcripts or Codex CLI rollouts as pi sessions.
+    Import(crate::commands::import::Args),
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -620,6 +622,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             return crate::chat::run(out, target, &flags, config, &|read_only| options(ids, read_only));
         }
         Command::Search(args) => return crate::commands::search::run(args, out),
+        Command::Import(args) => return crate::commands::import::run(args, out),
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);
             let scope = if all {

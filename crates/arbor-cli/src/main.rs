@@ -12,6 +12,7 @@ mod chat;
 mod cli;
 mod picker;
 mod commands {
+    pub mod import;
     pub mod search;
 }
 mod render;
