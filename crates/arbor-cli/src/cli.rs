@@ -207,6 +207,10 @@ enum Command {
     Search(crate::commands::search::Args),
     /// Import Claude Code transcripts or Codex CLI rollouts as pi sessions.
     Import(crate::commands::import::Args),
+    /// Export a session: the path as Markdown, the whole tree as one HTML page, or clean JSONL.
+    Export(crate::commands::export::Args),
+    /// Compare two entries: their common ancestor and what each side adds.
+    Diff(crate::commands::diff::Args),
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -248,6 +252,11 @@ fn open_read(file: &Path, ids: IdMode) -> Result<Session> {
     let s = Session::open(file, options(ids, true))?;
     print_diagnostics(file, s.diagnostics());
     Ok(s)
+}
+
+/// Opens a session read-only (as `arbor tree` does), its diagnostics on stderr.
+pub(crate) fn open_read_only(file: &Path) -> Result<Session> {
+    open_read(file, IdMode::Random)
 }
 
 fn open_write(file: &Path, ids: IdMode) -> Result<Session> {
@@ -623,6 +632,8 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         }
         Command::Search(args) => return crate::commands::search::run(args, out),
         Command::Import(args) => return crate::commands::import::run(args, out),
+        Command::Export(args) => return crate::commands::export::run(args, out),
+        Command::Diff(args) => return crate::commands::diff::run(args, out),
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);
             let scope = if all {

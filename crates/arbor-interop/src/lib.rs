@@ -20,10 +20,15 @@
 //!   line, or whole in a `custom` entry (`claude.<type>`, `codex.<type>`);
 //! - a session file that was continued after its import is never overwritten.
 
+mod diff;
 mod error;
+mod export;
+mod files;
 mod import;
 
+pub use diff::{diff, Diff, Side};
 pub use error::InteropError;
+pub use export::{export_html, export_jsonl, export_markdown, Scope};
 pub use import::{
     import_transcripts, sources, Format, ImportOptions, ImportReport, Outcome, SessionReport, SkippedLine, SOURCE_KEY,
 };
