@@ -136,7 +136,7 @@ impl Builder {
     /// Adds a `custom` entry keeping `record` whole (`customType: "<prefix>.<type>"`).
     pub fn push_custom(&mut self, r: &Record, key: &str, parent: Parent) -> String {
         let custom_type = format!("{}.{}", self.prefix, r.kind());
-        self.count(r.kind(), &format!("custom {custom_type}"));
+        self.count(&r.label(), &format!("custom {custom_type}"));
         let time = self.time_of(r);
         let kind = EntryKind::Custom(CustomEntry { custom_type, data: Some(r.value.clone()), extra: Map::new() });
         self.push(key, parent, time, kind, json!([{ "line": r.line }]))

@@ -382,7 +382,7 @@ fn boundary(b: &mut Builder, r: &Record, key: &str) {
         from_hook: None,
         extra: Map::new(),
     });
-    b.count("system", "compaction");
+    b.count(&r.label(), "compaction");
     let id = b.push(key, parent, time, kind, json!([origin(r, r.value.clone())]));
     if let Some(EntryKind::Compaction(c)) = b.entry_mut(&id).map(|e| &mut e.kind) {
         c.first_kept_entry_id = Some(id.clone());

@@ -108,7 +108,7 @@ fn add_record(b: &mut Builder, st: &mut State, r: &Record) {
 
 fn response_item(b: &mut Builder, st: &mut State, r: &Record, key: &str, sub: &str) {
     let p = payload(r);
-    let what = format!("response_item {sub}");
+    let what = r.label();
     match sub {
         "message" => match str_of(p, "role") {
             Some("assistant") => {

@@ -28,6 +28,15 @@ impl Record {
     pub fn kind(&self) -> &str {
         self.str("type").unwrap_or("")
     }
+    /// What the report calls the record: its `type`, and the `type` of its
+    /// payload (Codex) or its `subtype` (Claude Code) when it has one.
+    pub fn label(&self) -> String {
+        let sub = self.value.get("payload").and_then(|p| p.get("type")).or_else(|| self.value.get("subtype"));
+        match sub.and_then(serde_json::Value::as_str) {
+            Some(sub) => format!("{} {sub}", self.kind()),
+            None => self.kind().to_owned(),
+        }
+    }
     /// The key its entry ids are derived from when it has no uuid: its line and text.
     pub fn content_key(&self) -> String {
         format!("line {}: {}", self.line, self.text)

@@ -1,0 +1,1 @@
+//! The HTML page in a real browser.

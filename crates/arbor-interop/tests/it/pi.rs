@@ -1,0 +1,1 @@
+//! Every imported session opens in pi with the context Arbor builds.
