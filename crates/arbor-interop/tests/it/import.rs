@@ -206,11 +206,11 @@ fn a_grown_transcript_extends_its_session_with_the_same_ids() {
     // Cut in the middle of line 12: lines 1-11 are complete.
     let cut = full.match_indices('\n').nth(10).unwrap().0 + 40;
     let copy = prefix_copy("claude/branches.jsonl", cut, work.path());
-    let first = import(Format::Claude, &[copy.clone()], &root);
+    let first = import(Format::Claude, std::slice::from_ref(&copy), &root);
     assert!(first[0].partial_tail);
     assert_eq!(first[0].sessions[0].outcome, Outcome::Created);
     fs::write(&copy, &full).unwrap();
-    let grown = import(Format::Claude, &[copy.clone()], &root);
+    let grown = import(Format::Claude, std::slice::from_ref(&copy), &root);
     let s = &grown[0].sessions[0];
     assert_eq!(s.outcome, Outcome::Extended);
     assert!(s.written > 0 && s.written < s.entries, "{s:?}");
@@ -229,7 +229,7 @@ fn a_reply_completed_by_later_lines_replaces_the_session_after_a_backup() {
     let cut = full.find("\"type\":\"event_msg\",\"payload\":{\"type\":\"token_count\"").unwrap();
     let cut = full[..cut].rfind('\n').unwrap() + 1;
     let copy = prefix_copy(rel, cut, work.path());
-    let first = import(Format::Codex, &[copy.clone()], &root);
+    let first = import(Format::Codex, std::slice::from_ref(&copy), &root);
     let path = first[0].sessions[0].path.clone();
     let before = fs::read(&path).unwrap();
     fs::write(&copy, &full).unwrap();
@@ -259,7 +259,7 @@ fn a_session_continued_after_its_import_is_never_overwritten() {
     let full = fs::read_to_string(transcript("claude/compaction.jsonl")).unwrap();
     let cut = full.match_indices('\n').nth(5).unwrap().0 + 1;
     let copy = prefix_copy("claude/compaction.jsonl", cut, work.path());
-    let first = import(Format::Claude, &[copy.clone()], &root);
+    let first = import(Format::Claude, std::slice::from_ref(&copy), &root);
     let path = first[0].sessions[0].path.clone();
     // pi appends a message to the imported session.
     let mut text = fs::read_to_string(&path).unwrap();
@@ -297,7 +297,7 @@ fn a_file_with_no_records_is_an_error_naming_it() {
     let empty = dir.path().join("empty.jsonl");
     fs::write(&empty, "not json\n").unwrap();
     let opts = ImportOptions { sessions_root: dir.path().join("root") };
-    let (_, r) = import_transcripts(Format::Claude, &[empty.clone()], &opts).remove(0);
+    let (_, r) = import_transcripts(Format::Claude, std::slice::from_ref(&empty), &opts).remove(0);
     let e = r.unwrap_err().to_string();
     assert!(e.starts_with(&empty.display().to_string()) && e.contains("no claude records"), "{e}");
 }
