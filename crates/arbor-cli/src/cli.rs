@@ -254,6 +254,14 @@ fn open_read(file: &Path, ids: IdMode) -> Result<Session> {
     Ok(s)
 }
 
+/// An `arbor-interop` error about the session `file`, naming the file as the user gave it.
+pub(crate) fn interop_error(file: &Path, e: arbor_interop::InteropError) -> anyhow::Error {
+    match e {
+        arbor_interop::InteropError::NoEntry { id, .. } => anyhow::anyhow!("{}: Entry {id} not found", file.display()),
+        e => e.into(),
+    }
+}
+
 /// Opens a session read-only (as `arbor tree` does), its diagnostics on stderr.
 pub(crate) fn open_read_only(file: &Path) -> Result<Session> {
     open_read(file, IdMode::Random)

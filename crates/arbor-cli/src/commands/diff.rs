@@ -24,7 +24,7 @@ pub struct Args {
 
 pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
     let s = crate::cli::open_read_only(&args.file)?;
-    let d = arbor_interop::diff(&s, &args.a, &args.b)?;
+    let d = arbor_interop::diff(&s, &args.a, &args.b).map_err(|e| crate::cli::interop_error(&args.file, e))?;
     if args.json {
         serde_json::to_writer(&mut *out, &d)?;
         out.write_all(b"\n")?;

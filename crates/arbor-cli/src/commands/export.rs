@@ -41,14 +41,15 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
     let s = crate::cli::open_read_only(&args.file)?;
     let mut buf = Vec::new();
     let target: &mut dyn Write = if args.output.is_some() { &mut buf } else { out };
-    match args.format {
-        ExportFormat::Md => arbor_interop::export_markdown(&s, args.leaf.as_deref(), target)?,
-        ExportFormat::Html => arbor_interop::export_html(&s, target)?,
+    let written = match args.format {
+        ExportFormat::Md => arbor_interop::export_markdown(&s, args.leaf.as_deref(), target),
+        ExportFormat::Html => arbor_interop::export_html(&s, target),
         ExportFormat::Jsonl => {
             let scope = if args.all { Scope::All } else { Scope::Path(args.leaf.as_deref()) };
-            arbor_interop::export_jsonl(&s, scope, target)?
+            arbor_interop::export_jsonl(&s, scope, target)
         }
-    }
+    };
+    written.map_err(|e| crate::cli::interop_error(&args.file, e))?;
     if let Some(path) = &args.output {
         arbor_log::atomic_write(path, |w| w.write_all(&buf)).with_context(|| format!("writing {}", path.display()))?;
     }
