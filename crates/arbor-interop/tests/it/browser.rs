@@ -113,7 +113,9 @@ fn the_page_in_headless_chromium() {
         let url = format!("http://127.0.0.1:{port}");
         let mut client = None;
         for _ in 0..100 {
-            match ClientBuilder::rustls().unwrap().capabilities(caps.clone()).connect(&url).await {
+            // Plain HTTP to the local driver: no TLS stack.
+            let http = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(http).capabilities(caps.clone()).connect(&url).await {
                 Ok(c) => {
                     client = Some(c);
                     break;
