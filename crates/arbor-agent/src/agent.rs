@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use arbor_context::{message_of_entry, plan_context, ContextPlan, PathHead, SessionContext};
-use arbor_log::{Clock, Entry, EntryKind, SystemClock};
+use arbor_log::{Clock, Entry, EntryKind, EntryType, Role, SystemClock};
 use arbor_tree::{Session, TreeError, LEAF_MARKER_TYPE};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -64,8 +64,8 @@ pub fn plan_session_context(session: &Session) -> (Vec<usize>, ContextPlan) {
         .iter()
         .map(|&i| PathHead {
             id: session.id_at(i).unwrap_or_default(),
-            entry_type: session.entry_type_at(i).unwrap_or_default(),
-            role: session.message_role_at(i),
+            entry_type: session.entry_type_at(i).cloned().unwrap_or_else(|| EntryType::parse("")),
+            role: session.message_role_at(i).cloned(),
         })
         .collect();
     let plan = plan_context(&heads, |ps| session.decode_many(&ps.iter().map(|&p| idx[p]).collect::<Vec<_>>()));
@@ -658,7 +658,7 @@ impl AgentSession {
         let entry = self
             .session
             .get_entry(entry_id)
-            .filter(|e| e.message_role() == Some("user"))
+            .filter(|e| e.message_role() == Some(Role::User))
             .cloned()
             .ok_or(AgentError::InvalidForkEntry)?;
         let selected_text = editor_text(&entry).unwrap_or_default();

@@ -8,7 +8,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use arbor_context::ContextStep;
-use arbor_log::{CounterIds, Diagnostic, Entry};
+use arbor_log::{CounterIds, Diagnostic, Entry, Role};
 use arbor_tree::{list_all_sessions, list_sessions, paths, Session, SessionOptions};
 
 use crate::render::{active_path, entry_text, layout_tree, record_tool_calls, ToolCalls};
@@ -649,7 +649,7 @@ pub(crate) fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
     // remembered (for the tool results that name them).
     let mut calls = ToolCalls::new();
     for i in 0..s.len() {
-        if s.message_role_at(i) == Some("assistant") {
+        if s.message_role_at(i) == Some(&Role::Assistant) {
             if let Some(e) = s.decode_at(i) {
                 record_tool_calls(&e, &mut calls);
             }

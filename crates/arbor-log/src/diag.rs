@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::vocab::EntryType;
+
 /// One problem found while reading a log. Bad data is never an `Err`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -33,7 +35,7 @@ pub enum DiagnosticKind {
     /// A record that is not a usable entry (no id, bad parentId, …); skipped by the tree.
     NotAnEntry { reason: String },
     /// A known entry type whose body did not decode; kept raw, shown as `[type]`.
-    MalformedEntry { entry_type: String, error: String },
+    MalformedEntry { entry_type: EntryType, error: String },
     /// An id seen before; the later line wins.
     DuplicateId { id: String, first_line: usize },
     /// A parent cycle through this entry; walks stop at the repeated id.

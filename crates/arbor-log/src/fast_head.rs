@@ -41,6 +41,7 @@ use compact_str::CompactString;
 
 use crate::clock::parse_iso_ms;
 use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
+use crate::vocab::{EntryType, Role};
 
 /// serde_json's default recursion limit: the 128th nested container is refused.
 const MAX_DEPTH: u32 = 127;
@@ -78,10 +79,10 @@ enum Field<'a> {
     Other,
 }
 
-impl Field<'_> {
-    fn string(&self) -> Option<CompactString> {
+impl<'a> Field<'a> {
+    fn str(&self) -> Option<&'a str> {
         match self {
-            Field::Str(s) => Some(CompactString::from(*s)),
+            Field::Str(s) => Some(s),
             _ => None,
         }
     }
@@ -137,8 +138,8 @@ impl<'a> Parser<'a> {
             loop {
                 let key = self.key()?;
                 match key {
-                    b"type" => head.entry_type = self.field()?.string(),
-                    b"id" => head.id = self.field()?.string(),
+                    b"type" => head.entry_type = self.field()?.str().map(EntryType::parse),
+                    b"id" => head.id = self.field()?.str().map(CompactString::from),
                     b"parentId" => {
                         head.parent = match self.field()? {
                             Field::Null => ParentField::Root,
@@ -154,7 +155,7 @@ impl<'a> Parser<'a> {
                     }
                     b"message" => {
                         head.has_message = true;
-                        head.role = self.message_role()?;
+                        head.role = self.message_role()?.map(Role::parse);
                     }
                     _ => self.value()?,
                 }
@@ -226,7 +227,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `message`'s value: its `role` when it is an object.
-    fn message_role(&mut self) -> Option<Option<CompactString>> {
+    fn message_role(&mut self) -> Option<Option<&'a str>> {
         if self.peek()? != b'{' {
             self.value()?;
             return Some(None);
@@ -238,7 +239,7 @@ impl<'a> Parser<'a> {
         if self.eat(b'}').is_none() {
             loop {
                 if self.key()? == b"role" {
-                    role = self.field()?.string();
+                    role = self.field()?.str();
                 } else {
                     self.value()?;
                 }

@@ -36,6 +36,7 @@ mod message;
 mod migrate;
 mod reader;
 mod scan;
+mod vocab;
 mod writer;
 
 pub use clock::{format_iso_ms, parse_iso_ms, Clock, FixedClock, SystemClock};
@@ -49,14 +50,12 @@ pub use header::{is_header, version_of, SessionHeader, CURRENT_VERSION};
 pub use idhash::{IdHash, IdMap};
 pub use ids::{is_pi_entry_id, CounterIds, IdGenerator, RandomIds, SeededIds};
 pub use log::{is_title_slot, LineKind, LogLine, OwnedLine, SessionLog};
-pub use message::{
-    message_role, AgentMessage, AssistantMessage, BashExecutionMessage, Content, ContentBlock, CustomRoleMessage,
-    Extra, ToolResultMessage, Usage, UserMessage,
-};
+pub use message::{content_text, Block, Extra, MessageView, ToolCall};
 pub use migrate::{migrate, v1_to_v2, v2_to_v3, MigrationReport, MigrationStep};
 pub use reader::{json_kind, parse_line, trim_line, LineReader, Parsed, RawLine};
 pub use scan::{
     full_entry, read_exact_at, scan_line, scan_source, ParentField, ReadAt, RecordHead, ScanKind, ScannedEntry,
     ScannedLine, ScannedLog,
 };
+pub use vocab::{EntryType, Role};
 pub use writer::{atomic_write, backup_copy, repair_tail, side_file, sync_dir, Appender, Durability, TailRepair};

@@ -10,9 +10,8 @@ use std::fmt;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use arbor_log::{DiagnosticKind, EntryKind, SessionLog};
+use arbor_log::{DiagnosticKind, EntryKind, Role, SessionLog};
 
 use crate::error::TreeError;
 use crate::session::{Session, SessionOptions};
@@ -173,18 +172,19 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
         let mut open: Vec<(String, String, &str)> = vec![];
         for p in &path {
             let Some(m) = p.message() else { continue };
-            match m.role() {
-                Some("assistant") => {
-                    if let Some(Value::Array(blocks)) = m.message.get("content") {
-                        for b in blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall")) {
-                            let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-                            let name = b.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned();
-                            open.push((id, name, p.id.as_str()));
-                        }
+            let view = m.view();
+            match view.role() {
+                Some(Role::Assistant) => {
+                    for call in view.tool_calls() {
+                        open.push((
+                            call.id.unwrap_or("").to_owned(),
+                            call.name.unwrap_or("tool").to_owned(),
+                            p.id.as_str(),
+                        ));
                     }
                 }
-                Some("toolResult") => {
-                    let id = m.message.get("toolCallId").and_then(Value::as_str).unwrap_or("");
+                Some(Role::ToolResult) => {
+                    let id = view.str_field("toolCallId").unwrap_or("");
                     open.retain(|(c, _, _)| c != id);
                 }
                 _ => {}

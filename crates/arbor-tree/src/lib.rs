@@ -34,7 +34,6 @@ mod repair;
 mod session;
 mod sidecar;
 mod store;
-mod text;
 mod tree;
 
 pub use check::{check_file, tree_findings, Finding, Severity};
@@ -44,5 +43,4 @@ pub use repair::{repair_file, RepairReport};
 pub use session::{Session, SessionOptions, LEAF_MARKER_TYPE};
 pub use sidecar::{INDEX_SUFFIX, MIN_INDEXED_BYTES};
 pub use store::{lock_path, AppendHandle, FileStore, MemoryStore, Store, StoredFile, WriteLock};
-pub use text::{content_text, message_text};
 pub use tree::{sort_by_timestamp, Tree, TreeNode};

@@ -10,11 +10,10 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::Value;
 
-use arbor_log::{format_iso_ms, is_header, parse_iso_ms, parse_line, LineReader, Parsed};
+use arbor_log::{format_iso_ms, is_header, parse_iso_ms, parse_line, EntryType, LineReader, MessageView, Parsed, Role};
 
 use crate::error::TreeError;
 use crate::store::Store;
-use crate::text::message_text;
 
 /// pi's `SessionInfo` for one file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,21 +84,22 @@ pub fn read_session_info(
             return Ok(None);
         }
         let Some(info) = info.as_mut() else { return Ok(None) };
-        match v.get("type").and_then(Value::as_str) {
-            Some("session_info") => {
+        match v.get("type").and_then(Value::as_str).map(EntryType::parse) {
+            Some(EntryType::SessionInfo) => {
                 if let Some(n) = v.get("name").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty()) {
                     info.name = Some(n.to_owned());
                 }
             }
-            Some("message") => {
+            Some(EntryType::Message) => {
                 info.message_count += 1;
                 let Some(m) = v.get("message") else { continue };
-                let role = m.get("role").and_then(Value::as_str);
-                if !matches!(role, Some("user") | Some("assistant")) {
+                let m = MessageView::new(m);
+                let role = m.role();
+                if !matches!(role, Some(Role::User | Role::Assistant)) {
                     continue;
                 }
-                let text = message_text(m, " ");
-                if role == Some("user") && info.first_message.is_empty() && !text.is_empty() {
+                let text = m.text(" ");
+                if role == Some(Role::User) && info.first_message.is_empty() && !text.is_empty() {
                     info.first_message = text.clone();
                 }
                 if !text.is_empty() {

@@ -8,7 +8,6 @@
 //! a migrated file is rewritten atomically on its first write (never on read),
 //! and a damaged file opened for writing is backed up before it is replaced.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -19,10 +18,10 @@ use serde_json::Value;
 
 use arbor_log::{
     format_iso_ms, full_entry, parse_iso_ms, read_exact_at, BranchSummary, Clock, Compaction, CustomEntry,
-    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, IdGenerator, IdHash, IdMap,
-    LabelEntry, MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, ScannedEntry,
-    ScannedLog, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair, ThinkingLevelChange,
-    CURRENT_VERSION,
+    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, EntryType, IdGenerator, IdHash,
+    IdMap, LabelEntry, MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, Role,
+    ScannedEntry, ScannedLog, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair,
+    ThinkingLevelChange, CURRENT_VERSION,
 };
 
 use crate::error::TreeError;
@@ -151,9 +150,9 @@ impl SessionOptions {
 pub(crate) struct Slot {
     pub(crate) id: CompactString,
     pub(crate) parent_id: Option<CompactString>,
-    pub(crate) entry_type: Cow<'static, str>,
+    pub(crate) entry_type: EntryType,
     /// The `role` of a message entry's message.
-    pub(crate) role: Option<Cow<'static, str>>,
+    pub(crate) role: Option<Role>,
     /// The line the entry was read from (0 for an entry appended in this process).
     pub(crate) line: usize,
     pub(crate) ts_ms: Option<i64>,
@@ -195,22 +194,14 @@ fn children_index(slots: &[Slot]) -> IdMap<Kids> {
     children
 }
 
-/// Names the entry types and roles once, so a million slots do not hold a million copies.
-fn intern(s: &str) -> Cow<'static, str> {
-    match sidecar::NAMES.iter().find(|n| **n == s) {
-        Some(n) => Cow::Borrowed(n),
-        None => Cow::Owned(s.to_owned()),
-    }
-}
-
 impl Slot {
     /// A slot holding a decoded entry and its JSON text (appends, the slow path).
     fn decoded(entry: Entry, json: Box<str>, line: usize) -> Slot {
         Slot {
             id: entry.id.as_str().into(),
             parent_id: entry.parent_id.as_deref().map(CompactString::from),
-            entry_type: intern(entry.entry_type()),
-            role: entry.message_role().map(intern),
+            entry_type: entry.entry_type(),
+            role: entry.message_role(),
             line,
             ts_ms: parse_iso_ms(&entry.timestamp),
             live: true,
@@ -225,8 +216,8 @@ impl Slot {
         Slot {
             id: e.id.into(),
             parent_id,
-            entry_type: intern(e.entry_type),
-            role: e.role.map(intern),
+            entry_type: e.entry_type,
+            role: e.role,
             line: e.line as usize,
             ts_ms: e.ts_ms,
             live: true,
@@ -249,8 +240,9 @@ impl Slot {
                 ParentField::Id(p) => Some(p),
                 _ => None,
             },
-            entry_type: intern(h.entry_type.as_deref().unwrap_or_default()),
-            role: h.role.as_deref().map(intern),
+            // The scan keeps only entries, which have a type.
+            entry_type: h.entry_type.unwrap_or_else(|| EntryType::parse("")),
+            role: h.role,
             line: e.line,
             ts_ms: h.ts_ms,
             live: true,
@@ -289,11 +281,7 @@ impl Slot {
                 id: self.id.to_string(),
                 parent_id: self.parent_id.as_ref().map(CompactString::to_string),
                 timestamp: String::new(),
-                kind: EntryKind::Malformed {
-                    entry_type: self.entry_type.to_string(),
-                    fields: Default::default(),
-                    error,
-                },
+                kind: EntryKind::Malformed { entry_type: self.entry_type.clone(), fields: Default::default(), error },
             },
         }
     }
@@ -672,8 +660,8 @@ impl Session {
                     len: u32::try_from(len).ok()?,
                     line: u32::try_from(s.line).ok()?,
                     ts_ms: s.ts_ms,
-                    entry_type: &s.entry_type,
-                    role: s.role.as_deref(),
+                    entry_type: s.entry_type.clone(),
+                    role: s.role.clone(),
                     id: &s.id,
                     parent_id: s.parent_id.as_deref(),
                 })
@@ -887,10 +875,10 @@ impl Session {
     /// Counts a loaded slot: its label and whether it is an assistant message.
     fn note_loaded(&mut self, i: usize) {
         let slot = &self.slots[i];
-        if !self.has_assistant && slot.role.as_deref() == Some("assistant") {
+        if !self.has_assistant && slot.role == Some(Role::Assistant) {
             self.has_assistant = true;
         }
-        if slot.entry_type == "label" {
+        if slot.entry_type == EntryType::Label {
             if let EntryKind::Label(l) = &slot.entry(self.source.as_deref()).kind {
                 match l.label.as_deref() {
                     Some(text) if !text.is_empty() => {
@@ -1187,12 +1175,12 @@ impl Session {
         self.slots.get(index).map(|s| s.id.as_str())
     }
     /// The `type` of the entry at a position in file order (no decoding).
-    pub fn entry_type_at(&self, index: usize) -> Option<&str> {
-        self.slots.get(index).map(|s| &*s.entry_type)
+    pub fn entry_type_at(&self, index: usize) -> Option<&EntryType> {
+        self.slots.get(index).map(|s| &s.entry_type)
     }
     /// The message `role` of the message entry at a position in file order (no decoding).
-    pub fn message_role_at(&self, index: usize) -> Option<&str> {
-        self.slots.get(index).and_then(|s| s.role.as_deref())
+    pub fn message_role_at(&self, index: usize) -> Option<&Role> {
+        self.slots.get(index).and_then(|s| s.role.as_ref())
     }
     /// Calls `f` with the JSON text of the entry at `index` without keeping
     /// the text in the session (for writers that stream many entries).
@@ -1273,7 +1261,7 @@ impl Session {
 
     /// The session name: the newest `session_info` with a non-empty name, on any branch (spec 3.11).
     pub fn session_name(&self) -> Option<&str> {
-        self.slots.iter().rev().filter(|s| s.entry_type == "session_info").find_map(|s| {
+        self.slots.iter().rev().filter(|s| s.entry_type == EntryType::SessionInfo).find_map(|s| {
             match &s.entry(self.src()).kind {
                 EntryKind::SessionInfo(SessionInfo { name: Some(n), .. }) if !n.is_empty() => Some(n.as_str()),
                 _ => None,
@@ -1285,14 +1273,14 @@ impl Session {
     pub fn user_messages_for_forking(&self) -> Vec<(&Entry, String)> {
         self.slots
             .iter()
-            .filter(|s| s.live && s.role.as_deref() == Some("user"))
+            .filter(|s| s.live && s.role == Some(Role::User))
             .filter_map(|s| {
                 let entry = s.entry(self.src());
                 let m = entry.message()?;
-                if m.role() != Some("user") {
+                if m.role() != Some(Role::User) {
                     return None;
                 }
-                let text = crate::text::message_text(&m.message, "");
+                let text = m.view().text("");
                 (!text.is_empty()).then_some((entry, text))
             })
             .collect()

@@ -19,7 +19,7 @@
 //! id is that entry's id, so it is not stored twice. An index of another
 //! version (`ARBORIX1` had no resolved parents) is ignored and rewritten.
 
-use arbor_log::{read_exact_at, ReadAt};
+use arbor_log::{read_exact_at, EntryType, ReadAt, Role};
 
 /// The suffix of the side file beside a session: `FILE.arbor-index`.
 pub const INDEX_SUFFIX: &str = "arbor-index";
@@ -27,32 +27,8 @@ pub const INDEX_SUFFIX: &str = "arbor-index";
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX2";
+const MAGIC: &[u8; 8] = b"ARBORIX3";
 
-/// The entry types and message roles every session has: stored in the index
-/// as one byte (the position in this list) and named once in memory
-/// (`Session` slots borrow them instead of holding a copy each).
-pub(crate) const NAMES: [&str; 19] = [
-    "message",
-    "thinking_level_change",
-    "model_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-    "ttsr_injection",
-    "mode_change",
-    "user",
-    "assistant",
-    "toolResult",
-    "bashExecution",
-    "branchSummary",
-    "compactionSummary",
-    "hookMessage",
-    "developer",
-];
 const NAMED_STRING: u8 = 255;
 const NO_ROLE: u8 = 254;
 const NO_POSITION: u32 = u32::MAX;
@@ -65,8 +41,8 @@ pub(crate) struct IndexedEntry<'a> {
     pub len: u32,
     pub line: u32,
     pub ts_ms: Option<i64>,
-    pub entry_type: &'a str,
-    pub role: Option<&'a str>,
+    pub entry_type: EntryType,
+    pub role: Option<Role>,
     pub id: &'a str,
     /// The parent id; stored (and decoded) only when `parent` is `None`.
     pub parent_id: Option<&'a str>,
@@ -122,12 +98,13 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
         out.extend_from_slice(s.as_bytes());
         Some(())
     }
-    fn put_name(out: &mut Vec<u8>, s: &str) -> Option<()> {
-        match NAMES.iter().position(|n| *n == s) {
+    /// A known name as its position in `known`, any other as 255 and the string.
+    fn put_name<T: PartialEq + AsRef<str>>(out: &mut Vec<u8>, known: &[T], name: &T) -> Option<()> {
+        match known.iter().position(|n| n == name) {
             Some(code) => out.push(code as u8),
             None => {
                 out.push(NAMED_STRING);
-                put_str(out, s)?;
+                put_str(out, name.as_ref())?;
             }
         }
         Some(())
@@ -138,10 +115,10 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
         out.extend_from_slice(&e.line.to_le_bytes());
         out.push(u8::from(e.ts_ms.is_some()));
         out.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
-        put_name(&mut out, e.entry_type)?;
-        match e.role {
+        put_name(&mut out, EntryType::ALL, &e.entry_type)?;
+        match &e.role {
             None => out.push(NO_ROLE),
-            Some(role) => put_name(&mut out, role)?,
+            Some(role) => put_name(&mut out, Role::ALL, role)?,
         }
         put_str(&mut out, e.id)?;
         match e.parent {
@@ -201,11 +178,11 @@ impl<'a> Cursor<'a> {
             _ => None,
         }
     }
-    /// A type or role: a [`NAMES`] code or a string.
-    fn name(&mut self, code: u8) -> Option<&'a str> {
+    /// A type or role: its position in `known`, or a string.
+    fn name<T: Clone>(&mut self, code: u8, known: &[T], parse: fn(&str) -> T) -> Option<T> {
         match code {
-            NAMED_STRING => self.string(),
-            c => NAMES.get(usize::from(c)).copied(),
+            NAMED_STRING => self.string().map(parse),
+            c => known.get(usize::from(c)).cloned(),
         }
     }
 }
@@ -259,10 +236,10 @@ pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry
         let has_ts = c.u8()?;
         let ts = c.i64()?;
         let type_code = c.u8()?;
-        let entry_type = c.name(type_code)?;
+        let entry_type = c.name(type_code, EntryType::ALL, EntryType::parse)?;
         let role = match c.u8()? {
             NO_ROLE => None,
-            code => Some(c.name(code)?),
+            code => Some(c.name(code, Role::ALL, Role::parse)?),
         };
         let id = c.string()?;
         let parent = c.u32()?;
@@ -316,8 +293,8 @@ mod tests {
                     len: 5,
                     line: 2,
                     ts_ms: Some(-3),
-                    entry_type: "message",
-                    role: Some("user"),
+                    entry_type: EntryType::Message,
+                    role: Some(Role::User),
                     id: "a",
                     parent_id: None,
                     parent: None,
@@ -327,20 +304,20 @@ mod tests {
                     len: 5,
                     line: 3,
                     ts_ms: None,
-                    entry_type: "x",
+                    entry_type: EntryType::parse("x"),
                     role: None,
                     id: "b",
                     parent_id: None,
                     parent: Some(0),
                 },
-                // A type and role outside `NAMES`, a parent id that resolves to nothing.
+                // A type and role Arbor does not know, a parent id that resolves to nothing.
                 IndexedEntry {
                     offset: 21,
                     len: 4,
                     line: 5,
                     ts_ms: Some(i64::MAX),
-                    entry_type: "weird_type",
-                    role: Some("narrator"),
+                    entry_type: EntryType::parse("weird_type"),
+                    role: Some(Role::parse("narrator")),
                     id: "c",
                     parent_id: Some("missing"),
                     parent: None,

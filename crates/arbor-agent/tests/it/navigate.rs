@@ -102,7 +102,7 @@ async fn nested_user_message_summary_hangs_off_its_parent() {
     assert_eq!(entry.parent_id.as_deref(), Some(ids[1].as_str()));
     assert_eq!(r.editor_text.as_deref(), Some("What about 3+3?"));
     let children: Vec<String> =
-        agent.session().get_children(&ids[1]).iter().map(|e| e.entry_type().to_owned()).collect();
+        agent.session().get_children(&ids[1]).iter().map(|e| e.entry_type().to_string()).collect();
     assert_eq!(children, ["message", "branch_summary"]);
     // Only what lies below the target on the old path is summarized.
     let prompt = mock.requests()[0].prompt();

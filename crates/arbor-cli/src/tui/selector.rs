@@ -7,8 +7,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use arbor_log::{content_text, Role};
 use arbor_log::{Entry, EntryKind};
-use arbor_tree::{content_text, Session};
+use arbor_tree::Session;
 
 use crate::render::{entry_text, layout, record_tool_calls, ToolCalls};
 
@@ -175,7 +176,7 @@ pub struct TreeSelector {
 
 fn assistant_always_hidden(entry: &Entry, is_leaf: bool) -> bool {
     let Some(m) = entry.message() else { return false };
-    if m.role() != Some("assistant") || is_leaf {
+    if m.role() != Some(Role::Assistant) || is_leaf {
         return false;
     }
     let has_text = match m.message.get("content") {
@@ -199,8 +200,8 @@ fn class_of(entry: &Entry) -> Class {
             Class::Settings
         }
         EntryKind::Message(m) => match m.role() {
-            Some("toolResult") => Class::ToolResult,
-            Some("user") => Class::User,
+            Some(Role::ToolResult) => Class::ToolResult,
+            Some(Role::User) => Class::User,
             _ => Class::Other,
         },
         _ => Class::Other,
@@ -211,10 +212,10 @@ fn class_of(entry: &Entry) -> Class {
 fn searchable(entry: &Entry) -> String {
     let parts: Vec<String> = match &entry.kind {
         EntryKind::Message(m) => {
-            let mut p = vec![m.role().unwrap_or("").to_owned()];
+            let mut p = vec![m.role().as_ref().map_or("", Role::as_str).to_owned()];
             let text: String = content_text(m.message.get("content"), "").chars().take(200).collect();
             p.push(text);
-            if m.role() == Some("bashExecution") {
+            if m.role() == Some(Role::BashExecution) {
                 p.push(m.message.get("command").and_then(Value::as_str).unwrap_or("").to_owned());
             }
             p

@@ -8,7 +8,7 @@ use arbor_context::{
     branch_summary_message, build_context_from_entries, build_context_from_path, compaction_summary_message,
     custom_message, plan_context, ModelRef, PathHead, SessionContext,
 };
-use arbor_log::{Entry, EntryKind};
+use arbor_log::{Entry, EntryKind, EntryType, Role};
 use arbor_tree::{Session, SessionOptions};
 
 #[path = "../../../arbor-log/tests/support/jsonl.rs"]
@@ -29,8 +29,8 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
                 .iter()
                 .map(|&i| PathHead {
                     id: s.id_at(i).unwrap(),
-                    entry_type: s.entry_type_at(i).unwrap(),
-                    role: s.message_role_at(i),
+                    entry_type: s.entry_type_at(i).unwrap().clone(),
+                    role: s.message_role_at(i).cloned(),
                 })
                 .collect();
             let asked = std::cell::RefCell::new(vec![]);
@@ -42,7 +42,10 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
             let asked = asked.into_inner();
             let messages = asked.iter().filter(|&&k| heads[k].entry_type == "message").count();
             assert!(messages <= 1, "{} at {id}: {messages} messages decoded", p.display());
-            assert!(asked.iter().all(|&k| !matches!(heads[k].entry_type, "custom" | "label" | "session_info")));
+            assert!(asked.iter().all(|&k| !matches!(
+                heads[k].entry_type,
+                EntryType::Custom | EntryType::Label | EntryType::SessionInfo
+            )));
             // The message steps are message entries, in path order.
             let ps: Vec<usize> = plan.message_positions().collect();
             assert!(ps.windows(2).all(|w| w[0] < w[1]) && ps.iter().all(|&k| heads[k].entry_type == "message"));
@@ -79,7 +82,7 @@ fn spec_context(path: &[&Entry]) -> SessionContext {
                 };
                 ctx.models.insert(role, model);
             }
-            EntryKind::Message(m) if m.role() == Some("assistant") => {
+            EntryKind::Message(m) if m.role() == Some(Role::Assistant) => {
                 let f = |k: &str| m.message.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
                 ctx.models.insert("default".into(), format!("{}/{}", f("provider"), f("model")));
                 ctx.model = Some(ModelRef { provider: f("provider"), model_id: f("model") });

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use arbor_log::{CounterIds, EntryKind, LineKind, SessionLog};
+use arbor_log::{CounterIds, EntryKind, LineKind, Role, SessionLog};
 
 mod scan_diff;
 
@@ -107,7 +107,7 @@ fn render(p: &Path) -> String {
     }
     for (line, e) in entries {
         let detail = match &e.kind {
-            EntryKind::Message(m) => format!("role={}", m.role().unwrap_or("?")),
+            EntryKind::Message(m) => format!("role={}", m.role().as_ref().map_or("?", Role::as_str)),
             EntryKind::Label(l) => format!("target={} label={:?}", l.target_id, l.label),
             EntryKind::Compaction(c) => format!("firstKept={:?}", c.first_kept_entry_id),
             EntryKind::BranchSummary(b) => format!("fromId={}", b.from_id),

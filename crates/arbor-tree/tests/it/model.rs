@@ -162,11 +162,11 @@ impl View {
         View {
             id: e.id.clone(),
             parent: e.parent_id.clone(),
-            ty: e.entry_type().to_owned(),
+            ty: e.entry_type().to_string(),
             ts: parse_iso_ms(&e.timestamp),
             target,
             label,
-            assistant: e.message_role() == Some("assistant"),
+            assistant: e.message_role() == Some(arbor_log::Role::Assistant),
         }
     }
 }

@@ -421,7 +421,7 @@ fn forking_from_the_first_message_does_not_duplicate() {
     drop(s);
     let mut s = Session::open(&new_path, arbor_tree::SessionOptions { session_dir: Some(dir.path().into()), ..opts() })
         .unwrap();
-    let a = s.entries().find(|e| e.message_role() == Some("assistant")).unwrap().id.clone();
+    let a = s.entries().find(|e| e.message_role() == Some(arbor_log::Role::Assistant)).unwrap().id.clone();
     let p2 = s.create_branched_session(&a).unwrap().unwrap();
     assert!(p2.exists());
     assert_eq!(lines(&p2).iter().filter(|v| v["type"] == "session").count(), 1);
