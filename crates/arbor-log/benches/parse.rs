@@ -9,7 +9,8 @@
 
 use std::hint::black_box;
 
-use arbor_log::{scan_line, ScanKind, ScannedLog, SessionLog};
+use arbor_log::scan::{scan_line, ScanKind, ScannedLog};
+use arbor_log::SessionLog;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
 

@@ -1,4 +1,5 @@
-//! Entry types (spec 1.3–1.6) and their two-stage decoding (STYLE 9).
+//! Entry types (docs/format.md, "Entries" and "oh-my-pi additions") and their
+//! two-stage decoding.
 //!
 //! Stage one reads the base fields every entry has (`type`, `id`, `parentId`,
 //! `timestamp`); stage two decodes the body of a known type strictly. A known
@@ -28,14 +29,23 @@ pub struct Entry {
 /// The body of an entry, by `type`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntryKind {
+    /// `message`: an agent message.
     Message(MessageEntry),
+    /// `thinking_level_change`.
     ThinkingLevelChange(ThinkingLevelChange),
+    /// `model_change`.
     ModelChange(ModelChange),
+    /// `compaction`.
     Compaction(Compaction),
+    /// `branch_summary`.
     BranchSummary(BranchSummary),
+    /// `custom`: extension state.
     Custom(CustomEntry),
+    /// `custom_message`: an extension message in the context.
     CustomMessage(CustomMessageEntry),
+    /// `label`.
     Label(LabelEntry),
+    /// `session_info`.
     SessionInfo(SessionInfo),
     /// omp: `ttsr_injection`.
     TtsrInjection(TtsrInjection),
@@ -82,9 +92,10 @@ impl EntryKind {
 /// `type: "message"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageEntry {
-    /// The agent message, kept as opaque JSON (see [`AgentMessage`] for a typed view).
+    /// The agent message, kept as opaque JSON (see [`MessageEntry::view`] for a borrowed view).
     pub message: Value,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -103,8 +114,10 @@ impl MessageEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThinkingLevelChange {
+    /// The new level (`off`, `low`, `medium`, `high`, …); `null` in omp-S files.
     pub thinking_level: Option<String>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -113,14 +126,19 @@ pub struct ThinkingLevelChange {
 #[serde(rename_all = "camelCase")]
 pub struct ModelChange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// pi: the provider.
     pub provider: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// pi: the model id.
     pub model_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// omp: `provider/model`.
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// omp: the model role this change is for (`default` when absent).
     pub role: Option<String>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -144,16 +162,22 @@ impl ModelChange {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Compaction {
+    /// The summary text.
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The first entry the context keeps after the summary.
     pub first_kept_entry_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The context size before compacting.
     pub tokens_before: Option<Number>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data (pi: `{readFiles, modifiedFiles}`).
     pub details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// True when an extension wrote the summary (see also `from_extension`).
     pub from_hook: Option<bool>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -169,13 +193,18 @@ impl Compaction {
 #[serde(rename_all = "camelCase")]
 pub struct BranchSummary {
     #[serde(default)]
+    /// The entry the branch was left from (the new position), or `"root"`.
     pub from_id: String,
+    /// The summary text.
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data (pi: `{readFiles, modifiedFiles}`).
     pub details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// True when an extension wrote the summary (see also `from_extension`).
     pub from_hook: Option<bool>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -190,10 +219,13 @@ impl BranchSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomEntry {
+    /// The extension's name for this kind of state.
     pub custom_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The state.
     pub data: Option<Value>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -201,13 +233,18 @@ pub struct CustomEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomMessageEntry {
+    /// The extension's name for this kind of message.
     pub custom_type: String,
+    /// The message content: a string or content blocks.
     pub content: Value,
     #[serde(default)]
+    /// Whether a UI shows the message.
     pub display: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data, not sent to the model.
     pub details: Option<Value>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -215,10 +252,13 @@ pub struct CustomMessageEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelEntry {
+    /// The entry labelled.
     pub target_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The label; absent or empty clears it.
     pub label: Option<String>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -226,8 +266,10 @@ pub struct LabelEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The display name.
     pub name: Option<String>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -236,18 +278,23 @@ pub struct SessionInfo {
 #[serde(rename_all = "camelCase")]
 pub struct TtsrInjection {
     #[serde(default)]
+    /// The rules injected into the context.
     pub injected_rules: Vec<String>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
 /// omp-S `type: "mode_change"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModeChange {
+    /// The mode.
     pub mode: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The mode's data.
     pub data: Option<Value>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -255,12 +302,16 @@ pub struct ModeChange {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotAnEntry {
     #[error("not a JSON object")]
+    /// The record is not a JSON object.
     NotObject,
     #[error("no string \"type\"")]
+    /// It has no string `type`.
     NoType,
     #[error("no string \"id\"")]
+    /// It has no string `id`.
     NoId,
     #[error("\"parentId\" is neither a string nor null")]
+    /// Its `parentId` is neither a string nor `null`.
     BadParent,
 }
 

@@ -10,7 +10,8 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::Value;
 
-use arbor_log::{format_iso_ms, is_header, parse_iso_ms, parse_line, EntryType, LineReader, MessageView, Parsed, Role};
+use arbor_log::reader::{parse_line, trim_line, LineReader, Parsed};
+use arbor_log::{format_iso_ms, is_header, parse_iso_ms, EntryType, MessageView, Role};
 
 use crate::error::TreeError;
 use crate::store::Store;
@@ -167,7 +168,7 @@ pub fn find_most_recent_session(store: &dyn Store, dir: &Path) -> Result<Option<
         // 256-byte title slot may come first, then the header.
         let mut head = Vec::with_capacity(768);
         r.take(768).read_to_end(&mut head).map_err(|e| TreeError::io(&f.path, e))?;
-        let parse = |b: &[u8]| serde_json::from_slice::<Value>(arbor_log::trim_line(b)).ok();
+        let parse = |b: &[u8]| serde_json::from_slice::<Value>(trim_line(b)).ok();
         let mut lines = head.split(|&b| b == b'\n');
         let first = lines.next().filter(|l| l.len() < 512).and_then(parse);
         let ok = match first {

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use arbor_log::{atomic_write, backup_copy, side_file, LineKind, SeededIds, SessionLog};
+use arbor_log::writer::{backup_copy, side_file};
+use arbor_log::{atomic_write, LineKind, SeededIds, SessionLog};
 
 use crate::error::TreeError;
 use crate::store::{FileStore, Store};

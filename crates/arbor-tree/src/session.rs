@@ -16,12 +16,14 @@ use compact_str::CompactString;
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use arbor_log::idhash::{IdHash, IdMap};
+use arbor_log::reader::trim_line;
+use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScannedEntry, ScannedLog};
 use arbor_log::{
-    format_iso_ms, full_entry, parse_iso_ms, read_exact_at, BranchSummary, Clock, Compaction, CustomEntry,
-    CustomMessageEntry, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, EntryType, IdGenerator, IdHash,
-    IdMap, LabelEntry, MessageEntry, MigrationReport, ModelChange, OwnedLine, ParentField, RandomIds, ReadAt, Role,
-    ScannedEntry, ScannedLog, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock, TailRepair,
-    ThinkingLevelChange, CURRENT_VERSION,
+    format_iso_ms, parse_iso_ms, BranchSummary, Clock, Compaction, CustomEntry, CustomMessageEntry, Diagnostic,
+    DiagnosticKind, Durability, Entry, EntryKind, EntryType, IdGenerator, LabelEntry, MessageEntry, MigrationReport,
+    ModelChange, OwnedLine, RandomIds, Role, SeededIds, SessionHeader, SessionInfo, SessionLog, SystemClock,
+    TailRepair, ThinkingLevelChange, CURRENT_VERSION,
 };
 
 use crate::error::TreeError;
@@ -307,7 +309,7 @@ impl Slot {
         let line = self.src.and_then(|(offset, len)| cursor.line(offset, len));
         match line {
             Some(bytes) => {
-                let text = arbor_log::trim_line(bytes);
+                let text = trim_line(bytes);
                 match std::str::from_utf8(text) {
                     Ok(t) => f(t),
                     Err(_) => f(&String::from_utf8_lossy(text)),
@@ -1626,7 +1628,7 @@ fn describe_repair(path: &Path, r: &TailRepair) -> String {
 /// A line's bytes as the JSON text of its entry: trimmed as the reader trims
 /// it, without a copy in the common case of clean UTF-8 ending in `\n`.
 fn line_json(mut raw: Vec<u8>) -> Box<str> {
-    let trimmed = arbor_log::trim_line(&raw);
+    let trimmed = trim_line(&raw);
     if trimmed.len() != raw.len() && raw.starts_with(trimmed) {
         raw.truncate(trimmed.len());
     } else if trimmed.len() != raw.len() {

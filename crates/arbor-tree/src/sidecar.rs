@@ -19,7 +19,8 @@
 //! id is that entry's id, so it is not stored twice. An index of another
 //! version (`ARBORIX1` had no resolved parents) is ignored and rewritten.
 
-use arbor_log::{read_exact_at, EntryType, ReadAt, Role};
+use arbor_log::scan::{read_exact_at, ReadAt};
+use arbor_log::{EntryType, Role};
 
 /// The suffix of the side file beside a session: `FILE.arbor-index`.
 pub const INDEX_SUFFIX: &str = "arbor-index";

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use arbor_log::{atomic_write, backup_copy, Appender, Durability, ReadAt, TailRepair};
+use arbor_log::scan::ReadAt;
+use arbor_log::writer::backup_copy;
+use arbor_log::{atomic_write, Appender, Durability, TailRepair};
 
 use crate::error::TreeError;
 

@@ -6,7 +6,8 @@
 
 use std::fs;
 
-use arbor_log::{parse_line, scan_line, Parsed, RecordHead, ScanKind};
+use arbor_log::reader::{parse_line, Parsed};
+use arbor_log::scan::{scan_line, RecordHead, ScanKind};
 
 use crate::all_session_files;
 
