@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use arbor_log::{content_text, Role};
 use arbor_log::{Entry, EntryKind};
-use arbor_tree::{Session, Tree};
+use arbor_tree::{Position, Session, Tree};
 
 /// Collapses newlines and tabs to spaces and trims.
 pub fn normalize(s: &str) -> String {
@@ -180,7 +180,7 @@ struct Gutter {
 
 /// Positions of the entries on the path root → leaf.
 pub fn active_path(session: &Session) -> HashSet<usize> {
-    session.branch_indices(None).into_iter().collect()
+    session.branch_positions(None).into_iter().map(Position::get).collect()
 }
 
 /// Lays out a tree as pi's selector does (spec 6.2): the active branch first
@@ -264,5 +264,6 @@ pub fn layout(roots: &[usize], children: &dyn Fn(usize) -> Vec<usize>, active: &
 
 /// Lays out the whole tree of a session.
 pub fn layout_tree(tree: &Tree<'_>, active: &HashSet<usize>) -> Vec<Row> {
-    layout(tree.root_indices(), &|i| tree.child_indices(i).to_vec(), active)
+    let roots: Vec<usize> = tree.root_positions().iter().map(|p| p.get()).collect();
+    layout(&roots, &|i| tree.child_positions(Position::new(i)).iter().map(|p| p.get()).collect(), active)
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use arbor_log::{DiagnosticKind, EntryKind, Role, SessionLog};
 
 use crate::error::TreeError;
-use crate::session::{Session, SessionOptions};
+use crate::session::{OpenMode, Session, SessionOptions};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -96,7 +96,7 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
         return Ok(out);
     }
     drop(log);
-    let s = Session::open(path, SessionOptions::read_only())?;
+    let s = Session::open(path, OpenMode::ReadOnly, SessionOptions::default())?;
     // Line-level diagnostics came from the log; take the entry-level ones from the session.
     let seen: HashSet<(usize, String)> = out.iter().map(|f| (f.line, f.message.clone())).collect();
     for d in s.diagnostics() {
@@ -121,8 +121,8 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
     let warn =
         |line: usize, code: &'static str, message: String| Finding { line, severity: Severity::Warning, code, message };
     let mut has_child: HashSet<&str> = HashSet::new();
-    for i in 0..s.len() {
-        if !s.is_live(i) {
+    for i in s.positions() {
+        if !s.is_live_at(i) {
             continue;
         }
         let (Some(e), line) = (s.entry_at(i), s.line_at(i)) else { continue };
@@ -163,9 +163,9 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
         }
     }
     // Tool calls without a result, on the path to each leaf of the tree.
-    for i in 0..s.len() {
+    for i in s.positions() {
         let Some(e) = s.entry_at(i) else { continue };
-        if !s.is_live(i) || has_child.contains(e.id.as_str()) {
+        if !s.is_live_at(i) || has_child.contains(e.id.as_str()) {
             continue;
         }
         let path = s.get_branch(Some(&e.id));
@@ -191,7 +191,7 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
             }
         }
         for (call, name, at) in open {
-            let line = s.index_of(at).map_or(0, |k| s.line_at(k));
+            let line = s.position_of(at).map_or(0, |k| s.line_at(k));
             out.push(warn(
                 line,
                 "tool-call-without-result",

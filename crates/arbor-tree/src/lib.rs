@@ -28,19 +28,28 @@
 
 mod check;
 mod error;
+mod index;
 mod listing;
 pub mod paths;
 mod repair;
 mod session;
-mod sidecar;
 mod store;
 mod tree;
 
 pub use check::{check_file, tree_findings, Finding, Severity};
 pub use error::TreeError;
+pub use index::MIN_INDEXED_BYTES;
 pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
 pub use repair::{repair_file, RepairReport};
-pub use session::{Session, SessionOptions, LEAF_MARKER_TYPE};
-pub use sidecar::{INDEX_SUFFIX, MIN_INDEXED_BYTES};
-pub use store::{lock_path, AppendHandle, FileStore, MemoryStore, Store, StoredFile, WriteLock};
+pub use session::{OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
+pub use store::{lock_path, AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
 pub use tree::{sort_by_timestamp, Tree, TreeNode};
+
+/// The log format crate, for what the root does not re-export.
+pub use arbor_log as log;
+/// The `arbor-log` types this crate's API takes and returns, so common work needs only `arbor-tree`.
+pub use arbor_log::scan::ReadAt;
+pub use arbor_log::{
+    Clock, CounterIds, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, EntryType, FixedClock, IdGenerator,
+    LogError, MessageView, MigrationReport, RandomIds, Role, SeededIds, SessionHeader, SystemClock, TailRepair,
+};

@@ -31,8 +31,8 @@ fn read_json(name: &str) -> Value {
 
 /// The fixture opened read-only with the counter ids the reference used.
 fn open(stem: &str) -> Session {
-    let opts = SessionOptions { read_only: true, ..SessionOptions::default().with_ids(CounterIds::new()) };
-    Session::open(&fixtures().join(format!("{stem}.jsonl")), opts).unwrap()
+    let opts = SessionOptions::default().with_ids(CounterIds::new());
+    Session::open(&fixtures().join(format!("{stem}.jsonl")), arbor_tree::OpenMode::ReadOnly, opts).unwrap()
 }
 
 /// `(args, output file)` of every run of `command` for `stem`.

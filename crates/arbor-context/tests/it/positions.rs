@@ -9,7 +9,7 @@ use arbor_context::{
     custom_message, plan_context, ModelRef, PathHead, SessionContext,
 };
 use arbor_log::{Entry, EntryKind, EntryType, Role};
-use arbor_tree::{Session, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 #[path = "../../../arbor-log/tests/support/jsonl.rs"]
 mod jsonl;
@@ -19,18 +19,18 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
     let files = jsonl::jsonl_under(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
     let mut compared = 0;
     for p in files {
-        let Ok(s) = Session::open(&p, SessionOptions::read_only()) else { continue };
+        let Ok(s) = Session::open(&p, OpenMode::ReadOnly, SessionOptions::default()) else { continue };
         // Every leaf of a small file; a spread of leaves of a large one.
-        for leaf in (0..s.len()).step_by((s.len() / 150).max(1)) {
+        for leaf in s.positions().step_by((s.len() / 150).max(1)) {
             let Some(id) = s.id_at(leaf) else { continue };
-            let idx = s.branch_indices(Some(id));
+            let idx = s.branch_positions(Some(id));
             let full: Vec<&Entry> = idx.iter().map(|&i| s.entry_at(i).unwrap()).collect();
             let heads: Vec<PathHead> = idx
                 .iter()
                 .map(|&i| PathHead {
                     id: s.id_at(i).unwrap(),
                     entry_type: s.entry_type_at(i).unwrap().clone(),
-                    role: s.message_role_at(i).cloned(),
+                    role: s.role_at(i).cloned(),
                 })
                 .collect();
             let asked = std::cell::RefCell::new(vec![]);

@@ -20,6 +20,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
 
 use crate::{assistant, user};
+use arbor_tree::OpenMode;
 
 const START_MS: i64 = 1_767_225_600_000;
 
@@ -497,7 +498,8 @@ impl Case {
             Op::Reopen => {
                 let old_id = self.s().session_id().to_owned();
                 drop(self.s.take());
-                let s = Session::open(&self.file, self.opts.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let s = Session::open(&self.file, OpenMode::WriteOrCreate, self.opts.clone())
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 prop_assert!(s.diagnostics().is_empty(), "diagnostics on reopen: {:?}", s.diagnostics());
                 prop_assert_eq!(s.session_file(), Some(self.file.as_path()));
                 if self.m.on_disk {

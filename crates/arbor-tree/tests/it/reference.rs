@@ -8,6 +8,7 @@ use arbor_tree::{read_session_info, Session, Tree, TreeNode};
 use serde_json::{json, Value};
 
 use crate::{fixtures, opts};
+use arbor_tree::OpenMode;
 
 fn load(name: &str) -> Value {
     let p = fixtures().join("pi").join(name);
@@ -19,11 +20,7 @@ fn load(name: &str) -> Value {
 }
 
 fn open(stem: &str) -> Session {
-    Session::open(
-        &fixtures().join("pi").join(format!("{stem}.jsonl")),
-        arbor_tree::SessionOptions { read_only: true, ..opts() },
-    )
-    .unwrap()
+    Session::open(&fixtures().join("pi").join(format!("{stem}.jsonl")), OpenMode::ReadOnly, opts()).unwrap()
 }
 
 fn manifest_runs(stem: &str, command: &str) -> Vec<(Vec<String>, String)> {
@@ -44,7 +41,7 @@ const STEMS: [&str; 2] = ["large-session", "before-compaction"];
 
 fn reduce(tree: &Tree<'_>, nodes: Vec<TreeNode<'_>>) -> Value {
     // Iterative post-order so the deep chains of the fixtures cannot overflow the stack.
-    let mut done: BTreeMap<usize, Value> = BTreeMap::new();
+    let mut done: BTreeMap<arbor_tree::Position, Value> = BTreeMap::new();
     let mut stack: Vec<(TreeNode<'_>, bool)> = nodes.iter().rev().map(|n| (*n, false)).collect();
     while let Some((n, expanded)) = stack.pop() {
         let kids: Vec<TreeNode<'_>> = tree.children(&n).collect();
@@ -53,13 +50,13 @@ fn reduce(tree: &Tree<'_>, nodes: Vec<TreeNode<'_>>) -> Value {
             stack.extend(kids.iter().rev().map(|k| (*k, false)));
             continue;
         }
-        let children: Vec<Value> = kids.iter().map(|k| done.remove(&k.index).unwrap()).collect();
+        let children: Vec<Value> = kids.iter().map(|k| done.remove(&k.position).unwrap()).collect();
         done.insert(
-            n.index,
+            n.position,
             json!({"id": n.entry.id, "type": n.entry.entry_type(), "label": n.label, "children": children}),
         );
     }
-    Value::Array(nodes.iter().map(|n| done.remove(&n.index).unwrap()).collect())
+    Value::Array(nodes.iter().map(|n| done.remove(&n.position).unwrap()).collect())
 }
 
 #[test]
@@ -184,9 +181,8 @@ fn branched_sessions_equal_reference() {
             let dir = tempfile::tempdir().unwrap();
             let src = dir.path().join("src.jsonl");
             fs::copy(fixtures().join("pi").join(format!("{stem}.jsonl")), &src).unwrap();
-            let mut s =
-                Session::open(&src, arbor_tree::SessionOptions { session_dir: Some(dir.path().into()), ..opts() })
-                    .unwrap();
+            let o = arbor_tree::SessionOptions { session_dir: Some(dir.path().into()), ..opts() };
+            let mut s = Session::open(&src, OpenMode::Write, o).unwrap();
             let new_path = s.create_branched_session(&args[0]).unwrap().unwrap();
             let lines: Vec<Value> =
                 fs::read_to_string(&new_path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -206,11 +202,11 @@ fn reading_does_not_rewrite_but_the_first_write_migrates() {
         let src = dir.path().join(format!("{stem}.jsonl"));
         fs::copy(fixtures().join("pi").join(format!("{stem}.jsonl")), &src).unwrap();
         let before = fs::read(&src).unwrap();
-        let s = Session::open(&src, opts()).unwrap();
+        let s = Session::open(&src, OpenMode::Write, opts()).unwrap();
         assert!(s.migration().migrated());
         assert_eq!(fs::read(&src).unwrap(), before, "opening never writes");
         drop(s);
-        let mut s = Session::open(&src, opts()).unwrap();
+        let mut s = Session::open(&src, OpenMode::Write, opts()).unwrap();
         let leaf = s.leaf_id().unwrap().to_owned();
         s.append_label_change(&leaf, Some("checked")).unwrap();
         drop(s);

@@ -1,29 +1,37 @@
-//! The sidecar index `FILE.arbor-index`: what the light scan learned about a
-//! session file (each entry's byte range, line, id, parent, type, role and
-//! time), so that reopening an unchanged file skips the scan.
+//! The index cache: what the light scan learned about a session file (each
+//! entry's byte range, line, id, parent, type, role and time), so that
+//! reopening an unchanged file skips the scan (docs/format.md, "The index").
 //!
-//! It is a cache and never the truth: it is written (atomically, through the
-//! [`crate::Store`]) only for a clean file (no diagnostics, ending in a
-//! newline, at least [`MIN_INDEXED_BYTES`]), and read only when the file's
-//! size, modification time and a checksum of its first and last 64 KiB
-//! match the ones recorded. A missing, stale, truncated or corrupt index is
-//! ignored (and rewritten after the scan); reading it never fails an open.
+//! It is a cache and never the truth. It lives in Arbor's cache directory,
+//! never beside the session ([`crate::paths::index_dir`]), in a file named
+//! after the session file's identity (a hash of what [`Store::stamp`] calls
+//! it: for local files the canonical path, device and inode). It is written
+//! (atomically) only for a clean file (no diagnostics, ending in a newline,
+//! at least [`MIN_INDEXED_BYTES`]), and read only when the file's size,
+//! modification time and a checksum of its first and last 64 KiB match the
+//! ones recorded. A missing, stale, truncated or corrupt index is ignored
+//! (and rewritten after the scan); an unwritable cache directory means no
+//! index. Reading or writing it never fails an open.
 //!
-//! Layout (little-endian): `ARBORIX2`, size u64, mtime ns i128, checksum
+//! Layout (little-endian): `ARBORIX3`, size u64, mtime ns i128, checksum
 //! u64, header bytes u64, entry count u64, then per entry: offset u64,
-//! length u32, line u32, timestamp flag u8 + ms i64, type (a [`NAMES`] code
-//! u8, or 255 + string), role (254 for none, a code, or 255 + string), id
-//! (string), resolved parent (u32 position of the earlier entry the parent id
-//! resolves to, or `u32::MAX`), and only when that is `u32::MAX` the parent
-//! id (flag u8 + string); strings are u16 length + UTF-8. A resolved parent's
-//! id is that entry's id, so it is not stored twice. An index of another
-//! version (`ARBORIX1` had no resolved parents) is ignored and rewritten.
+//! length u32, line u32, timestamp flag u8 + ms i64, type (its position in
+//! [`EntryType::ALL`], or 255 + string), role (254 for none, its position in
+//! [`Role::ALL`], or 255 + string), id (string), resolved parent (u32
+//! position of the earlier entry the parent id resolves to, or `u32::MAX`),
+//! and only when that is `u32::MAX` the parent id (flag u8 + string); strings
+//! are u16 length + UTF-8. A resolved parent's id is that entry's id, so it
+//! is not stored twice. An index of another version is ignored and rewritten.
+
+use std::path::{Path, PathBuf};
 
 use arbor_log::scan::{read_exact_at, ReadAt};
-use arbor_log::{EntryType, Role};
+use arbor_log::{atomic_write, EntryType, Role};
 
-/// The suffix of the side file beside a session: `FILE.arbor-index`.
-pub const INDEX_SUFFIX: &str = "arbor-index";
+use crate::store::Store;
+
+/// The extension of an index file in the cache directory.
+const INDEX_EXTENSION: &str = "arbor-index";
 
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
@@ -67,21 +75,75 @@ pub(crate) struct Stamp {
     pub checksum: u64,
 }
 
+/// FNV-1a, 64 bits.
+#[derive(Debug, Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 /// FNV-1a over the first and last 64 KiB: cheap, and catches a rewrite that kept size and time.
 pub(crate) fn checksum(src: &dyn ReadAt, size: u64) -> std::io::Result<u64> {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut h = Fnv::new();
     let head = read_exact_at(src, 0, EDGE.min(size) as usize)?;
-    feed(&head);
+    h.feed(&head);
     let tail_start = size.saturating_sub(EDGE);
     let tail = read_exact_at(src, tail_start, (size - tail_start) as usize)?;
-    feed(&tail);
-    Ok(h)
+    h.feed(&tail);
+    Ok(h.0)
+}
+
+/// Where one session file's index lives, and the stamp it must carry.
+#[derive(Debug, Clone)]
+pub(crate) struct IndexFile {
+    path: PathBuf,
+    pub(crate) stamp: Stamp,
+}
+
+impl IndexFile {
+    /// The index of the file at `path` in `dir`, when the store can name the
+    /// file and stamp it and the file ends with a newline (an index never
+    /// covers a half-written line).
+    pub(crate) fn locate(dir: &Path, store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<IndexFile> {
+        let file = store.stamp(path)?;
+        if src.len().ok()? != file.size || file.size == 0 {
+            return None;
+        }
+        if read_exact_at(src, file.size - 1, 1).ok()? != b"\n" {
+            return None;
+        }
+        let checksum = checksum(src, file.size).ok()?;
+        let mut name = Fnv::new();
+        name.feed(file.identity.as_bytes());
+        Some(IndexFile {
+            path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)),
+            stamp: Stamp { size: file.size, mtime_ns: file.mtime_ns, checksum },
+        })
+    }
+
+    /// The index's bytes when there is one whose stamp matches.
+    pub(crate) fn read(&self) -> Option<Vec<u8>> {
+        let bytes = std::fs::read(&self.path).ok()?;
+        (stamp_of(&bytes) == Some(self.stamp)).then_some(bytes)
+    }
+
+    /// Writes the index atomically; a cache, so failing changes nothing.
+    pub(crate) fn write(&self, bytes: &[u8]) {
+        if let Some(dir) = self.path.parent() {
+            if std::fs::create_dir_all(dir).is_ok() {
+                let _ = atomic_write(&self.path, |w| w.write_all(bytes));
+            }
+        }
+    }
 }
 
 /// The index's bytes; `None` when an entry does not fit the layout (a line of
