@@ -1,4 +1,4 @@
-//! Listing and discovery of session files (spec 1.13).
+//! Listing and discovery of session files (docs/architecture.md, "Listing").
 //!
 //! Listings stream each file line by line (never holding a whole file) and
 //! skip files without a usable header, as pi does.

@@ -1,6 +1,6 @@
 //! Model-based tests: random sequences of operations run against a real,
 //! file-backed [`Session`] and against a deliberately naive model written
-//! straight from spec section 3 (a `Vec` of entries, quadratic walks). After
+//! straight from docs/architecture.md and docs/format.md (a `Vec` of entries, quadratic walks). After
 //! every step the two must agree on the path to the leaf, the tree (ids and
 //! children order), the resolved labels, the leaf, the entries, and — once
 //! the session is on disk — on what the file holds.

@@ -1,4 +1,5 @@
-//! Ports of pi's session-manager tests (spec 7.2–7.7), with their expected values.
+//! Ports of pi's session-manager tests (`test/session-manager/*.test.ts`:
+//! custom session ids, file operations, labels, migration, save-entry, the tree), with their expected values.
 
 use std::fs;
 use std::thread::sleep;
