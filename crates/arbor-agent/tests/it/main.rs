@@ -22,7 +22,7 @@ use std::time::Duration;
 use arbor_agent::{
     AgentOptions, AgentSession, Api, ClientOptions, Credentials, EventName, HookBus, HookEvent, HookResponse, ModelInfo,
 };
-use arbor_log::{CounterIds, FixedClock};
+use arbor_log::FixedClock;
 use arbor_tree::{MemoryStore, Session, SessionOptions};
 use serde_json::{json, Value};
 
@@ -36,9 +36,9 @@ pub async fn bounded<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(SAFETY, f).await.expect("the test hung")
 }
 
-/// Deterministic session options: counter ids, a clock ticking 1 ms per read.
+/// Deterministic session options: counter ids, a clock ticking 1 ms per read, no index cache.
 pub fn session_opts() -> SessionOptions {
-    SessionOptions::default().with_ids(CounterIds::new()).with_clock(FixedClock::new(1_767_225_600_000, 1))
+    arbor_test_support::deterministic_options()
 }
 
 /// An in-memory session.

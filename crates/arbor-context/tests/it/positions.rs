@@ -2,8 +2,6 @@
 //! gives the context of the whole path, for every leaf of every fixture
 //! session; and it asks only for what it must.
 
-use std::path::PathBuf;
-
 use arbor_context::{
     branch_summary_message, build_context_from_entries, build_context_from_path, compaction_summary_message,
     custom_message, plan_context, ModelRef, PathHead, SessionContext,
@@ -11,12 +9,11 @@ use arbor_context::{
 use arbor_log::{Entry, EntryKind, EntryType, Role};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
-#[path = "../../../arbor-log/tests/support/jsonl.rs"]
-mod jsonl;
+use arbor_test_support::jsonl_under;
 
 #[test]
 fn the_plan_builds_the_same_context_at_every_leaf() {
-    let files = jsonl::jsonl_under(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
+    let files = jsonl_under(&arbor_test_support::fixtures());
     let mut compared = 0;
     for p in files {
         let Ok(s) = Session::open(&p, OpenMode::ReadOnly, SessionOptions::default()) else { continue };

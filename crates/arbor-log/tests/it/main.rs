@@ -12,24 +12,11 @@ use arbor_log::{CounterIds, EntryKind, LineKind, Role, SessionLog};
 mod scan_diff;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+    arbor_test_support::fixtures()
 }
 
 fn all_session_files() -> Vec<PathBuf> {
-    let mut out = vec![];
-    let mut stack = vec![root()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().and_then(|e| e.to_str()) == Some("jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    arbor_test_support::jsonl_under(&root())
 }
 
 #[test]

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use arbor_tree::{FileStore, OpenMode, Position, Session, SessionOptions};
 
-#[path = "../../../arbor-log/tests/support/jsonl.rs"]
-mod jsonl;
+use arbor_test_support::{jsonl_under, write_big_session};
 
 /// Read-only, the index cache (when `index_first`) in `index_dir`, or none.
 fn open_in(path: &Path, index_first: bool, index_dir: Option<&Path>) -> Result<Session, String> {
@@ -75,7 +74,7 @@ fn same_both_ways_in(p: &Path, index_dir: Option<&Path>) {
 
 #[test]
 fn every_fixture_reads_the_same_index_first() {
-    let files = jsonl::jsonl_under(&crate::fixtures());
+    let files = jsonl_under(&crate::fixtures());
     assert!(files.len() >= 30, "{} fixtures", files.len());
     for p in files {
         same_both_ways(&p);
@@ -115,26 +114,8 @@ fn a_large_branched_file_reads_the_same_index_first() {
 
 /// A clean session of more than `MIN_INDEXED_BYTES`, with branches and labels.
 fn clean_big_session(p: &Path) -> String {
-    let mut text = String::from(
-        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n",
-    );
-    let mut parent = "null".to_owned();
-    for i in 0..4000 {
-        let body = "abc \\\"q\\\" ".repeat(i % 60);
-        let line = if i % 101 == 50 {
-            format!("{{\"type\":\"label\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"targetId\":\"e3\",\"label\":\"L{i}\"}}")
-        } else {
-            let role = if i % 2 == 0 { "user" } else { "assistant" };
-            format!("{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":\"{body}\"}}}}", i % 60)
-        };
-        text.push_str(&line);
-        text.push('\n');
-        if i % 10 != 3 {
-            parent = format!("\"e{i}\"");
-        }
-    }
+    let text = write_big_session(p, 4000, 300);
     assert!(text.len() as u64 > arbor_tree::MIN_INDEXED_BYTES);
-    fs::write(p, &text).unwrap();
     text
 }
 

@@ -10,14 +10,8 @@ use serde_json::{json, Value};
 use crate::{fixtures, opts};
 use arbor_tree::OpenMode;
 
-fn load(name: &str) -> Value {
-    let p = fixtures().join("pi").join(name);
-    let text = fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    // The reference trees nest ~1000 levels deep.
-    let mut de = serde_json::Deserializer::from_str(&text);
-    de.disable_recursion_limit();
-    serde::Deserialize::deserialize(&mut de).unwrap()
-}
+use arbor_test_support::big_stack;
+use arbor_test_support::oracle::{load, reduce_tree};
 
 fn open(stem: &str) -> Session {
     Session::open(&fixtures().join("pi").join(format!("{stem}.jsonl")), OpenMode::ReadOnly, opts()).unwrap()
@@ -76,10 +70,6 @@ fn dump_equals_reference() {
 
 /// Runs `f` on a thread with a large stack: the fixtures' trees are ~1000
 /// levels deep and `serde_json::Value` compares and drops recursively.
-fn big_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new().stack_size(512 << 20).spawn(f).unwrap().join().unwrap();
-}
-
 #[test]
 fn tree_equals_reference() {
     big_stack(tree_equals_reference_inner);
@@ -108,20 +98,7 @@ fn tree_json_inner() {
         de.disable_recursion_limit();
         let v: Value = serde::Deserialize::deserialize(&mut de).unwrap();
         // Reduce the full getTree() JSON the way the oracle was reduced.
-        fn red(nodes: &Value) -> Value {
-            Value::Array(
-                nodes
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|n| {
-                        json!({"id": n["entry"]["id"], "type": n["entry"]["type"], "label": n.get("label"),
-                               "children": red(&n["children"])})
-                    })
-                    .collect(),
-            )
-        }
-        let reduced = red(&v);
+        let reduced = reduce_tree(&v);
         assert_eq!(reduced, load(&format!("{stem}.tree.json")), "{stem}");
     }
 }
