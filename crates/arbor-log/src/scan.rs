@@ -1,3 +1,4 @@
+// Over 800 lines: the scan and its serde validation path share private types, and #14's reader fixes land here now; split after them.
 //! The light scan: every physical line of a file read in parallel, each line
 //! checked to be JSON exactly as [`parse_line`] checks it, but only the fields
 //! an index needs are kept ([`RecordHead`]): `type`, `id`, `parentId`, the

@@ -115,12 +115,23 @@ fn sort(v: &mut [Finding]) {
     v.sort_by(|a, b| a.line.cmp(&b.line).then(b.severity.cmp(&a.severity)).then(a.code.cmp(b.code)));
 }
 
+fn warn(line: usize, code: &'static str, message: String) -> Finding {
+    Finding { line, severity: Severity::Warning, code, message }
+}
+
 /// The findings only the tree shows.
 pub fn tree_findings(s: &Session) -> Vec<Finding> {
-    let mut out = vec![];
-    let warn =
-        |line: usize, code: &'static str, message: String| Finding { line, severity: Severity::Warning, code, message };
     let mut has_child: HashSet<&str> = HashSet::new();
+    let mut out = entry_findings(s, &mut has_child);
+    out.extend(unanswered_tool_calls(s, &has_child));
+    out
+}
+
+/// What each live entry shows on its own: self-parents, orphans, labels on
+/// missing targets, compactions whose kept entry is off their path. Notes
+/// in `has_child` every id some entry names as its parent.
+fn entry_findings<'s>(s: &'s Session, has_child: &mut HashSet<&'s str>) -> Vec<Finding> {
+    let mut out = vec![];
     for i in s.positions() {
         if !s.is_live_at(i) {
             continue;
@@ -162,7 +173,12 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
             _ => {}
         }
     }
-    // Tool calls without a result, on the path to each leaf of the tree.
+    out
+}
+
+/// Tool calls without a result, on the path to each leaf of the tree.
+fn unanswered_tool_calls(s: &Session, has_child: &HashSet<&str>) -> Vec<Finding> {
+    let mut out = vec![];
     for i in s.positions() {
         let Some(e) = s.entry_at(i) else { continue };
         if !s.is_live_at(i) || has_child.contains(e.id.as_str()) {
