@@ -3,7 +3,7 @@
 //! and an `Other` variant that keeps any other name verbatim.
 //!
 //! The known names are listed once, in the macro call below; everything else
-//! (`ALL`, parsing, `as_str`, the sidecar index's one-byte codes) is derived
+//! (`ALL`, parsing, `as_str`, the index cache's one-byte codes) is derived
 //! from that list. Parsing a known name allocates nothing, and an unknown
 //! name of up to 24 bytes is held inline ([`CompactString`]).
 
@@ -29,7 +29,7 @@ macro_rules! vocabulary {
         }
 
         impl $name {
-            #[doc = concat!("Every known ", $what, ", in the order of the documentation (the sidecar index codes each by its position here).")]
+            #[doc = concat!("Every known ", $what, ", in the order of the documentation (the index cache codes each by its position here).")]
             pub const ALL: &'static [$name] = &[$($name::$variant),*];
 
             #[doc = concat!("The ", $what, " as written in a session file.")]

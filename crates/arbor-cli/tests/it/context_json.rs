@@ -1,5 +1,5 @@
 //! `arbor context --json` copies messages from the file: its output parses to
-//! the decoded context, with and without the sidecar index, at any leaf.
+//! the decoded context, with and without the index cache, at any leaf.
 
 use std::io::Write;
 use std::process::Command;
@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::json;
 
-/// A session of more than 1 MiB (so that the sidecar index is written) and
+/// A session of more than 1 MiB (so that the index is cached) and
 /// more than one output batch, with entries the copy must not trust (a file
 /// with a malformed entry gets no index: those are tested in `cli.rs`).
 fn big_session(dir: &std::path::Path) -> std::path::PathBuf {
