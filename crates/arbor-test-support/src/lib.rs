@@ -3,7 +3,8 @@
 //!
 //! What it owns: where the fixtures are ([`fixtures`], [`jsonl_under`]), the
 //! oracle's recorded outputs ([`oracle`]), deterministic session options
-//! ([`deterministic_options`]), generated sessions ([`write_big_session`]),
+//! ([`deterministic_options`]), pi's messages ([`assistant_reply`]),
+//! generated sessions ([`write_big_session`]),
 //! snapshots of a directory ([`DirSnapshot`]) and a small deterministic
 //! generator ([`Rng`]). What it promises: nothing outside tests. It is a
 //! dev-dependency only; `cargo xtask tidy` refuses it as a normal dependency
@@ -15,6 +16,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod files;
+mod messages;
 pub mod oracle;
 mod rng;
 
@@ -22,6 +24,7 @@ use arbor_log::{CounterIds, FixedClock};
 use arbor_tree::SessionOptions;
 
 pub use files::{fixtures, jsonl_under, write_big_session, DirSnapshot};
+pub use messages::assistant_reply;
 pub use rng::Rng;
 
 /// The time every deterministic clock starts at: 2026-01-01T00:00:00.000Z.

@@ -57,17 +57,7 @@ pub fn user(text: &str) -> Value {
 }
 
 pub fn assistant(text: &str) -> Value {
-    json!({
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-test",
-        "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
-                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-        "stopReason": "stop",
-        "timestamp": 2
-    })
+    arbor_test_support::assistant_reply(text, "claude-test", 10, 5, 2)
 }
 
 /// Client options that retry fast.

@@ -35,17 +35,7 @@ pub fn user(text: &str) -> Value {
 }
 
 pub fn assistant(text: &str) -> Value {
-    json!({
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "test",
-        "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
-                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-        "stopReason": "stop",
-        "timestamp": 2
-    })
+    arbor_test_support::assistant_reply(text, "test", 1, 1, 2)
 }
 
 pub fn ids(entries: &[&arbor_log::Entry]) -> Vec<String> {
