@@ -111,7 +111,7 @@ impl<'a> Tree<'a> {
     /// When `position` is not one of this session's.
     pub fn node(&self, position: Position) -> TreeNode<'a> {
         let s = &self.session.state.slots[position.get()];
-        let src = self.session.source();
+        let src = self.session.src();
         TreeNode { position, entry: s.entry(src), json: s.json(src), label: self.session.get_label(&s.id) }
     }
 
@@ -150,7 +150,7 @@ impl<'a> Tree<'a> {
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
         // Each frame: the list being written and the position in it.
         let mut stack: Vec<(&[Position], usize)> = vec![(&self.roots, 0)];
-        let mut cursor = LineCursor::new(self.session.source());
+        let mut cursor = LineCursor::new(self.session.src());
         w.write_all(b"[")?;
         while let Some((list, pos)) = stack.last_mut() {
             if *pos == list.len() {

@@ -142,12 +142,9 @@ impl Session {
         self.opts.ids.lock().unwrap_or_else(|p| p.into_inner()).entry_id(taken)
     }
 
-    fn src(&self) -> Option<&dyn ReadAt> {
+    /// The file as opened, for decoding entries on demand (`None` when every slot is decoded).
+    pub(crate) fn src(&self) -> Option<&dyn ReadAt> {
         self.state.source.as_deref()
-    }
-
-    pub(crate) fn source(&self) -> Option<&dyn ReadAt> {
-        self.src()
     }
 
     /// The logical header (migrated; an omp-S title slot folded in).
