@@ -55,14 +55,19 @@ fn every_read_command_in_a_read_only_directory_writes_nothing_there() {
     fs::copy(fixtures().join("demo/demo.jsonl"), dir.join("2026-01-02T00-00-00-000Z_demo.jsonl")).unwrap();
     fs::copy(fixtures().join("logs/legacy/v1/simple-chat.jsonl"), dir.join("2026-01-03T00-00-00-000Z_v1.jsonl"))
         .unwrap();
+    // An index an earlier Arbor left beside a session: ignored, never deleted.
+    let old_index = dir.join("2026-01-01T00-00-00-000Z_big.jsonl.arbor-index");
+    fs::write(&old_index, b"ARBORIX2 from an earlier Arbor").unwrap();
     for d in [&dir, &root.path().to_owned()] {
         fs::set_permissions(d, fs::Permissions::from_mode(0o555)).unwrap();
     }
     let before = DirSnapshot::of(root.path());
-    assert_eq!(before.paths().len(), 4, "{:?}", before.paths());
+    assert_eq!(before.paths().len(), 5, "{:?}", before.paths());
 
     let mut ran = 0;
-    for file in fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
+    let sessions =
+        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl"));
+    for file in sessions {
         let f = file.to_str().unwrap();
         for args in read_commands(f) {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
