@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use arbor_context::{build_context_from_path, estimate_context_tokens, FileOps};
-use arbor_log::Entry;
+use arbor_log::{Entry, EntryType, Role};
 use arbor_tree::Session;
 use serde::Serialize;
 use serde_json::Value;
@@ -107,27 +107,27 @@ fn side(id: &str, path: &[&Entry], shared: usize) -> Side {
     let mut tool_calls = Vec::new();
     let mut ops = FileOps::new();
     for e in added {
-        let Some(m) = e.message().map(|m| &m.message) else {
-            let summary = match e.entry_type() {
-                "compaction" => Some("compactionSummary"),
-                "branch_summary" => Some("branchSummary"),
-                "custom_message" => Some("custom"),
+        let Some(m) = e.message() else {
+            // The summaries and extension messages the context shows as messages.
+            let role = match e.entry_type() {
+                EntryType::Compaction => Some(Role::CompactionSummary),
+                EntryType::BranchSummary => Some(Role::BranchSummary),
+                EntryType::CustomMessage => Some(Role::Custom),
                 _ => None,
             };
-            if let Some(role) = summary {
-                *messages.entry(role.to_owned()).or_default() += 1;
+            if let Some(role) = role {
+                *messages.entry(role.to_string()).or_default() += 1;
             }
             continue;
         };
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("message");
-        *messages.entry(role.to_owned()).or_default() += 1;
-        for call in m.get("content").and_then(Value::as_array).into_iter().flatten() {
-            if call.get("type").and_then(Value::as_str) == Some("toolCall") {
-                let text = |k: &str| call.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                tool_calls.push(ToolCall { entry: e.id.clone(), id: text("id"), name: text("name") });
-            }
+        let view = m.view();
+        let role = view.role().map_or_else(|| "message".to_owned(), |r| r.to_string());
+        *messages.entry(role).or_default() += 1;
+        for call in view.tool_calls() {
+            let text = |v: Option<&str>| v.unwrap_or("").to_owned();
+            tool_calls.push(ToolCall { entry: e.id.clone(), id: text(call.id), name: text(call.name) });
         }
-        add_file_ops(m, &mut ops);
+        add_file_ops(&m.message, &mut ops);
     }
     let (files_read, files_modified) = file_lists(&ops);
     let context = build_context_from_path(path);
@@ -147,11 +147,8 @@ fn side(id: &str, path: &[&Entry], shared: usize) -> Side {
 fn usage(entries: &[&Entry]) -> Usage {
     let mut u = Usage::default();
     for e in entries {
-        let Some(m) = e.message().map(|m| &m.message) else { continue };
-        if m.get("role").and_then(Value::as_str) != Some("assistant") {
-            continue;
-        }
-        let Some(x) = m.get("usage") else { continue };
+        let Some(m) = e.message().filter(|m| m.role() == Some(Role::Assistant)) else { continue };
+        let Some(x) = m.message.get("usage") else { continue };
         let n = |k: &str| x.get(k).and_then(Value::as_u64).unwrap_or(0);
         u.replies += 1;
         u.input += n("input");

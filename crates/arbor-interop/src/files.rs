@@ -3,19 +3,20 @@
 //! of the agents Arbor imports from, whose calls keep their own names.
 
 use arbor_context::{compute_file_lists, extract_file_ops_from_message, FileOps};
+use arbor_log::{MessageView, Role};
 use serde_json::Value;
 
 /// Adds the files an assistant message's tool calls read, wrote or edited.
 pub(crate) fn add_file_ops(message: &Value, ops: &mut FileOps) {
     extract_file_ops_from_message(message, ops);
-    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+    let view = MessageView::new(message);
+    if view.role() != Some(Role::Assistant) {
         return;
     }
-    let calls = message.get("content").and_then(Value::as_array).into_iter().flatten();
-    for call in calls.filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall")) {
-        let args = call.get("arguments").unwrap_or(&Value::Null);
+    for call in view.tool_calls() {
+        let args = call.arguments.unwrap_or(&Value::Null);
         let path = args.get("file_path").or_else(|| args.get("notebook_path")).and_then(Value::as_str).unwrap_or("");
-        match call.get("name").and_then(Value::as_str).unwrap_or("") {
+        match call.name.unwrap_or("") {
             // Claude Code.
             "Read" if !path.is_empty() => {
                 ops.read.insert(path);

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use arbor_context::calculate_context_tokens;
 use arbor_log::EntryKind;
-use arbor_tree::Session;
+use arbor_tree::{Position, Session};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -108,14 +108,14 @@ fn build(s: &Session) -> Page {
         file: s.session_file().map(|p| p.display().to_string()),
     };
     let tree = s.get_tree();
-    let active: std::collections::HashSet<usize> = s.branch_indices(None).into_iter().collect();
-    let mut node_of: HashMap<usize, usize> = HashMap::new();
+    let active: std::collections::HashSet<Position> = s.branch_positions(None).into_iter().collect();
+    let mut node_of: HashMap<Position, usize> = HashMap::new();
     let mut nodes = Vec::new();
     let mut segs: Vec<Seg> = Vec::new();
     let mut roots = Vec::new();
     let mut usage: Vec<(u64, u64, f64)> = Vec::new();
     // (first entry, parent segment)
-    let mut stack: Vec<(usize, Option<usize>)> = tree.root_indices().iter().rev().map(|&r| (r, None)).collect();
+    let mut stack: Vec<(Position, Option<usize>)> = tree.root_positions().iter().rev().map(|&r| (r, None)).collect();
     while let Some((start, parent)) = stack.pop() {
         let seg = segs.len();
         segs.push(Seg::default());
@@ -131,7 +131,7 @@ fn build(s: &Session) -> Page {
             usage.push(counts);
             segs[seg].n.push(nodes.len() - 1);
             segs[seg].a |= active.contains(&at);
-            match tree.child_indices(at) {
+            match tree.child_positions(at) {
                 [only] => at = *only,
                 kids => {
                     stack.extend(kids.iter().rev().map(|&k| (k, Some(seg))));
@@ -141,7 +141,7 @@ fn build(s: &Session) -> Page {
         }
     }
     totals(&mut segs, &roots, &usage);
-    let leaf = s.leaf_id().and_then(|id| s.index_of(id)).and_then(|i| node_of.get(&i)).map_or(-1, |&n| n as i64);
+    let leaf = s.leaf_id().and_then(|id| s.position_of(id)).and_then(|p| node_of.get(&p)).map_or(-1, |&n| n as i64);
     Page { session, leaf, nodes, segs, roots }
 }
 
@@ -166,7 +166,7 @@ fn node(s: &Session, e: &arbor_log::Entry, seg: usize) -> (Node, (u64, u64, f64)
     }
     let node = Node {
         i: e.id.clone(),
-        k: d.kind,
+        k: d.kind.as_str().to_owned(),
         h: d.heading,
         t: e.timestamp.clone(),
         l: s.get_label(&e.id).map(str::to_owned),

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use arbor_log::{EntryKind, IdGenerator, LabelEntry, SeededIds, CURRENT_VERSION};
-use arbor_tree::Session;
+use arbor_tree::{Position, Session};
 use serde_json::{Map, Value};
 
 use super::{path_to, Scope};
@@ -39,18 +39,18 @@ pub fn export_jsonl(s: &Session, scope: Scope, out: &mut dyn Write) -> Result<()
 
 fn whole_tree(s: &Session) -> Vec<String> {
     let tree = s.get_tree();
-    let mut parent: HashMap<usize, usize> = HashMap::new();
-    let mut stack: Vec<usize> = tree.root_indices().to_vec();
+    let mut parent: HashMap<Position, Position> = HashMap::new();
+    let mut stack: Vec<Position> = tree.root_positions().to_vec();
     while let Some(i) = stack.pop() {
-        for &c in tree.child_indices(i) {
+        for &c in tree.child_positions(i) {
             parent.insert(c, i);
             stack.push(c);
         }
     }
     let mut out = Vec::new();
-    for i in 0..s.len() {
+    for i in s.positions() {
         let (Some(e), Some(json)) = (s.entry_at(i), s.json_at(i)) else { continue };
-        if !s.is_live(i) {
+        if !s.is_live_at(i) {
             continue;
         }
         if let EntryKind::Label(l) = &e.kind {

@@ -6,7 +6,9 @@ use std::io::Write;
 use arbor_tree::Session;
 
 use super::path_to;
-use super::text::{describe, Part};
+use arbor_log::Role;
+
+use super::text::{describe, Kind, Part};
 use crate::InteropError;
 
 /// Writes the path root → `leaf` (default: the leaf) as Markdown. Entries
@@ -32,14 +34,13 @@ pub fn export_markdown(s: &Session, leaf: Option<&str>, out: &mut dyn Write) -> 
             continue;
         }
         let label = s.get_label(&e.id).map(|l| format!(" · [{}]", escape_line(l))).unwrap_or_default();
-        let heading = match d.kind.as_str() {
-            "user" => "User".to_owned(),
-            "assistant" => "Assistant".to_owned(),
+        let heading = match &d.kind {
+            Kind::Role(Role::User) => "User".to_owned(),
+            Kind::Role(Role::Assistant) => "Assistant".to_owned(),
             _ => capitalized(&d.heading),
         };
         doc.push_str(&format!("\n## {heading}{label}\n\n<sub>{} · {}</sub>\n", e.id, e.timestamp));
-        let summary =
-            matches!(d.kind.as_str(), "compaction" | "branch_summary" | "branchSummary" | "compactionSummary");
+        let summary = d.kind.is_summary();
         for p in &d.parts {
             doc.push('\n');
             match p {

@@ -1,7 +1,7 @@
 //! What an entry says, in parts a page or a document can lay out: the
 //! heading, the text, thinking, tool calls and results, images.
 
-use arbor_log::{Entry, EntryKind};
+use arbor_log::{Block, Entry, EntryKind, EntryType, MessageView, Role};
 use serde_json::Value;
 
 /// One piece of an entry's content.
@@ -19,22 +19,43 @@ pub(crate) enum Part {
     Image(String),
 }
 
+/// What an entry is: a message's role, or the entry's type.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Kind {
+    Role(Role),
+    Type(EntryType),
+}
+
+impl Kind {
+    /// The role or type as written in session files.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Kind::Role(r) => r.as_str(),
+            Kind::Type(t) => t.as_str(),
+        }
+    }
+
+    /// True for compaction and branch summaries, as entries or as messages.
+    pub fn is_summary(&self) -> bool {
+        matches!(
+            self,
+            Kind::Type(EntryType::Compaction | EntryType::BranchSummary)
+                | Kind::Role(Role::CompactionSummary | Role::BranchSummary)
+        )
+    }
+}
+
 /// An entry as a heading and parts.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Described {
-    /// `user`, `assistant`, `tool result: read`, `compaction`, `model change`, ….
+    /// `user`, `assistant`, `tool result: read`, `compaction`, `model: …`, ….
     pub heading: String,
-    /// The role, for a message (`user`, `assistant`, `toolResult`, …), else the entry type.
-    pub kind: String,
+    pub kind: Kind,
     pub parts: Vec<Part>,
     /// True for entries that are part of what the model sees (messages and summaries).
     pub conversational: bool,
     /// True for a failed tool result.
     pub error: bool,
-}
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
 }
 
 fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
@@ -43,17 +64,15 @@ fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
         Some(Value::String(s)) => vec![text(s)],
         Some(Value::Array(blocks)) => blocks
             .iter()
-            .filter_map(|b| match str_of(b, "type") {
-                Some("text") => str_of(b, "text").map(text),
-                Some("thinking") => {
-                    str_of(b, "thinking").filter(|t| !t.is_empty()).map(|t| Part::Thinking(t.to_owned()))
-                }
-                Some("image") => Some(Part::Image(str_of(b, "mimeType").unwrap_or("image").to_owned())),
-                Some("toolCall") => Some(Part::Call {
-                    id: str_of(b, "id").unwrap_or("").to_owned(),
-                    name: str_of(b, "name").unwrap_or("tool").to_owned(),
-                    arguments: b
-                        .get("arguments")
+            .filter_map(|b| match Block::of(b) {
+                Block::Text(t) => Some(text(t)),
+                Block::Thinking(t) if !t.is_empty() => Some(Part::Thinking(t.to_owned())),
+                Block::Image { mime_type, .. } => Some(Part::Image(mime_type.to_owned())),
+                Block::ToolCall(call) => Some(Part::Call {
+                    id: call.id.unwrap_or("").to_owned(),
+                    name: call.name.unwrap_or("tool").to_owned(),
+                    arguments: call
+                        .arguments
                         .map_or_else(String::new, |a| serde_json::to_string_pretty(a).unwrap_or_default()),
                 }),
                 _ => None,
@@ -63,75 +82,65 @@ fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
     }
 }
 
+fn message(view: MessageView<'_>) -> Described {
+    let role = view.role().unwrap_or_else(|| Role::parse("message"));
+    let plain = |heading: String, parts: Vec<Part>| Described {
+        heading,
+        kind: Kind::Role(role.clone()),
+        parts,
+        conversational: true,
+        error: false,
+    };
+    let text = |key: &str| view.str_field(key).unwrap_or("").to_owned();
+    match &role {
+        Role::ToolResult => Described {
+            heading: format!("tool result: {}", view.str_field("toolName").unwrap_or("tool")),
+            error: view.get("isError") == Some(&Value::Bool(true)),
+            ..plain(String::new(), content_parts(view.content(), true))
+        },
+        Role::BashExecution => {
+            plain("bash".into(), vec![Part::Text(format!("`$ {}`", text("command"))), Part::Output(text("output"))])
+        }
+        Role::BranchSummary | Role::CompactionSummary => plain(role.to_string(), vec![Part::Text(text("summary"))]),
+        _ => plain(role.to_string(), content_parts(view.content(), false)),
+    }
+}
+
 /// Describes an entry.
 pub(crate) fn describe(e: &Entry) -> Described {
-    let plain = |heading: String, kind: &str, parts: Vec<Part>, conversational: bool| Described {
+    let plain = |heading: String, parts: Vec<Part>, conversational: bool| Described {
         heading,
-        kind: kind.to_owned(),
+        kind: Kind::Type(e.entry_type()),
         parts,
         conversational,
         error: false,
     };
     match &e.kind {
-        EntryKind::Message(m) => {
-            let msg = &m.message;
-            let role = str_of(msg, "role").unwrap_or("message");
-            match role {
-                "toolResult" => Described {
-                    heading: format!("tool result: {}", str_of(msg, "toolName").unwrap_or("tool")),
-                    kind: role.to_owned(),
-                    parts: content_parts(msg.get("content"), true),
-                    conversational: true,
-                    error: msg.get("isError") == Some(&Value::Bool(true)),
-                },
-                "bashExecution" => {
-                    let cmd = str_of(msg, "command").unwrap_or("");
-                    let parts = vec![
-                        Part::Text(format!("`$ {cmd}`")),
-                        Part::Output(str_of(msg, "output").unwrap_or("").to_owned()),
-                    ];
-                    plain("bash".into(), role, parts, true)
-                }
-                "branchSummary" | "compactionSummary" => {
-                    plain(role.into(), role, vec![Part::Text(str_of(msg, "summary").unwrap_or("").to_owned())], true)
-                }
-                _ => plain(role.to_owned(), role, content_parts(msg.get("content"), false), true),
-            }
-        }
+        EntryKind::Message(m) => message(m.view()),
         EntryKind::Compaction(c) => {
             let tokens = c.tokens_before.as_ref().map(|n| format!(" ({n} tokens before)")).unwrap_or_default();
-            plain(format!("compaction{tokens}"), "compaction", vec![Part::Text(c.summary.clone())], true)
+            plain(format!("compaction{tokens}"), vec![Part::Text(c.summary.clone())], true)
         }
-        EntryKind::BranchSummary(b) => {
-            plain("branch summary".into(), "branch_summary", vec![Part::Text(b.summary.clone())], true)
+        EntryKind::BranchSummary(b) => plain("branch summary".into(), vec![Part::Text(b.summary.clone())], true),
+        EntryKind::CustomMessage(c) => {
+            plain(format!("{} (extension message)", c.custom_type), content_parts(Some(&c.content), false), true)
         }
-        EntryKind::CustomMessage(c) => plain(
-            format!("{} (extension message)", c.custom_type),
-            "custom_message",
-            content_parts(Some(&c.content), false),
-            true,
-        ),
         EntryKind::ModelChange(m) => {
             let (p, id) = m.default_model().unwrap_or_default();
-            plain(format!("model: {p}/{id}"), "model_change", vec![], false)
+            plain(format!("model: {p}/{id}"), vec![], false)
         }
-        EntryKind::ThinkingLevelChange(t) => plain(
-            format!("thinking: {}", t.thinking_level.as_deref().unwrap_or("off")),
-            "thinking_level_change",
-            vec![],
-            false,
-        ),
+        EntryKind::ThinkingLevelChange(t) => {
+            plain(format!("thinking: {}", t.thinking_level.as_deref().unwrap_or("off")), vec![], false)
+        }
         EntryKind::Label(l) => {
             let what = l.label.as_deref().map_or_else(
                 || format!("label of {} cleared", l.target_id),
                 |x| format!("label {x:?} on {}", l.target_id),
             );
-            plain(what, "label", vec![], false)
+            plain(what, vec![], false)
         }
-        EntryKind::SessionInfo(i) => {
-            plain(format!("session name: {}", i.name.as_deref().unwrap_or("")), "session_info", vec![], false)
-        }
-        EntryKind::Custom(c) => plain(format!("custom: {}", c.custom_type), "custom", vec![], false),
-        _ => plain(e.entry_type().to_owned(), e.entry_type(), vec![], false),
+        EntryKind::SessionInfo(i) => plain(format!("session name: {}", i.name.as_deref().unwrap_or("")), vec![], false),
+        EntryKind::Custom(c) => plain(format!("custom: {}", c.custom_type), vec![], false),
+        _ => plain(e.entry_type().to_string(), vec![], false),
     }
 }

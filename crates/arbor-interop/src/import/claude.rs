@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use arbor_log::{Compaction, EntryKind, IdGenerator, LabelEntry, SeededIds};
+use arbor_log::{Compaction, EntryKind, IdGenerator, LabelEntry, MessageView, Role, SeededIds};
 use serde_json::{json, Map, Number, Value};
 
 use super::build::{add_origin, message, message_mut, millis, origin, part_origin, usage, Builder, Parent};
@@ -213,8 +213,8 @@ fn user(b: &mut Builder, r: &Record, key: &str, parent: Parent, names: &HashMap<
     let ms = millis(&time);
     let content = r.value.get("message").and_then(|m| m.get("content"));
     let Some(Value::Array(list)) = content else {
-        let m = json!({"role": "user", "content": content.cloned().unwrap_or(Value::String(String::new())), "timestamp": ms});
-        b.count("user", "message user");
+        let m = json!({"role": Role::User, "content": content.cloned().unwrap_or(Value::String(String::new())), "timestamp": ms});
+        b.count("user", &format!("message {}", Role::User));
         b.push(key, parent, time, message(m), json!([origin(r, kept(r, &[]))]));
         return;
     };
@@ -226,7 +226,7 @@ fn user(b: &mut Builder, r: &Record, key: &str, parent: Parent, names: &HashMap<
     for res in &results {
         let call = str_of(res, "tool_use_id").unwrap_or("");
         let mut m = json!({
-            "role": "toolResult",
+            "role": Role::ToolResult,
             "toolCallId": call,
             "toolName": names.get(call).map_or("", String::as_str),
             "content": result_content(res.get("content")),
@@ -242,12 +242,12 @@ fn user(b: &mut Builder, r: &Record, key: &str, parent: Parent, names: &HashMap<
     }
     if !rest.is_empty() || results.is_empty() {
         let content: Vec<Value> = rest.iter().map(|x| user_block(x)).collect();
-        made.push(json!({"role": "user", "content": content, "timestamp": ms}));
+        made.push(json!({"role": Role::User, "content": content, "timestamp": ms}));
     }
     let mut last = String::new();
     for (part, m) in made.into_iter().enumerate() {
-        let role = if m.get("role") == Some(&json!("toolResult")) { "message toolResult" } else { "message user" };
-        b.count("user", role);
+        let role = MessageView::new(&m).role().unwrap_or(Role::User);
+        b.count("user", &format!("message {role}"));
         let (k, src, at) = if part == 0 {
             (key.to_owned(), json!([origin(r, kept(r, moved))]), parent)
         } else {
@@ -316,7 +316,7 @@ fn assistant(b: &mut Builder, r: &Record, key: &str, parent: Parent) {
     }
     let error = r.value.get("isApiErrorMessage") == Some(&Value::Bool(true));
     let mut m = json!({
-        "role": "assistant",
+        "role": Role::Assistant,
         "content": content,
         "api": "anthropic-messages",
         "provider": "anthropic",
@@ -333,7 +333,7 @@ fn assistant(b: &mut Builder, r: &Record, key: &str, parent: Parent) {
             o.insert("errorMessage".into(), Value::String(arbor_log_text(msg.get("content"))));
         }
     }
-    b.count("assistant", "message assistant");
+    b.count("assistant", &format!("message {}", Role::Assistant));
     b.push(key, parent, time, message(m), json!([origin(r, kept(r, &[]))]));
 }
 
@@ -345,7 +345,8 @@ fn merge_assistant(b: &mut Builder, r: &Record, pid: &str, response: &str, conte
     }
     let Some(e) = b.entry_mut(pid) else { return false };
     let Some(m) = message_mut(e) else { return false };
-    if m.get("role") != Some(&json!("assistant")) || m.get("responseId").and_then(Value::as_str) != Some(response) {
+    let role = m.get("role").and_then(Value::as_str).map(Role::parse);
+    if role != Some(Role::Assistant) || m.get("responseId").and_then(Value::as_str) != Some(response) {
         return false;
     }
     if let Some(Value::Array(list)) = m.get_mut("content") {

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use arbor_log::{Compaction, EntryKind, ThinkingLevelChange};
+use arbor_log::{Compaction, EntryKind, Role, ThinkingLevelChange};
 use serde_json::{json, Map, Number, Value};
 
 use super::build::{add_origin, message, message_mut, millis, origin, part_origin, usage, zero_usage, Builder, Parent};
@@ -119,8 +119,8 @@ fn response_item(b: &mut Builder, st: &mut State, r: &Record, key: &str, sub: &s
                 st.open = None;
                 let content: Vec<Value> = blocks(p.get("content")).iter().map(content_item).collect();
                 let time = b.time_of(r);
-                let m = json!({"role": "user", "content": content, "timestamp": millis(&time)});
-                b.count(&what, "message user");
+                let m = json!({"role": Role::User, "content": content, "timestamp": millis(&time)});
+                b.count(&what, &format!("message {}", Role::User));
                 b.push(key, Parent::Chain, time, message(m), json!([origin(r, kept(r, &["content"]))]));
             }
             _ => {
@@ -152,14 +152,14 @@ fn response_item(b: &mut Builder, st: &mut State, r: &Record, key: &str, sub: &s
             let (content, failed) = call_output(p.get("output"));
             let time = b.time_of(r);
             let m = json!({
-                "role": "toolResult",
+                "role": Role::ToolResult,
                 "toolCallId": call,
                 "toolName": st.names.get(call).map_or("", String::as_str),
                 "content": content,
                 "isError": failed,
                 "timestamp": millis(&time),
             });
-            b.count(&what, "message toolResult");
+            b.count(&what, &format!("message {}", Role::ToolResult));
             b.push(key, Parent::Chain, time, message(m), json!([origin(r, kept(r, &["output"]))]));
         }
         _ => {
@@ -238,7 +238,7 @@ fn gather(b: &mut Builder, st: &mut State, r: &Record, key: &str, what: &str, co
     let time = b.time_of(r);
     let calls = content.iter().any(is_call);
     let m = json!({
-        "role": "assistant",
+        "role": Role::Assistant,
         "content": content,
         "api": "openai-responses",
         "provider": st.provider,
@@ -247,7 +247,7 @@ fn gather(b: &mut Builder, st: &mut State, r: &Record, key: &str, what: &str, co
         "stopReason": if calls { "toolUse" } else { "stop" },
         "timestamp": millis(&time),
     });
-    b.count(what, "message assistant");
+    b.count(what, &format!("message {}", Role::Assistant));
     let id = b.push(key, Parent::Chain, time, message(m), json!([origin(r, kept(r, moved))]));
     st.open = Some(id.clone());
     st.unbilled = Some(id);

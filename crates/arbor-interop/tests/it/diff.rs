@@ -58,7 +58,7 @@ fn the_two_branches_of_an_imported_claude_rewind() {
         .unwrap();
     let d = diff(&s, &first.id, s.leaf_id().unwrap()).unwrap();
     let ancestor = s.get_entry(d.common_ancestor.as_deref().unwrap()).unwrap();
-    assert_eq!(ancestor.entry_type(), "custom", "the snapshot taken before both prompts");
+    assert_eq!(ancestor.entry_type(), arbor_log::EntryType::Custom, "the snapshot taken before both prompts");
     let a: Vec<&str> = d.a.tool_calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(a, ["Bash", "Grep"]);
     let b: Vec<&str> = d.b.tool_calls.iter().map(|c| c.name.as_str()).collect();

@@ -74,7 +74,7 @@ fn render(path: &Path, root: &Path) -> String {
             ),
             EntryKind::Label(l) => format!("label {:?} on {}", l.label.as_deref().unwrap_or(""), l.target_id),
             EntryKind::ThinkingLevelChange(t) => format!("thinking {}", t.thinking_level.as_deref().unwrap_or("")),
-            _ => e.entry_type().to_owned(),
+            _ => e.entry_type().to_string(),
         };
         let lines: Vec<String> = s
             .entry_json(&e.id)

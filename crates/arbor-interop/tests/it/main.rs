@@ -15,7 +15,7 @@ mod pi;
 use std::path::{Path, PathBuf};
 
 use arbor_interop::{import_transcripts, Format, ImportOptions, ImportReport};
-use arbor_tree::{Session, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 /// The repository's `fixtures/` folder.
 pub fn fixtures() -> PathBuf {
@@ -50,7 +50,7 @@ pub fn import(format: Format, paths: &[PathBuf], root: &Path) -> Vec<ImportRepor
 
 /// Opens a session read-only, writing nothing beside it.
 pub fn open(path: &Path) -> Session {
-    Session::open(path, SessionOptions { sidecar_index: false, ..SessionOptions::read_only() }).unwrap()
+    Session::open(path, OpenMode::ReadOnly, SessionOptions::default().with_index_dir(None)).unwrap()
 }
 
 /// The session files the reports name, in order.
