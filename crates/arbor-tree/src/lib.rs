@@ -66,6 +66,7 @@ mod check;
 mod error;
 mod index;
 mod listing;
+mod lock;
 pub mod paths;
 mod repair;
 mod session;
@@ -76,9 +77,10 @@ pub use check::{check_file, tree_findings, Finding, Severity};
 pub use error::TreeError;
 pub use index::MIN_INDEXED_BYTES;
 pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
+pub use lock::lock_path;
 pub use repair::{repair_file, RepairReport};
 pub use session::{OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
-pub use store::{lock_path, AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
+pub use store::{AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
 pub use tree::{sort_by_timestamp, Tree, TreeNode};
 
 /// The log format crate, for what the root does not re-export.
