@@ -3,6 +3,7 @@
 //! read-only files left alone, the holder always named, what is not a
 //! regular file refused (docs/reliability.md lists each promise and its test).
 
+mod disk_full;
 mod hooks;
 mod links;
 mod locks;
