@@ -4,6 +4,7 @@
 //! regular file refused (docs/reliability.md lists each promise and its test).
 
 mod disk_full;
+mod endless;
 mod hooks;
 mod links;
 mod locks;
