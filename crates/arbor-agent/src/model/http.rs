@@ -17,8 +17,6 @@ use super::{ClientOptions, ModelInfo};
 
 /// Most of an error body that is kept for the message.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
-/// Most of a non-streamed JSON body that is read.
-const JSON_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 #[derive(Debug)]
 pub(crate) struct Http {
@@ -175,7 +173,11 @@ impl Http {
         cancel: &CancellationToken,
         deadline: Instant,
     ) -> Result<Value, ModelError> {
-        let body = self.read_limited(response, JSON_BODY_LIMIT, cancel, deadline).await?;
+        let limit = self.opts.max_reply_bytes;
+        let body = self.read_limited(response, limit.saturating_add(1), cancel, deadline).await?;
+        if body.len() > limit {
+            return Err(ModelError::TooLarge { provider: self.provider.clone(), limit });
+        }
         serde_json::from_slice(&body).map_err(|e| ModelError::Protocol {
             provider: self.provider.clone(),
             api,
@@ -194,6 +196,8 @@ impl Http {
             idle: self.opts.idle_timeout,
             total: self.opts.request_timeout,
             deadline,
+            received: 0,
+            limit: self.opts.max_reply_bytes,
         }
     }
 }
@@ -261,15 +265,24 @@ pub(crate) struct SseParser {
 }
 
 impl SseParser {
-    /// Feeds bytes; returns the events they complete.
+    /// Feeds bytes; returns the events they complete. Linear in the bytes
+    /// fed: the complete lines are taken in one pass, and only an unfinished
+    /// last line stays buffered.
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        self.buf.extend_from_slice(bytes);
         let mut out = vec![];
-        while let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.buf.drain(..=pos).collect();
-            let line = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+        let mut rest = bytes;
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+            let (head, tail) = rest.split_at(pos);
+            rest = &tail[1..];
+            let line = if self.buf.is_empty() {
+                String::from_utf8_lossy(head).into_owned()
+            } else {
+                self.buf.extend_from_slice(head);
+                String::from_utf8_lossy(&std::mem::take(&mut self.buf)).into_owned()
+            };
             self.line(line.strip_suffix('\r').unwrap_or(&line), &mut out);
         }
+        self.buf.extend_from_slice(rest);
         out
     }
 
@@ -323,6 +336,9 @@ pub(crate) struct SseStream {
     idle: Duration,
     total: Duration,
     deadline: Instant,
+    /// Bytes of the stream so far, and the most it may have.
+    received: usize,
+    limit: usize,
 }
 
 impl std::fmt::Debug for SseStream {
@@ -361,7 +377,13 @@ impl SseStream {
                 Ok(Some(Err(e))) => {
                     return Err(ModelError::Stream { provider: self.provider.clone(), message: e.to_string() })
                 }
-                Ok(Some(Ok(chunk))) => self.queue.extend(self.parser.push(chunk.as_ref())),
+                Ok(Some(Ok(chunk))) => {
+                    self.received = self.received.saturating_add(chunk.len());
+                    if self.received > self.limit {
+                        return Err(ModelError::TooLarge { provider: self.provider.clone(), limit: self.limit });
+                    }
+                    self.queue.extend(self.parser.push(chunk.as_ref()))
+                }
             }
         }
     }

@@ -30,6 +30,9 @@ pub enum Reply {
     /// `delay_ms` between them; a client that hangs up during a pause is
     /// reported on [`MockServer::disconnected`].
     Slow { text: String, chunks: usize, delay_ms: u64 },
+    /// A streamed answer that never ends: text deltas as fast as the client
+    /// reads them, until it hangs up (reported on [`MockServer::disconnected`]).
+    Endless,
 }
 
 /// One recorded request.
@@ -230,6 +233,17 @@ async fn serve(
                 stream.flush().await?;
             }
             stream.write_all(tail.as_bytes()).await?;
+        }
+        Reply::Endless => {
+            let (head, deltas, _) = if anthropic {
+                anthropic_parts(&model, &["more text ".repeat(100)], "end_turn")
+            } else {
+                openai_parts(&model, &["more text ".repeat(100)], "stop")
+            };
+            stream.write_all(format!("{sse_head}{head}").as_bytes()).await?;
+            while stream.write_all(deltas[0].as_bytes()).await.is_ok() {}
+            disconnected.notify_one();
+            return Ok(());
         }
         Reply::Json(v) => {
             let text = v.to_string();

@@ -280,6 +280,25 @@ async fn a_silent_stream_times_out() {
 }
 
 #[tokio::test]
+async fn an_endless_stream_is_cut_at_the_reply_limit() {
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Endless);
+    for model in [openai_model(&mock), anthropic_model(&mock)] {
+        let opts = arbor_agent::ClientOptions { max_reply_bytes: 1024 * 1024, ..fast_client() };
+        let client = client_for(model, None, opts).unwrap();
+        let e = bounded(client.complete(&request(), CancellationToken::new())).await.unwrap_err();
+        assert!(matches!(e, ModelError::TooLarge { limit: 1_048_576, .. }), "{e}");
+        assert!(e.to_string().contains(": the reply is larger than 1 MiB (the limit;"), "{e}");
+        bounded(mock.disconnected.notified()).await;
+        // A streamed reply keeps what arrived and records the error.
+        let reply = bounded(client.stream(&request(), CancellationToken::new(), None)).await;
+        assert_eq!(reply.stop_reason(), "error");
+        assert!(reply.error_message().unwrap().contains("larger than 1 MiB"));
+        bounded(mock.disconnected.notified()).await;
+    }
+}
+
+#[tokio::test]
 async fn broken_streams_and_stream_errors_are_errors() {
     let mock = MockServer::start().await;
     mock.script([
