@@ -8,6 +8,7 @@ mod endless;
 mod hooks;
 mod links;
 mod locks;
+mod stale_index;
 
 use std::io::{Read, Write};
 use std::path::Path;
