@@ -357,6 +357,8 @@ pub struct AgentSession {
     pub(crate) model: Option<ModelInfo>,
     pub(crate) context: SessionContext,
     pub(crate) abort: AbortHandle,
+    /// Automatic compactions that failed in a row (see `prompt.rs`).
+    pub(crate) auto_compaction_failures: u32,
     failed: Option<String>,
     notices: Vec<String>,
 }
@@ -374,6 +376,7 @@ impl AgentSession {
             opts: options,
             context: SessionContext::empty(),
             abort: AbortHandle::default(),
+            auto_compaction_failures: 0,
             failed: None,
             notices: vec![],
         };
@@ -697,6 +700,8 @@ impl AgentSession {
     /// small)`, `Compaction cancelled` (a hook or an abort), and the
     /// summarizer's `Summarization failed: …`. Nothing is written on error.
     pub async fn compact(&mut self, options: CompactOptions) -> Result<CompactResult, AgentError> {
+        // Asking for a compaction gives automatic compaction its tries back.
+        self.auto_compaction_failures = 0;
         let mut failures = vec![];
         self.run_compaction(options, &mut failures).await
     }

@@ -87,7 +87,7 @@ pub use model::{
 };
 pub use prompt::{
     is_context_overflow, AgentEvent, AutoCompactionOutcome, AutoCompactionReason, EventSink, PromptOptions,
-    PromptResult, OVERFLOW_RECOVERY_FAILED, THINKING_LEVELS,
+    PromptResult, AUTO_COMPACTION_MAX_FAILURES, OVERFLOW_RECOVERY_FAILED, THINKING_LEVELS,
 };
 pub use prompts::{
     BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_CONTENT_TO_SUMMARIZE, NO_PRIOR_HISTORY, SUMMARIZATION_PROMPT,
