@@ -58,8 +58,13 @@ commands:
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;
                                     with a script, run it under node with the package importable
-  fuzz [--seconds N] [--target T]   run each cargo-fuzz target in fuzz/ for N seconds (default 60)
-                                    on a corpus seeded from fixtures/ (installs cargo-fuzz)
+  fuzz [options]                    run each cargo-fuzz target in fuzz/ (installs cargo-fuzz) on its
+                                    kept corpus (fuzz/corpus/) plus seeds, with its dictionary
+      --seconds N                   for N seconds each (default 60)
+      --runs N                      for N executions each instead
+      --target T                    only target T
+      --minimize                    replace the kept corpus with the merged, minimized one
+      --asan                        build with AddressSanitizer (default: no sanitizer)
 ";
 
 fn main() -> ExitCode {
