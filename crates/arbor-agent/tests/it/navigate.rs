@@ -510,7 +510,7 @@ impl arbor_tree::AppendHandle for FailingAppend {
 }
 
 impl arbor_tree::Store for FailingStore {
-    fn exists(&self, path: &std::path::Path) -> bool {
+    fn exists(&self, path: &std::path::Path) -> Result<bool, arbor_tree::TreeError> {
         self.inner.exists(path)
     }
     fn read_from(

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 /// The searchable text of an entry line's parsed value (empty when it has none).
-pub fn entry_text(entry: &Value) -> String {
+pub fn searchable_text(entry: &Value) -> String {
     let mut out = String::new();
     let field = |k: &str| entry.get(k).and_then(Value::as_str);
     match field("type").unwrap_or_default() {
@@ -115,7 +115,7 @@ mod tests {
             (json!({"type":"message","message":"not an object"}), ""),
         ];
         for (entry, want) in cases {
-            assert_eq!(entry_text(&entry), want, "{entry}");
+            assert_eq!(searchable_text(&entry), want, "{entry}");
         }
     }
 }
