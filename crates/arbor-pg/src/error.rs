@@ -75,6 +75,14 @@ pub enum PgError {
         /// The sessions it could mean (`DIR/FILE`).
         candidates: Vec<String>,
     },
+    /// A push or pull that would lose lines: nothing was written.
+    #[error("{name}: {reason}")]
+    Refused {
+        /// The local file or session at fault.
+        name: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// A write the arbor-tree seam refused (a live writer holds the session).
     #[error(transparent)]
     Tree(#[from] TreeError),

@@ -21,17 +21,24 @@
 //! How a team runs it: docs/postgres.md.
 
 mod error;
+mod follow;
 mod key;
 mod lines;
+mod list;
 mod lock;
 mod rows;
 mod schema;
+mod search;
 mod server;
 mod store;
+mod sync;
 mod write;
 
 pub use error::PgError;
+pub use follow::{Followed, Follower};
 pub use key::{SessionKey, ROOT};
 pub use schema::{latest as latest_schema, Migration, MIGRATIONS};
+pub use search::{TextHit, TextQuery};
 pub use server::Server;
 pub use store::PgStore;
+pub use sync::Transfer;

@@ -139,15 +139,21 @@ impl FactsParams {
 }
 
 /// Every line of session `id` from line `from_seq` on, concatenated, read as
-/// a stream (one statement: a consistent snapshot).
-pub(crate) fn read_lines(c: &mut impl GenericClient, id: i64, from_seq: i64) -> Result<Vec<u8>, postgres::Error> {
+/// a stream (one statement: a consistent snapshot), and how many lines.
+pub(crate) fn read_lines(
+    c: &mut impl GenericClient,
+    id: i64,
+    from_seq: i64,
+) -> Result<(Vec<u8>, i64), postgres::Error> {
     use postgres::fallible_iterator::FallibleIterator;
     let mut out = Vec::new();
+    let mut count = 0;
     let params: [(&(dyn ToSql + Sync), Type); 2] = [(&id, Type::INT8), (&from_seq, Type::INT8)];
     let mut rows =
         c.query_typed_raw("SELECT bytes FROM arbor.lines WHERE session = $1 AND seq >= $2 ORDER BY seq", params)?;
     while let Some(r) = rows.next()? {
         out.extend_from_slice(r.get::<_, &[u8]>(0));
+        count += 1;
     }
-    Ok(out)
+    Ok((out, count))
 }

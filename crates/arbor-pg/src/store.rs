@@ -105,13 +105,34 @@ impl PgStore {
         unreachable!("the loop returns on its second pass")
     }
 
-    /// Runs `f` in one transaction under the lock of `key` (see the module docs).
+    /// Runs `f` in one transaction under the lock of `key`: the writer's
+    /// (a [`crate::PgStore`] method called by the session that holds it), or
+    /// one taken for the transaction (see the module docs).
     pub(crate) fn write<T>(
         &self,
         key: &SessionKey,
         f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError>,
     ) -> Result<T, PgError> {
         let writer = guard(&self.inner.writers).get(key).cloned();
+        self.write_via(writer, key, f)
+    }
+
+    /// Runs `f` in one transaction as a writer of its own (a push): refused
+    /// while any writer holds the session, this process's included.
+    pub(crate) fn write_apart<T>(
+        &self,
+        key: &SessionKey,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError>,
+    ) -> Result<T, PgError> {
+        self.write_via(None, key, f)
+    }
+
+    fn write_via<T>(
+        &self,
+        writer: Option<Arc<Mutex<Conn>>>,
+        key: &SessionKey,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError>,
+    ) -> Result<T, PgError> {
         if let Some(w) = writer {
             let mut conn = guard(&w);
             let r = (|| {
@@ -152,7 +173,7 @@ impl PgStore {
     pub fn read_session(&self, key: &SessionKey) -> Result<Option<Vec<u8>>, PgError> {
         self.read(|c| {
             let Some(row) = SessionRow::find(c, key)? else { return Ok(None) };
-            Ok(Some(read_lines(c, row.id, 0)?))
+            Ok(Some(read_lines(c, row.id, 0)?.0))
         })
     }
 

@@ -178,7 +178,7 @@ pub(crate) fn repair_tail(
         "DELETE FROM arbor.search WHERE session = $1 AND seq = $2",
         &[(&row.id, Type::INT8), (&seq, Type::INT8)],
     )?;
-    let rest = read_lines(c, row.id, 0)?;
+    let (rest, _) = read_lines(c, row.id, 0)?;
     let facts = facts_of(&split_lines(&rest));
     let new = update(c, row.id, None, row.line_count - 1, rest.len() as i64, &facts)?;
     let repair = TailRepair::MovedTornTail { side_file: side.path(), bytes: bytes.len() as u64 };

@@ -77,7 +77,9 @@ pub use check::{check_file, check_session, tree_findings, Finding, Severity};
 pub use error::{LockHolder, TreeError};
 pub use facts::{ListingFacts, ListingKind};
 pub use index::MIN_INDEXED_BYTES;
-pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
+pub use listing::{
+    find_most_recent_session, list_all_sessions, list_sessions, read_session_info, sort_newest_first, SessionListInfo,
+};
 pub use repair::{repair_file, RepairReport};
 pub use session::{OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
 pub use store::{lock_path, AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};

@@ -90,7 +90,8 @@ pub fn list_all_sessions(store: &dyn Store, root: &Path) -> Result<Vec<SessionLi
     Ok(out)
 }
 
-fn sort_newest_first(v: &mut [SessionListInfo]) {
+/// Sorts listings newest first (by `modified`, then by path), as pi lists them.
+pub fn sort_newest_first(v: &mut [SessionListInfo]) {
     v.sort_by(|a, b| {
         let (x, y) = (parse_iso_ms(&a.modified), parse_iso_ms(&b.modified));
         y.cmp(&x).then_with(|| a.path.cmp(&b.path))

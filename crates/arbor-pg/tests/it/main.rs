@@ -4,7 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod child;
+mod lock;
 mod session;
+mod sync;
 
 use std::path::PathBuf;
 
