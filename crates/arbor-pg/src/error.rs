@@ -116,8 +116,8 @@ impl PgError {
 }
 
 /// The driver's error in one line: the server's message for a database
-/// error, else the deepest cause (an I/O error says "Connection refused"),
-/// else the driver's own words.
+/// error, else the deepest cause (an I/O error: "Connection refused (os
+/// error 111)"), else the driver's own words ("connection closed").
 pub(crate) fn reason(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut s = db.message().to_owned();
@@ -135,7 +135,7 @@ pub(crate) fn reason(e: &postgres::Error) -> String {
         cause = c.source();
     }
     match last {
-        Some(c) => format!("{e}: {c}"),
+        Some(c) => c.to_string(),
         None => e.to_string(),
     }
 }

@@ -5,7 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod child;
+mod failure;
+mod follow;
+mod list;
 mod lock;
+mod schema;
 mod session;
 mod sync;
 

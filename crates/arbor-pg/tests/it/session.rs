@@ -56,7 +56,7 @@ fn a_session_on_the_server_holds_the_bytes_a_file_would() {
         a.entries_json().map(|(_, j)| j.to_owned()).collect::<Vec<_>>(),
         b.entries_json().map(|(_, j)| j.to_owned()).collect::<Vec<_>>()
     );
-    assert_eq!(b.session_name().as_deref(), Some("named"));
-    assert_eq!(b.get_label(b.get_branch(None)[1].id.as_str()).as_deref(), Some("start"));
+    assert_eq!(b.session_name(), Some("named"));
+    assert_eq!(b.get_label(b.get_branch(None)[1].id.as_str()), Some("start"));
     assert!(Path::new(&on_server).starts_with(arbor_pg::ROOT));
 }
