@@ -9,6 +9,7 @@ use postgres::{GenericClient, Row};
 use arbor_tree::{ListingFacts, ListingKind};
 
 use crate::key::SessionKey;
+use crate::server::SqlError;
 
 /// A session's row.
 #[derive(Debug, Clone)]
@@ -138,22 +139,100 @@ impl FactsParams {
     }
 }
 
-/// Every line of session `id` from line `from_seq` on, concatenated, read as
-/// a stream (one statement: a consistent snapshot), and how many lines.
+/// Every line of session `id` from line `from_seq` on, concatenated, and
+/// how many lines: one statement (a consistent snapshot), streamed in
+/// COPY's binary format (a third faster than rows for a large session).
 pub(crate) fn read_lines(
     c: &mut impl GenericClient,
     id: i64,
     from_seq: i64,
-) -> Result<(Vec<u8>, i64), postgres::Error> {
-    use postgres::fallible_iterator::FallibleIterator;
+) -> Result<(Vec<u8>, i64), SqlError> {
+    // COPY takes no parameters; the two numbers are formatted, never text.
+    let sql = format!(
+        "COPY (SELECT bytes FROM arbor.lines WHERE session = {id} AND seq >= {from_seq} ORDER BY seq) \
+         TO STDOUT (FORMAT binary)"
+    );
+    let reader = c.copy_out(&sql)?;
     let mut out = Vec::new();
+    let count = copy_binary_fields(std::io::BufReader::with_capacity(1 << 20, reader), &mut out).map_err(copy_error)?;
+    Ok((out, count))
+}
+
+/// Appends the one field of every tuple of a binary COPY stream to `out`; the number of tuples.
+fn copy_binary_fields(mut r: impl std::io::Read, out: &mut Vec<u8>) -> std::io::Result<i64> {
+    use std::io::{Error, ErrorKind};
+    let bad = |what: &str| Error::new(ErrorKind::InvalidData, format!("COPY stream: {what}"));
+    let mut head = [0u8; 19];
+    r.read_exact(&mut head)?;
+    if &head[..11] != b"PGCOPY\n\xff\r\n\0" {
+        return Err(bad("no signature"));
+    }
+    let ext = u32::from_be_bytes([head[15], head[16], head[17], head[18]]);
+    if ext > 1 << 16 {
+        return Err(bad("an oversized header extension"));
+    }
+    let mut skip = vec![0u8; ext as usize];
+    r.read_exact(&mut skip)?;
     let mut count = 0;
-    let params: [(&(dyn ToSql + Sync), Type); 2] = [(&id, Type::INT8), (&from_seq, Type::INT8)];
-    let mut rows =
-        c.query_typed_raw("SELECT bytes FROM arbor.lines WHERE session = $1 AND seq >= $2 ORDER BY seq", params)?;
-    while let Some(r) = rows.next()? {
-        out.extend_from_slice(r.get::<_, &[u8]>(0));
+    loop {
+        let mut n = [0u8; 2];
+        r.read_exact(&mut n)?;
+        match i16::from_be_bytes(n) {
+            -1 => return Ok(count),
+            1 => {}
+            _ => return Err(bad("a tuple of other than one field")),
+        }
+        let mut len = [0u8; 4];
+        r.read_exact(&mut len)?;
+        let len = usize::try_from(i32::from_be_bytes(len)).map_err(|_| bad("a null line"))?;
+        let at = out.len();
+        out.resize(at + len, 0);
+        r.read_exact(&mut out[at..])?;
         count += 1;
     }
-    Ok((out, count))
+}
+
+/// A broken COPY stream: the driver's error inside it (a lost connection stays one), or what was wrong.
+fn copy_error(e: std::io::Error) -> SqlError {
+    let text = e.to_string();
+    match e.into_inner().map(|inner| inner.downcast::<postgres::Error>()) {
+        Some(Ok(pg)) => SqlError::Pg(*pg),
+        _ => SqlError::Invariant(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn stream(fields: &[Option<&[u8]>]) -> Vec<u8> {
+        let mut s = b"PGCOPY\n\xff\r\n\0".to_vec();
+        s.extend([0, 0, 0, 0, 0, 0, 0, 0]);
+        for f in fields {
+            s.extend(1i16.to_be_bytes());
+            match f {
+                Some(b) => {
+                    s.extend((b.len() as i32).to_be_bytes());
+                    s.extend(*b);
+                }
+                None => s.extend((-1i32).to_be_bytes()),
+            }
+        }
+        s.extend((-1i16).to_be_bytes());
+        s
+    }
+
+    #[test]
+    fn binary_copy_streams_give_their_fields_in_order() {
+        let mut out = vec![];
+        let n = copy_binary_fields(&stream(&[Some(b"a\n"), Some(b""), Some(b"bc\n")])[..], &mut out).unwrap();
+        assert_eq!((n, out.as_slice()), (3, &b"a\nbc\n"[..]));
+        let mut out = vec![];
+        assert!(copy_binary_fields(&stream(&[None])[..], &mut out).is_err());
+        assert!(copy_binary_fields(&b"PGCOPY"[..], &mut out).is_err());
+        let mut cut = stream(&[Some(b"abc")]);
+        cut.truncate(cut.len() - 4);
+        assert!(copy_binary_fields(&cut[..], &mut out).is_err());
+    }
 }
