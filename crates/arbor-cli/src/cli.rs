@@ -205,6 +205,12 @@ enum Command {
     },
     /// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
     Search(crate::commands::search::Args),
+    /// Import Claude Code transcripts or Codex CLI rollouts as pi sessions.
+    Import(crate::commands::import::Args),
+    /// Export a session: the path as Markdown, the whole tree as one HTML page, or clean JSONL.
+    Export(crate::commands::export::Args),
+    /// Compare two entries: their common ancestor and what each side adds.
+    Diff(crate::commands::diff::Args),
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -246,6 +252,19 @@ fn open_read(file: &Path, ids: IdMode) -> Result<Session> {
     let s = Session::open(file, OpenMode::ReadOnly, options(ids))?;
     print_diagnostics(file, s.diagnostics());
     Ok(s)
+}
+
+/// An `arbor-interop` error about the session `file`, naming the file as the user gave it.
+pub(crate) fn interop_error(file: &Path, e: arbor_interop::InteropError) -> anyhow::Error {
+    match e {
+        arbor_interop::InteropError::NoEntry { id, .. } => anyhow::anyhow!("{}: Entry {id} not found", file.display()),
+        e => e.into(),
+    }
+}
+
+/// Opens a session read-only (as `arbor tree` does), its diagnostics on stderr.
+pub(crate) fn open_read_only(file: &Path) -> Result<Session> {
+    open_read(file, IdMode::Random)
 }
 
 fn open_write(file: &Path, ids: IdMode) -> Result<Session> {
@@ -619,6 +638,9 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             return crate::chat::run(out, target, &flags, config, &|| options(ids));
         }
         Command::Search(args) => return crate::commands::search::run(args, out),
+        Command::Import(args) => return crate::commands::import::run(args, out),
+        Command::Export(args) => return crate::commands::export::run(args, out),
+        Command::Diff(args) => return crate::commands::diff::run(args, out),
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);
             let scope = if all {

@@ -12,6 +12,9 @@ mod chat;
 mod cli;
 mod picker;
 mod commands {
+    pub mod diff;
+    pub mod export;
+    pub mod import;
     pub mod search;
 }
 mod render;
