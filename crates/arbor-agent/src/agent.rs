@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use arbor_context::{message_of_entry, plan_context, ContextPlan, PathHead, SessionContext};
+use arbor_context::{session_context, SessionContext};
 use arbor_log::{Clock, Entry, EntryKind, SystemClock};
 use arbor_tree::{Session, TreeError, LEAF_MARKER_TYPE};
 use serde_json::{json, Value};
@@ -40,36 +40,6 @@ pub(crate) async fn emit(
     let emitted = hooks.emit(event, cancel).await;
     failures.extend(emitted.failures);
     emitted.response
-}
-
-/// The context at the session's leaf, decoding only the path entries it
-/// reads (on all cores) and moving them into it: on a large session that is
-/// what the answer costs, not the whole path. The same value as
-/// `build_context_from_path(&session.get_branch(None))` (tested in
-/// arbor-context's `positions` tests).
-pub fn session_context(session: &Session) -> SessionContext {
-    let (idx, plan) = plan_session_context(session);
-    let wanted: Vec<usize> = plan.message_positions().map(|p| idx[p]).collect();
-    let mut messages = session.decode_many(&wanted).into_iter();
-    plan.into_context(|_| messages.next().flatten().and_then(message_of_entry))
-}
-
-/// The leaf's path (positions in file order) and the [`plan_context`] of its
-/// context, whose positions index that path: the settings and made-up
-/// messages are decoded (on all cores), each other message is left where it
-/// is stored, for callers that copy it from there ([`session_context`] decodes it).
-pub fn plan_session_context(session: &Session) -> (Vec<usize>, ContextPlan) {
-    let idx = session.branch_indices(None);
-    let heads: Vec<PathHead> = idx
-        .iter()
-        .map(|&i| PathHead {
-            id: session.id_at(i).unwrap_or_default(),
-            entry_type: session.entry_type_at(i).unwrap_or_default(),
-            role: session.message_role_at(i),
-        })
-        .collect();
-    let plan = plan_context(&heads, |ps| session.decode_many(&ps.iter().map(|&p| idx[p]).collect::<Vec<_>>()));
-    (idx, plan)
 }
 
 /// Which compaction algorithm [`AgentSession::compact`] uses.

@@ -64,7 +64,7 @@ mod prompts;
 mod summarizer;
 
 pub use agent::{
-    plan_session_context, session_context, AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult,
+    AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult,
     CompactionAlgorithm, ForkResult, NavigateOptions, NavigateResult,
 };
 pub use branch::{collect_entries_for_branch_summary, prepare_branch_entries, BranchCollection, BranchPreparation};
