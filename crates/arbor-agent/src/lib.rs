@@ -64,8 +64,8 @@ mod prompts;
 mod summarizer;
 
 pub use agent::{
-    AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult,
-    CompactionAlgorithm, ForkResult, NavigateOptions, NavigateResult,
+    AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult, CompactionAlgorithm, ForkResult,
+    NavigateOptions, NavigateResult,
 };
 pub use branch::{collect_entries_for_branch_summary, prepare_branch_entries, BranchCollection, BranchPreparation};
 pub use compaction::{

@@ -10,7 +10,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use arbor_log::{CounterIds, Diagnostic, Entry};
 use arbor_tree::{list_all_sessions, list_sessions, paths, Session, SessionOptions};
 
-use crate::render::{active_path, entry_text, layout_tree, record_tool_calls, ToolCalls};
+use arbor_context::render::{entry_text, normalize, ToolCalls};
+
+use crate::render::{active_path, layout_tree};
 
 /// Session trees for coding agents, compatible with pi's session files.
 #[derive(Debug, Parser)]
@@ -302,7 +304,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 let home = home();
                 let mut calls = ToolCalls::new();
                 for e in s.entries() {
-                    record_tool_calls(e, &mut calls);
+                    calls.record(e);
                     writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
                 }
                 writeln!(out, "leaf {}", s.leaf_id().unwrap_or("(none)"))?;
@@ -338,7 +340,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 let mut calls = ToolCalls::new();
                 for &i in &idx {
                     if let Some(e) = s.entry_at(i) {
-                        record_tool_calls(e, &mut calls);
+                        calls.record(e);
                         writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
                     }
                 }
@@ -422,7 +424,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 if json {
                     serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?;
                 } else {
-                    crate::transcript::write_transcript(out, &ctx, llm)?;
+                    arbor_context::render::write_transcript(out, &ctx, llm)?;
                 }
                 exit_without_freeing(ctx);
             }
@@ -528,7 +530,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 writeln!(out, "no sessions")?;
             } else {
                 for i in &list {
-                    let title = i.name.clone().unwrap_or_else(|| crate::render::normalize(&i.first_message));
+                    let title = i.name.clone().unwrap_or_else(|| normalize(&i.first_message));
                     let title: String = title.chars().take(60).collect();
                     writeln!(out, "{}  {:>5} msgs  {}  {}", i.modified, i.message_count, title, i.path.display())?;
                 }
@@ -555,7 +557,7 @@ pub(crate) fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
     for i in 0..s.len() {
         if s.message_role_at(i) == Some("assistant") {
             if let Some(e) = s.decode_at(i) {
-                record_tool_calls(&e, &mut calls);
+                calls.record(&e);
             }
         }
     }

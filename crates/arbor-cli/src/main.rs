@@ -10,7 +10,6 @@ mod agent_cmds;
 mod chat;
 mod cli;
 mod render;
-mod transcript;
 mod tui;
 
 use std::io::{self, Write};

@@ -1,17 +1,21 @@
 //! Rebuilding what the model sees from a session tree.
 //!
-//! `arbor-context` owns pi's `buildSessionContext` ([`build_session_context`],
-//! [`build_context_from_path`], [`walk_to_root`], and [`plan_context`] for
-//! callers that decode entries on demand): the root-to-leaf path, the
+//! `arbor-context` owns the context of a session at its leaf
+//! ([`session_context`], and [`write_context_json`], its JSON with stored
+//! messages copied from the file) and pi's `buildSessionContext` under it
+//! ([`build_session_context`], [`build_context_from_path`], [`walk_to_root`],
+//! and [`plan_context`] for callers that decode entries on demand): the root-to-leaf path, the
 //! replay of the latest compaction, the thinking level and model state (and
 //! oh-my-pi's per-role models, injected rules and mode). It owns the mapping of
 //! agent messages to model input ([`convert_to_llm`]), token estimation
-//! ([`estimate_tokens`], [`estimate_context_tokens`]) and the summarizer's
-//! text helpers ([`serialize_conversation`], [`FileOps`] and friends).
+//! ([`estimate_tokens`], [`estimate_context_tokens`]), the summarizer's
+//! text helpers ([`serialize_conversation`], [`FileOps`] and friends) and the
+//! text people read ([`render`]: an entry in one line, a context's transcript).
 //!
-//! It does not know files, the tree's indexes or leaf, models, summarizers or
-//! async runtimes: it takes entries (from `arbor-log`) or a path, and returns
-//! values. Messages stay opaque JSON so unknown fields pass through untouched.
+//! It does not know how files are stored or indexed (it asks an `arbor-tree`
+//! [`arbor_tree::Session`] for a path's heads, entries and JSON text), models,
+//! summarizers or async runtimes: it takes a session, entries or a path, and
+//! returns values. Messages stay opaque JSON so unknown fields pass through untouched.
 //!
 //! Promises:
 //! - the outputs are pi v0.58.3's, value for value: [`SessionContext::to_json`]
@@ -25,6 +29,7 @@ mod context;
 mod js;
 mod json;
 mod llm;
+pub mod render;
 mod serialize;
 mod session;
 mod tokens;

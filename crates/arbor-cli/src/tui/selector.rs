@@ -10,7 +10,9 @@ use serde_json::Value;
 use arbor_log::{Entry, EntryKind};
 use arbor_tree::{content_text, Session};
 
-use crate::render::{entry_text, layout, record_tool_calls, ToolCalls};
+use arbor_context::render::{entry_text, ToolCalls};
+
+use crate::render::layout;
 
 /// Which entries the list shows (spec 6.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -257,7 +259,7 @@ impl TreeSelector {
         let mut nodes = Vec::with_capacity(order.len());
         for row in &order {
             let Some(e) = session.entry_at(row.index) else { continue };
-            record_tool_calls(e, &mut calls);
+            calls.record(e);
             let parent = tree_parent.get(&row.index).and_then(|p| pos.get(p).copied());
             nodes.push(Node {
                 id: e.id.clone(),

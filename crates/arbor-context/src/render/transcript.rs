@@ -1,14 +1,16 @@
-//! The readable transcript of a context (`arbor context` without `--json`).
+//! The readable transcript of a context (`arbor context` without `--json`):
+//! a line or a few per message, then the model, thinking level and tokens.
 
-use std::io::Write;
+use std::io::{self, Write};
 
-use anyhow::Result;
 use serde_json::Value;
 
-use arbor_context::{convert_to_llm, estimate_context_tokens, SessionContext};
 use arbor_tree::content_text;
 
-use crate::render::{format_tool_call, normalize};
+use super::entry::{format_tool_call, normalize};
+use crate::context::SessionContext;
+use crate::llm::convert_to_llm;
+use crate::tokens::estimate_context_tokens;
 
 const WIDTH: usize = 160;
 
@@ -87,8 +89,9 @@ fn line_for(m: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// Writes one or more lines per message, then the model, thinking level and token estimate.
-pub fn write_transcript(out: &mut dyn Write, ctx: &SessionContext, llm: bool) -> Result<()> {
+/// Writes one or more lines per message of `ctx` (after [`convert_to_llm`]
+/// when `llm`), then the model, thinking level and token estimate.
+pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, llm: bool) -> io::Result<()> {
     let messages = if llm { convert_to_llm(&ctx.messages) } else { ctx.messages.clone() };
     let mut lines = vec![];
     for m in &messages {
