@@ -26,7 +26,8 @@ usage: cargo xtask <command> [options]
 
 commands:
   tidy                              check the crate chain, tokio-freedom of the lower crates,
-                                    `[lints] workspace = true` and `//!` crate docs
+                                    `[lints] workspace = true`, `//!` crate docs, and that the
+                                    CLI's command modules import no other command module
   gen-session OUT ENTRIES [SEED]    write a synthetic pi v3 session (deterministic per seed)
       --small                       ~450-byte entries with a deep active path (use with ~1000000)
   bench [options]                   release-build arbor and `arbor-log`'s `scan` example and time

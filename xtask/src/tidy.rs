@@ -11,6 +11,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+mod commands;
+
 /// The crate chain, bottom first: a crate may depend only on crates before it.
 pub const CHAIN: [&str; 5] = ["arbor-log", "arbor-tree", "arbor-context", "arbor-agent", "arbor-cli"];
 
@@ -22,6 +24,7 @@ pub fn run(root: &Path) -> Result<()> {
     let mut problems = check_chain(&meta)?;
     problems.extend(check_no_tokio(&meta)?);
     problems.extend(check_crate_files(&meta, root)?);
+    problems.extend(commands::check(root)?);
     if !problems.is_empty() {
         for p in &problems {
             eprintln!("tidy: {p}");
@@ -29,7 +32,7 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} -> ... -> {} layered, no tokio under {}, crate lints and docs present)",
+        "tidy: ok ({} -> ... -> {} layered, no tokio under {}, crate lints and docs present, CLI commands apart)",
         CHAIN[CHAIN.len() - 1],
         CHAIN[0],
         SYNC_CRATES.join("/")
