@@ -20,7 +20,7 @@ const BATCH: usize = 2048;
 /// to the text of numbers and strings (the parsed JSON is the same).
 ///
 /// The messages of `message` entries are copied from the entries' JSON text
-/// as stored instead of being decoded and encoded again ([`stored_message`];
+/// as stored instead of being decoded and encoded again (`stored_message`;
 /// an entry it is not sure of is decoded). A batch of steps at a time, the
 /// lines are read and their messages cut out on all cores
 /// (`Session::map_json_many`), so only one batch's messages are held at once.
