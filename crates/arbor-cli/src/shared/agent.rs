@@ -78,8 +78,7 @@ impl AgentSetup<'_> {
         let spec = m.model.clone().or_else(|| {
             // A base URL without a model applies to the model restored from the session.
             m.base_url.as_ref().and_then(|_| {
-                let path = session.get_branch(None);
-                arbor_context::build_context_from_path(&path).model.map(|r| format!("{}/{}", r.provider, r.model_id))
+                arbor_context::session_context(&session).model.map(|r| format!("{}/{}", r.provider, r.model_id))
             })
         });
         if let Some(spec) = spec {
