@@ -7,10 +7,11 @@
 //!
 //! - [`commands`]: one module per subcommand (its arguments and `run`) and
 //!   the dispatcher;
-//! - [`ui`]: the interactive front ends, `arbor tui` (the tree selector) and
-//!   `arbor chat` (a conversation with a model over `arbor-agent`);
+//! - [`ui`]: the interactive front ends, `arbor tui` (the tree selector),
+//!   `arbor chat` (a conversation with a model over `arbor-agent`) and the
+//!   session picker both open without a file;
 //! - [`shared`]: what both use (global flags, opening sessions, the agent
-//!   flows, printing).
+//!   flows, the catalog, printing).
 //!
 //! Commands never import each other, and the front ends import no command:
 //! the imports run `main → commands → ui → shared`.

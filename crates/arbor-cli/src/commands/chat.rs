@@ -4,15 +4,19 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
+
+use arbor_tree::paths;
 
 use crate::shared::session::Globals;
 use crate::ui::chat::{self, ModelFlags, Target};
+use crate::ui::picker::{self, Picked};
 
 /// Talk to a model in a branching session: prompts, /tree, /branch, /label, /compact, … (see docs/cli.md).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The session file (default: the most recent session of the current directory, or a new one).
+    /// The session file (default: pick one in the session picker; without a terminal, the most
+    /// recent session of the current directory, or a new one).
     file: Option<PathBuf>,
     /// Start a new session (at FILE when given, else in the sessions directory of the current directory).
     #[arg(long)]
@@ -35,6 +39,15 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let target = match args.file {
         Some(path) => Target::File { path, new: args.new },
         None if args.new => Target::New,
+        None if picker::available() => {
+            let cwd = std::env::current_dir().context("cannot read the current directory")?;
+            match picker::pick(&paths::sessions_root(), &cwd.to_string_lossy())? {
+                Picked::Session { path, .. } => Target::File { path, new: false },
+                Picked::Left => return Ok(ExitCode::SUCCESS),
+                // No session anywhere yet: start one, as before.
+                Picked::NoSessions => Target::Recent,
+            }
+        }
         None => Target::Recent,
     };
     let flags = ModelFlags { model: args.model, base_url: args.base_url, hooks: args.hooks };

@@ -1,4 +1,5 @@
-//! `arbor ls`: the sessions of a working directory, or of all, newest first.
+//! `arbor ls`: the sessions of a working directory, or of all, newest first,
+//! from the catalog.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,9 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
+use arbor_catalog::Scope;
 use arbor_context::render::normalize;
-use arbor_tree::{list_all_sessions, list_sessions, paths, FileStore};
+use arbor_tree::paths;
 
+use crate::shared::catalog;
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
 
@@ -31,16 +34,16 @@ pub struct Args {
 
 pub fn run(args: Args, _: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let root = args.sessions_dir.unwrap_or_else(paths::sessions_root);
-    let list = if args.all {
-        list_all_sessions(&FileStore, &root)?
+    let scope = if args.all {
+        Scope::All
     } else {
         let cwd = match args.cwd {
             Some(c) => c,
             None => std::env::current_dir().context("cannot read the current directory")?,
         };
-        let cwd = cwd.to_string_lossy().into_owned();
-        list_sessions(&FileStore, &paths::session_dir_for(&root, &cwd))?
+        Scope::cwd(&cwd.to_string_lossy())
     };
+    let list = catalog::list(&root, &scope, args.json)?;
     if args.json {
         write_json_line(out, &list)?;
     } else if list.is_empty() {

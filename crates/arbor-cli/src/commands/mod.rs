@@ -31,6 +31,7 @@ mod ls;
 mod navigate;
 mod path;
 mod repair;
+mod search;
 mod tree;
 mod tui;
 
@@ -66,6 +67,7 @@ enum Command {
     Repair(repair::Args),
     Tui(tui::Args),
     Chat(chat::Args),
+    Search(search::Args),
     Ls(ls::Args),
 }
 
@@ -85,6 +87,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Repair(args) => repair::run(args, g, out),
         Command::Tui(args) => tui::run(args, g, out),
         Command::Chat(args) => chat::run(args, g, out),
+        Command::Search(args) => search::run(args, g, out),
         Command::Ls(args) => ls::run(args, g, out),
     }
 }

@@ -14,8 +14,11 @@ use crate::ui::tui::{self, FilterMode};
 /// Browse the session tree interactively: filter, search, fold, label, and navigate (pi's /tree).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The session file (default: the most recent session of the current directory).
+    /// The session file (default: pick one in the session picker).
     file: Option<PathBuf>,
+    /// Open the selector with this entry selected.
+    #[arg(long, value_name = "ID", conflicts_with = "fork")]
+    at: Option<String>,
     /// The filter the list opens with (pi's `treeFilterMode` setting).
     #[arg(long, value_enum, default_value = "default")]
     filter: FilterMode,
@@ -31,6 +34,6 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if args.fork {
         tui::run_fork(out, args.file, &args.model, g)
     } else {
-        tui::run(out, args.file, args.filter, &args.model, g)
+        tui::run(out, args.file, args.at, args.filter, &args.model, g)
     }
 }
