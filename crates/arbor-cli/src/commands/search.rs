@@ -12,7 +12,7 @@ use arbor_tree::paths;
 use crate::shared::catalog;
 use crate::shared::session::Globals;
 
-/// Search the text of every entry on every branch of the sessions (pi's picker syntax).
+/// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Space-separated tokens that must all match (fuzzy), "quoted phrases", or re:REGEX.
