@@ -270,6 +270,7 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         scan: release.join("examples").join(format!("scan{}", std::env::consts::EXE_SUFFIX)),
         append: release.join("examples").join(format!("append{}", std::env::consts::EXE_SUFFIX)),
         arbor: release.join(format!("arbor{}", std::env::consts::EXE_SUFFIX)),
+        cache: target.join("bench-cache"),
     };
 
     let sessions: Vec<(PathBuf, Option<usize>)> = match &opts.file {
@@ -308,12 +309,13 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         let file_bytes = fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?.len();
         // Warm the page cache so that every row (and every run) reads from memory.
         io::copy(&mut File::open(&file)?, &mut io::sink())?;
-        // The indexed rows measure reopening an unchanged file: build its sidecar index first.
+        // The indexed rows measure reopening an unchanged file: build its index first.
         let status = Command::new(&bins.arbor)
             .args([OsString::from("tree"), file.clone().into(), "--json".into()])
+            .env("ARBOR_CACHE_DIR", &bins.cache)
             .stdout(std::process::Stdio::null())
             .status()
-            .context("running arbor tree to build the sidecar index")?;
+            .context("running arbor tree to build the index")?;
         if !status.success() {
             bail!("arbor tree {} failed ({status})", file.display());
         }
@@ -372,6 +374,8 @@ struct Bins {
     scan: PathBuf,
     arbor: PathBuf,
     append: PathBuf,
+    /// The `ARBOR_CACHE_DIR` of the indexed rows (under `target/`, not the user's cache).
+    cache: PathBuf,
 }
 
 /// Labels of the built-in arbor rows.
@@ -379,17 +383,19 @@ const SCAN: &str = "arbor-log scan (light)";
 const FULL_SCAN: &str = "arbor-log scan (full decode)";
 const CONTEXT: &str = "arbor context --json (scan)";
 const TREE: &str = "arbor tree --json (scan)";
-const CONTEXT_INDEXED: &str = "arbor context --json (sidecar index)";
-const TREE_INDEXED: &str = "arbor tree --json (sidecar index)";
+const CONTEXT_INDEXED: &str = "arbor context --json (index)";
+const TREE_INDEXED: &str = "arbor tree --json (index)";
 
 /// The rows of the table, arbor's first. Add new built-in rows here.
 fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
     let (scan, arbor, f) = (bins.scan.as_os_str(), bins.arbor.as_os_str(), file.as_os_str());
+    let cache = bins.cache.to_string_lossy();
     let mut rows = vec![
         BenchCmd::new(CONTEXT, [arbor, "context".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_NO_INDEX", "1"),
         BenchCmd::new(TREE, [arbor, "tree".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_NO_INDEX", "1"),
-        BenchCmd::new(CONTEXT_INDEXED, [arbor, "context".as_ref(), f, "--json".as_ref()]),
-        BenchCmd::new(TREE_INDEXED, [arbor, "tree".as_ref(), f, "--json".as_ref()]),
+        BenchCmd::new(CONTEXT_INDEXED, [arbor, "context".as_ref(), f, "--json".as_ref()])
+            .with_env("ARBOR_CACHE_DIR", &cache),
+        BenchCmd::new(TREE_INDEXED, [arbor, "tree".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_CACHE_DIR", &cache),
         BenchCmd::new(SCAN, [scan, "--light".as_ref(), f]).capturing(),
     ];
     if opts.full_scan {
@@ -579,7 +585,7 @@ mod tests {
         let o = parse_opts(&args).unwrap();
         assert!(o.quick);
         assert_eq!(o.runs, 5);
-        let bins = Bins { scan: "scan".into(), arbor: "arbor".into(), append: "append".into() };
+        let bins = Bins { scan: "scan".into(), arbor: "arbor".into(), append: "append".into(), cache: "cache".into() };
         let rows = rows(&bins, Path::new("/d/s.jsonl"), &o).unwrap();
         assert_eq!(rows[0].label, CONTEXT);
         assert_eq!(rows[0].argv, ["arbor", "context", "/d/s.jsonl", "--json"].map(OsString::from));

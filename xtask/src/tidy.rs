@@ -32,12 +32,23 @@ fn chain_text() -> String {
     LAYERS.iter().rev().map(|layer| layer.join(" | ")).collect::<Vec<_>>().join(" -> ")
 }
 
-pub fn run(root: &Path) -> Result<()> {
+/// Crates that exist for tests only: any crate may use them, as a dev-dependency only.
+pub const DEV_ONLY: [&str; 1] = ["arbor-test-support"];
+
+/// Every problem the checks find in the workspace at `root` (what `cargo
+/// xtask tidy` reports, and what the test below requires to be none).
+pub fn problems(root: &Path) -> Result<Vec<String>> {
     let meta = crate::cargo_metadata(root, false)?;
     let mut problems = check_chain(&meta)?;
     problems.extend(check_no_tokio(&meta)?);
+    problems.extend(check_dev_only(&meta)?);
     problems.extend(check_crate_files(&meta, root)?);
     problems.extend(commands::check(root)?);
+    Ok(problems)
+}
+
+pub fn run(root: &Path) -> Result<()> {
+    let problems = problems(root)?;
     if !problems.is_empty() {
         for p in &problems {
             eprintln!("tidy: {p}");
@@ -45,9 +56,10 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} layered, no tokio under {}, crate lints and docs present, CLI commands apart)",
+        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart)",
         chain_text(),
-        SYNC_CRATES.join("/")
+        SYNC_CRATES.join("/"),
+        DEV_ONLY.join("/")
     );
     Ok(())
 }
@@ -101,6 +113,27 @@ pub fn check_chain(meta: &Value) -> Result<Vec<String>> {
                         chain_text()
                     ));
                 }
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// A [`DEV_ONLY`] crate is never a normal or build dependency of a workspace
+/// member (so no library or binary can ship test helpers).
+pub fn check_dev_only(meta: &Value) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let mut members: Vec<(String, &Value)> = members(meta)?.into_iter().collect();
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, pkg) in members {
+        for dep in array_field(pkg, "dependencies")? {
+            let dep_name = str_field(dep, "name")?;
+            let kind = dep.get("kind").and_then(Value::as_str);
+            if DEV_ONLY.contains(&dep_name) && kind != Some("dev") {
+                problems.push(format!(
+                    "{name} depends on {dep_name} as a {} dependency; it is for tests only (a dev-dependency)",
+                    kind.unwrap_or("normal")
+                ));
             }
         }
     }
@@ -307,6 +340,30 @@ mod tests {
             ("arbor-log", "serde_json", None),
             ("serde_json", "itoa", None),
         ]
+    }
+
+    #[test]
+    fn the_workspace_is_tidy() {
+        // What `cargo xtask tidy` checks, as a test, so `cargo test` enforces what CI enforces.
+        let root = crate::workspace_root().unwrap();
+        assert_eq!(problems(&root).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn test_support_only_as_a_dev_dependency() {
+        let mut edges = good_chain();
+        edges.push(("arbor-tree", "arbor-test-support", Some("dev")));
+        edges.push(("arbor-cli", "arbor-test-support", Some("dev")));
+        assert!(check_dev_only(&fake_meta(&edges)).unwrap().is_empty());
+        edges.push(("arbor-context", "arbor-test-support", None));
+        edges.push(("arbor-log", "arbor-test-support", Some("build")));
+        assert_eq!(
+            check_dev_only(&fake_meta(&edges)).unwrap(),
+            vec![
+                "arbor-context depends on arbor-test-support as a normal dependency; it is for tests only (a dev-dependency)",
+                "arbor-log depends on arbor-test-support as a build dependency; it is for tests only (a dev-dependency)",
+            ]
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use arbor_log::Role;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{emit, AgentSession};
@@ -36,7 +37,7 @@ impl AgentSession {
         let entry = self
             .session
             .get_entry(entry_id)
-            .filter(|e| e.message_role() == Some("user"))
+            .filter(|e| e.message_role() == Some(Role::User))
             .cloned()
             .ok_or(AgentError::InvalidForkEntry)?;
         let selected_text = editor_text(&entry).unwrap_or_default();

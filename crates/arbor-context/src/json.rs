@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use arbor_tree::Session;
+use arbor_tree::{Position, Session};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -48,8 +48,8 @@ pub fn write_context_json<W: Write + ?Sized>(session: &Session, out: &mut W) -> 
 
 /// The JSON text of each message a batch of steps gives, in order (a
 /// malformed `message` entry gives none).
-fn batch_messages(session: &Session, path: &[usize], batch: &[ContextStep]) -> io::Result<Vec<Vec<u8>>> {
-    let stored: Vec<usize> = batch
+fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -> io::Result<Vec<Vec<u8>>> {
+    let stored: Vec<Position> = batch
         .iter()
         .filter_map(|step| match step {
             ContextStep::Message(p) => Some(path[*p]),
@@ -123,7 +123,7 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    use arbor_tree::SessionOptions;
+    use arbor_tree::{OpenMode, SessionOptions};
     use serde_json::{json, Value};
 
     use crate::session_context;
@@ -140,10 +140,10 @@ mod tests {
     fn check_file(path: &Path) -> usize {
         let mut checked = 0;
         for index_first in [true, false] {
-            let opts = SessionOptions { read_only: true, index_first, sidecar_index: false, ..Default::default() };
-            let Ok(mut s) = Session::open(path, opts) else { return 0 };
+            let opts = SessionOptions { index_first, index_dir: None, ..Default::default() };
+            let Ok(mut s) = Session::open(path, OpenMode::ReadOnly, opts) else { return 0 };
             let leaves: Vec<Option<String>> = std::iter::once(None)
-                .chain((0..s.len()).step_by((s.len() / 40).max(1)).map(|i| s.id_at(i).map(str::to_owned)))
+                .chain(s.positions().step_by((s.len() / 40).max(1)).map(|i| s.id_at(i).map(str::to_owned)))
                 .collect();
             for leaf in leaves {
                 if let Some(id) = &leaf {
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn context_json_parses_to_the_session_context_for_every_fixture() {
-        let files = crate::jsonl::jsonl_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
+        let files = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
         let checked: usize = files.iter().map(|f| check_file(f)).sum();
         assert!(files.len() > 40 && checked > 500, "{} files, {checked} leaves", files.len());
     }
@@ -214,7 +214,8 @@ mod tests {
         let f = session_file(&lines);
         assert!(check_file(f.path()) > 10);
         // The cases above are really there: the marker became its string's JSON.
-        let s = Session::open(f.path(), SessionOptions { read_only: true, ..Default::default() }).unwrap();
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
+            .unwrap();
         let ctx = written(&s);
         let messages = ctx["messages"].as_array().unwrap();
         assert!(messages.contains(&json!({"role": "user", "content": "second"})), "{ctx}");
@@ -240,7 +241,7 @@ mod tests {
         f.write_all(&text.bytes().map(|b| if b == b'@' { 0xff } else { b }).collect::<Vec<u8>>()).unwrap();
         f.write_all(b"\n").unwrap();
         assert!(check_file(f.path()) > 0);
-        let s = Session::open(f.path(), SessionOptions { read_only: true, sidecar_index: false, ..Default::default() })
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
             .unwrap();
         assert_eq!(written(&s)["messages"][0]["content"], "bad \u{fffd} byte");
     }
@@ -266,7 +267,7 @@ mod tests {
             })
             .collect();
         let f = session_file(&lines);
-        let s = Session::open(f.path(), SessionOptions { read_only: true, sidecar_index: false, ..Default::default() })
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
             .unwrap();
         let ctx = written(&s);
         assert_eq!(ctx, serde_json::to_value(session_context(&s)).unwrap());

@@ -71,10 +71,6 @@ mod serialize;
 mod session;
 mod tokens;
 
-#[cfg(test)]
-#[path = "../../arbor-log/tests/support/jsonl.rs"]
-mod jsonl;
-
 pub use context::{
     branch_summary_message, build_context_from_entries, build_context_from_path, build_session_context,
     compaction_summary_message, custom_message, message_of_entry, plan_context, timestamp_ms, walk_to_root,

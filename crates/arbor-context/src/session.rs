@@ -2,7 +2,7 @@
 //! the answer needs: the path's heads (no decoding), then the entries the
 //! context reads, on all cores.
 
-use arbor_tree::Session;
+use arbor_tree::{Position, Session};
 
 use crate::context::{message_of_entry, plan_context, ContextPlan, PathHead, SessionContext};
 
@@ -10,7 +10,7 @@ use crate::context::{message_of_entry, plan_context, ContextPlan, PathHead, Sess
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionPlan {
     /// The leaf's path, root first, as positions in file order.
-    pub path: Vec<usize>,
+    pub path: Vec<Position>,
     /// The [`plan_context`] of that path: its positions index [`SessionPlan::path`].
     pub plan: ContextPlan,
 }
@@ -22,7 +22,7 @@ pub struct SessionPlan {
 /// `positions` tests).
 pub fn session_context(session: &Session) -> SessionContext {
     let SessionPlan { path, plan } = plan_session_context(session);
-    let wanted: Vec<usize> = plan.message_positions().map(|p| path[p]).collect();
+    let wanted: Vec<Position> = plan.message_positions().map(|p| path[p]).collect();
     let mut messages = session.decode_many(&wanted).into_iter();
     plan.into_context(|_| messages.next().flatten().and_then(message_of_entry))
 }
@@ -32,13 +32,16 @@ pub fn session_context(session: &Session) -> SessionContext {
 /// where it is stored, for callers that copy it from there
 /// ([`session_context`] decodes it, [`crate::write_context_json`] copies it).
 pub fn plan_session_context(session: &Session) -> SessionPlan {
-    let path = session.branch_indices(None);
+    let path = session.branch_positions(None);
+    // Positions the session just gave: each has a head.
     let heads: Vec<PathHead> = path
         .iter()
-        .map(|&i| PathHead {
-            id: session.id_at(i).unwrap_or_default(),
-            entry_type: session.entry_type_at(i).unwrap_or_default(),
-            role: session.message_role_at(i),
+        .filter_map(|&p| {
+            Some(PathHead {
+                id: session.id_at(p)?,
+                entry_type: session.entry_type_at(p)?.clone(),
+                role: session.role_at(p).cloned(),
+            })
         })
         .collect();
     let plan = plan_context(&heads, |ps| session.decode_many(&ps.iter().map(|&p| path[p]).collect::<Vec<_>>()));

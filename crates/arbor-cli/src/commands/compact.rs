@@ -9,6 +9,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use arbor_agent::CompactOptions;
+use arbor_tree::OpenMode;
 
 use crate::shared::agent::{compact, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
@@ -34,7 +35,7 @@ pub struct Args {
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let opts = CompactOptions { custom_instructions: args.instructions, keep_recent_tokens: args.keep_recent_tokens };
-    let setup = AgentSetup { file: &args.file, model: &args.model, session: g.options(false) };
+    let setup = AgentSetup { file: &args.file, model: &args.model, mode: OpenMode::Write, session: g.options() };
     let r = compact(setup, opts)?;
     if args.json {
         write_json_line(

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use serde_json::json;
 
-use arbor_tree::Session;
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::shared::agent::{fork_before, write_fork, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
@@ -39,16 +39,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
-    let mut opts = g.options(true);
-    opts.session_dir = args.sessions_dir.clone();
+    let opts = SessionOptions { session_dir: args.sessions_dir.clone(), ..g.options() };
     if let Some(before) = &args.before {
         create_dir(args.sessions_dir.as_deref())?;
         let model = ModelArgs::hooks_only(args.hooks.clone());
-        let r = fork_before(AgentSetup { file: &args.file, model: &model, session: opts }, before)?;
+        // The source is only read; the fork writes a new file.
+        let setup = AgentSetup { file: &args.file, model: &model, mode: OpenMode::ReadOnly, session: opts };
+        let r = fork_before(setup, before)?;
         return write_fork(out, &r, args.json);
     }
     let at = args.at.as_deref().context("--at or --before is required")?;
-    let mut s = Session::open(&args.file, opts)?;
+    let mut s = Session::open(&args.file, OpenMode::ReadOnly, opts)?;
     print_diagnostics(&args.file, s.diagnostics());
     create_dir(args.sessions_dir.as_deref())?;
     let path = s.create_branched_session(at).with_context(|| args.file.display().to_string())?;

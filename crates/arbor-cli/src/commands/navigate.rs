@@ -9,6 +9,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use arbor_agent::{NavigateOptions, NavigateResult};
+use arbor_tree::OpenMode;
 
 use crate::shared::agent::{navigate, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
@@ -47,7 +48,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         replace_instructions: args.replace_instructions.then_some(true),
         label: args.label,
     };
-    let setup = AgentSetup { file: &args.file, model: &args.model, session: g.options(false) };
+    let setup = AgentSetup { file: &args.file, model: &args.model, mode: OpenMode::Write, session: g.options() };
     let r = navigate(setup, &args.target, opts, None)?;
     if args.json {
         write_json(out, &r)?;

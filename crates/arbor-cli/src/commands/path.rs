@@ -30,7 +30,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
             bail!("{}: Entry {id} not found", args.file.display());
         }
     }
-    let idx = s.branch_indices(args.id.as_deref());
+    let idx = s.branch_positions(args.id.as_deref());
     if args.json {
         write_json_list(out, idx.iter().filter_map(|&i| s.json_at(i)))?;
         out.write_all(b"\n")?;

@@ -16,8 +16,8 @@ use crate::shared::session::Globals;
 pub struct Args {
     /// The session file.
     file: PathBuf,
-    /// Apply: keep the original as FILE.backup-<ms>, move rejected lines to FILE.rejected-<ms>.
-    #[arg(long)]
+    // The help names the side files as `FILE.backup-<ms>`, which rustdoc would read as HTML.
+    #[arg(long, help = "Apply: keep the original as FILE.backup-<ms>, move rejected lines to FILE.rejected-<ms>")]
     write: bool,
     /// Print the report as JSON.
     #[arg(long)]

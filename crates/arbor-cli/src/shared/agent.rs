@@ -19,7 +19,7 @@ use arbor_agent::{
     AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult, HookBus, HookConfig, HookFailure,
     NavigateOptions, NavigateResult,
 };
-use arbor_tree::{Session, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use super::output::write_json_line;
 use super::session::print_diagnostics;
@@ -56,6 +56,8 @@ pub struct AgentSetup<'a> {
     pub file: &'a Path,
     /// `--model`, `--base-url`, `--hooks`.
     pub model: &'a ModelArgs,
+    /// What may happen to the file.
+    pub mode: OpenMode,
     /// How the session is opened.
     pub session: SessionOptions,
 }
@@ -71,7 +73,7 @@ impl AgentSetup<'_> {
         if let Some(h) = &m.hooks {
             load_hooks(h, &mut opts.hooks)?;
         }
-        let session = Session::open(self.file, self.session)?;
+        let session = Session::open(self.file, self.mode, self.session)?;
         if !m.diagnostics_shown {
             print_diagnostics(self.file, session.diagnostics());
         }

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use arbor_tree::{Session, Tree};
+use arbor_tree::{Position, Session, Tree};
 
 /// One laid-out row of a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +29,7 @@ struct Gutter {
 
 /// Positions of the entries on the path root → leaf.
 pub fn active_path(session: &Session) -> HashSet<usize> {
-    session.branch_indices(None).into_iter().collect()
+    session.branch_positions(None).into_iter().map(Position::get).collect()
 }
 
 /// Lays out a tree as pi's selector does (spec 6.2): the active branch first
@@ -113,5 +113,6 @@ pub fn layout(roots: &[usize], children: &dyn Fn(usize) -> Vec<usize>, active: &
 
 /// Lays out the whole tree of a session.
 pub fn layout_tree(tree: &Tree<'_>, active: &HashSet<usize>) -> Vec<Row> {
-    layout(tree.root_indices(), &|i| tree.child_indices(i).to_vec(), active)
+    let roots: Vec<usize> = tree.root_positions().iter().map(|p| p.get()).collect();
+    layout(&roots, &|i| tree.child_positions(Position::new(i)).iter().map(|p| p.get()).collect(), active)
 }

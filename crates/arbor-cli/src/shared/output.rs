@@ -6,8 +6,8 @@ use std::io::Write;
 use anyhow::Result;
 
 use arbor_context::render::{entry_text, ToolCalls};
-use arbor_log::Entry;
-use arbor_tree::Session;
+use arbor_log::{Entry, Role};
+use arbor_tree::{Position, Session};
 
 use super::layout::{active_path, layout_tree};
 
@@ -61,21 +61,22 @@ pub fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
     }
     let active = active_path(s);
     let rows = layout_tree(&tree, &active);
-    let width = rows.iter().filter_map(|r| s.id_at(r.index)).map(|id| id.chars().count()).max().unwrap_or(8);
-    let leaf = s.leaf_id().and_then(|id| s.index_of(id));
+    let width =
+        rows.iter().filter_map(|r| s.id_at(Position::new(r.index))).map(|id| id.chars().count()).max().unwrap_or(8);
+    let leaf = s.leaf_id().and_then(|id| s.position_of(id)).map(Position::get);
     let home = home();
     // Entries are decoded one at a time and not kept: only tool calls are
     // remembered (for the tool results that name them).
     let mut calls = ToolCalls::new();
-    for i in 0..s.len() {
-        if s.message_role_at(i) == Some("assistant") {
+    for i in s.positions() {
+        if s.role_at(i) == Some(&Role::Assistant) {
             if let Some(e) = s.decode_at(i) {
                 calls.record(&e);
             }
         }
     }
     for row in rows {
-        let Some(e) = s.decode_at(row.index) else { continue };
+        let Some(e) = s.decode_at(Position::new(row.index)) else { continue };
         let e = &e;
         let marker = if row.active { "• " } else { "" };
         let label = s.get_label(&e.id).map(|l| format!("[{l}] ")).unwrap_or_default();

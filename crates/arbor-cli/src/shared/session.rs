@@ -1,5 +1,6 @@
 //! The global flags, and opening a session for a command: the CLI never
-//! turns a missing or damaged file into a new session, and shows a file's
+//! turns a missing or damaged file into a new session (each command says
+//! what may happen to the file with an `OpenMode`), and shows a file's
 //! diagnostics on stderr.
 
 use std::path::Path;
@@ -8,7 +9,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use arbor_log::{CounterIds, Diagnostic};
-use arbor_tree::{Session, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 /// The flags every command takes (`arbor --ids … <command>`), passed to every `run`.
 #[derive(Debug, Clone, Args)]
@@ -28,14 +29,10 @@ pub enum IdMode {
 }
 
 impl Globals {
-    /// The options a command opens a session with: read-only, or for writing
-    /// an existing session.
-    pub fn options(&self, read_only: bool) -> SessionOptions {
-        // The CLI never turns a missing or damaged file into a new session: a
-        // writer refuses it with the same error a reader gives.
-        // `ARBOR_NO_INDEX` (any value) neither reads nor writes the sidecar index `FILE.arbor-index`.
-        let sidecar_index = std::env::var_os("ARBOR_NO_INDEX").is_none();
-        let opts = SessionOptions { read_only, create_or_recover: false, sidecar_index, ..SessionOptions::default() };
+    /// The options every command opens sessions with (the index cache as the
+    /// library places it: `$ARBOR_CACHE_DIR`, …, none under `ARBOR_NO_INDEX`).
+    pub fn options(&self) -> SessionOptions {
+        let opts = SessionOptions::default();
         match self.ids {
             IdMode::Random => opts,
             IdMode::Counter => opts.with_ids(CounterIds::new()),
@@ -44,14 +41,16 @@ impl Globals {
 
     /// Opens `file` read-only and prints its diagnostics.
     pub fn open_read(&self, file: &Path) -> Result<Session> {
-        let s = Session::open(file, self.options(true))?;
-        print_diagnostics(file, s.diagnostics());
-        Ok(s)
+        self.open(file, OpenMode::ReadOnly)
     }
 
     /// Opens `file` for writing (it must be a session) and prints its diagnostics.
     pub fn open_write(&self, file: &Path) -> Result<Session> {
-        let s = Session::open(file, self.options(false))?;
+        self.open(file, OpenMode::Write)
+    }
+
+    fn open(&self, file: &Path, mode: OpenMode) -> Result<Session> {
+        let s = Session::open(file, mode, self.options())?;
         print_diagnostics(file, s.diagnostics());
         Ok(s)
     }

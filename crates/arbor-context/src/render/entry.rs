@@ -5,8 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use arbor_log::{Entry, EntryKind};
-use arbor_tree::content_text;
+use arbor_log::{content_text, Entry, EntryKind, Role};
 
 /// Collapses newlines and tabs to spaces and trims.
 pub fn normalize(s: &str) -> String {
@@ -33,7 +32,7 @@ impl ToolCalls {
     /// Records the tool calls of an assistant entry (any other entry adds nothing).
     pub fn record(&mut self, entry: &Entry) {
         let Some(m) = entry.message() else { return };
-        if m.role() != Some("assistant") {
+        if m.role() != Some(Role::Assistant) {
             return;
         }
         if let Some(Value::Array(blocks)) = m.message.get("content") {
@@ -114,8 +113,8 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
         EntryKind::Message(m) => {
             let msg = &m.message;
             match m.role() {
-                Some("user") => format!("user: {}", clip(&content_text(msg.get("content"), ""))),
-                Some("assistant") => {
+                Some(Role::User) => format!("user: {}", clip(&content_text(msg.get("content"), ""))),
+                Some(Role::Assistant) => {
                     let text = clip(&content_text(msg.get("content"), ""));
                     if !text.is_empty() {
                         return format!("assistant: {text}");
@@ -129,7 +128,7 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
                         _ => "assistant: (no content)".into(),
                     }
                 }
-                Some("toolResult") => {
+                Some(Role::ToolResult) => {
                     let id = msg.get("toolCallId").and_then(Value::as_str).unwrap_or("");
                     match calls.get(id) {
                         Some((name, args)) => format_tool_call(name, args, home),
@@ -139,7 +138,7 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
                         },
                     }
                 }
-                Some("bashExecution") => {
+                Some(Role::BashExecution) => {
                     format!("[bash]: {}", clip(msg.get("command").and_then(Value::as_str).unwrap_or("")))
                 }
                 Some(role) => format!("[{role}]"),
@@ -167,7 +166,7 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
         EntryKind::TtsrInjection(_) => "[ttsr injection]".into(),
         EntryKind::ModeChange(m) => format!("[mode: {}]", m.mode),
         EntryKind::Unknown { entry_type, .. } | EntryKind::Malformed { entry_type, .. } => {
-            format!("[{}]", entry_type.replace('_', " "))
+            format!("[{}]", entry_type.as_str().replace('_', " "))
         }
     }
 }

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use arbor_tree::content_text;
+use arbor_log::content_text;
 
 use super::entry::{format_tool_call, normalize};
 use crate::context::SessionContext;

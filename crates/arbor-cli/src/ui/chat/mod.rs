@@ -4,7 +4,7 @@
 //! [`core::Chat`] holds the agent session and one method per command; two
 //! front ends drive it: [`screen`] in a terminal (streaming reply, the tree and
 //! message selectors, Esc to abort, double Escape; its state in [`view`], drawn
-//! by [`draw`]) and [`line`] when standard
+//! by [`draw`]) and [`line`](mod@line) when standard
 //! input is not a terminal (one line per prompt, command or answer: scripts,
 //! pipes and tests). Settings come from one file ([`settings`]).
 

@@ -27,7 +27,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 use arbor_agent::NavigateOptions;
-use arbor_tree::{paths, FileStore, Session};
+use arbor_tree::{paths, FileStore, OpenMode, Session};
 
 use crate::shared::agent::{self, AgentSetup, ModelArgs};
 use crate::shared::output::home;
@@ -133,12 +133,12 @@ impl TreeHost for FileHost<'_> {
         initial: Option<&str>,
         filter: FilterMode,
     ) -> Result<(TreeSelector, Option<String>)> {
-        let session = Session::open(self.file, self.globals.options(true))?;
+        let session = Session::open(self.file, OpenMode::ReadOnly, self.globals.options())?;
         Ok(selector_over(&session, height, initial, filter))
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
-        let mut s = Session::open(self.file, self.globals.options(false))?;
+        let mut s = Session::open(self.file, OpenMode::Write, self.globals.options())?;
         s.append_label_change(id, label).with_context(|| self.file.display().to_string())?;
         Ok(match label {
             Some(l) => format!("Label set: {l}"),
@@ -278,7 +278,7 @@ pub fn run(
 ) -> Result<ExitCode> {
     let Some((file, at)) = resolve_file(file, at)? else { return Ok(ExitCode::SUCCESS) };
     {
-        let s = Session::open(&file, globals.options(true))?;
+        let s = Session::open(&file, OpenMode::ReadOnly, globals.options())?;
         print_diagnostics(&file, s.diagnostics());
         if s.get_tree().is_empty() {
             writeln!(out, "No entries in session")?;
@@ -310,7 +310,7 @@ pub fn run(
             eprintln!("Summarizing branch... (Esc or Ctrl+C to cancel)");
             EscapeWatch::start()
         });
-        let setup = AgentSetup { file: &file, model, session: globals.options(false) };
+        let setup = AgentSetup { file: &file, model, mode: OpenMode::Write, session: globals.options() };
         let opts = NavigateOptions { summarize, custom_instructions: instructions, ..Default::default() };
         let result = agent::navigate(setup, &id, opts, escape.as_ref().map(EscapeWatch::flag));
         drop(escape);
@@ -365,7 +365,7 @@ pub fn select_message(term: &mut Term, next: NextEvent<'_>, mut sel: ForkSelecto
 pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, globals: &Globals) -> Result<ExitCode> {
     let Some((file, _)) = resolve_file(file, None)? else { return Ok(ExitCode::SUCCESS) };
     let sel = {
-        let s = Session::open(&file, globals.options(true))?;
+        let s = Session::open(&file, OpenMode::ReadOnly, globals.options())?;
         print_diagnostics(&file, s.diagnostics());
         ForkSelector::from_session(&s)
     };
@@ -383,6 +383,7 @@ pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, g
         return Ok(ExitCode::SUCCESS);
     };
     let model = ModelArgs { diagnostics_shown: true, ..model.clone() };
-    let r = agent::fork_before(AgentSetup { file: &file, model: &model, session: globals.options(true) }, &id)?;
+    let setup = AgentSetup { file: &file, model: &model, mode: OpenMode::ReadOnly, session: globals.options() };
+    let r = agent::fork_before(setup, &id)?;
     agent::write_fork(out, &r, false)
 }
