@@ -57,6 +57,8 @@ struct Opts {
     store_sizes: crate::store::Sizes,
     /// `--no-pi`: skip pi's listAll in the store bench.
     no_pi: bool,
+    /// `--html N`: the render time of the exported HTML page of an N-entry session.
+    html: Option<usize>,
 }
 
 fn parse_opts(args: &[String]) -> Result<Opts> {
@@ -74,6 +76,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         full_scan: false,
         store: None,
         store_sizes: crate::store::Sizes::default(),
+        html: None,
         no_pi: false,
     };
     let mut it = args.iter();
@@ -92,6 +95,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--file" => o.file = Some(PathBuf::from(value("--file")?)),
             "--cmd" => o.extra.push(value("--cmd")?),
             "--store" => o.store = Some(value("--store")?.parse().context("--store")?),
+            "--html" => o.html = Some(value("--html")?.parse().context("--html")?),
             "--store-entries" => {
                 let v = value("--store-entries")?;
                 let (a, b) = v.split_once('-').context("--store-entries MIN-MAX")?;
@@ -212,6 +216,20 @@ fn kib_to_mb(kib: u64) -> f64 {
     kib as f64 * 1024.0 / MB
 }
 
+/// Builds the release `arbor` binary and returns its path.
+fn build_arbor(root: &Path, target: &Path) -> Result<PathBuf> {
+    eprintln!("== building arbor (release)");
+    let status = crate::cargo()
+        .args(["build", "--release", "-p", "arbor-cli", "--bin", "arbor"])
+        .current_dir(root)
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("building arbor (release) failed ({status})");
+    }
+    Ok(target.join("release").join(format!("arbor{}", std::env::consts::EXE_SUFFIX)))
+}
+
 pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let opts = parse_opts(args)?;
     let meta = crate::cargo_metadata(root, true)?;
@@ -221,17 +239,12 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         .map(PathBuf::from)
         .context("cargo metadata has no target_directory")?;
 
+    if let Some(entries) = opts.html {
+        let arbor = build_arbor(root, &target)?;
+        return crate::bench_html::run(root, &arbor, &target, entries, opts.seed, opts.runs.max(1));
+    }
     if let Some(sessions) = opts.store {
-        eprintln!("== building arbor (release)");
-        let status = crate::cargo()
-            .args(["build", "--release", "-p", "arbor-cli", "--bin", "arbor"])
-            .current_dir(root)
-            .status()
-            .context("running cargo build")?;
-        if !status.success() {
-            bail!("building arbor (release) failed ({status})");
-        }
-        let arbor = target.join("release").join(format!("arbor{}", std::env::consts::EXE_SUFFIX));
+        let arbor = build_arbor(root, &target)?;
         let o = crate::bench_store::StoreOpts {
             sessions,
             seed: opts.seed,

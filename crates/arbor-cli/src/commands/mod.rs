@@ -24,8 +24,11 @@ mod chat;
 mod check;
 mod compact;
 mod context;
+mod diff;
 mod dump;
+mod export;
 mod fork;
+mod import;
 mod label;
 mod ls;
 mod navigate;
@@ -68,6 +71,9 @@ enum Command {
     Tui(tui::Args),
     Chat(chat::Args),
     Search(search::Args),
+    Import(import::Args),
+    Export(export::Args),
+    Diff(diff::Args),
     Ls(ls::Args),
 }
 
@@ -88,6 +94,9 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Tui(args) => tui::run(args, g, out),
         Command::Chat(args) => chat::run(args, g, out),
         Command::Search(args) => search::run(args, g, out),
+        Command::Import(args) => import::run(args, g, out),
+        Command::Export(args) => export::run(args, g, out),
+        Command::Diff(args) => diff::run(args, g, out),
         Command::Ls(args) => ls::run(args, g, out),
     }
 }

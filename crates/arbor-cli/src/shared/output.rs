@@ -2,6 +2,7 @@
 //! lists of stored entries, and the tree.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Result;
 
@@ -26,6 +27,14 @@ pub fn error_line(e: &anyhow::Error) -> String {
         msg.push_str(&text);
     }
     msg.replace('\n', " ")
+}
+
+/// An `arbor-interop` error about the session `file`, naming the file as the user gave it.
+pub fn interop_error(file: &Path, e: arbor_interop::InteropError) -> anyhow::Error {
+    match e {
+        arbor_interop::InteropError::NoEntry { id, .. } => anyhow::anyhow!("{}: Entry {id} not found", file.display()),
+        e => e.into(),
+    }
 }
 
 /// The home directory, which entry lines shorten to `~`.

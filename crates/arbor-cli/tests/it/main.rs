@@ -9,6 +9,7 @@ mod catalog;
 mod chat;
 mod commands;
 mod context_json;
+mod interop;
 mod model_server;
 mod read_only_dir;
 mod reference;
