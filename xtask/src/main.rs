@@ -29,7 +29,8 @@ usage: cargo xtask <command> [options]
 
 commands:
   tidy                              check the crate chain, tokio-freedom of the lower crates,
-                                    `[lints] workspace = true` and `//!` crate docs
+                                    `[lints] workspace = true`, `//!` crate docs, and that the
+                                    CLI's command modules import no other command module
   gen-session OUT ENTRIES [SEED]    write a synthetic pi v3 session (deterministic per seed)
       --small                       ~450-byte entries with a deep active path (use with ~1000000)
   gen-store ROOT SESSIONS [SEED]    write a store of synthetic sessions in pi's layout (50 to 2,000

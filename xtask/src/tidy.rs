@@ -11,6 +11,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+mod commands;
+
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
 /// each other).
@@ -46,6 +48,7 @@ pub fn problems(root: &Path) -> Result<Vec<String>> {
     problems.extend(check_no_tokio(&meta)?);
     problems.extend(check_dev_only(&meta)?);
     problems.extend(check_crate_files(&meta, root)?);
+    problems.extend(commands::check(root)?);
     Ok(problems)
 }
 
@@ -58,7 +61,7 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present)",
+        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart)",
         chain_text(),
         SYNC_CRATES.join("/"),
         DEV_ONLY.join("/")

@@ -9,7 +9,9 @@ use anyhow::Result;
 use arbor_interop::{Format, ImportOptions, ImportReport, Outcome};
 use arbor_tree::paths;
 
-/// Import Claude Code transcripts or Codex CLI rollouts as pi sessions (see docs/cli.md).
+use crate::shared::session::Globals;
+
+/// Import Claude Code transcripts or Codex CLI rollouts as pi sessions.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The transcripts' format.
@@ -35,7 +37,7 @@ enum FormatArg {
     Codex,
 }
 
-pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
+pub fn run(args: Args, _: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let format = match args.format {
         FormatArg::Claude => Format::Claude,
         FormatArg::Codex => Format::Codex,

@@ -9,7 +9,10 @@ use anyhow::{bail, Context as _, Result};
 use arbor_catalog::{Hit, Scope, SearchOptions};
 use arbor_tree::paths;
 
-/// Search the text of every entry on every branch of the sessions (pi's picker syntax).
+use crate::shared::catalog;
+use crate::shared::session::Globals;
+
+/// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Space-separated tokens that must all match (fuzzy), "quoted phrases", or re:REGEX.
@@ -32,7 +35,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
+pub fn run(args: Args, _: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let query = args.query.join(" ");
     if query.trim().is_empty() {
         bail!("the query is empty");
@@ -47,10 +50,10 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         };
         Scope::cwd(&cwd.to_string_lossy())
     };
-    let mut catalog = crate::catalog_cmds::open(&root)?;
-    let bar = crate::catalog_cmds::Bar::new();
+    let mut catalog = catalog::open(&root)?;
+    let bar = catalog::Bar::new();
     let hits = catalog.search(&query, &SearchOptions { scope, limit: args.limit }, &bar)?;
-    crate::catalog_cmds::warn(&mut catalog);
+    catalog::warn(&mut catalog);
     if args.json {
         serde_json::to_writer(&mut *out, &hits)?;
         out.write_all(b"\n")?;
