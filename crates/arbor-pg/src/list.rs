@@ -80,4 +80,18 @@ impl PgStore {
         sort_newest_first(&mut out);
         Ok(out)
     }
+
+    /// Every session file on the server (of `cwd` with `Some`), sorted by
+    /// name: what `arbor pull --all` pulls (damaged ones included).
+    pub fn keys(&self, cwd: Option<&str>) -> Result<Vec<SessionKey>, PgError> {
+        let dir = cwd.map(encode_cwd);
+        self.read(|c| {
+            let rows = c.query_typed(
+                "SELECT dir, name FROM arbor.sessions \
+                 WHERE name LIKE '%.jsonl' AND ($1::text IS NULL OR dir = $1) ORDER BY dir, name",
+                &[(&dir, Type::TEXT)],
+            )?;
+            Ok(rows.iter().map(|r| SessionKey { dir: r.get(0), name: r.get(1) }).collect())
+        })
+    }
 }

@@ -39,7 +39,8 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let target = match args.file {
         Some(path) => Target::File { path, new: args.new },
         None if args.new => Target::New,
-        None if picker::available() => {
+        // The picker lists local sessions (the catalog); on a server, the cwd's most recent one.
+        None if picker::available() && g.store.is_none() => {
             let cwd = std::env::current_dir().context("cannot read the current directory")?;
             match picker::pick(&paths::sessions_root(), &cwd.to_string_lossy())? {
                 Picked::Session { path, .. } => Target::File { path, new: false },

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use arbor_tree::{check_file, Finding, Severity};
+use arbor_tree::{check_file, check_session, Finding, Severity};
 
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
@@ -22,13 +22,18 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args, _: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut worst = None;
     let mut reports = vec![];
     for file in &args.files {
-        let findings = check_file(file).unwrap_or_else(|e| {
+        let checked = match g.server()? {
+            // On a server: the session the argument names, read through the store.
+            Some(_) => g.session(file).and_then(|p| Ok(check_session(&p, g.options()?)?)),
+            None => check_file(file).map_err(anyhow::Error::from),
+        };
+        let findings = checked.unwrap_or_else(|e| {
             // An unreadable file is an error finding; the other files are still checked.
-            vec![Finding { line: 0, severity: Severity::Error, code: "unreadable", message: e.to_string() }]
+            vec![Finding { line: 0, severity: Severity::Error, code: "unreadable", message: format!("{e:#}") }]
         });
         worst = worst.max(findings.iter().map(|f| f.severity).max());
         if args.json {

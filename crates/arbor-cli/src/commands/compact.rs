@@ -35,7 +35,8 @@ pub struct Args {
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let opts = CompactOptions { custom_instructions: args.instructions, keep_recent_tokens: args.keep_recent_tokens };
-    let setup = AgentSetup { file: &args.file, model: &args.model, mode: OpenMode::Write, session: g.options() };
+    let file = g.session(&args.file)?;
+    let setup = AgentSetup { file: &file, model: &args.model, mode: OpenMode::Write, session: g.options()? };
     let r = compact(setup, opts)?;
     if args.json {
         write_json_line(

@@ -39,20 +39,21 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
-    let opts = SessionOptions { session_dir: args.sessions_dir.clone(), ..g.options() };
+    let opts = SessionOptions { session_dir: args.sessions_dir.clone(), ..g.options()? };
+    let file = g.session(&args.file)?;
     if let Some(before) = &args.before {
-        create_dir(args.sessions_dir.as_deref())?;
+        create_dir(&opts, args.sessions_dir.as_deref())?;
         let model = ModelArgs::hooks_only(args.hooks.clone());
         // The source is only read; the fork writes a new file.
-        let setup = AgentSetup { file: &args.file, model: &model, mode: OpenMode::ReadOnly, session: opts };
+        let setup = AgentSetup { file: &file, model: &model, mode: OpenMode::ReadOnly, session: opts };
         let r = fork_before(setup, before)?;
         return write_fork(out, &r, args.json);
     }
     let at = args.at.as_deref().context("--at or --before is required")?;
-    let mut s = Session::open(&args.file, OpenMode::ReadOnly, opts)?;
-    print_diagnostics(&args.file, s.diagnostics());
-    create_dir(args.sessions_dir.as_deref())?;
-    let path = s.create_branched_session(at).with_context(|| args.file.display().to_string())?;
+    let mut s = Session::open(&file, OpenMode::ReadOnly, opts.clone())?;
+    print_diagnostics(&file, s.diagnostics());
+    create_dir(&opts, args.sessions_dir.as_deref())?;
+    let path = s.create_branched_session(at).with_context(|| file.display().to_string())?;
     s.materialize()?;
     let path = path.context("a file session always forks into a file")?;
     if args.json {
@@ -63,9 +64,10 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn create_dir(dir: Option<&Path>) -> Result<()> {
+/// Makes the directory for the new session in the session's store (a folder; nothing on a server).
+fn create_dir(opts: &SessionOptions, dir: Option<&Path>) -> Result<()> {
     if let Some(dir) = dir {
-        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+        opts.store.create_dir_all(dir).with_context(|| dir.display().to_string())?;
     }
     Ok(())
 }

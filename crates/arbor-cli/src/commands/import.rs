@@ -37,7 +37,8 @@ enum FormatArg {
     Codex,
 }
 
-pub fn run(args: Args, _: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    g.local_only("import", "import to files, then push them (arbor push)")?;
     let format = match args.format {
         FormatArg::Claude => Format::Claude,
         FormatArg::Codex => Format::Codex,

@@ -33,8 +33,11 @@ mod label;
 mod ls;
 mod navigate;
 mod path;
+mod pull;
+mod push;
 mod repair;
 mod search;
+mod tail;
 mod tree;
 mod tui;
 
@@ -75,6 +78,9 @@ enum Command {
     Export(export::Args),
     Diff(diff::Args),
     Ls(ls::Args),
+    Tail(tail::Args),
+    Push(push::Args),
+    Pull(pull::Args),
 }
 
 /// Runs one command, writing its output to `out`.
@@ -98,5 +104,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Export(args) => export::run(args, g, out),
         Command::Diff(args) => diff::run(args, g, out),
         Command::Ls(args) => ls::run(args, g, out),
+        Command::Tail(args) => tail::run(args, g, out),
+        Command::Push(args) => push::run(args, g, out),
+        Command::Pull(args) => pull::run(args, g, out),
     }
 }

@@ -48,7 +48,8 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         replace_instructions: args.replace_instructions.then_some(true),
         label: args.label,
     };
-    let setup = AgentSetup { file: &args.file, model: &args.model, mode: OpenMode::Write, session: g.options() };
+    let file = g.session(&args.file)?;
+    let setup = AgentSetup { file: &file, model: &args.model, mode: OpenMode::Write, session: g.options()? };
     let r = navigate(setup, &args.target, opts, None)?;
     if args.json {
         write_json(out, &r)?;

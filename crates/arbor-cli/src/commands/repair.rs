@@ -24,7 +24,8 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args, _: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    g.local_only("repair", "pull the session (arbor pull) and repair the local copy")?;
     let Args { file, write, json } = args;
     let report = repair_file(&file, write)?;
     if json {

@@ -22,6 +22,10 @@ pub struct Args {
     /// The filter the list opens with (pi's `treeFilterMode` setting).
     #[arg(long, value_enum, default_value = "default")]
     filter: FilterMode,
+    /// Draw the tree again as entries arrive (from another process, or with --store another
+    /// machine), keeping the selection.
+    #[arg(long, conflicts_with = "fork")]
+    follow: bool,
     /// Pick a user message instead and branch from it (pi's /branch): the new session file is
     /// written and its path and the message text are printed, like `fork --before`.
     #[arg(long)]
@@ -34,6 +38,6 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if args.fork {
         tui::run_fork(out, args.file, &args.model, g)
     } else {
-        tui::run(out, args.file, args.at, args.filter, &args.model, g)
+        tui::run(out, args.file, args.at, args.filter, args.follow, &args.model, g)
     }
 }

@@ -37,6 +37,16 @@ pub fn interop_error(file: &Path, e: arbor_interop::InteropError) -> anyhow::Err
     }
 }
 
+/// What a push or pull did: its word (`created`, `extended`, `unchanged`),
+/// a phrase for people, and the number of lines written.
+pub fn transfer(t: arbor_pg::Transfer) -> (&'static str, String, u64) {
+    match t {
+        arbor_pg::Transfer::Created { lines } => ("created", format!("created ({lines} lines)"), lines),
+        arbor_pg::Transfer::Extended { lines } => ("extended", format!("extended by {lines} lines"), lines),
+        arbor_pg::Transfer::Unchanged => ("unchanged", "unchanged".to_owned(), 0),
+    }
+}
+
 /// The home directory, which entry lines shorten to `~`.
 pub fn home() -> Option<String> {
     std::env::home_dir().map(|h| h.to_string_lossy().into_owned())

@@ -140,21 +140,27 @@ impl Chat {
         }
         opts.providers = providers.clone();
 
+        let session_opts = globals.options()?;
+        let store = session_opts.store.clone();
         let (session, created) = match &target {
             Target::File { path, new } => {
-                if !new && !path.exists() {
+                let path = &globals.session(path)?;
+                let existed = store.exists(path)?;
+                if !new && !existed {
                     bail!("{}: no such session file (use --new to start one there)", path.display());
                 }
-                let existed = path.exists();
                 // `--new` starts a session at a missing path; neither form replaces a file that is not a session.
                 let mode = if *new { OpenMode::WriteOrCreate } else { OpenMode::Write };
-                let s = Session::open(path, mode, globals.options())?;
+                let s = Session::open(path, mode, session_opts)?;
                 (s, !existed)
             }
-            Target::New => (Session::create(&process_cwd(), globals.options())?, true),
+            Target::New => (Session::create(&process_cwd(), session_opts)?, true),
             Target::Recent => {
-                let s = Session::continue_recent(&process_cwd(), globals.options())?;
-                let created = s.session_file().is_none_or(|p| !p.exists());
+                let s = Session::continue_recent(&process_cwd(), session_opts)?;
+                let created = match s.session_file() {
+                    Some(p) => !store.exists(p)?,
+                    None => true,
+                };
                 (s, created)
             }
         };

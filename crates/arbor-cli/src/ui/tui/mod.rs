@@ -20,16 +20,18 @@ mod view;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use crossterm::event::{self, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 use arbor_agent::NavigateOptions;
-use arbor_tree::{paths, FileStore, OpenMode, Session};
+use arbor_tree::{paths, OpenMode, Session};
 
 use crate::shared::agent::{self, AgentSetup, ModelArgs};
+use crate::shared::follow::{Followed, Watch};
 use crate::shared::output::home;
 use crate::shared::session::{print_diagnostics, Globals};
 use crate::ui::picker::{self, Picked};
@@ -41,6 +43,9 @@ pub use fork_selector::ForkSelector;
 pub use selector::FilterMode;
 use selector::Outcome;
 pub use selector::TreeSelector;
+
+/// How often a followed session is looked at while no key is pressed.
+const FOLLOW_TICK: Duration = Duration::from_millis(200);
 
 /// The choices offered after Enter (spec 5.4).
 const CHOICES: [&str; 3] = ["No summary", "Summarize", "Summarize with custom prompt"];
@@ -84,23 +89,29 @@ pub fn selector_over(
 
 /// The session to open and the entry to select: `file` and `at` as given;
 /// without a file, what the session picker picks (`None`: the user left it),
-/// or, without a terminal for it, the most recent session of the cwd.
-fn resolve_file(file: Option<PathBuf>, at: Option<String>) -> Result<Option<(PathBuf, Option<String>)>> {
+/// or, without a terminal for it (or on a server), the most recent session
+/// of the cwd.
+fn resolve_file(
+    file: Option<PathBuf>,
+    at: Option<String>,
+    globals: &Globals,
+) -> Result<Option<(PathBuf, Option<String>)>> {
     if let Some(f) = file {
-        return Ok(Some((f, at)));
+        return Ok(Some((globals.session(&f)?, at)));
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let cwd = cwd.to_string_lossy().into_owned();
-    let root = paths::sessions_root();
+    let opts = globals.options()?;
+    let root = opts.sessions_root.clone().unwrap_or_else(paths::sessions_root);
     let dir = paths::session_dir_for(&root, &cwd);
-    if picker::available() {
+    if picker::available() && globals.store.is_none() {
         return match picker::pick(&root, &cwd)? {
             Picked::Session { path, at: hit } => Ok(Some((path, at.or(hit)))),
             Picked::Left => Ok(None),
             Picked::NoSessions => bail!("no session for {cwd} in {}", dir.display()),
         };
     }
-    match arbor_tree::find_most_recent_session(&FileStore, &dir)? {
+    match arbor_tree::find_most_recent_session(opts.store.as_ref(), &dir)? {
         Some(p) => Ok(Some((p, at))),
         None => bail!("no session for {cwd} in {}", dir.display()),
     }
@@ -118,12 +129,18 @@ pub trait TreeHost {
     ) -> Result<(TreeSelector, Option<String>)>;
     /// Writes a label change; the answer is the status line.
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String>;
+    /// True when the session changed since the last look (`--follow`): the tree is drawn again.
+    fn changed(&mut self) -> Result<bool> {
+        Ok(false)
+    }
 }
 
-/// `arbor tui`'s host: the file, reopened read-only for each look.
+/// `arbor tui`'s host: the file, reopened read-only for each look, and
+/// watched for new entries with `--follow`.
 struct FileHost<'a> {
     file: &'a Path,
     globals: &'a Globals,
+    watch: Option<&'a mut Watch>,
 }
 
 impl TreeHost for FileHost<'_> {
@@ -133,12 +150,17 @@ impl TreeHost for FileHost<'_> {
         initial: Option<&str>,
         filter: FilterMode,
     ) -> Result<(TreeSelector, Option<String>)> {
-        let session = Session::open(self.file, OpenMode::ReadOnly, self.globals.options())?;
+        let session = Session::open(self.file, OpenMode::ReadOnly, self.globals.options()?)?;
         Ok(selector_over(&session, height, initial, filter))
     }
 
+    fn changed(&mut self) -> Result<bool> {
+        let Some(w) = self.watch.as_deref_mut() else { return Ok(false) };
+        Ok(w.wait(Duration::ZERO)? != Followed::Idle)
+    }
+
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
-        let mut s = Session::open(self.file, OpenMode::Write, self.globals.options())?;
+        let mut s = Session::open(self.file, OpenMode::Write, self.globals.options()?)?;
         s.append_label_change(id, label).with_context(|| self.file.display().to_string())?;
         Ok(match label {
             Some(l) => format!("Label set: {l}"),
@@ -159,7 +181,7 @@ pub fn select(
     skip_prompt: bool,
 ) -> Result<Decision> {
     let height = term.size().map(|s| s.height).unwrap_or(24);
-    let (mut sel, real_leaf) = host.selector(height, initial, filter)?;
+    let (mut sel, mut real_leaf) = host.selector(height, initial, filter)?;
     let mut screen = Screen::Tree;
     loop {
         term.draw(|f| {
@@ -173,7 +195,16 @@ pub fn select(
                 }
             }
         })?;
-        let Some(key) = read_key(next, |rows| sel.set_terminal_height(rows))? else { continue };
+        let Some(key) = read_key(next, |rows| sel.set_terminal_height(rows))? else {
+            // Followed: new entries arrived; the tree is read again, the selection and filter kept
+            // (not while a search or a label is being typed).
+            if matches!(screen, Screen::Tree) && sel.query().is_empty() && sel.label_edit().is_none() && host.changed()? {
+                let at = sel.selected_id().map(str::to_owned);
+                let (fresh, leaf) = host.selector(height, at.as_deref(), sel.mode())?;
+                (sel, real_leaf) = (fresh, leaf);
+            }
+            continue;
+        };
         let step = match screen {
             Screen::Tree => {
                 let Some(input) = keys::decode(&key) else { continue };
@@ -267,18 +298,20 @@ fn on_prompt_key(key: &KeyEvent, id: String, mut value: String) -> Step {
     }
 }
 
-/// `arbor tui [FILE] [--at ID]`: browse the tree (from entry `at`), label entries, and navigate.
+/// `arbor tui [FILE] [--at ID] [--follow]`: browse the tree (from entry `at`), label entries, and
+/// navigate; with `follow`, the tree is drawn again as entries arrive.
 pub fn run(
     out: &mut dyn Write,
     file: Option<PathBuf>,
     at: Option<String>,
     filter: FilterMode,
+    follow: bool,
     model: &ModelArgs,
     globals: &Globals,
 ) -> Result<ExitCode> {
-    let Some((file, at)) = resolve_file(file, at)? else { return Ok(ExitCode::SUCCESS) };
+    let Some((file, at)) = resolve_file(file, at, globals)? else { return Ok(ExitCode::SUCCESS) };
     {
-        let s = Session::open(&file, OpenMode::ReadOnly, globals.options())?;
+        let s = Session::open(&file, OpenMode::ReadOnly, globals.options()?)?;
         print_diagnostics(&file, s.diagnostics());
         if s.get_tree().is_empty() {
             writeln!(out, "No entries in session")?;
@@ -294,13 +327,21 @@ pub fn run(
     let model = &ModelArgs { diagnostics_shown: true, ..model.clone() };
     let mut initial: Option<String> = at;
     let mut status: Option<String> = None;
+    // Followed from now on: what is there was just read.
+    let mut watch = if follow { Some(Watch::open(globals, &file)?.0) } else { None };
     loop {
         let decision = {
             let _guard = TerminalGuard::enter()?;
             let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
             term.clear()?;
-            let mut host = FileHost { file: &file, globals };
-            let mut next = || Ok(event::read()?);
+            let mut host = FileHost { file: &file, globals, watch: watch.as_mut() };
+            let mut next = || -> Result<Event> {
+                // Following, a quiet terminal still gets a look at the session now and then.
+                if follow && !event::poll(FOLLOW_TICK)? {
+                    return Ok(Event::FocusGained);
+                }
+                Ok(event::read()?)
+            };
             select(&mut term, &mut host, &mut next, initial.as_deref(), filter, status.take(), false)?
         };
         let Decision::Navigate { id, summarize, instructions } = decision else {
@@ -310,7 +351,7 @@ pub fn run(
             eprintln!("Summarizing branch... (Esc or Ctrl+C to cancel)");
             EscapeWatch::start()
         });
-        let setup = AgentSetup { file: &file, model, mode: OpenMode::Write, session: globals.options() };
+        let setup = AgentSetup { file: &file, model, mode: OpenMode::Write, session: globals.options()? };
         let opts = NavigateOptions { summarize, custom_instructions: instructions, ..Default::default() };
         let result = agent::navigate(setup, &id, opts, escape.as_ref().map(EscapeWatch::flag));
         drop(escape);
@@ -363,9 +404,9 @@ pub fn select_message(term: &mut Term, next: NextEvent<'_>, mut sel: ForkSelecto
 /// `arbor tui --fork [FILE]`: pick a user message and branch from it (pi's /branch, spec 5.7).
 /// The new session is written like `arbor fork --before`, whose output this prints.
 pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, globals: &Globals) -> Result<ExitCode> {
-    let Some((file, _)) = resolve_file(file, None)? else { return Ok(ExitCode::SUCCESS) };
+    let Some((file, _)) = resolve_file(file, None, globals)? else { return Ok(ExitCode::SUCCESS) };
     let sel = {
-        let s = Session::open(&file, OpenMode::ReadOnly, globals.options())?;
+        let s = Session::open(&file, OpenMode::ReadOnly, globals.options()?)?;
         print_diagnostics(&file, s.diagnostics());
         ForkSelector::from_session(&s)
     };
@@ -383,7 +424,7 @@ pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, g
         return Ok(ExitCode::SUCCESS);
     };
     let model = ModelArgs { diagnostics_shown: true, ..model.clone() };
-    let setup = AgentSetup { file: &file, model: &model, mode: OpenMode::ReadOnly, session: globals.options() };
+    let setup = AgentSetup { file: &file, model: &model, mode: OpenMode::ReadOnly, session: globals.options()? };
     let r = agent::fork_before(setup, &id)?;
     agent::write_fork(out, &r, false)
 }

@@ -323,7 +323,6 @@ impl TreeSelector {
         self.max_visible
     }
 
-    #[cfg(test)]
     /// The current filter mode.
     pub fn mode(&self) -> FilterMode {
         self.mode
