@@ -10,6 +10,7 @@ use std::time::Duration;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
 
+use crate::blocking::blocking;
 use crate::error::PgError;
 use crate::key::SessionKey;
 use crate::rows::{read_lines, SessionRow};
@@ -42,6 +43,15 @@ pub struct Follower {
 impl std::fmt::Debug for Follower {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Follower").field("key", &self.key).field("next_seq", &self.next_seq).finish()
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        // Closing the connection blocks on the driver's runtime: not on an async caller's thread.
+        if let Some(conn) = self.conn.take() {
+            blocking(move || drop(conn));
+        }
     }
 }
 
@@ -78,6 +88,10 @@ impl Follower {
 
     /// Waits up to `timeout` for new lines.
     pub fn wait(&mut self, timeout: Duration) -> Result<Followed, PgError> {
+        blocking(|| self.wait_here(timeout))
+    }
+
+    fn wait_here(&mut self, timeout: Duration) -> Result<Followed, PgError> {
         if self.conn.as_ref().is_none_or(Client::is_closed) {
             self.listen()?;
             return self.catch_up();
@@ -109,11 +123,15 @@ impl Follower {
 
     /// A connection listening on the session's channel.
     fn listen(&mut self) -> Result<(), PgError> {
-        let mut conn = self.store.new_connection()?;
-        conn.batch_execute(&format!("LISTEN {}", channel(self.id)))
-            .map_err(|e| self.store.server().classify(SqlError::Pg(e), false))?;
-        self.conn = Some(conn);
-        Ok(())
+        blocking(|| {
+            let mut conn = self.store.new_connection()?;
+            conn.batch_execute(&format!("LISTEN {}", channel(self.id)))
+                .map_err(|e| self.store.server().classify(SqlError::Pg(e), false))?;
+            if let Some(old) = self.conn.replace(conn) {
+                drop(old);
+            }
+            Ok(())
+        })
     }
 
     /// The lines after the last delivered, or the whole session when it was replaced.

@@ -20,6 +20,7 @@
 //! the crates below it stay free of any async runtime. It never prints.
 //! How a team runs it: docs/postgres.md.
 
+mod blocking;
 mod error;
 mod follow;
 mod key;

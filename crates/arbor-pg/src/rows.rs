@@ -142,11 +142,7 @@ impl FactsParams {
 /// Every line of session `id` from line `from_seq` on, concatenated, and
 /// how many lines: one statement (a consistent snapshot), streamed in
 /// COPY's binary format (a third faster than rows for a large session).
-pub(crate) fn read_lines(
-    c: &mut impl GenericClient,
-    id: i64,
-    from_seq: i64,
-) -> Result<(Vec<u8>, i64), SqlError> {
+pub(crate) fn read_lines(c: &mut impl GenericClient, id: i64, from_seq: i64) -> Result<(Vec<u8>, i64), SqlError> {
     // COPY takes no parameters; the two numbers are formatted, never text.
     let sql = format!(
         "COPY (SELECT bytes FROM arbor.lines WHERE session = {id} AND seq >= {from_seq} ORDER BY seq) \

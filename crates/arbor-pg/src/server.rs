@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use postgres::{Client, Config, NoTls};
 
+use crate::blocking::blocking;
 use crate::error::{reason, PgError};
 use crate::schema;
 
@@ -51,15 +52,17 @@ impl Server {
 
     /// A new connection, the schema brought up to date on the first one.
     pub(crate) fn connect(&self) -> Result<Client, PgError> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| PgError::Connect { server: self.shown.clone(), reason: reason(&e) })?;
-        if !self.migrated.load(Ordering::Acquire) {
-            schema::migrate(&mut client).map_err(|e| self.classify(e, false))?;
-            self.migrated.store(true, Ordering::Release);
-        }
-        Ok(client)
+        blocking(|| {
+            let mut client = self
+                .config
+                .connect(NoTls)
+                .map_err(|e| PgError::Connect { server: self.shown.clone(), reason: reason(&e) })?;
+            if !self.migrated.load(Ordering::Acquire) {
+                schema::migrate(&mut client).map_err(|e| self.classify(e, false))?;
+                self.migrated.store(true, Ordering::Release);
+            }
+            Ok(client)
+        })
     }
 
     /// A driver error as a [`PgError`]: a lost connection during a write says

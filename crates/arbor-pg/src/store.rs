@@ -23,6 +23,7 @@ use arbor_log::scan::ReadAt;
 use arbor_log::{Durability, TailRepair};
 use arbor_tree::{AppendHandle, FileStamp, Store, StoredFile, TreeError, WriteLock};
 
+use crate::blocking::blocking;
 use crate::error::PgError;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
@@ -82,36 +83,41 @@ impl PgStore {
     /// Runs `f` on the shared connection, connecting first when there is
     /// none; a connection that drops under `f` is made again and `f` runs
     /// once more (reads only: they change nothing).
-    pub(crate) fn read<T>(&self, mut f: impl FnMut(&mut Client) -> Result<T, SqlError>) -> Result<T, PgError> {
-        let mut shared = guard(&self.inner.shared);
-        for attempt in 0..2 {
-            let conn = match shared.as_mut() {
-                Some(c) if !c.0.is_closed() => c,
-                _ => shared.insert(Conn(self.inner.server.connect()?)),
-            };
-            match f(&mut conn.0) {
-                Ok(v) => return Ok(v),
-                Err(e) => {
-                    if conn.0.is_closed() {
-                        *shared = None;
-                        if attempt == 0 {
-                            continue;
+    pub(crate) fn read<T: Send>(
+        &self,
+        mut f: impl FnMut(&mut Client) -> Result<T, SqlError> + Send,
+    ) -> Result<T, PgError> {
+        blocking(|| {
+            let mut shared = guard(&self.inner.shared);
+            for attempt in 0..2 {
+                let conn = match shared.as_mut() {
+                    Some(c) if !c.0.is_closed() => c,
+                    _ => shared.insert(Conn(self.inner.server.connect()?)),
+                };
+                match f(&mut conn.0) {
+                    Ok(v) => return Ok(v),
+                    Err(e) => {
+                        if conn.0.is_closed() {
+                            *shared = None;
+                            if attempt == 0 {
+                                continue;
+                            }
                         }
+                        return Err(self.inner.server.classify(e, false));
                     }
-                    return Err(self.inner.server.classify(e, false));
                 }
             }
-        }
-        unreachable!("the loop returns on its second pass")
+            unreachable!("the loop returns on its second pass")
+        })
     }
 
     /// Runs `f` in one transaction under the lock of `key`: the writer's
     /// (a [`crate::PgStore`] method called by the session that holds it), or
     /// one taken for the transaction (see the module docs).
-    pub(crate) fn write<T>(
+    pub(crate) fn write<T: Send>(
         &self,
         key: &SessionKey,
-        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError>,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
     ) -> Result<T, PgError> {
         let writer = guard(&self.inner.writers).get(key).cloned();
         self.write_via(writer, key, f)
@@ -119,15 +125,24 @@ impl PgStore {
 
     /// Runs `f` in one transaction as a writer of its own (a push): refused
     /// while any writer holds the session, this process's included.
-    pub(crate) fn write_apart<T>(
+    pub(crate) fn write_apart<T: Send>(
         &self,
         key: &SessionKey,
-        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError>,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
     ) -> Result<T, PgError> {
         self.write_via(None, key, f)
     }
 
-    fn write_via<T>(
+    fn write_via<T: Send>(
+        &self,
+        writer: Option<Arc<Mutex<Conn>>>,
+        key: &SessionKey,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
+    ) -> Result<T, PgError> {
+        blocking(|| self.write_here(writer, key, f))
+    }
+
+    fn write_here<T>(
         &self,
         writer: Option<Arc<Mutex<Conn>>>,
         key: &SessionKey,
@@ -231,8 +246,22 @@ impl Drop for PgLock {
     fn drop(&mut self) {
         let writer = guard(&self.store.inner.writers).remove(&self.key);
         if let Some(w) = writer {
-            // Released at once (the server would also release it when the connection closes, a moment later).
-            let _ = lock::unlock(&mut guard(&w).0, &self.key);
+            blocking(|| {
+                // Released at once (the server would also release it when the connection closes, a moment later).
+                let _ = lock::unlock(&mut guard(&w).0, &self.key);
+                drop(w);
+            });
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing a connection blocks on the driver's runtime: not on an async caller's thread.
+        let shared = self.shared.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let writers = std::mem::take(self.writers.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if shared.is_some() || !writers.is_empty() {
+            blocking(move || drop((shared, writers)));
         }
     }
 }
@@ -315,14 +344,18 @@ impl Store for PgStore {
     fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
-        let mut client = self.inner.server.connect().map_err(err)?;
-        let got = lock::try_lock(&mut client, &key).map_err(|e| err(self.inner.server.classify(e.into(), false)))?;
-        if !got {
-            let holder = self.read(|c| Ok(lock::holder(c, &key)?)).map_err(err)?;
-            return Err(TreeError::Locked { path: path.to_owned(), holder });
-        }
-        guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(Conn(client))));
-        Ok(Box::new(PgLock { store: self.clone(), key }))
+        blocking(|| {
+            let mut client = self.inner.server.connect().map_err(err)?;
+            let got =
+                lock::try_lock(&mut client, &key).map_err(|e| err(self.inner.server.classify(e.into(), false)))?;
+            if !got {
+                drop(client);
+                let holder = self.read(|c| Ok(lock::holder(c, &key)?)).map_err(err)?;
+                return Err(TreeError::Locked { path: path.to_owned(), holder });
+            }
+            guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(Conn(client))));
+            Ok(Box::new(PgLock { store: self.clone(), key }) as Box<dyn WriteLock>)
+        })
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError> {

@@ -93,7 +93,9 @@ fn search_server(store: &PgStore, query: &str, args: &Args, out: &mut dyn Write)
     let cwd = match (&args.cwd, args.all) {
         (_, true) => None,
         (Some(c), false) => Some(c.to_string_lossy().into_owned()),
-        (None, false) => Some(std::env::current_dir().context("cannot read the current directory")?.to_string_lossy().into_owned()),
+        (None, false) => {
+            Some(std::env::current_dir().context("cannot read the current directory")?.to_string_lossy().into_owned())
+        }
     };
     let hits = store.search(&text, cwd.as_deref(), args.limit)?;
     if args.json {

@@ -74,7 +74,8 @@ impl Globals {
     pub fn options(&self) -> Result<SessionOptions> {
         let mut opts = SessionOptions::default();
         if let Some(store) = self.server()? {
-            opts = SessionOptions { sessions_root: Some(PathBuf::from(arbor_pg::ROOT)), ..opts }.with_store(store.clone());
+            opts =
+                SessionOptions { sessions_root: Some(PathBuf::from(arbor_pg::ROOT)), ..opts }.with_store(store.clone());
         }
         Ok(match self.ids {
             IdMode::Random => opts,

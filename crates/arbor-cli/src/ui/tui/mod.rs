@@ -198,7 +198,11 @@ pub fn select(
         let Some(key) = read_key(next, |rows| sel.set_terminal_height(rows))? else {
             // Followed: new entries arrived; the tree is read again, the selection and filter kept
             // (not while a search or a label is being typed).
-            if matches!(screen, Screen::Tree) && sel.query().is_empty() && sel.label_edit().is_none() && host.changed()? {
+            if matches!(screen, Screen::Tree)
+                && sel.query().is_empty()
+                && sel.label_edit().is_none()
+                && host.changed()?
+            {
                 let at = sel.selected_id().map(str::to_owned);
                 let (fresh, leaf) = host.selector(height, at.as_deref(), sel.mode())?;
                 (sel, real_leaf) = (fresh, leaf);
