@@ -248,7 +248,8 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         .context("cargo metadata has no target_directory")?;
 
     if opts.pg {
-        let sizes = if args.iter().any(|a| a == "--store-entries") { opts.store_sizes } else { crate::bench_pg::PUSH_SIZES };
+        let sizes =
+            if args.iter().any(|a| a == "--store-entries") { opts.store_sizes } else { crate::bench_pg::PUSH_SIZES };
         let o = crate::bench_pg::PgOpts {
             entries: opts.entries.unwrap_or(if opts.quick { 10_000 } else { 100_000 }),
             sessions: opts.pg_sessions,

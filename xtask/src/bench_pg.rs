@@ -70,7 +70,14 @@ impl Cluster {
     /// A new, empty database; its URL.
     fn database(&self, name: &str) -> Result<String> {
         let status = Command::new("psql")
-            .args([self.url.as_str(), "-q", "-c", &format!("DROP DATABASE IF EXISTS {name}"), "-c", &format!("CREATE DATABASE {name}")])
+            .args([
+                self.url.as_str(),
+                "-q",
+                "-c",
+                &format!("DROP DATABASE IF EXISTS {name}"),
+                "-c",
+                &format!("CREATE DATABASE {name}"),
+            ])
             .status()
             .context("running psql (PostgreSQL's client) to create a database")?;
         if !status.success() {
@@ -113,19 +120,25 @@ pub fn run(root: &Path, target: &Path, o: &PgOpts) -> Result<()> {
     build(root)?;
     let release = target.join("release");
     let exe = |name: &str| release.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    let (arbor, append, pg_append) = (exe("arbor"), release.join("examples/append"), release.join("examples/pg_append"));
+    let (arbor, append, pg_append) =
+        (exe("arbor"), release.join("examples/append"), release.join("examples/pg_append"));
     let work = target.join("bench-pg");
     let cluster = Cluster::start(root, &work.join("cluster"))?;
     eprintln!("== PostgreSQL {} at {}", cluster.server_version(), cluster.url);
 
-    let small = crate::bench::cached_session(target, GenOptions { entries: 10_000, seed: o.seed, shape: Shape::Realistic })?;
+    let small =
+        crate::bench::cached_session(target, GenOptions { entries: 10_000, seed: o.seed, shape: Shape::Realistic })?;
     let appends = durable_appends(&cluster, &append, &pg_append, &small)?;
-    let big = crate::bench::cached_session(target, GenOptions { entries: o.entries, seed: o.seed, shape: Shape::Realistic })?;
+    let big =
+        crate::bench::cached_session(target, GenOptions { entries: o.entries, seed: o.seed, shape: Shape::Realistic })?;
     let open = open_and_context(root, &cluster, &arbor, &big, &work, o.runs)?;
     let push = push_and_pull(root, &cluster, &arbor, &work, o)?;
 
     println!();
-    println!("PostgreSQL {} (throwaway cluster, unix socket, fsync on) beside files, one run", cluster.server_version());
+    println!(
+        "PostgreSQL {} (throwaway cluster, unix socket, fsync on) beside files, one run",
+        cluster.server_version()
+    );
     println!();
     println!("| what | file | server |");
     println!("|---|---:|---:|");
@@ -188,19 +201,33 @@ fn open_and_context(
     );
     let cache = work.join("cache");
     let cache = cache.to_string_lossy();
-    let on_file = |label| BenchCmd::new(label, [arbor.as_os_str(), "context".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    let on_file =
+        |label| BenchCmd::new(label, [arbor.as_os_str(), "context".as_ref(), file.as_os_str(), "--json".as_ref()]);
     let on_server = |label| {
         BenchCmd::new(
             label,
-            [arbor.as_os_str(), "--store".as_ref(), url.as_ref(), "context".as_ref(), OsString::from(&name).as_os_str(), "--json".as_ref()],
+            [
+                arbor.as_os_str(),
+                "--store".as_ref(),
+                url.as_ref(),
+                "context".as_ref(),
+                OsString::from(&name).as_os_str(),
+                "--json".as_ref(),
+            ],
         )
     };
     let mut out = vec![];
     for (label, indexed) in [("scan", false), ("index", true)] {
         let (f, s) = if indexed {
-            (on_file("file, index").with_env("ARBOR_CACHE_DIR", &cache), on_server("server, index").with_env("ARBOR_CACHE_DIR", &cache))
+            (
+                on_file("file, index").with_env("ARBOR_CACHE_DIR", &cache),
+                on_server("server, index").with_env("ARBOR_CACHE_DIR", &cache),
+            )
         } else {
-            (on_file("file, scan").with_env("ARBOR_NO_INDEX", "1"), on_server("server, scan").with_env("ARBOR_NO_INDEX", "1"))
+            (
+                on_file("file, scan").with_env("ARBOR_NO_INDEX", "1"),
+                on_server("server, scan").with_env("ARBOR_NO_INDEX", "1"),
+            )
         };
         if indexed {
             // The indexed rows measure reopening an unchanged session: build its index first.
@@ -236,10 +263,9 @@ fn timed(c: &mut Command) -> Result<Duration> {
 
 /// Push of a generated store to empty databases, again, pull --all, and `cp -r`.
 fn push_and_pull(root: &Path, cluster: &Cluster, arbor: &Path, work: &Path, o: &PgOpts) -> Result<PushRows> {
-    let sessions = root.join("target").join(format!(
-        "bench-data/pg-store-{}-{}-{}-seed{}",
-        o.sessions, o.sizes.min, o.sizes.max, o.seed
-    ));
+    let sessions = root
+        .join("target")
+        .join(format!("bench-data/pg-store-{}-{}-{}-seed{}", o.sessions, o.sizes.min, o.sizes.max, o.seed));
     let sessions = if sessions.is_dir() {
         sessions
     } else {
