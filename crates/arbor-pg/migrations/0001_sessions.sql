@@ -5,7 +5,9 @@
 -- exactly (with its newline, when it has one), ordered by `seq`. The file is
 -- the concatenation of its lines: exported, it is byte for byte the file it
 -- came from. `search` holds what a person would search for in each entry;
--- it is derived from `lines` and can be rebuilt.
+-- it is derived from `lines` and can be rebuilt. Its `tsv` is filled by the
+-- first search after a write (writes stay cheap), as the local catalog
+-- indexes text on its first search.
 
 CREATE TABLE arbor.sessions (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -53,8 +55,9 @@ CREATE TABLE arbor.search (
     role text,
     ts text NOT NULL,
     body text NOT NULL,
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED,
+    tsv tsvector,
     PRIMARY KEY (session, seq)
 );
 
 CREATE INDEX search_tsv ON arbor.search USING gin (tsv);
+CREATE INDEX search_pending ON arbor.search (session, seq) WHERE tsv IS NULL;

@@ -2,6 +2,11 @@
 //! (each entry's searchable text, written with the entry), so every machine
 //! searches the same index and nothing is indexed locally.
 //!
+//! The text's `tsvector` is computed by the first search after a write, for
+//! every entry written since (in batches, skipping rows another searcher is
+//! indexing), so appends and pushes pay nothing for it, as the local catalog
+//! indexes text on its first search.
+//!
 //! Words match as prefixes (`build` finds "builds"), every word and every
 //! "quoted phrase" must match (the `simple` configuration: no stemming, no
 //! stop words), and `re:PATTERN` is a case-insensitive PostgreSQL regular
@@ -114,10 +119,37 @@ fn regex_snippet(body: &str, re: &str) -> (String, Vec<[usize; 2]>) {
     (snippet, vec![[start - from, end - from]])
 }
 
+/// Rows indexed per statement by [`PgStore::index_pending`].
+const INDEX_BATCH: i64 = 2000;
+
 impl PgStore {
+    /// Computes the `tsvector` of every entry written since the last search;
+    /// how many were indexed.
+    pub fn index_pending(&self) -> Result<u64, PgError> {
+        let mut total = 0;
+        loop {
+            let n = self.read(|c| {
+                Ok(c.execute_typed(
+                    "UPDATE arbor.search x SET tsv = to_tsvector('simple', x.body) \
+                     FROM (SELECT session, seq FROM arbor.search WHERE tsv IS NULL \
+                           LIMIT $1 FOR UPDATE SKIP LOCKED) p \
+                     WHERE x.session = p.session AND x.seq = p.seq",
+                    &[(&INDEX_BATCH, Type::INT8)],
+                )?)
+            })?;
+            total += n;
+            if n == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
     /// The entries of the sessions of `cwd` (every cwd with `None`) that
     /// match `query`, newest first, at most `limit`.
     pub fn search(&self, query: &TextQuery, cwd: Option<&str>, limit: usize) -> Result<Vec<TextHit>, PgError> {
+        if matches!(query, TextQuery::Words { .. }) {
+            self.index_pending()?;
+        }
         let dir = cwd.map(encode_cwd);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let opts = format!("StartSel={START}, StopSel={STOP}, MaxWords=24, MinWords=10, MaxFragments=1");

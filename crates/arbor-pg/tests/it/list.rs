@@ -99,4 +99,10 @@ fn search_finds_words_prefixes_phrases_and_patterns_newest_first() {
     assert_eq!(re.len(), 2);
     assert!(store.search(&words(&["build"], &[]), Some("/elsewhere"), 10).unwrap().is_empty());
     assert!(store.search(&words(&["!!!"], &[]), None, 10).unwrap().is_empty(), "no words: no hits");
+    // Written after a search: indexed by the next one.
+    let mut s = Session::open(&path, arbor_tree::OpenMode::Write, pg_opts(&store)).unwrap();
+    s.append_message(user("a zeppelin arrives late")).unwrap();
+    drop(s);
+    assert_eq!(store.search(&words(&["zeppelin"], &[]), None, 10).unwrap().len(), 1);
+    assert_eq!(store.index_pending().unwrap(), 0, "nothing left to index");
 }
