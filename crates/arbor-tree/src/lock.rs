@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use arbor_log::files::{ensure_writable, open_lock, open_read, resolve};
 use arbor_log::LogError;
 
-use crate::error::TreeError;
+use crate::error::{LockHolder, TreeError};
 use crate::store::WriteLock;
 
 /// How long a refused writer keeps trying to learn who holds the lock.
@@ -99,7 +99,7 @@ pub(crate) fn acquire(path: &Path) -> Result<FileLock, TreeError> {
             Refusal::DataFile => open_read(&target).ok().and_then(|f| kernel_holder(&f)),
         };
         if holder.is_some() || Instant::now() >= deadline {
-            return Err(TreeError::Locked { path: path.to_owned(), holder });
+            return Err(TreeError::Locked { path: path.to_owned(), holder: holder.map(LockHolder::pid) });
         }
         std::thread::sleep(Duration::from_millis(2));
     }

@@ -44,7 +44,7 @@ pub struct RepairReport {
 
 /// Repairs `path`; with `write` false it only reports.
 pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> {
-    if !FileStore.exists(path) {
+    if !FileStore.exists(path)? {
         return Err(TreeError::Missing(path.to_owned()));
     }
     // The file a link names is the one repaired; its side files go beside it.

@@ -17,7 +17,7 @@ use arbor_log::scan::ReadAt;
 use arbor_log::writer::backup_copy;
 use arbor_log::{atomic_write, Appender, Durability, LogError, TailRepair};
 
-use crate::error::TreeError;
+use crate::error::{LockHolder, TreeError};
 use crate::lock;
 
 /// An open append handle on one session file.
@@ -39,6 +39,9 @@ pub struct FileStamp {
     pub size: u64,
     /// Modification time in ns since the epoch.
     pub mtime_ns: i128,
+    /// Status change time (ctime) in ns since the epoch, 0 where unknown:
+    /// an edit in place that restores the modification time still changes it.
+    pub changed_ns: i128,
 }
 
 /// One stored session file, as listings see it.
@@ -52,8 +55,9 @@ pub struct StoredFile {
 
 /// Storage for session files. See the module docs.
 pub trait Store: Send + Sync + fmt::Debug {
-    /// True when `path` exists.
-    fn exists(&self, path: &Path) -> bool;
+    /// True when `path` exists (an `Err` when the store cannot tell, e.g. a
+    /// server that cannot be reached: never taken for "missing").
+    fn exists(&self, path: &Path) -> Result<bool, TreeError>;
     /// Reads `path` from byte `offset`; `None` when it does not exist.
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError>;
     /// Opens `path` for positioned reads (index-first loading decodes entries
@@ -114,9 +118,13 @@ impl AppendHandle for FileAppend {
 }
 
 impl Store for FileStore {
-    fn exists(&self, path: &Path) -> bool {
+    fn exists(&self, path: &Path) -> Result<bool, TreeError> {
         // A link that cannot be followed exists too: opening it says why (a loop).
-        fs::symlink_metadata(path).is_ok()
+        match fs::symlink_metadata(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(TreeError::io(path, e)),
+        }
     }
 
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
@@ -144,10 +152,18 @@ impl Store for FileStore {
         };
         #[cfg(not(unix))]
         let node = String::new();
+        #[cfg(unix)]
+        let changed_ns = {
+            use std::os::unix::fs::MetadataExt;
+            i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec())
+        };
+        #[cfg(not(unix))]
+        let changed_ns = 0;
         Some(FileStamp {
             identity: format!("{node}:{}", canonical.display()),
             size: meta.len(),
             mtime_ns: mtime.as_nanos() as i128,
+            changed_ns,
         })
     }
 
@@ -303,8 +319,8 @@ impl Drop for MemoryLock {
 }
 
 impl Store for MemoryStore {
-    fn exists(&self, path: &Path) -> bool {
-        self.guard().files.contains_key(path)
+    fn exists(&self, path: &Path) -> Result<bool, TreeError> {
+        Ok(self.guard().files.contains_key(path))
     }
 
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
@@ -341,7 +357,7 @@ impl Store for MemoryStore {
         let side = loop {
             n += 1;
             let p = PathBuf::from(format!("{}.{what}-{n}", path.display()));
-            if !self.exists(&p) {
+            if !self.guard().files.contains_key(&p) {
                 break p;
             }
         };
@@ -352,7 +368,8 @@ impl Store for MemoryStore {
     fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
         let mut g = self.guard();
         if !g.locks.insert(path.to_owned()) {
-            return Err(TreeError::Locked { path: path.to_owned(), holder: Some(std::process::id()) });
+            let holder = Some(LockHolder::pid(std::process::id()));
+            return Err(TreeError::Locked { path: path.to_owned(), holder });
         }
         Ok(Box::new(MemoryLock { store: self.clone(), path: path.to_owned() }))
     }

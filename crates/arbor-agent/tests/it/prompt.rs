@@ -5,10 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use arbor_agent::model::REQUEST_ABORTED;
+use arbor_agent::prompt::{AutoCompactionReason, AUTO_COMPACTION_MAX_FAILURES, OVERFLOW_RECOVERY_FAILED};
 use arbor_agent::{
-    AgentError, AgentEvent, AgentOptions, AgentSession, Api, AssistantReply, AutoCompactionReason, CompactOptions,
-    CompletionRequest, EventSink, ModelClient, ModelError, ModelInfo, PromptOptions, StreamDelta, StreamSink,
-    AUTO_COMPACTION_MAX_FAILURES, OVERFLOW_RECOVERY_FAILED, REQUEST_ABORTED,
+    AgentError, AgentEvent, AgentOptions, AgentSession, Api, AssistantReply, CompactOptions, CompletionRequest,
+    EventSink, ModelClient, ModelError, ModelInfo, PromptOptions, StreamDelta, StreamSink,
 };
 use arbor_log::{CounterIds, FixedClock};
 use arbor_tree::{Session, SessionOptions};

@@ -59,6 +59,9 @@ pub(crate) struct Slot {
     pub(crate) live: bool,
     /// Where the line is in the session's source: (offset, length).
     pub(crate) src: Option<(u64, usize)>,
+    /// The place came from the index cache, not from reading the file now:
+    /// the line is checked before it is used (see [`Slot::indexed_line`]).
+    pub(crate) from_index: bool,
     entry: OnceLock<Box<Entry>>,
     json: OnceLock<Box<str>>,
 }
@@ -105,6 +108,7 @@ impl Slot {
             ts_ms: parse_iso_ms(&entry.timestamp),
             live: true,
             src: None,
+            from_index: false,
             entry: OnceLock::from(Box::new(entry)),
             json: OnceLock::from(json),
         }
@@ -121,6 +125,7 @@ impl Slot {
             ts_ms: e.ts_ms,
             live: true,
             src: Some((e.offset, e.len as usize)),
+            from_index: true,
             entry: OnceLock::new(),
             json: OnceLock::new(),
         }
@@ -146,6 +151,7 @@ impl Slot {
             ts_ms: h.ts_ms,
             live: true,
             src: Some((e.offset, e.len)),
+            from_index: false,
             entry,
             json: OnceLock::new(),
         }
@@ -168,11 +174,61 @@ impl Slot {
         let (Some(src), Some((offset, len))) = (src, self.src) else {
             return Err("the entry has no source line".to_owned());
         };
-        let bytes = read_exact_at(src, offset, len).map_err(|e| format!("cannot read line {}: {e}", self.line))?;
-        if bytes.len() != len {
+        // A line placed by the index is read with the byte before it, to check where it starts.
+        let before = usize::from(self.from_index);
+        let Some(start) = offset.checked_sub(before as u64) else { return Err(self.changed()) };
+        let mut bytes =
+            read_exact_at(src, start, len + before).map_err(|e| format!("cannot read line {}: {e}", self.line))?;
+        if bytes.len() != len + before {
             return Err(format!("cannot read line {}: the file is shorter than when it was opened", self.line));
         }
+        if self.from_index {
+            if self.indexed_line(&bytes).is_none() {
+                return Err(self.changed());
+            }
+            bytes.remove(0);
+        }
         Ok(bytes)
+    }
+
+    fn changed(&self) -> String {
+        format!("line {} changed on disk since the session was opened", self.line)
+    }
+
+    /// For a slot placed by the index: the line in `raw` (which holds the
+    /// byte before the line, then the line) when it is where the index says
+    /// a line is (after a newline, ending in one) and holds a JSON object
+    /// with this entry's id; `None` when the file was changed behind the
+    /// index. The check is cheap (no parse); the index's stamp (size, times,
+    /// edge checksum) is what stands for the rest of the line.
+    pub(crate) fn indexed_line<'b>(&self, raw: &'b [u8]) -> Option<&'b [u8]> {
+        let (&first, line) = raw.split_first()?;
+        if first != b'\n' || line.last() != Some(&b'\n') {
+            return None;
+        }
+        let text = trim_line(line);
+        if text.first() != Some(&b'{') || text.last() != Some(&b'}') {
+            return None;
+        }
+        let id = serde_json::to_string(self.id.as_str()).ok()?;
+        let key = [&b"\"id\":"[..], id.as_bytes()].concat();
+        memchr::memmem::find(text, &key).map(|_| line)
+    }
+
+    /// The line of this slot through `cursor`, checked when the index placed it.
+    fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
+        let (offset, len) = self.src?;
+        if !self.from_index {
+            return cursor.line(offset, len);
+        }
+        let raw = cursor.line(offset.checked_sub(1)?, len + 1)?;
+        self.indexed_line(raw)
+    }
+
+    /// True when the line of this slot is where the index put it (always
+    /// true for slots that did not come from the index).
+    pub(crate) fn line_is_sound(&self, cursor: &mut LineCursor<'_>) -> bool {
+        !self.from_index || self.line_via(cursor).is_some()
     }
 
     fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
@@ -211,8 +267,9 @@ impl Slot {
         if let Some(j) = self.json.get() {
             return f(j);
         }
-        let line = self.src.and_then(|(offset, len)| cursor.line(offset, len));
-        match line {
+        // A line the index placed wrongly is never copied: the entry decoded
+        // from the file (or a placeholder saying the line changed) is written instead.
+        match self.line_via(cursor) {
             Some(bytes) => {
                 let text = trim_line(bytes);
                 match std::str::from_utf8(text) {
