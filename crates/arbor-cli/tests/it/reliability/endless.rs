@@ -63,7 +63,7 @@ fn what_is_not_a_regular_file_is_refused_with_one_line() {
             &["import", "claude", file, "--sessions-dir", "imported"],
         ];
         for args in commands {
-            let (out, took) = arbor_bounded(dir, &args, Duration::from_secs(20));
+            let (out, took) = arbor_bounded(dir, args, Duration::from_secs(20));
             let Some(o) = out else { panic!("{args:?} was still running after {took:?}") };
             // `check` reports an unreadable file as a finding, on stdout.
             let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
