@@ -10,6 +10,7 @@ use arbor_context::render::write_transcript;
 use arbor_context::{session_context, write_context_json};
 
 use crate::shared::session::{exit_without_freeing, Globals};
+use crate::shared::visible::for_people;
 
 /// Print the context the model sees at the leaf (pi's buildSessionContext).
 #[derive(Debug, clap::Args)]
@@ -28,6 +29,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
     if let Some(id) = &args.leaf {
         s.branch(id).with_context(|| args.file.display().to_string())?;

@@ -10,6 +10,7 @@ use arbor_context::render::ToolCalls;
 
 use crate::shared::output::{entry_line, home, write_json_list};
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Print the header and every entry (after migration), one line each.
 #[derive(Debug, clap::Args)]
@@ -22,6 +23,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let s = g.open_read(&args.file)?;
     if args.json {
         out.write_all(b"{\"header\":")?;

@@ -14,6 +14,7 @@ use arbor_tree::OpenMode;
 use crate::shared::agent::{navigate, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Move the leaf to TARGET (pi's /tree), optionally summarizing the branch left behind.
 #[derive(Debug, clap::Args)]
@@ -42,6 +43,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let opts = NavigateOptions {
         summarize: args.summarize,
         custom_instructions: args.instructions,

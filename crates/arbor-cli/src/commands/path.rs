@@ -10,6 +10,7 @@ use arbor_context::render::ToolCalls;
 
 use crate::shared::output::{entry_line, home, write_json_list};
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Print the path from the root to an entry (default: the leaf).
 #[derive(Debug, clap::Args)]
@@ -24,6 +25,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let s = g.open_read(&args.file)?;
     if let Some(id) = &args.id {
         if s.get_entry(id).is_none() {

@@ -8,6 +8,7 @@ use anyhow::{Context as _, Result};
 
 use crate::shared::output::print_tree;
 use crate::shared::session::{exit_without_freeing, Globals};
+use crate::shared::visible::for_people;
 
 /// Show the session tree: branches, the active path, labels and the leaf.
 #[derive(Debug, clap::Args)]
@@ -23,6 +24,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
     if let Some(id) = &args.leaf {
         s.branch(id).with_context(|| args.file.display().to_string())?;

@@ -23,6 +23,7 @@ use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use super::output::write_json_line;
 use super::session::print_diagnostics;
+use crate::shared::visible::say;
 
 /// Which model to use, and the hooks to run.
 #[derive(Debug, Clone, Args)]
@@ -95,7 +96,7 @@ impl AgentSetup<'_> {
         let agent = AgentSession::new(session, opts);
         if needs_model {
             for n in agent.notices() {
-                eprintln!("arbor: {n}");
+                say!("arbor: {n}");
             }
         }
         Ok(agent)
@@ -112,7 +113,7 @@ pub fn load_hooks(path: &Path, bus: &mut HookBus) -> Result<()> {
 /// Reports hooks that failed, one line each on stderr.
 pub fn report_hook_failures(failures: &[HookFailure]) {
     for f in failures {
-        eprintln!("arbor: hook failed: {f}");
+        say!("arbor: hook failed: {f}");
     }
 }
 
@@ -151,7 +152,7 @@ fn run_abortable<T>(abort: AbortHandle, flag: Option<Arc<AtomicBool>>, fut: impl
 /// Prints the session's notices (a repaired tail, …) on stderr.
 fn report_notices(agent: &AgentSession) {
     for n in agent.session().notices() {
-        eprintln!("arbor: {n}");
+        say!("arbor: {n}");
     }
 }
 

@@ -4,7 +4,7 @@
 //! small runtime ([`agent`]), the catalog of the sessions root opened and
 //! refreshed ([`catalog`]), following a session as others write it
 //! ([`follow`]), and how results are printed ([`output`], [`layout`] for
-//! the tree).
+//! the tree, [`visible`] for text from files on a terminal).
 //!
 //! Nothing here imports a command module or the interactive code.
 
@@ -14,3 +14,4 @@ pub mod follow;
 pub mod layout;
 pub mod output;
 pub mod session;
+pub mod visible;

@@ -100,9 +100,11 @@ pub fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
         let marker = if row.active { "• " } else { "" };
         let label = s.get_label(&e.id).map(|l| format!("[{l}] ")).unwrap_or_default();
         let leaf_mark = if Some(row.index) == leaf { "  ◀ leaf" } else { "" };
+        // Padded by hand: a width beyond `u16::MAX` (an id that long) is past what `{:<width$}` takes.
+        let pad = " ".repeat(width.saturating_sub(e.id.chars().count()));
         writeln!(
             out,
-            "{:<width$}  {}{}{}{}{}",
+            "{}{pad}  {}{}{}{}{}",
             e.id,
             row.prefix,
             marker,

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, ValueEnum};
 
+use crate::shared::visible::say;
 use arbor_log::{CounterIds, Diagnostic};
 use arbor_pg::PgStore;
 use arbor_tree::{OpenMode, Session, SessionOptions};
@@ -115,7 +116,7 @@ impl Globals {
 pub fn print_diagnostics(file: &Path, diags: &[Diagnostic]) {
     let name = file.display().to_string();
     for d in diags {
-        eprintln!("{}", d.with_file(&name));
+        say!("{}", d.with_file(&name));
     }
 }
 

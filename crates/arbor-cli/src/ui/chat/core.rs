@@ -352,6 +352,14 @@ pub fn compaction_report(r: &CompactResult) -> String {
     format!("Compacted: {} tokens summarized, kept from {}", r.tokens_before, r.first_kept_entry_id)
 }
 
+/// What the user hears once automatic compaction stopped after `failures` failures in a row.
+pub fn auto_compaction_stopped(failures: u32) -> String {
+    format!(
+        "Automatic compaction failed {failures} times in a row and is off for this session; \
+         /compact tries again (and turns it back on)"
+    )
+}
+
 /// What an automatic compaction's end tells the user: its error, its
 /// cancellation or its result (nothing when there was nothing to compact).
 pub fn auto_compaction_report(result: Option<&CompactResult>, aborted: bool, error: Option<String>) -> Option<String> {

@@ -10,6 +10,7 @@ use serde_json::Value;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::view::ChatView;
+use crate::shared::visible;
 
 /// The most context messages the transcript looks at (the newest ones).
 pub const TRANSCRIPT_MESSAGES: usize = 200;
@@ -135,7 +136,8 @@ fn transcript(messages: &[Value], view: &ChatView, width: usize) -> Vec<Line<'st
         if text.is_empty() {
             lines.push(Line::default());
         } else {
-            wrap(&text, width, style, &mut lines);
+            // Text from the file or the model: its control characters are shown, not obeyed.
+            wrap(&visible::visible(&text), width, style, &mut lines);
         }
     }
     lines
@@ -211,8 +213,10 @@ pub fn draw(messages: &[Value], view: &ChatView, bar: &Bar, area: Rect, buf: &mu
     }
     let y_status = area.height - 1;
     let status = match (&view.busy, &view.status) {
-        (Some(b), _) => Line::from(Span::styled(b.clone(), Style::default().fg(Color::Yellow))),
-        (None, Some(s)) => Line::from(Span::styled(s.clone(), Style::default().fg(Color::Green))),
+        (Some(b), _) => Line::from(Span::styled(visible::visible(b).into_owned(), Style::default().fg(Color::Yellow))),
+        (None, Some(s)) => {
+            Line::from(Span::styled(visible::visible(s).into_owned(), Style::default().fg(Color::Green)))
+        }
         (None, None) => Line::from(Span::styled(
             "Enter: send · /help: commands · Esc Esc: tree · Ctrl+D: quit",
             Style::default().fg(Color::DarkGray),

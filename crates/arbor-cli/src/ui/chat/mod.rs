@@ -25,6 +25,7 @@ use anyhow::Result;
 use crate::shared::session::Globals;
 
 pub use self::core::{ModelFlags, Target};
+use crate::shared::visible::say;
 pub use settings::Settings;
 
 /// Runs `arbor chat`.
@@ -40,7 +41,7 @@ pub fn run(
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         screen::run(&mut chat)?;
         if let Some(p) = chat.file() {
-            eprintln!("Session: {}", p.display());
+            say!("Session: {}", p.display());
         }
     } else {
         let stdin = std::io::stdin();

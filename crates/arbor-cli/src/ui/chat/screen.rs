@@ -21,7 +21,7 @@ use serde_json::Value;
 use arbor_agent::{AgentEvent, HookFailure, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, compaction_report, Chat};
+use super::core::{auto_compaction_report, auto_compaction_stopped, compaction_report, Chat};
 use super::draw::{draw, Bar, TRANSCRIPT_MESSAGES};
 use super::settings::DoubleEscape;
 use super::view::{Action, ChatView};
@@ -226,6 +226,9 @@ fn prompt(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<()> {
                 if let Some(m) = auto_compaction_report(result.as_ref(), aborted, error_message) {
                     screen.view.status = Some(m);
                 }
+            }
+            Some(AgentEvent::AutoCompactionStopped { failures }) => {
+                screen.view.notes.push(auto_compaction_stopped(failures));
             }
             _ => {}
         }

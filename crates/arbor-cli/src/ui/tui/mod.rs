@@ -34,6 +34,7 @@ use crate::shared::agent::{self, AgentSetup, ModelArgs};
 use crate::shared::follow::{Followed, Watch};
 use crate::shared::output::home;
 use crate::shared::session::{print_diagnostics, Globals};
+use crate::shared::visible::say;
 use crate::ui::picker::{self, Picked};
 use crate::ui::terminal::{read_key, NextEvent, Term, TerminalGuard};
 use escape::EscapeWatch;
@@ -352,7 +353,7 @@ pub fn run(
             return Ok(ExitCode::SUCCESS);
         };
         let escape = summarize.then(|| {
-            eprintln!("Summarizing branch... (Esc or Ctrl+C to cancel)");
+            say!("Summarizing branch... (Esc or Ctrl+C to cancel)");
             EscapeWatch::start()
         });
         let setup = AgentSetup { file: &file, model, mode: OpenMode::Write, session: globals.options()? };
@@ -373,13 +374,10 @@ pub fn run(
             continue;
         }
         if r.cancelled {
-            eprintln!("Navigation cancelled");
+            say!("Navigation cancelled");
             return Ok(ExitCode::from(3));
         }
-        eprintln!(
-            "Navigated to selected point (leaf {})",
-            r.new_leaf_id.as_deref().unwrap_or("(before the first entry)")
-        );
+        say!("Navigated to selected point (leaf {})", r.new_leaf_id.as_deref().unwrap_or("(before the first entry)"));
         if let Some(text) = &r.editor_text {
             writeln!(out, "{text}")?;
         }
@@ -415,7 +413,7 @@ pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, g
         ForkSelector::from_session(&s)
     };
     let Some(sel) = sel else {
-        eprintln!("No messages to fork from");
+        say!("No messages to fork from");
         return Ok(ExitCode::from(1));
     };
     let picked = {

@@ -6,6 +6,7 @@
 mod disk_full;
 mod endless;
 mod hooks;
+mod hostile;
 mod links;
 mod locks;
 mod stale_index;
