@@ -10,6 +10,7 @@ mod hostile;
 mod links;
 mod locks;
 mod stale_index;
+mod terminal;
 
 use std::io::{Read, Write};
 use std::path::Path;
