@@ -25,7 +25,7 @@ pub(crate) fn entry_message(entry: &Entry) -> Option<Value> {
 pub(crate) fn editor_text(entry: &Entry) -> Option<String> {
     match &entry.kind {
         EntryKind::Message(m) if m.role() == Some("user") => Some(arbor_tree::message_text(&m.message, "")),
-        EntryKind::CustomMessage(c) => Some(arbor_tree::content_text(Some(&c.content), "")),
+        EntryKind::CustomMessage(c) => Some(arbor_tree::content_text(c.content.as_ref(), "")),
         _ => None,
     }
 }

@@ -139,7 +139,7 @@ pub fn navigate(
     }
     let summary_id = r.summary_entry.as_ref().map(|e| e.id.clone());
     if json {
-        serde_json::to_writer(
+        arbor_log::json::to_writer(
             &mut *out,
             &serde_json::json!({
                 "newLeafId": r.new_leaf_id,
@@ -192,7 +192,7 @@ pub fn fork_before(
     report_hook_failures(&r.hook_failures);
     if r.cancelled {
         if json {
-            serde_json::to_writer(
+            arbor_log::json::to_writer(
                 &mut *out,
                 &serde_json::json!({ "path": null, "editorText": r.selected_text, "cancelled": true }),
             )?;
@@ -207,7 +207,7 @@ pub fn fork_before(
     session.materialize()?;
     let path = session.session_file().map(Path::to_owned).or(r.path);
     if json {
-        serde_json::to_writer(&mut *out, &serde_json::json!({ "path": path, "editorText": r.selected_text }))?;
+        arbor_log::json::to_writer(&mut *out, &serde_json::json!({ "path": path, "editorText": r.selected_text }))?;
         out.write_all(b"\n")?;
     } else {
         if let Some(p) = &path {
@@ -247,7 +247,7 @@ pub fn compact(
         eprintln!("arbor: {n}");
     }
     if json {
-        serde_json::to_writer(
+        arbor_log::json::to_writer(
             &mut *out,
             &serde_json::json!({
                 "entryId": r.entry_id,

@@ -292,13 +292,13 @@ fn write_context_json(out: &mut dyn Write, s: &Session) -> Result<()> {
         let mut copies = stored.iter().zip(copies);
         for step in batch {
             let text = match step {
-                ContextStep::Made(m) => Some(serde_json::to_vec(m)?),
+                ContextStep::Made(m) => Some(arbor_log::json::to_vec(m)?),
                 ContextStep::Message(_) => match copies.next() {
                     Some((_, Some(Some(copy)))) => Some(copy),
                     Some((&index, _)) => s
                         .decode_at(index)
                         .and_then(arbor_context::message_of_entry)
-                        .map(|m| serde_json::to_vec(&m))
+                        .map(|m| arbor_log::json::to_vec(&m))
                         .transpose()?,
                     None => None,
                 },
@@ -311,10 +311,13 @@ fn write_context_json(out: &mut dyn Write, s: &Session) -> Result<()> {
             }
         }
     }
-    out.write_all(b"],\"thinkingLevel\":")?;
-    serde_json::to_writer(&mut *out, &plan.settings.thinking_level)?;
+    out.write_all(b"]")?;
+    if let Some(level) = &plan.settings.thinking_level_value {
+        out.write_all(b",\"thinkingLevel\":")?;
+        arbor_log::json::to_writer(&mut *out, level)?;
+    }
     out.write_all(b",\"model\":")?;
-    serde_json::to_writer(&mut *out, &plan.settings.model)?;
+    arbor_log::json::to_writer(&mut *out, &plan.settings.model_value)?;
     out.write_all(b"}")?;
     Ok(())
 }
@@ -379,11 +382,11 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             let s = open_read(&file, ids)?;
             if json {
                 out.write_all(b"{\"header\":")?;
-                serde_json::to_writer(&mut *out, &s.header().to_value())?;
+                arbor_log::json::to_writer(&mut *out, &s.header().to_value())?;
                 out.write_all(b",\"entries\":")?;
                 write_entries_json(out, s.entries_json().map(|(_, j)| j))?;
                 out.write_all(b",\"leafId\":")?;
-                serde_json::to_writer(&mut *out, &s.leaf_id())?;
+                arbor_log::json::to_writer(&mut *out, &s.leaf_id())?;
                 out.write_all(b"}\n")?;
             } else {
                 let h = s.header();
@@ -516,7 +519,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 // and moved into the context: one copy of each message.
                 let ctx = arbor_agent::session_context(&s);
                 if json {
-                    serde_json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?;
+                    arbor_log::json::to_writer(&mut *out, &arbor_context::convert_to_llm(&ctx.messages))?;
                 } else {
                     crate::transcript::write_transcript(out, &ctx, llm)?;
                 }

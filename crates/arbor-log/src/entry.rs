@@ -7,7 +7,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use crate::message::{message_role, AgentMessage, Extra};
 
@@ -73,23 +73,39 @@ impl MessageEntry {
     }
 }
 
-/// `type: "thinking_level_change"`. omp-S may write `null`.
+/// `type: "thinking_level_change"`. omp-S may write `null`. The level is kept
+/// as written (absent: `None`), since pi's context carries it as it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThinkingLevelChange {
-    pub thinking_level: Option<String>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<Value>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl ThinkingLevelChange {
+    /// The level when it is a string.
+    pub fn level(&self) -> Option<&str> {
+        self.thinking_level.as_ref().and_then(Value::as_str)
+    }
+}
+
+/// A field as written: `None` when absent, `Some` when present (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// `type: "model_change"`: pi's `{provider, modelId}` or omp's `{model: "p/id", role?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelChange {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model_id: Option<String>,
+    /// As written (absent: `None`): pi's context carries it as it is.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Value>,
+    /// As written (absent: `None`).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,11 +115,17 @@ pub struct ModelChange {
 }
 
 impl ModelChange {
+    /// The model id to show: pi's `modelId` when it is a string, else omp's `model`.
+    pub fn model_text(&self) -> Option<&str> {
+        self.model_id.as_ref().and_then(Value::as_str).or(self.model.as_deref())
+    }
+
     /// The `(provider, modelId)` this entry selects for the default role: pi's
     /// fields, or omp's `model` split on the first `/` when the role is default.
     pub fn default_model(&self) -> Option<(String, String)> {
         if self.provider.is_some() || self.model_id.is_some() {
-            return Some((self.provider.clone().unwrap_or_default(), self.model_id.clone().unwrap_or_default()));
+            let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).unwrap_or_default().to_owned();
+            return Some((text(&self.provider), text(&self.model_id)));
         }
         let model = self.model.as_deref()?;
         if !matches!(self.role.as_deref(), None | Some("default")) {
@@ -121,8 +143,9 @@ pub struct Compaction {
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_kept_entry_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens_before: Option<Number>,
+    /// As written (absent: `None`; beyond `f64` it reads as `null`).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -176,24 +199,41 @@ pub struct CustomEntry {
 #[serde(rename_all = "camelCase")]
 pub struct CustomMessageEntry {
     pub custom_type: String,
-    pub content: Value,
-    #[serde(default)]
-    pub display: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// As written (absent: `None`), like `display` and `details`: the context
+    /// message carries them as they are, absent ones left out.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub display: Option<Value>,
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
-/// `type: "label"`. An absent or empty `label` clears the target's label.
+/// `type: "label"`. A `label` JavaScript finds true (a non-empty string, and
+/// as in pi any other true value: `42`, `true`, `{}`) sets the target's label;
+/// anything else (absent, `""`, `0`, `false`, `null`) clears it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelEntry {
     pub target_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
+    pub label: Option<Value>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl LabelEntry {
+    /// The label this entry sets, or `None` when it clears one.
+    pub fn set_to(&self) -> Option<&Value> {
+        self.label.as_ref().filter(|v| crate::json::truthy(Some(v)))
+    }
+
+    /// The label as text: a string as it is, another value as its JSON.
+    pub fn text(&self) -> Option<String> {
+        self.set_to().map(crate::json::text)
+    }
 }
 
 /// `type: "session_info"` (pi): the session's display name.
@@ -234,8 +274,6 @@ pub enum NotAnEntry {
     NoType,
     #[error("no string \"id\"")]
     NoId,
-    #[error("\"parentId\" is neither a string nor null")]
-    BadParent,
 }
 
 const BASE_KEYS: [&str; 4] = ["type", "id", "parentId", "timestamp"];
@@ -250,10 +288,10 @@ impl Entry {
         let obj = v.as_object().ok_or(NotAnEntry::NotObject)?;
         let entry_type = obj.get("type").and_then(Value::as_str).ok_or(NotAnEntry::NoType)?;
         let id = obj.get("id").and_then(Value::as_str).ok_or(NotAnEntry::NoId)?;
+        // A `parentId` that is not a string resolves to no entry: a root, as pi reads it.
         let parent_id = match obj.get("parentId") {
-            None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err(NotAnEntry::BadParent),
+            _ => None,
         };
         let timestamp = obj.get("timestamp").and_then(Value::as_str).unwrap_or("").to_owned();
         let non_base = || obj.iter().filter(|(k, _)| !BASE_KEYS.contains(&k.as_str()));

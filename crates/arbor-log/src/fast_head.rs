@@ -141,9 +141,8 @@ impl<'a> Parser<'a> {
                     b"id" => head.id = self.field()?.string(),
                     b"parentId" => {
                         head.parent = match self.field()? {
-                            Field::Null => ParentField::Root,
                             Field::Str(s) => ParentField::Id(CompactString::from(s)),
-                            Field::Other => ParentField::Invalid,
+                            Field::Null | Field::Other => ParentField::Root,
                         }
                     }
                     b"timestamp" => {

@@ -31,6 +31,7 @@ mod fast_head;
 mod header;
 mod idhash;
 mod ids;
+pub mod json;
 mod log;
 mod message;
 mod migrate;
@@ -54,7 +55,7 @@ pub use message::{
     Extra, ToolResultMessage, Usage, UserMessage,
 };
 pub use migrate::{migrate, v1_to_v2, v2_to_v3, MigrationReport, MigrationStep};
-pub use reader::{json_kind, parse_line, trim_line, LineReader, Parsed, RawLine};
+pub use reader::{json_kind, parse_line, parse_line_detail, trim_line, LineReader, Parsed, RawLine};
 pub use scan::{
     full_entry, read_exact_at, scan_line, scan_source, ParentField, ReadAt, RecordHead, ScanKind, ScannedEntry,
     ScannedLine, ScannedLog,

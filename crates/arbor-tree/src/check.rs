@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use arbor_log::{DiagnosticKind, EntryKind, SessionLog};
+use arbor_log::{DiagnosticKind, EntryKind, LineKind, SessionLog};
 
 use crate::error::TreeError;
 use crate::session::{Session, SessionOptions};
@@ -96,6 +96,7 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
         sort(&mut out);
         return Ok(out);
     }
+    out.extend(non_string_parents(&log));
     drop(log);
     let s = Session::open(path, SessionOptions::read_only())?;
     // Line-level diagnostics came from the log; take the entry-level ones from the session.
@@ -110,6 +111,21 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
     out.extend(tree_findings(&s));
     sort(&mut out);
     Ok(out)
+}
+
+/// Records whose `parentId` is neither a string nor `null`: read as roots (as pi reads them), but
+/// pi never writes one.
+fn non_string_parents(log: &SessionLog) -> impl Iterator<Item = Finding> + '_ {
+    log.lines().iter().filter_map(|l| {
+        let LineKind::Record(v) = &l.kind else { return None };
+        let parent = v.get("parentId").filter(|p| !p.is_string() && !p.is_null())?;
+        Some(Finding {
+            line: l.number,
+            severity: Severity::Warning,
+            code: "parent-not-a-string",
+            message: format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
+        })
+    })
 }
 
 fn sort(v: &mut [Finding]) {

@@ -28,6 +28,7 @@
 
 mod check;
 mod error;
+mod labels;
 mod listing;
 pub mod paths;
 mod repair;
@@ -39,6 +40,7 @@ mod tree;
 
 pub use check::{check_file, tree_findings, Finding, Severity};
 pub use error::TreeError;
+pub use labels::Label;
 pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
 pub use repair::{repair_file, RepairReport};
 pub use session::{Session, SessionOptions, LEAF_MARKER_TYPE};

@@ -104,7 +104,7 @@ pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> 
                 LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
                 _ => continue,
             };
-            serde_json::to_vec(v).map_err(arbor_log::LogError::from)?
+            arbor_log::json::to_vec(v).map_err(arbor_log::LogError::from)?
         } else {
             l.raw().to_vec()
         };

@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use compact_str::CompactString;
-use indexmap::IndexMap;
 use serde_json::Value;
 
 use arbor_log::{
@@ -26,6 +25,7 @@ use arbor_log::{
 };
 
 use crate::error::TreeError;
+use crate::labels::{Label, Labels};
 use crate::paths::{session_dir_for, session_file_name, sessions_root};
 use crate::sidecar::{self, INDEX_SUFFIX, MIN_INDEXED_BYTES};
 use crate::store::{AppendHandle, FileStore, Store, WriteLock};
@@ -159,6 +159,10 @@ pub(crate) struct Slot {
     pub(crate) ts_ms: Option<i64>,
     /// False for an earlier line whose id a later line took over.
     pub(crate) live: bool,
+    /// Only JavaScript's reading accepts the line (`arbor_log::parse_line_detail`): its text
+    /// may not be what `JSON.stringify` writes for what it means (a number beyond `f64` reads
+    /// as `null`), so its JSON text is the line's value written again, never the line itself.
+    pub(crate) js_only: bool,
     /// Where the line is in the session's source: (offset, length).
     src: Option<(u64, usize)>,
     entry: OnceLock<Box<Entry>>,
@@ -205,7 +209,7 @@ fn intern(s: &str) -> Cow<'static, str> {
 
 impl Slot {
     /// A slot holding a decoded entry and its JSON text (appends, the slow path).
-    fn decoded(entry: Entry, json: Box<str>, line: usize) -> Slot {
+    fn decoded(entry: Entry, json: Box<str>, line: usize, js_only: bool) -> Slot {
         Slot {
             id: entry.id.as_str().into(),
             parent_id: entry.parent_id.as_deref().map(CompactString::from),
@@ -214,6 +218,7 @@ impl Slot {
             line,
             ts_ms: parse_iso_ms(&entry.timestamp),
             live: true,
+            js_only,
             src: None,
             entry: OnceLock::from(Box::new(entry)),
             json: OnceLock::from(json),
@@ -230,6 +235,7 @@ impl Slot {
             line: e.line as usize,
             ts_ms: e.ts_ms,
             live: true,
+            js_only: e.js_only,
             src: Some((e.offset, e.len as usize)),
             entry: OnceLock::new(),
             json: OnceLock::new(),
@@ -254,6 +260,7 @@ impl Slot {
             line: e.line,
             ts_ms: h.ts_ms,
             live: true,
+            js_only: h.js_only,
             src: Some((e.offset, e.len)),
             entry,
             json: OnceLock::new(),
@@ -301,7 +308,7 @@ impl Slot {
     /// The JSON text, read from the source on first use.
     pub(crate) fn json(&self, src: Option<&dyn ReadAt>) -> &str {
         self.json.get_or_init(|| match self.read_line(src) {
-            Ok(bytes) => line_json(bytes),
+            Ok(bytes) => line_json(bytes, self.js_only),
             Err(_) => entry_json(self.entry(src)),
         })
     }
@@ -320,9 +327,13 @@ impl Slot {
         match line {
             Some(bytes) => {
                 let text = arbor_log::trim_line(bytes);
-                match std::str::from_utf8(text) {
-                    Ok(t) => f(t),
-                    Err(_) => f(&String::from_utf8_lossy(text)),
+                let text = match std::str::from_utf8(text) {
+                    Ok(t) => Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(text),
+                };
+                match self.js_only.then(|| stringified(&text)).flatten() {
+                    Some(again) => f(&again),
+                    None => f(&text),
                 }
             }
             None => f(&entry_json(self.entry(cursor.src))),
@@ -415,7 +426,7 @@ pub struct Session {
     /// Parent ids naming no entry (built by the first append): an append
     /// whose id is one of them re-points the entries naming it.
     unresolved: OnceLock<HashSet<CompactString, IdHash>>,
-    labels: IndexMap<String, String>,
+    labels: Labels,
     leaf: Option<String>,
     leaf_moved: bool,
     has_assistant: bool,
@@ -454,7 +465,7 @@ impl Session {
             parent_idx: Vec::new(),
             children: OnceLock::new(),
             unresolved: OnceLock::new(),
-            labels: IndexMap::new(),
+            labels: Labels::default(),
             leaf: None,
             leaf_moved: false,
             has_assistant: false,
@@ -573,7 +584,7 @@ impl Session {
             // pi overwrites such a file with a fresh header; we keep the original first.
             let backup = if log.lines().is_empty() { None } else { Some(store.backup(&path, "corrupt")?) };
             s.reset_fresh(None, None);
-            let mut bytes = serde_json::to_string(&s.header.to_value()).map_err(arbor_log::LogError::from)?;
+            let mut bytes = arbor_log::json::to_string(&s.header.to_value()).map_err(arbor_log::LogError::from)?;
             bytes.push('\n');
             store.rewrite(&path, bytes.as_bytes())?;
             s.disk = Disk::Synced { count: 0 };
@@ -672,6 +683,7 @@ impl Session {
                     len: u32::try_from(len).ok()?,
                     line: u32::try_from(s.line).ok()?,
                     ts_ms: s.ts_ms,
+                    js_only: s.js_only,
                     entry_type: &s.entry_type,
                     role: s.role.as_deref(),
                     id: &s.id,
@@ -777,8 +789,8 @@ impl Session {
         self.diagnostics.extend(diags);
         self.slots.reserve_exact(entries.len());
         for (line, entry, owned) in entries {
-            let json = if owned.dirty { entry_json(&entry) } else { line_json(owned.raw) };
-            self.push_loaded(Slot::decoded(entry, json, line));
+            let json = line_json(owned.raw, owned.js_only);
+            self.push_loaded(Slot::decoded(entry, json, line, owned.js_only));
         }
         self.leaf = self.slots.last().map(|s| s.id.to_string());
         self.resolve_ids();
@@ -786,8 +798,8 @@ impl Session {
         self.diagnostics.sort_by_key(|d| d.line);
     }
 
-    fn push_slot(&mut self, entry: Entry, json: Box<str>, line: usize) -> usize {
-        self.push(Slot::decoded(entry, json, line))
+    fn push_slot(&mut self, entry: Entry, json: Box<str>, line: usize, js_only: bool) -> usize {
+        self.push(Slot::decoded(entry, json, line, js_only))
     }
 
     /// Appends a slot after the load: the id index and children lists follow it.
@@ -891,15 +903,15 @@ impl Session {
             self.has_assistant = true;
         }
         if slot.entry_type == "label" {
-            if let EntryKind::Label(l) = &slot.entry(self.source.as_deref()).kind {
-                match l.label.as_deref() {
-                    Some(text) if !text.is_empty() => {
-                        self.labels.insert(l.target_id.clone(), text.to_owned());
-                    }
-                    _ => {
-                        self.labels.shift_remove(&l.target_id);
-                    }
-                }
+            let src = self.source.as_deref();
+            let entry = slot.entry(src);
+            if let EntryKind::Label(l) = &entry.kind {
+                // The entry's `timestamp` as written (a label keeps it, and a fork copies it).
+                let timestamp = match entry.timestamp.as_str() {
+                    "" => arbor_log::json::parse(slot.json(src)).ok().and_then(|v| v.get("timestamp").cloned()),
+                    ts => Some(Value::String(ts.to_owned())),
+                };
+                self.labels.apply(l, timestamp);
             }
         }
     }
@@ -1222,11 +1234,15 @@ impl Session {
     }
     /// The resolved label of an entry.
     pub fn get_label(&self, id: &str) -> Option<&str> {
-        self.labels.get(id).map(String::as_str)
+        self.labels.get(id).map(|l| l.text.as_str())
+    }
+    /// The resolved label of an entry: its value as written and when it was set.
+    pub fn label(&self, id: &str) -> Option<&Label> {
+        self.labels.get(id)
     }
     /// Every resolved label, in the order the targets first got one.
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.labels.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.labels.iter().map(|(k, v)| (k, v.text.as_str()))
     }
 
     /// The path root → `from` (or the leaf), every entry type included; empty
@@ -1374,7 +1390,7 @@ impl Session {
         let id = self.next_entry_id(&|s| by_id.contains_key(s));
         let entry = Entry { id: id.clone(), parent_id: self.leaf.clone(), timestamp: self.now_iso(), kind };
         let json = entry_json(&entry);
-        self.push_slot(entry, json, 0);
+        self.push_slot(entry, json, 0, false);
         self.leaf_moved = false;
         if let Err(e) = self.persist() {
             self.failed = Some(e.to_string());
@@ -1390,15 +1406,15 @@ impl Session {
     /// Appends a `thinking_level_change`.
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String, TreeError> {
         self.append(EntryKind::ThinkingLevelChange(ThinkingLevelChange {
-            thinking_level: Some(level.to_owned()),
+            thinking_level: Some(level.into()),
             extra: Default::default(),
         }))
     }
     /// Appends a `model_change` in pi's shape.
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String, TreeError> {
         self.append(EntryKind::ModelChange(ModelChange {
-            provider: Some(provider.to_owned()),
-            model_id: Some(model_id.to_owned()),
+            provider: Some(provider.into()),
+            model_id: Some(model_id.into()),
             model: None,
             role: None,
             extra: Default::default(),
@@ -1440,8 +1456,8 @@ impl Session {
     ) -> Result<String, TreeError> {
         self.append(EntryKind::CustomMessage(CustomMessageEntry {
             custom_type: custom_type.to_owned(),
-            content,
-            display,
+            content: Some(content),
+            display: Some(display.into()),
             details,
             extra: Default::default(),
         }))
@@ -1458,14 +1474,14 @@ impl Session {
         if !self.ids().contains_key(target_id) {
             return Err(TreeError::NotFound(target_id.to_owned()));
         }
-        let label = label.filter(|l| !l.is_empty()).map(str::to_owned);
+        let label = label.filter(|l| !l.is_empty()).map(|l| Value::String(l.to_owned()));
         self.append(EntryKind::Label(LabelEntry { target_id: target_id.to_owned(), label, extra: Default::default() }))
     }
 
     // ---- persistence (spec 1.11, fixed) ----
 
     fn header_line(&self) -> Result<String, TreeError> {
-        Ok(serde_json::to_string(&self.header.to_value()).map_err(arbor_log::LogError::from)?)
+        Ok(arbor_log::json::to_string(&self.header.to_value()).map_err(arbor_log::LogError::from)?)
     }
 
     fn persist(&mut self) -> Result<(), TreeError> {
@@ -1556,15 +1572,15 @@ impl Session {
             return Err(TreeError::Poisoned(f.clone()));
         }
         // Decoded now: the new session has no source file to decode from.
-        let kept: Vec<(Entry, Box<str>, usize)> = path
+        let kept: Vec<(Entry, Box<str>, usize, bool)> = path
             .iter()
             .map(|&i| &self.slots[i])
             .filter(|s| !matches!(s.entry(self.src()).kind, EntryKind::Label(_)))
-            .map(|s| (s.entry(self.src()).clone(), s.json(self.src()).into(), s.line))
+            .map(|s| (s.entry(self.src()).clone(), s.json(self.src()).into(), s.line, s.js_only))
             .collect();
         let kept_ids: HashSet<String> = kept.iter().map(|s| s.0.id.clone()).collect();
-        let labels_to_write: Vec<(String, String)> =
-            self.labels.iter().filter(|(t, _)| kept_ids.contains(*t)).map(|(t, l)| (t.clone(), l.clone())).collect();
+        let labels_to_write: Vec<(String, Label)> =
+            self.labels.iter().filter(|(t, _)| kept_ids.contains(*t)).map(|(t, l)| (t.to_owned(), l.clone())).collect();
         let new_id = self.next_session_id();
         let timestamp = self.now_iso();
         let parent_session =
@@ -1577,15 +1593,20 @@ impl Session {
         for (target, label) in labels_to_write {
             let id = self.next_entry_id(&|s| taken.contains(s));
             taken.insert(id.clone());
-            let entry = Entry {
-                id: id.clone(),
-                parent_id: parent.clone(),
-                timestamp: self.now_iso(),
-                kind: EntryKind::Label(LabelEntry { target_id: target, label: Some(label), extra: Default::default() }),
-            };
+            // pi's key order; the label keeps its value and the time it was set.
+            let mut v = serde_json::Map::new();
+            v.insert("type".into(), "label".into());
+            v.insert("id".into(), id.clone().into());
+            v.insert("parentId".into(), parent.clone().map_or(Value::Null, Value::String));
+            if let Some(ts) = label.timestamp {
+                v.insert("timestamp".into(), ts);
+            }
+            v.insert("targetId".into(), target.into());
+            v.insert("label".into(), label.value);
+            let v = Value::Object(v);
+            let Ok(entry) = Entry::from_value(&v) else { continue };
             parent = Some(id);
-            let json = entry_json(&entry);
-            label_slots.push((entry, json));
+            label_slots.push((entry, entry_json_value(&v).into_boxed_str()));
         }
 
         self.header = header;
@@ -1599,11 +1620,11 @@ impl Session {
         self.has_assistant = false;
         self.leaf = None;
         self.source = None;
-        for (entry, json, line) in kept {
-            self.push_slot(entry, json, line);
+        for (entry, json, line, js_only) in kept {
+            self.push_slot(entry, json, line, js_only);
         }
         for (e, j) in label_slots {
-            self.push_slot(e, j, 0);
+            self.push_slot(e, j, 0, false);
         }
         self.leaf_moved = false;
         self.writer = None;
@@ -1636,8 +1657,22 @@ fn describe_repair(path: &Path, r: &TailRepair) -> String {
 }
 
 /// A line's bytes as the JSON text of its entry: trimmed as the reader trims
-/// it, without a copy in the common case of clean UTF-8 ending in `\n`.
-fn line_json(mut raw: Vec<u8>) -> Box<str> {
+/// it, without a copy in the common case of clean UTF-8 ending in `\n`; a
+/// line only JavaScript reads is written again as `JSON.stringify` would.
+fn line_json(raw: Vec<u8>, js_only: bool) -> Box<str> {
+    let text = trimmed_text(raw);
+    if js_only {
+        return stringified(&text).map_or(text, String::into_boxed_str);
+    }
+    text
+}
+
+/// The JSON text `JSON.stringify` writes for what `text` means.
+fn stringified(text: &str) -> Option<String> {
+    arbor_log::json::parse(text).ok().and_then(|v| arbor_log::json::to_string(&v).ok())
+}
+
+fn trimmed_text(mut raw: Vec<u8>) -> Box<str> {
     let trimmed = arbor_log::trim_line(&raw);
     if trimmed.len() != raw.len() && raw.starts_with(trimmed) {
         raw.truncate(trimmed.len());
@@ -1656,7 +1691,7 @@ fn entry_json(entry: &Entry) -> Box<str> {
 
 fn entry_json_value(v: &Value) -> String {
     // Encoding a Value built from JSON cannot fail.
-    serde_json::to_string(v).unwrap_or_default()
+    arbor_log::json::to_string(v).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -219,7 +219,7 @@ impl OpenAiClient {
                 break;
             }
             let chunk: Value =
-                serde_json::from_str(data).map_err(|e| self.protocol(format!("a stream chunk is not JSON: {e}")))?;
+                arbor_log::json::parse(data).map_err(|e| self.protocol(format!("a stream chunk is not JSON: {e}")))?;
             if let Some(e) = chunk.get("error") {
                 let message = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_owned);
                 return Err(self.stream_error(message));
