@@ -1560,9 +1560,37 @@ impl Session {
 
     // ---- branched sessions (spec 3.9) ----
 
+    /// The entries a fork of `path` keeps, decoded (the new session has no
+    /// source file to decode from): every entry but the label entries (any
+    /// `type: "label"`, whatever its body), each re-linked across the label
+    /// entries left out to the kept entry before it, so the fork's context at
+    /// its leaf is the original's. pi (up to 0.73.1) keeps them pointing at
+    /// the missing labels, which cuts the context off after the last label.
+    fn kept_for_fork(&self, path: &[usize]) -> Vec<(Entry, Box<str>, usize, bool)> {
+        let src = self.src();
+        let mut kept: Vec<(Entry, Box<str>, usize, bool)> = Vec::with_capacity(path.len());
+        for (k, &i) in path.iter().enumerate() {
+            let s = &self.slots[i];
+            if s.entry_type == "label" {
+                continue;
+            }
+            let (mut entry, mut json) = (s.entry(src).clone(), Box::<str>::from(s.json(src)));
+            let parent_left_out = k > 0 && self.slots[path[k - 1]].entry_type == "label";
+            if parent_left_out {
+                let parent = kept.last().map(|(e, ..)| e.id.clone());
+                json = with_parent(&json, parent.as_deref()).into_boxed_str();
+                entry.parent_id = parent;
+            }
+            kept.push((entry, json, s.line, s.js_only && !parent_left_out));
+        }
+        kept
+    }
+
     /// Turns the path to `leaf_id` into a new session (labels rebuilt from the
     /// resolved labels); in persistent mode a new file beside this one, written
     /// at once when the path holds an assistant message. Returns the new path.
+    /// The new session's context at its leaf is the original's at `leaf_id`
+    /// (see `kept_for_fork`).
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>, TreeError> {
         let path = self.branch_indices(Some(leaf_id));
         if path.is_empty() {
@@ -1571,13 +1599,7 @@ impl Session {
         if let Some(f) = &self.failed {
             return Err(TreeError::Poisoned(f.clone()));
         }
-        // Decoded now: the new session has no source file to decode from.
-        let kept: Vec<(Entry, Box<str>, usize, bool)> = path
-            .iter()
-            .map(|&i| &self.slots[i])
-            .filter(|s| !matches!(s.entry(self.src()).kind, EntryKind::Label(_)))
-            .map(|s| (s.entry(self.src()).clone(), s.json(self.src()).into(), s.line, s.js_only))
-            .collect();
+        let kept = self.kept_for_fork(&path);
         let kept_ids: HashSet<String> = kept.iter().map(|s| s.0.id.clone()).collect();
         let labels_to_write: Vec<(String, Label)> =
             self.labels.iter().filter(|(t, _)| kept_ids.contains(*t)).map(|(t, l)| (t.to_owned(), l.clone())).collect();
@@ -1665,6 +1687,17 @@ fn line_json(raw: Vec<u8>, js_only: bool) -> Box<str> {
         return stringified(&text).map_or(text, String::into_boxed_str);
     }
     text
+}
+
+/// An entry's JSON text with another `parentId` (in its place among the keys).
+fn with_parent(text: &str, parent: Option<&str>) -> String {
+    match arbor_log::json::parse(text) {
+        Ok(Value::Object(mut v)) => {
+            v.insert("parentId".into(), parent.map_or(Value::Null, |p| Value::String(p.to_owned())));
+            entry_json_value(&Value::Object(v))
+        }
+        _ => text.to_owned(),
+    }
 }
 
 /// The JSON text `JSON.stringify` writes for what `text` means.

@@ -537,13 +537,24 @@ impl Case {
         Ok(())
     }
 
-    /// 3.9 in the model: the path without labels, then the resolved labels of the
-    /// kept entries re-created in label-map order, chained after the last kept entry.
+    /// 3.9 in the model: the path without labels, each kept entry whose parent
+    /// was a label re-linked to the kept entry before it (the fork keeps the
+    /// whole history), then the resolved labels of the kept entries re-created
+    /// in label-map order, chained after the last kept entry.
     fn create_branched(&mut self, leaf: &str) -> Result<(), TestCaseError> {
         let old_file = self.file.clone();
-        let path = self.m.branch(Some(leaf));
-        let kept: Vec<View> =
-            path.iter().filter_map(|id| self.m.find(id).cloned()).filter(|e| e.ty != "label").collect();
+        let path: Vec<View> = self.m.branch(Some(leaf)).iter().filter_map(|id| self.m.find(id).cloned()).collect();
+        let mut kept: Vec<View> = vec![];
+        for (k, e) in path.iter().enumerate() {
+            if e.ty == "label" {
+                continue;
+            }
+            let mut e = e.clone();
+            if k > 0 && path[k - 1].ty == "label" {
+                e.parent = kept.last().map(|p| p.id.clone());
+            }
+            kept.push(e);
+        }
         let to_write: Vec<(String, String, Option<i64>)> =
             self.m.labels().into_iter().filter(|(t, _, _)| kept.iter().any(|k| &k.id == t)).collect();
         let new_path = self
