@@ -1569,13 +1569,14 @@ impl Session {
     fn kept_for_fork(&self, path: &[usize]) -> Vec<(Entry, Box<str>, usize, bool)> {
         let src = self.src();
         let mut kept: Vec<(Entry, Box<str>, usize, bool)> = Vec::with_capacity(path.len());
-        for (k, &i) in path.iter().enumerate() {
+        for &i in path {
             let s = &self.slots[i];
             if s.entry_type == "label" {
                 continue;
             }
             let (mut entry, mut json) = (s.entry(src).clone(), Box::<str>::from(s.json(src)));
-            let parent_left_out = k > 0 && self.slots[path[k - 1]].entry_type == "label";
+            // The parent is the path's entry before this one (or, in a cycle, one after it).
+            let parent_left_out = self.parent_of(i).is_some_and(|p| self.slots[p].entry_type == "label");
             if parent_left_out {
                 let parent = kept.last().map(|(e, ..)| e.id.clone());
                 json = with_parent(&json, parent.as_deref()).into_boxed_str();
