@@ -53,7 +53,8 @@ commands:
       --files N                     how many files (default 500)
       --seed S                      the generator's seed (default: a new one, printed)
       --only INDEX                  only file INDEX of the seed's run (to reproduce one file)
-      --file PATH                   compare a given file instead, at every entry (repeatable)
+      --file PATH…                  also compare these files, at every entry (alone, without
+                                    --files, only these)
       --arbor BIN                   the arbor binary (default: cargo build -p arbor-cli, dev profile)
       --keep                        keep the files under target/pi-diff/ even when all agree
   fuzz [--seconds N] [--target T]   run each cargo-fuzz target in fuzz/ for N seconds (default 60)

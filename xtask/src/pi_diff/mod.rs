@@ -30,6 +30,7 @@ const USAGE: &str =
 
 #[derive(Debug)]
 struct Opts {
+    /// Generated files; with `--file` and no `--files`, none.
     files: u64,
     seed: u64,
     only: Option<u64>,
@@ -40,18 +41,30 @@ struct Opts {
 
 fn parse(args: &[String]) -> Result<Opts> {
     let mut o = Opts { files: 500, seed: random_seed(), only: None, given: vec![], arbor: None, keep: false };
-    let mut it = args.iter();
+    let mut files_asked = false;
+    let mut it = args.iter().peekable();
     while let Some(a) = it.next() {
         let mut value = || it.next().with_context(|| format!("{a} needs a value\n{USAGE}"));
         match a.as_str() {
-            "--files" => o.files = value()?.parse().context("--files takes a number")?,
+            "--files" => {
+                o.files = value()?.parse().context("--files takes a number")?;
+                files_asked = true;
+            }
             "--seed" => o.seed = value()?.parse().context("--seed takes a number")?,
             "--only" => o.only = Some(value()?.parse().context("--only takes a number")?),
-            "--file" => o.given.push(PathBuf::from(value()?)),
+            "--file" => {
+                o.given.push(PathBuf::from(value()?));
+                while let Some(more) = it.next_if(|p| !p.starts_with("--")) {
+                    o.given.push(PathBuf::from(more));
+                }
+            }
             "--arbor" => o.arbor = Some(PathBuf::from(value()?)),
             "--keep" => o.keep = true,
             other => bail!("pi-diff: unknown option {other:?}\n{USAGE}"),
         }
+    }
+    if !o.given.is_empty() && !files_asked && o.only.is_none() {
+        o.files = 0;
     }
     Ok(o)
 }
@@ -105,8 +118,10 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("forks")).with_context(|| format!("creating {}", work.display()))?;
     let started = Instant::now();
-    let cases = if o.given.is_empty() { generate(&work, &o)? } else { given(&work, &o.given)? };
+    let mut cases = generate(&work, &o)?;
+    cases.extend(given(&arbor, &work, &o.given)?);
     let results = run_arbor(&arbor, &work, &cases)?;
+    let arbor_secs = started.elapsed().as_secs_f64();
     let job = job_json(&cases, &results);
     let job_path = work.join("job.json");
     std::fs::write(&job_path, serde_json::to_vec(&job)?)?;
@@ -119,7 +134,7 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let summary: Value = serde_json::from_slice(&std::fs::read(&summary_path)?)?;
     let disagreements = summary["disagreements"].as_u64().unwrap_or(u64::MAX);
     println!(
-        "pi-diff: seed {}: {} files, {} comparisons: {} agree, {} documented ({}), {} pi failures, {} disagree ({:.1} s)",
+        "pi-diff: seed {}: {} files, {} comparisons: {} agree, {} documented ({}), {} pi failures, {} disagree ({:.1} s, {:.1} s of it Arbor)",
         o.seed,
         cases.len(),
         summary["comparisons"],
@@ -128,7 +143,8 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         summary["byDecision"],
         summary["piFailures"],
         disagreements,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        arbor_secs
     );
     if disagreements > 0 {
         println!(
@@ -177,8 +193,8 @@ fn generate(work: &Path, o: &Opts) -> Result<Vec<Case>> {
     Ok(cases)
 }
 
-/// Copies files given on the command line and asks about every entry.
-fn given(work: &Path, files: &[PathBuf]) -> Result<Vec<Case>> {
+/// Copies files given on the command line and asks about every entry (as Arbor's dump lists them).
+fn given(arbor: &Path, work: &Path, files: &[PathBuf]) -> Result<Vec<Case>> {
     let mut cases = vec![];
     for (i, f) in files.iter().enumerate() {
         let name = format!("g{i:03}");
@@ -186,9 +202,8 @@ fn given(work: &Path, files: &[PathBuf]) -> Result<Vec<Case>> {
         std::fs::copy(f, &path).with_context(|| format!("copying {}", f.display()))?;
         let mut runs: Vec<Run> =
             ["dump", "tree", "path", "context", "llm"].iter().map(|c| Run { cmd: c, at: At::Leaf }).collect();
-        let text = std::fs::read(&path)?;
-        let lines = text.split(|&b| b == b'\n').count();
-        for pos in 0..lines {
+        let dump = arbor_cmd(arbor, work, &["dump", &path.to_string_lossy(), "--json"])?;
+        for pos in 0..dump_ids(&dump.out).len() {
             for cmd in ["path", "context", "llm", "fork"] {
                 runs.push(Run { cmd, at: At::Pos(pos) });
             }
