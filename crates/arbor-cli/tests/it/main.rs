@@ -7,6 +7,7 @@
 mod agent;
 mod chat;
 mod commands;
+mod compat;
 mod context_json;
 mod model_server;
 mod reference;
