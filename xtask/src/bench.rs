@@ -51,6 +51,12 @@ struct Opts {
     huge: bool,
     /// Also time the full-decode scan (`SessionLog::read` + `into_entries`).
     full_scan: bool,
+    /// `--store N`: the listing and search bench on a store of N sessions.
+    store: Option<usize>,
+    /// `--store-entries MIN-MAX`: the sizes of the store's sessions.
+    store_sizes: crate::store::Sizes,
+    /// `--no-pi`: skip pi's listAll in the store bench.
+    no_pi: bool,
 }
 
 fn parse_opts(args: &[String]) -> Result<Opts> {
@@ -66,6 +72,9 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         all: false,
         huge: false,
         full_scan: false,
+        store: None,
+        store_sizes: crate::store::Sizes::default(),
+        no_pi: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -82,6 +91,19 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--runs" => o.runs = value("--runs")?.parse().context("--runs")?,
             "--file" => o.file = Some(PathBuf::from(value("--file")?)),
             "--cmd" => o.extra.push(value("--cmd")?),
+            "--store" => o.store = Some(value("--store")?.parse().context("--store")?),
+            "--store-entries" => {
+                let v = value("--store-entries")?;
+                let (a, b) = v.split_once('-').context("--store-entries MIN-MAX")?;
+                o.store_sizes = crate::store::Sizes {
+                    min: a.parse().context("--store-entries")?,
+                    max: b.parse().context("--store-entries")?,
+                };
+                if o.store_sizes.min == 0 || o.store_sizes.min > o.store_sizes.max {
+                    bail!("--store-entries: MIN must be at least 1 and at most MAX");
+                }
+            }
+            "--no-pi" => o.no_pi = true,
             other => bail!("bench: unknown argument {other:?} (see `cargo xtask help`)"),
         }
     }
@@ -121,7 +143,7 @@ impl BenchCmd {
         self
     }
 
-    fn with_env(mut self, key: &str, value: &str) -> Self {
+    pub fn with_env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_owned(), value.to_owned()));
         self
     }
@@ -199,6 +221,26 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         .map(PathBuf::from)
         .context("cargo metadata has no target_directory")?;
 
+    if let Some(sessions) = opts.store {
+        eprintln!("== building arbor (release)");
+        let status = crate::cargo()
+            .args(["build", "--release", "-p", "arbor-cli", "--bin", "arbor"])
+            .current_dir(root)
+            .status()
+            .context("running cargo build")?;
+        if !status.success() {
+            bail!("building arbor (release) failed ({status})");
+        }
+        let arbor = target.join("release").join(format!("arbor{}", std::env::consts::EXE_SUFFIX));
+        let o = crate::bench_store::StoreOpts {
+            sessions,
+            seed: opts.seed,
+            runs: opts.runs,
+            sizes: opts.store_sizes,
+            pi: !opts.no_pi,
+        };
+        return crate::bench_store::run(root, &arbor, &target, &o);
+    }
     eprintln!("== building the scan example and arbor (release)");
     let status = crate::cargo()
         .args([

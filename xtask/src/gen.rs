@@ -103,7 +103,32 @@ pub fn write_file(path: &Path, opts: GenOptions) -> Result<u64> {
 
 /// Writes the header and exactly `opts.entries` entries to `out`.
 pub fn generate<W: Write>(out: W, opts: GenOptions) -> io::Result<()> {
-    let mut g = Gen::new(out, opts);
+    generate_placed(out, opts, &Placement::default())
+}
+
+/// Where and when one session of a store lives, and the words its text
+/// draws on besides the common ones. The default is the single bench
+/// session: `/home/user/project`, starting at 2026-01-01, common words only
+/// (the same bytes as before stores existed).
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// The header's `cwd`.
+    pub cwd: String,
+    /// The clock of the first timestamp, in Unix milliseconds.
+    pub start_ms: i64,
+    /// The session's topic words: one word in eight of its text is one of them.
+    pub topics: Vec<String>,
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement { cwd: "/home/user/project".to_owned(), start_ms: T0_MS, topics: Vec::new() }
+    }
+}
+
+/// [`generate`], for a session placed in a store (see [`Placement`]).
+pub fn generate_placed<W: Write>(out: W, opts: GenOptions, place: &Placement) -> io::Result<()> {
+    let mut g = Gen::new(out, opts, place.clone());
     g.header()?;
     g.emit("model_change", json!({"provider": "anthropic", "modelId": "claude-sonnet-4-5"}))?;
     g.emit("thinking_level_change", json!({"thinkingLevel": "medium"}))?;
@@ -243,10 +268,11 @@ struct Gen<W> {
     history: Vec<u32>,
     leaf: Option<u32>,
     usage: Value,
+    place: Placement,
 }
 
 impl<W: Write> Gen<W> {
-    fn new(out: W, opts: GenOptions) -> Self {
+    fn new(out: W, opts: GenOptions, place: Placement) -> Self {
         Gen {
             out,
             rng: Rng::new(opts.seed),
@@ -258,6 +284,7 @@ impl<W: Write> Gen<W> {
             history: Vec::with_capacity(opts.entries),
             leaf: None,
             usage: serde_json::from_str(USAGE).unwrap_or(Value::Null),
+            place,
         }
     }
 
@@ -268,7 +295,7 @@ impl<W: Write> Gen<W> {
     /// Advances the clock; returns the ISO timestamp and Unix milliseconds.
     fn tick(&mut self) -> (String, i64) {
         self.ticks += 1;
-        let ms = T0_MS + self.ticks * TICK_MS;
+        let ms = self.place.start_ms + self.ticks * TICK_MS;
         (iso_ms(ms), ms)
     }
 
@@ -287,7 +314,13 @@ impl<W: Write> Gen<W> {
             if !s.is_empty() {
                 s.push(' ');
             }
-            s.push_str(self.rng.pick(WORDS));
+            // Without topics the random sequence is the one stores did not exist for.
+            if !self.place.topics.is_empty() && self.rng.below(8) == 0 {
+                let k = self.rng.below(self.place.topics.len());
+                s.push_str(&self.place.topics[k]);
+            } else {
+                s.push_str(self.rng.pick(WORDS));
+            }
         }
         s
     }
@@ -315,7 +348,7 @@ impl<W: Write> Gen<W> {
             "version": 3,
             "id": format!("9b2f6c1e-0000-4000-8000-{tail:012x}"),
             "timestamp": iso,
-            "cwd": "/home/user/project",
+            "cwd": self.place.cwd,
         });
         serde_json::to_writer(&mut self.out, &header)?;
         self.out.write_all(b"\n")

@@ -8,11 +8,13 @@
 //! while a library is broken.
 
 mod bench;
+mod bench_store;
 mod fuzz;
 mod gen;
 mod pi;
 mod pi_diff;
 mod rusage;
+mod store;
 mod tidy;
 
 use std::env;
@@ -30,6 +32,8 @@ commands:
                                     `[lints] workspace = true` and `//!` crate docs
   gen-session OUT ENTRIES [SEED]    write a synthetic pi v3 session (deterministic per seed)
       --small                       ~450-byte entries with a deep active path (use with ~1000000)
+  gen-store ROOT SESSIONS [SEED]    write a store of synthetic sessions in pi's layout (50 to 2,000
+                                    entries each, ~1.5 MB on average; deterministic per seed)
   bench [options]                   release-build arbor and `arbor-log`'s `scan` example and time
                                     `arbor context/tree --json` and the light scan on a generated
                                     session, next to wc/cat/python yardsticks
@@ -44,6 +48,10 @@ commands:
       --file PATH                   bench an existing file instead of a generated one
       --cmd 'LABEL=PROGRAM ARG…'    add a row; `{file}` in an argument is replaced by the file
       --no-yardsticks               skip wc, cat and python
+      --store N                     instead: list and search a generated store of N sessions with
+                                    arbor ls/search (the catalog), next to pi's SessionManager.listAll()
+      --store-entries MIN-MAX       entries per store session (default 50-2000)
+      --no-pi                       skip pi's listAll in the store bench
   ci                                run .ci/run (what CI runs)
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;
@@ -77,6 +85,7 @@ fn run() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("tidy") => tidy::run(&workspace_root()?),
         Some("gen-session") => gen::cli(rest),
+        Some("gen-store") => gen_store(rest),
         Some("bench") => bench::cli(&workspace_root()?, rest),
         Some("ci") => ci(&workspace_root()?),
         Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
@@ -129,6 +138,30 @@ fn pi_cmd(args: &[String]) -> Result<()> {
     if !status.success() {
         bail!("{script} failed ({status})");
     }
+    Ok(())
+}
+
+/// `cargo xtask gen-store ROOT SESSIONS [SEED]`
+fn gen_store(args: &[String]) -> Result<()> {
+    let [root, sessions, rest @ ..] = args else { bail!("usage: cargo xtask gen-store ROOT SESSIONS [SEED]") };
+    let sessions: usize = sessions.parse().with_context(|| format!("SESSIONS must be a number, got {sessions:?}"))?;
+    let seed: u64 = match rest {
+        [] => 7,
+        [s] => s.parse().with_context(|| format!("SEED must be a number, got {s:?}"))?,
+        _ => bail!("gen-store: too many arguments"),
+    };
+    let root = Path::new(root);
+    if root.exists() {
+        bail!("{} exists already", root.display());
+    }
+    let stats = store::write_store(root, sessions, seed, store::Sizes::default())?;
+    eprintln!(
+        "wrote {}: {} sessions, {} entries, {} bytes",
+        root.display(),
+        stats.sessions,
+        stats.entries,
+        stats.bytes
+    );
     Ok(())
 }
 

@@ -11,11 +11,24 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-/// The crate chain, bottom first: a crate may depend only on crates before it.
-pub const CHAIN: [&str; 5] = ["arbor-log", "arbor-tree", "arbor-context", "arbor-agent", "arbor-cli"];
+/// The crate chain, bottom layer first: a crate may depend only on crates of
+/// the layers below its own (crates side by side in a layer know nothing of
+/// each other).
+pub const LAYERS: [&[&str]; 5] =
+    [&["arbor-log"], &["arbor-tree"], &["arbor-context", "arbor-catalog"], &["arbor-agent"], &["arbor-cli"]];
 
 /// Crates from which `tokio` must not be reachable through normal dependencies.
-pub const SYNC_CRATES: [&str; 3] = ["arbor-log", "arbor-tree", "arbor-context"];
+pub const SYNC_CRATES: [&str; 4] = ["arbor-log", "arbor-tree", "arbor-context", "arbor-catalog"];
+
+/// Every chain crate, bottom layer first.
+fn chain_crates() -> impl Iterator<Item = &'static str> {
+    LAYERS.iter().flat_map(|layer| layer.iter().copied())
+}
+
+/// The chain drawn top first, `a | b` for crates side by side.
+fn chain_text() -> String {
+    LAYERS.iter().rev().map(|layer| layer.join(" | ")).collect::<Vec<_>>().join(" -> ")
+}
 
 pub fn run(root: &Path) -> Result<()> {
     let meta = crate::cargo_metadata(root, false)?;
@@ -29,16 +42,16 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} -> ... -> {} layered, no tokio under {}, crate lints and docs present)",
-        CHAIN[CHAIN.len() - 1],
-        CHAIN[0],
+        "tidy: ok ({} layered, no tokio under {}, crate lints and docs present)",
+        chain_text(),
         SYNC_CRATES.join("/")
     );
     Ok(())
 }
 
+/// The layer of a chain crate.
 fn rank(name: &str) -> Option<usize> {
-    CHAIN.iter().position(|c| *c == name)
+    LAYERS.iter().position(|layer| layer.contains(&name))
 }
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Result<&'a str> {
@@ -65,12 +78,13 @@ fn members(meta: &Value) -> Result<HashMap<String, &Value>> {
 }
 
 /// Every chain crate must exist, and its normal dependencies may only be chain
-/// crates below it (other crates are not restricted here).
+/// crates of lower layers (other crates are not restricted here).
 pub fn check_chain(meta: &Value) -> Result<Vec<String>> {
     let members = members(meta)?;
     let mut problems = Vec::new();
-    for (own_rank, name) in CHAIN.iter().enumerate() {
-        let Some(pkg) = members.get(*name) else {
+    for name in chain_crates() {
+        let own_rank = rank(name).unwrap_or_default();
+        let Some(pkg) = members.get(name) else {
             problems.push(format!("chain crate {name} is not a workspace member"));
             continue;
         };
@@ -81,7 +95,7 @@ pub fn check_chain(meta: &Value) -> Result<Vec<String>> {
                 if dep_rank >= own_rank {
                     problems.push(format!(
                         "{name} depends on {dep_name}, which is not below it in the chain {}",
-                        CHAIN.iter().rev().copied().collect::<Vec<_>>().join(" -> ")
+                        chain_text()
                     ));
                 }
             }
@@ -234,10 +248,10 @@ mod tests {
         }
     }
 
-    /// Metadata for the five chain crates plus whatever `edges` mention;
+    /// Metadata for the chain crates plus whatever `edges` mention;
     /// an edge is (from, to, kind) with kind `None` for a normal dependency.
     fn fake_meta(edges: &[(&str, &str, Option<&str>)]) -> Value {
-        let mut names: Vec<&str> = CHAIN.to_vec();
+        let mut names: Vec<&str> = chain_crates().collect();
         for (a, b, _) in edges {
             for n in [*a, *b] {
                 if !names.contains(&n) {
@@ -273,7 +287,7 @@ mod tests {
                 json!({"id": id(n), "deps": deps})
             })
             .collect();
-        let members: Vec<String> = CHAIN.iter().map(|n| id(n)).collect();
+        let members: Vec<String> = chain_crates().map(id).collect();
         json!({"packages": packages, "workspace_members": members, "resolve": {"nodes": nodes, "root": null}})
     }
 
@@ -284,6 +298,8 @@ mod tests {
             ("arbor-agent", "arbor-context", None),
             ("arbor-agent", "tokio", None),
             ("arbor-context", "arbor-tree", None),
+            ("arbor-catalog", "arbor-tree", None),
+            ("arbor-catalog", "rusqlite", None),
             ("arbor-tree", "arbor-log", None),
             ("arbor-log", "serde_json", None),
             ("serde_json", "itoa", None),
@@ -326,7 +342,30 @@ mod tests {
     fn a_missing_chain_crate_is_a_problem() {
         let mut meta = fake_meta(&good_chain());
         meta["workspace_members"] = json!([id("arbor-log")]);
-        assert_eq!(check_chain(&meta).unwrap().len(), 4);
+        assert_eq!(check_chain(&meta).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn crates_side_by_side_may_not_depend_on_each_other() {
+        for (a, b) in [("arbor-catalog", "arbor-context"), ("arbor-context", "arbor-catalog")] {
+            let mut edges = good_chain();
+            edges.push((a, b, None));
+            let problems = check_chain(&fake_meta(&edges)).unwrap();
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(problems[0].starts_with(&format!("{a} depends on {b}")), "{problems:?}");
+            assert!(problems[0].ends_with("arbor-context | arbor-catalog -> arbor-tree -> arbor-log"), "{problems:?}");
+        }
+        let mut edges = good_chain();
+        edges.push(("arbor-agent", "arbor-catalog", None));
+        assert!(check_chain(&fake_meta(&edges)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn tokio_under_the_catalog_is_detected() {
+        let mut edges = good_chain();
+        edges.push(("rusqlite", "tokio", None));
+        let problems = check_no_tokio(&fake_meta(&edges)).unwrap();
+        assert_eq!(problems, vec!["tokio is reachable from arbor-catalog: arbor-catalog -> rusqlite -> tokio"]);
     }
 
     #[test]
@@ -335,12 +374,13 @@ mod tests {
         edges.push(("arbor-tree", "helper", None));
         edges.push(("helper", "tokio", None));
         let problems = check_no_tokio(&fake_meta(&edges)).unwrap();
-        // arbor-tree reaches it directly, arbor-context through arbor-tree.
+        // arbor-tree reaches it directly, arbor-context and arbor-catalog through arbor-tree.
         assert_eq!(
             problems,
             vec![
                 "tokio is reachable from arbor-tree: arbor-tree -> helper -> tokio",
                 "tokio is reachable from arbor-context: arbor-context -> arbor-tree -> helper -> tokio",
+                "tokio is reachable from arbor-catalog: arbor-catalog -> arbor-tree -> helper -> tokio",
             ]
         );
     }

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use arbor_context::ContextStep;
 use arbor_log::{CounterIds, Diagnostic, Entry};
-use arbor_tree::{list_all_sessions, list_sessions, paths, Session, SessionOptions};
+use arbor_tree::{paths, Session, SessionOptions};
 
 use crate::render::{active_path, entry_text, layout_tree, record_tool_calls, ToolCalls};
 
@@ -167,8 +167,11 @@ enum Command {
     },
     /// Browse the session tree interactively: filter, search, fold, label, and navigate (pi's /tree).
     Tui {
-        /// The session file (default: the most recent session of the current directory).
+        /// The session file (default: pick one in the session picker).
         file: Option<PathBuf>,
+        /// Open the selector with this entry selected.
+        #[arg(long, value_name = "ID", conflicts_with = "fork")]
+        at: Option<String>,
         /// The filter the list opens with (pi's `treeFilterMode` setting).
         #[arg(long, value_enum, default_value = "default")]
         filter: crate::tui::FilterMode,
@@ -181,7 +184,8 @@ enum Command {
     },
     /// Talk to a model in a branching session: prompts, /tree, /branch, /label, /compact, … (see docs/cli.md).
     Chat {
-        /// The session file (default: the most recent session of the current directory, or a new one).
+        /// The session file (default: pick one in the session picker; without a terminal, the most
+        /// recent session of the current directory, or a new one).
         file: Option<PathBuf>,
         /// Start a new session (at FILE when given, else in the sessions directory of the current directory).
         #[arg(long)]
@@ -199,6 +203,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
+    Search(crate::commands::search::Args),
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -595,31 +601,40 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Tui { file, fork: true, model, .. } => {
             return crate::tui::run_fork(out, file, &model, &|read_only| options(ids, read_only));
         }
-        Command::Tui { file, filter, model, .. } => {
-            return crate::tui::run(out, file, filter, &model, &|read_only| options(ids, read_only));
+        Command::Tui { file, at, filter, model, .. } => {
+            return crate::tui::run(out, file, at, filter, &model, &|read_only| options(ids, read_only));
         }
         Command::Chat { file, new, model, base_url, hooks, config } => {
             let target = match file {
                 Some(path) => crate::chat::Target::File { path, new },
                 None if new => crate::chat::Target::New,
+                None if crate::picker::available() => {
+                    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+                    match crate::picker::pick(&paths::sessions_root(), &cwd.to_string_lossy())? {
+                        crate::picker::Picked::Session { path, .. } => crate::chat::Target::File { path, new: false },
+                        crate::picker::Picked::Left => return Ok(ExitCode::SUCCESS),
+                        // No session anywhere yet: start one, as before.
+                        crate::picker::Picked::NoSessions => crate::chat::Target::Recent,
+                    }
+                }
                 None => crate::chat::Target::Recent,
             };
             let flags = crate::chat::ModelFlags { model, base_url, hooks };
             return crate::chat::run(out, target, &flags, config, &|read_only| options(ids, read_only));
         }
+        Command::Search(args) => return crate::commands::search::run(args, out),
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);
-            let store = arbor_tree::FileStore;
-            let list = if all {
-                list_all_sessions(&store, &root)?
+            let scope = if all {
+                arbor_catalog::Scope::All
             } else {
                 let cwd = match cwd {
                     Some(c) => c,
                     None => std::env::current_dir().context("cannot read the current directory")?,
                 };
-                let cwd = cwd.to_string_lossy().into_owned();
-                list_sessions(&store, &paths::session_dir_for(&root, &cwd))?
+                arbor_catalog::Scope::cwd(&cwd.to_string_lossy())
             };
+            let list = crate::catalog_cmds::list(&root, &scope, json)?;
             if json {
                 serde_json::to_writer(&mut *out, &list)?;
                 out.write_all(b"\n")?;
@@ -688,7 +703,9 @@ mod context_json_tests {
     fn written(s: &Session) -> Value {
         let mut out = Vec::new();
         write_context_json(&mut out, s).unwrap();
-        serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
+        // As JavaScript reads it: the output writes lone surrogates as their escapes.
+        let text = String::from_utf8(out).unwrap();
+        arbor_log::json::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
     }
 
     /// Checks, at a spread of leaves, that the written context parses to the
@@ -705,7 +722,10 @@ mod context_json_tests {
                 if let Some(id) = &leaf {
                     s.branch(id).unwrap();
                 }
-                let want = serde_json::to_value(arbor_agent::session_context(&s)).unwrap();
+                // Read back from its text, as the output is: a value nested past serde_json's
+                // limit is kept as its JSON text at a depth counted from the document's root.
+                let want = arbor_log::json::to_string(&arbor_agent::session_context(&s)).unwrap();
+                let want = arbor_log::json::parse(&want).unwrap();
                 assert_eq!(written(&s), want, "{} at {leaf:?}", path.display());
                 checked += 1;
             }

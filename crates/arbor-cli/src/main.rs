@@ -7,8 +7,13 @@
 //! `arbor chat` (a conversation with a model over `arbor-agent`, [`chat`]).
 
 mod agent_cmds;
+mod catalog_cmds;
 mod chat;
 mod cli;
+mod picker;
+mod commands {
+    pub mod search;
+}
 mod render;
 mod transcript;
 mod tui;

@@ -29,7 +29,8 @@
 //! - an object key with an escape is unsure (it could spell a head field, or
 //!   serde_json's raw-value marker, which changes what a `Value` accepts), and
 //!   so is a key equal to the raw-value marker;
-//! - a head field (`type`, `id`, `parentId`, `timestamp`, `message.role`)
+//! - a head field (`type`, `id`, `parentId`, `timestamp`, `message.role`;
+//!   `message.timestamp` is read when it is a number)
 //!   whose value is a string with an escape is unsure (the head keeps the
 //!   decoded text).
 //!
@@ -58,6 +59,31 @@ pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
     let head = p.top_object()?;
     p.ws();
     (p.i == line.len()).then_some(head)
+}
+
+/// The first `"` or `\\` in `hay`. Strings in session files hold escapes
+/// every few dozen bytes (newlines, quotes in code), so the first words are
+/// looked at eight bytes at a time, without the setup of a vector search;
+/// a longer run is left to `memchr`.
+fn quote_or_backslash(hay: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const QUOTES: u64 = LO * b'"' as u64;
+    const SLASHES: u64 = LO * b'\\' as u64;
+    let mut i = 0;
+    while i < 64 {
+        let Some(Ok(word)) = hay.get(i..i + 8).map(<[u8; 8]>::try_from) else { break };
+        let w = u64::from_le_bytes(word);
+        let (q, s) = (w ^ QUOTES, w ^ SLASHES);
+        // A zero byte of `q` or `s` is a match; the lowest flagged byte is the first one
+        // (the borrow of this test only flags bytes above a real match).
+        let found = (q.wrapping_sub(LO) & !q | s.wrapping_sub(LO) & !s) & HI;
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    memchr::memchr2(b'"', b'\\', &hay[i.min(hay.len())..]).map(|k| i + k)
 }
 
 /// True when every byte is in 0x20..=0x7F. Branch-free so that it vectorizes.
@@ -153,7 +179,7 @@ impl<'a> Parser<'a> {
                     }
                     b"message" => {
                         head.has_message = true;
-                        head.role = self.message_role()?;
+                        (head.role, head.message_time) = self.message_head()?;
                     }
                     _ => self.value()?,
                 }
@@ -224,22 +250,22 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `message`'s value: its `role` when it is an object.
-    fn message_role(&mut self) -> Option<Option<CompactString>> {
+    /// `message`'s value: its `role` and numeric `timestamp` when it is an object.
+    fn message_head(&mut self) -> Option<(Option<CompactString>, Option<f64>)> {
         if self.peek()? != b'{' {
             self.value()?;
-            return Some(None);
+            return Some((None, None));
         }
         self.i += 1;
         self.enter()?;
-        let mut role = None;
+        let (mut role, mut time) = (None, None);
         self.ws();
         if self.eat(b'}').is_none() {
             loop {
-                if self.key()? == b"role" {
-                    role = self.field()?.string();
-                } else {
-                    self.value()?;
+                match self.key()? {
+                    b"role" => role = self.field()?.string(),
+                    b"timestamp" => time = self.number_value()?,
+                    _ => self.value()?,
                 }
                 if self.next_member(b'}')? {
                     break;
@@ -247,7 +273,19 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        Some(role)
+        Some((role, time))
+    }
+
+    /// Any value, read as a number when it is one (`Value::as_f64`'s reading).
+    fn number_value(&mut self) -> Option<Option<f64>> {
+        let start = self.i;
+        if let b'-' | b'0'..=b'9' = self.peek()? {
+            self.number()?;
+            // Validated JSON number text is ASCII and Rust's float syntax; both round correctly.
+            return Some(std::str::from_utf8(&self.b[start..self.i]).ok()?.parse::<f64>().ok());
+        }
+        self.value()?;
+        Some(None)
     }
 
     /// Any value, validated and skipped. Leading whitespace is already eaten.
@@ -311,7 +349,7 @@ impl<'a> Parser<'a> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            let at = self.i + memchr::memchr2(b'"', b'\\', &self.b[self.i..])?;
+            let at = self.i + quote_or_backslash(&self.b[self.i..])?;
             if self.b[at] == b'"' {
                 self.i = at + 1;
                 return Some(StrSpan { start, end: at, escaped });
@@ -420,6 +458,32 @@ impl<'a> Parser<'a> {
     fn digits(&mut self) {
         while let Some(b'0'..=b'9') = self.peek() {
             self.i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod quote_tests {
+    use super::quote_or_backslash;
+
+    #[test]
+    fn finds_the_first_quote_or_backslash_at_every_position() {
+        for len in 0..100 {
+            for at in 0..len {
+                for c in [b'"', b'\\'] {
+                    let mut hay = vec![b'a'; len];
+                    hay[at] = c;
+                    if at + 3 < len {
+                        hay[at + 3] = b'"';
+                    }
+                    assert_eq!(quote_or_backslash(&hay), Some(at), "{len} {at}");
+                    // Bytes next to the ones searched for are not matches.
+                    hay[at] = c + 1;
+                    let want = (at + 3 < len).then_some(at + 3);
+                    assert_eq!(quote_or_backslash(&hay), want, "{len} {at}");
+                }
+            }
+            assert_eq!(quote_or_backslash(&vec![0x80u8 | b'"'; len]), None);
         }
     }
 }

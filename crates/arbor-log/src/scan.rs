@@ -122,6 +122,9 @@ pub struct RecordHead {
     pub has_message: bool,
     /// `message.role`, when the message is an object with a string role.
     pub role: Option<CompactString>,
+    /// `message.timestamp`, when the message is an object and it is a number
+    /// (what `Value::as_f64` gives: the time listings sort by).
+    pub message_time: Option<f64>,
     /// The decoded entry, for records the scan decodes in full (see [`scan_source`]).
     pub entry: Option<Box<Entry>>,
     /// True when only JavaScript's reading accepts the line (see [`crate::parse_line_detail`]).
@@ -160,6 +163,7 @@ impl RecordHead {
             ts_ms: v.get("timestamp").and_then(Value::as_str).and_then(parse_iso_ms),
             has_message: message.is_some(),
             role: message.and_then(|m| m.get("role")).and_then(Value::as_str).map(CompactString::from),
+            message_time: message.and_then(|m| m.get("timestamp")).and_then(Value::as_f64),
             entry: None,
             js_only: false,
         }
@@ -522,7 +526,8 @@ impl<'de> Visitor<'de> for HeadVisitor {
                 "timestamp" => timestamp = map.next_value::<Field>()?.string(),
                 "message" => {
                     head.has_message = true;
-                    head.role = map.next_value::<MessageHead>()?.0;
+                    let m = map.next_value::<MessageHead>()?;
+                    (head.role, head.message_time) = (m.role, m.time);
                 }
                 _ => map.next_value::<Skip>().map(drop)?,
             }
@@ -615,8 +620,12 @@ impl<'de> Visitor<'de> for FieldVisitor {
     }
 }
 
-/// A message value: only its `role` is kept.
-struct MessageHead(Option<CompactString>);
+/// A message value: only its `role` and numeric `timestamp` are kept.
+#[derive(Default)]
+struct MessageHead {
+    role: Option<CompactString>,
+    time: Option<f64>,
+}
 
 impl<'de> Deserialize<'de> for MessageHead {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -627,36 +636,78 @@ impl<'de> Deserialize<'de> for MessageHead {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MessageHead, A::Error> {
-                let mut role = None;
+                let mut m = MessageHead::default();
                 while let Some(key) = map.next_key::<Key>()? {
-                    if key.0 == "role" {
-                        role = map.next_value::<Field>()?.string();
-                    } else {
-                        map.next_value::<Skip>()?;
+                    match key.0.as_ref() {
+                        "role" => m.role = map.next_value::<Field>()?.string(),
+                        "timestamp" => m.time = map.next_value::<Number>()?.0,
+                        _ => {
+                            map.next_value::<Skip>()?;
+                        }
                     }
                 }
-                Ok(MessageHead(role))
+                Ok(m)
             }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<MessageHead, E> {
-                Ok(MessageHead(None))
+                Ok(MessageHead::default())
             }
             fn visit_unit<E: de::Error>(self) -> Result<MessageHead, E> {
-                Ok(MessageHead(None))
+                Ok(MessageHead::default())
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<MessageHead, E> {
-                Ok(MessageHead(None))
+                Ok(MessageHead::default())
             }
             fn visit_i64<E: de::Error>(self, _: i64) -> Result<MessageHead, E> {
-                Ok(MessageHead(None))
+                Ok(MessageHead::default())
             }
             fn visit_u64<E: de::Error>(self, _: u64) -> Result<MessageHead, E> {
-                Ok(MessageHead(None))
+                Ok(MessageHead::default())
             }
             fn visit_f64<E: de::Error>(self, _: f64) -> Result<MessageHead, E> {
-                Ok(MessageHead(None))
+                Ok(MessageHead::default())
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<MessageHead, A::Error> {
-                SkipVisitor.visit_seq(seq).map(|_| MessageHead(None))
+                SkipVisitor.visit_seq(seq).map(|_| MessageHead::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Any JSON value, kept when it is a number (as `Value::as_f64` reads it).
+struct Number(Option<f64>);
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Number;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Number, E> {
+                Ok(Number(Some(n as f64)))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Number, E> {
+                Ok(Number(Some(n as f64)))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Number, E> {
+                Ok(Number(Some(n)))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Number, E> {
+                Ok(Number(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Number, E> {
+                Ok(Number(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Number, E> {
+                Ok(Number(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Number, A::Error> {
+                SkipVisitor.visit_seq(seq).map(|_| Number(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Number, A::Error> {
+                SkipVisitor.visit_map(map).map(|_| Number(None))
             }
         }
         d.deserialize_any(V)

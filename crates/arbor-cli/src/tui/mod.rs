@@ -111,15 +111,26 @@ pub(crate) fn selector_over(
     (TreeSelector::new(session, height, initial, filter, home.as_deref()), session.leaf_id().map(str::to_owned))
 }
 
-fn resolve_file(file: Option<PathBuf>) -> Result<PathBuf> {
+/// The session to open and the entry to select: `file` and `at` as given;
+/// without a file, what the session picker picks (`None`: the user left it),
+/// or, without a terminal for it, the most recent session of the cwd.
+fn resolve_file(file: Option<PathBuf>, at: Option<String>) -> Result<Option<(PathBuf, Option<String>)>> {
     if let Some(f) = file {
-        return Ok(f);
+        return Ok(Some((f, at)));
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let cwd = cwd.to_string_lossy().into_owned();
-    let dir = paths::session_dir_for(&paths::sessions_root(), &cwd);
+    let root = paths::sessions_root();
+    let dir = paths::session_dir_for(&root, &cwd);
+    if crate::picker::available() {
+        return match crate::picker::pick(&root, &cwd)? {
+            crate::picker::Picked::Session { path, at: hit } => Ok(Some((path, at.or(hit)))),
+            crate::picker::Picked::Left => Ok(None),
+            crate::picker::Picked::NoSessions => bail!("no session for {cwd} in {}", dir.display()),
+        };
+    }
     match arbor_tree::find_most_recent_session(&FileStore, &dir)? {
-        Some(p) => Ok(p),
+        Some(p) => Ok(Some((p, at))),
         None => bail!("no session for {cwd} in {}", dir.display()),
     }
 }
@@ -292,15 +303,16 @@ fn choice_key(key: &KeyEvent, index: usize) -> ChoiceKey {
     }
 }
 
-/// `arbor tui [FILE]`: browse the tree, label entries, and navigate.
+/// `arbor tui [FILE] [--at ID]`: browse the tree (from entry `at`), label entries, and navigate.
 pub fn run(
     out: &mut dyn Write,
     file: Option<PathBuf>,
+    at: Option<String>,
     filter: FilterMode,
     model: &ModelArgs,
     options: &dyn Fn(bool) -> SessionOptions,
 ) -> Result<ExitCode> {
-    let file = resolve_file(file)?;
+    let Some((file, at)) = resolve_file(file, at)? else { return Ok(ExitCode::SUCCESS) };
     {
         let s = Session::open(&file, options(true))?;
         crate::cli::print_diagnostics(&file, s.diagnostics());
@@ -308,10 +320,15 @@ pub fn run(
             writeln!(out, "No entries in session")?;
             return Ok(ExitCode::SUCCESS);
         }
+        if let Some(id) = &at {
+            if s.get_entry(id).is_none() {
+                bail!("{}: Entry {id} not found", file.display());
+            }
+        }
     }
     // Shown above: navigations below must not print them again.
     let model = &ModelArgs { diagnostics_shown: true, ..model.clone() };
-    let mut initial: Option<String> = None;
+    let mut initial: Option<String> = at;
     let mut status: Option<String> = None;
     loop {
         let decision = {
@@ -398,7 +415,7 @@ pub fn run_fork(
     model: &ModelArgs,
     options: &dyn Fn(bool) -> SessionOptions,
 ) -> Result<ExitCode> {
-    let file = resolve_file(file)?;
+    let Some((file, _)) = resolve_file(file, None)? else { return Ok(ExitCode::SUCCESS) };
     let sel = {
         let s = Session::open(&file, options(true))?;
         crate::cli::print_diagnostics(&file, s.diagnostics());

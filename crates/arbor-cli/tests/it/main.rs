@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent;
+mod catalog;
 mod chat;
 mod commands;
 mod compat;
@@ -20,16 +21,24 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
-/// Runs `arbor` with deterministic ids, from the fixtures directory.
+/// Runs `arbor` with deterministic ids, from the fixtures directory, with
+/// this test process's own cache directory (so catalogs never reach the real one).
 pub fn arbor(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_arbor"))
         .args(args)
         .env("ARBOR_IDS", "counter")
         .env("HOME", "/nonexistent-home")
+        .env("ARBOR_CACHE_DIR", cache_dir())
         .env_remove("ARBOR_SESSIONS_DIR")
         .current_dir(fixtures())
         .output()
         .unwrap()
+}
+
+/// A cache directory for this test process, removed with it.
+pub fn cache_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
 
 pub fn stdout(o: &Output) -> String {

@@ -106,7 +106,7 @@ impl Run {
         std::fs::copy(fixtures().join("demo/demo.jsonl"), dir.path().join("s.jsonl")).unwrap();
         prepare(dir.path());
         let cmd = format!(
-            "cd {dir} && unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENROUTER_API_KEY && ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_SESSIONS_DIR={dir}/sessions TERM=xterm-256color {bin} tui {args} > out.txt; echo $? > rc; sleep 60",
+            "cd {dir} && unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENROUTER_API_KEY && ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_SESSIONS_DIR={dir}/sessions ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color {bin} tui {args} > out.txt; echo $? > rc; sleep 60",
             dir = dir.path().display(),
             bin = env!("CARGO_BIN_EXE_arbor"),
         );
@@ -243,23 +243,89 @@ fn a_failed_summary_reopens_the_tree_and_changes_nothing() {
     assert_eq!(std::fs::read(run.file()).unwrap(), before, "the file is unchanged");
 }
 
+/// Puts the demo session, and a second one, where `arbor tui` looks for the pane's working directory.
+fn sessions_of_the_cwd(cwd: &Path) {
+    let cwd = cwd.canonicalize().unwrap();
+    let encoded = cwd.to_string_lossy().trim_start_matches('/').replace(['/', '\\', ':'], "-");
+    let dir = cwd.join("sessions").join(format!("--{encoded}--"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixtures().join("demo/demo.jsonl"), dir.join("2026-01-01T00-00-00-000Z_x.jsonl")).unwrap();
+    let other = concat!(
+        r#"{"type":"session","version":3,"id":"other-1","timestamp":"2025-06-01T00:00:00.000Z","cwd":"/elsewhere"}"#,
+        "\n",
+        r#"{"type":"message","id":"o1","parentId":null,"timestamp":"2025-06-01T00:00:01.000Z","message":{"role":"user","content":"an older question about tokio","timestamp":1748736001000}}"#,
+        "\n"
+    );
+    std::fs::write(dir.join("2025-06-01T00-00-00-000Z_other-1.jsonl"), other).unwrap();
+}
+
 #[test]
-fn without_a_file_opens_the_most_recent_session_of_the_cwd() {
+fn without_a_file_the_picker_opens_the_chosen_session() {
     if tmux_missing() {
         return;
     }
-    // Put the session where `arbor tui` looks for the pane's working directory.
-    let run = Run::start_with("recent", "--filter user-only", |cwd| {
-        let cwd = cwd.canonicalize().unwrap();
-        let encoded = cwd.to_string_lossy().trim_start_matches('/').replace(['/', '\\', ':'], "-");
-        let dir = cwd.join("sessions").join(format!("--{encoded}--"));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(fixtures().join("demo/demo.jsonl"), dir.join("2026-01-01T00-00-00-000Z_x.jsonl")).unwrap();
-    });
+    let run = Run::start_with("recent", "--filter user-only", sessions_of_the_cwd);
+    let s = run.tmux.wait_for("Resume a session");
+    // Newest first: the demo (by its name), then the older one.
+    let demo = s.find("wordfreq: case, punctuation, --top").unwrap_or(usize::MAX);
+    let older = s.find("an older question about tokio").unwrap_or(0);
+    assert!(demo < older, "{s}");
+    assert!(s.contains("(1/2)") && s.contains("2 sessions in this directory"), "{s}");
+    run.tmux.keys(&["Enter"]);
     run.tmux.wait_for("Session Tree");
     run.tmux.wait_for("(4/6) [user]");
     run.tmux.keys(&["Escape"]);
     assert_eq!(run.finish(), ("0".to_owned(), String::new()));
+}
+
+#[test]
+fn picker_search_jumps_to_the_entry_and_navigates_there() {
+    if tmux_missing() {
+        return;
+    }
+    let run = Run::start_with("picker", "", sessions_of_the_cwd);
+    let tmux = &run.tmux;
+    tmux.wait_for("Resume a session");
+    // Type a query: the session whose text matches, then its entries that do.
+    tmux.text("strip punctuation");
+    let s = tmux.wait_for("Strip punctuation without adding dependencies");
+    assert!(!s.contains("an older question"), "the other session does not match: {s}");
+    // Down to the user message's hit and open it: the tree opens there.
+    let mut screen = s;
+    for _ in 0..10 {
+        if screen.lines().any(|l| l.starts_with("› ") && l.contains("Strip punctuation without adding")) {
+            break;
+        }
+        tmux.keys(&["Down"]);
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        screen = tmux.screen();
+    }
+    assert!(screen.lines().any(|l| l.starts_with("› ") && l.contains("Strip punctuation without adding")), "{screen}");
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait_for("Session Tree");
+    assert!(s.lines().any(|l| l.starts_with("› ") && l.contains("user: Strip punctuation without adding")), "{s}");
+    // Navigate there: a user message puts the leaf on its parent and prints its text.
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("› No summary");
+    tmux.keys(&["Enter"]);
+    let (rc, out) = run.finish();
+    assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
+    assert!(out.starts_with("Strip punctuation without adding dependencies"), "{out}");
+}
+
+#[test]
+fn tui_at_opens_the_selector_on_that_entry() {
+    if tmux_missing() {
+        return;
+    }
+    let run = Run::start_with("at", "s.jsonl --at 0866b2b1", |_| {});
+    let s = run.tmux.wait_for("Session Tree");
+    assert!(s.lines().any(|l| l.starts_with("› ") && l.contains("Also strip punctuation")), "{s}");
+    run.tmux.keys(&["Escape"]);
+    assert_eq!(run.finish(), ("0".to_owned(), String::new()));
+    let o = arbor(&["tui", "demo/demo.jsonl", "--at", "nothere"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(crate::stderr(&o).contains("Entry nothere not found"), "{}", crate::stderr(&o));
 }
 
 #[test]

@@ -1,0 +1,283 @@
+//! [`Catalog`]: one sessions root's catalog, opened from the cache directory
+//! and mended when it is damaged, outdated or held too long by another process.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+use arbor_log::format_iso_ms;
+use arbor_tree::SessionListInfo;
+
+use crate::db;
+use crate::error::CatalogError;
+use crate::index::IndexStats;
+use crate::refresh::RefreshStats;
+use crate::walk::Scope;
+use crate::work::Progress;
+
+/// How a catalog is opened.
+#[derive(Debug, Clone)]
+pub struct CatalogOptions {
+    /// The cache directory the catalog file lives in (`<dir>/catalog/`);
+    /// `None` keeps the catalog in memory for this process only.
+    pub cache_dir: Option<PathBuf>,
+    /// Threads that read session files.
+    pub threads: usize,
+}
+
+impl Default for CatalogOptions {
+    /// Arbor's cache directory ([`arbor_tree::paths::cache_dir`]) and every core.
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        CatalogOptions { cache_dir: arbor_tree::paths::cache_dir(), threads }
+    }
+}
+
+/// The catalog of every session under one sessions root.
+///
+/// Every question refreshes what it covers first (a `stat` per file when
+/// nothing changed), so answers are those the files give now. The session
+/// files are never written; the catalog can be deleted at any time.
+#[derive(Debug)]
+pub struct Catalog {
+    root: PathBuf,
+    /// The root as stored in the catalog (absolute, links resolved when it exists).
+    key: String,
+    file: Option<PathBuf>,
+    conn: Connection,
+    threads: usize,
+    warnings: Vec<String>,
+}
+
+impl Catalog {
+    /// Opens the catalog of `root` in Arbor's cache directory.
+    pub fn open(root: &Path) -> Result<Catalog, CatalogError> {
+        Catalog::open_with(root, CatalogOptions::default())
+    }
+
+    /// Opens the catalog of `root` as `opts` say. A catalog that cannot be
+    /// kept on disk (no cache directory, a read-only one) is kept in memory,
+    /// with a warning; a damaged one is removed and built again, with a warning.
+    pub fn open_with(root: &Path, opts: CatalogOptions) -> Result<Catalog, CatalogError> {
+        let key = root_key(root);
+        let mut warnings = vec![];
+        let file = opts.cache_dir.as_deref().map(|dir| db::catalog_path(dir, Path::new(&key)));
+        let conn = match &file {
+            Some(path) => match connect(path, &key, &mut warnings) {
+                Some(conn) => conn,
+                None => in_memory(&key)?,
+            },
+            None => in_memory(&key)?,
+        };
+        let file = file.filter(|_| conn.path().is_some_and(|p| !p.is_empty()));
+        Ok(Catalog { root: root.to_owned(), key, file, conn, threads: opts.threads.max(1), warnings })
+    }
+
+    /// The catalog file (`None` when it is kept in memory).
+    pub fn location(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// The sessions root, as given.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Warnings since the last call (a rebuilt or memory-only catalog), one line each.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Brings the listing facts of the scope's sessions up to date.
+    pub fn refresh(&mut self, scope: &Scope, progress: &dyn Progress) -> Result<RefreshStats, CatalogError> {
+        self.guard(|c| {
+            let mut stats = RefreshStats::default();
+            // Another process may have updated a row first; a second pass reads on from its result.
+            for _ in 0..3 {
+                let db_path = c.db_path();
+                stats = crate::refresh::refresh(&mut c.conn, &c.root, scope, c.threads, progress, &db_path)?;
+                if stats.conflicts == 0 {
+                    break;
+                }
+            }
+            Ok(stats)
+        })
+    }
+
+    /// [`Catalog::refresh`], then brings the scope's entries and their text up to date.
+    pub fn refresh_text(&mut self, scope: &Scope, progress: &dyn Progress) -> Result<IndexStats, CatalogError> {
+        self.refresh(scope, progress)?;
+        self.guard(|c| {
+            let mut stats = IndexStats::default();
+            for _ in 0..3 {
+                let db_path = c.db_path();
+                stats = crate::index::index(&mut c.conn, &c.root, scope, c.threads, progress, &db_path)?;
+                if stats.conflicts == 0 {
+                    break;
+                }
+            }
+            Ok(stats)
+        })
+    }
+
+    /// The scope's sessions as pi's `SessionInfo`, newest first, from the
+    /// catalog as it stands (call [`Catalog::refresh`] first). `all_messages_text`
+    /// is left empty: see [`crate::all_messages_text`].
+    pub fn sessions(&mut self, scope: &Scope) -> Result<Vec<SessionListInfo>, CatalogError> {
+        self.guard(|c| c.query_sessions(scope).map_err(|e| c.db_error(e)))
+    }
+
+    fn query_sessions(&self, scope: &Scope) -> rusqlite::Result<Vec<SessionListInfo>> {
+        let mut sql = "SELECT rel, id, cwd, name, parent_session, created, modified_ms, message_count, first_message \
+                       FROM sessions WHERE kind = 1"
+            .to_owned();
+        if matches!(scope, Scope::Dir(_)) {
+            sql.push_str(" AND dir = ?1");
+        }
+        sql.push_str(" ORDER BY modified_ms DESC");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let map = |r: &rusqlite::Row| -> rusqlite::Result<SessionListInfo> {
+            Ok(SessionListInfo {
+                path: self.path_of(&r.get::<_, String>(0)?),
+                id: r.get(1)?,
+                cwd: r.get(2)?,
+                name: r.get(3)?,
+                parent_session_path: r.get(4)?,
+                created: r.get(5)?,
+                modified: format_iso_ms(r.get(6)?),
+                message_count: r.get::<_, i64>(7)? as usize,
+                first_message: r.get::<_, Option<String>>(8)?.unwrap_or_else(|| "(no messages)".to_owned()),
+                all_messages_text: String::new(),
+            })
+        };
+        let list: rusqlite::Result<Vec<SessionListInfo>> = match scope {
+            Scope::All => stmt.query_map([], map)?.collect(),
+            Scope::Dir(d) => stmt.query_map([d], map)?.collect(),
+        };
+        // Ties in time go by path, as `arbor_tree`'s listings order them.
+        let mut list = list?;
+        list.sort_by(|a, b| {
+            let time = |i: &SessionListInfo| arbor_log::parse_iso_ms(&i.modified);
+            time(b).cmp(&time(a)).then_with(|| a.path.cmp(&b.path))
+        });
+        Ok(list)
+    }
+
+    /// Searches the text of every entry of the scope's sessions (refreshed
+    /// first); see the crate's search rules in `search.rs`' docs and docs/cli.md.
+    pub fn search(
+        &mut self,
+        query: &str,
+        opts: &crate::search::SearchOptions,
+        progress: &dyn Progress,
+    ) -> Result<Vec<crate::search::Hit>, CatalogError> {
+        let query = crate::query::parse(query).map_err(CatalogError::Query)?;
+        self.refresh_text(&opts.scope, progress)?;
+        self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
+    }
+
+    /// [`Catalog::search`] on the catalog as it stands, without refreshing it
+    /// first (the session picker searches while another thread indexes).
+    pub fn search_as_is(
+        &mut self,
+        query: &str,
+        opts: &crate::search::SearchOptions,
+    ) -> Result<Vec<crate::search::Hit>, CatalogError> {
+        let query = crate::query::parse(query).map_err(CatalogError::Query)?;
+        self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
+    }
+
+    /// A file's path from its path under the root.
+    pub(crate) fn path_of(&self, rel: &str) -> PathBuf {
+        rel.split('/').fold(self.root.clone(), |p, part| p.join(part))
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(crate) fn db_error(&self, source: rusqlite::Error) -> CatalogError {
+        CatalogError::Db { path: self.db_path(), source }
+    }
+
+    /// The catalog file, or `:memory:`, for error messages.
+    fn db_path(&self) -> PathBuf {
+        self.file.clone().unwrap_or_else(|| PathBuf::from(":memory:"))
+    }
+
+    /// Runs `op`; a damaged catalog is rebuilt and one held past the busy
+    /// timeout is set aside for one in memory, and `op` runs again.
+    pub(crate) fn guard<T>(
+        &mut self,
+        mut op: impl FnMut(&mut Self) -> Result<T, CatalogError>,
+    ) -> Result<T, CatalogError> {
+        match op(self) {
+            Err(CatalogError::Db { source, .. }) if db::is_damage(&source) => {
+                self.rebuild(&source)?;
+                op(self)
+            }
+            Err(CatalogError::Db { source, path }) if db::is_busy(&source) && self.file.is_some() => {
+                self.warnings.push(format!(
+                    "catalog {} is busy ({source}); this answer reads the session files without it",
+                    path.display()
+                ));
+                self.conn = in_memory(&self.key)?;
+                self.file = None;
+                op(self)
+            }
+            other => other,
+        }
+    }
+
+    /// Replaces a damaged catalog with a new one.
+    fn rebuild(&mut self, why: &rusqlite::Error) -> Result<(), CatalogError> {
+        let Some(path) = self.file.clone() else {
+            self.conn = in_memory(&self.key)?;
+            return Ok(());
+        };
+        self.warnings.push(format!("catalog {} was damaged ({why}); it is built again", path.display()));
+        self.conn = in_memory(&self.key)?;
+        db::remove_files(&path);
+        match connect(&path, &self.key, &mut self.warnings) {
+            Some(conn) => self.conn = conn,
+            None => self.file = None,
+        }
+        Ok(())
+    }
+}
+
+/// The root as the catalog stores it: absolute, with links resolved when it exists.
+fn root_key(root: &Path) -> String {
+    let abs = std::fs::canonicalize(root).or_else(|_| std::path::absolute(root)).unwrap_or_else(|_| root.to_owned());
+    abs.to_string_lossy().into_owned()
+}
+
+/// Opens the catalog file, rebuilding it once if it is damaged; `None` (with a
+/// warning) when it cannot be kept there.
+fn connect(path: &Path, key: &str, warnings: &mut Vec<String>) -> Option<Connection> {
+    let fail = |warnings: &mut Vec<String>, e: &dyn std::fmt::Display| {
+        warnings.push(format!("cannot keep the catalog at {} ({e}); it is kept in memory for now", path.display()));
+        None
+    };
+    if let Some(dir) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return fail(warnings, &e);
+        }
+    }
+    match db::open(path, key) {
+        Ok(conn) => Some(conn),
+        Err(e) if db::is_damage(&e) => {
+            warnings.push(format!("catalog {} was damaged ({e}); it is built again", path.display()));
+            db::remove_files(path);
+            match db::open(path, key) {
+                Ok(conn) => Some(conn),
+                Err(e) => fail(warnings, &e),
+            }
+        }
+        Err(e) => fail(warnings, &e),
+    }
+}
+
+fn in_memory(key: &str) -> Result<Connection, CatalogError> {
+    db::open_in_memory(key).map_err(|source| CatalogError::Db { path: PathBuf::from(":memory:"), source })
+}

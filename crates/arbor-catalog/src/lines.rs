@@ -1,0 +1,130 @@
+//! Physical lines of a session file from a byte offset on, read in large
+//! positioned reads: only complete lines, so a line a live writer is still
+//! writing waits for the next refresh.
+
+use std::io;
+
+use arbor_log::ReadAt;
+
+const CHUNK: usize = 256 << 10;
+
+/// One physical line.
+#[derive(Debug)]
+pub(crate) struct Line<'a> {
+    /// Byte offset of its first byte.
+    pub offset: u64,
+    /// Its bytes, the `\n` included (absent only on a final line without one).
+    pub bytes: &'a [u8],
+}
+
+/// The lines of `[from, end)`, where `end` is the file's size when the refresh looked.
+#[derive(Debug)]
+pub(crate) struct Lines<'a> {
+    src: &'a dyn ReadAt,
+    /// Next byte to read from the file.
+    pos: u64,
+    end: u64,
+    buf: Vec<u8>,
+    /// `buf[start..filled]` holds unread bytes from file offset `base + start`.
+    start: usize,
+    filled: usize,
+    base: u64,
+}
+
+impl<'a> Lines<'a> {
+    pub fn new(src: &'a dyn ReadAt, from: u64, end: u64) -> Lines<'a> {
+        let size = usize::try_from(end.saturating_sub(from)).unwrap_or(CHUNK).clamp(1, CHUNK);
+        Lines { src, pos: from, end, buf: vec![0; size], start: 0, filled: 0, base: from }
+    }
+
+    /// The next complete line, or `None` at the end (see [`Lines::rest`]).
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.filled]) {
+                let (a, b) = (self.start, self.start + i + 1);
+                self.start = b;
+                return Ok(Some(Line { offset: self.base + a as u64, bytes: &self.buf[a..b] }));
+            }
+            if self.pos >= self.end {
+                return Ok(None);
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Reads more of the file behind the unread bytes; stops at `end`.
+    fn fill(&mut self) -> io::Result<()> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.filled, 0);
+            self.base += self.start as u64;
+            self.filled -= self.start;
+            self.start = 0;
+        }
+        if self.filled == self.buf.len() {
+            // A line longer than the buffer.
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let want = (self.buf.len() - self.filled).min(usize::try_from(self.end - self.pos).unwrap_or(usize::MAX));
+        let n = loop {
+            match self.src.read_at(&mut self.buf[self.filled..self.filled + want], self.pos) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => break r?,
+            }
+        };
+        if n == 0 {
+            // The file is shorter than when it was looked at: stop here.
+            self.end = self.pos;
+        }
+        self.filled += n;
+        self.pos += n as u64;
+        Ok(())
+    }
+
+    /// After [`Lines::next_line`] returned `None`: the offset where the
+    /// complete lines end, and the bytes after it (a final line without its
+    /// `\n`, possibly still being written), if any.
+    pub fn rest(&self) -> (u64, &[u8]) {
+        (self.base + self.start as u64, &self.buf[self.start..self.filled])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    type Read = (Vec<(u64, Vec<u8>)>, u64, Vec<u8>);
+
+    /// Every line of `bytes` from `from`, then where the complete lines end and the rest.
+    fn all(bytes: &[u8], from: u64) -> Read {
+        let src = bytes.to_vec();
+        let mut lines = Lines::new(&src, from, bytes.len() as u64);
+        let mut out = vec![];
+        while let Some(l) = lines.next_line().unwrap() {
+            out.push((l.offset, l.bytes.to_vec()));
+        }
+        let (end, rest) = lines.rest();
+        (out, end, rest.to_vec())
+    }
+
+    #[test]
+    fn complete_lines_then_the_partial_rest() {
+        let (lines, end, rest) = all(b"ab\n\ncd\nef", 0);
+        assert_eq!(lines, vec![(0, b"ab\n".to_vec()), (3, b"\n".to_vec()), (4, b"cd\n".to_vec())]);
+        assert_eq!((end, rest), (7, b"ef".to_vec()));
+        let (lines, end, rest) = all(b"ab\ncd\n", 3);
+        assert_eq!(lines, vec![(3, b"cd\n".to_vec())]);
+        assert_eq!((end, rest), (6, vec![]));
+    }
+
+    #[test]
+    fn lines_longer_than_a_chunk() {
+        let mut bytes = vec![b'x'; CHUNK * 2 + 17];
+        bytes.push(b'\n');
+        bytes.extend_from_slice(b"y\n");
+        let (lines, end, _) = all(&bytes, 0);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[1].0, CHUNK as u64 * 2 + 18);
+        assert_eq!(end, bytes.len() as u64);
+    }
+}

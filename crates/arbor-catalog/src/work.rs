@@ -1,0 +1,110 @@
+//! Reading many files on all cores while one thread writes the results, and
+//! the progress a long pass reports.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
+
+use crate::error::CatalogError;
+
+/// Which pass of a refresh is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Reading files for the listing: header, name, counts, first message.
+    Listing,
+    /// Reading entries for the full-text index.
+    Text,
+}
+
+/// Told how a refresh goes, to show progress; called from the refreshing thread.
+pub trait Progress {
+    /// A pass begins over `files` files holding `bytes` bytes to read.
+    fn begin(&self, _pass: Pass, _files: u64, _bytes: u64) {}
+    /// One more file is done; `bytes` of it were read.
+    fn advance(&self, _bytes: u64) {}
+    /// The pass is over.
+    fn end(&self) {}
+}
+
+/// Progress that goes nowhere.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {}
+
+/// Runs `work` on every job on up to `threads` threads and hands each result
+/// to `consume` on the calling thread, as results come. The first error
+/// (from either side) stops the run and is returned.
+pub(crate) fn run_parallel<J: Send, R: Send>(
+    jobs: Vec<J>,
+    threads: usize,
+    work: impl Fn(J) -> Result<R, CatalogError> + Sync,
+    mut consume: impl FnMut(R) -> Result<(), CatalogError>,
+) -> Result<(), CatalogError> {
+    let threads = threads.clamp(1, 16).min(jobs.len());
+    if threads <= 1 {
+        for job in jobs {
+            consume(work(job)?)?;
+        }
+        return Ok(());
+    }
+    let queue = Mutex::new(jobs.into_iter());
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::sync_channel::<Result<R, CatalogError>>(threads * 2);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (tx, queue, stop, work) = (tx.clone(), &queue, &stop, &work);
+            s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // A poisoned queue only means another worker panicked: take what is left.
+                    let job = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some(job) = job else { break };
+                    if tx.send(work(job)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut first_error = None;
+        for result in rx.iter() {
+            if first_error.is_some() {
+                continue;
+            }
+            if let Err(e) = result.and_then(&mut consume) {
+                stop.store(true, Ordering::Relaxed);
+                first_error = Some(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_job_once_and_the_first_error_stops() {
+        let mut seen = vec![];
+        run_parallel(
+            (0..100).collect(),
+            3,
+            |j: i32| Ok(j * 2),
+            |r| {
+                seen.push(r);
+                Ok(())
+            },
+        )
+        .unwrap();
+        seen.sort();
+        assert_eq!(seen, (0..100).map(|j| j * 2).collect::<Vec<_>>());
+        let err = run_parallel(
+            (0..100).collect(),
+            2,
+            |j: i32| if j == 50 { Err(CatalogError::Query("boom".into())) } else { Ok(j) },
+            |_| Ok(()),
+        );
+        assert!(matches!(err, Err(CatalogError::Query(_))));
+    }
+}

@@ -1,0 +1,112 @@
+//! `arbor search QUERY`: the text of every entry of every session, from the catalog.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _, Result};
+
+use arbor_catalog::{Hit, Scope, SearchOptions};
+use arbor_tree::paths;
+
+/// Search the text of every entry on every branch of the sessions (pi's picker syntax).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Space-separated tokens that must all match (fuzzy), "quoted phrases", or re:REGEX.
+    #[arg(required = true, num_args = 1.., value_name = "QUERY")]
+    query: Vec<String>,
+    /// Search the sessions of this working directory (default: the current one).
+    #[arg(long, value_name = "DIR", conflicts_with = "all")]
+    cwd: Option<PathBuf>,
+    /// Search the sessions of every working directory.
+    #[arg(long)]
+    all: bool,
+    /// The most hits to print.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    limit: usize,
+    /// The sessions root (default: $ARBOR_SESSIONS_DIR, else $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions).
+    #[arg(long, value_name = "DIR")]
+    sessions_dir: Option<PathBuf>,
+    /// Print the hits as a JSON list (see docs/cli.md).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
+    let query = args.query.join(" ");
+    if query.trim().is_empty() {
+        bail!("the query is empty");
+    }
+    let root = args.sessions_dir.unwrap_or_else(paths::sessions_root);
+    let scope = if args.all {
+        Scope::All
+    } else {
+        let cwd = match args.cwd {
+            Some(c) => c,
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        Scope::cwd(&cwd.to_string_lossy())
+    };
+    let mut catalog = crate::catalog_cmds::open(&root)?;
+    let bar = crate::catalog_cmds::Bar::new();
+    let hits = catalog.search(&query, &SearchOptions { scope, limit: args.limit }, &bar)?;
+    crate::catalog_cmds::warn(&mut catalog);
+    if args.json {
+        serde_json::to_writer(&mut *out, &hits)?;
+        out.write_all(b"\n")?;
+    } else if hits.is_empty() {
+        writeln!(out, "no matches")?;
+    } else {
+        for h in &hits {
+            write_hit(out, h)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Two lines: where the hit is, then the snippet with the matches in «».
+fn write_hit(out: &mut dyn Write, h: &Hit) -> Result<()> {
+    let what = h.role.as_deref().unwrap_or(&h.entry_type);
+    let active = if h.on_active_path { " •" } else { "" };
+    let labels: String = h.labels.iter().map(|l| format!(" [{}]", l.label)).collect();
+    writeln!(out, "{}  {}  {what}{active}{labels}  {}", h.timestamp, h.entry_id, h.path.display())?;
+    writeln!(out, "    {}", marked(&h.snippet, &h.marks))?;
+    Ok(())
+}
+
+/// The snippet with each mark in «».
+pub(crate) fn marked(snippet: &str, marks: &[[usize; 2]]) -> String {
+    let mut out = String::with_capacity(snippet.len() + marks.len() * 4);
+    let mut marks = marks.iter().peekable();
+    let mut open = None;
+    for (i, c) in snippet.chars().enumerate() {
+        if open == Some(i) {
+            out.push('»');
+            open = None;
+        }
+        if open.is_none() {
+            if let Some(m) = marks.next_if(|m| m[0] == i) {
+                out.push('«');
+                open = Some(m[1]);
+            }
+        }
+        out.push(c);
+        while marks.next_if(|m| m[0] <= i).is_some() {}
+    }
+    if open.is_some() {
+        out.push('»');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_are_bracketed_once() {
+        assert_eq!(marked("a hello world", &[[2, 7]]), "a «hello» world");
+        assert_eq!(marked("ab", &[[0, 2]]), "«ab»");
+        assert_eq!(marked("abcd", &[[0, 2], [1, 3], [3, 4]]), "«ab»c«d»");
+    }
+}
