@@ -216,12 +216,10 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
     };
     // The fast validator is sure or declines; serde_json has the word on the
     // rest, unless it would read a marker-range character (see `crate::json`).
-    let plain = json::is_plain(body);
-    if plain {
-        if let Some(head) = fast_head(body) {
-            return accept(head, None);
-        }
+    if let Some(head) = fast_head(body) {
+        return accept(head, None);
     }
+    let plain = json::is_plain(body);
     let (text, note) = match std::str::from_utf8(body) {
         Ok(s) => (Cow::Borrowed(s), None),
         Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),

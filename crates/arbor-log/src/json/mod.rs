@@ -84,12 +84,12 @@ pub fn parse_detail(text: &str) -> Result<(Value, bool), serde_json::Error> {
 /// True when serde_json reads `text` as JavaScript does, if it reads it at
 /// all: it holds no character, raw or escaped, in the marker range.
 pub fn is_plain(text: &[u8]) -> bool {
-    // U+10F800..=U+10FFFF is F4 8F A0..BF xx in UTF-8.
-    let raw = memchr::memmem::find_iter(text, b"\xF4\x8F").any(|i| text.get(i + 2).is_some_and(|b| *b >= 0xA0));
-    // Its escapes are pairs that start with `\udbfe` or `\udbff`.
-    let escaped = memchr::memmem::find_iter(text, b"\\u")
-        .any(|i| text.get(i + 2..i + 5).is_some_and(|h| h.eq_ignore_ascii_case(b"dbf")));
-    !raw && !escaped
+    // One pass: U+10F800..=U+10FFFF is F4 8F A0..BF xx in UTF-8, and its
+    // escapes are pairs that start with `\udbfe` or `\udbff`.
+    !memchr::memchr2_iter(b'\\', 0xF4, text).any(|i| match text[i] {
+        0xF4 => text.get(i + 1..i + 3).is_some_and(|b| b[0] == 0x8F && b[1] >= 0xA0),
+        _ => text.get(i + 1..i + 5).is_some_and(|e| e[0] == b'u' && e[1..].eq_ignore_ascii_case(b"dbf")),
+    })
 }
 
 /// The marker of a UTF-16 code unit in `D800..=DFFF`.
@@ -112,8 +112,16 @@ enum Piece<'a> {
     Lone(u16),
 }
 
+/// True when `s` may hold a marker: every marker's UTF-8 starts with the byte F4.
+fn may_hold_markers(s: &str) -> bool {
+    memchr::memchr(0xF4, s.as_bytes()).is_some()
+}
+
 /// Splits `s` into [`Piece`]s; `f` gets them in order.
 fn pieces<'a, E>(s: &'a str, mut f: impl FnMut(Piece<'a>) -> Result<(), E>) -> Result<(), E> {
+    if !may_hold_markers(s) {
+        return f(Piece::Text(s));
+    }
     let mut rest = s;
     while let Some(at) = rest.find(|c: char| unit_of(c).is_some()) {
         if at > 0 {
@@ -144,7 +152,7 @@ pub fn display(s: &str) -> Cow<'_, str> {
     if let Some(text) = s.strip_prefix(DEEP_PREFIX) {
         return Cow::Borrowed(text);
     }
-    if !s.chars().any(|c| unit_of(c).is_some()) {
+    if !may_hold_markers(s) || !s.chars().any(|c| unit_of(c).is_some()) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
@@ -199,7 +207,9 @@ pub fn push_joined(out: &mut String, b: &str) {
 
 /// The length of `s` in UTF-16 code units, as JavaScript's `length` counts it.
 pub fn utf16_len(s: &str) -> usize {
-    s.chars().map(|c| if unit_of(c).is_some() { 1 } else { c.len_utf16() }).sum()
+    let markers = if may_hold_markers(s) { s.chars().filter(|c| unit_of(*c).is_some()).count() } else { 0 };
+    // A marker is one code unit, where its character would count two.
+    s.encode_utf16().count() - markers
 }
 
 /// JavaScript's truthiness of a value (`None` is `undefined`).

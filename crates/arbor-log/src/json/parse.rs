@@ -315,7 +315,7 @@ fn flush(out: &mut String, high: &mut Option<u16>) {
 
 /// Appends raw text, marker-range characters as the markers of their halves.
 fn push_text(out: &mut String, text: &str) {
-    if !text.chars().any(|c| unit_of(c).is_some()) {
+    if memchr::memchr(0xF4, text.as_bytes()).is_none() || !text.chars().any(|c| unit_of(c).is_some()) {
         out.push_str(text);
         return;
     }
