@@ -84,12 +84,13 @@ pub fn parse_detail(text: &str) -> Result<(Value, bool), serde_json::Error> {
 /// True when serde_json reads `text` as JavaScript does, if it reads it at
 /// all: it holds no character, raw or escaped, in the marker range.
 pub fn is_plain(text: &[u8]) -> bool {
-    // One pass: U+10F800..=U+10FFFF is F4 8F A0..BF xx in UTF-8, and its
-    // escapes are pairs that start with `\udbfe` or `\udbff`.
-    !memchr::memchr2_iter(b'\\', 0xF4, text).any(|i| match text[i] {
-        0xF4 => text.get(i + 1..i + 3).is_some_and(|b| b[0] == 0x8F && b[1] >= 0xA0),
-        _ => text.get(i + 1..i + 5).is_some_and(|e| e[0] == b'u' && e[1..].eq_ignore_ascii_case(b"dbf")),
-    })
+    // U+10F800..=U+10FFFF is F4 8F A0..BF xx in UTF-8 (F4 itself is rare), and
+    // its escapes are pairs that start with `\udbfe` or `\udbff` (`\u` is rare too).
+    let raw =
+        memchr::memchr_iter(0xF4, text).any(|i| text.get(i + 1..i + 3).is_some_and(|b| b[0] == 0x8F && b[1] >= 0xA0));
+    let escaped = memchr::memmem::find_iter(text, b"\\u")
+        .any(|i| text.get(i + 2..i + 5).is_some_and(|h| h.eq_ignore_ascii_case(b"dbf")));
+    !raw && !escaped
 }
 
 /// The marker of a UTF-16 code unit in `D800..=DFFF`.
@@ -113,8 +114,10 @@ enum Piece<'a> {
 }
 
 /// True when `s` may hold a marker: every marker's UTF-8 starts with the byte F4.
+#[inline]
 fn may_hold_markers(s: &str) -> bool {
-    memchr::memchr(0xF4, s.as_bytes()).is_some()
+    // Branch-free, so that it vectorizes: most strings are short runs between escapes.
+    s.as_bytes().iter().fold(false, |seen, &b| seen | (b >= 0xF4))
 }
 
 /// Splits `s` into [`Piece`]s; `f` gets them in order.

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::ser::{CharEscape, Formatter, Serializer};
 use serde_json::Value;
 
-use super::{pieces, Piece, DEEP_PREFIX};
+use super::{may_hold_markers, pieces, Piece, DEEP_PREFIX};
 
 /// serde_json's compact formatter, with JavaScript's strings (see the module docs).
 #[derive(Debug, Default, Clone)]
@@ -49,7 +49,7 @@ impl Formatter for JsFormatter {
                 None => w.write_all(b"\"")?,
             }
         }
-        if self.raw {
+        if self.raw || !may_hold_markers(fragment) {
             return w.write_all(fragment.as_bytes());
         }
         pieces(fragment, |p| match p {
