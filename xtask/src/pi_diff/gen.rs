@@ -365,10 +365,10 @@ impl Builder<'_> {
         e.insert("parentId".into(), parent);
         e.insert("timestamp".into(), ts);
         e.append(&mut body);
-        if kind == "message" && e.get("message").and_then(|m| m.get("role")) == Some(&json!("user")) {
+        let is_entry = e.get("id").is_some_and(Value::is_string);
+        if is_entry && kind == "message" && e.get("message").and_then(|m| m.get("role")) == Some(&json!("user")) {
             self.user_ids.push(id.clone());
         }
-        let is_entry = e.get("id").is_some_and(Value::is_string);
         self.push(Value::Object(e));
         if is_entry {
             self.ids.push(id);

@@ -336,7 +336,9 @@ fn arbor_cmd(arbor: &Path, work: &Path, args: &[&str]) -> Result<Answer> {
         .current_dir(work)
         .output()
         .with_context(|| format!("running {}", arbor.display()))?;
-    let err: String = String::from_utf8_lossy(&out.stderr).chars().take(2000).collect();
+    // The error is the last line; diagnostics come before it.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let err: String = err.chars().skip(err.chars().count().saturating_sub(2000)).collect();
     Ok(Answer {
         code: out.status.code().unwrap_or(-2),
         out: String::from_utf8_lossy(&out.stdout).into_owned(),
