@@ -2,7 +2,8 @@
 //! no panic, and reading then writing an unchanged log gives the same bytes.
 #![no_main]
 
-use arbor_log::{parse_line, Entry, Parsed, SessionLog};
+use arbor_log::reader::{parse_line, Parsed};
+use arbor_log::{Entry, SessionLog};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

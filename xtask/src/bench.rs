@@ -57,6 +57,8 @@ struct Opts {
     store_sizes: crate::store::Sizes,
     /// `--no-pi`: skip pi's listAll in the store bench.
     no_pi: bool,
+    /// `--html N`: the render time of the exported HTML page of an N-entry session.
+    html: Option<usize>,
 }
 
 fn parse_opts(args: &[String]) -> Result<Opts> {
@@ -74,6 +76,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         full_scan: false,
         store: None,
         store_sizes: crate::store::Sizes::default(),
+        html: None,
         no_pi: false,
     };
     let mut it = args.iter();
@@ -92,6 +95,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--file" => o.file = Some(PathBuf::from(value("--file")?)),
             "--cmd" => o.extra.push(value("--cmd")?),
             "--store" => o.store = Some(value("--store")?.parse().context("--store")?),
+            "--html" => o.html = Some(value("--html")?.parse().context("--html")?),
             "--store-entries" => {
                 let v = value("--store-entries")?;
                 let (a, b) = v.split_once('-').context("--store-entries MIN-MAX")?;
@@ -212,6 +216,20 @@ fn kib_to_mb(kib: u64) -> f64 {
     kib as f64 * 1024.0 / MB
 }
 
+/// Builds the release `arbor` binary and returns its path.
+fn build_arbor(root: &Path, target: &Path) -> Result<PathBuf> {
+    eprintln!("== building arbor (release)");
+    let status = crate::cargo()
+        .args(["build", "--release", "-p", "arbor-cli", "--bin", "arbor"])
+        .current_dir(root)
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("building arbor (release) failed ({status})");
+    }
+    Ok(target.join("release").join(format!("arbor{}", std::env::consts::EXE_SUFFIX)))
+}
+
 pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let opts = parse_opts(args)?;
     let meta = crate::cargo_metadata(root, true)?;
@@ -221,17 +239,12 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         .map(PathBuf::from)
         .context("cargo metadata has no target_directory")?;
 
+    if let Some(entries) = opts.html {
+        let arbor = build_arbor(root, &target)?;
+        return crate::bench_html::run(root, &arbor, &target, entries, opts.seed, opts.runs.max(1));
+    }
     if let Some(sessions) = opts.store {
-        eprintln!("== building arbor (release)");
-        let status = crate::cargo()
-            .args(["build", "--release", "-p", "arbor-cli", "--bin", "arbor"])
-            .current_dir(root)
-            .status()
-            .context("running cargo build")?;
-        if !status.success() {
-            bail!("building arbor (release) failed ({status})");
-        }
-        let arbor = target.join("release").join(format!("arbor{}", std::env::consts::EXE_SUFFIX));
+        let arbor = build_arbor(root, &target)?;
         let o = crate::bench_store::StoreOpts {
             sessions,
             seed: opts.seed,
@@ -270,6 +283,7 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         scan: release.join("examples").join(format!("scan{}", std::env::consts::EXE_SUFFIX)),
         append: release.join("examples").join(format!("append{}", std::env::consts::EXE_SUFFIX)),
         arbor: release.join(format!("arbor{}", std::env::consts::EXE_SUFFIX)),
+        cache: target.join("bench-cache"),
     };
 
     let sessions: Vec<(PathBuf, Option<usize>)> = match &opts.file {
@@ -308,12 +322,13 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         let file_bytes = fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?.len();
         // Warm the page cache so that every row (and every run) reads from memory.
         io::copy(&mut File::open(&file)?, &mut io::sink())?;
-        // The indexed rows measure reopening an unchanged file: build its sidecar index first.
+        // The indexed rows measure reopening an unchanged file: build its index first.
         let status = Command::new(&bins.arbor)
             .args([OsString::from("tree"), file.clone().into(), "--json".into()])
+            .env("ARBOR_CACHE_DIR", &bins.cache)
             .stdout(std::process::Stdio::null())
             .status()
-            .context("running arbor tree to build the sidecar index")?;
+            .context("running arbor tree to build the index")?;
         if !status.success() {
             bail!("arbor tree {} failed ({status})", file.display());
         }
@@ -372,6 +387,8 @@ struct Bins {
     scan: PathBuf,
     arbor: PathBuf,
     append: PathBuf,
+    /// The `ARBOR_CACHE_DIR` of the indexed rows (under `target/`, not the user's cache).
+    cache: PathBuf,
 }
 
 /// Labels of the built-in arbor rows.
@@ -379,17 +396,19 @@ const SCAN: &str = "arbor-log scan (light)";
 const FULL_SCAN: &str = "arbor-log scan (full decode)";
 const CONTEXT: &str = "arbor context --json (scan)";
 const TREE: &str = "arbor tree --json (scan)";
-const CONTEXT_INDEXED: &str = "arbor context --json (sidecar index)";
-const TREE_INDEXED: &str = "arbor tree --json (sidecar index)";
+const CONTEXT_INDEXED: &str = "arbor context --json (index)";
+const TREE_INDEXED: &str = "arbor tree --json (index)";
 
 /// The rows of the table, arbor's first. Add new built-in rows here.
 fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
     let (scan, arbor, f) = (bins.scan.as_os_str(), bins.arbor.as_os_str(), file.as_os_str());
+    let cache = bins.cache.to_string_lossy();
     let mut rows = vec![
         BenchCmd::new(CONTEXT, [arbor, "context".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_NO_INDEX", "1"),
         BenchCmd::new(TREE, [arbor, "tree".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_NO_INDEX", "1"),
-        BenchCmd::new(CONTEXT_INDEXED, [arbor, "context".as_ref(), f, "--json".as_ref()]),
-        BenchCmd::new(TREE_INDEXED, [arbor, "tree".as_ref(), f, "--json".as_ref()]),
+        BenchCmd::new(CONTEXT_INDEXED, [arbor, "context".as_ref(), f, "--json".as_ref()])
+            .with_env("ARBOR_CACHE_DIR", &cache),
+        BenchCmd::new(TREE_INDEXED, [arbor, "tree".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_CACHE_DIR", &cache),
         BenchCmd::new(SCAN, [scan, "--light".as_ref(), f]).capturing(),
     ];
     if opts.full_scan {
@@ -579,7 +598,7 @@ mod tests {
         let o = parse_opts(&args).unwrap();
         assert!(o.quick);
         assert_eq!(o.runs, 5);
-        let bins = Bins { scan: "scan".into(), arbor: "arbor".into(), append: "append".into() };
+        let bins = Bins { scan: "scan".into(), arbor: "arbor".into(), append: "append".into(), cache: "cache".into() };
         let rows = rows(&bins, Path::new("/d/s.jsonl"), &o).unwrap();
         assert_eq!(rows[0].label, CONTEXT);
         assert_eq!(rows[0].argv, ["arbor", "context", "/d/s.jsonl", "--json"].map(OsString::from));

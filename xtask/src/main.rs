@@ -8,6 +8,7 @@
 //! while a library is broken.
 
 mod bench;
+mod bench_html;
 mod bench_store;
 mod fuzz;
 mod gen;
@@ -43,6 +44,8 @@ commands:
       --quick                       10k entries instead of 100k (100k instead of 1M with --small)
       --entries N                   number of entries to generate
       --small                       use the small-entry, deep-path shape
+      --html N                      the render time in headless Chromium of the exported HTML page of
+                                    a generated N-entry session, next to the demo's page
       --seed S                      generator seed (default 7)
       --runs R                      runs per command (default 3; the median is reported)
       --file PATH                   bench an existing file instead of a generated one

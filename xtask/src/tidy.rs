@@ -14,11 +14,16 @@ use serde_json::Value;
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
 /// each other).
-pub const LAYERS: [&[&str]; 5] =
-    [&["arbor-log"], &["arbor-tree"], &["arbor-context", "arbor-catalog"], &["arbor-agent"], &["arbor-cli"]];
+pub const LAYERS: [&[&str]; 5] = [
+    &["arbor-log"],
+    &["arbor-tree"],
+    &["arbor-context", "arbor-catalog"],
+    &["arbor-agent", "arbor-interop"],
+    &["arbor-cli"],
+];
 
 /// Crates from which `tokio` must not be reachable through normal dependencies.
-pub const SYNC_CRATES: [&str; 4] = ["arbor-log", "arbor-tree", "arbor-context", "arbor-catalog"];
+pub const SYNC_CRATES: [&str; 5] = ["arbor-log", "arbor-tree", "arbor-context", "arbor-catalog", "arbor-interop"];
 
 /// Every chain crate, bottom layer first.
 fn chain_crates() -> impl Iterator<Item = &'static str> {
@@ -30,11 +35,22 @@ fn chain_text() -> String {
     LAYERS.iter().rev().map(|layer| layer.join(" | ")).collect::<Vec<_>>().join(" -> ")
 }
 
-pub fn run(root: &Path) -> Result<()> {
+/// Crates that exist for tests only: any crate may use them, as a dev-dependency only.
+pub const DEV_ONLY: [&str; 1] = ["arbor-test-support"];
+
+/// Every problem the checks find in the workspace at `root` (what `cargo
+/// xtask tidy` reports, and what the test below requires to be none).
+pub fn problems(root: &Path) -> Result<Vec<String>> {
     let meta = crate::cargo_metadata(root, false)?;
     let mut problems = check_chain(&meta)?;
     problems.extend(check_no_tokio(&meta)?);
+    problems.extend(check_dev_only(&meta)?);
     problems.extend(check_crate_files(&meta, root)?);
+    Ok(problems)
+}
+
+pub fn run(root: &Path) -> Result<()> {
+    let problems = problems(root)?;
     if !problems.is_empty() {
         for p in &problems {
             eprintln!("tidy: {p}");
@@ -42,9 +58,10 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} layered, no tokio under {}, crate lints and docs present)",
+        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present)",
         chain_text(),
-        SYNC_CRATES.join("/")
+        SYNC_CRATES.join("/"),
+        DEV_ONLY.join("/")
     );
     Ok(())
 }
@@ -98,6 +115,27 @@ pub fn check_chain(meta: &Value) -> Result<Vec<String>> {
                         chain_text()
                     ));
                 }
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// A [`DEV_ONLY`] crate is never a normal or build dependency of a workspace
+/// member (so no library or binary can ship test helpers).
+pub fn check_dev_only(meta: &Value) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let mut members: Vec<(String, &Value)> = members(meta)?.into_iter().collect();
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, pkg) in members {
+        for dep in array_field(pkg, "dependencies")? {
+            let dep_name = str_field(dep, "name")?;
+            let kind = dep.get("kind").and_then(Value::as_str);
+            if DEV_ONLY.contains(&dep_name) && kind != Some("dev") {
+                problems.push(format!(
+                    "{name} depends on {dep_name} as a {} dependency; it is for tests only (a dev-dependency)",
+                    kind.unwrap_or("normal")
+                ));
             }
         }
     }
@@ -300,10 +338,35 @@ mod tests {
             ("arbor-context", "arbor-tree", None),
             ("arbor-catalog", "arbor-tree", None),
             ("arbor-catalog", "rusqlite", None),
+            ("arbor-interop", "arbor-context", None),
             ("arbor-tree", "arbor-log", None),
             ("arbor-log", "serde_json", None),
             ("serde_json", "itoa", None),
         ]
+    }
+
+    #[test]
+    fn the_workspace_is_tidy() {
+        // What `cargo xtask tidy` checks, as a test, so `cargo test` enforces what CI enforces.
+        let root = crate::workspace_root().unwrap();
+        assert_eq!(problems(&root).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn test_support_only_as_a_dev_dependency() {
+        let mut edges = good_chain();
+        edges.push(("arbor-tree", "arbor-test-support", Some("dev")));
+        edges.push(("arbor-cli", "arbor-test-support", Some("dev")));
+        assert!(check_dev_only(&fake_meta(&edges)).unwrap().is_empty());
+        edges.push(("arbor-context", "arbor-test-support", None));
+        edges.push(("arbor-log", "arbor-test-support", Some("build")));
+        assert_eq!(
+            check_dev_only(&fake_meta(&edges)).unwrap(),
+            vec![
+                "arbor-context depends on arbor-test-support as a normal dependency; it is for tests only (a dev-dependency)",
+                "arbor-log depends on arbor-test-support as a build dependency; it is for tests only (a dev-dependency)",
+            ]
+        );
     }
 
     #[test]
@@ -342,7 +405,7 @@ mod tests {
     fn a_missing_chain_crate_is_a_problem() {
         let mut meta = fake_meta(&good_chain());
         meta["workspace_members"] = json!([id("arbor-log")]);
-        assert_eq!(check_chain(&meta).unwrap().len(), 5);
+        assert_eq!(check_chain(&meta).unwrap().len(), chain_crates().count() - 1);
     }
 
     #[test]
@@ -374,13 +437,14 @@ mod tests {
         edges.push(("arbor-tree", "helper", None));
         edges.push(("helper", "tokio", None));
         let problems = check_no_tokio(&fake_meta(&edges)).unwrap();
-        // arbor-tree reaches it directly, arbor-context and arbor-catalog through arbor-tree.
+        // arbor-tree reaches it directly, the crates above it through it.
         assert_eq!(
             problems,
             vec![
                 "tokio is reachable from arbor-tree: arbor-tree -> helper -> tokio",
                 "tokio is reachable from arbor-context: arbor-context -> arbor-tree -> helper -> tokio",
                 "tokio is reachable from arbor-catalog: arbor-catalog -> arbor-tree -> helper -> tokio",
+                "tokio is reachable from arbor-interop: arbor-interop -> arbor-context -> arbor-tree -> helper -> tokio",
             ]
         );
     }

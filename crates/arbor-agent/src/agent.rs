@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use arbor_context::{message_of_entry, plan_context, ContextPlan, PathHead, SessionContext};
-use arbor_log::{Clock, Entry, EntryKind, SystemClock};
-use arbor_tree::{Session, TreeError, LEAF_MARKER_TYPE};
+use arbor_log::{Clock, Entry, EntryKind, Role, SystemClock};
+use arbor_tree::{Position, Session, TreeError, LEAF_MARKER_TYPE};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +49,7 @@ pub(crate) async fn emit(
 /// arbor-context's `positions` tests).
 pub fn session_context(session: &Session) -> SessionContext {
     let (idx, plan) = plan_session_context(session);
-    let wanted: Vec<usize> = plan.message_positions().map(|p| idx[p]).collect();
+    let wanted: Vec<Position> = plan.message_positions().map(|p| idx[p]).collect();
     let mut messages = session.decode_many(&wanted).into_iter();
     plan.into_context(|_| messages.next().flatten().and_then(message_of_entry))
 }
@@ -58,14 +58,17 @@ pub fn session_context(session: &Session) -> SessionContext {
 /// context, whose positions index that path: the settings and made-up
 /// messages are decoded (on all cores), each other message is left where it
 /// is stored, for callers that copy it from there ([`session_context`] decodes it).
-pub fn plan_session_context(session: &Session) -> (Vec<usize>, ContextPlan) {
-    let idx = session.branch_indices(None);
+pub fn plan_session_context(session: &Session) -> (Vec<Position>, ContextPlan) {
+    let idx = session.branch_positions(None);
+    // Positions the session just gave: each has a head.
     let heads: Vec<PathHead> = idx
         .iter()
-        .map(|&i| PathHead {
-            id: session.id_at(i).unwrap_or_default(),
-            entry_type: session.entry_type_at(i).unwrap_or_default(),
-            role: session.message_role_at(i),
+        .filter_map(|&p| {
+            Some(PathHead {
+                id: session.id_at(p)?,
+                entry_type: session.entry_type_at(p)?.clone(),
+                role: session.role_at(p).cloned(),
+            })
         })
         .collect();
     let plan = plan_context(&heads, |ps| session.decode_many(&ps.iter().map(|&p| idx[p]).collect::<Vec<_>>()));
@@ -658,7 +661,7 @@ impl AgentSession {
         let entry = self
             .session
             .get_entry(entry_id)
-            .filter(|e| e.message_role() == Some("user"))
+            .filter(|e| e.message_role() == Some(Role::User))
             .cloned()
             .ok_or(AgentError::InvalidForkEntry)?;
         let selected_text = editor_text(&entry).unwrap_or_default();

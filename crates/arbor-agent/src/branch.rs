@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use arbor_context::{estimate_tokens, extract_file_ops_from_message, FileOps};
-use arbor_log::{Entry, EntryKind};
+use arbor_log::{Entry, EntryKind, Role};
 use arbor_tree::Session;
 use serde_json::Value;
 
@@ -118,7 +118,7 @@ pub fn prepare_branch_entries(entries: &[&Entry], token_budget: i64) -> BranchPr
     let mut newest_first = vec![];
     let mut total: i64 = 0;
     for entry in entries.iter().rev() {
-        if entry.message_role() == Some("toolResult") {
+        if entry.message_role() == Some(Role::ToolResult) {
             continue;
         }
         let Some(message) = entry_message(entry) else { continue };

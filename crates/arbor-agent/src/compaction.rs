@@ -8,7 +8,7 @@
 //! shared parts against the reference outputs.
 
 use arbor_context::{estimate_context_tokens, estimate_tokens, extract_file_ops_from_message, FileOps};
-use arbor_log::{Entry, EntryKind};
+use arbor_log::{Entry, EntryKind, Role};
 use serde_json::Value;
 
 use crate::branch::{add_details_file_ops, file_ops_json};
@@ -65,7 +65,14 @@ fn is_valid_cut_point(entry: &Entry) -> bool {
     match &entry.kind {
         EntryKind::Message(m) => matches!(
             m.role(),
-            Some("user" | "assistant" | "bashExecution" | "custom" | "branchSummary" | "compactionSummary")
+            Some(
+                Role::User
+                    | Role::Assistant
+                    | Role::BashExecution
+                    | Role::Custom
+                    | Role::BranchSummary
+                    | Role::CompactionSummary
+            )
         ),
         EntryKind::BranchSummary(_) | EntryKind::CustomMessage(_) => true,
         _ => false,
@@ -78,7 +85,7 @@ fn is_valid_cut_point(entry: &Entry) -> bool {
 pub fn find_turn_start_index(entries: &[&Entry], index: usize, start: usize) -> Option<usize> {
     (start..=index).rev().find(|&i| match &entries[i].kind {
         EntryKind::BranchSummary(_) | EntryKind::CustomMessage(_) => true,
-        EntryKind::Message(m) => matches!(m.role(), Some("user" | "bashExecution")),
+        EntryKind::Message(m) => matches!(m.role(), Some(Role::User | Role::BashExecution)),
         _ => false,
     })
 }
@@ -116,7 +123,7 @@ pub fn find_cut_point(entries: &[&Entry], start: usize, end: usize, keep_recent_
         }
         cut -= 1;
     }
-    let is_user = entries[cut].message_role() == Some("user");
+    let is_user = entries[cut].message_role() == Some(Role::User);
     let turn_start_index = if is_user { None } else { find_turn_start_index(entries, cut, start) };
     CutPoint { first_kept_entry_index: cut, turn_start_index, is_split_turn: !is_user && turn_start_index.is_some() }
 }

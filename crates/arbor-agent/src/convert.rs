@@ -2,7 +2,7 @@
 //! `getMessageFromEntry` and the `create*Message` helpers).
 
 use arbor_context::{branch_summary_message, compaction_summary_message, custom_message};
-use arbor_log::{Entry, EntryKind};
+use arbor_log::{content_text, Entry, EntryKind, MessageView, Role};
 use serde_json::{Map, Value};
 
 /// The message an entry stands for in compaction (spec 5.6.4 step 5):
@@ -24,15 +24,15 @@ pub(crate) fn entry_message(entry: &Entry) -> Option<Value> {
 /// string content, or the text blocks joined with `""`.
 pub(crate) fn editor_text(entry: &Entry) -> Option<String> {
     match &entry.kind {
-        EntryKind::Message(m) if m.role() == Some("user") => Some(arbor_tree::message_text(&m.message, "")),
-        EntryKind::CustomMessage(c) => Some(arbor_tree::content_text(c.content.as_ref(), "")),
+        EntryKind::Message(m) if m.role() == Some(Role::User) => Some(m.view().text("")),
+        EntryKind::CustomMessage(c) => Some(content_text(c.content.as_ref(), "")),
         _ => None,
     }
 }
 
 /// The text blocks of an assistant message joined with `sep`.
 pub(crate) fn assistant_text(message: &Value, sep: &str) -> String {
-    arbor_tree::content_text(message.get("content"), sep)
+    MessageView::new(message).text(sep)
 }
 
 /// A `{role:"user", content:[{type:"text", text}], timestamp}` message.

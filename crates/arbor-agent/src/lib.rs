@@ -35,10 +35,10 @@
 //!
 //! ```no_run
 //! use arbor_agent::{AgentOptions, AgentSession, CompactOptions, NavigateOptions, PromptOptions};
-//! use arbor_tree::{Session, SessionOptions};
+//! use arbor_tree::{OpenMode, Session, SessionOptions};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let session = Session::open("session.jsonl".as_ref(), SessionOptions::default())?;
+//! let session = Session::open("session.jsonl".as_ref(), OpenMode::Write, SessionOptions::default())?;
 //! // The model is restored from the session; keys come from the environment.
 //! let mut agent = AgentSession::new(session, AgentOptions::default());
 //! let answered = agent.prompt("What changed?", PromptOptions::default()).await?;

@@ -10,8 +10,9 @@
 
 use serde_json::Value;
 
-use arbor_log::{is_header, is_title_slot, parse_line, scan_line, Parsed, ScanKind};
-use arbor_tree::message_text;
+use arbor_log::reader::{parse_line, Parsed};
+use arbor_log::scan::{scan_line, ScanKind};
+use arbor_log::{is_header, is_title_slot, EntryType, MessageView, Role};
 
 /// Whether a file is a session, as far as it was read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -99,21 +100,21 @@ impl Facts {
 
     fn record(&mut self, bytes: &[u8]) {
         let (ScanKind::Object(head), _) = scan_line(bytes, false) else { return };
-        match head.entry_type.as_deref() {
-            Some("session_info") => {
+        match head.entry_type {
+            Some(EntryType::SessionInfo) => {
                 let Parsed::Object(v) = parse_line(bytes).0 else { return };
                 if let Some(n) = v.get("name").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty()) {
                     self.name = Some(n.to_owned());
                 }
             }
-            Some("message") => {
+            Some(EntryType::Message) => {
                 self.message_count += 1;
-                if !matches!(head.role.as_deref(), Some("user" | "assistant")) {
+                if !matches!(head.role, Some(Role::User | Role::Assistant)) {
                     return;
                 }
-                if head.role.as_deref() == Some("user") && self.first_message.is_none() {
+                if head.role == Some(Role::User) && self.first_message.is_none() {
                     if let Parsed::Object(v) = parse_line(bytes).0 {
-                        let text = v.get("message").map(|m| message_text(m, " ")).unwrap_or_default();
+                        let text = v.get("message").map(|m| MessageView::new(m).text(" ")).unwrap_or_default();
                         if !text.is_empty() {
                             self.first_message = Some(text);
                         }
@@ -149,9 +150,9 @@ pub fn all_messages_text(path: &std::path::Path) -> std::io::Result<String> {
             return;
         }
         let (ScanKind::Object(head), _) = scan_line(bytes, false) else { return };
-        if head.entry_type.as_deref() == Some("message") && matches!(head.role.as_deref(), Some("user" | "assistant")) {
+        if head.entry_type == Some(EntryType::Message) && matches!(head.role, Some(Role::User | Role::Assistant)) {
             if let Parsed::Object(v) = parse_line(bytes).0 {
-                let text = v.get("message").map(|m| message_text(m, " ")).unwrap_or_default();
+                let text = v.get("message").map(|m| MessageView::new(m).text(" ")).unwrap_or_default();
                 if !text.is_empty() {
                     texts.push(text);
                 }

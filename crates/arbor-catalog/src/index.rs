@@ -14,8 +14,10 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
-use arbor_log::{is_title_slot, parse_line, Entry, EntryKind, ParentField, Parsed, RecordHead, CURRENT_VERSION};
-use arbor_tree::{Session, SessionOptions};
+use arbor_log::reader::{parse_line, Parsed};
+use arbor_log::scan::{ParentField, RecordHead};
+use arbor_log::{is_title_slot, Entry, EntryKind, EntryType, CURRENT_VERSION};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::error::CatalogError;
 use crate::lines::Lines;
@@ -190,13 +192,13 @@ fn read_lines(path: &Path, job: &Job) -> Result<Option<Vec<EntryRow>>, CatalogEr
 /// An entry row from a parsed line, or `None` for a record that is not an entry.
 fn entry_row(v: Value, (offset, len, pos): (i64, i64, i64), last_ms: &mut i64) -> Option<EntryRow> {
     let head = RecordHead::from_value(&v);
-    if head.not_an_entry().is_some() || head.entry_type.as_deref() == Some("session") {
+    if head.not_an_entry().is_some() || head.entry_type.as_ref().is_some_and(|t| *t == "session") {
         return None;
     }
     let ms = head.ts_ms.unwrap_or(*last_ms);
     *last_ms = ms;
     let text = entry_text(&v);
-    let label = (head.entry_type.as_deref() == Some("label")).then(|| label_change(v)).flatten();
+    let label = (head.entry_type == Some(EntryType::Label)).then(|| label_change(v)).flatten();
     Some(EntryRow {
         offset,
         len,
@@ -206,8 +208,8 @@ fn entry_row(v: Value, (offset, len, pos): (i64, i64, i64), last_ms: &mut i64) -
             ParentField::Id(p) => Some(p.into()),
             _ => None,
         },
-        entry_type: head.entry_type?.into(),
-        role: head.role.map(Into::into),
+        entry_type: head.entry_type?.to_string(),
+        role: head.role.map(|r| r.to_string()),
         ms,
         text,
         label,
@@ -227,17 +229,17 @@ fn label_change(v: Value) -> Option<(String, Option<String>)> {
 
 /// Every entry of a file that needs a migration, with the ids the migration gives.
 fn read_legacy(path: &Path) -> Result<Option<Vec<EntryRow>>, CatalogError> {
-    let opts = SessionOptions { read_only: true, sidecar_index: false, ..SessionOptions::default() };
-    let s = match Session::open(path, opts) {
+    let opts = SessionOptions { index_dir: None, ..SessionOptions::default() };
+    let s = match Session::open(path, OpenMode::ReadOnly, opts) {
         Ok(s) => s,
         Err(arbor_tree::TreeError::Missing(_)) => return Ok(None),
         Err(e) => return Err(CatalogError::io(path, io::Error::other(e))),
     };
     let mut last_ms = arbor_log::parse_iso_ms(&s.header().timestamp).unwrap_or(0);
     let mut out = vec![];
-    for i in 0..s.len() {
-        let Some(Ok(v)) = s.with_json_at(i, arbor_log::json::parse) else { continue };
-        if let Some(row) = entry_row(v, (-1, 0, i as i64), &mut last_ms) {
+    for p in s.positions() {
+        let Some(Ok(v)) = s.with_json_at(p, arbor_log::json::parse) else { continue };
+        if let Some(row) = entry_row(v, (-1, 0, p.get() as i64), &mut last_ms) {
             out.push(row);
         }
     }

@@ -50,13 +50,9 @@ pub use walk::Scope;
 pub use work::{NoProgress, Pass, Progress};
 
 #[cfg(test)]
-#[path = "../../arbor-log/tests/support/jsonl.rs"]
-mod jsonl;
-
-#[cfg(test)]
 mod test_support {
     /// Every `.jsonl` file under the repository's `fixtures/`.
     pub fn fixture_logs() -> Vec<std::path::PathBuf> {
-        crate::jsonl::jsonl_under(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"))
+        arbor_test_support::jsonl_under(&arbor_test_support::fixtures())
     }
 }

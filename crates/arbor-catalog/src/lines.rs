@@ -4,7 +4,7 @@
 
 use std::io;
 
-use arbor_log::ReadAt;
+use arbor_log::scan::ReadAt;
 
 const CHUNK: usize = 256 << 10;
 

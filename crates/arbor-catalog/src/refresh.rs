@@ -10,7 +10,7 @@ use std::path::Path;
 
 use rusqlite::{params, Connection};
 
-use arbor_log::{parse_line, Parsed};
+use arbor_log::reader::{parse_line, Parsed};
 
 use crate::error::CatalogError;
 use crate::facts::{Facts, FileKind};

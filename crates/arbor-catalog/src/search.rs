@@ -29,8 +29,10 @@ use rusqlite::{params, Connection};
 use serde::Serialize;
 use serde_json::Value;
 
-use arbor_log::{format_iso_ms, parse_line, read_exact_at, Parsed};
-use arbor_tree::{Session, SessionOptions};
+use arbor_log::format_iso_ms;
+use arbor_log::reader::{parse_line, Parsed};
+use arbor_log::scan::read_exact_at;
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::catalog::Catalog;
 use crate::lines::Lines;
@@ -503,11 +505,11 @@ impl Texts {
         let path = cat.path_of(&rel);
         if c.offset < 0 {
             let s = self.legacy.entry(c.session).or_insert_with(|| {
-                Session::open(&path, SessionOptions { read_only: true, sidecar_index: false, ..Default::default() })
-                    .ok()
+                let opts = SessionOptions { index_dir: None, ..Default::default() };
+                Session::open(&path, OpenMode::ReadOnly, opts).ok()
             });
             let Some(s) = s else { return Ok(None) };
-            let Some(i) = s.index_of(&c.entry_id) else { return Ok(None) };
+            let Some(i) = s.position_of(&c.entry_id) else { return Ok(None) };
             return Ok(s.with_json_at(i, |j| arbor_log::json::parse(j).ok().map(|v| entry_text(&v))).flatten());
         }
         let file = self.files.entry(c.session).or_insert_with(|| File::open(&path).ok());

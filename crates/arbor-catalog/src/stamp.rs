@@ -6,7 +6,7 @@
 use std::fs::Metadata;
 use std::io;
 
-use arbor_log::{read_exact_at, ReadAt};
+use arbor_log::scan::{read_exact_at, ReadAt};
 
 /// What `stat` says about a file. Equal stats mean the file is unchanged:
 /// a rewrite changes the ctime (which no user can set back) or the inode

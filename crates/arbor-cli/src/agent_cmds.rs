@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context as _, Result};
 use clap::Args as ClapArgs;
 
 use arbor_agent::{AgentOptions, AgentSession, CompactOptions, HookBus, HookConfig, HookFailure, NavigateOptions};
-use arbor_tree::{Session, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 /// Which model to use, and the hooks to run.
 #[derive(Debug, Clone, ClapArgs)]
@@ -35,13 +35,19 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")
 }
 
-fn agent(file: &Path, session_opts: SessionOptions, m: &ModelArgs, needs_model: bool) -> Result<AgentSession> {
+fn agent(
+    file: &Path,
+    mode: OpenMode,
+    session_opts: SessionOptions,
+    m: &ModelArgs,
+    needs_model: bool,
+) -> Result<AgentSession> {
     // Hooks first: a bad hooks file must fail before the session is taken for writing.
     let mut opts = AgentOptions::default();
     if let Some(h) = &m.hooks {
         load_hooks(h, &mut opts.hooks)?;
     }
-    let session = Session::open(file, session_opts)?;
+    let session = Session::open(file, mode, session_opts)?;
     if !m.diagnostics_shown {
         crate::cli::print_diagnostics(file, session.diagnostics());
     }
@@ -101,7 +107,7 @@ pub fn navigate(
     abort_flag: Option<Arc<AtomicBool>>,
 ) -> Result<ExitCode> {
     let rt = runtime()?;
-    let mut agent = agent(file, session_opts, m, summarize)?;
+    let mut agent = agent(file, OpenMode::Write, session_opts, m, summarize)?;
     let abort = agent.abort_handle();
     let flag_abort = agent.abort_handle();
     let opts = NavigateOptions {
@@ -187,7 +193,8 @@ pub fn fork_before(
         std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     }
     let session_opts = SessionOptions { session_dir: sessions_dir, ..session_opts };
-    let mut agent = agent(file, session_opts, m, false)?;
+    // The source is only read; the fork writes a new file.
+    let mut agent = agent(file, OpenMode::ReadOnly, session_opts, m, false)?;
     let r = rt.block_on(agent.fork(user_message_id)).with_context(|| file.display().to_string())?;
     report_hook_failures(&r.hook_failures);
     if r.cancelled {
@@ -229,7 +236,7 @@ pub fn compact(
     json: bool,
 ) -> Result<ExitCode> {
     let rt = runtime()?;
-    let mut agent = agent(file, session_opts, m, true)?;
+    let mut agent = agent(file, OpenMode::Write, session_opts, m, true)?;
     let abort = agent.abort_handle();
     let r = rt.block_on(async {
         let ctrl_c = tokio::spawn(async move {

@@ -8,8 +8,8 @@ use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use arbor_context::ContextStep;
-use arbor_log::{CounterIds, Diagnostic, Entry};
-use arbor_tree::{paths, Session, SessionOptions};
+use arbor_log::{CounterIds, Diagnostic, Entry, Role};
+use arbor_tree::{paths, OpenMode, Position, Session, SessionOptions};
 
 use crate::render::{active_path, entry_text, layout_tree, record_tool_calls, ToolCalls};
 
@@ -205,6 +205,12 @@ enum Command {
     },
     /// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
     Search(crate::commands::search::Args),
+    /// Import Claude Code transcripts or Codex CLI rollouts as pi sessions.
+    Import(crate::commands::import::Args),
+    /// Export a session: the path as Markdown, the whole tree as one HTML page, or clean JSONL.
+    Export(crate::commands::export::Args),
+    /// Compare two entries: their common ancestor and what each side adds.
+    Diff(crate::commands::diff::Args),
     /// List sessions, newest first.
     Ls {
         /// List the sessions of this working directory (default: the current one).
@@ -222,12 +228,12 @@ enum Command {
     },
 }
 
-fn options(args_ids: IdMode, read_only: bool) -> SessionOptions {
-    // The CLI never turns a missing or damaged file into a new session: a
-    // writer refuses it with the same error a reader gives.
-    // `ARBOR_NO_INDEX` (any value) neither reads nor writes the sidecar index `FILE.arbor-index`.
-    let sidecar_index = std::env::var_os("ARBOR_NO_INDEX").is_none();
-    let opts = SessionOptions { read_only, create_or_recover: false, sidecar_index, ..SessionOptions::default() };
+/// The options every command opens sessions with (the index cache as the
+/// library places it: `$ARBOR_CACHE_DIR`, …, none under `ARBOR_NO_INDEX`).
+/// What may happen to the file is each command's `OpenMode`: the CLI never
+/// turns a missing or damaged file into a new session.
+fn options(args_ids: IdMode) -> SessionOptions {
+    let opts = SessionOptions::default();
     match args_ids {
         IdMode::Random => opts,
         IdMode::Counter => opts.with_ids(CounterIds::new()),
@@ -243,13 +249,26 @@ pub(crate) fn print_diagnostics(file: &Path, diags: &[Diagnostic]) {
 }
 
 fn open_read(file: &Path, ids: IdMode) -> Result<Session> {
-    let s = Session::open(file, options(ids, true))?;
+    let s = Session::open(file, OpenMode::ReadOnly, options(ids))?;
     print_diagnostics(file, s.diagnostics());
     Ok(s)
 }
 
+/// An `arbor-interop` error about the session `file`, naming the file as the user gave it.
+pub(crate) fn interop_error(file: &Path, e: arbor_interop::InteropError) -> anyhow::Error {
+    match e {
+        arbor_interop::InteropError::NoEntry { id, .. } => anyhow::anyhow!("{}: Entry {id} not found", file.display()),
+        e => e.into(),
+    }
+}
+
+/// Opens a session read-only (as `arbor tree` does), its diagnostics on stderr.
+pub(crate) fn open_read_only(file: &Path) -> Result<Session> {
+    open_read(file, IdMode::Random)
+}
+
 fn open_write(file: &Path, ids: IdMode) -> Result<Session> {
-    let s = Session::open(file, options(ids, false))?;
+    let s = Session::open(file, OpenMode::Write, options(ids))?;
     print_diagnostics(file, s.diagnostics());
     Ok(s)
 }
@@ -285,7 +304,7 @@ fn write_context_json(out: &mut dyn Write, s: &Session) -> Result<()> {
     out.write_all(b"{\"messages\":[")?;
     let mut first = true;
     for batch in plan.steps.chunks(BATCH) {
-        let stored: Vec<usize> = batch
+        let stored: Vec<Position> = batch
             .iter()
             .filter_map(|step| match step {
                 ContextStep::Message(p) => Some(idx[*p]),
@@ -434,7 +453,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                     bail!("{}: Entry {id} not found", file.display());
                 }
             }
-            let idx = s.branch_indices(id.as_deref());
+            let idx = s.branch_positions(id.as_deref());
             if json {
                 write_entries_json(out, idx.iter().filter_map(|&i| s.json_at(i)))?;
                 out.write_all(b"\n")?;
@@ -465,7 +484,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         }
         Command::Fork { file, before: Some(before), sessions_dir, json, hooks, .. } => {
             let m = crate::agent_cmds::ModelArgs { model: None, base_url: None, hooks, diagnostics_shown: false };
-            return crate::agent_cmds::fork_before(out, &file, &before, sessions_dir, &m, options(ids, true), json);
+            return crate::agent_cmds::fork_before(out, &file, &before, sessions_dir, &m, options(ids), json);
         }
         Command::Navigate { file, target, summarize, instructions, replace_instructions, label, model, json } => {
             return crate::agent_cmds::navigate(
@@ -477,7 +496,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 replace_instructions,
                 label,
                 &model,
-                options(ids, false),
+                options(ids),
                 json,
                 None,
             );
@@ -489,15 +508,14 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 keep_recent_tokens,
                 instructions,
                 &model,
-                options(ids, false),
+                options(ids),
                 json,
             );
         }
         Command::Fork { file, at, sessions_dir, json, .. } => {
             let at = at.context("--at or --before is required")?;
-            let mut opts = options(ids, true);
-            opts.session_dir = sessions_dir.clone();
-            let mut s = Session::open(&file, opts)?;
+            let opts = SessionOptions { session_dir: sessions_dir.clone(), ..options(ids) };
+            let mut s = Session::open(&file, OpenMode::ReadOnly, opts)?;
             print_diagnostics(&file, s.diagnostics());
             if let Some(dir) = &sessions_dir {
                 std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
@@ -599,10 +617,10 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             }
         }
         Command::Tui { file, fork: true, model, .. } => {
-            return crate::tui::run_fork(out, file, &model, &|read_only| options(ids, read_only));
+            return crate::tui::run_fork(out, file, &model, &|| options(ids));
         }
         Command::Tui { file, at, filter, model, .. } => {
-            return crate::tui::run(out, file, at, filter, &model, &|read_only| options(ids, read_only));
+            return crate::tui::run(out, file, at, filter, &model, &|| options(ids));
         }
         Command::Chat { file, new, model, base_url, hooks, config } => {
             let target = match file {
@@ -620,9 +638,12 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
                 None => crate::chat::Target::Recent,
             };
             let flags = crate::chat::ModelFlags { model, base_url, hooks };
-            return crate::chat::run(out, target, &flags, config, &|read_only| options(ids, read_only));
+            return crate::chat::run(out, target, &flags, config, &|| options(ids));
         }
         Command::Search(args) => return crate::commands::search::run(args, out),
+        Command::Import(args) => return crate::commands::import::run(args, out),
+        Command::Export(args) => return crate::commands::export::run(args, out),
+        Command::Diff(args) => return crate::commands::diff::run(args, out),
         Command::Ls { cwd, all, sessions_dir, json } => {
             let root = sessions_dir.unwrap_or_else(paths::sessions_root);
             let scope = if all {
@@ -660,21 +681,22 @@ pub(crate) fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
     }
     let active = active_path(s);
     let rows = layout_tree(&tree, &active);
-    let width = rows.iter().filter_map(|r| s.id_at(r.index)).map(|id| id.chars().count()).max().unwrap_or(8);
-    let leaf = s.leaf_id().and_then(|id| s.index_of(id));
+    let width =
+        rows.iter().filter_map(|r| s.id_at(Position::new(r.index))).map(|id| id.chars().count()).max().unwrap_or(8);
+    let leaf = s.leaf_id().and_then(|id| s.position_of(id)).map(Position::get);
     let home = home();
     // Entries are decoded one at a time and not kept: only tool calls are
     // remembered (for the tool results that name them).
     let mut calls = ToolCalls::new();
-    for i in 0..s.len() {
-        if s.message_role_at(i) == Some("assistant") {
+    for i in s.positions() {
+        if s.role_at(i) == Some(&Role::Assistant) {
             if let Some(e) = s.decode_at(i) {
                 record_tool_calls(&e, &mut calls);
             }
         }
     }
     for row in rows {
-        let Some(e) = s.decode_at(row.index) else { continue };
+        let Some(e) = s.decode_at(Position::new(row.index)) else { continue };
         let e = &e;
         let marker = if row.active { "• " } else { "" };
         let label = s.get_label(&e.id).map(|l| format!("[{l}] ")).unwrap_or_default();
@@ -713,10 +735,10 @@ mod context_json_tests {
     fn check_file(path: &Path) -> usize {
         let mut checked = 0;
         for index_first in [true, false] {
-            let opts = SessionOptions { read_only: true, index_first, sidecar_index: false, ..Default::default() };
-            let Ok(mut s) = Session::open(path, opts) else { return 0 };
+            let opts = SessionOptions { index_first, index_dir: None, ..Default::default() };
+            let Ok(mut s) = Session::open(path, OpenMode::ReadOnly, opts) else { return 0 };
             let leaves: Vec<Option<String>> = std::iter::once(None)
-                .chain((0..s.len()).step_by((s.len() / 40).max(1)).map(|i| s.id_at(i).map(str::to_owned)))
+                .chain(s.positions().step_by((s.len() / 40).max(1)).map(|i| s.id_at(i).map(str::to_owned)))
                 .collect();
             for leaf in leaves {
                 if let Some(id) = &leaf {
@@ -790,7 +812,8 @@ mod context_json_tests {
         let f = session_file(&lines);
         assert!(check_file(f.path()) > 10);
         // The cases above are really there: the marker became its string's JSON.
-        let s = Session::open(f.path(), SessionOptions { read_only: true, ..Default::default() }).unwrap();
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
+            .unwrap();
         let ctx = written(&s);
         let messages = ctx["messages"].as_array().unwrap();
         assert!(messages.contains(&json!({"role": "user", "content": "second"})), "{ctx}");
@@ -816,7 +839,7 @@ mod context_json_tests {
         f.write_all(&text.bytes().map(|b| if b == b'@' { 0xff } else { b }).collect::<Vec<u8>>()).unwrap();
         f.write_all(b"\n").unwrap();
         assert!(check_file(f.path()) > 0);
-        let s = Session::open(f.path(), SessionOptions { read_only: true, sidecar_index: false, ..Default::default() })
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
             .unwrap();
         assert_eq!(written(&s)["messages"][0]["content"], "bad \u{fffd} byte");
     }
@@ -842,7 +865,7 @@ mod context_json_tests {
             })
             .collect();
         let f = session_file(&lines);
-        let s = Session::open(f.path(), SessionOptions { read_only: true, sidecar_index: false, ..Default::default() })
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
             .unwrap();
         let ctx = written(&s);
         assert_eq!(ctx, serde_json::to_value(arbor_agent::session_context(&s)).unwrap());

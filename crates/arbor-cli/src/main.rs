@@ -12,6 +12,9 @@ mod chat;
 mod cli;
 mod picker;
 mod commands {
+    pub mod diff;
+    pub mod export;
+    pub mod import;
     pub mod search;
 }
 mod render;
@@ -75,12 +78,8 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
-#[cfg(test)]
-#[path = "../../arbor-log/tests/support/jsonl.rs"]
-mod jsonl;
-
 /// Every `.jsonl` file under the repository's `fixtures/`, for unit tests that sweep them all.
 #[cfg(test)]
 fn fixture_logs() -> Vec<std::path::PathBuf> {
-    jsonl::jsonl_under(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"))
+    arbor_test_support::jsonl_under(&arbor_test_support::fixtures())
 }

@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use arbor_log::{content_text, Role};
 use arbor_log::{Entry, EntryKind};
-use arbor_tree::{content_text, Session, Tree};
+use arbor_tree::{Position, Session, Tree};
 
 /// Collapses newlines and tabs to spaces and trims.
 pub fn normalize(s: &str) -> String {
@@ -24,7 +25,7 @@ pub type ToolCalls = HashMap<String, (String, Value)>;
 /// Records the tool calls of an assistant entry.
 pub fn record_tool_calls(entry: &Entry, calls: &mut ToolCalls) {
     let Some(m) = entry.message() else { return };
-    if m.role() != Some("assistant") {
+    if m.role() != Some(Role::Assistant) {
         return;
     }
     if let Some(Value::Array(blocks)) = m.message.get("content") {
@@ -99,8 +100,8 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
         EntryKind::Message(m) => {
             let msg = &m.message;
             match m.role() {
-                Some("user") => format!("user: {}", clip(&content_text(msg.get("content"), ""))),
-                Some("assistant") => {
+                Some(Role::User) => format!("user: {}", clip(&content_text(msg.get("content"), ""))),
+                Some(Role::Assistant) => {
                     let text = clip(&content_text(msg.get("content"), ""));
                     if !text.is_empty() {
                         return format!("assistant: {text}");
@@ -114,7 +115,7 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
                         _ => "assistant: (no content)".into(),
                     }
                 }
-                Some("toolResult") => {
+                Some(Role::ToolResult) => {
                     let id = msg.get("toolCallId").and_then(Value::as_str).unwrap_or("");
                     match calls.get(id) {
                         Some((name, args)) => format_tool_call(name, args, home),
@@ -124,7 +125,7 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
                         },
                     }
                 }
-                Some("bashExecution") => {
+                Some(Role::BashExecution) => {
                     format!("[bash]: {}", clip(msg.get("command").and_then(Value::as_str).unwrap_or("")))
                 }
                 Some(role) => format!("[{role}]"),
@@ -158,7 +159,7 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
         EntryKind::TtsrInjection(_) => "[ttsr injection]".into(),
         EntryKind::ModeChange(m) => format!("[mode: {}]", m.mode),
         EntryKind::Unknown { entry_type, .. } | EntryKind::Malformed { entry_type, .. } => {
-            format!("[{}]", entry_type.replace('_', " "))
+            format!("[{}]", entry_type.as_str().replace('_', " "))
         }
     }
 }
@@ -185,7 +186,7 @@ struct Gutter {
 
 /// Positions of the entries on the path root → leaf.
 pub fn active_path(session: &Session) -> HashSet<usize> {
-    session.branch_indices(None).into_iter().collect()
+    session.branch_positions(None).into_iter().map(Position::get).collect()
 }
 
 /// Lays out a tree as pi's selector does (spec 6.2): the active branch first
@@ -269,5 +270,6 @@ pub fn layout(roots: &[usize], children: &dyn Fn(usize) -> Vec<usize>, active: &
 
 /// Lays out the whole tree of a session.
 pub fn layout_tree(tree: &Tree<'_>, active: &HashSet<usize>) -> Vec<Row> {
-    layout(tree.root_indices(), &|i| tree.child_indices(i).to_vec(), active)
+    let roots: Vec<usize> = tree.root_positions().iter().map(|p| p.get()).collect();
+    layout(&roots, &|i| tree.child_positions(Position::new(i)).iter().map(|p| p.get()).collect(), active)
 }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use arbor_context::{convert_to_llm, estimate_context_tokens, SessionContext};
-use arbor_tree::content_text;
+use arbor_log::content_text;
 
 use crate::render::{format_tool_call, normalize};
 

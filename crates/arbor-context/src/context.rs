@@ -4,7 +4,9 @@
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arbor_log::{parse_iso_ms, BranchSummary, Compaction, CustomMessageEntry, Entry, EntryKind, ModelChange};
+use arbor_log::{
+    parse_iso_ms, BranchSummary, Compaction, CustomMessageEntry, Entry, EntryKind, EntryType, ModelChange, Role,
+};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -238,14 +240,14 @@ impl ContextPlan {
 
 /// What a path position shows without decoding its entry: enough for
 /// [`plan_context`] to know which entries it must read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathHead<'a> {
     /// The entry id.
     pub id: &'a str,
     /// The entry `type`.
-    pub entry_type: &'a str,
+    pub entry_type: EntryType,
     /// A message entry's message `role`.
-    pub role: Option<&'a str>,
+    pub role: Option<Role>,
 }
 
 impl<'a> PathHead<'a> {
@@ -285,9 +287,11 @@ pub fn plan_context<E: Borrow<Entry>>(
     heads: &[PathHead<'_>],
     decode: impl FnOnce(&[usize]) -> Vec<Option<E>>,
 ) -> ContextPlan {
-    let last_assistant = heads.iter().rposition(|h| h.entry_type == "message" && h.role == Some("assistant"));
-    let wanted: Vec<usize> =
-        (0..heads.len()).filter(|&p| READ_TYPES.contains(&heads[p].entry_type) || Some(p) == last_assistant).collect();
+    let last_assistant =
+        heads.iter().rposition(|h| h.entry_type == EntryType::Message && h.role == Some(Role::Assistant));
+    let wanted: Vec<usize> = (0..heads.len())
+        .filter(|&p| READ_TYPES.contains(&heads[p].entry_type.as_str()) || Some(p) == last_assistant)
+        .collect();
     let decoded = decode(&wanted);
     let read: Vec<(usize, &Entry)> =
         wanted.iter().zip(&decoded).filter_map(|(&p, e)| e.as_ref().map(|e| (p, Borrow::<Entry>::borrow(e)))).collect();
@@ -302,7 +306,7 @@ pub fn plan_context<E: Borrow<Entry>>(
                 ctx.thinking_level_value = t.thinking_level.clone();
             }
             EntryKind::ModelChange(m) => apply_model_change(&mut ctx, m),
-            EntryKind::Message(m) if m.role() == Some("assistant") => {
+            EntryKind::Message(m) if m.role() == Some(Role::Assistant) => {
                 let field = |k: &str| m.message.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
                 let (provider, model_id) = (field("provider"), field("model"));
                 ctx.models.insert("default".to_owned(), format!("{provider}/{model_id}"));

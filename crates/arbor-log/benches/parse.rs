@@ -9,18 +9,24 @@
 
 use std::hint::black_box;
 
-use arbor_log::{scan_line, ScanKind, ScannedLog, SessionLog};
+use arbor_log::scan::{scan_line, ScanKind, ScannedLog};
+use arbor_log::SessionLog;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
 
 const ENTRIES: usize = 2000;
 
-#[path = "../tests/support/rng.rs"]
-mod rng;
-use rng::Rng;
+use arbor_test_support::Rng;
 
-impl Rng {
+/// Random words for message texts.
+trait Words {
     /// Text of a random length in `lo..=hi` bytes.
+    fn text_between(&mut self, lo: usize, hi: usize) -> String;
+    /// About `nbytes` bytes of text.
+    fn text(&mut self, nbytes: usize) -> String;
+}
+
+impl Words for Rng {
     fn text_between(&mut self, lo: usize, hi: usize) -> String {
         let n = self.between(lo, hi);
         self.text(n)

@@ -56,10 +56,10 @@ fn light_scan(path: &std::ffi::OsStr, bytes: u64) -> Result<(), Box<dyn Error>> 
     let start = Instant::now();
     let file = File::open(path)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let lines = arbor_log::scan_source(&file, bytes, threads, true)?;
-    let entries = lines.iter().filter(|l| matches!(l.kind, arbor_log::ScanKind::Object(_))).count();
+    let lines = arbor_log::scan::scan_source(&file, bytes, threads, true)?;
+    let entries = lines.iter().filter(|l| matches!(l.kind, arbor_log::scan::ScanKind::Object(_))).count();
     let diagnostics =
-        lines.iter().filter(|l| l.note.is_some() || matches!(l.kind, arbor_log::ScanKind::Skipped(_))).count();
+        lines.iter().filter(|l| l.note.is_some() || matches!(l.kind, arbor_log::scan::ScanKind::Skipped(_))).count();
     let secs = start.elapsed().as_secs_f64();
     let out = serde_json::json!({
         "bytes": bytes,

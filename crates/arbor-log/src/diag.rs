@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::vocab::EntryType;
+
 /// One problem found while reading a log. Bad data is never an `Err`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -17,27 +19,55 @@ pub struct Diagnostic {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiagnosticKind {
     /// The line is not valid JSON; it is skipped (and kept in the file).
-    Malformed { error: String },
+    Malformed {
+        /// serde_json's message.
+        error: String,
+    },
     /// The line is JSON but not an object; it is skipped.
-    NotObject { found: &'static str },
+    NotObject {
+        /// What it is instead (`a number`, `an array`, …).
+        found: &'static str,
+    },
     /// The line had invalid UTF-8; it was read with U+FFFD replacements, as pi reads it.
     InvalidUtf8,
     /// The last line has no newline and does not parse: a torn write.
-    TornTail { bytes: usize },
+    TornTail {
+        /// The torn line's length.
+        bytes: usize,
+    },
     /// The last line has no newline but parses; it is read (a writer adds the newline first).
     NoFinalNewline,
     /// The first record is not a session header with a string id: the file has no usable header.
-    MissingHeader { found: String },
+    MissingHeader {
+        /// What the first record is (`a "model_change" record`, …).
+        found: String,
+    },
     /// A further `type: "session"` record after the header (for example pi's duplicate-header bug); skipped.
     ExtraHeader,
     /// A record that is not a usable entry (no id, bad parentId, …); skipped by the tree.
-    NotAnEntry { reason: String },
+    NotAnEntry {
+        /// Why (see [`crate::NotAnEntry`]).
+        reason: String,
+    },
     /// A known entry type whose body did not decode; kept raw, shown as `[type]`.
-    MalformedEntry { entry_type: String, error: String },
+    MalformedEntry {
+        /// The entry's type.
+        entry_type: EntryType,
+        /// Why the body did not decode.
+        error: String,
+    },
     /// An id seen before; the later line wins.
-    DuplicateId { id: String, first_line: usize },
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// The line that had it first.
+        first_line: usize,
+    },
     /// A parent cycle through this entry; walks stop at the repeated id.
-    ParentCycle { id: String },
+    ParentCycle {
+        /// The cycle's earliest entry, which becomes a root.
+        id: String,
+    },
     /// An omp-S title slot was read and folded into the header.
     TitleSlot,
 }

@@ -1,4 +1,5 @@
-//! Entry types (spec 1.3–1.6) and their two-stage decoding (STYLE 9).
+//! Entry types (docs/format.md, "Entries" and "oh-my-pi additions") and their
+//! two-stage decoding.
 //!
 //! Stage one reads the base fields every entry has (`type`, `id`, `parentId`,
 //! `timestamp`); stage two decodes the body of a known type strictly. A known
@@ -9,7 +10,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::message::{message_role, AgentMessage, Extra};
+use crate::message::{Extra, MessageView};
+use crate::vocab::{EntryType, Role};
 
 /// One non-header record: the base fields and a typed body.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,14 +29,23 @@ pub struct Entry {
 /// The body of an entry, by `type`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntryKind {
+    /// `message`: an agent message.
     Message(MessageEntry),
+    /// `thinking_level_change`.
     ThinkingLevelChange(ThinkingLevelChange),
+    /// `model_change`.
     ModelChange(ModelChange),
+    /// `compaction`.
     Compaction(Compaction),
+    /// `branch_summary`.
     BranchSummary(BranchSummary),
+    /// `custom`: extension state.
     Custom(CustomEntry),
+    /// `custom_message`: an extension message in the context.
     CustomMessage(CustomMessageEntry),
+    /// `label`.
     Label(LabelEntry),
+    /// `session_info`.
     SessionInfo(SessionInfo),
     /// omp: `ttsr_injection`.
     TtsrInjection(TtsrInjection),
@@ -42,34 +53,60 @@ pub enum EntryKind {
     ModeChange(ModeChange),
     /// A type Arbor does not know: every field but the base ones, verbatim.
     Unknown {
-        entry_type: String,
+        /// The type (always [`EntryType::Other`]).
+        entry_type: EntryType,
+        /// Every field but the base ones, in file order.
         fields: Extra,
     },
     /// A known type whose body did not decode: the fields, verbatim, and why.
     Malformed {
-        entry_type: String,
+        /// The type (a known one).
+        entry_type: EntryType,
+        /// Every field but the base ones, in file order.
         fields: Extra,
+        /// Why the body did not decode.
         error: String,
     },
+}
+
+impl EntryKind {
+    /// The `type` this body is written with (`Other` for an unknown type).
+    pub fn entry_type(&self) -> EntryType {
+        match self {
+            EntryKind::Message(_) => EntryType::Message,
+            EntryKind::ThinkingLevelChange(_) => EntryType::ThinkingLevelChange,
+            EntryKind::ModelChange(_) => EntryType::ModelChange,
+            EntryKind::Compaction(_) => EntryType::Compaction,
+            EntryKind::BranchSummary(_) => EntryType::BranchSummary,
+            EntryKind::Custom(_) => EntryType::Custom,
+            EntryKind::CustomMessage(_) => EntryType::CustomMessage,
+            EntryKind::Label(_) => EntryType::Label,
+            EntryKind::SessionInfo(_) => EntryType::SessionInfo,
+            EntryKind::TtsrInjection(_) => EntryType::TtsrInjection,
+            EntryKind::ModeChange(_) => EntryType::ModeChange,
+            EntryKind::Unknown { entry_type, .. } | EntryKind::Malformed { entry_type, .. } => entry_type.clone(),
+        }
+    }
 }
 
 /// `type: "message"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageEntry {
-    /// The agent message, kept as opaque JSON (see [`AgentMessage`] for a typed view).
+    /// The agent message, kept as opaque JSON (see [`MessageEntry::view`] for a borrowed view).
     pub message: Value,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
 impl MessageEntry {
-    /// The message's `role`.
-    pub fn role(&self) -> Option<&str> {
-        message_role(&self.message)
+    /// The message's `role`, when it is a string.
+    pub fn role(&self) -> Option<Role> {
+        self.view().role()
     }
-    /// A typed view of the message.
-    pub fn typed(&self) -> AgentMessage {
-        AgentMessage::from_value(&self.message)
+    /// A borrowed view of the message: role, content blocks, text, tool calls.
+    pub fn view(&self) -> MessageView<'_> {
+        MessageView::new(&self.message)
     }
 }
 
@@ -78,9 +115,12 @@ impl MessageEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThinkingLevelChange {
+    /// The new level (`off`, `low`, `medium`, `high`, …; `null` in omp-S files),
+    /// as written (absent: `None`): pi's context carries it as it is.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<Value>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -100,17 +140,20 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelChange {
-    /// As written (absent: `None`): pi's context carries it as it is.
+    /// pi: the provider, as written (absent: `None`): pi's context carries it as it is.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub provider: Option<Value>,
-    /// As written (absent: `None`).
+    /// pi: the model id, as written (absent: `None`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub model_id: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// omp: `provider/model`.
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// omp: the model role this change is for (`default` when absent).
     pub role: Option<String>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -140,17 +183,22 @@ impl ModelChange {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Compaction {
+    /// The summary text.
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The first entry the context keeps after the summary.
     pub first_kept_entry_id: Option<String>,
-    /// As written (absent: `None`; beyond `f64` it reads as `null`).
+    /// The context size before compacting, as written (absent: `None`; beyond `f64` it reads as `null`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub tokens_before: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data (pi: `{readFiles, modifiedFiles}`).
     pub details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// True when an extension wrote the summary (see also `from_extension`).
     pub from_hook: Option<bool>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -166,13 +214,18 @@ impl Compaction {
 #[serde(rename_all = "camelCase")]
 pub struct BranchSummary {
     #[serde(default)]
+    /// The entry the branch was left from (the new position), or `"root"`.
     pub from_id: String,
+    /// The summary text.
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Extension data (pi: `{readFiles, modifiedFiles}`).
     pub details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// True when an extension wrote the summary (see also `from_extension`).
     pub from_hook: Option<bool>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -187,10 +240,13 @@ impl BranchSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomEntry {
+    /// The extension's name for this kind of state.
     pub custom_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The state.
     pub data: Option<Value>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -198,16 +254,21 @@ pub struct CustomEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomMessageEntry {
+    /// The extension's name for this kind of message.
     pub custom_type: String,
-    /// As written (absent: `None`), like `display` and `details`: the context
-    /// message carries them as they are, absent ones left out.
+    /// The message content (a string or content blocks), as written (absent:
+    /// `None`), like `display` and `details`: the context message carries them
+    /// as they are, absent ones left out.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub content: Option<Value>,
+    /// Whether a UI shows the message.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub display: Option<Value>,
+    /// Extension data, not sent to the model.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -217,10 +278,13 @@ pub struct CustomMessageEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelEntry {
+    /// The entry labelled.
     pub target_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The label as written: a value JavaScript finds true sets it, anything else clears it.
     pub label: Option<Value>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -240,8 +304,10 @@ impl LabelEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The display name.
     pub name: Option<String>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -250,18 +316,23 @@ pub struct SessionInfo {
 #[serde(rename_all = "camelCase")]
 pub struct TtsrInjection {
     #[serde(default)]
+    /// The rules injected into the context.
     pub injected_rules: Vec<String>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
 /// omp-S `type: "mode_change"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModeChange {
+    /// The mode.
     pub mode: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The mode's data.
     pub data: Option<Value>,
     #[serde(flatten)]
+    /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
@@ -269,10 +340,13 @@ pub struct ModeChange {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotAnEntry {
     #[error("not a JSON object")]
+    /// The record is not a JSON object.
     NotObject,
     #[error("no string \"type\"")]
+    /// It has no string `type`.
     NoType,
     #[error("no string \"id\"")]
+    /// It has no string `id`.
     NoId,
 }
 
@@ -295,45 +369,40 @@ impl Entry {
         };
         let timestamp = obj.get("timestamp").and_then(Value::as_str).unwrap_or("").to_owned();
         let non_base = || obj.iter().filter(|(k, _)| !BASE_KEYS.contains(&k.as_str()));
-        if entry_type == "message" {
+        if let ("message", Some(message)) = (entry_type, obj.get("message")) {
             // Messages are most of a file's bytes: decode them by hand, copying
             // the message once, instead of through serde's buffered `flatten`.
-            let kind = match obj.get("message") {
-                Some(message) => EntryKind::Message(MessageEntry {
-                    message: message.clone(),
-                    extra: non_base().filter(|(k, _)| *k != "message").map(|(k, v)| (k.clone(), v.clone())).collect(),
-                }),
-                None => EntryKind::Malformed {
-                    entry_type: entry_type.to_owned(),
-                    fields: non_base().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                    error: "missing field `message`".to_owned(),
-                },
-            };
+            let kind = EntryKind::Message(MessageEntry {
+                message: message.clone(),
+                extra: non_base().filter(|(k, _)| *k != "message").map(|(k, v)| (k.clone(), v.clone())).collect(),
+            });
             return Ok(Entry { id: id.to_owned(), parent_id, timestamp, kind });
         }
         let fields: Extra = non_base().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let entry_type = EntryType::parse(entry_type);
         let decoded = match entry_type {
-            "thinking_level_change" => body(&fields).map(EntryKind::ThinkingLevelChange),
-            "model_change" => body(&fields).map(EntryKind::ModelChange),
-            "compaction" => body(&fields).map(EntryKind::Compaction),
-            "branch_summary" => body(&fields).map(EntryKind::BranchSummary),
-            "custom" => body(&fields).map(EntryKind::Custom),
-            "custom_message" => body(&fields).map(EntryKind::CustomMessage),
-            "label" => body(&fields).map(EntryKind::Label),
-            "session_info" => body(&fields).map(EntryKind::SessionInfo),
-            "ttsr_injection" => body(&fields).map(EntryKind::TtsrInjection),
-            "mode_change" => body(&fields).map(EntryKind::ModeChange),
-            other => {
+            // Decoded above; a message without `message` is malformed.
+            EntryType::Message => Err("missing field `message`".to_owned()),
+            EntryType::ThinkingLevelChange => body(&fields).map(EntryKind::ThinkingLevelChange),
+            EntryType::ModelChange => body(&fields).map(EntryKind::ModelChange),
+            EntryType::Compaction => body(&fields).map(EntryKind::Compaction),
+            EntryType::BranchSummary => body(&fields).map(EntryKind::BranchSummary),
+            EntryType::Custom => body(&fields).map(EntryKind::Custom),
+            EntryType::CustomMessage => body(&fields).map(EntryKind::CustomMessage),
+            EntryType::Label => body(&fields).map(EntryKind::Label),
+            EntryType::SessionInfo => body(&fields).map(EntryKind::SessionInfo),
+            EntryType::TtsrInjection => body(&fields).map(EntryKind::TtsrInjection),
+            EntryType::ModeChange => body(&fields).map(EntryKind::ModeChange),
+            EntryType::Other(_) => {
                 return Ok(Entry {
                     id: id.to_owned(),
                     parent_id,
                     timestamp,
-                    kind: EntryKind::Unknown { entry_type: other.to_owned(), fields },
+                    kind: EntryKind::Unknown { entry_type, fields },
                 })
             }
         };
-        let kind =
-            decoded.unwrap_or_else(|error| EntryKind::Malformed { entry_type: entry_type.to_owned(), fields, error });
+        let kind = decoded.unwrap_or_else(|error| EntryKind::Malformed { entry_type, fields, error });
         Ok(Entry { id: id.to_owned(), parent_id, timestamp, kind })
     }
 
@@ -351,22 +420,9 @@ impl Entry {
         Ok(entry)
     }
 
-    /// The `type` string of this entry.
-    pub fn entry_type(&self) -> &str {
-        match &self.kind {
-            EntryKind::Message(_) => "message",
-            EntryKind::ThinkingLevelChange(_) => "thinking_level_change",
-            EntryKind::ModelChange(_) => "model_change",
-            EntryKind::Compaction(_) => "compaction",
-            EntryKind::BranchSummary(_) => "branch_summary",
-            EntryKind::Custom(_) => "custom",
-            EntryKind::CustomMessage(_) => "custom_message",
-            EntryKind::Label(_) => "label",
-            EntryKind::SessionInfo(_) => "session_info",
-            EntryKind::TtsrInjection(_) => "ttsr_injection",
-            EntryKind::ModeChange(_) => "mode_change",
-            EntryKind::Unknown { entry_type, .. } | EntryKind::Malformed { entry_type, .. } => entry_type,
-        }
+    /// The entry's `type`.
+    pub fn entry_type(&self) -> EntryType {
+        self.kind.entry_type()
     }
 
     /// The message of a `message` entry.
@@ -378,7 +434,7 @@ impl Entry {
     }
 
     /// The role of a `message` entry's message.
-    pub fn message_role(&self) -> Option<&str> {
+    pub fn message_role(&self) -> Option<Role> {
         self.message().and_then(MessageEntry::role)
     }
 
@@ -402,7 +458,7 @@ impl Entry {
         let body_first = matches!(self.kind, EntryKind::Custom(_) | EntryKind::CustomMessage(_));
         let n_known = known.len().saturating_sub(extra_len);
         let mut out = Map::new();
-        out.insert("type".into(), Value::String(self.entry_type().to_owned()));
+        out.insert("type".into(), Value::String(self.entry_type().as_str().to_owned()));
         let mut rest = known.into_iter();
         if body_first {
             for (k, v) in rest.by_ref().take(n_known) {

@@ -9,7 +9,9 @@ pub enum LogError {
     /// An I/O error on a named file.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What went wrong.
         #[source]
         source: io::Error,
     },

@@ -43,6 +43,7 @@ use compact_str::CompactString;
 
 use crate::clock::parse_iso_ms;
 use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
+use crate::vocab::{EntryType, Role};
 
 /// serde_json's default recursion limit: the 128th nested container is refused.
 const MAX_DEPTH: u32 = 127;
@@ -108,10 +109,10 @@ enum Field<'a> {
     Other,
 }
 
-impl Field<'_> {
-    fn string(&self) -> Option<CompactString> {
+impl<'a> Field<'a> {
+    fn str(&self) -> Option<&'a str> {
         match self {
-            Field::Str(s) => Some(CompactString::from(*s)),
+            Field::Str(s) => Some(s),
             _ => None,
         }
     }
@@ -167,8 +168,8 @@ impl<'a> Parser<'a> {
             loop {
                 let key = self.key()?;
                 match key {
-                    b"type" => head.entry_type = self.field()?.string(),
-                    b"id" => head.id = self.field()?.string(),
+                    b"type" => head.entry_type = self.field()?.str().map(EntryType::parse),
+                    b"id" => head.id = self.field()?.str().map(CompactString::from),
                     b"parentId" => {
                         head.parent = match self.field()? {
                             Field::Str(s) => ParentField::Id(CompactString::from(s)),
@@ -183,7 +184,8 @@ impl<'a> Parser<'a> {
                     }
                     b"message" => {
                         head.has_message = true;
-                        (head.role, head.message_time) = self.message_head()?;
+                        let (role, time) = self.message_head()?;
+                        (head.role, head.message_time) = (role.map(Role::parse), time);
                     }
                     _ => self.value()?,
                 }
@@ -255,7 +257,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `message`'s value: its `role` and numeric `timestamp` when it is an object.
-    fn message_head(&mut self) -> Option<(Option<CompactString>, Option<f64>)> {
+    fn message_head(&mut self) -> Option<(Option<&'a str>, Option<f64>)> {
         if self.peek()? != b'{' {
             self.value()?;
             return Some((None, None));
@@ -267,7 +269,7 @@ impl<'a> Parser<'a> {
         if self.eat(b'}').is_none() {
             loop {
                 match self.key()? {
-                    b"role" => role = self.field()?.string(),
+                    b"role" => role = self.field()?.str(),
                     b"timestamp" => time = self.number_value()?,
                     _ => self.value()?,
                 }

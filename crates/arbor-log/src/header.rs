@@ -1,4 +1,4 @@
-//! The session header (`type: "session"`, spec 1.2).
+//! The session header (`type: "session"`; docs/format.md, "The header").
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

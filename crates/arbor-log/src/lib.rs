@@ -1,16 +1,47 @@
 //! The pi session log format: everything about one JSONL session file as bytes
 //! and records, and nothing about trees.
 //!
+//! ```
+//! use arbor_log::{EntryKind, EntryType, Role, SessionLog};
+//!
+//! let file = br#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}
+//! {"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}
+//! not json
+//! {"type":"future_thing","id":"a2","parentId":"a1","timestamp":"2026-01-01T00:00:02.000Z","x":1}
+//! "#;
+//! let log = SessionLog::read(&file[..])?;
+//! assert_eq!(log.header().map(|h| h.id), Some("s1".to_owned()));
+//! // Bad data is a diagnostic with a line number, never an error.
+//! assert_eq!(log.diagnostics()[0].to_string(), "3: malformed JSON, line skipped: expected ident at line 1 column 2");
+//! let (entries, _entry_diagnostics) = log.entries_with_diagnostics();
+//! let (_, first) = &entries[0];
+//! assert_eq!(first.message_role(), Some(Role::User));
+//! if let EntryKind::Message(m) = &first.kind {
+//!     assert_eq!(m.view().text(""), "hi");
+//! }
+//! // A type Arbor does not know is kept whole.
+//! assert_eq!(entries[1].1.entry_type(), EntryType::Other("future_thing".into()));
+//! // An unchanged log writes back byte for byte.
+//! assert_eq!(log.to_bytes(false), file);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! `arbor-log` owns the header and entry types of pi v1–v3 and oh-my-pi
-//! ([`SessionHeader`], [`Entry`], [`EntryKind`]), typed views of agent messages
-//! ([`AgentMessage`]), tolerant streaming reading with diagnostics
-//! ([`SessionLog`], [`LineReader`]), appending and atomic rewriting
-//! ([`Appender`], [`atomic_write`]), the v1 → v2 → v3 migrations ([`migrate`]),
-//! id generation ([`IdGenerator`]) and time ([`Clock`]), and the light parallel
-//! scan ([`ScannedLog`], [`scan_source`]) that validates every line exactly as
-//! the streaming reader does but keeps only what an index needs (type, id,
-//! parent, time, role, byte offsets), so bodies can be decoded on demand
-//! through positioned reads ([`ReadAt`]).
+//! ([`SessionHeader`], [`Entry`], [`EntryKind`]), the domain words as types
+//! ([`EntryType`], [`Role`]), a borrowed view of agent messages
+//! ([`MessageView`]), tolerant reading with diagnostics ([`SessionLog`],
+//! [`Diagnostic`]), appending and atomic rewriting ([`Appender`],
+//! [`atomic_write`]), the v1 → v2 → v3 migrations ([`migrate`]), id generation
+//! ([`IdGenerator`]) and time ([`Clock`]).
+//!
+//! The plumbing sits in modules: [`reader`] (physical lines, parsed as pi
+//! parses them), [`scan`] (the light parallel scan that validates every line
+//! exactly as the reader does but keeps only what an index needs: type, id,
+//! parent, time, role, byte offsets, so bodies can be decoded on demand
+//! through positioned reads), [`writer`] (tail repair, backups, side files),
+//! [`idhash`] (maps keyed by entry ids) and [`json`] (JSON as JavaScript's
+//! `JSON.parse` reads it and `JSON.stringify` writes it: lone surrogates,
+//! numbers beyond `f64`, any depth).
 //!
 //! It does not know about parents and children, leaves, labels resolution or
 //! contexts: that is `arbor-tree` and above. It is synchronous and never prints.
@@ -23,21 +54,24 @@
 //! - unknown entry types and unknown fields are kept verbatim;
 //! - an append never glues a new line onto a torn tail.
 
+#![warn(missing_docs)]
+
 mod clock;
 mod diag;
 mod entry;
 mod error;
 mod fast_head;
 mod header;
-mod idhash;
+pub mod idhash;
 mod ids;
 pub mod json;
 mod log;
 mod message;
 mod migrate;
-mod reader;
-mod scan;
-mod writer;
+pub mod reader;
+pub mod scan;
+mod vocab;
+pub mod writer;
 
 pub use clock::{format_iso_ms, parse_iso_ms, Clock, FixedClock, SystemClock};
 pub use diag::{Diagnostic, DiagnosticKind};
@@ -47,17 +81,9 @@ pub use entry::{
 };
 pub use error::LogError;
 pub use header::{is_header, version_of, SessionHeader, CURRENT_VERSION};
-pub use idhash::{IdHash, IdMap};
 pub use ids::{is_pi_entry_id, CounterIds, IdGenerator, RandomIds, SeededIds};
 pub use log::{is_title_slot, LineKind, LogLine, OwnedLine, SessionLog};
-pub use message::{
-    message_role, AgentMessage, AssistantMessage, BashExecutionMessage, Content, ContentBlock, CustomRoleMessage,
-    Extra, ToolResultMessage, Usage, UserMessage,
-};
+pub use message::{content_text, Block, Extra, MessageView, ToolCall};
 pub use migrate::{migrate, v1_to_v2, v2_to_v3, MigrationReport, MigrationStep};
-pub use reader::{json_kind, parse_line, parse_line_detail, trim_line, LineReader, Parsed, RawLine};
-pub use scan::{
-    full_entry, read_exact_at, scan_line, scan_source, ParentField, ReadAt, RecordHead, ScanKind, ScannedEntry,
-    ScannedLine, ScannedLog,
-};
-pub use writer::{atomic_write, backup_copy, repair_tail, side_file, sync_dir, Appender, Durability, TailRepair};
+pub use vocab::{EntryType, Role};
+pub use writer::{atomic_write, Appender, Durability, TailRepair};

@@ -75,7 +75,7 @@ pub struct SessionLog {
     diagnostics: Vec<Diagnostic>,
 }
 
-/// True when `v` is an omp-S title slot (spec 1.6.2); only valid on line 1.
+/// True when `v` is an omp-S title slot (docs/format.md, "oh-my-pi additions"); only valid on line 1.
 pub fn is_title_slot(v: &Value) -> bool {
     v.get("type").and_then(Value::as_str) == Some("title")
         && v.get("v").and_then(Value::as_u64) == Some(1)
@@ -188,7 +188,7 @@ impl SessionLog {
         self.header().map(|h| h.version())
     }
 
-    /// Runs the migrations the log needs (spec section 2) on the parsed records.
+    /// Runs the migrations the log needs (docs/format.md, "Migrations") on the parsed records.
     /// Changed lines are re-encoded when the log is written; the file is not touched.
     pub fn migrate(&mut self, ids: &mut dyn IdGenerator) -> MigrationReport {
         // pi migrates its `fileEntries`: every parsed record, extra headers included.

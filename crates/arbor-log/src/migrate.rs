@@ -1,4 +1,4 @@
-//! Migrations v1 → v2 → v3 (spec section 2), one step per version, on JSON values.
+//! Migrations v1 → v2 → v3 (docs/format.md, "Migrations"), one step per version, on JSON values.
 //!
 //! The input is every parsed record of a file in file order, header included
 //! (pi's `fileEntries`). Each step is idempotent: it runs only when the version

@@ -1,3 +1,4 @@
+// Over 800 lines: the scan and its serde validation path share private types, and #14's reader fixes land here now; split after them.
 //! The light scan: every physical line of a file read in parallel, each line
 //! checked to be JSON exactly as [`parse_line`] checks it, but only the fields
 //! an index needs are kept ([`RecordHead`]): `type`, `id`, `parentId`, the
@@ -36,6 +37,7 @@ use crate::idhash::IdHash;
 use crate::json;
 use crate::log::SessionLog;
 use crate::reader::{parse_line, parse_line_detail, trim_line, Parsed};
+use crate::vocab::{EntryType, Role};
 
 /// Positioned reads from a session file (or bytes standing in for one).
 ///
@@ -111,7 +113,7 @@ pub enum ParentField {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RecordHead {
     /// `type`, when it is a string.
-    pub entry_type: Option<CompactString>,
+    pub entry_type: Option<EntryType>,
     /// `id`, when it is a string (ids are short: held inline, no allocation).
     pub id: Option<CompactString>,
     /// `parentId`.
@@ -121,7 +123,7 @@ pub struct RecordHead {
     /// True when the object has a `message` field.
     pub has_message: bool,
     /// `message.role`, when the message is an object with a string role.
-    pub role: Option<CompactString>,
+    pub role: Option<Role>,
     /// `message.timestamp`, when the message is an object and it is a number
     /// (what `Value::as_f64` gives: the time listings sort by).
     pub message_time: Option<f64>,
@@ -145,24 +147,23 @@ impl RecordHead {
 
     /// True for a `message` entry whose body is decoded on demand (it has a message).
     pub fn is_lazy_message(&self) -> bool {
-        self.entry_type.as_deref() == Some("message") && self.has_message
+        self.entry_type == Some(EntryType::Message) && self.has_message
     }
 
     /// The head of a parsed object (the slow path's view of the same line).
     pub fn from_value(v: &Value) -> RecordHead {
-        let str_of = |k: &str| v.get(k).and_then(Value::as_str).map(CompactString::from);
         let parent = match v.get("parentId") {
             Some(Value::String(s)) => ParentField::Id(s.as_str().into()),
             _ => ParentField::Root,
         };
         let message = v.get("message");
         RecordHead {
-            entry_type: str_of("type"),
-            id: str_of("id"),
+            entry_type: v.get("type").and_then(Value::as_str).map(EntryType::parse),
+            id: v.get("id").and_then(Value::as_str).map(CompactString::from),
             parent,
             ts_ms: v.get("timestamp").and_then(Value::as_str).and_then(parse_iso_ms),
             has_message: message.is_some(),
-            role: message.and_then(|m| m.get("role")).and_then(Value::as_str).map(CompactString::from),
+            role: message.and_then(|m| m.get("role")).and_then(Value::as_str).map(Role::parse),
             message_time: message.and_then(|m| m.get("timestamp")).and_then(Value::as_f64),
             entry: None,
             js_only: false,
@@ -422,8 +423,8 @@ impl ScannedLog {
         for l in &lines {
             prefix_end += 1;
             if matches!(l.kind, ScanKind::Object(_)) {
-                let title_candidate =
-                    l.number == 1 && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_deref() == Some("title"));
+                let title_candidate = l.number == 1
+                    && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| *t == "title"));
                 if !title_candidate {
                     break;
                 }
@@ -445,7 +446,7 @@ impl ScannedLog {
             match l.kind {
                 ScanKind::Blank => {}
                 ScanKind::Skipped(kind) => diagnostics.push(at(kind)),
-                ScanKind::Object(head) if head.entry_type.as_deref() == Some("session") => {
+                ScanKind::Object(head) if head.entry_type.as_ref().is_some_and(|t| *t == "session") => {
                     diagnostics.push(at(DiagnosticKind::ExtraHeader));
                 }
                 ScanKind::Object(head) => {
@@ -513,7 +514,7 @@ impl<'de> Visitor<'de> for HeadVisitor {
         // Later keys win, as they do in a `Value`.
         while let Some(key) = map.next_key::<Key>()? {
             match key.0.as_ref() {
-                "type" => head.entry_type = map.next_value::<Field>()?.string(),
+                "type" => head.entry_type = map.next_value::<Field>()?.string().as_deref().map(EntryType::parse),
                 "id" => head.id = map.next_value::<Field>()?.string(),
                 "parentId" => {
                     head.parent = match map.next_value::<Field>()? {
@@ -525,7 +526,7 @@ impl<'de> Visitor<'de> for HeadVisitor {
                 "message" => {
                     head.has_message = true;
                     let m = map.next_value::<MessageHead>()?;
-                    (head.role, head.message_time) = (m.role, m.time);
+                    (head.role, head.message_time) = (m.role.as_deref().map(Role::parse), m.time);
                 }
                 _ => map.next_value::<Skip>().map(drop)?,
             }

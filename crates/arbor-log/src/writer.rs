@@ -29,7 +29,12 @@ pub enum TailRepair {
     /// The last line was a whole record without its newline: the newline was added.
     AddedNewline,
     /// The last line was torn: its bytes were moved to `side_file` and cut off.
-    MovedTornTail { side_file: PathBuf, bytes: u64 },
+    MovedTornTail {
+        /// Where the torn bytes went (`FILE.torn-<ms>`).
+        side_file: PathBuf,
+        /// How many bytes were moved.
+        bytes: u64,
+    },
 }
 
 /// Appends lines to one file.

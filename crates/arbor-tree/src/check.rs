@@ -10,12 +10,11 @@ use std::fmt;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use arbor_log::{DiagnosticKind, EntryKind, LineKind, SessionLog};
+use arbor_log::{DiagnosticKind, EntryKind, LineKind, Role, SessionLog};
 
 use crate::error::TreeError;
-use crate::session::{Session, SessionOptions};
+use crate::session::{OpenMode, Session, SessionOptions};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -98,7 +97,7 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
     }
     out.extend(non_string_parents(&log));
     drop(log);
-    let s = Session::open(path, SessionOptions::read_only())?;
+    let s = Session::open(path, OpenMode::ReadOnly, SessionOptions::default())?;
     // Line-level diagnostics came from the log; take the entry-level ones from the session.
     let seen: HashSet<(usize, String)> = out.iter().map(|f| (f.line, f.message.clone())).collect();
     for d in s.diagnostics() {
@@ -132,14 +131,25 @@ fn sort(v: &mut [Finding]) {
     v.sort_by(|a, b| a.line.cmp(&b.line).then(b.severity.cmp(&a.severity)).then(a.code.cmp(b.code)));
 }
 
+fn warn(line: usize, code: &'static str, message: String) -> Finding {
+    Finding { line, severity: Severity::Warning, code, message }
+}
+
 /// The findings only the tree shows.
 pub fn tree_findings(s: &Session) -> Vec<Finding> {
-    let mut out = vec![];
-    let warn =
-        |line: usize, code: &'static str, message: String| Finding { line, severity: Severity::Warning, code, message };
     let mut has_child: HashSet<&str> = HashSet::new();
-    for i in 0..s.len() {
-        if !s.is_live(i) {
+    let mut out = entry_findings(s, &mut has_child);
+    out.extend(unanswered_tool_calls(s, &has_child));
+    out
+}
+
+/// What each live entry shows on its own: self-parents, orphans, labels on
+/// missing targets, compactions whose kept entry is off their path. Notes
+/// in `has_child` every id some entry names as its parent.
+fn entry_findings<'s>(s: &'s Session, has_child: &mut HashSet<&'s str>) -> Vec<Finding> {
+    let mut out = vec![];
+    for i in s.positions() {
+        if !s.is_live_at(i) {
             continue;
         }
         let (Some(e), line) = (s.entry_at(i), s.line_at(i)) else { continue };
@@ -179,35 +189,41 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
             _ => {}
         }
     }
-    // Tool calls without a result, on the path to each leaf of the tree.
-    for i in 0..s.len() {
+    out
+}
+
+/// Tool calls without a result, on the path to each leaf of the tree.
+fn unanswered_tool_calls(s: &Session, has_child: &HashSet<&str>) -> Vec<Finding> {
+    let mut out = vec![];
+    for i in s.positions() {
         let Some(e) = s.entry_at(i) else { continue };
-        if !s.is_live(i) || has_child.contains(e.id.as_str()) {
+        if !s.is_live_at(i) || has_child.contains(e.id.as_str()) {
             continue;
         }
         let path = s.get_branch(Some(&e.id));
         let mut open: Vec<(String, String, &str)> = vec![];
         for p in &path {
             let Some(m) = p.message() else { continue };
-            match m.role() {
-                Some("assistant") => {
-                    if let Some(Value::Array(blocks)) = m.message.get("content") {
-                        for b in blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall")) {
-                            let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-                            let name = b.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned();
-                            open.push((id, name, p.id.as_str()));
-                        }
+            let view = m.view();
+            match view.role() {
+                Some(Role::Assistant) => {
+                    for call in view.tool_calls() {
+                        open.push((
+                            call.id.unwrap_or("").to_owned(),
+                            call.name.unwrap_or("tool").to_owned(),
+                            p.id.as_str(),
+                        ));
                     }
                 }
-                Some("toolResult") => {
-                    let id = m.message.get("toolCallId").and_then(Value::as_str).unwrap_or("");
+                Some(Role::ToolResult) => {
+                    let id = view.str_field("toolCallId").unwrap_or("");
                     open.retain(|(c, _, _)| c != id);
                 }
                 _ => {}
             }
         }
         for (call, name, at) in open {
-            let line = s.index_of(at).map_or(0, |k| s.line_at(k));
+            let line = s.position_of(at).map_or(0, |k| s.line_at(k));
             out.push(warn(
                 line,
                 "tool-call-without-result",

@@ -18,14 +18,26 @@ pub enum TreeError {
     ForkSourceNoHeader(PathBuf),
     /// Another process holds the write lock.
     #[error("{}: session is open for writing by another process{}; open it read-only or close the other writer", path.display(), holder.map(|p| format!(" (pid {p})")).unwrap_or_default())]
-    Locked { path: PathBuf, holder: Option<u32> },
+    Locked {
+        /// The session file.
+        path: PathBuf,
+        /// The pid the lock file records, when it reads.
+        holder: Option<u32>,
+    },
     /// A write was attempted on a session opened read-only.
     #[error("{}: session is open read-only", .0.display())]
     ReadOnly(PathBuf),
-    /// A file that has no usable header, opened for reading only.
+    /// A file that has no usable header (refused by every open mode but pi's recovery).
     #[error("{}{}: not a session file: {reason}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
-    NoHeader { path: PathBuf, line: Option<usize>, reason: String },
-    /// A file that does not exist, opened for reading only.
+    NoHeader {
+        /// The file, as the caller named it.
+        path: PathBuf,
+        /// The line of the first record, when there is one.
+        line: Option<usize>,
+        /// What the first record is instead.
+        reason: String,
+    },
+    /// A file that does not exist, opened in a mode that does not create one.
     #[error("{}: no such session file", .0.display())]
     Missing(PathBuf),
     /// An earlier write failed; the session refuses further writes until reopened.

@@ -49,10 +49,6 @@ impl Labels {
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &Label)> + '_ {
         self.0.iter().map(|(k, v)| (k.as_str(), v))
     }
-
-    pub(crate) fn clear(&mut self) {
-        self.0.clear();
-    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,48 @@
 //! The session tree over a pi log: pi's `SessionManager`, without its bugs.
 //!
+//! ```
+//! use arbor_tree::{OpenMode, Role, Session, SessionOptions};
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("session.jsonl");
+//! # std::fs::write(&path, [
+//! #     r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+//! #     r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}"#,
+//! #     r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}]}}"#,
+//! #     r#"{"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"another try"}}"#,
+//! # ].join("\n") + "\n")?;
+//! // Read only: no lock, and nothing is written anywhere near the file.
+//! let session = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default())?;
+//! // The active path, root to leaf (the leaf is the last line: u2 left a1's branch).
+//! let path: Vec<String> = session
+//!     .get_branch(None)
+//!     .iter()
+//!     .map(|e| {
+//!         let m = e.message().map(|m| m.view());
+//!         let role = m.and_then(|m| m.role()).unwrap_or(Role::Custom);
+//!         format!("{} {role}: {}", e.id, m.map(|m| m.text(" ")).unwrap_or_default())
+//!     })
+//!     .collect();
+//! assert_eq!(path, ["u1 user: hi", "u2 user: another try"]);
+//! assert_eq!(session.get_children("u1").len(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! `arbor-tree` owns the tree/leaf model over an `arbor-log` log ([`Session`]):
-//! the id index (the later line wins), children, resolved labels and the leaf;
+//! the id map (the later line wins), children, resolved labels and the leaf;
 //! `branch`, `reset_leaf`, `branch_with_summary`; every append; `get_branch`,
 //! `get_tree` ([`Tree`]), `get_children`; the session name; branched sessions;
-//! new / open / continue-recent / in-memory / fork-from; the sessions directory
-//! layout ([`paths`]) and listing ([`list_sessions`]); one writer per file.
-//! Files are reached only through a [`Store`] ([`FileStore`], [`MemoryStore`]).
-//! Current-version files are opened index-first: a parallel light scan keeps
-//! each entry's id, parent, type and byte range, and an entry's body and JSON
-//! text are decoded from the file on first use ([`SessionOptions::index_first`]),
-//! so opening costs a scan and every later question costs what its answer costs.
+//! open (in an explicit [`OpenMode`]) / create / continue-recent / in-memory /
+//! fork-from; where files live ([`paths`]) and listing ([`list_sessions`]);
+//! one writer per file. Session files are reached only through a [`Store`]
+//! ([`FileStore`], [`MemoryStore`]). Users name entries by id; bulk and fast
+//! paths by [`Position`] (an entry's place in file order). Current-version
+//! files are opened index-first: a parallel light scan (or the index cached
+//! in Arbor's cache directory) keeps each entry's id, parent, type and byte
+//! range, and an entry's body and JSON text are decoded from the file on
+//! first use ([`SessionOptions::index_first`]), so opening costs a scan and
+//! every later question costs what its answer costs. The `arbor-log` types
+//! this API takes and returns are re-exported here.
 //!
 //! It does not know about LLM contexts, models, summaries or async runtimes.
 //!
@@ -19,32 +51,43 @@
 //! - index-first and full loading are indistinguishable to callers (same
 //!   entries, JSON text, diagnostics, tree); a line that changed on disk after
 //!   opening decodes as a malformed entry saying so, never as a panic;
-//! - reading never modifies a file; a migrated file is rewritten atomically on
-//!   the first write, a damaged file is backed up before it is replaced;
+//! - reading never modifies a file nor writes beside it; a migrated file is
+//!   rewritten atomically on the first write;
+//! - no open mode creates a session at a missing path or replaces a file that
+//!   is not a session unless it says so; pi's recovery backs the file up first;
 //! - a new session reaches disk with its first assistant message, exactly once
 //!   (no duplicated header);
 //! - a leaf move can be made durable ([`Session::persist_leaf`]) in a way pi reads;
 //! - a second writer on the same file is refused with the holder's pid.
 
+#![warn(missing_docs)]
+
 mod check;
 mod error;
+mod index;
 mod labels;
 mod listing;
 pub mod paths;
 mod repair;
 mod session;
-mod sidecar;
 mod store;
-mod text;
 mod tree;
 
 pub use check::{check_file, tree_findings, Finding, Severity};
 pub use error::TreeError;
+pub use index::MIN_INDEXED_BYTES;
 pub use labels::Label;
 pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
 pub use repair::{repair_file, RepairReport};
-pub use session::{Session, SessionOptions, LEAF_MARKER_TYPE};
-pub use sidecar::{INDEX_SUFFIX, MIN_INDEXED_BYTES};
-pub use store::{lock_path, AppendHandle, FileStore, MemoryStore, Store, StoredFile, WriteLock};
-pub use text::{content_text, message_text};
+pub use session::{OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
+pub use store::{lock_path, AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
 pub use tree::{sort_by_timestamp, Tree, TreeNode};
+
+/// The log format crate, for what the root does not re-export.
+pub use arbor_log as log;
+/// The `arbor-log` types this crate's API takes and returns, so common work needs only `arbor-tree`.
+pub use arbor_log::scan::ReadAt;
+pub use arbor_log::{
+    Clock, CounterIds, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, EntryType, FixedClock, IdGenerator,
+    LogError, MessageView, MigrationReport, RandomIds, Role, SeededIds, SessionHeader, SystemClock, TailRepair,
+};

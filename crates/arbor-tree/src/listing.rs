@@ -1,4 +1,4 @@
-//! Listing and discovery of session files (spec 1.13).
+//! Listing and discovery of session files (docs/architecture.md, "Listing").
 //!
 //! Listings stream each file line by line (never holding a whole file) and
 //! skip files without a usable header, as pi does.
@@ -10,11 +10,11 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::Value;
 
-use arbor_log::{format_iso_ms, is_header, parse_iso_ms, parse_line, LineReader, Parsed};
+use arbor_log::reader::{parse_line, trim_line, LineReader, Parsed};
+use arbor_log::{format_iso_ms, is_header, parse_iso_ms, EntryType, MessageView, Role};
 
 use crate::error::TreeError;
 use crate::store::Store;
-use crate::text::message_text;
 
 /// pi's `SessionInfo` for one file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,21 +85,22 @@ pub fn read_session_info(
             return Ok(None);
         }
         let Some(info) = info.as_mut() else { return Ok(None) };
-        match v.get("type").and_then(Value::as_str) {
-            Some("session_info") => {
+        match v.get("type").and_then(Value::as_str).map(EntryType::parse) {
+            Some(EntryType::SessionInfo) => {
                 if let Some(n) = v.get("name").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty()) {
                     info.name = Some(n.to_owned());
                 }
             }
-            Some("message") => {
+            Some(EntryType::Message) => {
                 info.message_count += 1;
                 let Some(m) = v.get("message") else { continue };
-                let role = m.get("role").and_then(Value::as_str);
-                if !matches!(role, Some("user") | Some("assistant")) {
+                let m = MessageView::new(m);
+                let role = m.role();
+                if !matches!(role, Some(Role::User | Role::Assistant)) {
                     continue;
                 }
-                let text = message_text(m, " ");
-                if role == Some("user") && info.first_message.is_empty() && !text.is_empty() {
+                let text = m.text(" ");
+                if role == Some(Role::User) && info.first_message.is_empty() && !text.is_empty() {
                     info.first_message = text.clone();
                 }
                 if !text.is_empty() {
@@ -167,7 +168,7 @@ pub fn find_most_recent_session(store: &dyn Store, dir: &Path) -> Result<Option<
         // 256-byte title slot may come first, then the header.
         let mut head = Vec::with_capacity(768);
         r.take(768).read_to_end(&mut head).map_err(|e| TreeError::io(&f.path, e))?;
-        let parse = |b: &[u8]| serde_json::from_slice::<Value>(arbor_log::trim_line(b)).ok();
+        let parse = |b: &[u8]| serde_json::from_slice::<Value>(trim_line(b)).ok();
         let mut lines = head.split(|&b| b == b'\n');
         let first = lines.next().filter(|l| l.len() < 512).and_then(parse);
         let ok = match first {

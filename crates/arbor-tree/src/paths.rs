@@ -1,4 +1,5 @@
-//! The sessions directory layout of pi (spec 1.10).
+//! Where files live: pi's sessions directory layout (docs/format.md, "Where
+//! files live") and Arbor's cache directory for derived data.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +9,8 @@ pub const SESSIONS_DIR_ENV: &str = "ARBOR_SESSIONS_DIR";
 pub const PI_AGENT_DIR_ENV: &str = "PI_CODING_AGENT_DIR";
 /// The environment variable that overrides Arbor's cache directory.
 pub const CACHE_DIR_ENV: &str = "ARBOR_CACHE_DIR";
+/// The environment variable (any value) that turns the index cache off.
+pub const NO_INDEX_ENV: &str = "ARBOR_NO_INDEX";
 
 fn expand_tilde(p: &str) -> PathBuf {
     let home = std::env::home_dir();
@@ -47,6 +50,16 @@ pub fn cache_dir() -> Option<PathBuf> {
         return Some(expand_tilde(&dir).join("arbor"));
     }
     std::env::home_dir().map(|home| home.join(".cache").join("arbor"))
+}
+
+/// Where session indexes are cached: `<cache dir>/index`; `None` when
+/// `$ARBOR_NO_INDEX` is set or there is no cache directory (then no index is
+/// kept). Nothing is created here.
+pub fn index_dir() -> Option<PathBuf> {
+    if std::env::var_os(NO_INDEX_ENV).is_some() {
+        return None;
+    }
+    cache_dir().map(|dir| dir.join("index"))
 }
 
 /// pi's per-cwd directory name: `--` + the cwd with one leading `/` or `\`

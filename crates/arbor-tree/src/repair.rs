@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use arbor_log::{atomic_write, backup_copy, side_file, LineKind, SeededIds, SessionLog};
+use arbor_log::writer::{backup_copy, side_file};
+use arbor_log::{atomic_write, LineKind, LogLine, SeededIds, SessionLog};
 
 use crate::error::TreeError;
 use crate::store::{FileStore, Store};
@@ -57,71 +58,7 @@ pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> 
     for step in &report.steps {
         actions.push(format!("0: migrate v{} -> v{}: {}", step.from, step.to, step.changes.join("; ")));
     }
-    let (entries, _) = log.entries_with_diagnostics();
-    let mut last_line: HashMap<&str, usize> = HashMap::new();
-    for (line, e) in &entries {
-        last_line.insert(e.id.as_str(), *line);
-    }
-    let entry_at: HashMap<usize, &str> = entries.iter().map(|(l, e)| (*l, e.id.as_str())).collect();
-    let diag_at: HashMap<usize, String> = log.diagnostics().iter().map(|d| (d.line, d.kind.to_string())).collect();
-
-    let mut kept = Vec::<u8>::new();
-    let mut rejected = Vec::<u8>::new();
-    let (mut n_kept, mut n_rejected) = (0, 0);
-    let mut blank = 0;
-    for l in log.lines() {
-        let reject = |why: String, actions: &mut Vec<String>| {
-            actions.push(format!("{}: move to the side file: {why}", l.number))
-        };
-        let keep = match &l.kind {
-            LineKind::Blank => {
-                blank += 1;
-                continue;
-            }
-            LineKind::TitleSlot(_) | LineKind::Header(_) => true,
-            LineKind::Skipped => {
-                reject(diag_at.get(&l.number).cloned().unwrap_or_else(|| "unreadable".into()), &mut actions);
-                false
-            }
-            LineKind::ExtraHeader(_) => {
-                reject("extra session header".into(), &mut actions);
-                false
-            }
-            LineKind::Record(_) => match entry_at.get(&l.number) {
-                None => {
-                    reject("not an entry".into(), &mut actions);
-                    false
-                }
-                Some(id) if last_line.get(id) != Some(&l.number) => {
-                    reject(format!("id {id} appears again on line {}", last_line[id]), &mut actions);
-                    false
-                }
-                Some(_) => true,
-            },
-        };
-        let bytes: Vec<u8> = if l.is_dirty() {
-            let v = match &l.kind {
-                LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
-                _ => continue,
-            };
-            arbor_log::json::to_vec(v).map_err(arbor_log::LogError::from)?
-        } else {
-            l.raw().to_vec()
-        };
-        if keep && l.raw().last() != Some(&b'\n') {
-            actions.push(format!("{}: add the missing newline at the end", l.number));
-        }
-        let target = if keep { &mut kept } else { &mut rejected };
-        target.extend_from_slice(if keep { &bytes } else { l.raw() });
-        if target.last() != Some(&b'\n') {
-            target.push(b'\n');
-        }
-        if keep {
-            n_kept += 1;
-        } else {
-            n_rejected += 1;
-        }
-    }
+    let Sorted { kept, rejected, n_kept, n_rejected, blank } = sort_lines(&log, &mut actions)?;
     if blank > 0 {
         actions.push(format!("0: drop {blank} blank lines"));
     }
@@ -139,5 +76,76 @@ pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> 
     }
     atomic_write(path, |w| w.write_all(&kept))?;
     out.backup = Some(backup);
+    Ok(out)
+}
+
+/// The lines of a log sorted into the repaired file and the side file.
+struct Sorted {
+    kept: Vec<u8>,
+    rejected: Vec<u8>,
+    n_kept: usize,
+    n_rejected: usize,
+    blank: usize,
+}
+
+/// Sorts every line into `kept` or `rejected` (blank lines are dropped),
+/// saying in `actions` why each rejected line goes.
+fn sort_lines(log: &SessionLog, actions: &mut Vec<String>) -> Result<Sorted, TreeError> {
+    let (entries, _) = log.entries_with_diagnostics();
+    let mut last_line: HashMap<&str, usize> = HashMap::new();
+    for (line, e) in &entries {
+        last_line.insert(e.id.as_str(), *line);
+    }
+    let entry_at: HashMap<usize, &str> = entries.iter().map(|(l, e)| (*l, e.id.as_str())).collect();
+    let diag_at: HashMap<usize, String> = log.diagnostics().iter().map(|d| (d.line, d.kind.to_string())).collect();
+    // Why a line that is not blank is left out, or `None` when it is kept.
+    let rejection = |l: &LogLine| -> Option<String> {
+        match &l.kind {
+            LineKind::Blank | LineKind::TitleSlot(_) | LineKind::Header(_) => None,
+            LineKind::Skipped => Some(diag_at.get(&l.number).cloned().unwrap_or_else(|| "unreadable".into())),
+            LineKind::ExtraHeader(_) => Some("extra session header".into()),
+            LineKind::Record(_) => match entry_at.get(&l.number) {
+                None => Some("not an entry".into()),
+                Some(id) if last_line.get(id) != Some(&l.number) => {
+                    Some(format!("id {id} appears again on line {}", last_line[id]))
+                }
+                Some(_) => None,
+            },
+        }
+    };
+    let mut out = Sorted { kept: vec![], rejected: vec![], n_kept: 0, n_rejected: 0, blank: 0 };
+    for l in log.lines() {
+        if matches!(l.kind, LineKind::Blank) {
+            out.blank += 1;
+            continue;
+        }
+        let why = rejection(l);
+        if let Some(why) = &why {
+            actions.push(format!("{}: move to the side file: {why}", l.number));
+        }
+        let keep = why.is_none();
+        let bytes: Vec<u8> = if l.is_dirty() {
+            let v = match &l.kind {
+                LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
+                _ => continue,
+            };
+            arbor_log::json::to_vec(v).map_err(arbor_log::LogError::from)?
+        } else {
+            l.raw().to_vec()
+        };
+        if keep && l.raw().last() != Some(&b'\n') {
+            actions.push(format!("{}: add the missing newline at the end", l.number));
+        }
+        let target = if keep { &mut out.kept } else { &mut out.rejected };
+        target.extend_from_slice(if keep { &bytes } else { l.raw() });
+        if target.last() != Some(&b'\n') {
+            target.push(b'\n');
+        }
+        if keep {
+            out.n_kept += 1;
+        } else {
+            out.n_rejected += 1;
+        }
+    }
     Ok(out)
 }

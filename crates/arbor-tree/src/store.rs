@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use arbor_log::{atomic_write, backup_copy, Appender, Durability, ReadAt, TailRepair};
+use arbor_log::scan::ReadAt;
+use arbor_log::writer::backup_copy;
+use arbor_log::{atomic_write, Appender, Durability, TailRepair};
 
 use crate::error::TreeError;
 
@@ -24,6 +26,18 @@ pub trait AppendHandle: Send + fmt::Debug {
 
 /// A held write lock; dropping it releases the lock.
 pub trait WriteLock: Send + fmt::Debug {}
+
+/// What names a stored file and its current version ([`Store::stamp`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStamp {
+    /// Names the file for as long as it is the same file (for local files:
+    /// device, inode and canonical path).
+    pub identity: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time in ns since the epoch.
+    pub mtime_ns: i128,
+}
 
 /// One stored session file, as listings see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,18 +63,11 @@ pub trait Store: Send + Sync + fmt::Debug {
         r.read_to_end(&mut bytes).map_err(|e| TreeError::io(path, e))?;
         Ok(Some(Arc::new(bytes)))
     }
-    /// The size and modification time (ns since the epoch) of `path`, when the
-    /// store knows them: the validity stamp of a sidecar index. The default knows nothing.
-    fn stamp(&self, _path: &Path) -> Option<(u64, i128)> {
+    /// What names `path` and its current version, when the store knows it:
+    /// the key and validity stamp of its index in the cache directory. The
+    /// default knows nothing, so files of such a store are never indexed.
+    fn stamp(&self, _path: &Path) -> Option<FileStamp> {
         None
-    }
-    /// The side file `PATH.<suffix>` (a cache such as the sidecar index), if it exists and reads.
-    fn read_side(&self, _path: &Path, _suffix: &str) -> Option<Vec<u8>> {
-        None
-    }
-    /// Writes the side file `PATH.<suffix>` atomically. The default stores nothing.
-    fn write_side(&self, _path: &Path, _suffix: &str, _bytes: &[u8]) -> Result<(), TreeError> {
-        Ok(())
     }
     /// Opens `path` for appending (creating it), first making it end cleanly.
     fn open_append(
@@ -97,14 +104,6 @@ impl AppendHandle for FileAppend {
     }
 }
 
-/// A side file beside a session: `FILE.<suffix>`.
-fn side_path(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".");
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
 /// The lock file beside a session: `FILE.lock`, holding the owner's pid.
 pub fn lock_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -137,18 +136,24 @@ impl Store for FileStore {
         }
     }
 
-    fn stamp(&self, path: &Path) -> Option<(u64, i128)> {
-        let meta = fs::metadata(path).ok()?;
+    fn stamp(&self, path: &Path) -> Option<FileStamp> {
+        let canonical = fs::canonicalize(path).ok()?;
+        let meta = fs::metadata(&canonical).ok()?;
         let mtime = meta.modified().ok()?.duration_since(SystemTime::UNIX_EPOCH).ok()?;
-        Some((meta.len(), mtime.as_nanos() as i128))
-    }
-
-    fn read_side(&self, path: &Path, suffix: &str) -> Option<Vec<u8>> {
-        fs::read(side_path(path, suffix)).ok()
-    }
-
-    fn write_side(&self, path: &Path, suffix: &str, bytes: &[u8]) -> Result<(), TreeError> {
-        Ok(atomic_write(&side_path(path, suffix), |w| w.write_all(bytes))?)
+        // The same path holding another file (a rewrite renames a new one in)
+        // is another identity: its index starts over.
+        #[cfg(unix)]
+        let node = {
+            use std::os::unix::fs::MetadataExt;
+            format!("{}:{}", meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let node = String::new();
+        Some(FileStamp {
+            identity: format!("{node}:{}", canonical.display()),
+            size: meta.len(),
+            mtime_ns: mtime.as_nanos() as i128,
+        })
     }
 
     fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {

@@ -1,17 +1,18 @@
-//! `get_tree` (spec 3.6) as a flat, index-based view: no recursion anywhere,
-//! so a path a million entries deep is as safe as a shallow one.
+//! `get_tree` (docs/architecture.md, "The tree") as a flat view over
+//! positions: no recursion anywhere, so a path a million entries deep is as
+//! safe as a shallow one.
 
 use std::io::{self, Write};
 
 use arbor_log::Entry;
 
-use crate::session::{LineCursor, Session};
+use crate::session::{LineCursor, Position, Session};
 
 /// One node of the tree: an entry, its JSON text and its resolved label.
 #[derive(Debug, Clone, Copy)]
 pub struct TreeNode<'a> {
-    /// Position of the entry in the session (file order).
-    pub index: usize,
+    /// Where the entry is in the session's file order.
+    pub position: Position,
     /// The entry.
     pub entry: &'a Entry,
     /// The JSON text the entry is held as.
@@ -24,16 +25,16 @@ pub struct TreeNode<'a> {
 #[derive(Debug)]
 pub struct Tree<'a> {
     session: &'a Session,
-    roots: Vec<usize>,
-    /// The children of slot `i` are `child_list[child_start[i]..child_start[i + 1]]`.
+    roots: Vec<Position>,
+    /// The children of position `i` are `child_list[child_start[i]..child_start[i + 1]]`.
     child_start: Vec<usize>,
-    child_list: Vec<usize>,
+    child_list: Vec<Position>,
 }
 
 /// Sorts `items` by `key` ascending and stably, treating a missing key (an
 /// unparseable timestamp, NaN in JavaScript) as equal to everything, the way
 /// the reference's comparator does; never panics on that inconsistent order.
-pub fn sort_by_timestamp(items: &mut [usize], key: impl Fn(usize) -> Option<i64>) {
+pub fn sort_by_timestamp<T: Copy>(items: &mut [T], key: impl Fn(T) -> Option<i64>) {
     if items.iter().all(|&i| key(i).is_some()) {
         items.sort_by_key(|&i| key(i));
         return;
@@ -54,18 +55,22 @@ pub fn sort_by_timestamp(items: &mut [usize], key: impl Fn(usize) -> Option<i64>
 impl<'a> Tree<'a> {
     pub(crate) fn build(session: &'a Session) -> Tree<'a> {
         const NONE: usize = usize::MAX;
-        let n = session.slots.len();
+        let slots = &session.state.slots;
+        let n = slots.len();
         let mut roots = vec![];
         // Each live slot's parent in the tree (NONE for a root or a dead slot), then
         // the children laid out parent by parent in one list, in file order.
         let mut parent_of = vec![NONE; n];
         let mut child_start = vec![0usize; n + 1];
-        for (i, slot) in session.slots.iter().enumerate() {
+        for (i, slot) in slots.iter().enumerate() {
             if !slot.live {
                 continue;
             }
             let parent = match &slot.parent_id {
-                Some(p) if p != slot.id && (session.cycle_roots.is_empty() || !session.cycle_roots.contains(&i)) => {
+                Some(p)
+                    if *p != slot.id
+                        && (session.state.cycle_roots.is_empty() || !session.state.cycle_roots.contains(&i)) =>
+                {
                     session.parent_of(i)
                 }
                 _ => None,
@@ -75,17 +80,17 @@ impl<'a> Tree<'a> {
                     parent_of[i] = p;
                     child_start[p + 1] += 1;
                 }
-                None => roots.push(i),
+                None => roots.push(Position::new(i)),
             }
         }
         for k in 0..n {
             child_start[k + 1] += child_start[k];
         }
         let mut fill = child_start.clone();
-        let mut child_list = vec![0usize; child_start[n]];
+        let mut child_list = vec![Position::new(0); child_start[n]];
         for (i, &p) in parent_of.iter().enumerate() {
             if p != NONE {
-                child_list[fill[p]] = i;
+                child_list[fill[p]] = Position::new(i);
                 fill[p] += 1;
             }
         }
@@ -93,36 +98,45 @@ impl<'a> Tree<'a> {
         for k in 0..n {
             let list = &mut child_list[child_start[k]..child_start[k + 1]];
             if list.len() > 1 {
-                sort_by_timestamp(list, |i| session.slots[i].ts_ms);
+                sort_by_timestamp(list, |p| slots[p.get()].ts_ms);
             }
         }
         Tree { session, roots, child_start, child_list }
     }
 
-    /// The node at a session index.
-    pub fn node(&self, index: usize) -> TreeNode<'a> {
-        let s = &self.session.slots[index];
-        let src = self.session.source();
-        TreeNode { index, entry: s.entry(src), json: s.json(src), label: self.session.get_label(&s.id) }
+    /// The node at a position of the session.
+    ///
+    /// # Panics
+    ///
+    /// When `position` is not one of this session's.
+    pub fn node(&self, position: Position) -> TreeNode<'a> {
+        let s = &self.session.state.slots[position.get()];
+        let src = self.session.src();
+        TreeNode { position, entry: s.entry(src), json: s.json(src), label: self.session.get_label(&s.id) }
     }
 
     /// The roots, in file order.
     pub fn roots(&self) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
-        self.roots.iter().map(|&i| self.node(i))
+        self.roots.iter().map(|&p| self.node(p))
     }
 
     /// The children of a node, oldest first.
     pub fn children(&self, node: &TreeNode<'_>) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
-        self.child_indices(node.index).iter().map(|&i| self.node(i))
+        self.child_positions(node.position).iter().map(|&p| self.node(p))
     }
 
-    /// Session indexes of the children of `index`, oldest first.
-    pub fn child_indices(&self, index: usize) -> &[usize] {
-        &self.child_list[self.child_start[index]..self.child_start[index + 1]]
+    /// The positions of the children of `position`, oldest first (none for
+    /// a position that is not the session's).
+    pub fn child_positions(&self, position: Position) -> &[Position] {
+        let i = position.get();
+        match (self.child_start.get(i), self.child_start.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.child_list[a..b],
+            _ => &[],
+        }
     }
 
-    /// Session indexes of the roots.
-    pub fn root_indices(&self) -> &[usize] {
+    /// The positions of the roots, in file order.
+    pub fn root_positions(&self) -> &[Position] {
         &self.roots
     }
 
@@ -136,8 +150,8 @@ impl<'a> Tree<'a> {
     /// entries as held. Iterative: any depth is fine.
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
         // Each frame: the list being written and the position in it.
-        let mut stack: Vec<(&[usize], usize)> = vec![(&self.roots, 0)];
-        let mut cursor = LineCursor::new(self.session.source());
+        let mut stack: Vec<(&[Position], usize)> = vec![(&self.roots, 0)];
+        let mut cursor = LineCursor::new(self.session.src());
         w.write_all(b"[")?;
         while let Some((list, pos)) = stack.last_mut() {
             if *pos == list.len() {
@@ -145,7 +159,7 @@ impl<'a> Tree<'a> {
                 w.write_all(b"]")?;
                 if let Some((plist, ppos)) = stack.last() {
                     // Close the node whose children we just wrote.
-                    let id = &self.session.slots[plist[*ppos - 1]].id;
+                    let id = &self.session.state.slots[plist[*ppos - 1].get()].id;
                     if let Some(label) = self.session.label(id) {
                         w.write_all(b",\"label\":")?;
                         arbor_log::json::to_writer(&mut *w, &label.value)?;
@@ -165,16 +179,16 @@ impl<'a> Tree<'a> {
             *pos += 1;
             w.write_all(b"{\"entry\":")?;
             // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
-            self.session.slots[idx].with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
+            self.session.state.slots[idx.get()].with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
             w.write_all(b",\"children\":[")?;
-            stack.push((self.child_indices(idx), 0));
+            stack.push((self.child_positions(idx), 0));
         }
         Ok(())
     }
 }
 
 impl Session {
-    /// The tree of every entry (spec 3.6): roots in file order (orphans,
+    /// The tree of every entry: roots in file order (orphans,
     /// self-parents and one entry of each parent cycle included), children
     /// sorted oldest first (stable), labels resolved, no entry twice.
     pub fn get_tree(&self) -> Tree<'_> {

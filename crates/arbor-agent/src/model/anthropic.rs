@@ -132,7 +132,7 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
             }
         }
         Some("toolResult") => {
-            let text = arbor_tree::content_text(m.get("content"), "\n");
+            let text = arbor_log::content_text(m.get("content"), "\n");
             let block = json!({
                 "type": "tool_result",
                 "tool_use_id": str_of(m, "toolCallId"),

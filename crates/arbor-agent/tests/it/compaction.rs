@@ -476,7 +476,7 @@ mod pure {
         let refs: Vec<&Entry> = es.iter().collect();
         let cut = find_cut_point(&refs, 0, refs.len(), 2500);
         let role = refs[cut.first_kept_entry_index].message_role().unwrap();
-        assert!(role == "user" || role == "assistant");
+        assert!(role == arbor_log::Role::User || role == arbor_log::Role::Assistant);
         assert_eq!(find_cut_point(&refs, 0, refs.len(), 50_000).first_kept_entry_index, 0, "everything fits");
 
         let one = entries(&[assistant("hi")]);
@@ -487,7 +487,7 @@ mod pure {
         let es = entries(&[user("a"), assistant("b"), user("c"), assistant(&long), assistant(&long), assistant(&long)]);
         let refs: Vec<&Entry> = es.iter().collect();
         let cut = find_cut_point(&refs, 0, refs.len(), 300);
-        assert_eq!(refs[cut.first_kept_entry_index].message_role(), Some("assistant"));
+        assert_eq!(refs[cut.first_kept_entry_index].message_role(), Some(arbor_log::Role::Assistant));
         assert!(cut.is_split_turn);
         assert_eq!(cut.turn_start_index, Some(2));
     }

@@ -22,7 +22,7 @@ use std::time::Duration;
 use arbor_agent::{
     AgentOptions, AgentSession, Api, ClientOptions, Credentials, EventName, HookBus, HookEvent, HookResponse, ModelInfo,
 };
-use arbor_log::{CounterIds, FixedClock};
+use arbor_log::FixedClock;
 use arbor_tree::{MemoryStore, Session, SessionOptions};
 use serde_json::{json, Value};
 
@@ -36,9 +36,9 @@ pub async fn bounded<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(SAFETY, f).await.expect("the test hung")
 }
 
-/// Deterministic session options: counter ids, a clock ticking 1 ms per read.
+/// Deterministic session options: counter ids, a clock ticking 1 ms per read, no index cache.
 pub fn session_opts() -> SessionOptions {
-    SessionOptions::default().with_ids(CounterIds::new()).with_clock(FixedClock::new(1_767_225_600_000, 1))
+    arbor_test_support::deterministic_options()
 }
 
 /// An in-memory session.
@@ -57,17 +57,7 @@ pub fn user(text: &str) -> Value {
 }
 
 pub fn assistant(text: &str) -> Value {
-    json!({
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-test",
-        "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
-                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-        "stopReason": "stop",
-        "timestamp": 2
-    })
+    arbor_test_support::assistant_reply(text, "claude-test", 10, 5, 2)
 }
 
 /// Client options that retry fast.

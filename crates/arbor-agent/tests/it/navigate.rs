@@ -102,7 +102,7 @@ async fn nested_user_message_summary_hangs_off_its_parent() {
     assert_eq!(entry.parent_id.as_deref(), Some(ids[1].as_str()));
     assert_eq!(r.editor_text.as_deref(), Some("What about 3+3?"));
     let children: Vec<String> =
-        agent.session().get_children(&ids[1]).iter().map(|e| e.entry_type().to_owned()).collect();
+        agent.session().get_children(&ids[1]).iter().map(|e| e.entry_type().to_string()).collect();
     assert_eq!(children, ["message", "branch_summary"]);
     // Only what lies below the target on the old path is summarized.
     let prompt = mock.requests()[0].prompt();
@@ -443,9 +443,7 @@ async fn a_persistent_move_is_durable_and_resumes_after_reopening() {
     assert_eq!(marker.parent_id.as_deref(), Some(ids[1].as_str()));
     let context = agent.messages().to_vec();
     drop(agent);
-    let reopened =
-        Session::open(&file, arbor_tree::SessionOptions { read_only: true, ..session_opts().with_store(store) })
-            .unwrap();
+    let reopened = Session::open(&file, arbor_tree::OpenMode::ReadOnly, session_opts().with_store(store)).unwrap();
     let again = arbor_context::build_context_from_path(&reopened.get_branch(None)).messages;
     assert_eq!(again, context);
     assert_eq!(again.len(), 2);

@@ -6,9 +6,6 @@
 //! checked against [`prepare_compaction_pi`], and [`prepare_compaction`]
 //! (Arbor's default, fixed) is checked to differ only as the fix says.
 
-use std::fs::File;
-use std::path::PathBuf;
-
 use arbor_agent::{
     collect_entries_for_branch_summary, prepare_branch_entries, prepare_compaction, prepare_compaction_pi,
     CompactionSettings,
@@ -19,20 +16,12 @@ use serde_json::Value;
 
 const STEMS: [&str; 2] = ["large-session", "before-compaction"];
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pi")
-}
-
-fn read_json(name: &str) -> Value {
-    let path = fixtures().join(name);
-    let file = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_reader(std::io::BufReader::new(file)).unwrap()
-}
+use arbor_test_support::oracle::{assert_same, dir as fixtures, load as read_json};
 
 /// The fixture opened read-only with the counter ids the reference used.
 fn open(stem: &str) -> Session {
-    let opts = SessionOptions { read_only: true, ..SessionOptions::default().with_ids(CounterIds::new()) };
-    Session::open(&fixtures().join(format!("{stem}.jsonl")), opts).unwrap()
+    let opts = SessionOptions::default().with_ids(CounterIds::new());
+    Session::open(&fixtures().join(format!("{stem}.jsonl")), arbor_tree::OpenMode::ReadOnly, opts).unwrap()
 }
 
 /// `(args, output file)` of every run of `command` for `stem`.
@@ -60,40 +49,6 @@ fn sorted_ops(v: &Value) -> Value {
         out[key] = list.into();
     }
     out
-}
-
-/// The first place two values differ, for readable failures.
-fn first_difference(want: &Value, got: &Value, at: String) -> Option<String> {
-    match (want, got) {
-        (Value::Array(a), Value::Array(b)) => {
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                if let Some(d) = first_difference(x, y, format!("{at}/{i}")) {
-                    return Some(d);
-                }
-            }
-            (a.len() != b.len()).then(|| format!("{at}: length {} (reference) vs {} (ours)", a.len(), b.len()))
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, x) in a {
-                match b.get(k) {
-                    None => return Some(format!("{at}/{k}: missing in ours")),
-                    Some(y) => {
-                        if let Some(d) = first_difference(x, y, format!("{at}/{k}")) {
-                            return Some(d);
-                        }
-                    }
-                }
-            }
-            b.keys().find(|k| !a.contains_key(*k)).map(|k| format!("{at}/{k}: only in ours"))
-        }
-        _ => (want != got).then(|| format!("{at}: reference {want} vs ours {got}")),
-    }
-}
-
-fn assert_same(what: &str, want: &Value, got: &Value) {
-    if let Some(d) = first_difference(want, got, String::new()) {
-        panic!("{what}: differs from the reference at {d}");
-    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ use arbor_agent::{
     EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult, ProviderConfig,
     ProviderRegistry,
 };
-use arbor_tree::{Session, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use super::settings::{Settings, THINKING_LEVELS};
 
@@ -115,7 +115,7 @@ impl Chat {
         target: Target,
         flags: &ModelFlags,
         settings: Settings,
-        options: &dyn Fn(bool) -> SessionOptions,
+        options: &dyn Fn() -> SessionOptions,
     ) -> Result<Chat> {
         let rt = runtime()?;
         let mut notices: Vec<String> = settings.warnings.clone();
@@ -149,15 +149,14 @@ impl Chat {
                     bail!("{}: no such session file (use --new to start one there)", path.display());
                 }
                 let existed = path.exists();
-                let s = Session::open(path, SessionOptions { create_or_recover: *new, ..options(false) })?;
+                // `--new` starts a session at a missing path; neither form replaces a file that is not a session.
+                let mode = if *new { OpenMode::WriteOrCreate } else { OpenMode::Write };
+                let s = Session::open(path, mode, options())?;
                 (s, !existed)
             }
-            Target::New => (Session::create(&process_cwd(), options(false))?, true),
+            Target::New => (Session::create(&process_cwd(), options())?, true),
             Target::Recent => {
-                let s = Session::continue_recent(
-                    &process_cwd(),
-                    SessionOptions { create_or_recover: true, ..options(false) },
-                )?;
+                let s = Session::continue_recent(&process_cwd(), options())?;
                 let created = s.session_file().is_none_or(|p| !p.exists());
                 (s, created)
             }

@@ -29,7 +29,7 @@ pub fn run(
     target: Target,
     flags: &ModelFlags,
     config: Option<PathBuf>,
-    options: &dyn Fn(bool) -> SessionOptions,
+    options: &dyn Fn() -> SessionOptions,
 ) -> Result<ExitCode> {
     let settings = Settings::load(config.as_deref())?;
     let mut chat = core::Chat::open(target, flags, settings, options)?;

@@ -28,7 +28,7 @@ use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use arbor_tree::{paths, FileStore, Session, SessionOptions};
+use arbor_tree::{paths, FileStore, OpenMode, Session, SessionOptions};
 
 use crate::agent_cmds::ModelArgs;
 pub(crate) use fork_selector::one_line;
@@ -136,7 +136,7 @@ fn resolve_file(file: Option<PathBuf>, at: Option<String>) -> Result<Option<(Pat
 }
 
 fn save_label(file: &Path, opts: SessionOptions, id: &str, label: Option<&str>) -> Result<String> {
-    let mut s = Session::open(file, opts)?;
+    let mut s = Session::open(file, OpenMode::Write, opts)?;
     s.append_label_change(id, label).with_context(|| file.display().to_string())?;
     Ok(match label {
         Some(l) => format!("Label set: {l}"),
@@ -161,7 +161,7 @@ pub(crate) trait TreeHost {
 /// `arbor tui`'s host: the file, reopened read-only for each look.
 struct FileHost<'a> {
     file: &'a Path,
-    options: &'a dyn Fn(bool) -> SessionOptions,
+    options: &'a dyn Fn() -> SessionOptions,
 }
 
 impl TreeHost for FileHost<'_> {
@@ -171,12 +171,12 @@ impl TreeHost for FileHost<'_> {
         initial: Option<&str>,
         filter: FilterMode,
     ) -> Result<(TreeSelector, Option<String>)> {
-        let session = Session::open(self.file, (self.options)(true))?;
+        let session = Session::open(self.file, OpenMode::ReadOnly, (self.options)())?;
         Ok(selector_over(&session, height, initial, filter))
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
-        save_label(self.file, (self.options)(false), id, label)
+        save_label(self.file, (self.options)(), id, label)
     }
 }
 
@@ -310,11 +310,11 @@ pub fn run(
     at: Option<String>,
     filter: FilterMode,
     model: &ModelArgs,
-    options: &dyn Fn(bool) -> SessionOptions,
+    options: &dyn Fn() -> SessionOptions,
 ) -> Result<ExitCode> {
     let Some((file, at)) = resolve_file(file, at)? else { return Ok(ExitCode::SUCCESS) };
     {
-        let s = Session::open(&file, options(true))?;
+        let s = Session::open(&file, OpenMode::ReadOnly, options())?;
         crate::cli::print_diagnostics(&file, s.diagnostics());
         if s.get_tree().is_empty() {
             writeln!(out, "No entries in session")?;
@@ -356,7 +356,7 @@ pub fn run(
             false,
             None,
             model,
-            options(false),
+            options(),
             true,
             escape.as_ref().map(|w| w.pressed.clone()),
         );
@@ -413,11 +413,11 @@ pub fn run_fork(
     out: &mut dyn Write,
     file: Option<PathBuf>,
     model: &ModelArgs,
-    options: &dyn Fn(bool) -> SessionOptions,
+    options: &dyn Fn() -> SessionOptions,
 ) -> Result<ExitCode> {
     let Some((file, _)) = resolve_file(file, None)? else { return Ok(ExitCode::SUCCESS) };
     let sel = {
-        let s = Session::open(&file, options(true))?;
+        let s = Session::open(&file, OpenMode::ReadOnly, options())?;
         crate::cli::print_diagnostics(&file, s.diagnostics());
         ForkSelector::from_session(&s)
     };
@@ -435,7 +435,7 @@ pub fn run_fork(
         return Ok(ExitCode::SUCCESS);
     };
     let model = crate::agent_cmds::ModelArgs { diagnostics_shown: true, ..model.clone() };
-    crate::agent_cmds::fork_before(out, &file, &id, None, &model, options(true), false)
+    crate::agent_cmds::fork_before(out, &file, &id, None, &model, options(), false)
 }
 
 /// While a summary runs: the terminal in raw mode and a thread that raises

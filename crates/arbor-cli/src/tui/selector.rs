@@ -7,10 +7,11 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use arbor_log::{content_text, Role};
 use arbor_log::{Entry, EntryKind};
-use arbor_tree::{content_text, Session};
+use arbor_tree::{Position, Session};
 
-use crate::render::{entry_text, layout, record_tool_calls, ToolCalls};
+use crate::render::{active_path, entry_text, layout, layout_tree, record_tool_calls, ToolCalls};
 
 /// Which entries the list shows (spec 6.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -175,7 +176,7 @@ pub struct TreeSelector {
 
 fn assistant_always_hidden(entry: &Entry, is_leaf: bool) -> bool {
     let Some(m) = entry.message() else { return false };
-    if m.role() != Some("assistant") || is_leaf {
+    if m.role() != Some(Role::Assistant) || is_leaf {
         return false;
     }
     let has_text = match m.message.get("content") {
@@ -199,8 +200,8 @@ fn class_of(entry: &Entry) -> Class {
             Class::Settings
         }
         EntryKind::Message(m) => match m.role() {
-            Some("toolResult") => Class::ToolResult,
-            Some("user") => Class::User,
+            Some(Role::ToolResult) => Class::ToolResult,
+            Some(Role::User) => Class::User,
             _ => Class::Other,
         },
         _ => Class::Other,
@@ -211,10 +212,10 @@ fn class_of(entry: &Entry) -> Class {
 fn searchable(entry: &Entry) -> String {
     let parts: Vec<String> = match &entry.kind {
         EntryKind::Message(m) => {
-            let mut p = vec![m.role().unwrap_or("").to_owned()];
+            let mut p = vec![m.role().as_ref().map_or("", Role::as_str).to_owned()];
             let text: String = content_text(m.message.get("content"), "").chars().take(200).collect();
             p.push(text);
-            if m.role() == Some("bashExecution") {
+            if m.role() == Some(Role::BashExecution) {
                 p.push(m.message.get("command").and_then(Value::as_str).unwrap_or("").to_owned());
             }
             p
@@ -246,17 +247,19 @@ impl TreeSelector {
         home: Option<&str>,
     ) -> TreeSelector {
         let tree = session.get_tree();
-        let active_sessions: HashSet<usize> = session.branch_indices(None).into_iter().collect();
-        let order = layout(tree.root_indices(), &|i| tree.child_indices(i).to_vec(), &active_sessions);
-        let leaf_index = session.leaf_id().and_then(|id| session.index_of(id));
+        let active_sessions = active_path(session);
+        let order = layout_tree(&tree, &active_sessions);
+        let leaf_index = session.leaf_id().and_then(|id| session.position_of(id)).map(Position::get);
         let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(k, r)| (r.index, k)).collect();
         // Parents as the tree has them: a cycle in the file is already broken there.
-        let tree_parent: HashMap<usize, usize> =
-            order.iter().flat_map(|r| tree.child_indices(r.index).iter().map(move |&c| (c, r.index))).collect();
+        let tree_parent: HashMap<usize, usize> = order
+            .iter()
+            .flat_map(|r| tree.child_positions(Position::new(r.index)).iter().map(move |c| (c.get(), r.index)))
+            .collect();
         let mut calls = ToolCalls::new();
         let mut nodes = Vec::with_capacity(order.len());
         for row in &order {
-            let Some(e) = session.entry_at(row.index) else { continue };
+            let Some(e) = session.entry_at(Position::new(row.index)) else { continue };
             record_tool_calls(e, &mut calls);
             let parent = tree_parent.get(&row.index).and_then(|p| pos.get(p).copied());
             nodes.push(Node {
@@ -271,7 +274,7 @@ impl TreeSelector {
         }
         // Texts need every tool call seen while flattening (pi records them as it goes).
         for (node, row) in nodes.iter_mut().zip(&order) {
-            if let Some(e) = session.entry_at(row.index) {
+            if let Some(e) = session.entry_at(Position::new(row.index)) {
                 node.text = entry_text(e, &calls, home);
             }
         }
@@ -289,7 +292,7 @@ impl TreeSelector {
             nodes,
             by_id,
             active,
-            multiple_roots: tree.root_indices().len() > 1,
+            multiple_roots: tree.root_positions().len() > 1,
             leaf,
             mode,
             query: String::new(),

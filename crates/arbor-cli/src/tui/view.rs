@@ -301,7 +301,8 @@ mod tests {
     #[test]
     fn compacted_demo_session() {
         let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo/demo.jsonl");
-        let s = arbor_tree::Session::open(&path, arbor_tree::SessionOptions::read_only()).unwrap();
+        let s = arbor_tree::Session::open(&path, arbor_tree::OpenMode::ReadOnly, arbor_tree::SessionOptions::default())
+            .unwrap();
         let sel = TreeSelector::new(&s, 60, None, FilterMode::Default, None);
         insta::assert_snapshot!(frame(&sel, 100, 40, None));
     }
@@ -376,7 +377,11 @@ mod robustness {
             Input::Escape,
         ];
         for f in files {
-            let Ok(s) = arbor_tree::Session::open(&f, arbor_tree::SessionOptions::read_only()) else { continue };
+            let Ok(s) =
+                arbor_tree::Session::open(&f, arbor_tree::OpenMode::ReadOnly, arbor_tree::SessionOptions::default())
+            else {
+                continue;
+            };
             let mut sel = TreeSelector::new(&s, 12, None, FilterMode::Default, None);
             for input in inputs.iter().cloned() {
                 sel.handle(input);

@@ -160,7 +160,8 @@ fn two_writers_are_refused() {
     let file = dir.path().join("s.jsonl");
     fs::copy(fixtures().join("demo/demo.jsonl"), &file).unwrap();
     // Hold the lock from this process through the library, then try the CLI.
-    let _held = arbor_tree::Session::open(&file, arbor_tree::SessionOptions::default()).expect("first writer");
+    let _held = arbor_tree::Session::open(&file, arbor_tree::OpenMode::Write, arbor_tree::SessionOptions::default())
+        .expect("first writer");
     let o = arbor(&["label", file.to_str().unwrap(), "0866b2b1", "x"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);

@@ -12,9 +12,6 @@ use serde_json::{json, Value};
 
 use crate::{arbor, fixtures, stderr, stdout};
 
-#[path = "../../../arbor-log/tests/support/jsonl.rs"]
-mod jsonl;
-
 fn compat(name: &str) -> PathBuf {
     fixtures().join("compat").join(name)
 }
@@ -230,8 +227,8 @@ fn case_8_a_line_starting_with_a_bom_mid_file_is_read() {
 /// original gives at that entry.
 #[test]
 fn a_fork_gives_the_context_of_the_original_at_every_labelled_fixture() {
-    let mut files = jsonl::jsonl_under(&fixtures().join("logs"));
-    files.extend(jsonl::jsonl_under(&fixtures().join("compat")));
+    let mut files = arbor_test_support::jsonl_under(&fixtures().join("logs"));
+    files.extend(arbor_test_support::jsonl_under(&fixtures().join("compat")));
     files.push(fixtures().join("demo").join("demo.jsonl"));
     let dir = tempfile::tempdir().unwrap();
     let (mut checked, mut labelled) = (0, 0);

@@ -1,15 +1,15 @@
 //! `arbor context --json` copies messages from the file: its output parses to
-//! the decoded context, with and without the sidecar index, at any leaf.
+//! the decoded context, with and without the index cache, at any leaf.
 
 use std::io::Write;
 use std::process::Command;
 
-use arbor_tree::{Session, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 use serde_json::Value;
 
 use crate::json;
 
-/// A session of more than 1 MiB (so that the sidecar index is written) and
+/// A session of more than 1 MiB (so that the index is cached) and
 /// more than one output batch, with entries the copy must not trust (a file
 /// with a malformed entry gets no index: those are tested in `cli.rs`).
 fn big_session(dir: &std::path::Path) -> std::path::PathBuf {
@@ -44,9 +44,9 @@ fn big_session(dir: &std::path::Path) -> std::path::PathBuf {
     path
 }
 
-fn context(path: &std::path::Path, leaf: Option<&str>, no_index: bool) -> Value {
+fn context(path: &std::path::Path, cache: &std::path::Path, leaf: Option<&str>, no_index: bool) -> Value {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_arbor"));
-    cmd.args(["context", path.to_str().unwrap(), "--json"]);
+    cmd.args(["context", path.to_str().unwrap(), "--json"]).env("ARBOR_CACHE_DIR", cache);
     if let Some(l) = leaf {
         cmd.args(["--leaf", l]);
     }
@@ -59,8 +59,8 @@ fn context(path: &std::path::Path, leaf: Option<&str>, no_index: bool) -> Value 
 }
 
 fn decoded(path: &std::path::Path, leaf: Option<&str>) -> Value {
-    let opts = SessionOptions { read_only: true, sidecar_index: false, ..SessionOptions::default() };
-    let mut s = Session::open(path, opts).unwrap();
+    let opts = SessionOptions { index_dir: None, ..SessionOptions::default() };
+    let mut s = Session::open(path, OpenMode::ReadOnly, opts).unwrap();
     if let Some(l) = leaf {
         s.branch(l).unwrap();
     }
@@ -70,16 +70,19 @@ fn decoded(path: &std::path::Path, leaf: Option<&str>) -> Value {
 #[test]
 fn context_json_parses_to_the_decoded_context_with_and_without_the_index() {
     let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
     let path = big_session(dir.path());
-    let index = dir.path().join("big.jsonl.arbor-index");
+    let indexes = || std::fs::read_dir(cache.path().join("index")).map_or(0, |d| d.count());
     for leaf in [None, Some("e2345"), Some("e31")] {
         let want = decoded(&path, leaf);
-        assert_eq!(context(&path, leaf, true), want, "no index, leaf {leaf:?}");
-        // The first run writes the index, the second reads it.
-        assert_eq!(context(&path, leaf, false), want, "leaf {leaf:?}");
-        assert!(index.exists());
-        assert_eq!(context(&path, leaf, false), want, "with the index, leaf {leaf:?}");
+        assert_eq!(context(&path, cache.path(), leaf, true), want, "no index, leaf {leaf:?}");
+        // The first run writes the index (in the cache directory), the second reads it.
+        assert_eq!(context(&path, cache.path(), leaf, false), want, "leaf {leaf:?}");
+        assert_eq!(indexes(), 1);
+        assert_eq!(context(&path, cache.path(), leaf, false), want, "with the index, leaf {leaf:?}");
     }
+    // Nothing beside the session.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     let whole = decoded(&path, None);
     assert!(whole["messages"].as_array().unwrap().len() > 3500);
     assert_eq!(whole["thinkingLevel"], "high");

@@ -10,16 +10,16 @@ mod chat;
 mod commands;
 mod compat;
 mod context_json;
+mod interop;
 mod model_server;
+mod read_only_dir;
 mod reference;
 mod tui;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-pub fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
+pub use arbor_test_support::{big_stack, fixtures};
 
 /// Runs `arbor` with deterministic ids, from the fixtures directory, with
 /// this test process's own cache directory (so catalogs never reach the real one).
@@ -59,10 +59,4 @@ pub fn json(o: &Output) -> serde_json::Value {
     let mut de = serde_json::Deserializer::from_slice(&o.stdout);
     de.disable_recursion_limit();
     serde::Deserialize::deserialize(&mut de).unwrap()
-}
-
-/// Runs `f` on a thread with a large stack: the reference trees nest ~1000
-/// levels deep and `serde_json::Value` compares and drops recursively.
-pub fn big_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new().stack_size(512 << 20).spawn(f).unwrap().join().unwrap();
 }

@@ -8,12 +8,7 @@ use serde_json::{json, Value};
 
 use crate::{arbor, big_stack, fixtures, json};
 
-fn load(name: &str) -> Value {
-    let text = fs::read_to_string(fixtures().join("pi").join(name)).unwrap();
-    let mut de = serde_json::Deserializer::from_str(&text);
-    de.disable_recursion_limit();
-    serde::Deserialize::deserialize(&mut de).unwrap()
-}
+use arbor_test_support::oracle::{load, reduce_tree};
 
 fn runs() -> Vec<(String, String, Vec<String>, String)> {
     let m = load("MANIFEST.json");
@@ -33,20 +28,6 @@ fn runs() -> Vec<(String, String, Vec<String>, String)> {
         }
     }
     out
-}
-
-fn reduce_tree(nodes: &Value) -> Value {
-    Value::Array(
-        nodes
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| {
-                json!({"id": n["entry"]["id"], "type": n["entry"]["type"], "label": n.get("label"),
-                       "children": reduce_tree(&n["children"])})
-            })
-            .collect(),
-    )
 }
 
 #[test]

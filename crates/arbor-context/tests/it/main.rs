@@ -27,17 +27,7 @@ pub fn msg(id: &str, parent: Option<&str>, role: &str, text: &str) -> Entry {
     let message = if role == "user" {
         json!({"role": "user", "content": text, "timestamp": 1})
     } else {
-        json!({
-            "role": "assistant",
-            "content": [{"type": "text", "text": text}],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "claude-test",
-            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
-                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-            "stopReason": "stop",
-            "timestamp": 1
-        })
+        arbor_test_support::assistant_reply(text, "claude-test", 1, 1, 1)
     };
     entry(json!({"type": "message", "id": id, "parentId": parent, "timestamp": TS, "message": message}))
 }

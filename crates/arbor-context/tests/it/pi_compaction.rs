@@ -4,7 +4,7 @@
 
 use arbor_context::{build_context_from_path, build_session_context, calculate_context_tokens, Leaf};
 use arbor_log::CounterIds;
-use arbor_tree::{Session, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 use serde_json::json;
 
 use crate::{compaction, model_change, msg, roles, thinking};
@@ -95,11 +95,7 @@ fn model_and_thinking_from_the_path() {
 #[test]
 fn large_v1_fixture_parsed_and_migrated() {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pi/large-session.jsonl");
-    let s = Session::open(
-        &path,
-        SessionOptions { read_only: true, ..SessionOptions::default().with_ids(CounterIds::new()) },
-    )
-    .unwrap();
+    let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default().with_ids(CounterIds::new())).unwrap();
     assert!(s.len() > 100);
     assert!(s.entries().filter(|e| e.message().is_some()).count() > 100);
     let ctx = build_context_from_path(&s.get_branch(None));

@@ -2,36 +2,33 @@
 //! gives the context of the whole path, for every leaf of every fixture
 //! session; and it asks only for what it must.
 
-use std::path::PathBuf;
-
 use arbor_context::{
     branch_summary_message, build_context_from_entries, build_context_from_path, compaction_summary_message,
     custom_message, plan_context, ModelRef, PathHead, SessionContext,
 };
-use arbor_log::{Entry, EntryKind};
-use arbor_tree::{Session, SessionOptions};
+use arbor_log::{Entry, EntryKind, EntryType, Role};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 use serde_json::{json, Value};
 
-#[path = "../../../arbor-log/tests/support/jsonl.rs"]
-mod jsonl;
+use arbor_test_support::jsonl_under;
 
 #[test]
 fn the_plan_builds_the_same_context_at_every_leaf() {
-    let files = jsonl::jsonl_under(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
+    let files = jsonl_under(&arbor_test_support::fixtures());
     let mut compared = 0;
     for p in files {
-        let Ok(s) = Session::open(&p, SessionOptions::read_only()) else { continue };
+        let Ok(s) = Session::open(&p, OpenMode::ReadOnly, SessionOptions::default()) else { continue };
         // Every leaf of a small file; a spread of leaves of a large one.
-        for leaf in (0..s.len()).step_by((s.len() / 150).max(1)) {
+        for leaf in s.positions().step_by((s.len() / 150).max(1)) {
             let Some(id) = s.id_at(leaf) else { continue };
-            let idx = s.branch_indices(Some(id));
+            let idx = s.branch_positions(Some(id));
             let full: Vec<&Entry> = idx.iter().map(|&i| s.entry_at(i).unwrap()).collect();
             let heads: Vec<PathHead> = idx
                 .iter()
                 .map(|&i| PathHead {
                     id: s.id_at(i).unwrap(),
-                    entry_type: s.entry_type_at(i).unwrap(),
-                    role: s.message_role_at(i),
+                    entry_type: s.entry_type_at(i).unwrap().clone(),
+                    role: s.role_at(i).cloned(),
                 })
                 .collect();
             let asked = std::cell::RefCell::new(vec![]);
@@ -43,7 +40,10 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
             let asked = asked.into_inner();
             let messages = asked.iter().filter(|&&k| heads[k].entry_type == "message").count();
             assert!(messages <= 1, "{} at {id}: {messages} messages decoded", p.display());
-            assert!(asked.iter().all(|&k| !matches!(heads[k].entry_type, "custom" | "label" | "session_info")));
+            assert!(asked.iter().all(|&k| !matches!(
+                heads[k].entry_type,
+                EntryType::Custom | EntryType::Label | EntryType::SessionInfo
+            )));
             // The message steps are message entries, in path order.
             let ps: Vec<usize> = plan.message_positions().collect();
             assert!(ps.windows(2).all(|w| w[0] < w[1]) && ps.iter().all(|&k| heads[k].entry_type == "message"));
@@ -92,7 +92,7 @@ fn spec_context(path: &[&Entry]) -> SessionContext {
                 };
                 ctx.models.insert(role, model);
             }
-            EntryKind::Message(m) if m.role() == Some("assistant") => {
+            EntryKind::Message(m) if m.role() == Some(Role::Assistant) => {
                 let f = |k: &str| m.message.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
                 ctx.models.insert("default".into(), format!("{}/{}", f("provider"), f("model")));
                 ctx.model = Some(ModelRef { provider: f("provider"), model_id: f("model") });

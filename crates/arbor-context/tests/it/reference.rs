@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::path::PathBuf;
 
 use arbor_context::{
     build_context_from_path, build_session_context, convert_to_llm, estimate_context_tokens, estimate_tokens,
@@ -15,20 +14,7 @@ use serde_json::Value;
 
 const STEMS: [&str; 2] = ["large-session", "before-compaction"];
 
-/// `fixtures/pi` of the workspace, or the shared copy while it is being copied in.
-fn fixtures() -> PathBuf {
-    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pi");
-    if local.join("MANIFEST.json").is_file() && STEMS.iter().all(|s| local.join(format!("{s}.jsonl")).is_file()) {
-        return local;
-    }
-    PathBuf::from("/work/shared/fixtures/pi")
-}
-
-fn read_json(name: &str) -> Value {
-    let path = fixtures().join(name);
-    let file = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_reader(std::io::BufReader::new(file)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use arbor_test_support::oracle::{assert_same, dir as fixtures, load as read_json};
 
 /// The entries of a fixture session after migration with the counter ids the reference used.
 fn entries(stem: &str) -> Vec<Entry> {
@@ -56,50 +42,6 @@ fn runs(stem: &str, command: &str) -> Vec<(Option<String>, String)> {
             (args.first().cloned(), r["output"].as_str().unwrap().to_owned())
         })
         .collect()
-}
-
-/// The JSON pointer of the first place where two values differ, with both sides.
-fn first_difference(want: &Value, got: &Value, at: String) -> Option<String> {
-    match (want, got) {
-        (Value::Array(a), Value::Array(b)) => {
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                if let Some(d) = first_difference(x, y, format!("{at}/{i}")) {
-                    return Some(d);
-                }
-            }
-            (a.len() != b.len()).then(|| format!("{at}: length {} (reference) vs {} (ours)", a.len(), b.len()))
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, x) in a {
-                match b.get(k) {
-                    None => return Some(format!("{at}/{k}: missing in ours (reference: {})", short(x))),
-                    Some(y) => {
-                        if let Some(d) = first_difference(x, y, format!("{at}/{k}")) {
-                            return Some(d);
-                        }
-                    }
-                }
-            }
-            b.keys().find(|k| !a.contains_key(*k)).map(|k| format!("{at}/{k}: only in ours ({})", short(&b[k])))
-        }
-        _ => (want != got).then(|| format!("{at}: reference {} vs ours {}", short(want), short(got))),
-    }
-}
-
-fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 200 {
-        format!("{}…", s.chars().take(200).collect::<String>())
-    } else {
-        s
-    }
-}
-
-fn assert_same(what: &str, want: &Value, got: &Value) {
-    if let Some(d) = first_difference(want, got, String::new()) {
-        panic!("{what}: differs from the reference at {d}");
-    }
-    assert_eq!(want, got, "{what}");
 }
 
 fn leaf_of(arg: &Option<String>) -> Leaf<'_> {

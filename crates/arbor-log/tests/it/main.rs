@@ -7,29 +7,16 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use arbor_log::{CounterIds, EntryKind, LineKind, SessionLog};
+use arbor_log::{CounterIds, EntryKind, LineKind, Role, SessionLog};
 
 mod scan_diff;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+    arbor_test_support::fixtures()
 }
 
 fn all_session_files() -> Vec<PathBuf> {
-    let mut out = vec![];
-    let mut stack = vec![root()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().and_then(|e| e.to_str()) == Some("jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    arbor_test_support::jsonl_under(&root())
 }
 
 #[test]
@@ -107,7 +94,7 @@ fn render(p: &Path) -> String {
     }
     for (line, e) in entries {
         let detail = match &e.kind {
-            EntryKind::Message(m) => format!("role={}", m.role().unwrap_or("?")),
+            EntryKind::Message(m) => format!("role={}", m.role().as_ref().map_or("?", Role::as_str)),
             EntryKind::Label(l) => {
                 format!("target={} label={:?}", l.target_id, l.label.as_ref().map(arbor_log::json::text))
             }

@@ -6,7 +6,8 @@
 
 use std::fs;
 
-use arbor_log::{parse_line, parse_line_detail, scan_line, Parsed, RecordHead, ScanKind};
+use arbor_log::reader::{parse_line, parse_line_detail, Parsed};
+use arbor_log::scan::{scan_line, RecordHead, ScanKind};
 
 use crate::all_session_files;
 
@@ -376,9 +377,7 @@ fn light_scan_agrees_with_the_full_parser_on_edge_lines() {
     assert!(n > 1000, "{n} edge lines");
 }
 
-#[path = "../support/rng.rs"]
-mod rng;
-use rng::Rng;
+use arbor_test_support::Rng;
 
 /// Bytes a mutation inserts or writes: JSON syntax, control bytes,
 /// escapes, number parts, and bytes that are not UTF-8 on their own.

@@ -23,6 +23,7 @@ use arbor_tree::{lock_path, Session, SessionOptions, TreeError};
 use serde_json::{json, Value};
 
 use crate::{assistant, user};
+use arbor_tree::OpenMode;
 
 const CHILD_PATH: &str = "ARBOR_TEST_CRASH_CHILD";
 const CHILD_SEED: &str = "ARBOR_TEST_CRASH_CHILD_SEED";
@@ -102,7 +103,7 @@ fn crash_writer_child() {
             stop.store(true, Ordering::SeqCst);
         });
     }
-    let mut s = Session::open(Path::new(&path), writer_opts(durability)).unwrap();
+    let mut s = Session::open(Path::new(&path), OpenMode::Write, writer_opts(durability)).unwrap();
     let mut rng = Lcg::new(seed);
     let mut known: Vec<String> = s.entries().map(|e| e.id.clone()).collect();
     let mut out = std::io::stdout().lock();
@@ -261,7 +262,7 @@ fn check_acked(s: &Session, acked: &HashMap<String, u64>, problems: &mut Vec<Str
 
 fn new_file(dir: &Path, n: usize, acked: &mut HashMap<String, u64>) -> PathBuf {
     let path = dir.join(format!("crash-{n}.jsonl"));
-    let mut s = Session::open(&path, writer_opts(Durability::Fsync)).unwrap();
+    let mut s = Session::open(&path, OpenMode::WriteOrCreate, writer_opts(Durability::Fsync)).unwrap();
     for m in [user("start"), assistant("ready")] {
         let id = s.append_message(m).unwrap();
         acked.insert(id.clone(), fnv(s.entry_json(&id).unwrap()));
@@ -319,7 +320,7 @@ fn killed_writer_loses_no_acknowledged_entry() {
 
         // Everything acknowledged is there, byte for byte; only the last line may be damaged.
         let when = format!("kill {k} (seed {seed:#x})");
-        let s = Session::open(&path, SessionOptions::read_only()).unwrap();
+        let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
         problems.extend(unexpected_diagnostics(&path, s.diagnostics()).into_iter().map(|d| format!("{when}: {d}")));
         lost += check_acked(&s, &acked, &mut problems, &when);
         drop(s);
@@ -346,7 +347,7 @@ fn killed_writer_loses_no_acknowledged_entry() {
         }
 
         // The killed writer's lock died with it.
-        let mut w = match Session::open(&path, writer_opts(Durability::Fsync)) {
+        let mut w = match Session::open(&path, OpenMode::Write, writer_opts(Durability::Fsync)) {
             Ok(w) => w,
             Err(e @ TreeError::Locked { .. }) => panic!("{when}: the killed writer still blocks: {e}"),
             Err(e) => panic!("{when}: {e}"),
@@ -363,7 +364,7 @@ fn killed_writer_loses_no_acknowledged_entry() {
         acked.insert(id.clone(), fnv(w.entry_json(&id).unwrap()));
         total_acked += 1;
         drop(w);
-        let s = Session::open(&path, SessionOptions::read_only()).unwrap();
+        let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
         if !s.diagnostics().is_empty() {
             problems.push(format!("{when}: diagnostics after the next append: {:?}", s.diagnostics()));
         }
@@ -434,7 +435,7 @@ fn reader_beside_a_live_writer_never_sees_half_a_line() {
     while Instant::now() < deadline || reads < 10 {
         reads += 1;
         let t0 = Instant::now();
-        let s = Session::open(&path, SessionOptions::read_only()).unwrap();
+        let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
         read_time += t0.elapsed();
         for d in s.diagnostics() {
             match d.kind {
@@ -467,7 +468,7 @@ fn reader_beside_a_live_writer_never_sees_half_a_line() {
             acked.insert(id, h);
         }
     }
-    let s = Session::open(&path, SessionOptions::read_only()).unwrap();
+    let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
     assert!(s.diagnostics().is_empty(), "{:?}", s.diagnostics());
     assert_eq!(s.len(), acked.len(), "every entry on disk was acknowledged, and the other way round");
     let mut problems = vec![];
@@ -486,9 +487,9 @@ fn reader_beside_a_live_writer_never_sees_half_a_line() {
 fn a_writer_on_a_missing_path_holds_the_lock_of_that_path() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("new.jsonl");
-    let mut first = Session::open(&p, crate::opts()).unwrap();
+    let mut first = Session::open(&p, OpenMode::WriteOrCreate, crate::opts()).unwrap();
     assert_eq!(first.session_file(), Some(p.as_path()));
-    let second = Session::open(&p, crate::opts()).map(|_| ());
+    let second = Session::open(&p, OpenMode::WriteOrCreate, crate::opts()).map(|_| ());
     assert!(
         matches!(second, Err(TreeError::Locked { .. })),
         "a second writer of the same new file was let in: {second:?}; lock files: {:?}",
@@ -510,7 +511,7 @@ fn a_line_torn_inside_a_character_is_reported_only_as_a_torn_tail() {
                 \"message\":{\"role\":\"user\",\"content\":\"déjà vu\",\"timestamp\":1}}";
     let cut = line.find('é').unwrap() + 1;
     fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(&line.as_bytes()[..cut]).unwrap();
-    let s = Session::open(&path, SessionOptions::read_only()).unwrap();
+    let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
     let diags: Vec<String> = s.diagnostics().iter().map(|d| d.to_string()).collect();
     assert!(
         matches!(s.diagnostics(), [Diagnostic { line: 4, kind: DiagnosticKind::TornTail { .. }, .. }]),

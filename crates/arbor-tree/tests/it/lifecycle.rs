@@ -4,7 +4,7 @@
 use std::fs;
 
 use arbor_log::EntryKind;
-use arbor_tree::{Session, SessionOptions, LEAF_MARKER_TYPE};
+use arbor_tree::{OpenMode, Session, SessionOptions, LEAF_MARKER_TYPE};
 use serde_json::{json, Value};
 
 use crate::{assistant, fixtures, ids, opts, user};
@@ -42,7 +42,7 @@ fn loaded_file_without_assistant_is_appended_not_duplicated() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.jsonl");
     fs::write(&p, "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n{\"type\":\"message\",\"id\":\"u1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":1}}\n").unwrap();
-    let mut s = Session::open(&p, opts()).unwrap();
+    let mut s = Session::open(&p, OpenMode::Write, opts()).unwrap();
     s.append_message(user("again")).unwrap();
     s.append_message(assistant("ok")).unwrap();
     let l = lines(&p);
@@ -72,7 +72,7 @@ fn leaf_move_survives_reopening_in_arbor_and_in_pis_rules() {
     assert_eq!(last["parentId"], json!(a1));
     assert_eq!(last["id"], json!(marker));
 
-    let s = Session::open(&path, opts()).unwrap();
+    let s = Session::open(&path, OpenMode::Write, opts()).unwrap();
     assert_eq!(s.leaf_id(), Some(marker.as_str()));
     // The path through the marker is the path to the new position.
     let path_ids = ids(&s.get_branch(None));
@@ -91,7 +91,7 @@ fn reset_leaf_is_durable_as_a_new_root_marker() {
     let marker = s.persist_leaf().unwrap().unwrap();
     let path = s.session_file().unwrap().to_owned();
     drop(s);
-    let s = Session::open(&path, opts()).unwrap();
+    let s = Session::open(&path, OpenMode::Write, opts()).unwrap();
     assert_eq!(s.leaf_id(), Some(marker.as_str()));
     assert_eq!(s.leaf_entry().unwrap().parent_id, None);
 }
@@ -102,7 +102,7 @@ fn torn_tail_is_kept_aside_and_the_next_append_is_clean() {
     let p = dir.path().join("s.jsonl");
     let good = "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\n{\"type\":\"message\",\"id\":\"u1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":1}}\n";
     fs::write(&p, format!("{good}{{\"type\":\"message\",\"id\":\"a1\",\"par")).unwrap();
-    let mut s = Session::open(&p, opts()).unwrap();
+    let mut s = Session::open(&p, OpenMode::Write, opts()).unwrap();
     assert_eq!(s.len(), 1);
     assert!(s.diagnostics().iter().any(|d| d.to_string().contains("torn")));
     let id = s.append_message(assistant("ok")).unwrap();
@@ -126,7 +126,7 @@ fn malformed_lines_survive_a_migration_rewrite() {
     let p = dir.path().join("v2.jsonl");
     let body = "{\"type\":\"session\",\"version\":2,\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/\"}\nnot json at all\n{\"type\":\"message\",\"id\":\"u1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{\"role\":\"hookMessage\",\"customType\":\"x\",\"content\":\"c\",\"display\":true,\"timestamp\":1}}\n";
     fs::write(&p, body).unwrap();
-    let mut s = Session::open(&p, opts()).unwrap();
+    let mut s = Session::open(&p, OpenMode::Write, opts()).unwrap();
     s.append_message(user("x")).unwrap();
     let text = fs::read_to_string(&p).unwrap();
     assert!(text.contains("\nnot json at all\n"), "the junk line is kept: {text}");
@@ -146,7 +146,7 @@ fn fork_from_migrates_first_and_copies_every_branch() {
     assert_eq!(l[0]["version"], 3);
     assert_eq!(l[0]["parentSession"], json!(std::path::absolute(&src).unwrap().to_string_lossy()));
     assert!(l[1..].iter().all(|e| e["id"].is_string() && e.get("parentId").is_some()), "entries were migrated");
-    let src_count = Session::open(&src, SessionOptions::read_only()).unwrap().len();
+    let src_count = Session::open(&src, OpenMode::ReadOnly, SessionOptions::default()).unwrap().len();
     assert_eq!(l.len() - 1, src_count);
 
     let empty = dir.path().join("empty.jsonl");
@@ -172,7 +172,7 @@ fn session_name_is_the_newest_non_empty_one() {
 #[test]
 fn read_only_sessions_refuse_writes() {
     let p = fixtures().join("logs/ok/linear-chat.jsonl");
-    let mut s = Session::open(&p, SessionOptions::read_only()).unwrap();
+    let mut s = Session::open(&p, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
     let err = s.append_message(user("x")).unwrap_err();
     assert!(err.to_string().contains("read-only"), "{err}");
 }
@@ -208,14 +208,14 @@ fn damaged_fixtures_load_without_panics_and_with_diagnostics() {
             if p.extension().and_then(|e| e.to_str()) != Some("jsonl") {
                 continue;
             }
-            match Session::open(&p, SessionOptions::read_only()) {
+            match Session::open(&p, OpenMode::ReadOnly, SessionOptions::default()) {
                 Ok(s) => {
                     let tree = s.get_tree();
                     // Every live entry appears exactly once in the tree.
                     let mut seen = std::collections::HashSet::new();
                     let mut stack: Vec<_> = tree.roots().collect();
                     while let Some(n) = stack.pop() {
-                        assert!(seen.insert(n.index), "{}: node twice", p.display());
+                        assert!(seen.insert(n.position), "{}: node twice", p.display());
                         stack.extend(tree.children(&n));
                     }
                     let unique: std::collections::HashSet<&str> = s.entries().map(|e| e.id.as_str()).collect();
@@ -228,19 +228,51 @@ fn damaged_fixtures_load_without_panics_and_with_diagnostics() {
     }
 }
 
+/// The names in a directory, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
 #[test]
-fn a_writer_that_must_not_create_or_recover_refuses_and_touches_nothing() {
+fn a_write_mode_refuses_a_missing_path_and_touches_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let strict = || SessionOptions { create_or_recover: false, ..opts() };
     let missing = dir.path().join("missing.jsonl");
-    assert!(matches!(Session::open(&missing, strict()), Err(arbor_tree::TreeError::Missing(_))));
-    let headerless = dir.path().join("headerless.jsonl");
-    fs::copy(fixtures().join("logs/err/headerless.jsonl"), &headerless).unwrap();
-    let before = fs::read(&headerless).unwrap();
-    let err = Session::open(&headerless, strict()).unwrap_err();
-    assert!(err.to_string().contains("not a session file"), "{err}");
-    assert_eq!(fs::read(&headerless).unwrap(), before);
-    let names: Vec<String> =
-        fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert!(!names.iter().any(|n| n.starts_with("missing") || n.contains(".corrupt-")), "{names:?}");
+    for mode in [OpenMode::Write, OpenMode::ReadOnly] {
+        let err = Session::open(&missing, mode, opts()).unwrap_err();
+        assert!(matches!(err, arbor_tree::TreeError::Missing(_)), "{mode:?}: {err}");
+        assert_eq!(err.to_string(), format!("{}: no such session file", missing.display()));
+    }
+    // Refused before a lock file is made: the directory is as it was.
+    assert!(names_in(dir.path()).is_empty(), "{:?}", names_in(dir.path()));
+    // Asked for by name, a missing path starts a new session there (written with its first reply).
+    let mut s = Session::open(&missing, OpenMode::WriteOrCreate, opts()).unwrap();
+    assert_eq!(s.session_file(), Some(missing.as_path()));
+    assert!(!missing.exists());
+    s.append_message(user("hi")).unwrap();
+    s.append_message(assistant("hello")).unwrap();
+    assert_eq!(fs::read_to_string(&missing).unwrap().lines().count(), 3);
+}
+
+#[test]
+fn a_write_mode_refuses_a_file_that_is_not_a_session_and_touches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for (fixture, line) in [("headerless.jsonl", Some(1)), ("not-json-only.jsonl", None), ("empty.jsonl", None)] {
+        let p = dir.path().join(fixture);
+        fs::copy(fixtures().join("logs/err").join(fixture), &p).unwrap();
+        let before = fs::read(&p).unwrap();
+        for mode in [OpenMode::Write, OpenMode::WriteOrCreate, OpenMode::ReadOnly] {
+            let err = Session::open(&p, mode, opts()).unwrap_err();
+            match &err {
+                arbor_tree::TreeError::NoHeader { line: l, .. } => assert_eq!(*l, line, "{fixture} {mode:?}"),
+                other => panic!("{fixture} {mode:?}: {other}"),
+            }
+            assert!(err.to_string().contains("not a session file"), "{err}");
+            assert_eq!(fs::read(&p).unwrap(), before, "{fixture} {mode:?}: the file is untouched");
+        }
+    }
+    let names = names_in(dir.path());
+    assert!(!names.iter().any(|n| n.contains(".corrupt-") || n.contains(".tmp")), "{names:?}");
 }

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use arbor_tree::{Session, SessionOptions, TreeError};
 
 use crate::{fixtures, opts};
+use arbor_tree::OpenMode;
 
 const CHILD_ENV: &str = "ARBOR_TEST_LOCK_CHILD";
 
@@ -15,7 +16,7 @@ const CHILD_ENV: &str = "ARBOR_TEST_LOCK_CHILD";
 #[test]
 fn lock_holder_child() {
     let Ok(path) = std::env::var(CHILD_ENV) else { return };
-    let mut s = Session::open(std::path::Path::new(&path), opts()).unwrap();
+    let mut s = Session::open(std::path::Path::new(&path), OpenMode::Write, opts()).unwrap();
     println!("LOCKED {}", std::process::id());
     std::io::stdout().flush().unwrap();
     // Each "append" line on stdin appends one entry; EOF ends the holder.
@@ -55,7 +56,7 @@ fn second_writer_is_refused_and_readers_still_work() {
     };
     assert_eq!(pid, child.id());
 
-    let err = Session::open(&p, opts()).unwrap_err();
+    let err = Session::open(&p, OpenMode::Write, opts()).unwrap_err();
     match &err {
         TreeError::Locked { path, holder } => {
             assert_eq!(path, &p);
@@ -67,7 +68,7 @@ fn second_writer_is_refused_and_readers_still_work() {
     assert!(msg.contains("s.jsonl") && msg.contains(&format!("pid {pid}")), "{msg}");
     assert_eq!(msg.lines().count(), 1);
 
-    let reader = Session::open(&p, SessionOptions::read_only()).unwrap();
+    let reader = Session::open(&p, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
     assert!(!reader.is_empty());
     assert_eq!(std::fs::read(&p).unwrap(), before, "nothing in the file changed");
 
@@ -82,13 +83,13 @@ fn second_writer_is_refused_and_readers_still_work() {
             break line[at + 9..].trim().to_owned();
         }
     };
-    let after = Session::open(&p, SessionOptions::read_only()).unwrap();
+    let after = Session::open(&p, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
     assert_eq!(after.leaf_id(), Some(appended.as_str()));
     assert_eq!(after.len(), reader.len() + 1);
 
     drop(stdin);
     child.wait().unwrap();
     // The lock died with its process.
-    let mut s = Session::open(&p, opts()).unwrap();
+    let mut s = Session::open(&p, OpenMode::Write, opts()).unwrap();
     s.append_message(crate::user("after")).unwrap();
 }

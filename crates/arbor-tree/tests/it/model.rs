@@ -1,6 +1,6 @@
 //! Model-based tests: random sequences of operations run against a real,
 //! file-backed [`Session`] and against a deliberately naive model written
-//! straight from spec section 3 (a `Vec` of entries, quadratic walks). After
+//! straight from docs/architecture.md and docs/format.md (a `Vec` of entries, quadratic walks). After
 //! every step the two must agree on the path to the leaf, the tree (ids and
 //! children order), the resolved labels, the leaf, the entries, and — once
 //! the session is on disk — on what the file holds.
@@ -20,6 +20,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
 
 use crate::{assistant, user};
+use arbor_tree::OpenMode;
 
 const START_MS: i64 = 1_767_225_600_000;
 
@@ -164,11 +165,11 @@ impl View {
         View {
             id: e.id.clone(),
             parent: e.parent_id.clone(),
-            ty: e.entry_type().to_owned(),
+            ty: e.entry_type().to_string(),
             ts: parse_iso_ms(&e.timestamp),
             target,
             label,
-            assistant: e.message_role() == Some("assistant"),
+            assistant: e.message_role() == Some(arbor_log::Role::Assistant),
         }
     }
 }
@@ -496,7 +497,8 @@ impl Case {
             Op::Reopen => {
                 let old_id = self.s().session_id().to_owned();
                 drop(self.s.take());
-                let s = Session::open(&self.file, self.opts.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let s = Session::open(&self.file, OpenMode::WriteOrCreate, self.opts.clone())
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 prop_assert!(s.diagnostics().is_empty(), "diagnostics on reopen: {:?}", s.diagnostics());
                 prop_assert_eq!(s.session_file(), Some(self.file.as_path()));
                 if self.m.on_disk {

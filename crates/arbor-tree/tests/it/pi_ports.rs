@@ -1,4 +1,5 @@
-//! Ports of pi's session-manager tests (spec 7.2–7.7), with their expected values.
+//! Ports of pi's session-manager tests (`test/session-manager/*.test.ts`:
+//! custom session ids, file operations, labels, migration, save-entry, the tree), with their expected values.
 
 use std::fs;
 use std::thread::sleep;
@@ -9,6 +10,7 @@ use arbor_tree::{find_most_recent_session, FileStore, Session, TreeError};
 use serde_json::json;
 
 use crate::{assistant, ids, in_memory, opts, user};
+use arbor_tree::OpenMode;
 
 // ---- 7.2 custom-session-id ----
 
@@ -42,10 +44,7 @@ fn loaded_records(bytes: &[u8]) -> usize {
 fn load_entries_from_file() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.jsonl");
-    assert!(matches!(
-        Session::open(&missing, arbor_tree::SessionOptions { read_only: true, ..opts() }),
-        Err(TreeError::Missing(_))
-    ));
+    assert!(matches!(Session::open(&missing, OpenMode::ReadOnly, opts()), Err(TreeError::Missing(_))));
     assert_eq!(loaded_records(b""), 0);
     assert_eq!(loaded_records(b"{\"type\":\"message\",\"id\":\"1\",\"parentId\":null}\n"), 0);
     assert_eq!(loaded_records(b"not json\n"), 0);
@@ -108,7 +107,8 @@ fn corrupted_files_are_recovered_with_a_backup() {
     ] {
         let p = dir.path().join(name);
         fs::write(&p, content).unwrap();
-        let s = Session::open(&p, opts()).unwrap();
+        // pi's recovery, asked for by name.
+        let s = Session::open(&p, OpenMode::WriteCreateOrRecover, opts()).unwrap();
         assert!(!s.session_id().is_empty());
         assert_eq!(s.session_file(), Some(p.as_path()), "the explicit path is kept");
         let l = lines(&p);
@@ -117,7 +117,7 @@ fn corrupted_files_are_recovered_with_a_backup() {
         assert_eq!(l[0]["id"], json!(s.session_id()));
         let id = s.session_id().to_owned();
         drop(s);
-        let again = Session::open(&p, opts()).unwrap();
+        let again = Session::open(&p, OpenMode::Write, opts()).unwrap();
         assert_eq!(again.session_id(), id, "{name}: a second open loads the same session");
     }
     // Nothing is lost: every non-empty original was kept beside the file.
@@ -206,7 +206,7 @@ fn migration_v1_and_v2() {
          {\"type\":\"message\",\"timestamp\":\"2025-01-01T00:00:02.000Z\",\"message\":{\"role\":\"assistant\",\"content\":[],\"timestamp\":2}}\n",
     )
     .unwrap();
-    let s = Session::open(&v1, opts()).unwrap();
+    let s = Session::open(&v1, OpenMode::Write, opts()).unwrap();
     assert_eq!(s.header().version(), 3);
     let e: Vec<_> = s.entries().collect();
     assert!(e.iter().all(|e| e.id.len() == 8));
@@ -221,7 +221,7 @@ fn migration_v1_and_v2() {
          {\"type\":\"message\",\"id\":\"def67890\",\"parentId\":\"abc12345\",\"timestamp\":\"2025-01-01T00:00:02.000Z\",\"message\":{\"role\":\"assistant\",\"content\":[],\"timestamp\":2}}\n",
     )
     .unwrap();
-    let s = Session::open(&v2, opts()).unwrap();
+    let s = Session::open(&v2, OpenMode::Write, opts()).unwrap();
     let e: Vec<_> = s.entries().collect();
     assert_eq!((e[0].id.as_str(), e[1].id.as_str()), ("abc12345", "def67890"));
     assert_eq!(e[1].parent_id.as_deref(), Some("abc12345"));
@@ -419,9 +419,13 @@ fn forking_from_the_first_message_does_not_duplicate() {
 
     // From an assistant entry: written at once, one header.
     drop(s);
-    let mut s = Session::open(&new_path, arbor_tree::SessionOptions { session_dir: Some(dir.path().into()), ..opts() })
-        .unwrap();
-    let a = s.entries().find(|e| e.message_role() == Some("assistant")).unwrap().id.clone();
+    let mut s = Session::open(
+        &new_path,
+        OpenMode::Write,
+        arbor_tree::SessionOptions { session_dir: Some(dir.path().into()), ..opts() },
+    )
+    .unwrap();
+    let a = s.entries().find(|e| e.message_role() == Some(arbor_log::Role::Assistant)).unwrap().id.clone();
     let p2 = s.create_branched_session(&a).unwrap().unwrap();
     assert!(p2.exists());
     assert_eq!(lines(&p2).iter().filter(|v| v["type"] == "session").count(), 1);

@@ -8,22 +8,13 @@ use arbor_tree::{read_session_info, Session, Tree, TreeNode};
 use serde_json::{json, Value};
 
 use crate::{fixtures, opts};
+use arbor_tree::OpenMode;
 
-fn load(name: &str) -> Value {
-    let p = fixtures().join("pi").join(name);
-    let text = fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    // The reference trees nest ~1000 levels deep.
-    let mut de = serde_json::Deserializer::from_str(&text);
-    de.disable_recursion_limit();
-    serde::Deserialize::deserialize(&mut de).unwrap()
-}
+use arbor_test_support::big_stack;
+use arbor_test_support::oracle::{load, reduce_tree};
 
 fn open(stem: &str) -> Session {
-    Session::open(
-        &fixtures().join("pi").join(format!("{stem}.jsonl")),
-        arbor_tree::SessionOptions { read_only: true, ..opts() },
-    )
-    .unwrap()
+    Session::open(&fixtures().join("pi").join(format!("{stem}.jsonl")), OpenMode::ReadOnly, opts()).unwrap()
 }
 
 fn manifest_runs(stem: &str, command: &str) -> Vec<(Vec<String>, String)> {
@@ -44,7 +35,7 @@ const STEMS: [&str; 2] = ["large-session", "before-compaction"];
 
 fn reduce(tree: &Tree<'_>, nodes: Vec<TreeNode<'_>>) -> Value {
     // Iterative post-order so the deep chains of the fixtures cannot overflow the stack.
-    let mut done: BTreeMap<usize, Value> = BTreeMap::new();
+    let mut done: BTreeMap<arbor_tree::Position, Value> = BTreeMap::new();
     let mut stack: Vec<(TreeNode<'_>, bool)> = nodes.iter().rev().map(|n| (*n, false)).collect();
     while let Some((n, expanded)) = stack.pop() {
         let kids: Vec<TreeNode<'_>> = tree.children(&n).collect();
@@ -53,13 +44,13 @@ fn reduce(tree: &Tree<'_>, nodes: Vec<TreeNode<'_>>) -> Value {
             stack.extend(kids.iter().rev().map(|k| (*k, false)));
             continue;
         }
-        let children: Vec<Value> = kids.iter().map(|k| done.remove(&k.index).unwrap()).collect();
+        let children: Vec<Value> = kids.iter().map(|k| done.remove(&k.position).unwrap()).collect();
         done.insert(
-            n.index,
+            n.position,
             json!({"id": n.entry.id, "type": n.entry.entry_type(), "label": n.label, "children": children}),
         );
     }
-    Value::Array(nodes.iter().map(|n| done.remove(&n.index).unwrap()).collect())
+    Value::Array(nodes.iter().map(|n| done.remove(&n.position).unwrap()).collect())
 }
 
 #[test]
@@ -79,10 +70,6 @@ fn dump_equals_reference() {
 
 /// Runs `f` on a thread with a large stack: the fixtures' trees are ~1000
 /// levels deep and `serde_json::Value` compares and drops recursively.
-fn big_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new().stack_size(512 << 20).spawn(f).unwrap().join().unwrap();
-}
-
 #[test]
 fn tree_equals_reference() {
     big_stack(tree_equals_reference_inner);
@@ -111,20 +98,7 @@ fn tree_json_inner() {
         de.disable_recursion_limit();
         let v: Value = serde::Deserialize::deserialize(&mut de).unwrap();
         // Reduce the full getTree() JSON the way the oracle was reduced.
-        fn red(nodes: &Value) -> Value {
-            Value::Array(
-                nodes
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|n| {
-                        json!({"id": n["entry"]["id"], "type": n["entry"]["type"], "label": n.get("label"),
-                               "children": red(&n["children"])})
-                    })
-                    .collect(),
-            )
-        }
-        let reduced = red(&v);
+        let reduced = reduce_tree(&v);
         assert_eq!(reduced, load(&format!("{stem}.tree.json")), "{stem}");
     }
 }
@@ -184,9 +158,8 @@ fn branched_sessions_equal_reference() {
             let dir = tempfile::tempdir().unwrap();
             let src = dir.path().join("src.jsonl");
             fs::copy(fixtures().join("pi").join(format!("{stem}.jsonl")), &src).unwrap();
-            let mut s =
-                Session::open(&src, arbor_tree::SessionOptions { session_dir: Some(dir.path().into()), ..opts() })
-                    .unwrap();
+            let o = arbor_tree::SessionOptions { session_dir: Some(dir.path().into()), ..opts() };
+            let mut s = Session::open(&src, OpenMode::Write, o).unwrap();
             let new_path = s.create_branched_session(&args[0]).unwrap().unwrap();
             let lines: Vec<Value> =
                 fs::read_to_string(&new_path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -206,11 +179,11 @@ fn reading_does_not_rewrite_but_the_first_write_migrates() {
         let src = dir.path().join(format!("{stem}.jsonl"));
         fs::copy(fixtures().join("pi").join(format!("{stem}.jsonl")), &src).unwrap();
         let before = fs::read(&src).unwrap();
-        let s = Session::open(&src, opts()).unwrap();
+        let s = Session::open(&src, OpenMode::Write, opts()).unwrap();
         assert!(s.migration().migrated());
         assert_eq!(fs::read(&src).unwrap(), before, "opening never writes");
         drop(s);
-        let mut s = Session::open(&src, opts()).unwrap();
+        let mut s = Session::open(&src, OpenMode::Write, opts()).unwrap();
         let leaf = s.leaf_id().unwrap().to_owned();
         s.append_label_change(&leaf, Some("checked")).unwrap();
         drop(s);

@@ -1,59 +1,44 @@
-//! The sidecar index `FILE.arbor-index`: what the light scan learned about a
-//! session file (each entry's byte range, line, id, parent, type, role and
-//! time), so that reopening an unchanged file skips the scan.
+//! The index cache: what the light scan learned about a session file (each
+//! entry's byte range, line, id, parent, type, role and time), so that
+//! reopening an unchanged file skips the scan (docs/format.md, "The index").
 //!
-//! It is a cache and never the truth: it is written (atomically, through the
-//! [`crate::Store`]) only for a clean file (no diagnostics, ending in a
-//! newline, at least [`MIN_INDEXED_BYTES`]), and read only when the file's
-//! size, modification time and a checksum of its first and last 64 KiB
-//! match the ones recorded. A missing, stale, truncated or corrupt index is
-//! ignored (and rewritten after the scan); reading it never fails an open.
+//! It is a cache and never the truth. It lives in Arbor's cache directory,
+//! never beside the session ([`crate::paths::index_dir`]), in a file named
+//! after the session file's identity (a hash of what [`Store::stamp`] calls
+//! it: for local files the canonical path, device and inode). It is written
+//! (atomically) only for a clean file (no diagnostics, ending in a newline,
+//! at least [`MIN_INDEXED_BYTES`]), and read only when the file's size,
+//! modification time and a checksum of its first and last 64 KiB match the
+//! ones recorded. A missing, stale, truncated or corrupt index is ignored
+//! (and rewritten after the scan); an unwritable cache directory means no
+//! index. Reading or writing it never fails an open.
 //!
-//! Layout (little-endian): `ARBORIX2`, size u64, mtime ns i128, checksum
+//! Layout (little-endian): `ARBORIX3`, size u64, mtime ns i128, checksum
 //! u64, header bytes u64, entry count u64, then per entry: offset u64,
 //! length u32, line u32, flags u8 (1: has a timestamp, 2: only JavaScript's
-//! reading accepts the line) + timestamp ms i64, type (a [`NAMES`] code
-//! u8, or 255 + string), role (254 for none, a code, or 255 + string), id
-//! (string), resolved parent (u32 position of the earlier entry the parent id
-//! resolves to, or `u32::MAX`), and only when that is `u32::MAX` the parent
-//! id (flag u8 + string); strings are u16 length + UTF-8. A resolved parent's
-//! id is that entry's id, so it is not stored twice. An index of another
-//! version (`ARBORIX1` had no resolved parents) is ignored and rewritten.
+//! reading accepts the line) + timestamp ms i64, type (its position in
+//! [`EntryType::ALL`], or 255 + string), role (254 for none, its position in
+//! [`Role::ALL`], or 255 + string), id (string), resolved parent (u32
+//! position of the earlier entry the parent id resolves to, or `u32::MAX`),
+//! and only when that is `u32::MAX` the parent id (flag u8 + string); strings
+//! are u16 length + UTF-8. A resolved parent's id is that entry's id, so it
+//! is not stored twice. An index of another version is ignored and rewritten.
 
-use arbor_log::{read_exact_at, ReadAt};
+use std::path::{Path, PathBuf};
 
-/// The suffix of the side file beside a session: `FILE.arbor-index`.
-pub const INDEX_SUFFIX: &str = "arbor-index";
+use arbor_log::scan::{read_exact_at, ReadAt};
+use arbor_log::{atomic_write, EntryType, Role};
+
+use crate::store::Store;
+
+/// The extension of an index file in the cache directory.
+const INDEX_EXTENSION: &str = "arbor-index";
 
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX2";
+const MAGIC: &[u8; 8] = b"ARBORIX3";
 
-/// The entry types and message roles every session has: stored in the index
-/// as one byte (the position in this list) and named once in memory
-/// (`Session` slots borrow them instead of holding a copy each).
-pub(crate) const NAMES: [&str; 19] = [
-    "message",
-    "thinking_level_change",
-    "model_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-    "ttsr_injection",
-    "mode_change",
-    "user",
-    "assistant",
-    "toolResult",
-    "bashExecution",
-    "branchSummary",
-    "compactionSummary",
-    "hookMessage",
-    "developer",
-];
 const NAMED_STRING: u8 = 255;
 const NO_ROLE: u8 = 254;
 const NO_POSITION: u32 = u32::MAX;
@@ -66,10 +51,10 @@ pub(crate) struct IndexedEntry<'a> {
     pub len: u32,
     pub line: u32,
     pub ts_ms: Option<i64>,
-    /// Only JavaScript's reading accepts the line (`arbor_log::parse_line_detail`).
+    /// Only JavaScript's reading accepts the line (`arbor_log::reader::parse_line_detail`).
     pub js_only: bool,
-    pub entry_type: &'a str,
-    pub role: Option<&'a str>,
+    pub entry_type: EntryType,
+    pub role: Option<Role>,
     pub id: &'a str,
     /// The parent id; stored (and decoded) only when `parent` is `None`.
     pub parent_id: Option<&'a str>,
@@ -93,21 +78,75 @@ pub(crate) struct Stamp {
     pub checksum: u64,
 }
 
+/// FNV-1a, 64 bits.
+#[derive(Debug, Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 /// FNV-1a over the first and last 64 KiB: cheap, and catches a rewrite that kept size and time.
 pub(crate) fn checksum(src: &dyn ReadAt, size: u64) -> std::io::Result<u64> {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut h = Fnv::new();
     let head = read_exact_at(src, 0, EDGE.min(size) as usize)?;
-    feed(&head);
+    h.feed(&head);
     let tail_start = size.saturating_sub(EDGE);
     let tail = read_exact_at(src, tail_start, (size - tail_start) as usize)?;
-    feed(&tail);
-    Ok(h)
+    h.feed(&tail);
+    Ok(h.0)
+}
+
+/// Where one session file's index lives, and the stamp it must carry.
+#[derive(Debug, Clone)]
+pub(crate) struct IndexFile {
+    path: PathBuf,
+    pub(crate) stamp: Stamp,
+}
+
+impl IndexFile {
+    /// The index of the file at `path` in `dir`, when the store can name the
+    /// file and stamp it and the file ends with a newline (an index never
+    /// covers a half-written line).
+    pub(crate) fn locate(dir: &Path, store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<IndexFile> {
+        let file = store.stamp(path)?;
+        if src.len().ok()? != file.size || file.size == 0 {
+            return None;
+        }
+        if read_exact_at(src, file.size - 1, 1).ok()? != b"\n" {
+            return None;
+        }
+        let checksum = checksum(src, file.size).ok()?;
+        let mut name = Fnv::new();
+        name.feed(file.identity.as_bytes());
+        Some(IndexFile {
+            path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)),
+            stamp: Stamp { size: file.size, mtime_ns: file.mtime_ns, checksum },
+        })
+    }
+
+    /// The index's bytes when there is one whose stamp matches.
+    pub(crate) fn read(&self) -> Option<Vec<u8>> {
+        let bytes = std::fs::read(&self.path).ok()?;
+        (stamp_of(&bytes) == Some(self.stamp)).then_some(bytes)
+    }
+
+    /// Writes the index atomically; a cache, so failing changes nothing.
+    pub(crate) fn write(&self, bytes: &[u8]) {
+        if let Some(dir) = self.path.parent() {
+            if std::fs::create_dir_all(dir).is_ok() {
+                let _ = atomic_write(&self.path, |w| w.write_all(bytes));
+            }
+        }
+    }
 }
 
 /// The index's bytes; `None` when an entry does not fit the layout (a line of
@@ -125,12 +164,13 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
         out.extend_from_slice(s.as_bytes());
         Some(())
     }
-    fn put_name(out: &mut Vec<u8>, s: &str) -> Option<()> {
-        match NAMES.iter().position(|n| *n == s) {
+    /// A known name as its position in `known`, any other as 255 and the string.
+    fn put_name<T: PartialEq + AsRef<str>>(out: &mut Vec<u8>, known: &[T], name: &T) -> Option<()> {
+        match known.iter().position(|n| n == name) {
             Some(code) => out.push(code as u8),
             None => {
                 out.push(NAMED_STRING);
-                put_str(out, s)?;
+                put_str(out, name.as_ref())?;
             }
         }
         Some(())
@@ -141,10 +181,10 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
         out.extend_from_slice(&e.line.to_le_bytes());
         out.push(u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1);
         out.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
-        put_name(&mut out, e.entry_type)?;
-        match e.role {
+        put_name(&mut out, EntryType::ALL, &e.entry_type)?;
+        match &e.role {
             None => out.push(NO_ROLE),
-            Some(role) => put_name(&mut out, role)?,
+            Some(role) => put_name(&mut out, Role::ALL, role)?,
         }
         put_str(&mut out, e.id)?;
         match e.parent {
@@ -204,11 +244,11 @@ impl<'a> Cursor<'a> {
             _ => None,
         }
     }
-    /// A type or role: a [`NAMES`] code or a string.
-    fn name(&mut self, code: u8) -> Option<&'a str> {
+    /// A type or role: its position in `known`, or a string.
+    fn name<T: Clone>(&mut self, code: u8, known: &[T], parse: fn(&str) -> T) -> Option<T> {
         match code {
-            NAMED_STRING => self.string(),
-            c => NAMES.get(usize::from(c)).copied(),
+            NAMED_STRING => self.string().map(parse),
+            c => known.get(usize::from(c)).cloned(),
         }
     }
 }
@@ -262,10 +302,10 @@ pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry
         let flags = c.u8()?;
         let ts = c.i64()?;
         let type_code = c.u8()?;
-        let entry_type = c.name(type_code)?;
+        let entry_type = c.name(type_code, EntryType::ALL, EntryType::parse)?;
         let role = match c.u8()? {
             NO_ROLE => None,
-            code => Some(c.name(code)?),
+            code => Some(c.name(code, Role::ALL, Role::parse)?),
         };
         let id = c.string()?;
         let parent = c.u32()?;
@@ -322,8 +362,8 @@ mod tests {
                     line: 2,
                     ts_ms: Some(-3),
                     js_only: false,
-                    entry_type: "message",
-                    role: Some("user"),
+                    entry_type: EntryType::Message,
+                    role: Some(Role::User),
                     id: "a",
                     parent_id: None,
                     parent: None,
@@ -334,21 +374,21 @@ mod tests {
                     line: 3,
                     ts_ms: None,
                     js_only: true,
-                    entry_type: "x",
+                    entry_type: EntryType::parse("x"),
                     role: None,
                     id: "b",
                     parent_id: None,
                     parent: Some(0),
                 },
-                // A type and role outside `NAMES`, a parent id that resolves to nothing.
+                // A type and role Arbor does not know, a parent id that resolves to nothing.
                 IndexedEntry {
                     offset: 21,
                     len: 4,
                     line: 5,
                     ts_ms: Some(i64::MAX),
                     js_only: false,
-                    entry_type: "weird_type",
-                    role: Some("narrator"),
+                    entry_type: EntryType::parse("weird_type"),
+                    role: Some(Role::parse("narrator")),
                     id: "c",
                     parent_id: Some("missing"),
                     parent: None,

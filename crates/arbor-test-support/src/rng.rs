@@ -1,11 +1,13 @@
-//! A small xorshift generator shared by the crate's tests and benches
-//! (included with `#[path]`): deterministic, no dependency.
+//! A small xorshift generator: deterministic, no dependency.
 
 /// The generator; the seed must not be 0.
+#[derive(Debug, Clone)]
 pub struct Rng(pub u64);
 
-#[allow(dead_code)] // each includer uses a different subset
 impl Rng {
+    /// The next 64 random bits.
+    // An endless generator, not an `Iterator`: `next` never ends, so no `Option`.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
@@ -23,6 +25,7 @@ impl Rng {
         lo + (self.next() % (hi - lo + 1) as u64) as usize
     }
 
+    /// One of `items`.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }

@@ -1,0 +1,144 @@
+//! What an entry says, in parts a page or a document can lay out: the
+//! heading, the text, thinking, tool calls and results, images.
+
+use arbor_log::{Block, Entry, EntryKind, EntryType, MessageView, Role};
+use serde_json::Value;
+
+/// One piece of an entry's content.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Part {
+    /// Prose (Markdown as the model or the user wrote it).
+    Text(String),
+    /// A model's thinking.
+    Thinking(String),
+    /// A tool call: its id, name and arguments (pretty JSON).
+    Call { id: String, name: String, arguments: String },
+    /// A tool's output (or a command's).
+    Output(String),
+    /// An image, by MIME type.
+    Image(String),
+}
+
+/// What an entry is: a message's role, or the entry's type.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Kind {
+    Role(Role),
+    Type(EntryType),
+}
+
+impl Kind {
+    /// The role or type as written in session files.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Kind::Role(r) => r.as_str(),
+            Kind::Type(t) => t.as_str(),
+        }
+    }
+
+    /// True for compaction and branch summaries, as entries or as messages.
+    pub fn is_summary(&self) -> bool {
+        matches!(
+            self,
+            Kind::Type(EntryType::Compaction | EntryType::BranchSummary)
+                | Kind::Role(Role::CompactionSummary | Role::BranchSummary)
+        )
+    }
+}
+
+/// An entry as a heading and parts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Described {
+    /// `user`, `assistant`, `tool result: read`, `compaction`, `model: …`, ….
+    pub heading: String,
+    pub kind: Kind,
+    pub parts: Vec<Part>,
+    /// True for entries that are part of what the model sees (messages and summaries).
+    pub conversational: bool,
+    /// True for a failed tool result.
+    pub error: bool,
+}
+
+fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
+    let text = |t: &str| if as_output { Part::Output(t.to_owned()) } else { Part::Text(t.to_owned()) };
+    match content {
+        Some(Value::String(s)) => vec![text(s)],
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| match Block::of(b) {
+                Block::Text(t) => Some(text(t)),
+                Block::Thinking(t) if !t.is_empty() => Some(Part::Thinking(t.to_owned())),
+                Block::Image { mime_type, .. } => Some(Part::Image(mime_type.to_owned())),
+                Block::ToolCall(call) => Some(Part::Call {
+                    id: call.id.unwrap_or("").to_owned(),
+                    name: call.name.unwrap_or("tool").to_owned(),
+                    arguments: call
+                        .arguments
+                        .map_or_else(String::new, |a| serde_json::to_string_pretty(a).unwrap_or_default()),
+                }),
+                _ => None,
+            })
+            .collect(),
+        _ => vec![],
+    }
+}
+
+fn message(view: MessageView<'_>) -> Described {
+    let role = view.role().unwrap_or_else(|| Role::parse("message"));
+    let plain = |heading: String, parts: Vec<Part>| Described {
+        heading,
+        kind: Kind::Role(role.clone()),
+        parts,
+        conversational: true,
+        error: false,
+    };
+    let text = |key: &str| view.str_field(key).unwrap_or("").to_owned();
+    match &role {
+        Role::ToolResult => Described {
+            heading: format!("tool result: {}", view.str_field("toolName").unwrap_or("tool")),
+            error: view.get("isError") == Some(&Value::Bool(true)),
+            ..plain(String::new(), content_parts(view.content(), true))
+        },
+        Role::BashExecution => {
+            plain("bash".into(), vec![Part::Text(format!("`$ {}`", text("command"))), Part::Output(text("output"))])
+        }
+        Role::BranchSummary | Role::CompactionSummary => plain(role.to_string(), vec![Part::Text(text("summary"))]),
+        _ => plain(role.to_string(), content_parts(view.content(), false)),
+    }
+}
+
+/// Describes an entry.
+pub(crate) fn describe(e: &Entry) -> Described {
+    let plain = |heading: String, parts: Vec<Part>, conversational: bool| Described {
+        heading,
+        kind: Kind::Type(e.entry_type()),
+        parts,
+        conversational,
+        error: false,
+    };
+    match &e.kind {
+        EntryKind::Message(m) => message(m.view()),
+        EntryKind::Compaction(c) => {
+            let tokens = c.tokens_before.as_ref().map(|n| format!(" ({n} tokens before)")).unwrap_or_default();
+            plain(format!("compaction{tokens}"), vec![Part::Text(c.summary.clone())], true)
+        }
+        EntryKind::BranchSummary(b) => plain("branch summary".into(), vec![Part::Text(b.summary.clone())], true),
+        EntryKind::CustomMessage(c) => {
+            plain(format!("{} (extension message)", c.custom_type), content_parts(c.content.as_ref(), false), true)
+        }
+        EntryKind::ModelChange(m) => {
+            let (p, id) = m.default_model().unwrap_or_default();
+            plain(format!("model: {p}/{id}"), vec![], false)
+        }
+        EntryKind::ThinkingLevelChange(t) => plain(format!("thinking: {}", t.level().unwrap_or("off")), vec![], false),
+        EntryKind::Label(l) => {
+            let what = l.text().map_or_else(
+                || format!("label of {} cleared", l.target_id),
+                |x| format!("label {x:?} on {}", l.target_id),
+            );
+            plain(what, vec![], false)
+        }
+        EntryKind::SessionInfo(i) => plain(format!("session name: {}", i.name.as_deref().unwrap_or("")), vec![], false),
+        EntryKind::Custom(c) => plain(format!("custom: {}", c.custom_type), vec![], false),
+        _ => plain(e.entry_type().to_string(), vec![], false),
+    }
+}

@@ -1,0 +1,34 @@
+//! Other agents in, pictures out: Claude Code and Codex CLI transcripts
+//! imported as pi sessions, sessions exported as Markdown, as one
+//! self-contained HTML page of the whole tree, or as clean JSONL, and the
+//! diff of two branches of a session.
+//!
+//! `arbor-interop` owns the mappings between pi's format and the others'
+//! ([`import_transcripts`], [`Format`]), the exporters ([`export_markdown`],
+//! [`export_html`], [`export_jsonl`]) and [`diff`]. It reads sessions through
+//! `arbor-tree` and rebuilds contexts through `arbor-context`.
+//!
+//! It does not know terminals, command lines, models or async runtimes: the
+//! CLI parses, calls and prints. It never prints.
+//!
+//! Promises:
+//! - importing the same transcript twice gives the same session, with the
+//!   same ids, byte for byte; a grown transcript extends its session;
+//! - a bad line in a transcript is reported with its number and skipped,
+//!   never fatal; an unfinished last line is left for a later import;
+//! - every source record is kept: mapped to a pi entry that names its source
+//!   line, or whole in a `custom` entry (`claude.<type>`, `codex.<type>`);
+//! - a session file that was continued after its import is never overwritten.
+
+mod diff;
+mod error;
+mod export;
+mod files;
+mod import;
+
+pub use diff::{diff, Diff, Side};
+pub use error::InteropError;
+pub use export::{export_html, export_jsonl, export_markdown, Scope};
+pub use import::{
+    import_transcripts, sources, Format, ImportOptions, ImportReport, Outcome, SessionReport, SkippedLine, SOURCE_KEY,
+};

@@ -1,0 +1,346 @@
+//! Filling a session: index-first from the index cache or a light scan
+//! (current-version files), or in full from a [`SessionLog`] (files that
+//! need a migration); and keeping the id map, parents, children, labels and
+//! cycles right as slots are added.
+
+use std::io;
+use std::sync::{Arc, OnceLock};
+
+use compact_str::CompactString;
+
+use arbor_log::idhash::IdMap;
+use arbor_log::scan::{read_exact_at, ReadAt, ScannedLog};
+use arbor_log::{
+    Diagnostic, DiagnosticKind, Entry, EntryKind, EntryType, OwnedLine, Role, SeededIds, SessionHeader, SessionLog,
+    CURRENT_VERSION,
+};
+
+use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
+use super::{Disk, Session};
+use crate::index::{self, IndexFile, MIN_INDEXED_BYTES};
+
+impl Session {
+    /// The index-first load: true when done, false when the file needs the full
+    /// path (no usable header, or an old version that needs a migration).
+    pub(super) fn load_index_first(&mut self, src: Arc<dyn ReadAt>) -> io::Result<bool> {
+        let path = self.file.clone().unwrap_or_default();
+        let index = self
+            .opts
+            .index_dir
+            .as_deref()
+            .and_then(|dir| IndexFile::locate(dir, self.opts.store.as_ref(), &path, &*src));
+        if let Some(index) = &index {
+            if self.load_indexed(index, &src)? {
+                return Ok(true);
+            }
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        let scanned = ScannedLog::read(&*src, threads)?;
+        let clean = scanned.diagnostics.is_empty() && !scanned.entries.is_empty();
+        let header_bytes = scanned.prefix.lines().last().map_or(0, |l| l.offset + l.raw().len() as u64);
+        if !self.load_scan(src, scanned)? {
+            return Ok(false);
+        }
+        if let Some(index) = index.filter(|i| clean && i.stamp.size >= MIN_INDEXED_BYTES && self.diagnostics.is_empty())
+        {
+            if let Some(bytes) = self.index_of_slots(header_bytes).and_then(|e| index::encode(index.stamp, &e)) {
+                index.write(&bytes);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The index of a loaded file; `None` when a parent comes after its child
+    /// (the index keeps only parents that point back, so it can hold no cycle).
+    fn index_of_slots(&self, header_bytes: u64) -> Option<index::Index<'_>> {
+        let entries = self
+            .state
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (offset, len) = s.src?;
+                let parent = self.parent_of(i);
+                if parent.is_some_and(|p| p >= i) {
+                    return None;
+                }
+                Some(index::IndexedEntry {
+                    parent,
+                    offset,
+                    len: u32::try_from(len).ok()?,
+                    line: u32::try_from(s.line).ok()?,
+                    ts_ms: s.ts_ms,
+                    js_only: s.js_only,
+                    entry_type: s.entry_type.clone(),
+                    role: s.role.clone(),
+                    id: &s.id,
+                    parent_id: s.parent_id.as_deref(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(index::Index { header_bytes, entries })
+    }
+
+    /// Loads from the cached index; false when there is none usable.
+    fn load_indexed(&mut self, index: &IndexFile, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
+        let Some(bytes) = index.read() else { return Ok(false) };
+        // The index holds each parent already resolved, and only clean files
+        // (no duplicate ids, no cycles) are indexed: no id is hashed here.
+        let n = index::entry_count(&bytes);
+        let (mut slots, mut parents): (Vec<Slot>, Vec<usize>) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let decoded = index::decode_each(&bytes, |e| {
+            // A resolved parent's id is that entry's id (the index stores it once).
+            let parent_id = match (e.parent, e.parent_id) {
+                (Some(p), _) => slots.get(p).map(|s| s.id.clone()),
+                (None, id) => id.map(CompactString::from),
+            };
+            parents.push(e.parent.unwrap_or(NO_PARENT));
+            slots.push(Slot::indexed(e, parent_id));
+        });
+        drop(bytes);
+        let Some(header_bytes) = decoded else { return Ok(false) };
+        let raw = read_exact_at(&**src, 0, usize::try_from(header_bytes).unwrap_or(usize::MAX))?;
+        let prefix = SessionLog::read(&raw[..])?;
+        let Some(header) = prefix.header() else { return Ok(false) };
+        if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
+            return Ok(false);
+        }
+        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots, Some(parents)))
+    }
+
+    /// Loads from a fresh scan; false when the file needs the full path.
+    fn load_scan(&mut self, src: Arc<dyn ReadAt>, scanned: ScannedLog) -> io::Result<bool> {
+        let Some(header) = scanned.prefix.header() else { return Ok(false) };
+        if header.version() < CURRENT_VERSION {
+            return Ok(false);
+        }
+        let slots = scanned.entries.into_iter().map(Slot::scanned).collect();
+        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, None))
+    }
+
+    /// Takes a v3 prefix's header and the loaded slots; false (nothing
+    /// changed) when the prefix would need a migration or a rewrite.
+    fn load_slots(
+        &mut self,
+        mut prefix: SessionLog,
+        header: SessionHeader,
+        diagnostics: Vec<Diagnostic>,
+        src: Arc<dyn ReadAt>,
+        slots: Vec<Slot>,
+        parents: Option<Vec<usize>>,
+    ) -> bool {
+        let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
+        if report.migrated() || prefix.is_dirty() {
+            return false;
+        }
+        self.cwd = header.cwd.clone().unwrap_or_default();
+        self.header = header;
+        self.migration = report;
+        self.diagnostics = diagnostics;
+        self.state.source = Some(src);
+        // Moved in whole (a million slots are not copied one by one).
+        self.state.slots = slots;
+        for i in 0..self.state.slots.len() {
+            self.note_loaded(i);
+        }
+        self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
+        match parents {
+            Some(parents) => self.state.parent_idx = parents,
+            None => {
+                self.resolve_ids();
+                self.find_cycles();
+            }
+        }
+        self.diagnostics.sort_by_key(|d| d.line);
+        self.disk = Disk::Synced { count: self.state.slots.len() };
+        true
+    }
+
+    /// Loads decoded entries (the full path), the later line of an id winning.
+    pub(super) fn load_entries(&mut self, entries: Vec<(usize, Entry, OwnedLine)>, diags: Vec<Diagnostic>) {
+        self.diagnostics.extend(diags);
+        self.state.slots.reserve_exact(entries.len());
+        for (line, entry, owned) in entries {
+            let json = line_json(owned.raw, owned.js_only);
+            self.push_loaded(Slot::decoded(entry, json, line, owned.js_only));
+        }
+        self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
+        self.resolve_ids();
+        self.find_cycles();
+        self.diagnostics.sort_by_key(|d| d.line);
+    }
+
+    /// Appends a decoded entry after the load (see [`Session::push`]).
+    pub(super) fn push_slot(&mut self, entry: Entry, json: Box<str>, line: usize, js_only: bool) -> usize {
+        self.push(Slot::decoded(entry, json, line, js_only))
+    }
+
+    /// Appends a slot after the load: the id map, parents and children lists follow it.
+    fn push(&mut self, slot: Slot) -> usize {
+        self.state.leaf = Some(slot.id.to_string());
+        let mut by_id = self.state.by_id.take().unwrap_or_else(|| id_index(&self.state.slots));
+        let mut unresolved = self
+            .state
+            .unresolved
+            .take()
+            .unwrap_or_else(|| unresolved_parents(&self.state.slots, &self.state.parent_idx));
+        let i = self.push_loaded(slot);
+        let id = self.state.slots[i].id.clone();
+        let prev = by_id.insert(id.clone(), i);
+        if let Some(prev) = prev {
+            self.state.slots[prev].live = false;
+        }
+        let own = self.state.slots[i].parent_id.as_deref().and_then(|p| by_id.get(p).copied());
+        self.state.parent_idx.push(own.unwrap_or(NO_PARENT));
+        // Entries naming this id as their parent now resolve to it (the later
+        // line wins). Only possible when the id was taken before or was some
+        // entry's unresolved parent; a fresh id (every append) skips the walk.
+        if prev.is_some() || unresolved.remove(&id) {
+            for k in 0..i {
+                if self.state.slots[k].parent_id.as_ref() == Some(&id) {
+                    self.state.parent_idx[k] = i;
+                }
+            }
+        }
+        let parent = self.state.slots[i].parent_id.clone();
+        if let (None, Some(p)) = (own, &parent) {
+            unresolved.insert(p.clone());
+        }
+        if let (Some(children), Some(p)) = (self.state.children.get_mut(), parent) {
+            match children.get_mut(&p) {
+                Some(kids) => kids.push(i),
+                None => {
+                    children.insert(p, Kids::One(i));
+                }
+            }
+        }
+        self.state.by_id = OnceLock::from(by_id);
+        self.state.unresolved = OnceLock::from(unresolved);
+        i
+    }
+
+    /// After a bulk load: the id map (the later line of an id wins, earlier
+    /// ones are no longer live) and every slot's parent resolved through it.
+    fn resolve_ids(&mut self) {
+        let st = &mut self.state;
+        let mut by_id: IdMap<usize> = IdMap::default();
+        by_id.reserve(st.slots.len());
+        for i in 0..st.slots.len() {
+            if let Some(prev) = by_id.insert(st.slots[i].id.clone(), i) {
+                st.slots[prev].live = false;
+            }
+        }
+        st.parent_idx = st
+            .slots
+            .iter()
+            .map(|s| s.parent_id.as_deref().and_then(|p| by_id.get(p).copied()).unwrap_or(NO_PARENT))
+            .collect();
+        st.by_id = OnceLock::from(by_id);
+        st.children = OnceLock::new();
+        st.unresolved = OnceLock::new();
+    }
+
+    /// The slot an id resolves to. The last entry (usually the leaf) is
+    /// answered without the id map, so reading the context at the leaf of a
+    /// file opened through its index hashes no id at all.
+    pub(super) fn slot_of(&self, id: &str) -> Option<usize> {
+        match self.state.slots.last() {
+            // The last line holding an id is the one the id resolves to.
+            Some(last) if last.id == id => Some(self.state.slots.len() - 1),
+            _ => self.ids().get(id).copied(),
+        }
+    }
+
+    /// Id → slot (the later line of an id wins), built on first use.
+    pub(super) fn ids(&self) -> &IdMap<usize> {
+        self.state.by_id.get_or_init(|| id_index(&self.state.slots))
+    }
+
+    /// Parent id → the live slots naming it, in file order, built on first use.
+    pub(super) fn kids(&self) -> &IdMap<Kids> {
+        self.state.children.get_or_init(|| children_index(&self.state.slots))
+    }
+
+    /// The slot the parent of slot `i` resolves to.
+    pub(crate) fn parent_of(&self, i: usize) -> Option<usize> {
+        self.state.parent_idx.get(i).copied().filter(|&p| p != NO_PARENT)
+    }
+
+    /// Adds a loaded slot (see [`Session::note_loaded`]).
+    fn push_loaded(&mut self, slot: Slot) -> usize {
+        let i = self.state.slots.len();
+        self.state.slots.push(slot);
+        self.note_loaded(i);
+        i
+    }
+
+    /// Counts a loaded slot: its label and whether it is an assistant message.
+    fn note_loaded(&mut self, i: usize) {
+        let st = &mut self.state;
+        let slot = &st.slots[i];
+        if !st.has_assistant && slot.role == Some(Role::Assistant) {
+            st.has_assistant = true;
+        }
+        if slot.entry_type != EntryType::Label {
+            return;
+        }
+        let src = st.source.as_deref();
+        let entry = slot.entry(src);
+        if let EntryKind::Label(l) = &entry.kind {
+            // The entry's `timestamp` as written (a label keeps it, and a fork copies it).
+            let timestamp = match entry.timestamp.as_str() {
+                "" => arbor_log::json::parse(slot.json(src)).ok().and_then(|v| v.get("timestamp").cloned()),
+                ts => Some(serde_json::Value::String(ts.to_owned())),
+            };
+            st.labels.apply(l, timestamp);
+        }
+    }
+
+    /// Makes one entry of each parent cycle a root (and reports the cycle).
+    fn find_cycles(&mut self) {
+        let n = self.state.slots.len();
+        // 0 = unseen, 1 = on the current walk, 2 = done.
+        let mut state = vec![0u8; n];
+        for start in 0..n {
+            if !self.state.slots[start].live || state[start] != 0 {
+                continue;
+            }
+            let mut walk = vec![];
+            let mut cur = Some(start);
+            while let Some(i) = cur {
+                match state[i] {
+                    2 => break,
+                    1 => {
+                        // A cycle: from the first occurrence of i in this walk to its end.
+                        let pos = walk.iter().position(|&w| w == i).unwrap_or(0);
+                        if let Some(&first) = walk[pos..].iter().min() {
+                            self.note_cycle(first);
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+                state[i] = 1;
+                walk.push(i);
+                let e = &self.state.slots[i];
+                cur = match &e.parent_id {
+                    Some(p) if *p != e.id => self.parent_of(i),
+                    _ => None,
+                };
+            }
+            for w in walk {
+                state[w] = 2;
+            }
+        }
+    }
+
+    fn note_cycle(&mut self, first: usize) {
+        let slot = &self.state.slots[first];
+        self.diagnostics.push(Diagnostic {
+            line: slot.line,
+            offset: 0,
+            kind: DiagnosticKind::ParentCycle { id: slot.id.to_string() },
+        });
+        self.state.cycle_roots.insert(first);
+    }
+}

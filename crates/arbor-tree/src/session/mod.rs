@@ -1,0 +1,206 @@
+//! [`Session`]: pi's `SessionManager` over a [`Store`] (docs/architecture.md,
+//! "Opening a session" to "The tree").
+//!
+//! The session holds every entry in file order with the JSON text it was read
+//! as (so nothing is re-encoded by accident), an id index where the later line
+//! wins, children lists, resolved labels and the leaf. Writes follow pi's
+//! lifecycle without its bugs (docs/architecture.md, "The persist state
+//! machine"): a new session reaches disk with its first assistant message in
+//! one atomic write, a loaded file is appended to, a migrated file is
+//! rewritten atomically on its first write (never on read), and a damaged
+//! file is replaced only when the caller asks for pi's recovery.
+//!
+//! One room per job:
+//! - `options.rs`: [`OpenMode`] and [`SessionOptions`];
+//! - `open.rs`: the factories (`open`, `create`, `in_memory`,
+//!   `continue_recent`, `new_session`);
+//! - `load.rs`: filling a session from a scan, the index or a full read;
+//! - `persist.rs`: what is on disk, locking, materialization;
+//! - `append.rs`: every append; `leaf.rs`: leaf moves;
+//! - `query.rs`: reading by id (the user's vocabulary);
+//! - `positions.rs`: [`Position`] and reading by position, one or many at a
+//!   time on all cores (the fast paths' vocabulary);
+//! - `branched.rs`: `create_branched_session` and `fork_from`;
+//! - `slot.rs`: one entry (`Slot`) and the line cursor.
+
+mod append;
+mod branched;
+mod leaf;
+mod load;
+mod open;
+mod options;
+mod persist;
+mod positions;
+mod query;
+mod slot;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use compact_str::CompactString;
+
+use arbor_log::idhash::{IdHash, IdMap};
+use arbor_log::scan::ReadAt;
+use arbor_log::{format_iso_ms, Diagnostic, MigrationReport, SessionHeader};
+
+use crate::labels::Labels;
+use crate::store::{AppendHandle, WriteLock};
+
+pub use options::{OpenMode, SessionOptions};
+pub(crate) use persist::Disk;
+pub use positions::Position;
+pub(crate) use slot::{LineCursor, Slot};
+
+/// The `customType` of the hidden entry that makes a leaf move durable.
+pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
+
+/// The entries and everything derived from them. `Default` is the empty
+/// session, so resetting all of it is one assignment ([`Session::clear`]).
+#[derive(Debug, Default)]
+pub(crate) struct Entries {
+    pub(crate) slots: Vec<Slot>,
+    /// Id → slot; built by a bulk load that hashes ids anyway, else on first use.
+    by_id: OnceLock<IdMap<usize>>,
+    /// For each slot, the slot its `parentId` resolves to through `by_id`
+    /// (`NO_PARENT` when none): walks follow indices, not hash lookups.
+    parent_idx: Vec<usize>,
+    /// Built on first use.
+    children: OnceLock<IdMap<slot::Kids>>,
+    /// Parent ids naming no entry (built by the first append): an append
+    /// whose id is one of them re-points the entries naming it.
+    unresolved: OnceLock<HashSet<CompactString, IdHash>>,
+    labels: Labels,
+    leaf: Option<String>,
+    leaf_moved: bool,
+    has_assistant: bool,
+    /// One entry of each parent cycle, shown as a root.
+    pub(crate) cycle_roots: HashSet<usize>,
+    /// The file as opened, for decoding entries on demand (`None` when every slot is decoded).
+    source: Option<Arc<dyn ReadAt>>,
+}
+
+/// A session: the tree/leaf model over one log. See the module docs.
+#[derive(Debug)]
+pub struct Session {
+    header: SessionHeader,
+    pub(crate) state: Entries,
+    persist: bool,
+    read_only: bool,
+    file: Option<PathBuf>,
+    session_dir: PathBuf,
+    cwd: String,
+    disk: Disk,
+    writer: Option<Box<dyn AppendHandle>>,
+    lock: Option<Box<dyn WriteLock>>,
+    opts: SessionOptions,
+    diagnostics: Vec<Diagnostic>,
+    migration: MigrationReport,
+    notices: Vec<String>,
+    failed: Option<String>,
+}
+
+impl Session {
+    fn blank(opts: SessionOptions, cwd: String, persist: bool, session_dir: PathBuf) -> Session {
+        let header = SessionHeader::new(String::new(), String::new(), cwd.clone(), None);
+        Session {
+            header,
+            state: Entries::default(),
+            persist,
+            read_only: false,
+            file: None,
+            session_dir,
+            cwd,
+            disk: Disk::NotMaterialized,
+            writer: None,
+            lock: None,
+            opts,
+            diagnostics: vec![],
+            migration: MigrationReport::default(),
+            notices: vec![],
+            failed: None,
+        }
+    }
+
+    /// Forgets every entry and what is on disk: an empty, unwritten session
+    /// (the header, file, lock and diagnostics stay as they are).
+    fn clear(&mut self) {
+        self.state = Entries::default();
+        self.disk = Disk::NotMaterialized;
+        self.writer = None;
+    }
+
+    fn now_iso(&self) -> String {
+        format_iso_ms(self.opts.clock.now_ms())
+    }
+
+    fn next_session_id(&self) -> String {
+        self.opts.ids.lock().unwrap_or_else(|p| p.into_inner()).session_id()
+    }
+
+    fn next_entry_id(&self, taken: &dyn Fn(&str) -> bool) -> String {
+        self.opts.ids.lock().unwrap_or_else(|p| p.into_inner()).entry_id(taken)
+    }
+
+    /// The file as opened, for decoding entries on demand (`None` when every slot is decoded).
+    pub(crate) fn src(&self) -> Option<&dyn ReadAt> {
+        self.state.source.as_deref()
+    }
+
+    /// The logical header (migrated; an omp-S title slot folded in).
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.header.id
+    }
+    /// The session file (persistent mode), whether or not it exists yet.
+    pub fn session_file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+    /// The directory new files of this session go to.
+    pub fn session_dir(&self) -> &Path {
+        &self.session_dir
+    }
+    /// The session's working directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+    /// True for a persistent session.
+    pub fn is_persistent(&self) -> bool {
+        self.persist
+    }
+    /// True when the session holds no write lock and refuses writes.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+    /// Problems found on load, by line.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+    /// What the migrations did on load (the file is rewritten on the first write).
+    pub fn migration(&self) -> &MigrationReport {
+        &self.migration
+    }
+    /// Things done to files that a user should hear about (backups, torn tails moved aside).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+    /// True when the file is already on disk.
+    pub fn is_materialized(&self) -> bool {
+        !matches!(self.disk, Disk::NotMaterialized)
+    }
+    /// The number of entries (duplicates included).
+    pub fn len(&self) -> usize {
+        self.state.slots.len()
+    }
+    /// True when the session has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.state.slots.is_empty()
+    }
+    /// The leaf id (`None` for an empty session or after `reset_leaf`).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.state.leaf.as_deref()
+    }
+}

@@ -1,0 +1,165 @@
+//! Reading a session by [`Position`], the vocabulary of bulk and fast paths:
+//! an entry's place in file order answers type, role and id without
+//! decoding, and many entries are decoded or copied on all cores at once.
+//! Users name entries by id (`query.rs`); a position is what a walk or a
+//! tree hands back for the next question.
+
+use std::fmt;
+
+use arbor_log::scan::ReadAt;
+use arbor_log::{Entry, EntryType, Role};
+
+use super::slot::Slot;
+use super::Session;
+
+/// A place in a session's file order: the n-th entry read or appended,
+/// duplicates included (the first entry after the header is `Position(0)`).
+/// Valid for the session that gave it, until its entries are replaced
+/// (`new_session`, `create_branched_session`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Position(usize);
+
+impl Position {
+    /// The position of the `index`-th entry in file order.
+    pub const fn new(index: usize) -> Position {
+        Position(index)
+    }
+
+    /// The index in file order.
+    pub const fn get(self) -> usize {
+        self.0
+    }
+}
+
+impl From<Position> for usize {
+    fn from(p: Position) -> usize {
+        p.0
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+impl Session {
+    fn slot_at(&self, p: Position) -> Option<&Slot> {
+        self.state.slots.get(p.0)
+    }
+
+    /// Every position, in file order.
+    pub fn positions(&self) -> impl DoubleEndedIterator<Item = Position> + ExactSizeIterator {
+        (0..self.state.slots.len()).map(Position)
+    }
+
+    /// The position of the entry an id resolves to (the later line wins on duplicates).
+    pub fn position_of(&self, id: &str) -> Option<Position> {
+        self.slot_of(id).map(Position)
+    }
+
+    /// [`Session::get_branch`] as positions, root first.
+    pub fn branch_positions(&self, from: Option<&str>) -> Vec<Position> {
+        self.path_slots(from).into_iter().map(Position).collect()
+    }
+
+    /// The position the entry's `parentId` resolves to (none for a root or an orphan).
+    pub fn parent_at(&self, p: Position) -> Option<Position> {
+        self.parent_of(p.0).map(Position)
+    }
+
+    /// The entry at `p`, decoded on first use (and then kept).
+    pub fn entry_at(&self, p: Position) -> Option<&Entry> {
+        self.slot_at(p).map(|s| s.entry(self.src()))
+    }
+
+    /// The entry at `p` as an owned value, without keeping a decoded copy
+    /// in the session (a copy when one is kept already).
+    pub fn decode_at(&self, p: Position) -> Option<Entry> {
+        self.slot_at(p).map(|s| s.owned_entry(self.src()))
+    }
+
+    /// [`Session::decode_at`] for many positions, decoded on all cores (in order).
+    pub fn decode_many(&self, positions: &[Position]) -> Vec<Option<Entry>> {
+        self.map_slots(positions, |_, s, src| s.owned_entry(src))
+    }
+
+    /// Calls `f(k, text)` with the JSON text of the entry at `positions[k]`,
+    /// on all cores and without keeping the texts; the results come in order
+    /// (`None` for a position past the end). For writers that copy many
+    /// entries' text, such as `arbor context --json`.
+    pub fn map_json_many<R: Send>(
+        &self,
+        positions: &[Position],
+        f: impl Fn(usize, &str) -> R + Sync,
+    ) -> Vec<Option<R>> {
+        self.map_slots(positions, |k, s, src| s.with_json(src, |j| f(k, j)))
+    }
+
+    /// `one(k, slot, source)` for the slot at each of `positions`, on all cores, in order.
+    fn map_slots<R: Send>(
+        &self,
+        positions: &[Position],
+        one: impl Fn(usize, &Slot, Option<&dyn ReadAt>) -> R + Sync,
+    ) -> Vec<Option<R>> {
+        let (slots, src) = (&self.state.slots, self.src());
+        let run = |base: usize, part: &[Position]| -> Vec<Option<R>> {
+            part.iter().enumerate().map(|(k, p)| slots.get(p.0).map(|s| one(base + k, s, src))).collect()
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        if threads < 2 || positions.len() < 64 {
+            return run(0, positions);
+        }
+        let chunk = positions.len().div_ceil(threads);
+        std::thread::scope(|sc| {
+            let run = &run;
+            let handles: Vec<_> = positions
+                .chunks(chunk)
+                .enumerate()
+                .map(|(n, part)| (n * chunk, part, sc.spawn(move || run(n * chunk, part))))
+                .collect();
+            let mut out = Vec::with_capacity(positions.len());
+            for (base, part, h) in handles {
+                // A worker cannot panic on data; if one did anyway, redo its part here.
+                out.extend(h.join().unwrap_or_else(|_| run(base, part)));
+            }
+            out
+        })
+    }
+
+    /// The id of the entry at `p` (no decoding).
+    pub fn id_at(&self, p: Position) -> Option<&str> {
+        self.slot_at(p).map(|s| s.id.as_str())
+    }
+
+    /// The `type` of the entry at `p` (no decoding).
+    pub fn entry_type_at(&self, p: Position) -> Option<&EntryType> {
+        self.slot_at(p).map(|s| &s.entry_type)
+    }
+
+    /// The message `role` of the message entry at `p` (no decoding).
+    pub fn role_at(&self, p: Position) -> Option<&Role> {
+        self.slot_at(p).and_then(|s| s.role.as_ref())
+    }
+
+    /// True unless a later line with the same id replaced the entry at `p`.
+    pub fn is_live_at(&self, p: Position) -> bool {
+        self.slot_at(p).is_some_and(|s| s.live)
+    }
+
+    /// The line the entry at `p` was read from (0 for one appended in this process).
+    pub fn line_at(&self, p: Position) -> usize {
+        self.slot_at(p).map_or(0, |s| s.line)
+    }
+
+    /// The JSON text of the entry at `p` (read on first use, then kept).
+    pub fn json_at(&self, p: Position) -> Option<&str> {
+        self.slot_at(p).map(|s| s.json(self.src()))
+    }
+
+    /// Calls `f` with the JSON text of the entry at `p` without keeping the
+    /// text in the session (for writers that stream many entries).
+    pub fn with_json_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Option<R> {
+        self.slot_at(p).map(|s| s.with_json(self.src(), f))
+    }
+}

@@ -1,0 +1,141 @@
+//! Reading a session by id, the vocabulary of its users: entries, the path
+//! from the root, children, labels, the session name.
+
+use std::collections::HashSet;
+
+use arbor_log::idhash::IdHash;
+use arbor_log::{Entry, EntryKind, EntryType, Role, SessionInfo};
+
+use super::Session;
+use crate::labels::Label;
+
+impl Session {
+    /// The entry in slot `i`, decoded on first use.
+    pub(super) fn entry_of(&self, i: usize) -> &Entry {
+        self.state.slots[i].entry(self.src())
+    }
+
+    /// Every entry in file order, duplicates included (pi's `getEntries`).
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = &Entry> + '_ {
+        self.state.slots.iter().map(|s| s.entry(self.src()))
+    }
+
+    /// Every entry in file order with the JSON text it is held as.
+    pub fn entries_json(&self) -> impl ExactSizeIterator<Item = (&Entry, &str)> + '_ {
+        self.state.slots.iter().map(|s| (s.entry(self.src()), s.json(self.src())))
+    }
+
+    /// The leaf entry.
+    pub fn leaf_entry(&self) -> Option<&Entry> {
+        self.get_entry(self.state.leaf.as_deref()?)
+    }
+
+    /// An entry by id (the later line wins on duplicates).
+    pub fn get_entry(&self, id: &str) -> Option<&Entry> {
+        self.slot_of(id).map(|i| self.entry_of(i))
+    }
+
+    /// The JSON text an entry is held as.
+    pub fn entry_json(&self, id: &str) -> Option<&str> {
+        self.slot_of(id).map(|i| self.state.slots[i].json(self.src()))
+    }
+
+    /// The direct children of `parent_id`, in file order (not sorted).
+    pub fn get_children(&self, parent_id: &str) -> Vec<&Entry> {
+        self.kids()
+            .get(parent_id)
+            .map(|v| {
+                v.as_slice()
+                    .iter()
+                    .filter(|&&i| self.state.slots[i].id != parent_id)
+                    .map(|&i| self.entry_of(i))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The resolved label of an entry.
+    pub fn get_label(&self, id: &str) -> Option<&str> {
+        self.state.labels.get(id).map(|l| l.text.as_str())
+    }
+
+    /// The resolved label of an entry: its value as written and when it was set.
+    pub fn label(&self, id: &str) -> Option<&Label> {
+        self.state.labels.get(id)
+    }
+
+    /// Every resolved label, in the order the targets first got one.
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.state.labels.iter().map(|(k, v)| (k, v.text.as_str()))
+    }
+
+    /// The path root → `from` (or the leaf), every entry type included; empty
+    /// when the start is unknown. Stops at a missing parent and at a repeated id.
+    pub fn get_branch(&self, from: Option<&str>) -> Vec<&Entry> {
+        self.path_slots(from).into_iter().map(|i| self.entry_of(i)).collect()
+    }
+
+    /// The slots of [`Session::get_branch`], root first.
+    pub(super) fn path_slots(&self, from: Option<&str>) -> Vec<usize> {
+        let Some(start) = from.or(self.state.leaf.as_deref()).and_then(|id| self.slot_of(id)) else {
+            return vec![];
+        };
+        // A path without a repeated entry is at most every slot long: walk
+        // without bookkeeping, and only a walk that gets longer (a parent
+        // cycle) is walked again with a set of the slots seen.
+        let mut out = vec![];
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            if out.len() == self.state.slots.len() {
+                return self.path_slots_with_cycle(start);
+            }
+            out.push(i);
+            cur = self.parent_of(i);
+        }
+        out.reverse();
+        out
+    }
+
+    fn path_slots_with_cycle(&self, start: usize) -> Vec<usize> {
+        let mut seen: HashSet<usize, IdHash> = HashSet::default();
+        let mut out = vec![];
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            if !seen.insert(i) {
+                break;
+            }
+            out.push(i);
+            cur = self.parent_of(i);
+        }
+        out.reverse();
+        out
+    }
+
+    /// The session name: the newest `session_info` with a non-empty name, on any branch.
+    pub fn session_name(&self) -> Option<&str> {
+        self.state.slots.iter().rev().filter(|s| s.entry_type == EntryType::SessionInfo).find_map(|s| {
+            match &s.entry(self.src()).kind {
+                EntryKind::SessionInfo(SessionInfo { name: Some(n), .. }) if !n.is_empty() => Some(n.as_str()),
+                _ => None,
+            }
+        })
+    }
+
+    /// User messages with non-empty text on every branch, in file order (pi's `getUserMessagesForForking`).
+    pub fn user_messages_for_forking(&self) -> Vec<(&Entry, String)> {
+        self.state
+            .slots
+            .iter()
+            .filter(|s| s.live && s.role == Some(Role::User))
+            .filter_map(|s| {
+                let entry = s.entry(self.src());
+                let m = entry.message()?;
+                if m.role() != Some(Role::User) {
+                    return None;
+                }
+                let text = m.view().text("");
+                (!text.is_empty()).then_some((entry, text))
+            })
+            .collect()
+    }
+}

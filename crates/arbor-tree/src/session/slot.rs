@@ -1,0 +1,385 @@
+//! One entry of a session ([`Slot`]), the maps over many slots (ids,
+//! children, unresolved parents) and the [`LineCursor`] that reads many
+//! slots' lines through one window of the file.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use compact_str::CompactString;
+use serde_json::Value;
+
+use arbor_log::idhash::{IdHash, IdMap};
+use arbor_log::reader::trim_line;
+use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScannedEntry};
+use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
+
+use crate::index::IndexedEntry;
+
+/// A slot's parent index when its `parentId` does not resolve.
+pub(crate) const NO_PARENT: usize = usize::MAX;
+
+/// The slots whose `parentId` names one id, in file order: most ids have one child.
+#[derive(Debug, Clone)]
+pub(crate) enum Kids {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Kids {
+    pub(crate) fn push(&mut self, i: usize) {
+        match self {
+            Kids::One(first) => *self = Kids::Many(vec![*first, i]),
+            Kids::Many(v) => v.push(i),
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[usize] {
+        match self {
+            Kids::One(i) => std::slice::from_ref(i),
+            Kids::Many(v) => v,
+        }
+    }
+}
+
+/// One entry of the session. What the tree needs (id, parent, type, role,
+/// time) is always at hand; the decoded entry and its JSON text are filled in
+/// on first use from the line's place in the file (`src`), so opening a file
+/// costs a scan, not a decode of every body.
+#[derive(Debug, Clone)]
+pub(crate) struct Slot {
+    pub(crate) id: CompactString,
+    pub(crate) parent_id: Option<CompactString>,
+    pub(crate) entry_type: EntryType,
+    /// The `role` of a message entry's message.
+    pub(crate) role: Option<Role>,
+    /// The line the entry was read from (0 for an entry appended in this process).
+    pub(crate) line: usize,
+    pub(crate) ts_ms: Option<i64>,
+    /// False for an earlier line whose id a later line took over.
+    pub(crate) live: bool,
+    /// Only JavaScript's reading accepts the line (`arbor_log::reader::parse_line_detail`): its
+    /// text may not be what `JSON.stringify` writes for what it means (a number beyond `f64`
+    /// reads as `null`), so its JSON text is the line's value written again, never the line.
+    pub(crate) js_only: bool,
+    /// Where the line is in the session's source: (offset, length).
+    pub(crate) src: Option<(u64, usize)>,
+    entry: OnceLock<Box<Entry>>,
+    json: OnceLock<Box<str>>,
+}
+
+/// Id → slot over `slots`, the later line of an id winning.
+pub(crate) fn id_index(slots: &[Slot]) -> IdMap<usize> {
+    let mut by_id: IdMap<usize> = IdMap::default();
+    by_id.reserve(slots.len());
+    for (i, s) in slots.iter().enumerate() {
+        by_id.insert(s.id.clone(), i);
+    }
+    by_id
+}
+
+/// The parent ids that resolve to no slot.
+pub(crate) fn unresolved_parents(slots: &[Slot], parent_idx: &[usize]) -> HashSet<CompactString, IdHash> {
+    slots.iter().zip(parent_idx).filter(|(_, &p)| p == NO_PARENT).filter_map(|(s, _)| s.parent_id.clone()).collect()
+}
+
+/// Parent id → the live slots of `slots` naming it, in file order.
+pub(crate) fn children_index(slots: &[Slot]) -> IdMap<Kids> {
+    let mut children: IdMap<Kids> = IdMap::default();
+    for (i, s) in slots.iter().enumerate() {
+        let Some(p) = s.parent_id.as_ref().filter(|_| s.live) else { continue };
+        match children.get_mut(p) {
+            Some(kids) => kids.push(i),
+            None => {
+                children.insert(p.clone(), Kids::One(i));
+            }
+        }
+    }
+    children
+}
+
+impl Slot {
+    /// A slot holding a decoded entry and its JSON text (appends, the slow path).
+    pub(crate) fn decoded(entry: Entry, json: Box<str>, line: usize, js_only: bool) -> Slot {
+        Slot {
+            id: entry.id.as_str().into(),
+            parent_id: entry.parent_id.as_deref().map(CompactString::from),
+            entry_type: entry.entry_type(),
+            role: entry.message_role(),
+            line,
+            ts_ms: parse_iso_ms(&entry.timestamp),
+            live: true,
+            js_only,
+            src: None,
+            entry: OnceLock::from(Box::new(entry)),
+            json: OnceLock::from(json),
+        }
+    }
+
+    /// A slot from the index: nothing decoded yet.
+    pub(crate) fn indexed(e: IndexedEntry<'_>, parent_id: Option<CompactString>) -> Slot {
+        Slot {
+            id: e.id.into(),
+            parent_id,
+            entry_type: e.entry_type,
+            role: e.role,
+            line: e.line as usize,
+            ts_ms: e.ts_ms,
+            live: true,
+            js_only: e.js_only,
+            src: Some((e.offset, e.len as usize)),
+            entry: OnceLock::new(),
+            json: OnceLock::new(),
+        }
+    }
+
+    /// A slot for a scanned line; the entry is decoded now only when the scan did.
+    pub(crate) fn scanned(e: ScannedEntry) -> Slot {
+        let h = e.head;
+        let entry = match h.entry {
+            Some(entry) => OnceLock::from(entry),
+            None => OnceLock::new(),
+        };
+        Slot {
+            id: h.id.unwrap_or_default(),
+            parent_id: match h.parent {
+                ParentField::Id(p) => Some(p),
+                _ => None,
+            },
+            // The scan keeps only records that are entries, and those have a type.
+            entry_type: h.entry_type.unwrap_or_else(|| EntryType::parse("")),
+            role: h.role,
+            line: e.line,
+            ts_ms: h.ts_ms,
+            live: true,
+            js_only: h.js_only,
+            src: Some((e.offset, e.len)),
+            entry,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The entry, decoded from the source on first use.
+    pub(crate) fn entry(&self, src: Option<&dyn ReadAt>) -> &Entry {
+        self.entry.get_or_init(|| Box::new(self.decode(src)))
+    }
+
+    /// The entry as an owned value, without keeping a decoded copy (a copy when one is kept already).
+    pub(crate) fn owned_entry(&self, src: Option<&dyn ReadAt>) -> Entry {
+        match self.entry.get() {
+            Some(e) => (**e).clone(),
+            None => self.decode(src),
+        }
+    }
+
+    fn read_line(&self, src: Option<&dyn ReadAt>) -> Result<Vec<u8>, String> {
+        let (Some(src), Some((offset, len))) = (src, self.src) else {
+            return Err("the entry has no source line".to_owned());
+        };
+        let bytes = read_exact_at(src, offset, len).map_err(|e| format!("cannot read line {}: {e}", self.line))?;
+        if bytes.len() != len {
+            return Err(format!("cannot read line {}: the file is shorter than when it was opened", self.line));
+        }
+        Ok(bytes)
+    }
+
+    fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
+        let decoded = self.read_line(src).and_then(|bytes| {
+            full_entry(&bytes)
+                .filter(|e| e.id == self.id)
+                .ok_or_else(|| format!("line {} changed on disk since the session was opened", self.line))
+        });
+        match decoded {
+            Ok(e) => *e,
+            // The file changed under a reader: keep the tree whole and say why the body is missing.
+            Err(error) => Entry {
+                id: self.id.to_string(),
+                parent_id: self.parent_id.as_ref().map(CompactString::to_string),
+                timestamp: String::new(),
+                kind: EntryKind::Malformed { entry_type: self.entry_type.clone(), fields: Default::default(), error },
+            },
+        }
+    }
+
+    /// The JSON text, read from the source on first use.
+    pub(crate) fn json(&self, src: Option<&dyn ReadAt>) -> &str {
+        self.json.get_or_init(|| match self.read_line(src) {
+            Ok(bytes) => line_json(bytes, self.js_only),
+            Err(_) => entry_json(self.entry(src)),
+        })
+    }
+
+    /// Calls `f` with the JSON text without keeping it (for writers that stream every entry).
+    pub(crate) fn with_json<R>(&self, src: Option<&dyn ReadAt>, f: impl FnOnce(&str) -> R) -> R {
+        self.with_json_via(&mut LineCursor::new(src), f)
+    }
+
+    /// [`Slot::with_json`] reading the line through `cursor` (see [`LineCursor`]).
+    pub(crate) fn with_json_via<R>(&self, cursor: &mut LineCursor<'_>, f: impl FnOnce(&str) -> R) -> R {
+        if let Some(j) = self.json.get() {
+            return f(j);
+        }
+        let line = self.src.and_then(|(offset, len)| cursor.line(offset, len));
+        match line {
+            Some(bytes) => {
+                let text = trim_line(bytes);
+                let text = match std::str::from_utf8(text) {
+                    Ok(t) => Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(text),
+                };
+                match self.js_only.then(|| stringified(&text)).flatten() {
+                    Some(again) => f(&again),
+                    None => f(&text),
+                }
+            }
+            None => f(&entry_json(self.entry(cursor.src))),
+        }
+    }
+}
+
+/// Reads the lines of many slots through one window of the source, so that a
+/// walk that mostly moves forward through the file (a tree written depth
+/// first, a session copied whole) costs a few large reads instead of one read
+/// per entry. The window doubles (up to 4 MiB) while requests land just ahead
+/// of it and drops to single lines when they jump elsewhere, so a walk that
+/// hops between short side branches reads little more than their lines.
+#[derive(Debug)]
+pub(crate) struct LineCursor<'s> {
+    src: Option<&'s dyn ReadAt>,
+    /// `buf[..filled]` holds the file from `start` on; the rest is spare room.
+    buf: Vec<u8>,
+    filled: usize,
+    start: u64,
+    window: usize,
+}
+
+impl<'s> LineCursor<'s> {
+    const MAX_WINDOW: usize = 4 << 20;
+    const MIN_WINDOW: usize = 16 << 10;
+    /// How far past the window a request still counts as moving forward.
+    const SLACK: u64 = 64 << 10;
+
+    /// A cursor whose first read is just the line asked for (one line read
+    /// through a fresh cursor costs what a single read does).
+    pub(crate) fn new(src: Option<&'s dyn ReadAt>) -> LineCursor<'s> {
+        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: 0 }
+    }
+
+    /// The `len` bytes at `offset`; `None` when there is no source or the file is shorter now.
+    fn line(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+        let end = self.start + self.filled as u64;
+        let inside = offset >= self.start && offset + len as u64 <= end;
+        if !inside {
+            let src = self.src?;
+            let forward = self.filled > 0 && offset >= end && offset - end <= Self::SLACK.max(self.window as u64);
+            self.window = if forward { (self.window * 2).clamp(Self::MIN_WINDOW, Self::MAX_WINDOW) } else { 0 };
+            let want = len.max(self.window);
+            if self.buf.len() < want {
+                self.buf.resize(want, 0);
+            }
+            let mut filled = 0;
+            while filled < want {
+                match src.read_at(&mut self.buf[filled..want], offset + filled as u64) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            self.filled = filled;
+            self.start = offset;
+            if filled < len {
+                return None;
+            }
+        }
+        let at = usize::try_from(offset - self.start).ok()?;
+        Some(&self.buf[at..at + len])
+    }
+}
+
+/// A line's bytes as the JSON text of its entry: trimmed as the reader trims
+/// it, without a copy in the common case of clean UTF-8 ending in `\n`; a
+/// line only JavaScript reads is written again as `JSON.stringify` would.
+pub(crate) fn line_json(raw: Vec<u8>, js_only: bool) -> Box<str> {
+    let text = trimmed_text(raw);
+    if js_only {
+        return stringified(&text).map_or(text, String::into_boxed_str);
+    }
+    text
+}
+
+/// An entry's JSON text with another `parentId` (in its place among the keys).
+pub(crate) fn with_parent(text: &str, parent: Option<&str>) -> String {
+    match arbor_log::json::parse(text) {
+        Ok(Value::Object(mut v)) => {
+            v.insert("parentId".into(), parent.map_or(Value::Null, |p| Value::String(p.to_owned())));
+            value_json(&Value::Object(v))
+        }
+        _ => text.to_owned(),
+    }
+}
+
+/// The JSON text `JSON.stringify` writes for what `text` means.
+fn stringified(text: &str) -> Option<String> {
+    arbor_log::json::parse(text).ok().and_then(|v| arbor_log::json::to_string(&v).ok())
+}
+
+fn trimmed_text(mut raw: Vec<u8>) -> Box<str> {
+    let trimmed = trim_line(&raw);
+    if trimmed.len() != raw.len() && raw.starts_with(trimmed) {
+        raw.truncate(trimmed.len());
+    } else if trimmed.len() != raw.len() {
+        raw = trimmed.to_vec();
+    }
+    match String::from_utf8(raw) {
+        Ok(s) => s.into_boxed_str(),
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into_boxed_str(),
+    }
+}
+
+/// An entry's JSON text in pi's key order.
+pub(crate) fn entry_json(entry: &Entry) -> Box<str> {
+    value_json(&entry.to_value()).into_boxed_str()
+}
+
+/// A value's JSON text, as `JSON.stringify` writes it.
+pub(crate) fn value_json(v: &Value) -> String {
+    // Encoding a Value built from JSON cannot fail.
+    arbor_log::json::to_string(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_cursor_reads_what_is_asked_whatever_the_order() {
+        // Lines of every size from 1 byte to past the largest window.
+        let mut file = Vec::new();
+        let mut lines = Vec::new();
+        let mut len = 1usize;
+        while file.len() < 12 << 20 {
+            let start = file.len();
+            file.extend((0..len).map(|k| b'a' + ((start + k) % 26) as u8));
+            lines.push((start as u64, len));
+            len = (len * 7 + 3) % (5 << 20) + 1;
+        }
+        let src: &dyn ReadAt = &file;
+        let mut cursor = LineCursor::new(Some(src));
+        let check = |cursor: &mut LineCursor<'_>, i: usize| {
+            let (offset, len) = lines[i];
+            let got = cursor.line(offset, len).expect("inside the file");
+            assert_eq!(got, &file[offset as usize..offset as usize + len], "line {i}");
+        };
+        // Forward, backward, jumping, and the same line twice.
+        let n = lines.len();
+        let order: Vec<usize> =
+            (0..n).chain((0..n).rev()).chain((0..n).map(|k| k * 7919 % n)).chain([3, 3, 0]).collect();
+        for i in order {
+            check(&mut cursor, i);
+        }
+        // Past the end of the file (it shrank since it was opened): nothing.
+        assert!(cursor.line(file.len() as u64 - 2, 5).is_none());
+        assert!(LineCursor::new(None).line(0, 1).is_none());
+    }
+}
