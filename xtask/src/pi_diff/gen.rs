@@ -581,7 +581,8 @@ impl Builder<'_> {
         let mut out = Vec::new();
         let n = lines.len();
         for (i, line) in lines.into_iter().enumerate() {
-            if f.mid_bom && i > 0 && rng.chance(0.2) {
+            // A mark at the start of the file (pi's trim() drops it too), or in the middle.
+            if (i == 0 && rng.chance(0.03)) || (f.mid_bom && i > 0 && rng.chance(0.2)) {
                 out.extend_from_slice("\u{feff}".as_bytes());
             }
             out.extend(expand(&line));
