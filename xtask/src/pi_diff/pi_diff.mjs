@@ -95,7 +95,8 @@ function arborsReading(text) {
   let header = null;
   const out = [];
   for (let i = 0; i < lines.length; i++) {
-    let line = lines[i];
+    // pi's content.trim() drops a mark at the start of the file, as Arbor does.
+    let line = i === 0 ? lines[i].replace(/^\uFEFF/, "") : lines[i];
     if (i > 0 && /^\uFEFF|\uFEFF\r?$/.test(line)) {
       found.add("bom-mid-file");
       line = line.replace(/^[\s\uFEFF]+|[\s\uFEFF]+$/g, "");
