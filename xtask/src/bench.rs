@@ -59,6 +59,10 @@ struct Opts {
     no_pi: bool,
     /// `--html N`: the render time of the exported HTML page of an N-entry session.
     html: Option<usize>,
+    /// `--pg`: sessions on a PostgreSQL server beside files.
+    pg: bool,
+    /// `--pg-sessions N`: how many sessions `--pg` pushes.
+    pg_sessions: usize,
 }
 
 fn parse_opts(args: &[String]) -> Result<Opts> {
@@ -77,6 +81,8 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         store: None,
         store_sizes: crate::store::Sizes::default(),
         html: None,
+        pg: false,
+        pg_sessions: 1000,
         no_pi: false,
     };
     let mut it = args.iter();
@@ -96,6 +102,8 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--cmd" => o.extra.push(value("--cmd")?),
             "--store" => o.store = Some(value("--store")?.parse().context("--store")?),
             "--html" => o.html = Some(value("--html")?.parse().context("--html")?),
+            "--pg" => o.pg = true,
+            "--pg-sessions" => o.pg_sessions = value("--pg-sessions")?.parse().context("--pg-sessions")?,
             "--store-entries" => {
                 let v = value("--store-entries")?;
                 let (a, b) = v.split_once('-').context("--store-entries MIN-MAX")?;
@@ -239,6 +247,18 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         .map(PathBuf::from)
         .context("cargo metadata has no target_directory")?;
 
+    if opts.pg {
+        let sizes =
+            if args.iter().any(|a| a == "--store-entries") { opts.store_sizes } else { crate::bench_pg::PUSH_SIZES };
+        let o = crate::bench_pg::PgOpts {
+            entries: opts.entries.unwrap_or(if opts.quick { 10_000 } else { 100_000 }),
+            sessions: opts.pg_sessions,
+            sizes,
+            seed: opts.seed,
+            runs: opts.runs,
+        };
+        return crate::bench_pg::run(root, &target, &o);
+    }
     if let Some(entries) = opts.html {
         let arbor = build_arbor(root, &target)?;
         return crate::bench_html::run(root, &arbor, &target, entries, opts.seed, opts.runs.max(1));
@@ -451,7 +471,7 @@ fn have_python() -> bool {
 }
 
 /// The generated session for `opts` under `target/bench-data/`, generating it if missing.
-fn cached_session(target: &Path, opts: GenOptions) -> Result<PathBuf> {
+pub fn cached_session(target: &Path, opts: GenOptions) -> Result<PathBuf> {
     let dir = target.join("bench-data");
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path =

@@ -9,6 +9,7 @@
 
 mod bench;
 mod bench_html;
+mod bench_pg;
 mod bench_store;
 mod fuzz;
 mod gen;
@@ -30,7 +31,8 @@ usage: cargo xtask <command> [options]
 
 commands:
   tidy                              check the crate chain, tokio-freedom of the lower crates,
-                                    `[lints] workspace = true` and `//!` crate docs
+                                    `[lints] workspace = true`, `//!` crate docs, and that the
+                                    CLI's command modules import no other command module
   gen-session OUT ENTRIES [SEED]    write a synthetic pi v3 session (deterministic per seed)
       --small                       ~450-byte entries with a deep active path (use with ~1000000)
   gen-store ROOT SESSIONS [SEED]    write a store of synthetic sessions in pi's layout (50 to 2,000
@@ -55,6 +57,11 @@ commands:
                                     arbor ls/search (the catalog), next to pi's SessionManager.listAll()
       --store-entries MIN-MAX       entries per store session (default 50-2000)
       --no-pi                       skip pi's listAll in the store bench
+      --pg                          instead: sessions on a PostgreSQL server beside files, on a
+                                    throwaway cluster (.ci/pg-cluster): durable appends/s, open +
+                                    context --json of a --entries session (default 100k), push of
+                                    --pg-sessions N sessions (default 1000; --store-entries sizes,
+                                    default 20-400), push again, pull --all, next to cp -r
   ci                                run .ci/run (what CI runs)
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;

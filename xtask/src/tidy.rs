@@ -11,13 +11,15 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+mod commands;
+
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
 /// each other).
 pub const LAYERS: [&[&str]; 5] = [
     &["arbor-log"],
     &["arbor-tree"],
-    &["arbor-context", "arbor-catalog"],
+    &["arbor-context", "arbor-catalog", "arbor-pg"],
     &["arbor-agent", "arbor-interop"],
     &["arbor-cli"],
 ];
@@ -46,6 +48,7 @@ pub fn problems(root: &Path) -> Result<Vec<String>> {
     problems.extend(check_no_tokio(&meta)?);
     problems.extend(check_dev_only(&meta)?);
     problems.extend(check_crate_files(&meta, root)?);
+    problems.extend(commands::check(root)?);
     Ok(problems)
 }
 
@@ -58,7 +61,7 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present)",
+        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart)",
         chain_text(),
         SYNC_CRATES.join("/"),
         DEV_ONLY.join("/")
@@ -338,6 +341,8 @@ mod tests {
             ("arbor-context", "arbor-tree", None),
             ("arbor-catalog", "arbor-tree", None),
             ("arbor-catalog", "rusqlite", None),
+            ("arbor-pg", "arbor-tree", None),
+            ("arbor-pg", "tokio", None),
             ("arbor-interop", "arbor-context", None),
             ("arbor-tree", "arbor-log", None),
             ("arbor-log", "serde_json", None),
@@ -410,16 +415,26 @@ mod tests {
 
     #[test]
     fn crates_side_by_side_may_not_depend_on_each_other() {
-        for (a, b) in [("arbor-catalog", "arbor-context"), ("arbor-context", "arbor-catalog")] {
+        let side_by_side = [
+            ("arbor-catalog", "arbor-context"),
+            ("arbor-context", "arbor-catalog"),
+            ("arbor-pg", "arbor-catalog"),
+            ("arbor-catalog", "arbor-pg"),
+        ];
+        for (a, b) in side_by_side {
             let mut edges = good_chain();
             edges.push((a, b, None));
             let problems = check_chain(&fake_meta(&edges)).unwrap();
             assert_eq!(problems.len(), 1, "{problems:?}");
             assert!(problems[0].starts_with(&format!("{a} depends on {b}")), "{problems:?}");
-            assert!(problems[0].ends_with("arbor-context | arbor-catalog -> arbor-tree -> arbor-log"), "{problems:?}");
+            assert!(
+                problems[0].ends_with("arbor-context | arbor-catalog | arbor-pg -> arbor-tree -> arbor-log"),
+                "{problems:?}"
+            );
         }
         let mut edges = good_chain();
         edges.push(("arbor-agent", "arbor-catalog", None));
+        edges.push(("arbor-cli", "arbor-pg", None));
         assert!(check_chain(&fake_meta(&edges)).unwrap().is_empty());
     }
 

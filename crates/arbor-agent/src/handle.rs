@@ -3,10 +3,12 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::agent::{
-    AbortHandle, AgentSession, CompactOptions, CompactResult, ForkResult, NavigateOptions, NavigateResult,
-};
+use crate::abort::AbortHandle;
+use crate::agent::AgentSession;
+use crate::compact::{CompactOptions, CompactResult};
 use crate::error::AgentError;
+use crate::fork::ForkResult;
+use crate::navigate::{NavigateOptions, NavigateResult};
 use crate::prompt::{PromptOptions, PromptResult};
 
 /// How many requests may wait for the session task.

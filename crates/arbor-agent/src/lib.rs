@@ -9,29 +9,19 @@
 //! manual compaction ([`AgentSession::compact`]), the model and thinking-level
 //! entries ([`AgentSession::set_model_recorded`],
 //! [`AgentSession::set_thinking_level`]) and restoring the model from a
-//! session. It owns
-//! the pure parts those flows rest on ([`collect_entries_for_branch_summary`],
-//! [`prepare_branch_entries`], [`find_cut_point`], [`prepare_compaction`]), the
-//! [`Summarizer`] trait with the built-in [`LlmSummarizer`], model clients over
-//! real HTTP ([`ModelClient`]: OpenAI-compatible Chat Completions and
-//! Anthropic Messages, streamed) and the hook bus ([`HookBus`]: typed events,
-//! in-process handlers and external command hooks).
+//! session.
 //!
-//! It does not know the file format or the tree's storage (`arbor-log`,
-//! `arbor-tree`), how a context is rebuilt (`arbor-context`), terminals or
-//! command lines (`arbor-cli`). It never prints.
-//!
-//! Promises:
-//! - the flows follow pi v0.58.3 step by step, with its error strings, except
-//!   where the decisions table says otherwise (the #2608 compaction fix, a
-//!   navigation made durable by a leaf marker, the abort state always cleared);
-//! - an aborted summary or a cancelled compaction writes nothing; an aborted
-//!   or failed reply is recorded as pi records it (`stopReason` `aborted` or
-//!   `error`, partial content kept); an abort drops the HTTP request at once;
-//! - a failing, panicking or malformed hook is reported, never silently ignored,
-//!   and never stops the flow;
-//! - a write failure is remembered and refuses every later change;
-//! - time and ids come from the session's injected clock and id generator.
+//! The root holds what a tool author needs: the session and its handles
+//! ([`AgentSession`], [`AgentHandle`], [`AbortHandle`]), the options and
+//! results of each flow, [`AgentError`], the model clients ([`ModelClient`],
+//! [`OpenAiClient`], [`AnthropicClient`], [`ModelInfo`], [`ProviderRegistry`],
+//! [`Credentials`]) and the hook bus ([`HookBus`], [`Hook`], [`HookEvent`],
+//! [`HookResponse`], [`HookConfig`]). The rest sits in modules: [`model`]
+//! (costs, reasoning effort, the abort marker), [`hooks`] (each event's
+//! payload and answer), [`compaction`] and [`branch`] (the pure halves the
+//! flows rest on: where to cut, what a move abandons), [`summarizer`] (the
+//! [`Summarizer`] trait's requests, [`LlmSummarizer`] and its prompts) and
+//! [`prompt`] (auto-compaction and overflow).
 //!
 //! ```no_run
 //! use arbor_agent::{AgentOptions, AgentSession, CompactOptions, NavigateOptions, PromptOptions};
@@ -50,51 +40,55 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! It does not know the file format or the tree's storage (`arbor-log`,
+//! `arbor-tree`), how a context is rebuilt (`arbor-context`), terminals or
+//! command lines (`arbor-cli`). It never prints.
+//!
+//! Promises:
+//! - the flows follow pi v0.58.3 step by step, with its error strings, except
+//!   where the decisions table says otherwise (the #2608 compaction fix, a
+//!   navigation made durable by a leaf marker, the abort state always cleared);
+//! - an aborted summary or a cancelled compaction writes nothing; an aborted
+//!   or failed reply is recorded as pi records it (`stopReason` `aborted` or
+//!   `error`, partial content kept); an abort drops the HTTP request at once;
+//! - a failing, panicking or malformed hook is reported, never silently ignored,
+//!   and never stops the flow;
+//! - a write failure is remembered and refuses every later change;
+//! - time and ids come from the session's injected clock and id generator.
 
+#![warn(missing_docs)]
+
+mod abort;
 mod agent;
-mod branch;
-mod compaction;
+pub mod branch;
+mod compact;
+pub mod compaction;
 mod convert;
 mod error;
+mod fork;
 mod handle;
-mod hooks;
-mod model;
-mod prompt;
+pub mod hooks;
+pub mod model;
+mod navigate;
+mod options;
+pub mod prompt;
 mod prompts;
-mod summarizer;
+pub mod summarizer;
 
-pub use agent::{
-    plan_session_context, session_context, AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult,
-    CompactionAlgorithm, ForkResult, NavigateOptions, NavigateResult,
-};
-pub use branch::{collect_entries_for_branch_summary, prepare_branch_entries, BranchCollection, BranchPreparation};
-pub use compaction::{
-    find_cut_point, find_turn_start_index, prepare_compaction, prepare_compaction_pi, should_compact,
-    CompactionPreparation, CompactionSettings, CutPoint,
-};
+pub use abort::AbortHandle;
+pub use agent::AgentSession;
+pub use compact::{CompactOptions, CompactResult};
+pub use compaction::CompactionSettings;
 pub use error::AgentError;
+pub use fork::ForkResult;
 pub use handle::AgentHandle;
-pub use hooks::{
-    BeforeCompactEvent, BeforeCompactResult, BeforeForkEvent, BeforeForkResult, BeforeTreeResult, CommandHook,
-    CommandHookConfig, CompactEvent, CompactingEvent, CompactingResult, Emitted, EventName, ForkEvent, Hook, HookBus,
-    HookCompaction, HookConfig, HookConfigError, HookError, HookEvent, HookFailure, HookResponse, HookSummary,
-    TreeEvent, TreePreparation, DEFAULT_HOOK_TIMEOUT,
-};
+pub use hooks::{CommandHook, EventName, Hook, HookBus, HookConfig, HookError, HookEvent, HookFailure, HookResponse};
 pub use model::{
-    aborted_message, client_for, default_key_env, AnthropicClient, Api, AssistantReply, ClientOptions,
-    CompletionRequest, Credentials, ModelClient, ModelCost, ModelError, ModelInfo, OpenAiClient, ProviderConfig,
-    ProviderRegistry, ReasoningEffort, StreamDelta, StreamSink, REQUEST_ABORTED,
+    client_for, AnthropicClient, Api, AssistantReply, ClientOptions, CompletionRequest, Credentials, ModelClient,
+    ModelError, ModelInfo, OpenAiClient, ProviderConfig, ProviderRegistry, StreamDelta, StreamSink,
 };
-pub use prompt::{
-    is_context_overflow, AgentEvent, AutoCompactionOutcome, AutoCompactionReason, EventSink, PromptOptions,
-    PromptResult, OVERFLOW_RECOVERY_FAILED, THINKING_LEVELS,
-};
-pub use prompts::{
-    BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_CONTENT_TO_SUMMARIZE, NO_PRIOR_HISTORY, SUMMARIZATION_PROMPT,
-    SUMMARIZATION_SYSTEM_PROMPT, TURN_PREFIX_PROMPT, UPDATE_SUMMARIZATION_PROMPT,
-};
-pub use summarizer::{
-    branch_summary_instructions, conversation_block, BranchSummaryOutcome, BranchSummaryRequest, CompactionSummary,
-    CompactionSummaryRequest, LlmSummarizer, Summarizer, BRANCH_SUMMARY_MAX_TOKENS, DEFAULT_BRANCH_RESERVE_TOKENS,
-    DEFAULT_CONTEXT_WINDOW,
-};
+pub use navigate::{NavigateOptions, NavigateResult};
+pub use options::{AgentOptions, CompactionAlgorithm};
+pub use prompt::{AgentEvent, EventSink, PromptOptions, PromptResult};
+pub use summarizer::{LlmSummarizer, Summarizer};

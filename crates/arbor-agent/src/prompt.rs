@@ -10,7 +10,9 @@ use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_t
 use arbor_log::EntryKind;
 use serde_json::{json, Value};
 
-use crate::agent::{AgentSession, CompactOptions, CompactResult, Op};
+use crate::abort::Op;
+use crate::agent::AgentSession;
+use crate::compact::{CompactOptions, CompactResult};
 use crate::compaction::should_compact;
 use crate::error::AgentError;
 use crate::hooks::HookFailure;

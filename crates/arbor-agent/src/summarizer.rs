@@ -1,5 +1,6 @@
-//! Summaries: the [`Summarizer`] trait and the built-in [`LlmSummarizer`]
-//! (spec 5.3 for branch summaries, 5.6.5 for compaction).
+//! Summaries: the [`Summarizer`] trait, its requests and answers, and the
+//! built-in [`LlmSummarizer`] with its prompts (spec 5.3 for branch
+//! summaries, 5.6.5 for compaction).
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use crate::compaction::CompactionPreparation;
 use crate::convert::user_text_message;
 use crate::error::AgentError;
 use crate::model::{CompletionRequest, ModelClient, ModelError, ReasoningEffort};
-use crate::prompts::{
+pub use crate::prompts::{
     BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_CONTENT_TO_SUMMARIZE, NO_PRIOR_HISTORY, SUMMARIZATION_PROMPT,
     SUMMARIZATION_SYSTEM_PROMPT, TURN_PREFIX_PROMPT, UPDATE_SUMMARIZATION_PROMPT,
 };

@@ -16,12 +16,12 @@ use serde_json::Value;
 
 use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::scan::{ParentField, RecordHead};
+use arbor_log::searchable_text;
 use arbor_log::{is_title_slot, Entry, EntryKind, EntryType, CURRENT_VERSION};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::error::CatalogError;
 use crate::lines::Lines;
-use crate::text::entry_text;
 use crate::walk::Scope;
 use crate::work::{run_parallel, Pass, Progress};
 
@@ -197,7 +197,7 @@ fn entry_row(v: Value, (offset, len, pos): (i64, i64, i64), last_ms: &mut i64) -
     }
     let ms = head.ts_ms.unwrap_or(*last_ms);
     *last_ms = ms;
-    let text = entry_text(&v);
+    let text = searchable_text(&v);
     let label = (head.entry_type == Some(EntryType::Label)).then(|| label_change(v)).flatten();
     Some(EntryRow {
         offset,

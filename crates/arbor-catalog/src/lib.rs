@@ -34,7 +34,6 @@ mod query;
 mod refresh;
 mod search;
 mod stamp;
-mod text;
 mod walk;
 mod work;
 
@@ -45,7 +44,6 @@ pub use index::IndexStats;
 pub use query::{fuzzy_match, parse as parse_query, Query, Token, TokenKind};
 pub use refresh::RefreshStats;
 pub use search::{Hit, PathLabel, Relevance, SearchOptions, FUZZY_TERMS};
-pub use text::entry_text;
 pub use walk::Scope;
 pub use work::{NoProgress, Pass, Progress};
 

@@ -13,18 +13,18 @@ use rusqlite::{params, Connection};
 use arbor_log::reader::{parse_line, Parsed};
 
 use crate::error::CatalogError;
-use crate::facts::{Facts, FileKind};
 use crate::lines::Lines;
 use crate::stamp::{classify, Change, Known, Stat, Sums};
 use crate::walk::{walk, Found, Scope};
 use crate::work::{run_parallel, Pass, Progress};
+use arbor_tree::{ListingFacts, ListingKind};
 
 /// A file's row as a refresh reads it.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
     pub rowid: i64,
     pub known: Known,
-    pub facts: Facts,
+    pub facts: ListingFacts,
     pub gen: i64,
 }
 
@@ -58,7 +58,7 @@ struct Read {
     from: u64,
     scanned: u64,
     sums: Sums,
-    facts: Facts,
+    facts: ListingFacts,
 }
 
 /// What one listing pass did.
@@ -165,8 +165,8 @@ fn load_rows(conn: &Connection, scope: &Scope) -> rusqlite::Result<HashMap<Strin
         };
         let known =
             Known { stat, scanned: r.get::<_, i64>(7)? as u64, sums: Sums { head: r.get(8)?, tail: r.get(9)? } };
-        let facts = Facts {
-            kind: FileKind::from_code(r.get(10)?),
+        let facts = ListingFacts {
+            kind: ListingKind::from_code(r.get(10)?),
             lines: r.get::<_, i64>(11)? as u64,
             id: r.get(12)?,
             cwd: r.get(13)?,
@@ -190,7 +190,7 @@ fn load_rows(conn: &Connection, scope: &Scope) -> rusqlite::Result<HashMap<Strin
 /// Reads a job's file; `None` when the file is gone.
 fn read_job(root: &Path, job: Job) -> Result<Option<Read>, CatalogError> {
     let (found, row, from, facts) = match job {
-        Job::Read { found, row } => (found, row, 0, Facts::default()),
+        Job::Read { found, row } => (found, row, 0, ListingFacts::default()),
         Job::ReadOn { found, row } => {
             let (from, facts) = (row.known.scanned, row.facts.clone());
             (found, Some(row), from, facts)
@@ -210,7 +210,7 @@ fn read_job(root: &Path, job: Job) -> Result<Option<Read>, CatalogError> {
 }
 
 /// Feeds the complete lines of `[from, end)` to `facts`; returns where they end.
-pub(crate) fn read_facts(file: &File, from: u64, end: u64, facts: &mut Facts) -> io::Result<u64> {
+pub(crate) fn read_facts(file: &File, from: u64, end: u64, facts: &mut ListingFacts) -> io::Result<u64> {
     let mut lines = Lines::new(file, from, end);
     while let Some(line) = lines.next_line()? {
         facts.feed(line.bytes);

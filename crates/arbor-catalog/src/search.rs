@@ -29,15 +29,14 @@ use rusqlite::{params, Connection};
 use serde::Serialize;
 use serde_json::Value;
 
-use arbor_log::format_iso_ms;
 use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::scan::read_exact_at;
+use arbor_log::{format_iso_ms, searchable_text};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::catalog::Catalog;
 use crate::lines::Lines;
 use crate::query::{fuzzy_match, Query, Token, TokenKind};
-use crate::text::entry_text;
 use crate::walk::Scope;
 
 /// How many of the catalog's words a fuzzy token may stand for.
@@ -510,7 +509,7 @@ impl Texts {
             });
             let Some(s) = s else { return Ok(None) };
             let Some(i) = s.position_of(&c.entry_id) else { return Ok(None) };
-            return Ok(s.with_json_at(i, |j| arbor_log::json::parse(j).ok().map(|v| entry_text(&v))).flatten());
+            return Ok(s.with_json_at(i, |j| arbor_log::json::parse(j).ok().map(|v| searchable_text(&v))).flatten());
         }
         let file = self.files.entry(c.session).or_insert_with(|| File::open(&path).ok());
         let Some(file) = file else { return Ok(None) };
@@ -519,7 +518,7 @@ impl Texts {
         if v.get("id").and_then(Value::as_str) != Some(c.entry_id.as_str()) {
             return Ok(None);
         }
-        Ok(Some(entry_text(&v)))
+        Ok(Some(searchable_text(&v)))
     }
 
     /// Every entry of a session with text, with its text (for a scan).
@@ -568,7 +567,7 @@ impl Texts {
             if v.get("id").and_then(Value::as_str) != Some(c.entry_id.as_str()) {
                 return;
             }
-            let text = entry_text(&v);
+            let text = searchable_text(&v);
             if !text.is_empty() {
                 out.push((c.clone(), text));
             }

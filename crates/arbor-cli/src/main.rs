@@ -1,33 +1,34 @@
 //! `arbor`: the command-line face of Arbor's session trees.
 //!
 //! A thin shell over the library crates: it parses arguments, opens sessions
-//! through `arbor-tree`, prints, and maps errors to one line on stderr and a
-//! non-zero exit. A closed pipe (`arbor tree … | head`) is not an error.
-//! Two commands are interactive: `arbor tui` (the tree selector, [`tui`]) and
-//! `arbor chat` (a conversation with a model over `arbor-agent`, [`chat`]).
+//! through `arbor-tree`, calls the libraries, prints, and maps errors to one
+//! line on stderr and a non-zero exit. A closed pipe (`arbor tree … | head`)
+//! is not an error.
+//!
+//! - [`commands`]: one module per subcommand (its arguments and `run`) and
+//!   the dispatcher;
+//! - [`ui`]: the interactive front ends, `arbor tui` (the tree selector),
+//!   `arbor chat` (a conversation with a model over `arbor-agent`) and the
+//!   session picker both open without a file;
+//! - [`shared`]: what both use (global flags, opening sessions, the agent
+//!   flows, the catalog, printing).
+//!
+//! Commands never import each other, and the front ends import no command:
+//! the imports run `main → commands → ui → shared`.
 
-mod agent_cmds;
-mod catalog_cmds;
-mod chat;
-mod cli;
-mod picker;
-mod commands {
-    pub mod diff;
-    pub mod export;
-    pub mod import;
-    pub mod search;
-}
-mod render;
-mod transcript;
-mod tui;
+mod commands;
+mod shared;
+mod ui;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use crate::shared::output::error_line;
+
 fn main() -> ExitCode {
-    let args = <cli::Args as clap::Parser>::parse();
+    let cli = <commands::Cli as clap::Parser>::parse();
     let mut out = io::BufWriter::with_capacity(1 << 16, raw_stdout());
-    let result = cli::run(args, &mut out).and_then(|code| {
+    let result = commands::run(cli, &mut out).and_then(|code| {
         out.flush()?;
         Ok(code)
     });
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = out.flush();
-            eprintln!("arbor: {}", one_line(&e));
+            eprintln!("arbor: {}", error_line(&e));
             ExitCode::from(1)
         }
     }
@@ -55,23 +56,6 @@ fn raw_stdout() -> Box<dyn Write> {
         }
     }
     Box::new(io::stdout())
-}
-
-/// The error and its causes on one line, without repeating a cause whose text
-/// an outer message already includes.
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    let mut msg = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if msg.ends_with(&text) || msg.contains(&format!("{text}:")) {
-            continue;
-        }
-        if !msg.is_empty() {
-            msg.push_str(": ");
-        }
-        msg.push_str(&text);
-    }
-    msg.replace('\n', " ")
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

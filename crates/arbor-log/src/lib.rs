@@ -70,6 +70,7 @@ mod message;
 mod migrate;
 pub mod reader;
 pub mod scan;
+mod text;
 mod vocab;
 pub mod writer;
 
@@ -85,5 +86,6 @@ pub use ids::{is_pi_entry_id, CounterIds, IdGenerator, RandomIds, SeededIds};
 pub use log::{is_title_slot, LineKind, LogLine, OwnedLine, SessionLog};
 pub use message::{content_text, Block, Extra, MessageView, ToolCall};
 pub use migrate::{migrate, v1_to_v2, v2_to_v3, MigrationReport, MigrationStep};
+pub use text::searchable_text;
 pub use vocab::{EntryType, Role};
 pub use writer::{atomic_write, Appender, Durability, TailRepair};

@@ -18,6 +18,7 @@
 mod files;
 mod messages;
 pub mod oracle;
+pub mod pg;
 mod rng;
 
 use arbor_log::{CounterIds, FixedClock};

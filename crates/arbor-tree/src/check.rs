@@ -70,7 +70,14 @@ fn from_diagnostic(kind: &DiagnosticKind) -> Option<(Severity, &'static str)> {
 /// Checks one file. Only I/O is an `Err`; a file that is not a session at all
 /// is a finding.
 pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
-    let log = SessionLog::read_path(path)?;
+    check_session(path, SessionOptions::default())
+}
+
+/// Checks the session at `path` in `opts.store` (read-only, as [`check_file`]
+/// does for a local file).
+pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, TreeError> {
+    let Some(reader) = opts.store.read_from(path, 0)? else { return Err(TreeError::Missing(path.to_owned())) };
+    let log = SessionLog::read(reader).map_err(|e| TreeError::io(path, e))?;
     let mut out: Vec<Finding> = log
         .diagnostics()
         .iter()
@@ -97,7 +104,7 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
     }
     out.extend(non_string_parents(&log));
     drop(log);
-    let s = Session::open(path, OpenMode::ReadOnly, SessionOptions::default())?;
+    let s = Session::open(path, OpenMode::ReadOnly, opts)?;
     // Line-level diagnostics came from the log; take the entry-level ones from the session.
     let seen: HashSet<(usize, String)> = out.iter().map(|f| (f.line, f.message.clone())).collect();
     for d in s.diagnostics() {

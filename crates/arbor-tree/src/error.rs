@@ -17,12 +17,12 @@ pub enum TreeError {
     #[error("Cannot fork: source session has no header: {}", .0.display())]
     ForkSourceNoHeader(PathBuf),
     /// Another process holds the write lock.
-    #[error("{}: session is open for writing by another process{}; open it read-only or close the other writer", path.display(), holder.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    #[error("{}: session is open for writing by another process{}; open it read-only or close the other writer", path.display(), holder.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
     Locked {
         /// The session file.
         path: PathBuf,
-        /// The pid the lock file records, when it reads.
-        holder: Option<u32>,
+        /// Who holds the lock, when the store can tell.
+        holder: Option<LockHolder>,
     },
     /// A write was attempted on a session opened read-only.
     #[error("{}: session is open read-only", .0.display())]
@@ -46,6 +46,42 @@ pub enum TreeError {
     /// I/O on the log.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// A store that is not the local file system failed (a server that cannot
+    /// be reached, a connection lost during a write): its own one-line reason.
+    #[error("{}: {source}", path.display())]
+    Storage {
+        /// The session, as the store names it.
+        path: PathBuf,
+        /// What went wrong, in the store's words.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// Who holds a session's write lock: a process, and the machine it runs on
+/// when the store knows it (a lock on a server is held from any machine).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    /// The holder's process id.
+    pub pid: u32,
+    /// The holder's host name, when the store records it.
+    pub host: Option<String>,
+}
+
+impl LockHolder {
+    /// A holder known by its pid only (a local lock file).
+    pub fn pid(pid: u32) -> LockHolder {
+        LockHolder { pid, host: None }
+    }
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pid {}", self.pid)?;
+        if let Some(h) = &self.host {
+            write!(f, " on {h}")?;
+        }
+        Ok(())
+    }
 }
 
 impl TreeError {

@@ -64,6 +64,7 @@
 
 mod check;
 mod error;
+mod facts;
 mod index;
 mod labels;
 mod listing;
@@ -73,11 +74,14 @@ mod session;
 mod store;
 mod tree;
 
-pub use check::{check_file, tree_findings, Finding, Severity};
-pub use error::TreeError;
+pub use check::{check_file, check_session, tree_findings, Finding, Severity};
+pub use error::{LockHolder, TreeError};
+pub use facts::{ListingFacts, ListingKind};
 pub use index::MIN_INDEXED_BYTES;
 pub use labels::Label;
-pub use listing::{find_most_recent_session, list_all_sessions, list_sessions, read_session_info, SessionListInfo};
+pub use listing::{
+    find_most_recent_session, list_all_sessions, list_sessions, read_session_info, sort_newest_first, SessionListInfo,
+};
 pub use repair::{repair_file, RepairReport};
 pub use session::{OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
 pub use store::{lock_path, AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};

@@ -10,10 +10,11 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::Value;
 
-use arbor_log::reader::{parse_line, trim_line, LineReader, Parsed};
-use arbor_log::{format_iso_ms, is_header, parse_iso_ms, EntryType, MessageView, Role};
+use arbor_log::reader::{trim_line, LineReader};
+use arbor_log::{is_header, parse_iso_ms};
 
 use crate::error::TreeError;
+use crate::facts::{ListingFacts, ListingKind};
 use crate::store::Store;
 
 /// pi's `SessionInfo` for one file.
@@ -55,77 +56,15 @@ pub fn read_session_info(
     mtime: Option<SystemTime>,
 ) -> Result<Option<SessionListInfo>, TreeError> {
     let mut lines = LineReader::new(std::io::BufReader::with_capacity(256 * 1024, reader));
-    let mut info: Option<SessionListInfo> = None;
-    let mut first_record = true;
-    let mut newest: Option<i64> = None;
+    let mut facts = ListingFacts::default();
     let mut texts: Vec<String> = vec![];
     while let Some(line) = lines.next_line().map_err(|e| TreeError::io(path, e))? {
-        let Parsed::Object(v) = parse_line(line.bytes).0 else { continue };
-        if first_record {
-            if line.number == 1 && arbor_log::is_title_slot(&v) {
-                // omp-S's title slot precedes the header; Arbor reads such files (pi does not).
-                continue;
-            }
-            first_record = false;
-            if is_header(&v) {
-                info = Some(SessionListInfo {
-                    path: path.to_owned(),
-                    id: v["id"].as_str().unwrap_or_default().to_owned(),
-                    cwd: v.get("cwd").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    name: None,
-                    parent_session_path: v.get("parentSession").and_then(Value::as_str).map(str::to_owned),
-                    created: v.get("timestamp").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    modified: String::new(),
-                    message_count: 0,
-                    first_message: String::new(),
-                    all_messages_text: String::new(),
-                });
-                continue;
-            }
+        facts.feed_with_text(line.bytes, &mut texts);
+        if facts.kind == ListingKind::NotSession {
             return Ok(None);
         }
-        let Some(info) = info.as_mut() else { return Ok(None) };
-        match v.get("type").and_then(Value::as_str).map(EntryType::parse) {
-            Some(EntryType::SessionInfo) => {
-                if let Some(n) = v.get("name").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty()) {
-                    info.name = Some(n.to_owned());
-                }
-            }
-            Some(EntryType::Message) => {
-                info.message_count += 1;
-                let Some(m) = v.get("message") else { continue };
-                let m = MessageView::new(m);
-                let role = m.role();
-                if !matches!(role, Some(Role::User | Role::Assistant)) {
-                    continue;
-                }
-                let text = m.text(" ");
-                if role == Some(Role::User) && info.first_message.is_empty() && !text.is_empty() {
-                    info.first_message = text.clone();
-                }
-                if !text.is_empty() {
-                    texts.push(text);
-                }
-                let t = m
-                    .get("timestamp")
-                    .and_then(Value::as_f64)
-                    .map(|f| f as i64)
-                    .or_else(|| v.get("timestamp").and_then(Value::as_str).and_then(parse_iso_ms));
-                if let Some(t) = t {
-                    newest = Some(newest.map_or(t, |n| n.max(t)));
-                }
-            }
-            _ => {}
-        }
     }
-    let Some(mut info) = info else { return Ok(None) };
-    if info.first_message.is_empty() {
-        info.first_message = "(no messages)".to_owned();
-    }
-    info.all_messages_text = texts.join(" ");
-    let modified = newest.or_else(|| parse_iso_ms(&info.created)).or_else(|| mtime.and_then(system_time_ms));
-    info.modified = modified.map(format_iso_ms).unwrap_or_default();
-    Ok(Some(info))
+    Ok(facts.to_info(path, mtime.and_then(system_time_ms), texts.join(" ")))
 }
 
 /// The sessions in one directory, newest first.
@@ -151,7 +90,8 @@ pub fn list_all_sessions(store: &dyn Store, root: &Path) -> Result<Vec<SessionLi
     Ok(out)
 }
 
-fn sort_newest_first(v: &mut [SessionListInfo]) {
+/// Sorts listings newest first (by `modified`, then by path), as pi lists them.
+pub fn sort_newest_first(v: &mut [SessionListInfo]) {
     v.sort_by(|a, b| {
         let (x, y) = (parse_iso_ms(&a.modified), parse_iso_ms(&b.modified));
         y.cmp(&x).then_with(|| a.path.cmp(&b.path))

@@ -16,7 +16,7 @@ use arbor_log::scan::ReadAt;
 use arbor_log::writer::backup_copy;
 use arbor_log::{atomic_write, Appender, Durability, TailRepair};
 
-use crate::error::TreeError;
+use crate::error::{LockHolder, TreeError};
 
 /// An open append handle on one session file.
 pub trait AppendHandle: Send + fmt::Debug {
@@ -50,8 +50,9 @@ pub struct StoredFile {
 
 /// Storage for session files. See the module docs.
 pub trait Store: Send + Sync + fmt::Debug {
-    /// True when `path` exists.
-    fn exists(&self, path: &Path) -> bool;
+    /// True when `path` exists (an `Err` when the store cannot tell, e.g. a
+    /// server that cannot be reached: never taken for "missing").
+    fn exists(&self, path: &Path) -> Result<bool, TreeError>;
     /// Reads `path` from byte `offset`; `None` when it does not exist.
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError>;
     /// Opens `path` for positioned reads (index-first loading decodes entries
@@ -119,8 +120,8 @@ struct FileLock {
 impl WriteLock for FileLock {}
 
 impl Store for FileStore {
-    fn exists(&self, path: &Path) -> bool {
-        path.exists()
+    fn exists(&self, path: &Path) -> Result<bool, TreeError> {
+        path.try_exists().map_err(|e| TreeError::io(path, e))
     }
 
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
@@ -205,7 +206,8 @@ impl Store for FileStore {
             Err(fs::TryLockError::WouldBlock) => {
                 let mut s = String::new();
                 let _ = file.read_to_string(&mut s);
-                Err(TreeError::Locked { path: path.to_owned(), holder: s.trim().parse().ok() })
+                let holder = s.trim().parse().ok().map(LockHolder::pid);
+                Err(TreeError::Locked { path: path.to_owned(), holder })
             }
             Err(fs::TryLockError::Error(e)) => Err(TreeError::io(&lp, e)),
         }
@@ -321,8 +323,8 @@ impl Drop for MemoryLock {
 }
 
 impl Store for MemoryStore {
-    fn exists(&self, path: &Path) -> bool {
-        self.guard().files.contains_key(path)
+    fn exists(&self, path: &Path) -> Result<bool, TreeError> {
+        Ok(self.guard().files.contains_key(path))
     }
 
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
@@ -359,7 +361,7 @@ impl Store for MemoryStore {
         let side = loop {
             n += 1;
             let p = PathBuf::from(format!("{}.{what}-{n}", path.display()));
-            if !self.exists(&p) {
+            if !self.guard().files.contains_key(&p) {
                 break p;
             }
         };
@@ -370,7 +372,8 @@ impl Store for MemoryStore {
     fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
         let mut g = self.guard();
         if !g.locks.insert(path.to_owned()) {
-            return Err(TreeError::Locked { path: path.to_owned(), holder: Some(std::process::id()) });
+            let holder = Some(LockHolder::pid(std::process::id()));
+            return Err(TreeError::Locked { path: path.to_owned(), holder });
         }
         Ok(Box::new(MemoryLock { store: self.clone(), path: path.to_owned() }))
     }

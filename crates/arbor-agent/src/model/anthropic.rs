@@ -79,83 +79,89 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
     let blocks = m.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     match m.get("role").and_then(Value::as_str) {
         Some("user") => {
-            let content = match m.get("content") {
-                Some(Value::String(s)) if !s.is_empty() => Value::String(s.clone()),
-                Some(Value::String(_)) => return,
-                _ => {
-                    let parts: Vec<Value> = blocks
-                        .iter()
-                        .filter_map(|b| match b.get("type").and_then(Value::as_str) {
-                            Some("text") if !str_of(b, "text").is_empty() => {
-                                Some(json!({"type": "text", "text": str_of(b, "text")}))
-                            }
-                            Some("image") => Some(json!({"type": "image", "source": {
-                                "type": "base64", "media_type": str_of(b, "mimeType"), "data": str_of(b, "data")}})),
-                            _ => None,
-                        })
-                        .collect();
-                    if parts.is_empty() {
-                        return;
-                    }
-                    Value::Array(parts)
-                }
-            };
-            out.push(json!({"role": "user", "content": content}));
+            if let Some(content) = user_content(m.get("content"), blocks) {
+                out.push(json!({"role": "user", "content": content}));
+            }
         }
         Some("assistant") => {
+            let parts: Vec<Value> = blocks.iter().filter_map(assistant_part).collect();
+            if !parts.is_empty() {
+                out.push(json!({"role": "assistant", "content": parts}));
+            }
+        }
+        Some("toolResult") => push_tool_result(m, out),
+        _ => {}
+    }
+}
+
+/// A user message's content: its text, or its text and image blocks; `None` when empty.
+fn user_content(content: Option<&Value>, blocks: &[Value]) -> Option<Value> {
+    match content {
+        Some(Value::String(s)) if !s.is_empty() => Some(Value::String(s.clone())),
+        Some(Value::String(_)) => None,
+        _ => {
             let parts: Vec<Value> = blocks
                 .iter()
                 .filter_map(|b| match b.get("type").and_then(Value::as_str) {
                     Some("text") if !str_of(b, "text").is_empty() => {
                         Some(json!({"type": "text", "text": str_of(b, "text")}))
                     }
-                    Some("thinking") if !str_of(b, "thinking").is_empty() => {
-                        let sig = str_of(b, "thinkingSignature");
-                        // Only Anthropic's own signatures can be sent back as thinking.
-                        if sig.len() > 32 {
-                            Some(json!({"type": "thinking", "thinking": str_of(b, "thinking"), "signature": sig}))
-                        } else {
-                            Some(json!({"type": "text", "text": str_of(b, "thinking")}))
-                        }
-                    }
-                    Some("toolCall") => Some(json!({
-                        "type": "tool_use",
-                        "id": str_of(b, "id"),
-                        "name": str_of(b, "name"),
-                        "input": b.get("arguments").cloned().unwrap_or_else(|| json!({})),
-                    })),
+                    Some("image") => Some(json!({"type": "image", "source": {
+                        "type": "base64", "media_type": str_of(b, "mimeType"), "data": str_of(b, "data")}})),
                     _ => None,
                 })
                 .collect();
-            if !parts.is_empty() {
-                out.push(json!({"role": "assistant", "content": parts}));
-            }
+            (!parts.is_empty()).then_some(Value::Array(parts))
         }
-        Some("toolResult") => {
-            let text = arbor_log::content_text(m.get("content"), "\n");
-            let block = json!({
-                "type": "tool_result",
-                "tool_use_id": str_of(m, "toolCallId"),
-                "content": [{"type": "text", "text": if text.is_empty() { "(no output)".to_owned() } else { text }}],
-                "is_error": m.get("isError").and_then(Value::as_bool).unwrap_or(false),
-            });
-            if let Some(Value::Array(last)) = out.last_mut().and_then(|l| {
-                let only_results = l.get("role").and_then(Value::as_str) == Some("user")
-                    && l.get("content").and_then(Value::as_array).is_some_and(|c| {
-                        c.iter().all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-                    });
-                if only_results {
-                    l.get_mut("content")
-                } else {
-                    None
-                }
-            }) {
-                last.push(block);
+    }
+}
+
+/// One block of an assistant message, as Anthropic takes it back.
+fn assistant_part(b: &Value) -> Option<Value> {
+    match b.get("type").and_then(Value::as_str) {
+        Some("text") if !str_of(b, "text").is_empty() => Some(json!({"type": "text", "text": str_of(b, "text")})),
+        Some("thinking") if !str_of(b, "thinking").is_empty() => {
+            let sig = str_of(b, "thinkingSignature");
+            // Only Anthropic's own signatures can be sent back as thinking.
+            if sig.len() > 32 {
+                Some(json!({"type": "thinking", "thinking": str_of(b, "thinking"), "signature": sig}))
             } else {
-                out.push(json!({"role": "user", "content": [block]}));
+                Some(json!({"type": "text", "text": str_of(b, "thinking")}))
             }
         }
-        _ => {}
+        Some("toolCall") => Some(json!({
+            "type": "tool_use",
+            "id": str_of(b, "id"),
+            "name": str_of(b, "name"),
+            "input": b.get("arguments").cloned().unwrap_or_else(|| json!({})),
+        })),
+        _ => None,
+    }
+}
+
+/// A tool result, added to the user message of tool results before it, or in a new one.
+fn push_tool_result(m: &Value, out: &mut Vec<Value>) {
+    let text = arbor_log::content_text(m.get("content"), "\n");
+    let block = json!({
+        "type": "tool_result",
+        "tool_use_id": str_of(m, "toolCallId"),
+        "content": [{"type": "text", "text": if text.is_empty() { "(no output)".to_owned() } else { text }}],
+        "is_error": m.get("isError").and_then(Value::as_bool).unwrap_or(false),
+    });
+    if let Some(Value::Array(last)) = out.last_mut().and_then(|l| {
+        let only_results = l.get("role").and_then(Value::as_str) == Some("user")
+            && l.get("content")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")));
+        if only_results {
+            l.get_mut("content")
+        } else {
+            None
+        }
+    }) {
+        last.push(block);
+    } else {
+        out.push(json!({"role": "user", "content": [block]}));
     }
 }
 
@@ -201,48 +207,14 @@ impl AnthropicClient {
         reply: &mut ReplyBuilder,
     ) -> Result<String, ModelError> {
         let deadline = self.http.deadline();
-        let mut headers = HeaderMap::new();
-        headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
-        if let Some(key) = &self.key {
-            let value = HeaderValue::from_str(key)
-                .map_err(|_| self.protocol("the API key is not a valid header value".to_owned()))?;
-            headers.insert("x-api-key", value);
-        }
         let body = self.request_body(request);
-        let response = self.http.post(&self.url(), headers, &body, cancel, deadline).await?;
-
+        let response = self.http.post(&self.url(), self.headers()?, &body, cancel, deadline).await?;
         if is_json(&response) {
             let v = self.http.read_json(response, API, cancel, deadline).await?;
-            if v.get("type").and_then(Value::as_str) == Some("error") {
-                return Err(self
-                    .stream_error(v.pointer("/error/message").and_then(Value::as_str).unwrap_or("error").to_owned()));
-            }
-            let content = v
-                .get("content")
-                .and_then(Value::as_array)
-                .ok_or_else(|| self.protocol("no content in the response".into()))?;
-            for (i, b) in content.iter().enumerate() {
-                let kind = str_of(b, "type");
-                reply.start_block(i, kind, str_of(b, "id"), str_of(b, "name"));
-                match kind {
-                    "text" => reply.delta_at(i, "text", str_of(b, "text")),
-                    "thinking" => {
-                        reply.delta_at(i, "thinking", str_of(b, "thinking"));
-                        reply.delta_at(i, "signature", str_of(b, "signature"));
-                    }
-                    "tool_use" => reply.delta_at(i, "args", &b.get("input").cloned().unwrap_or_default().to_string()),
-                    _ => {}
-                }
-            }
-            if let Some(u) = v.get("usage") {
-                read_usage(u, &mut reply.tokens);
-            }
-            return Ok(str_of(&v, "stop_reason").to_owned());
+            return self.read_whole(&v, reply);
         }
-
         let mut events = self.http.events(response, deadline);
         let mut reason = String::new();
-        let mut stopped = false;
         while let Some(ev) = events.next(cancel).await? {
             if ev.data.trim().is_empty() {
                 continue;
@@ -250,57 +222,107 @@ impl AnthropicClient {
             let data: Value = arbor_log::json::parse(&ev.data)
                 .map_err(|e| self.protocol(format!("a stream event is not JSON: {e}")))?;
             let kind = ev.event.as_deref().unwrap_or_else(|| str_of(&data, "type"));
+            if self.on_event(kind, &data, reply, &mut reason)? {
+                return Ok(reason);
+            }
+        }
+        Err(self.stream_error("the stream ended before message_stop".to_owned()))
+    }
+
+    /// The request headers: the API version and the key.
+    fn headers(&self) -> Result<HeaderMap, ModelError> {
+        let mut headers = HeaderMap::new();
+        headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
+        if let Some(key) = &self.key {
+            let value = HeaderValue::from_str(key)
+                .map_err(|_| self.protocol("the API key is not a valid header value".to_owned()))?;
+            headers.insert("x-api-key", value);
+        }
+        Ok(headers)
+    }
+
+    /// Fills `reply` from a whole (not streamed) answer; returns the stop reason.
+    fn read_whole(&self, v: &Value, reply: &mut ReplyBuilder) -> Result<String, ModelError> {
+        if v.get("type").and_then(Value::as_str) == Some("error") {
+            return Err(
+                self.stream_error(v.pointer("/error/message").and_then(Value::as_str).unwrap_or("error").to_owned())
+            );
+        }
+        let content = v
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.protocol("no content in the response".into()))?;
+        for (i, b) in content.iter().enumerate() {
+            let kind = str_of(b, "type");
+            reply.start_block(i, kind, str_of(b, "id"), str_of(b, "name"));
             match kind {
-                "message_start" => {
-                    if let Some(u) = data.pointer("/message/usage") {
-                        read_usage(u, &mut reply.tokens);
-                    }
+                "text" => reply.delta_at(i, "text", str_of(b, "text")),
+                "thinking" => {
+                    reply.delta_at(i, "thinking", str_of(b, "thinking"));
+                    reply.delta_at(i, "signature", str_of(b, "signature"));
                 }
-                "content_block_start" => {
-                    let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-                    let block = data.get("content_block").cloned().unwrap_or_default();
-                    let block_kind = str_of(&block, "type");
-                    reply.start_block(index, block_kind, str_of(&block, "id"), str_of(&block, "name"));
-                    match block_kind {
-                        "text" => reply.delta_at(index, "text", str_of(&block, "text")),
-                        "thinking" => reply.delta_at(index, "thinking", str_of(&block, "thinking")),
-                        _ => {}
-                    }
-                }
-                "content_block_delta" => {
-                    let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-                    let delta = data.get("delta").cloned().unwrap_or_default();
-                    match str_of(&delta, "type") {
-                        "text_delta" => reply.delta_at(index, "text", str_of(&delta, "text")),
-                        "thinking_delta" => reply.delta_at(index, "thinking", str_of(&delta, "thinking")),
-                        "signature_delta" => reply.delta_at(index, "signature", str_of(&delta, "signature")),
-                        "input_json_delta" => reply.delta_at(index, "args", str_of(&delta, "partial_json")),
-                        _ => {}
-                    }
-                }
-                "message_delta" => {
-                    if let Some(r) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                        reason = r.to_owned();
-                    }
-                    if let Some(u) = data.get("usage") {
-                        read_usage(u, &mut reply.tokens);
-                    }
-                }
-                "message_stop" => {
-                    stopped = true;
-                    break;
-                }
-                "error" => {
-                    let message = data.pointer("/error/message").and_then(Value::as_str).unwrap_or("error");
-                    return Err(self.stream_error(message.to_owned()));
-                }
+                "tool_use" => reply.delta_at(i, "args", &b.get("input").cloned().unwrap_or_default().to_string()),
                 _ => {}
             }
         }
-        if !stopped {
-            return Err(self.stream_error("the stream ended before message_stop".to_owned()));
+        if let Some(u) = v.get("usage") {
+            read_usage(u, &mut reply.tokens);
         }
-        Ok(reason)
+        Ok(str_of(v, "stop_reason").to_owned())
+    }
+
+    /// Applies one stream event of type `kind` to `reply` (the stop reason to
+    /// `reason`); true at `message_stop`.
+    fn on_event(
+        &self,
+        kind: &str,
+        data: &Value,
+        reply: &mut ReplyBuilder,
+        reason: &mut String,
+    ) -> Result<bool, ModelError> {
+        let index = || data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        match kind {
+            "message_start" => {
+                if let Some(u) = data.pointer("/message/usage") {
+                    read_usage(u, &mut reply.tokens);
+                }
+            }
+            "content_block_start" => {
+                let block = data.get("content_block").cloned().unwrap_or_default();
+                let block_kind = str_of(&block, "type");
+                reply.start_block(index(), block_kind, str_of(&block, "id"), str_of(&block, "name"));
+                match block_kind {
+                    "text" => reply.delta_at(index(), "text", str_of(&block, "text")),
+                    "thinking" => reply.delta_at(index(), "thinking", str_of(&block, "thinking")),
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let delta = data.get("delta").cloned().unwrap_or_default();
+                match str_of(&delta, "type") {
+                    "text_delta" => reply.delta_at(index(), "text", str_of(&delta, "text")),
+                    "thinking_delta" => reply.delta_at(index(), "thinking", str_of(&delta, "thinking")),
+                    "signature_delta" => reply.delta_at(index(), "signature", str_of(&delta, "signature")),
+                    "input_json_delta" => reply.delta_at(index(), "args", str_of(&delta, "partial_json")),
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    *reason = r.to_owned();
+                }
+                if let Some(u) = data.get("usage") {
+                    read_usage(u, &mut reply.tokens);
+                }
+            }
+            "message_stop" => return Ok(true),
+            "error" => {
+                let message = data.pointer("/error/message").and_then(Value::as_str).unwrap_or("error");
+                return Err(self.stream_error(message.to_owned()));
+            }
+            _ => {}
+        }
+        Ok(false)
     }
 
     fn finished(&self, reply: ReplyBuilder, reason: &str) -> AssistantReply {

@@ -135,6 +135,15 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
     }
 }
 
+/// The reasoning text of a message or delta (`reasoning_content`, or OpenRouter's `reasoning`), as thinking.
+fn push_reasoning(msg: &Value, reply: &mut ReplyBuilder) {
+    for field in ["reasoning_content", "reasoning"] {
+        if let Some(t) = msg.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            reply.push_thinking(t, field);
+        }
+    }
+}
+
 fn stop_reason(finish: &str) -> &'static str {
     match finish {
         "length" => "length",
@@ -170,44 +179,14 @@ impl OpenAiClient {
         reply: &mut ReplyBuilder,
     ) -> Result<Option<String>, ModelError> {
         let deadline = self.http.deadline();
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.key {
-            let value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| self.protocol("the API key is not a valid header value".to_owned()))?;
-            headers.insert(AUTHORIZATION, value);
-        }
         let body = self.request_body(request);
-        let response = self.http.post(&self.url(), headers, &body, cancel, deadline).await?;
-
+        let response = self.http.post(&self.url(), self.headers()?, &body, cancel, deadline).await?;
         if is_json(&response) {
             let v = self.http.read_json(response, API, cancel, deadline).await?;
-            if let Some(e) = v.get("error") {
-                return Err(self.stream_error(e.get("message").and_then(Value::as_str).unwrap_or("error").to_owned()));
-            }
-            let choice = v.pointer("/choices/0").ok_or_else(|| self.protocol("no choices in the response".into()))?;
-            let msg = choice.get("message").cloned().unwrap_or_default();
-            for field in ["reasoning_content", "reasoning"] {
-                if let Some(t) = msg.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                    reply.push_thinking(t, if field == "reasoning" { "reasoning" } else { "reasoning_content" });
-                }
-            }
-            if let Some(t) = msg.get("content").and_then(Value::as_str) {
-                reply.push_text(t);
-            }
-            let mut slots = vec![];
-            for (i, call) in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
-                let s = |p: &str| call.pointer(p).and_then(Value::as_str);
-                reply.tool_call_delta(&mut slots, i as u64, s("/id"), s("/function/name"), s("/function/arguments"));
-            }
-            if let Some(u) = v.get("usage") {
-                read_usage(u, &mut reply.tokens);
-            }
-            return Ok(Some(choice.get("finish_reason").and_then(Value::as_str).unwrap_or("stop").to_owned()));
+            return self.read_whole(&v, reply).map(Some);
         }
-
         let mut events = self.http.events(response, deadline);
         let mut finish: Option<String> = None;
-        let mut done = false;
         let mut slots = vec![];
         while let Some(ev) = events.next(cancel).await? {
             let data = ev.data.trim();
@@ -215,42 +194,80 @@ impl OpenAiClient {
                 continue;
             }
             if data == "[DONE]" {
-                done = true;
-                break;
+                return Ok(finish);
             }
             let chunk: Value =
                 arbor_log::json::parse(data).map_err(|e| self.protocol(format!("a stream chunk is not JSON: {e}")))?;
-            if let Some(e) = chunk.get("error") {
-                let message = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_owned);
-                return Err(self.stream_error(message));
-            }
-            if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-                read_usage(u, &mut reply.tokens);
-            }
-            let Some(choice) = chunk.pointer("/choices/0") else { continue };
-            if let Some(delta) = choice.get("delta") {
-                for field in ["reasoning_content", "reasoning"] {
-                    if let Some(t) = delta.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                        reply.push_thinking(t, if field == "reasoning" { "reasoning" } else { "reasoning_content" });
-                    }
-                }
-                if let Some(t) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                    reply.push_text(t);
-                }
-                for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-                    let s = |p: &str| call.pointer(p).and_then(Value::as_str);
-                    let slot = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-                    reply.tool_call_delta(&mut slots, slot, s("/id"), s("/function/name"), s("/function/arguments"));
-                }
-            }
-            if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
-                finish = Some(f.to_owned());
+            if let Some(f) = self.on_chunk(&chunk, reply, &mut slots)? {
+                finish = Some(f);
             }
         }
-        if !done && finish.is_none() {
+        if finish.is_none() {
             return Err(self.stream_error("the stream ended before the reply was complete".to_owned()));
         }
         Ok(finish)
+    }
+
+    /// The request headers: the key as a bearer token.
+    fn headers(&self) -> Result<HeaderMap, ModelError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.key {
+            let value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| self.protocol("the API key is not a valid header value".to_owned()))?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        Ok(headers)
+    }
+
+    /// Fills `reply` from a whole (not streamed) answer; returns the finish reason.
+    fn read_whole(&self, v: &Value, reply: &mut ReplyBuilder) -> Result<String, ModelError> {
+        if let Some(e) = v.get("error") {
+            return Err(self.stream_error(e.get("message").and_then(Value::as_str).unwrap_or("error").to_owned()));
+        }
+        let choice = v.pointer("/choices/0").ok_or_else(|| self.protocol("no choices in the response".into()))?;
+        let msg = choice.get("message").cloned().unwrap_or_default();
+        push_reasoning(&msg, reply);
+        if let Some(t) = msg.get("content").and_then(Value::as_str) {
+            reply.push_text(t);
+        }
+        let mut slots = vec![];
+        for (i, call) in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let s = |p: &str| call.pointer(p).and_then(Value::as_str);
+            reply.tool_call_delta(&mut slots, i as u64, s("/id"), s("/function/name"), s("/function/arguments"));
+        }
+        if let Some(u) = v.get("usage") {
+            read_usage(u, &mut reply.tokens);
+        }
+        Ok(choice.get("finish_reason").and_then(Value::as_str).unwrap_or("stop").to_owned())
+    }
+
+    /// Applies one stream chunk to `reply`; returns its finish reason, if it has one.
+    fn on_chunk(
+        &self,
+        chunk: &Value,
+        reply: &mut ReplyBuilder,
+        slots: &mut Vec<(u64, usize)>,
+    ) -> Result<Option<String>, ModelError> {
+        if let Some(e) = chunk.get("error") {
+            let message = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_owned);
+            return Err(self.stream_error(message));
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            read_usage(u, &mut reply.tokens);
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else { return Ok(None) };
+        if let Some(delta) = choice.get("delta") {
+            push_reasoning(delta, reply);
+            if let Some(t) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                reply.push_text(t);
+            }
+            for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                let s = |p: &str| call.pointer(p).and_then(Value::as_str);
+                let slot = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+                reply.tool_call_delta(slots, slot, s("/id"), s("/function/name"), s("/function/arguments"));
+            }
+        }
+        Ok(choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned))
     }
 
     fn finished(&self, reply: ReplyBuilder, finish: Option<&str>) -> AssistantReply {

@@ -2,10 +2,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use arbor_agent::hooks::{BeforeCompactResult, CompactingResult, HookCompaction};
+use arbor_agent::summarizer::{SUMMARIZATION_PROMPT, TURN_PREFIX_PROMPT, UPDATE_SUMMARIZATION_PROMPT};
 use arbor_agent::{
-    AgentError, AgentSession, Api, BeforeCompactResult, CompactOptions, CompactingResult, CompactionAlgorithm,
-    EventName, HookBus, HookCompaction, HookConfig, HookResponse, ModelInfo, SUMMARIZATION_PROMPT, TURN_PREFIX_PROMPT,
-    UPDATE_SUMMARIZATION_PROMPT,
+    AgentError, AgentSession, Api, CompactOptions, CompactionAlgorithm, EventName, HookBus, HookConfig, HookResponse,
+    ModelInfo,
 };
 use arbor_context::estimate_tokens;
 use arbor_log::EntryKind;
@@ -449,7 +450,8 @@ async fn an_external_command_hook_supplies_or_cancels_the_compaction() {
 
 /// pi's `compaction.test.ts` cases for the pure parts (spec 7.12).
 mod pure {
-    use arbor_agent::{find_cut_point, should_compact, CompactionSettings};
+    use arbor_agent::compaction::{find_cut_point, should_compact};
+    use arbor_agent::CompactionSettings;
     use arbor_log::Entry;
     use serde_json::json;
 

@@ -2,7 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use arbor_agent::{BeforeForkResult, EventName, HookBus, HookResponse};
+use arbor_agent::hooks::BeforeForkResult;
+use arbor_agent::{EventName, HookBus, HookResponse};
 use arbor_log::Entry;
 use arbor_tree::MemoryStore;
 

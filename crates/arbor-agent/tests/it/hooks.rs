@@ -3,10 +3,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arbor_agent::{
-    BeforeForkEvent, BeforeForkResult, BeforeTreeResult, CommandHook, EventName, HookBus, HookConfig, HookEvent,
-    HookResponse, NavigateOptions,
-};
+use arbor_agent::hooks::{BeforeForkEvent, BeforeForkResult, BeforeTreeResult};
+use arbor_agent::{CommandHook, EventName, HookBus, HookConfig, HookEvent, HookResponse, NavigateOptions};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -82,7 +80,7 @@ async fn notifications_ignore_results() {
     let mut bus = HookBus::new();
     bus.on(EventName::SessionFork, "answers", |_, _| async { Ok(skip(true)) });
     let out = bus
-        .emit(HookEvent::Fork(arbor_agent::ForkEvent { previous_session_file: None }), &CancellationToken::new())
+        .emit(HookEvent::Fork(arbor_agent::hooks::ForkEvent { previous_session_file: None }), &CancellationToken::new())
         .await;
     assert_eq!(out.response, None);
     assert!(out.failures.is_empty());
@@ -130,7 +128,7 @@ async fn command_hook_failures_are_reported() {
     // A notification's output is not read.
     let out = run(
         CommandHook::new("session_fork", "echo whatever"),
-        HookEvent::Fork(arbor_agent::ForkEvent { previous_session_file: None }),
+        HookEvent::Fork(arbor_agent::hooks::ForkEvent { previous_session_file: None }),
     )
     .await;
     assert_eq!(out, Ok(None));

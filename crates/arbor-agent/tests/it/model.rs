@@ -186,7 +186,7 @@ async fn anthropic_streams_into_pi_shape() {
     ]);
     mock.script([Reply::RawSse(sse)]);
     let mut model = anthropic_model(&mock);
-    model.cost = arbor_agent::ModelCost { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 };
+    model.cost = arbor_agent::model::ModelCost { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 };
     let client = AnthropicClient::new(model, Some("sk-ant".into()), fast_client()).unwrap();
     let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
     let v = reply.json();

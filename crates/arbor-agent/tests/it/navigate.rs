@@ -2,11 +2,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use arbor_agent::{
-    AgentError, Api, BeforeTreeResult, EventName, HookBus, HookEvent, HookResponse, HookSummary, ModelInfo,
-    NavigateOptions, BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_CONTENT_TO_SUMMARIZE,
-    SUMMARIZATION_SYSTEM_PROMPT,
+use arbor_agent::hooks::{BeforeTreeResult, HookSummary};
+use arbor_agent::summarizer::{
+    BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_CONTENT_TO_SUMMARIZE, SUMMARIZATION_SYSTEM_PROMPT,
 };
+use arbor_agent::{AgentError, Api, EventName, HookBus, HookEvent, HookResponse, ModelInfo, NavigateOptions};
 use arbor_log::EntryKind;
 use arbor_tree::{MemoryStore, Session, LEAF_MARKER_TYPE};
 use serde_json::json;
@@ -513,7 +513,7 @@ impl arbor_tree::AppendHandle for FailingAppend {
 }
 
 impl arbor_tree::Store for FailingStore {
-    fn exists(&self, path: &std::path::Path) -> bool {
+    fn exists(&self, path: &std::path::Path) -> Result<bool, arbor_tree::TreeError> {
         self.inner.exists(path)
     }
     fn read_from(

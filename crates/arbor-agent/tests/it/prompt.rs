@@ -5,10 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use arbor_agent::model::REQUEST_ABORTED;
+use arbor_agent::prompt::{AutoCompactionReason, OVERFLOW_RECOVERY_FAILED};
 use arbor_agent::{
-    AgentError, AgentEvent, AgentOptions, AgentSession, Api, AssistantReply, AutoCompactionReason, CompletionRequest,
-    EventSink, ModelClient, ModelError, ModelInfo, PromptOptions, StreamDelta, StreamSink, OVERFLOW_RECOVERY_FAILED,
-    REQUEST_ABORTED,
+    AgentError, AgentEvent, AgentOptions, AgentSession, Api, AssistantReply, CompletionRequest, EventSink, ModelClient,
+    ModelError, ModelInfo, PromptOptions, StreamDelta, StreamSink,
 };
 use arbor_log::{CounterIds, FixedClock};
 use arbor_tree::{Session, SessionOptions};

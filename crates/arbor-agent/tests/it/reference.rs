@@ -6,10 +6,9 @@
 //! checked against [`prepare_compaction_pi`], and [`prepare_compaction`]
 //! (Arbor's default, fixed) is checked to differ only as the fix says.
 
-use arbor_agent::{
-    collect_entries_for_branch_summary, prepare_branch_entries, prepare_compaction, prepare_compaction_pi,
-    CompactionSettings,
-};
+use arbor_agent::branch::{collect_entries_for_branch_summary, prepare_branch_entries};
+use arbor_agent::compaction::{prepare_compaction, prepare_compaction_pi};
+use arbor_agent::CompactionSettings;
 use arbor_log::{CounterIds, EntryKind};
 use arbor_tree::{Session, SessionOptions};
 use serde_json::Value;

@@ -6,9 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use arbor_context::render::{entry_text, ToolCalls};
 use arbor_interop::Side;
 
-/// Compare two entries of a session: their common ancestor and what each side adds.
+use crate::shared::output::interop_error;
+use crate::shared::session::Globals;
+
+/// Compare two entries: their common ancestor and what each side adds.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
@@ -22,9 +26,9 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
-    let s = crate::cli::open_read_only(&args.file)?;
-    let d = arbor_interop::diff(&s, &args.a, &args.b).map_err(|e| crate::cli::interop_error(&args.file, e))?;
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let s = g.open_read(&args.file)?;
+    let d = arbor_interop::diff(&s, &args.a, &args.b).map_err(|e| interop_error(&args.file, e))?;
     if args.json {
         arbor_log::json::to_writer(&mut *out, &d)?;
         out.write_all(b"\n")?;
@@ -32,8 +36,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
     }
     match &d.common_ancestor {
         Some(id) => {
-            let what =
-                s.get_entry(id).map(|e| crate::render::entry_text(e, &Default::default(), None)).unwrap_or_default();
+            let what = s.get_entry(id).map(|e| entry_text(e, &ToolCalls::new(), None)).unwrap_or_default();
             writeln!(out, "common ancestor {id}  {}", cut(&what, 90))?;
         }
         None => writeln!(out, "no common ancestor: the entries are on different roots")?,

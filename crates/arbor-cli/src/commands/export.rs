@@ -8,6 +8,9 @@ use anyhow::{Context as _, Result};
 
 use arbor_interop::Scope;
 
+use crate::shared::output::interop_error;
+use crate::shared::session::Globals;
+
 /// Export a session: the path as Markdown, the whole tree as one HTML page, or clean JSONL.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,11 +37,11 @@ enum ExportFormat {
     Jsonl,
 }
 
-pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if args.all && matches!(args.format, ExportFormat::Md) {
         anyhow::bail!("--all: Markdown holds one path (use --leaf ID, or --format html for the whole tree)");
     }
-    let s = crate::cli::open_read_only(&args.file)?;
+    let s = g.open_read(&args.file)?;
     let mut buf = Vec::new();
     let target: &mut dyn Write = if args.output.is_some() { &mut buf } else { out };
     let written = match args.format {
@@ -49,7 +52,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
             arbor_interop::export_jsonl(&s, scope, target)
         }
     };
-    written.map_err(|e| crate::cli::interop_error(&args.file, e))?;
+    written.map_err(|e| interop_error(&args.file, e))?;
     if let Some(path) = &args.output {
         arbor_log::atomic_write(path, |w| w.write_all(&buf)).with_context(|| format!("writing {}", path.display()))?;
     }

@@ -9,7 +9,9 @@ use anyhow::Result;
 use arbor_interop::{Format, ImportOptions, ImportReport, Outcome};
 use arbor_tree::paths;
 
-/// Import Claude Code transcripts or Codex CLI rollouts as pi sessions (see docs/cli.md).
+use crate::shared::session::Globals;
+
+/// Import Claude Code transcripts or Codex CLI rollouts as pi sessions.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The transcripts' format.
@@ -35,7 +37,8 @@ enum FormatArg {
     Codex,
 }
 
-pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    g.local_only("import", "import to files, then push them (arbor push)")?;
     let format = match args.format {
         FormatArg::Claude => Format::Claude,
         FormatArg::Codex => Format::Codex,

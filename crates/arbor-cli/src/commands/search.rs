@@ -1,4 +1,5 @@
-//! `arbor search QUERY`: the text of every entry of every session, from the catalog.
+//! `arbor search QUERY`: the text of every entry of every session, from the
+//! catalog, or with `--store` on the server.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,10 +7,15 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 
-use arbor_catalog::{Hit, Scope, SearchOptions};
+use arbor_catalog::{Hit, Query, Scope, SearchOptions, TokenKind};
+use arbor_pg::{PgStore, TextQuery};
 use arbor_tree::paths;
 
-/// Search the text of every entry on every branch of the sessions (pi's picker syntax).
+use crate::shared::catalog;
+use crate::shared::output::write_json_line;
+use crate::shared::session::Globals;
+
+/// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Space-separated tokens that must all match (fuzzy), "quoted phrases", or re:REGEX.
@@ -32,10 +38,13 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let query = args.query.join(" ");
     if query.trim().is_empty() {
         bail!("the query is empty");
+    }
+    if let Some(store) = g.server()? {
+        return search_server(store, &query, &args, out);
     }
     let root = args.sessions_dir.unwrap_or_else(paths::sessions_root);
     let scope = if args.all {
@@ -47,10 +56,10 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
         };
         Scope::cwd(&cwd.to_string_lossy())
     };
-    let mut catalog = crate::catalog_cmds::open(&root)?;
-    let bar = crate::catalog_cmds::Bar::new();
+    let mut catalog = catalog::open(&root)?;
+    let bar = catalog::Bar::new();
     let hits = catalog.search(&query, &SearchOptions { scope, limit: args.limit }, &bar)?;
-    crate::catalog_cmds::warn(&mut catalog);
+    catalog::warn(&mut catalog);
     if args.json {
         arbor_log::json::to_writer(&mut *out, &hits)?;
         out.write_all(b"\n")?;
@@ -59,6 +68,45 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<ExitCode> {
     } else {
         for h in &hits {
             write_hit(out, h)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `arbor --store URL search`: PostgreSQL's full-text search on the server
+/// (docs/postgres.md, "Listing and search"): the same query syntax, without
+/// fuzzy matches or active-path marks.
+fn search_server(store: &PgStore, query: &str, args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
+    if args.sessions_dir.is_some() {
+        bail!("--sessions-dir names a local folder; with --store the sessions are on the server");
+    }
+    let text = match arbor_catalog::parse_query(query).map_err(|e| anyhow::anyhow!("{query}: {e}"))? {
+        Query::Regex(_) => TextQuery::Regex(query.trim().trim_start_matches("re:").trim().to_owned()),
+        Query::Tokens(tokens) => {
+            let (phrases, words): (Vec<_>, Vec<_>) = tokens.into_iter().partition(|t| t.kind == TokenKind::Phrase);
+            TextQuery::Words {
+                words: words.into_iter().map(|t| t.value).collect(),
+                phrases: phrases.into_iter().map(|t| t.value).collect(),
+            }
+        }
+    };
+    let cwd = match (&args.cwd, args.all) {
+        (_, true) => None,
+        (Some(c), false) => Some(c.to_string_lossy().into_owned()),
+        (None, false) => {
+            Some(std::env::current_dir().context("cannot read the current directory")?.to_string_lossy().into_owned())
+        }
+    };
+    let hits = store.search(&text, cwd.as_deref(), args.limit)?;
+    if args.json {
+        write_json_line(out, &hits)?;
+    } else if hits.is_empty() {
+        writeln!(out, "no matches")?;
+    } else {
+        for h in &hits {
+            let what = h.role.as_deref().unwrap_or(&h.entry_type);
+            writeln!(out, "{}  {}  {what}  {}", h.timestamp, h.entry_id, h.path.display())?;
+            writeln!(out, "    {}", marked(&h.snippet, &h.marks))?;
         }
     }
     Ok(ExitCode::SUCCESS)

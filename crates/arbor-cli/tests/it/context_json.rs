@@ -11,7 +11,7 @@ use crate::json;
 
 /// A session of more than 1 MiB (so that the index is cached) and
 /// more than one output batch, with entries the copy must not trust (a file
-/// with a malformed entry gets no index: those are tested in `cli.rs`).
+/// with a malformed entry gets no index: those are tested in arbor-context's `json.rs`).
 fn big_session(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("big.jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
@@ -64,7 +64,7 @@ fn decoded(path: &std::path::Path, leaf: Option<&str>) -> Value {
     if let Some(l) = leaf {
         s.branch(l).unwrap();
     }
-    serde_json::to_value(arbor_agent::session_context(&s)).unwrap()
+    serde_json::to_value(arbor_context::session_context(&s)).unwrap()
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod interop;
 mod model_server;
 mod read_only_dir;
 mod reference;
+mod server;
 mod tui;
 
 use std::path::Path;

@@ -71,7 +71,7 @@ impl Session {
         let mut s = Session::blank(opts, process_cwd(), true, dir);
         s.file = Some(path.clone());
         s.read_only = mode.is_read_only();
-        if !mode.creates() && !store.exists(&path) {
+        if !mode.creates() && !store.exists(&path)? {
             // Checked before locking, so a refused writer leaves no lock file behind.
             return Err(TreeError::Missing(given));
         }

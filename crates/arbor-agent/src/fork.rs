@@ -1,0 +1,68 @@
+//! Forking before a user message into a new session (pi's `fork`, the
+//! /branch flow of spec 5.7), with the `session_before_fork` and
+//! `session_fork` hooks around it.
+
+use std::path::PathBuf;
+
+use arbor_log::Role;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{emit, AgentSession};
+use crate::convert::editor_text;
+use crate::error::AgentError;
+use crate::hooks::{BeforeForkEvent, ForkEvent, HookEvent, HookFailure, HookResponse};
+
+/// What [`AgentSession::fork`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForkResult {
+    /// The selected user message's text, to pre-fill the editor.
+    pub selected_text: String,
+    /// A hook cancelled the fork.
+    pub cancelled: bool,
+    /// The new session file (persistent sessions; it may not exist until the first assistant message).
+    pub path: Option<PathBuf>,
+    /// Hooks that failed along the way.
+    pub hook_failures: Vec<HookFailure>,
+}
+
+impl AgentSession {
+    /// Forks before a user message into a new session (pi's `fork`, the
+    /// /branch flow of spec 5.7).
+    ///
+    /// A root message starts an empty session whose header names the old
+    /// file as parent; any other gets the path up to the message's parent
+    /// ([`Session::create_branched_session`](arbor_tree::Session::create_branched_session)). In-memory sessions return no path.
+    pub async fn fork(&mut self, entry_id: &str) -> Result<ForkResult, AgentError> {
+        self.check_failed()?;
+        let entry = self
+            .session
+            .get_entry(entry_id)
+            .filter(|e| e.message_role() == Some(Role::User))
+            .cloned()
+            .ok_or(AgentError::InvalidForkEntry)?;
+        let selected_text = editor_text(&entry).unwrap_or_default();
+        let token = CancellationToken::new();
+        let mut failures = vec![];
+        let mut skip_restore = false;
+        let event = HookEvent::BeforeFork(BeforeForkEvent { entry_id: entry_id.to_owned() });
+        if let Some(HookResponse::BeforeFork(r)) = emit(&self.opts.hooks, event, &token, &mut failures).await {
+            if r.cancel == Some(true) {
+                return Ok(ForkResult { selected_text, cancelled: true, path: None, hook_failures: failures });
+            }
+            skip_restore = r.skip_conversation_restore == Some(true);
+        }
+        let previous_session_file = self.session.session_file().map(|p| p.to_string_lossy().into_owned());
+        let path = match &entry.parent_id {
+            None => {
+                let parent = if self.session.is_persistent() { previous_session_file.clone() } else { None };
+                self.session.new_session(None, parent)
+            }
+            Some(parent) => self.write(|s| s.create_branched_session(parent))?,
+        };
+        if !skip_restore {
+            self.rebuild_context();
+        }
+        emit(&self.opts.hooks, HookEvent::Fork(ForkEvent { previous_session_file }), &token, &mut failures).await;
+        Ok(ForkResult { selected_text, cancelled: false, path, hook_failures: failures })
+    }
+}

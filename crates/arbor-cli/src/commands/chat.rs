@@ -1,0 +1,56 @@
+//! `arbor chat`: a branching conversation with a model.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+
+use arbor_tree::paths;
+
+use crate::shared::session::Globals;
+use crate::ui::chat::{self, ModelFlags, Target};
+use crate::ui::picker::{self, Picked};
+
+/// Talk to a model in a branching session: prompts, /tree, /branch, /label, /compact, … (see docs/cli.md).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session file (default: pick one in the session picker; without a terminal, the most
+    /// recent session of the current directory, or a new one).
+    file: Option<PathBuf>,
+    /// Start a new session (at FILE when given, else in the sessions directory of the current directory).
+    #[arg(long)]
+    new: bool,
+    /// The model as PROVIDER/MODEL (default: the settings', else the last one used in the session).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    model: Option<String>,
+    /// The provider's base URL (for example an OpenAI-compatible server on localhost).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// A hooks file (TOML or JSON) mapping events to commands; see docs/hooks.md.
+    #[arg(long, value_name = "FILE", env = "ARBOR_HOOKS")]
+    hooks: Option<PathBuf>,
+    /// The settings file (default: $ARBOR_CONFIG, else ~/.config/arbor/config.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let target = match args.file {
+        Some(path) => Target::File { path, new: args.new },
+        None if args.new => Target::New,
+        // The picker lists local sessions (the catalog); on a server, the cwd's most recent one.
+        None if picker::available() && g.store.is_none() => {
+            let cwd = std::env::current_dir().context("cannot read the current directory")?;
+            match picker::pick(&paths::sessions_root(), &cwd.to_string_lossy())? {
+                Picked::Session { path, .. } => Target::File { path, new: false },
+                Picked::Left => return Ok(ExitCode::SUCCESS),
+                // No session anywhere yet: start one, as before.
+                Picked::NoSessions => Target::Recent,
+            }
+        }
+        None => Target::Recent,
+    };
+    let flags = ModelFlags { model: args.model, base_url: args.base_url, hooks: args.hooks };
+    chat::run(out, target, &flags, args.config, g)
+}

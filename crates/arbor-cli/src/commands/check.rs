@@ -1,0 +1,57 @@
+//! `arbor check`: everything wrong or suspicious in session files.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use arbor_tree::{check_file, check_session, Finding, Severity};
+
+use crate::shared::output::write_json_line;
+use crate::shared::session::Globals;
+
+/// Report everything wrong or suspicious in session files (exit 0 clean, 1 warnings, 2 errors).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print the findings as JSON: `[{"file", "findings": [{"line", "severity", "code", "message"}]}]`.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut worst = None;
+    let mut reports = vec![];
+    for file in &args.files {
+        let checked = match g.server()? {
+            // On a server: the session the argument names, read through the store.
+            Some(_) => g.session(file).and_then(|p| Ok(check_session(&p, g.options()?)?)),
+            None => check_file(file).map_err(anyhow::Error::from),
+        };
+        let findings = checked.unwrap_or_else(|e| {
+            // An unreadable file is an error finding; the other files are still checked.
+            vec![Finding { line: 0, severity: Severity::Error, code: "unreadable", message: format!("{e:#}") }]
+        });
+        worst = worst.max(findings.iter().map(|f| f.severity).max());
+        if args.json {
+            reports.push(serde_json::json!({ "file": file, "findings": findings }));
+        } else if findings.is_empty() {
+            writeln!(out, "{}: ok", file.display())?;
+        } else {
+            for f in &findings {
+                writeln!(out, "{}:{f}", file.display())?;
+            }
+        }
+    }
+    if args.json {
+        write_json_line(out, &reports)?;
+    }
+    Ok(match worst {
+        None => ExitCode::SUCCESS,
+        Some(Severity::Warning) => ExitCode::from(1),
+        Some(Severity::Error) => ExitCode::from(2),
+    })
+}

@@ -1,0 +1,54 @@
+//! `arbor context`: the context the model sees at the leaf.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+
+use arbor_context::render::write_transcript;
+use arbor_context::{session_context, write_context_json};
+
+use crate::shared::session::{exit_without_freeing, Globals};
+
+/// Print the context the model sees at the leaf (pi's buildSessionContext).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session file.
+    file: PathBuf,
+    /// Build the context as if the leaf were at this entry.
+    #[arg(long, value_name = "ID")]
+    leaf: Option<String>,
+    /// Print the messages after the mapping for the model (pi's convertToLlm).
+    #[arg(long)]
+    llm: bool,
+    /// Print JSON: the SessionContext object, or with --llm the message list.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut s = g.open_read(&args.file)?;
+    if let Some(id) = &args.leaf {
+        s.branch(id).with_context(|| args.file.display().to_string())?;
+    }
+    if args.json && !args.llm {
+        // Messages are copied from the file, a batch at a time: never all in memory.
+        write_context_json(&s, out)?;
+    } else {
+        // Only the entries the context reads are decoded, without being kept,
+        // and moved into the context: one copy of each message.
+        let ctx = session_context(&s);
+        if args.json {
+            arbor_log::json::to_writer(&mut *out, &ctx.llm_messages())?;
+        } else {
+            write_transcript(out, &ctx, args.llm)?;
+        }
+        exit_without_freeing(ctx);
+    }
+    if args.json {
+        out.write_all(b"\n")?;
+    }
+    exit_without_freeing(s);
+    Ok(ExitCode::SUCCESS)
+}

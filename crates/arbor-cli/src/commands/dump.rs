@@ -1,0 +1,46 @@
+//! `arbor dump`: the header and every entry, after migration.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use arbor_context::render::ToolCalls;
+
+use crate::shared::output::{entry_line, home, write_json_list};
+use crate::shared::session::Globals;
+
+/// Print the header and every entry (after migration), one line each.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session file.
+    file: PathBuf,
+    /// Print `{"header", "entries", "leafId"}` as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let s = g.open_read(&args.file)?;
+    if args.json {
+        out.write_all(b"{\"header\":")?;
+        arbor_log::json::to_writer(&mut *out, &s.header().to_value())?;
+        out.write_all(b",\"entries\":")?;
+        write_json_list(out, s.entries_json().map(|(_, j)| j))?;
+        out.write_all(b",\"leafId\":")?;
+        arbor_log::json::to_writer(&mut *out, &s.leaf_id())?;
+        out.write_all(b"}\n")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let h = s.header();
+    writeln!(out, "session {} v{} {} cwd={}", h.id, h.version(), h.timestamp, h.cwd.as_deref().unwrap_or(""))?;
+    let home = home();
+    let mut calls = ToolCalls::new();
+    for e in s.entries() {
+        calls.record(e);
+        writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
+    }
+    writeln!(out, "leaf {}", s.leaf_id().unwrap_or("(none)"))?;
+    Ok(ExitCode::SUCCESS)
+}

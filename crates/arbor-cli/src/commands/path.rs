@@ -1,0 +1,48 @@
+//! `arbor path`: the entries from the root to an entry.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+
+use arbor_context::render::ToolCalls;
+
+use crate::shared::output::{entry_line, home, write_json_list};
+use crate::shared::session::Globals;
+
+/// Print the path from the root to an entry (default: the leaf).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session file.
+    file: PathBuf,
+    /// The entry the path ends at.
+    id: Option<String>,
+    /// Print the entries as a JSON list.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let s = g.open_read(&args.file)?;
+    if let Some(id) = &args.id {
+        if s.get_entry(id).is_none() {
+            bail!("{}: Entry {id} not found", args.file.display());
+        }
+    }
+    let idx = s.branch_positions(args.id.as_deref());
+    if args.json {
+        write_json_list(out, idx.iter().filter_map(|&i| s.json_at(i)))?;
+        out.write_all(b"\n")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let home = home();
+    let mut calls = ToolCalls::new();
+    for &i in &idx {
+        if let Some(e) = s.entry_at(i) {
+            calls.record(e);
+            writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,16 @@
+//! What commands and the interactive front ends both use, and nothing that
+//! runs a command: the global flags and how a session is opened
+//! ([`session`]), the model and hook arguments and the agent flows run on a
+//! small runtime ([`agent`]), the catalog of the sessions root opened and
+//! refreshed ([`catalog`]), following a session as others write it
+//! ([`follow`]), and how results are printed ([`output`], [`layout`] for
+//! the tree).
+//!
+//! Nothing here imports a command module or the interactive code.
+
+pub mod agent;
+pub mod catalog;
+pub mod follow;
+pub mod layout;
+pub mod output;
+pub mod session;

@@ -1,0 +1,128 @@
+//! The global flags, and opening a session for a command: the CLI never
+//! turns a missing or damaged file into a new session (each command says
+//! what may happen to the file with an `OpenMode`), and shows a file's
+//! diagnostics on stderr.
+//!
+//! With `--store postgres://…` (or `ARBOR_STORE`) sessions live on a
+//! PostgreSQL server (docs/postgres.md): the options every command opens
+//! sessions with carry the server's store, and a session argument is a name
+//! on the server (`DIR/FILE`, a file name or a session id prefix).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Args, ValueEnum};
+
+use arbor_log::{CounterIds, Diagnostic};
+use arbor_pg::PgStore;
+use arbor_tree::{OpenMode, Session, SessionOptions};
+
+/// The flags every command takes (`arbor --ids … <command>`), passed to every `run`.
+#[derive(Debug, Clone, Args)]
+pub struct Globals {
+    /// How new ids are made (`counter` is deterministic, for tests).
+    #[arg(long, global = true, hide = true, value_enum, default_value = "random", env = "ARBOR_IDS")]
+    pub ids: IdMode,
+    /// Keep sessions on this PostgreSQL server (a connection string: postgres://USER@HOST/DB);
+    /// sessions are then named DIR/FILE, by file name or by session id (see docs/postgres.md).
+    #[arg(long, global = true, value_name = "URL", env = "ARBOR_STORE")]
+    pub store: Option<String>,
+    /// The server's store, connected on first use.
+    #[arg(skip)]
+    server: OnceLock<PgStore>,
+}
+
+/// How new entry ids are made.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum IdMode {
+    /// pi's random 8-hex ids.
+    Random,
+    /// `00000001`, `00000002`, …: repeatable output for tests.
+    Counter,
+}
+
+impl Globals {
+    /// The server's store with `--store`, connected (and its schema brought
+    /// up to date) on first use; `None` for local files.
+    pub fn server(&self) -> Result<Option<&PgStore>> {
+        let Some(url) = &self.store else { return Ok(None) };
+        if self.server.get().is_none() {
+            let store = PgStore::connect(url)?;
+            let _ = self.server.set(store);
+        }
+        Ok(self.server.get())
+    }
+
+    /// The server's store; an error naming `what` without `--store`.
+    pub fn require_server(&self, what: &str) -> Result<&PgStore> {
+        self.server()?.with_context(|| format!("{what} needs a server: give --store postgres://… or set ARBOR_STORE"))
+    }
+
+    /// Refuses a command that works on local files only (`repair`, `import`)
+    /// under `--store`, saying what to do instead.
+    pub fn local_only(&self, what: &str, instead: &str) -> Result<()> {
+        if self.store.is_some() {
+            bail!("{what} works on local session files, not with --store: {instead}");
+        }
+        Ok(())
+    }
+
+    /// The options every command opens sessions with (the index cache as the
+    /// library places it: `$ARBOR_CACHE_DIR`, …, none under `ARBOR_NO_INDEX`;
+    /// the server's store and its root with `--store`).
+    pub fn options(&self) -> Result<SessionOptions> {
+        let mut opts = SessionOptions::default();
+        if let Some(store) = self.server()? {
+            opts =
+                SessionOptions { sessions_root: Some(PathBuf::from(arbor_pg::ROOT)), ..opts }.with_store(store.clone());
+        }
+        Ok(match self.ids {
+            IdMode::Random => opts,
+            IdMode::Counter => opts.with_ids(CounterIds::new()),
+        })
+    }
+
+    /// The session a command's argument names: the file itself, or with
+    /// `--store` the session on the server it names (`DIR/FILE`, a file
+    /// name, a session id or a unique prefix of one), as the store's path.
+    pub fn session(&self, arg: &Path) -> Result<PathBuf> {
+        match self.server()? {
+            Some(store) => Ok(store.resolve(&arg.to_string_lossy())?.path()),
+            None => Ok(arg.to_owned()),
+        }
+    }
+
+    /// Opens `file` read-only and prints its diagnostics.
+    pub fn open_read(&self, file: &Path) -> Result<Session> {
+        self.open(file, OpenMode::ReadOnly)
+    }
+
+    /// Opens `file` for writing (it must be a session) and prints its diagnostics.
+    pub fn open_write(&self, file: &Path) -> Result<Session> {
+        self.open(file, OpenMode::Write)
+    }
+
+    fn open(&self, file: &Path, mode: OpenMode) -> Result<Session> {
+        let file = self.session(file)?;
+        let s = Session::open(&file, mode, self.options()?)?;
+        print_diagnostics(&file, s.diagnostics());
+        Ok(s)
+    }
+}
+
+/// Prints the diagnostics of a file to stderr as `FILE:LINE: reason`.
+pub fn print_diagnostics(file: &Path, diags: &[Diagnostic]) {
+    let name = file.display().to_string();
+    for d in diags {
+        eprintln!("{}", d.with_file(&name));
+    }
+}
+
+/// Leaves a large read-only value to the end of the process instead of
+/// freeing it piece by piece: the answer is written, and a session of a
+/// million entries takes longer to free than to answer from. Only for values
+/// that own no file handle needing a flush (a read-only session's writer is never opened).
+pub fn exit_without_freeing<T>(value: T) {
+    std::mem::forget(value);
+}

@@ -1,0 +1,367 @@
+//! The chat session both front ends drive: an [`AgentSession`] on a small
+//! tokio runtime, the settings, and one method per command. Long operations
+//! (a reply, a summary, a compaction) run with a `poll` callback that sees
+//! every agent event and may ask for an abort; nothing here draws or prints.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use serde_json::Value;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+use arbor_agent::{
+    AbortHandle, AgentEvent, AgentOptions, AgentSession, Api, CompactOptions, CompactResult, CompactionSettings,
+    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult, ProviderConfig,
+    ProviderRegistry,
+};
+use arbor_tree::{OpenMode, Session};
+
+use super::settings::{Settings, THINKING_LEVELS};
+use crate::shared::agent::load_hooks;
+use crate::shared::session::Globals;
+
+/// What a long operation's `poll` callback receives: an agent event, or a
+/// tick (about every 20 ms) to look for an abort key and redraw.
+pub type Poll<'a> = &'a mut dyn FnMut(Option<AgentEvent>) -> bool;
+
+/// How `arbor chat` was asked to open its session.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// This file (created there with `new`).
+    File { path: PathBuf, new: bool },
+    /// A new session in the sessions directory of the cwd.
+    New,
+    /// The most recent session of the cwd, or a new one.
+    Recent,
+}
+
+/// Model flags from the command line (they win over the settings).
+#[derive(Debug, Clone, Default)]
+pub struct ModelFlags {
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--hooks`.
+    pub hooks: Option<PathBuf>,
+}
+
+/// The chat session.
+pub struct Chat {
+    rt: tokio::runtime::Runtime,
+    agent: AgentSession,
+    /// The settings in effect.
+    pub settings: Settings,
+    providers: ProviderRegistry,
+    /// Things to tell the user once (restored model, settings warnings, new session path).
+    pub notices: Vec<String>,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    // One worker, so that a signal listener runs while the main thread waits for input.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Runs `fut` to its end, handing every agent event and a tick every 20 ms
+/// to `poll`; when `poll` answers true the running operation is aborted
+/// (and `fut` still runs to its end, which then records the abort).
+async fn drive<T>(
+    fut: impl Future<Output = T>,
+    abort: AbortHandle,
+    mut events: Option<UnboundedReceiver<AgentEvent>>,
+    poll: Poll<'_>,
+) -> T {
+    tokio::pin!(fut);
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        let next_event = async {
+            match events.as_mut() {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            r = &mut fut => {
+                if let Some(rx) = events.as_mut() {
+                    while let Ok(ev) = rx.try_recv() {
+                        poll(Some(ev));
+                    }
+                }
+                return r;
+            }
+            Some(ev) = next_event => {
+                if poll(Some(ev)) {
+                    abort.abort();
+                }
+            }
+            _ = tick.tick() => {
+                if poll(None) {
+                    abort.abort();
+                }
+            }
+        }
+    }
+}
+
+impl Chat {
+    /// Opens (or creates) the session and sets up the model, hooks and settings.
+    pub fn open(target: Target, flags: &ModelFlags, settings: Settings, globals: &Globals) -> Result<Chat> {
+        let rt = runtime()?;
+        let mut notices: Vec<String> = settings.warnings.clone();
+        let mut opts = AgentOptions::default();
+        let hooks = flags.hooks.clone().or_else(|| settings.hooks.clone());
+        if let Some(h) = &hooks {
+            load_hooks(h, &mut opts.hooks)?;
+        }
+        opts.compaction = CompactionSettings {
+            enabled: settings.compaction_enabled,
+            reserve_tokens: settings.compaction_reserve_tokens,
+            keep_recent_tokens: settings.keep_recent_tokens,
+        };
+        opts.branch_summary_reserve_tokens = settings.branch_reserve_tokens;
+
+        let model_spec = flags.model.clone().or_else(|| settings.model.clone());
+        let base_url = flags.base_url.clone().or_else(|| settings.base_url.clone());
+        let mut providers = ProviderRegistry::builtin();
+        if let (Some(url), Some(spec)) = (&base_url, &model_spec) {
+            let provider = spec.split_once('/').map_or(spec.as_str(), |(p, _)| p);
+            if !providers.set_base_url(provider, url) {
+                // An unknown provider with a base URL: an OpenAI-compatible server.
+                providers.insert(ProviderConfig::new(provider, Api::OpenAiCompletions, url));
+            }
+        }
+        opts.providers = providers.clone();
+
+        let session_opts = globals.options()?;
+        let store = session_opts.store.clone();
+        let (session, created) = match &target {
+            Target::File { path, new } => {
+                let path = &globals.session(path)?;
+                let existed = store.exists(path)?;
+                if !new && !existed {
+                    bail!("{}: no such session file (use --new to start one there)", path.display());
+                }
+                // `--new` starts a session at a missing path; neither form replaces a file that is not a session.
+                let mode = if *new { OpenMode::WriteOrCreate } else { OpenMode::Write };
+                let s = Session::open(path, mode, session_opts)?;
+                (s, !existed)
+            }
+            Target::New => (Session::create(&process_cwd(), session_opts)?, true),
+            Target::Recent => {
+                let s = Session::continue_recent(&process_cwd(), session_opts)?;
+                let created = match s.session_file() {
+                    Some(p) => !store.exists(p)?,
+                    None => true,
+                };
+                (s, created)
+            }
+        };
+        for d in session.diagnostics() {
+            let name = session.session_file().map(|p| p.display().to_string()).unwrap_or_default();
+            notices.push(d.with_file(&name).to_string());
+        }
+        let mut chat = Chat { rt, agent: AgentSession::new(session, opts), settings, providers, notices };
+        if let Some(spec) = model_spec {
+            let model = chat.resolve_model(&spec)?;
+            chat.agent.set_model(Some(model));
+        } else if let Some(m) = chat.agent.model().cloned() {
+            let m = chat.tune(m);
+            chat.agent.set_model(Some(m));
+        }
+        chat.notices.extend(chat.agent.notices().iter().cloned());
+        if created {
+            let level = chat.settings.default_thinking_level.clone();
+            chat.agent.record_session_start(&level)?;
+            if let Some(p) = chat.agent.session().session_file() {
+                chat.notices.push(format!("New session: {}", p.display()));
+            }
+        }
+        Ok(chat)
+    }
+
+    /// Applies the settings' window and reasoning flag to a model.
+    fn tune(&self, mut model: ModelInfo) -> ModelInfo {
+        if let Some(w) = self.settings.context_window {
+            model.context_window = Some(w);
+        }
+        if self.settings.reasoning {
+            model.reasoning = true;
+        }
+        model
+    }
+
+    fn resolve_model(&self, spec: &str) -> Result<ModelInfo> {
+        let model = self.providers.parse_model(spec).ok_or_else(|| {
+            anyhow!("unknown model {spec:?}: use PROVIDER/MODEL with a known provider (anthropic, openai, openrouter, ollama), or set a base URL")
+        })?;
+        Ok(self.tune(model))
+    }
+
+    /// Runs `fut` on the chat's runtime, in the background.
+    pub fn spawn(&self, fut: impl Future<Output = ()> + Send + 'static) {
+        self.rt.spawn(fut);
+    }
+
+    /// The agent session.
+    pub fn agent(&self) -> &AgentSession {
+        &self.agent
+    }
+
+    /// The session.
+    pub fn session(&self) -> &Session {
+        self.agent.session()
+    }
+
+    /// The session file.
+    pub fn file(&self) -> Option<&Path> {
+        self.agent.session().session_file()
+    }
+
+    /// The context messages of the current leaf.
+    pub fn messages(&self) -> &[Value] {
+        self.agent.messages()
+    }
+
+    /// `provider/model`, or `no model`.
+    pub fn model_name(&self) -> String {
+        self.agent.model().map_or_else(|| "no model".to_owned(), |m| format!("{}/{}", m.provider, m.id))
+    }
+
+    /// Sends a prompt and records the reply (see [`AgentSession::prompt`]).
+    pub fn prompt(&mut self, text: &str, poll: Poll<'_>) -> Result<PromptResult> {
+        let (tx, rx) = unbounded_channel();
+        let sink: EventSink = Arc::new(move |e| {
+            let _ = tx.send(e);
+        });
+        let options = PromptOptions {
+            events: Some(sink),
+            system_prompt: self.settings.system_prompt.clone(),
+            ..Default::default()
+        };
+        let abort = self.agent.abort_handle();
+        let agent = &mut self.agent;
+        Ok(self.rt.block_on(drive(agent.prompt(text, options), abort, Some(rx), poll))?)
+    }
+
+    /// Moves to `id` (pi's navigateTree), summarizing the branch left when asked.
+    pub fn navigate(
+        &mut self,
+        id: &str,
+        summarize: bool,
+        instructions: Option<String>,
+        poll: Poll<'_>,
+    ) -> Result<NavigateResult> {
+        let options = NavigateOptions { summarize, custom_instructions: instructions, ..Default::default() };
+        let abort = self.agent.abort_handle();
+        let agent = &mut self.agent;
+        Ok(self.rt.block_on(drive(agent.navigate_tree(id, options), abort, None, poll))?)
+    }
+
+    /// Forks before the user message `id` into a new file, which the chat continues in.
+    pub fn fork(&mut self, id: &str) -> Result<ForkResult> {
+        let agent = &mut self.agent;
+        Ok(self.rt.block_on(agent.fork(id))?)
+    }
+
+    /// Compacts now.
+    pub fn compact(&mut self, instructions: Option<String>, poll: Poll<'_>) -> Result<CompactResult> {
+        let options = CompactOptions { custom_instructions: instructions, ..Default::default() };
+        let abort = self.agent.abort_handle();
+        let agent = &mut self.agent;
+        Ok(self.rt.block_on(drive(agent.compact(options), abort, None, poll))?)
+    }
+
+    /// Labels the current entry (the leaf as the user sees it), or clears its label.
+    pub fn label(&mut self, label: Option<&str>) -> Result<String> {
+        let id = self.agent.logical_leaf_id().ok_or_else(|| anyhow!("nothing to label yet"))?;
+        self.set_label(&id, label)
+    }
+
+    /// Labels `id`, or clears its label.
+    pub fn set_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
+        self.agent.append_label_change(id, label)?;
+        Ok(match label {
+            Some(l) => format!("Label set: {l} (on {id})"),
+            None => format!("Label cleared (on {id})"),
+        })
+    }
+
+    /// `/name`: sets the name, or tells it.
+    pub fn name(&mut self, name: Option<&str>) -> Result<String> {
+        match name {
+            Some(n) => {
+                self.agent.append_session_info(n)?;
+                Ok(format!("Session name set: {}", n.trim()))
+            }
+            None => Ok(match self.agent.session().session_name() {
+                Some(n) => format!("Session name: {n}"),
+                None => "No session name (set one with /name <name>)".to_owned(),
+            }),
+        }
+    }
+
+    /// `/model`: switches (and records `model_change`), or tells the model.
+    pub fn model(&mut self, spec: Option<&str>) -> Result<String> {
+        let Some(spec) = spec else {
+            return Ok(format!("Model: {}", self.model_name()));
+        };
+        let model = self.resolve_model(spec)?;
+        self.agent.set_model_recorded(model)?;
+        Ok(format!("Model: {}", self.model_name()))
+    }
+
+    /// `/thinking`: sets the level (recorded when it changes), or tells it.
+    pub fn thinking(&mut self, level: Option<&str>) -> Result<String> {
+        let Some(level) = level else {
+            return Ok(format!("Thinking level: {}", self.agent.thinking_level()));
+        };
+        if !THINKING_LEVELS.contains(&level) {
+            bail!("Invalid thinking level {level:?}: use {}", THINKING_LEVELS.join(", "));
+        }
+        let changed = self.agent.set_thinking_level(level)?;
+        Ok(match changed {
+            Some(_) => format!("Thinking level: {level}"),
+            None => format!("Thinking level is already {level}"),
+        })
+    }
+
+    /// `/context`: the estimate of what the next request carries.
+    pub fn context_info(&self) -> String {
+        let tokens = self.agent.context_tokens();
+        let window = self.agent.context_window();
+        let pct = if window == 0 { 0.0 } else { tokens as f64 * 100.0 / window as f64 };
+        format!(
+            "Context: {} messages, about {tokens} tokens of {window} ({pct:.1}%); model {}, thinking {}",
+            self.agent.messages().len(),
+            self.model_name(),
+            self.agent.thinking_level()
+        )
+    }
+}
+
+/// What a finished compaction tells the user.
+pub fn compaction_report(r: &CompactResult) -> String {
+    format!("Compacted: {} tokens summarized, kept from {}", r.tokens_before, r.first_kept_entry_id)
+}
+
+/// What an automatic compaction's end tells the user: its error, its
+/// cancellation or its result (nothing when there was nothing to compact).
+pub fn auto_compaction_report(result: Option<&CompactResult>, aborted: bool, error: Option<String>) -> Option<String> {
+    match (error, aborted, result) {
+        (Some(e), _, _) => Some(e),
+        (None, true, _) => Some("Auto-compaction cancelled".to_owned()),
+        (None, false, r) => r.map(compaction_report),
+    }
+}
+
+fn process_cwd() -> String {
+    std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| ".".to_owned())
+}

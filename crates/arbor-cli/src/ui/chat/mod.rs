@@ -1,0 +1,51 @@
+//! `arbor chat`: a branching conversation with a model, written to a
+//! pi-compatible session file as it goes.
+//!
+//! [`core::Chat`] holds the agent session and one method per command; two
+//! front ends drive it: [`screen`] in a terminal (streaming reply, the tree and
+//! message selectors, Esc to abort, double Escape; its state in [`view`], drawn
+//! by [`draw`]) and [`line`](mod@line) when standard
+//! input is not a terminal (one line per prompt, command or answer: scripts,
+//! pipes and tests). Settings come from one file ([`settings`]).
+
+mod commands;
+mod core;
+mod draw;
+mod line;
+mod screen;
+mod settings;
+mod view;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::shared::session::Globals;
+
+pub use self::core::{ModelFlags, Target};
+pub use settings::Settings;
+
+/// Runs `arbor chat`.
+pub fn run(
+    out: &mut dyn Write,
+    target: Target,
+    flags: &ModelFlags,
+    config: Option<PathBuf>,
+    globals: &Globals,
+) -> Result<ExitCode> {
+    let settings = Settings::load(config.as_deref())?;
+    let mut chat = core::Chat::open(target, flags, settings, globals)?;
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        screen::run(&mut chat)?;
+        if let Some(p) = chat.file() {
+            eprintln!("Session: {}", p.display());
+        }
+    } else {
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        line::run(&mut chat, &mut input, out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

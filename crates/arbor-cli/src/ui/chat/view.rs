@@ -1,0 +1,188 @@
+//! The chat's editable state: the prompt being typed and its cursor, what
+//! streams, the notes and status lines, and what each key does to them.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::settings::DoubleEscape;
+
+const DOUBLE_ESCAPE: Duration = Duration::from_millis(500);
+
+/// What the screen shows besides the conversation.
+#[derive(Debug, Default, Clone)]
+pub struct ChatView {
+    /// The prompt being typed.
+    pub input: String,
+    /// The cursor, in characters.
+    pub cursor: usize,
+    /// The prompt sent and not yet in the session (shown while its reply streams).
+    pub pending_user: Option<String>,
+    /// The reply streaming in.
+    pub streaming: Option<String>,
+    /// Lines to show after the conversation (help, /context, notices); cleared on the next prompt.
+    pub notes: Vec<String>,
+    /// The status line.
+    pub status: Option<String>,
+    /// What runs now (a reply, a summary), with how to cancel it.
+    pub busy: Option<String>,
+    /// Lines scrolled up from the bottom.
+    pub scroll: usize,
+    /// When Escape was last pressed on an empty prompt (the first of a double Escape).
+    pub(super) last_escape: Option<Instant>,
+}
+
+/// What a key asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing beyond the new state.
+    None,
+    /// Send this line.
+    Submit(String),
+    /// Open the tree selector.
+    Tree,
+    /// Open the user-message selector.
+    Branch,
+    /// Leave.
+    Quit,
+}
+
+impl ChatView {
+    fn insert(&mut self, c: char) {
+        let at = self.byte_at(self.cursor);
+        self.input.insert(at, c);
+        self.cursor += 1;
+    }
+
+    fn byte_at(&self, chars: usize) -> usize {
+        self.input.char_indices().nth(chars).map_or(self.input.len(), |(i, _)| i)
+    }
+
+    /// Sets the prompt text with the cursor at its end.
+    pub fn set_input(&mut self, text: &str) {
+        self.input = text.to_owned();
+        self.cursor = text.chars().count();
+    }
+
+    /// Edits the prompt; used while idle and, for typing ahead, while busy.
+    pub fn edit(&mut self, key: &KeyEvent) -> bool {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('a') if ctrl => self.cursor = 0,
+            KeyCode::Char('e') if ctrl => self.cursor = self.input.chars().count(),
+            KeyCode::Char('u') if ctrl => {
+                let at = self.byte_at(self.cursor);
+                self.input.replace_range(..at, "");
+                self.cursor = 0;
+            }
+            KeyCode::Char('j') if ctrl => self.insert('\n'),
+            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => self.insert('\n'),
+            KeyCode::Char(c) if !ctrl => self.insert(c),
+            KeyCode::Backspace if self.cursor > 0 => {
+                let at = self.byte_at(self.cursor - 1);
+                self.input.remove(at);
+                self.cursor -= 1;
+            }
+            KeyCode::Delete if self.cursor < self.input.chars().count() => {
+                let at = self.byte_at(self.cursor);
+                self.input.remove(at);
+            }
+            KeyCode::Left => self.cursor = self.cursor.saturating_sub(1),
+            KeyCode::Right => self.cursor = (self.cursor + 1).min(self.input.chars().count()),
+            KeyCode::Home => self.cursor = 0,
+            KeyCode::End => self.cursor = self.input.chars().count(),
+            KeyCode::PageUp => self.scroll += 10,
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            _ => return false,
+        }
+        true
+    }
+
+    /// One key while idle.
+    pub fn key(&mut self, key: &KeyEvent, double_escape: DoubleEscape, now: Instant) -> Action {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if key.code != KeyCode::Esc {
+            self.last_escape = None;
+        }
+        match key.code {
+            KeyCode::Enter if key.modifiers.is_empty() => {
+                let text = std::mem::take(&mut self.input);
+                self.cursor = 0;
+                self.scroll = 0;
+                Action::Submit(text)
+            }
+            KeyCode::Char('c') if ctrl => {
+                if self.input.is_empty() {
+                    return Action::Quit;
+                }
+                self.set_input("");
+                Action::None
+            }
+            KeyCode::Char('d') if ctrl && self.input.is_empty() => Action::Quit,
+            KeyCode::Esc => {
+                if !self.input.is_empty() {
+                    self.last_escape = None;
+                    return Action::None;
+                }
+                match self.last_escape.take() {
+                    Some(t) if now.duration_since(t) <= DOUBLE_ESCAPE => match double_escape {
+                        DoubleEscape::Tree => Action::Tree,
+                        DoubleEscape::Branch => Action::Branch,
+                        DoubleEscape::None => Action::None,
+                    },
+                    _ => {
+                        self.last_escape = Some(now);
+                        Action::None
+                    }
+                }
+            }
+            _ => {
+                self.edit(key);
+                Action::None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn keys_edit_submit_and_double_escape() {
+        let mut v = ChatView::default();
+        let t0 = Instant::now();
+        for c in "helo".chars() {
+            v.key(&key(KeyCode::Char(c)), DoubleEscape::Tree, t0);
+        }
+        v.key(&key(KeyCode::Left), DoubleEscape::Tree, t0);
+        v.key(&key(KeyCode::Char('l')), DoubleEscape::Tree, t0);
+        assert_eq!(v.input, "hello");
+        // Esc with text does nothing; Enter submits and clears.
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::Tree, t0), Action::None);
+        assert_eq!(v.key(&key(KeyCode::Enter), DoubleEscape::Tree, t0), Action::Submit("hello".into()));
+        assert_eq!(v.input, "");
+        // Two Escapes within 500 ms on an empty prompt open the configured selector.
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::Tree, t0), Action::None);
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::Tree, t0 + Duration::from_millis(300)), Action::Tree);
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::Branch, t0), Action::None);
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::Branch, t0 + Duration::from_millis(100)), Action::Branch);
+        // Too slow: the second Escape starts a new pair.
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::Tree, t0), Action::None);
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::Tree, t0 + Duration::from_millis(900)), Action::None);
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::Tree, t0 + Duration::from_millis(1000)), Action::Tree);
+        // `none` never opens anything.
+        v.key(&key(KeyCode::Esc), DoubleEscape::None, t0);
+        assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::None, t0), Action::None);
+        // Ctrl+C clears, then quits.
+        v.set_input("x");
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(v.key(&ctrl_c, DoubleEscape::Tree, t0), Action::None);
+        assert_eq!(v.input, "");
+        assert_eq!(v.key(&ctrl_c, DoubleEscape::Tree, t0), Action::Quit);
+    }
+}

@@ -1,0 +1,487 @@
+//! The selector's tests, and the fixture sessions `view` and `fork_selector` draw.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use arbor_log::{CounterIds, FixedClock};
+use arbor_tree::{MemoryStore, SessionOptions};
+use crossterm::event::KeyCode;
+use serde_json::json;
+
+/// A session whose entries are known by test names.
+pub(crate) struct Fixture {
+    pub(crate) s: Session,
+    names: HashMap<String, String>,
+}
+
+pub(crate) fn user(text: &str) -> Value {
+    json!({"role": "user", "content": text, "timestamp": 1})
+}
+
+pub(crate) fn assistant(text: &str) -> Value {
+    json!({"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop",
+           "api": "x", "provider": "p", "model": "m", "timestamp": 2})
+}
+
+pub(crate) fn tool_only() -> Value {
+    json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "bash",
+           "arguments": {"command": "ls"}}], "stopReason": "toolUse", "timestamp": 2})
+}
+
+impl Fixture {
+    pub(crate) fn new() -> Fixture {
+        let opts = SessionOptions::default()
+            .with_ids(CounterIds::new())
+            .with_clock(FixedClock::new(1_767_225_600_000, 1))
+            .with_store(MemoryStore::new());
+        Fixture { s: Session::in_memory("/proj", opts), names: HashMap::new() }
+    }
+    /// Appends a message under `parent` (None: at the current leaf).
+    pub(crate) fn msg(&mut self, name: &str, parent: Option<&str>, m: Value) -> &mut Self {
+        if let Some(p) = parent {
+            let id = self.id(p);
+            self.s.branch(&id).unwrap();
+        }
+        let id = self.s.append_message(m).unwrap();
+        self.names.insert(name.to_owned(), id);
+        self
+    }
+    pub(crate) fn user(&mut self, name: &str, parent: Option<&str>) -> &mut Self {
+        let text = format!("{} message", name);
+        self.msg(name, parent, user(&text))
+    }
+    pub(crate) fn asst(&mut self, name: &str, parent: Option<&str>) -> &mut Self {
+        let text = format!("{} response", name);
+        self.msg(name, parent, assistant(&text))
+    }
+    pub(crate) fn root(&mut self, name: &str) -> &mut Self {
+        self.s.reset_leaf();
+        self.user(name, None)
+    }
+    pub(crate) fn name(&mut self, name: &str, id: String) {
+        self.names.insert(name.to_owned(), id);
+    }
+    pub(crate) fn id(&self, name: &str) -> String {
+        self.names.get(name).cloned().unwrap_or_else(|| panic!("no entry {name}"))
+    }
+    pub(crate) fn leaf(&mut self, name: &str) -> &mut Self {
+        let id = self.id(name);
+        self.s.branch(&id).unwrap();
+        self
+    }
+    pub(crate) fn selector(&self) -> TreeSelector {
+        TreeSelector::new(&self.s, 24, None, FilterMode::Default, None)
+    }
+    pub(crate) fn name_of(&self, id: Option<&str>) -> Option<String> {
+        let id = id?;
+        self.names.iter().find(|(_, v)| v.as_str() == id).map(|(k, _)| k.clone())
+    }
+}
+
+/// The tree of spec 6.2 with the leaf at `asst-4a`.
+pub(crate) fn branching() -> Fixture {
+    let mut f = Fixture::new();
+    f.user("user-1", None).asst("asst-1", None).user("user-2", None).asst("asst-2", None);
+    f.user("user-3a", None).asst("asst-3a", None).user("user-4a", None).asst("asst-4a", None);
+    f.user("user-3b", Some("asst-2")).asst("asst-3b", None).user("user-4b", None);
+    f.leaf("asst-4a");
+    f
+}
+
+fn sel_name(f: &Fixture, t: &TreeSelector) -> Option<String> {
+    f.name_of(t.selected_id())
+}
+
+fn press(f: &Fixture, t: &mut TreeSelector, input: Input, expect: &str) {
+    t.handle(input.clone());
+    assert_eq!(sel_name(f, t).as_deref(), Some(expect), "after {input:?}");
+}
+
+/// user-1 → asst-1 → {user-2 → asst-2, user-3 → asst-3}.
+fn two_branches() -> Fixture {
+    let mut f = Fixture::new();
+    f.user("user-1", None).asst("asst-1", None).user("user-2", None).asst("asst-2", None);
+    f.user("user-3", Some("asst-1")).asst("asst-3", None);
+    f
+}
+
+#[test]
+fn flattening_matches_the_worked_example() {
+    let f = branching();
+    let t = f.selector();
+    let rows: Vec<String> = t
+        .rows(0, 100)
+        .iter()
+        .map(|r| format!("{}{}{}{}", r.prefix, r.fold_marker, if r.active { "• " } else { "" }, r.text))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "• user: user-1 message",
+            "• assistant: asst-1 response",
+            "• user: user-2 message",
+            "• assistant: asst-2 response",
+            "├⊟ • user: user-3a message",
+            "│     • assistant: asst-3a response",
+            "│     • user: user-4a message",
+            "│     • assistant: asst-4a response",
+            "└⊟ user: user-3b message",
+            "      assistant: asst-3b response",
+            "      user: user-4b message",
+        ]
+    );
+    assert_eq!(t.footer(), "  (8/11)");
+}
+
+// 7.8 case 1
+#[test]
+fn model_change_leaf_selects_its_visible_parent() {
+    let mut f = Fixture::new();
+    f.user("user-1", None).asst("asst-1", None).user("user-2", None);
+    f.user("user-3", Some("user-2"));
+    f.leaf("user-2");
+    let id = f.s.append_model_change("anthropic", "claude").unwrap();
+    f.name("model", id);
+    let t = f.selector();
+    assert_eq!(sel_name(&f, &t).as_deref(), Some("user-2"));
+}
+
+// 7.8 case 2
+#[test]
+fn thinking_change_leaf_selects_its_visible_parent() {
+    let mut f = Fixture::new();
+    f.user("user-1", None).asst("asst-1", None).user("user-2", None);
+    f.user("user-3", Some("user-2"));
+    f.leaf("user-2");
+    let id = f.s.append_thinking_level_change("high").unwrap();
+    f.name("thinking", id);
+    let t = f.selector();
+    assert_eq!(sel_name(&f, &t).as_deref(), Some("user-2"));
+}
+
+// 7.8 cases 3 and 4
+#[test]
+fn user_only_moves_to_the_nearest_user_ancestor_and_back_stays() {
+    let mut f = two_branches();
+    f.leaf("asst-2");
+    let mut t = f.selector();
+    assert_eq!(sel_name(&f, &t).as_deref(), Some("asst-2"));
+    press(&f, &mut t, Input::ToggleFilter(FilterMode::UserOnly), "user-2");
+    assert_eq!(t.footer(), "  (2/3) [user]");
+    press(&f, &mut t, Input::FilterDefault, "user-2");
+}
+
+// 7.8 case 5
+#[test]
+fn empty_labeled_only_then_default_restores_the_selection() {
+    let mut f = two_branches();
+    f.leaf("asst-2");
+    let mut t = f.selector();
+    t.handle(Input::ToggleFilter(FilterMode::LabeledOnly));
+    assert_eq!(t.selected_id(), None);
+    assert_eq!(t.footer(), "  (0/0) [labeled]");
+    press(&f, &mut t, Input::FilterDefault, "asst-2");
+}
+
+// 7.8 case 6
+#[test]
+fn toggling_labeled_only_keeps_the_selection() {
+    let mut f = two_branches();
+    f.leaf("asst-1");
+    let mut t = f.selector();
+    assert_eq!(sel_name(&f, &t).as_deref(), Some("asst-1"));
+    t.handle(Input::ToggleFilter(FilterMode::LabeledOnly));
+    assert_eq!(t.selected_id(), None);
+    press(&f, &mut t, Input::ToggleFilter(FilterMode::LabeledOnly), "asst-1");
+    t.handle(Input::ToggleFilter(FilterMode::LabeledOnly));
+    assert_eq!(t.selected_id(), None);
+    press(&f, &mut t, Input::FilterDefault, "asst-1");
+}
+
+// 7.8 case 7
+#[test]
+fn fold_then_unfold_then_jump() {
+    let f = branching();
+    let mut t = f.selector();
+    assert_eq!(sel_name(&f, &t).as_deref(), Some("asst-4a"));
+    press(&f, &mut t, Input::FoldOrUp, "user-3a");
+    press(&f, &mut t, Input::FoldOrUp, "user-3a");
+    assert_eq!(t.visible_len(), 8);
+    assert_eq!(t.rows(4, 5)[0].prefix, "├⊞ ");
+    press(&f, &mut t, Input::Down, "user-3b");
+    press(&f, &mut t, Input::Up, "user-3a");
+    press(&f, &mut t, Input::UnfoldOrDown, "user-3a");
+    assert_eq!(t.visible_len(), 11);
+    press(&f, &mut t, Input::Down, "asst-3a");
+    press(&f, &mut t, Input::FoldOrUp, "user-3a");
+    press(&f, &mut t, Input::UnfoldOrDown, "asst-4a");
+}
+
+fn alt(code: crossterm::event::KeyCode) -> Input {
+    let ev = crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::ALT);
+    crate::ui::tui::keys::decode(&ev).unwrap()
+}
+
+// 7.8 case 8
+#[test]
+fn alt_arrows_are_the_same_inputs() {
+    // Alt+← / Alt+→ decode to the same inputs as Ctrl+← / Ctrl+→; replay case 7.
+    let f = branching();
+    let mut t = f.selector();
+    press(&f, &mut t, alt(KeyCode::Left), "user-3a");
+    press(&f, &mut t, alt(KeyCode::Left), "user-3a");
+    press(&f, &mut t, Input::Down, "user-3b");
+    press(&f, &mut t, Input::Up, "user-3a");
+    press(&f, &mut t, alt(KeyCode::Right), "user-3a");
+    press(&f, &mut t, Input::Down, "asst-3a");
+    press(&f, &mut t, alt(KeyCode::Left), "user-3a");
+    press(&f, &mut t, alt(KeyCode::Right), "asst-4a");
+}
+
+// 7.8 case 9
+#[test]
+fn folding_the_root() {
+    let f = branching();
+    let mut t = f.selector();
+    press(&f, &mut t, Input::FoldOrUp, "user-3a");
+    press(&f, &mut t, Input::FoldOrUp, "user-3a");
+    press(&f, &mut t, Input::FoldOrUp, "user-1");
+    press(&f, &mut t, Input::FoldOrUp, "user-1");
+    assert_eq!(t.visible_len(), 1);
+    assert_eq!(t.rows(0, 1)[0].fold_marker, "⊞ ");
+    press(&f, &mut t, Input::Down, "user-1");
+    press(&f, &mut t, Input::UnfoldOrDown, "user-1");
+    press(&f, &mut t, Input::UnfoldOrDown, "user-3a");
+    press(&f, &mut t, Input::Down, "user-3b");
+}
+
+// 7.8 case 10
+#[test]
+fn segments_on_a_non_active_branch() {
+    let f = branching();
+    let mut t = f.selector();
+    press(&f, &mut t, Input::Down, "user-3b");
+    press(&f, &mut t, Input::UnfoldOrDown, "user-4b");
+    press(&f, &mut t, Input::FoldOrUp, "user-3b");
+    press(&f, &mut t, Input::FoldOrUp, "user-3b");
+    assert_eq!(t.visible_len(), 9);
+    press(&f, &mut t, Input::FoldOrUp, "user-1");
+}
+
+// 7.8 case 11
+#[test]
+fn multiple_roots() {
+    let mut f = Fixture::new();
+    f.user("user-1", None).asst("asst-1", None);
+    f.root("user-2").asst("asst-2", None);
+    f.leaf("asst-1");
+    let mut t = f.selector();
+    assert!(t.has_multiple_roots());
+    assert_eq!(sel_name(&f, &t).as_deref(), Some("asst-1"));
+    press(&f, &mut t, Input::FoldOrUp, "user-1");
+    press(&f, &mut t, Input::FoldOrUp, "user-1");
+    press(&f, &mut t, Input::Down, "user-2");
+    press(&f, &mut t, Input::UnfoldOrDown, "asst-2");
+    press(&f, &mut t, Input::FoldOrUp, "user-2");
+    press(&f, &mut t, Input::FoldOrUp, "user-2");
+    assert_eq!(t.visible_len(), 2);
+    press(&f, &mut t, Input::FoldOrUp, "user-2");
+}
+
+// 7.8 case 12
+#[test]
+fn folding_a_root_over_a_hidden_node() {
+    let mut f = Fixture::new();
+    f.user("user-1", None).msg("tools", None, tool_only()).user("user-2", None).asst("asst-2", None);
+    let mut t = f.selector();
+    assert_eq!(t.visible_len(), 3);
+    press(&f, &mut t, Input::FoldOrUp, "user-1");
+    press(&f, &mut t, Input::FoldOrUp, "user-1");
+    assert_eq!(t.visible_len(), 1);
+    press(&f, &mut t, Input::Down, "user-1");
+}
+
+// 7.8 case 13
+#[test]
+fn search_resets_folds() {
+    let f = branching();
+    let mut t = f.selector();
+    t.handle(Input::FoldOrUp);
+    t.handle(Input::FoldOrUp);
+    assert_eq!(t.visible_len(), 8);
+    t.handle(Input::Char('b'));
+    assert_eq!(t.query(), "b");
+    assert_eq!(t.handle(Input::Escape), Outcome::None);
+    assert_eq!(t.query(), "");
+    assert_eq!(t.visible_len(), 11);
+    assert_eq!(t.rows(4, 5)[0].prefix, "├⊟ ");
+    // No "b" above user-3a: the search moved the cursor to the last match, user-4b.
+    assert_eq!(sel_name(&f, &t).as_deref(), Some("user-4b"));
+}
+
+// 7.8 case 14
+#[test]
+fn filter_change_resets_folds() {
+    let f = branching();
+    let mut t = f.selector();
+    t.handle(Input::FoldOrUp);
+    t.handle(Input::FoldOrUp);
+    assert_eq!(t.visible_len(), 8);
+    t.handle(Input::ToggleFilter(FilterMode::UserOnly));
+    t.handle(Input::FilterDefault);
+    assert_eq!(t.visible_len(), 11);
+    press(&f, &mut t, Input::Down, "asst-3a");
+}
+
+#[test]
+fn tool_call_only_assistant_is_hidden_in_every_mode_unless_leaf_or_error() {
+    let mut f = Fixture::new();
+    f.user("user-1", None).msg("tools", None, tool_only());
+    f.msg(
+        "err",
+        Some("user-1"),
+        json!({"role": "assistant", "content": [], "stopReason": "error",
+            "errorMessage": "boom", "timestamp": 3}),
+    );
+    f.user("user-2", Some("tools"));
+    let mut t = f.selector();
+    assert_eq!(t.visible_len(), 3, "{:?}", t.rows(0, 9));
+    t.handle(Input::ToggleFilter(FilterMode::All));
+    assert_eq!(t.visible_len(), 3);
+    f.leaf("tools");
+    assert_eq!(f.selector().visible_len(), 4);
+}
+
+#[test]
+fn filters_modes_and_cycle() {
+    let mut f = Fixture::new();
+    f.user("user-1", None).msg("tools", None, tool_only());
+    f.msg(
+        "result",
+        None,
+        json!({"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
+            "content": [{"type": "text", "text": "out"}], "isError": false, "timestamp": 3}),
+    );
+    f.asst("asst-1", None);
+    let m = f.s.append_model_change("p", "m").unwrap();
+    f.name("model", m);
+    f.user("user-2", None);
+    let mut t = f.selector();
+    assert_eq!(t.visible_len(), 4); // user-1, result, asst-1, user-2
+    assert_eq!(t.rows(1, 2)[0].text, "[bash: ls]");
+    let expect = [
+        (FilterMode::NoTools, 3),
+        (FilterMode::UserOnly, 2),
+        (FilterMode::LabeledOnly, 0),
+        (FilterMode::All, 5),
+        (FilterMode::Default, 4),
+    ];
+    for (mode, n) in expect {
+        t.handle(Input::CycleFilter { forward: true });
+        assert_eq!((t.mode(), t.visible_len()), (mode, n));
+    }
+    t.handle(Input::CycleFilter { forward: false });
+    assert_eq!(t.mode(), FilterMode::All);
+    t.handle(Input::ToggleFilter(FilterMode::All));
+    assert_eq!(t.mode(), FilterMode::Default);
+}
+
+#[test]
+fn search_tokens_and_reattachment() {
+    let f = branching();
+    let mut t = f.selector();
+    for c in "user 3".chars() {
+        t.handle(Input::Char(c));
+    }
+    let texts: Vec<String> = t.rows(0, 9).iter().map(|r| format!("{}{}", r.prefix, r.text)).collect();
+    assert_eq!(texts, ["user: user-3a message", "user: user-3b message"]);
+    assert!(t.has_multiple_roots());
+    t.handle(Input::Backspace);
+    t.handle(Input::Backspace);
+    assert_eq!(t.query(), "user");
+    assert_eq!(t.visible_len(), 6);
+    for c in " nothing-matches".chars() {
+        t.handle(Input::Char(c));
+    }
+    assert_eq!(t.visible_len(), 0);
+    assert_eq!(t.footer(), "  (0/0)");
+    assert_eq!(t.handle(Input::Enter), Outcome::None);
+}
+
+#[test]
+fn shift_l_edits_labels_only_with_an_empty_search() {
+    let f = branching();
+    let mut t = f.selector();
+    t.handle(Input::Char('L'));
+    let edit = t.label_edit().unwrap();
+    assert_eq!((edit.id.as_str(), edit.value.as_str()), (f.id("asst-4a").as_str(), ""));
+    for c in "  keep me ".chars() {
+        t.handle(Input::Char(c));
+    }
+    let out = t.handle(Input::Enter);
+    assert_eq!(out, Outcome::LabelChanged(f.id("asst-4a"), Some("keep me".into())));
+    assert_eq!(t.rows(7, 8)[0].label.as_deref(), Some("keep me"));
+    // Pre-filled, Esc cancels.
+    t.handle(Input::Char('L'));
+    assert_eq!(t.label_edit().unwrap().value, "keep me");
+    t.handle(Input::Char('x'));
+    assert_eq!(t.handle(Input::Escape), Outcome::None);
+    assert!(t.label_edit().is_none());
+    assert_eq!(t.rows(7, 8)[0].label.as_deref(), Some("keep me"));
+    // Labeled-only shows it; searching by label works.
+    t.handle(Input::ToggleFilter(FilterMode::LabeledOnly));
+    assert_eq!(t.visible_len(), 1);
+    t.handle(Input::FilterDefault);
+    for c in "keep".chars() {
+        t.handle(Input::Char(c));
+    }
+    assert_eq!(t.visible_len(), 1);
+    // With a search, L is typed.
+    t.handle(Input::Char('L'));
+    assert_eq!(t.query(), "keepL");
+    assert!(t.label_edit().is_none());
+    t.handle(Input::Escape);
+    // Empty value clears.
+    t.handle(Input::Char('L'));
+    for _ in 0..7 {
+        t.handle(Input::Backspace);
+    }
+    assert_eq!(t.handle(Input::Enter), Outcome::LabelChanged(f.id("asst-4a"), None));
+}
+
+#[test]
+fn navigation_keys() {
+    let f = branching();
+    let mut t = f.selector();
+    assert_eq!(t.max_visible(), 12);
+    press(&f, &mut t, Input::Home, "user-1");
+    press(&f, &mut t, Input::Up, "user-4b");
+    press(&f, &mut t, Input::Down, "user-1");
+    press(&f, &mut t, Input::End, "user-4b");
+    press(&f, &mut t, Input::PageUp, "user-1");
+    press(&f, &mut t, Input::PageDown, "user-4b");
+    assert_eq!(t.handle(Input::Enter), Outcome::Select(f.id("user-4b")));
+    assert_eq!(t.handle(Input::Escape), Outcome::Cancel);
+    assert!(t.is_leaf(&f.id("asst-4a")));
+    let t = TreeSelector::new(&f.s, 24, Some(&f.id("user-2")), FilterMode::Default, None);
+    assert_eq!(sel_name(&f, &t).as_deref(), Some("user-2"));
+}
+
+#[test]
+fn window_follows_pi_scroll_rule() {
+    let mut f = Fixture::new();
+    f.user("u0", None);
+    for i in 1..30 {
+        f.user(&format!("u{i}"), None);
+    }
+    let mut t = TreeSelector::new(&f.s, 10, None, FilterMode::Default, None);
+    assert_eq!(t.window(), (25, 30));
+    t.set_terminal_height(4);
+    assert_eq!(t.max_visible(), 5);
+    t.handle(Input::Home);
+    assert_eq!(t.window(), (0, 5));
+    for _ in 0..10 {
+        t.handle(Input::Down);
+    }
+    assert_eq!(t.window(), (8, 13));
+}

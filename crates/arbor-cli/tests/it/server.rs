@@ -1,0 +1,324 @@
+//! The commands on sessions stored on a real PostgreSQL server
+//! (`ARBOR_TEST_PG`, a database per test; skipped without one): the same
+//! scenario on a file and on the server gives the same paths and contexts;
+//! push and pull through the CLI; `tail` and `tui --follow` see another
+//! process's appends; a server that is down is one line.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use arbor_test_support::pg::TestDb;
+use serde_json::Value;
+
+use crate::model_server::ModelServer;
+use crate::tui::{tmux_missing, Tmux};
+use crate::{cache_dir, fixtures, stderr, stdout};
+
+/// The demo session as `DIR/FILE` (the name it has on the server after a push).
+const DEMO: &str = "--home-dev-wordfreq--/2026-03-14T09-12-03-418Z_fe01ce2a.jsonl";
+
+/// `arbor ARGS` with deterministic ids, on the server `store` when given.
+fn arbor_at(store: Option<&str>, dir: &Path, args: &[&str]) -> Output {
+    command(store, dir, args).output().unwrap()
+}
+
+fn command(store: Option<&str>, dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_arbor"));
+    c.args(args)
+        .env("ARBOR_IDS", "counter")
+        .env("HOME", "/nonexistent-home")
+        .env("ARBOR_CACHE_DIR", cache_dir())
+        .env("ARBOR_SESSIONS_DIR", dir.join("sessions"))
+        .env_remove("ARBOR_CONFIG")
+        .env_remove("ARBOR_HOOKS")
+        .env_remove("OPENAI_API_KEY")
+        .current_dir(dir);
+    match store {
+        Some(url) => c.env("ARBOR_STORE", url),
+        None => c.env_remove("ARBOR_STORE"),
+    };
+    c
+}
+
+fn ok(o: Output) -> Output {
+    assert!(o.status.success(), "stdout:\n{}\nstderr:\n{}", stdout(&o), stderr(&o));
+    o
+}
+
+fn parsed(o: Output) -> Value {
+    serde_json::from_slice(&ok(o).stdout).unwrap()
+}
+
+/// A copy of the demo session in pi's layout under `dir/local`; its path.
+fn demo_file(dir: &Path) -> PathBuf {
+    let f = dir.join("local").join(DEMO);
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    fs::copy(fixtures().join("demo/demo.jsonl"), &f).unwrap();
+    f
+}
+
+/// A value without its `timestamp` fields (the two runs happen at different times).
+fn timeless(mut v: Value) -> Value {
+    let mut stack = vec![&mut v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(o) => {
+                o.remove("timestamp");
+                stack.extend(o.values_mut());
+            }
+            Value::Array(a) => stack.extend(a.iter_mut()),
+            _ => {}
+        }
+    }
+    v
+}
+
+/// One side of the scenario: the session (a file, or its name on the server) and how to run arbor there.
+struct Side<'a> {
+    store: Option<&'a str>,
+    dir: &'a Path,
+    session: String,
+    model: ModelServer,
+}
+
+impl Side<'_> {
+    fn run(&self, args: &[&str]) -> Output {
+        arbor_at(self.store, self.dir, args)
+    }
+
+    /// `path --json` and `context --json` of `session`, without times.
+    fn view(&self, session: &str) -> (Value, Value) {
+        let path = parsed(self.run(&["path", session, "--json"]));
+        let ctx = parsed(self.run(&["context", session, "--json"]));
+        (timeless(path), timeless(ctx))
+    }
+
+    fn model_args(&self) -> Vec<String> {
+        vec!["--model".into(), "openai/test-model".into(), "--base-url".into(), self.model.openai()]
+    }
+
+    /// label, navigate with a summary, compact, a chat turn, a fork: what each step shows.
+    fn scenario(&self) -> Vec<(Value, Value)> {
+        let s = self.session.as_str();
+        let m = self.model_args();
+        let m: Vec<&str> = m.iter().map(String::as_str).collect();
+        let mut views = vec![];
+        ok(self.run(&["label", s, "4f487dd5", "checkpoint"]));
+        views.push(self.view(s));
+        let nav = [&["navigate", s, "b75648f5", "--summarize", "--json"][..], &m].concat();
+        let r = parsed(self.run(&nav));
+        assert!(r["summaryEntryId"].is_string(), "{r}");
+        views.push(self.view(s));
+        let compact = [&["compact", s, "--keep-recent-tokens", "200", "--json"][..], &m].concat();
+        parsed(self.run(&compact));
+        views.push(self.view(s));
+        self.chat(&m);
+        views.push(self.view(s));
+        let fork = parsed(self.run(&["fork", s, "--at", "4f487dd5", "--json"]));
+        let forked = fork["path"].as_str().unwrap().to_owned();
+        views.push(self.view(&forked));
+        let check = ok(self.run(&["check", s]));
+        assert!(stdout(&check).ends_with(": ok\n"), "{}", stdout(&check));
+        views
+    }
+
+    /// A chat turn and a label through `arbor chat`; while it runs, a second writer is refused.
+    fn chat(&self, model: &[&str]) {
+        let mut child = command(self.store, self.dir, &[&["chat", self.session.as_str()][..], model].concat())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        writeln!(stdin, "hello from the chat").unwrap();
+        let mut line = String::new();
+        while !line.contains("echo: hello from the chat") {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "the chat ended early");
+        }
+        // The chat holds the session: another writer is refused, naming its pid (and host on a server).
+        let refused = self.run(&["label", self.session.as_str(), "4f487dd5", "x"]);
+        assert_eq!(refused.status.code(), Some(1));
+        let e = stderr(&refused);
+        assert!(e.contains(&format!("open for writing by another process (pid {}", child.id())), "{e}");
+        if self.store.is_some() {
+            let host = gethostname::gethostname().to_string_lossy().into_owned();
+            assert!(e.contains(&format!(" on {host})")), "{e}");
+        }
+        writeln!(stdin, "/label chatted").unwrap();
+        writeln!(stdin, "/quit").unwrap();
+        drop(stdin);
+        let status = child.wait().unwrap();
+        assert!(status.success());
+    }
+}
+
+#[test]
+fn the_scenario_on_the_server_shows_what_it_shows_on_a_file() {
+    let Some(db) = TestDb::new("cli_scenario") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = demo_file(dir.path());
+    let pushed = ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &db.url]));
+    assert_eq!(stdout(&pushed), format!("{}: created (40 lines) as /{DEMO}\n", file.display()));
+
+    let on_file = Side {
+        store: None,
+        dir: dir.path(),
+        session: file.to_string_lossy().into_owned(),
+        model: ModelServer::start(),
+    };
+    // On the server, by session id prefix.
+    let on_server =
+        Side { store: Some(&db.url), dir: dir.path(), session: "fe01ce2a".into(), model: ModelServer::start() };
+    let a = on_file.scenario();
+    let b = on_server.scenario();
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x.0, y.0, "path --json after step {i}");
+        assert_eq!(x.1, y.1, "context --json after step {i}");
+    }
+    // What the steps did is really there.
+    let path = &a[3].0;
+    let types: Vec<&str> = path.as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert!(types.contains(&"compaction") && types.contains(&"branch_summary"), "{types:?}");
+    assert_eq!(a[3].1["messages"][0]["role"], "compactionSummary");
+
+    // Pulled back, the server's session is the file, byte for byte.
+    let back = dir.path().join("back");
+    ok(arbor_at(Some(&db.url), dir.path(), &["pull", "fe01ce2a", "--to", back.to_str().unwrap()]));
+    let pulled = fs::read_to_string(back.join(DEMO)).unwrap();
+    let local = fs::read_to_string(&file).unwrap();
+    assert_eq!(pulled.lines().count(), local.lines().count());
+}
+
+#[test]
+fn push_and_pull_through_the_cli_are_byte_identical_and_idempotent() {
+    let Some(db) = TestDb::new("cli_push_pull") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixtures().join("logs");
+    let o = ok(arbor_at(None, dir.path(), &["push", root.to_str().unwrap(), "--to", &db.url, "--json"]));
+    let report: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(report.len() > 50 && report.iter().all(|r| r["outcome"] == "created"), "{report:?}");
+    let again = parsed(arbor_at(None, dir.path(), &["push", root.to_str().unwrap(), "--to", &db.url, "--json"]));
+    assert!(again.as_array().unwrap().iter().all(|r| r["outcome"] == "unchanged"), "{again}");
+
+    let out = dir.path().join("pulled");
+    let pulled =
+        parsed(arbor_at(Some(&db.url), dir.path(), &["pull", "--all", "--to", out.to_str().unwrap(), "--json"]));
+    assert_eq!(pulled.as_array().unwrap().len(), report.len());
+    for r in &report {
+        let local = PathBuf::from(r["file"].as_str().unwrap());
+        let session = r["session"].as_str().unwrap();
+        let copy = out.join(session.trim_start_matches('/'));
+        assert_eq!(fs::read(&copy).unwrap(), fs::read(&local).unwrap(), "{}", local.display());
+    }
+    let twice =
+        parsed(arbor_at(Some(&db.url), dir.path(), &["pull", "--all", "--to", out.to_str().unwrap(), "--json"]));
+    assert!(twice.as_array().unwrap().iter().all(|r| r["outcome"] == "unchanged"), "{twice}");
+
+    // A diverged copy: refused, one line, exit 1, nothing written.
+    let one = PathBuf::from(report[0]["file"].as_str().unwrap());
+    let copy = out.join(report[0]["session"].as_str().unwrap().trim_start_matches('/'));
+    fs::write(&copy, b"{\"type\":\"session\",\"version\":3,\"id\":\"other\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n")
+        .unwrap();
+    let refused = arbor_at(None, dir.path(), &["push", copy.to_str().unwrap(), "--to", &db.url]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(stderr(&refused).contains("diverged"), "{}", stderr(&refused));
+    assert!(one.exists());
+}
+
+#[test]
+fn ls_and_search_on_the_server() {
+    let Some(db) = TestDb::new("cli_ls_search") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = demo_file(dir.path());
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &db.url]));
+    let ls = stdout(&ok(arbor_at(Some(&db.url), dir.path(), &["ls", "--all"])));
+    assert!(ls.contains("31 msgs") && ls.contains(&format!("/{DEMO}")), "{ls}");
+    let mine = stdout(&ok(arbor_at(Some(&db.url), dir.path(), &["ls", "--cwd", "/home/dev/wordfreq", "--json"])));
+    let list: Vec<Value> = serde_json::from_str(&mine).unwrap();
+    assert_eq!(list.len(), 1);
+    assert!(list[0]["allMessagesText"].as_str().unwrap().contains("case-insensitive"), "{mine}");
+    let hits = stdout(&ok(arbor_at(Some(&db.url), dir.path(), &["search", "--all", "regex", "dependency"])));
+    assert!(hits.contains("«dependency»") || hits.contains("«regex»"), "{hits}");
+    let none = stdout(&ok(arbor_at(Some(&db.url), dir.path(), &["search", "--all", "zebra"])));
+    assert_eq!(none, "no matches\n");
+}
+
+#[test]
+fn tail_prints_an_append_from_another_process_within_a_second() {
+    let Some(db) = TestDb::new("cli_tail") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = demo_file(dir.path());
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &db.url]));
+    let mut tail = command(Some(&db.url), dir.path(), &["tail", "fe01ce2a", "-n", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(tail.stdout.take().unwrap());
+    let mut line = String::new();
+    for _ in 0..2 {
+        line.clear();
+        out.read_line(&mut line).unwrap();
+    }
+    assert!(line.contains("6a490938"), "the last entry first: {line}");
+    // Another process appends; tail prints it.
+    let labelled = Instant::now();
+    ok(arbor_at(Some(&db.url), dir.path(), &["label", "fe01ce2a", "4f487dd5", "seen-by-tail"]));
+    let written = labelled.elapsed();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let seen = labelled.elapsed();
+    let _ = tail.kill();
+    let _ = tail.wait();
+    assert!(line.contains("label") && line.contains("seen-by-tail"), "{line}");
+    assert!(seen - written < Duration::from_secs(1), "printed {:?} after the append", seen - written);
+}
+
+#[test]
+fn tui_follow_draws_what_another_process_appends() {
+    if tmux_missing() {
+        return;
+    }
+    let Some(db) = TestDb::new("cli_tui_follow") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = demo_file(dir.path());
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &db.url]));
+    let cmd = format!(
+        "cd {dir} && ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color \
+         {bin} --store '{url}' tui --follow fe01ce2a; sleep 60",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_arbor"),
+        url = db.url,
+    );
+    let tmux = Tmux { socket: dir.path().join("tmux-follow.sock") };
+    tmux.run(&["new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", &cmd]);
+    tmux.wait_for("Session Tree");
+    let before = tmux.screen();
+    assert!(!before.contains("[drawn-live]"), "{before}");
+    ok(arbor_at(Some(&db.url), dir.path(), &["label", "fe01ce2a", "6a490938", "drawn-live"]));
+    let after = tmux.wait_for("[drawn-live]");
+    assert!(after.contains("Session Tree"), "{after}");
+    tmux.keys(&["Escape"]);
+}
+
+#[test]
+fn a_server_that_is_down_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "postgres://arbor@%2Ftmp%2Farbor-no-server-here/postgres";
+    for args in [&["ls"][..], &["path", "fe01ce2a"], &["tail", "fe01ce2a"]] {
+        let o = arbor_at(Some(url), dir.path(), args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.starts_with("arbor: cannot reach the PostgreSQL server at postgres://arbor@%2Ftmp%2Farbor-no-server-here/postgres: "), "{e}");
+    }
+    let o = arbor_at(Some(url), dir.path(), &["repair", "x.jsonl"]);
+    assert!(stderr(&o).contains("repair works on local session files, not with --store"), "{}", stderr(&o));
+}

@@ -1,0 +1,287 @@
+//! The context at a session's leaf as pi's `SessionContext` JSON, written
+//! fast: stored messages are copied from the file rather than decoded and
+//! encoded again (what `arbor context --json` prints).
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use arbor_tree::{Position, Session};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::context::{message_of_entry, ContextStep};
+use crate::session::{plan_session_context, SessionPlan};
+
+/// Steps of the plan whose messages are read (and held) at once.
+const BATCH: usize = 2048;
+
+/// Writes the context at the session's leaf as pi's `SessionContext` JSON:
+/// what `arbor_log::json::to_writer(out, &session_context(session))` writes, up
+/// to the text of numbers and strings (the parsed JSON is the same).
+///
+/// The messages of `message` entries are copied from the entries' JSON text
+/// as stored instead of being decoded and encoded again (`stored_message`;
+/// an entry it is not sure of is decoded). A batch of steps at a time, the
+/// lines are read and their messages cut out on all cores
+/// (`Session::map_json_many`), so only one batch's messages are held at once.
+///
+/// [`session_context`]: crate::session_context
+pub fn write_context_json<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Result<()> {
+    let SessionPlan { path, plan } = plan_session_context(session);
+    out.write_all(b"{\"messages\":[")?;
+    let mut first = true;
+    for batch in plan.steps.chunks(BATCH) {
+        for text in batch_messages(session, &path, batch)? {
+            if !std::mem::take(&mut first) {
+                out.write_all(b",")?;
+            }
+            out.write_all(&text)?;
+        }
+    }
+    out.write_all(b"]")?;
+    if let Some(level) = &plan.settings.thinking_level_value {
+        out.write_all(b",\"thinkingLevel\":")?;
+        arbor_log::json::to_writer(&mut *out, level)?;
+    }
+    out.write_all(b",\"model\":")?;
+    arbor_log::json::to_writer(&mut *out, &plan.settings.model_value)?;
+    out.write_all(b"}")?;
+    Ok(())
+}
+
+/// The JSON text of each message a batch of steps gives, in order (a
+/// malformed `message` entry gives none).
+fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -> io::Result<Vec<Vec<u8>>> {
+    let stored: Vec<Position> = batch
+        .iter()
+        .filter_map(|step| match step {
+            ContextStep::Message(p) => Some(path[*p]),
+            ContextStep::Made(_) => None,
+        })
+        .collect();
+    let ids: Vec<&str> = stored.iter().map(|&i| session.id_at(i).unwrap_or_default()).collect();
+    // The message's text as stored, or `None` when the entry must be decoded.
+    let copies = session.map_json_many(&stored, |k, line| stored_message(line, ids[k]).map(|m| m.as_bytes().to_vec()));
+    let mut copies = stored.iter().zip(copies);
+    let mut texts = Vec::with_capacity(batch.len());
+    for step in batch {
+        let text = match step {
+            ContextStep::Made(m) => Some(arbor_log::json::to_vec(m)?),
+            ContextStep::Message(_) => match copies.next() {
+                Some((_, Some(Some(copy)))) => Some(copy),
+                Some((&index, _)) => session
+                    .decode_at(index)
+                    .and_then(message_of_entry)
+                    .map(|m| arbor_log::json::to_vec(&m))
+                    .transpose()?,
+                None => None,
+            },
+        };
+        texts.extend(text);
+    }
+    Ok(texts)
+}
+
+/// The text of the `message` of a `message` entry's JSON `line`, as stored,
+/// when it parses to the very message that decoding the entry gives; `None`
+/// when that is not sure, and the caller decodes the entry instead:
+/// - the line is not an object with exactly one `type` (`"message"`), one
+///   `id` (the session's: the file may have changed since it was opened) and
+///   one `message` key: a decoded entry keeps the last of duplicate keys (a
+///   derived struct refuses them), and one without a message is malformed
+///   and gives none;
+/// - the message may hold serde_json's raw-value marker key
+///   (`$serde_json::private::RawValue`), which a decoded `Value` replaces by
+///   the JSON its string holds: the text names it, or escapes a letter of it.
+///
+/// Everything else a `Value` does to a message leaves its parsed JSON as it
+/// is: duplicate keys inside it (every parser keeps the last), escapes,
+/// whitespace and the spelling of numbers.
+fn stored_message<'a>(line: &'a str, id: &str) -> Option<&'a str> {
+    #[derive(Deserialize)]
+    struct Stored<'a> {
+        #[serde(rename = "type", borrow)]
+        entry_type: Cow<'a, str>,
+        #[serde(borrow)]
+        id: Cow<'a, str>,
+        #[serde(borrow)]
+        message: &'a RawValue,
+    }
+    let e: Stored = serde_json::from_str(line).ok()?;
+    let m = e.message.get();
+    (e.entry_type == "message" && e.id == id && !may_name_raw_value_marker(m)).then_some(m)
+}
+
+/// True when JSON text may hold the key `$serde_json::private::RawValue`:
+/// it has `RawValue`, or a `\u` escape of one of its letters (`\u005x`,
+/// `\u006x`, `\u007x`; an escape of any other character of the key leaves
+/// `RawValue` in the text).
+fn may_name_raw_value_marker(text: &str) -> bool {
+    // `contains` searches short needles with SIMD: a few passes cost less than one walk over every `\u`.
+    text.contains("RawValue")
+        || text.contains("\\u00") && ["\\u005", "\\u006", "\\u007"].iter().any(|n| text.contains(n))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::path::Path;
+
+    use arbor_tree::{OpenMode, SessionOptions};
+    use serde_json::{json, Value};
+
+    use crate::session_context;
+
+    /// `context --json` of the session's leaf, parsed.
+    fn written(s: &Session) -> Value {
+        let mut out = Vec::new();
+        write_context_json(s, &mut out).unwrap();
+        // As JavaScript reads it: the output writes lone surrogates as their escapes.
+        let text = String::from_utf8(out).unwrap();
+        arbor_log::json::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
+    /// Checks, at a spread of leaves, that the written context parses to the
+    /// decoded one; returns how many leaves were checked.
+    fn check_file(path: &Path) -> usize {
+        let mut checked = 0;
+        for index_first in [true, false] {
+            let opts = SessionOptions { index_first, index_dir: None, ..Default::default() };
+            let Ok(mut s) = Session::open(path, OpenMode::ReadOnly, opts) else { return 0 };
+            let leaves: Vec<Option<String>> = std::iter::once(None)
+                .chain(s.positions().step_by((s.len() / 40).max(1)).map(|i| s.id_at(i).map(str::to_owned)))
+                .collect();
+            for leaf in leaves {
+                if let Some(id) = &leaf {
+                    s.branch(id).unwrap();
+                }
+                // Read back from its text, as the output is: a value nested past serde_json's
+                // limit is kept as its JSON text at a depth counted from the document's root.
+                let want = arbor_log::json::to_string(&session_context(&s)).unwrap();
+                let want = arbor_log::json::parse(&want).unwrap();
+                assert_eq!(written(&s), want, "{} at {leaf:?}", path.display());
+                checked += 1;
+            }
+        }
+        checked
+    }
+
+    #[test]
+    fn context_json_parses_to_the_session_context_for_every_fixture() {
+        let files = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
+        let checked: usize = files.iter().map(|f| check_file(f)).sum();
+        assert!(files.len() > 40 && checked > 500, "{} files, {checked} leaves", files.len());
+    }
+
+    /// A session file: a header and `lines` (one entry each, as given).
+    fn session_file(lines: &[String]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#;
+        writeln!(f, "{header}").unwrap();
+        for l in lines {
+            f.write_all(l.as_bytes()).unwrap();
+            f.write_all(b"\n").unwrap();
+        }
+        f
+    }
+
+    /// An entry line with id `n` whose parent is `n - 1`, and `body` after the base fields.
+    fn line(n: usize, body: &str) -> String {
+        let parent = if n == 0 { "null".to_owned() } else { format!("\"e{}\"", n - 1) };
+        format!(r#"{{"type":"message","id":"e{n}","parentId":{parent},"timestamp":"2025-01-01T00:00:00.000Z",{body}}}"#)
+    }
+
+    #[test]
+    fn messages_the_copy_cannot_be_sure_of_are_decoded() {
+        let bodies = [
+            // Duplicate `message` keys: the decoded entry keeps the last.
+            r#""message":{"role":"user","content":"first"},"message":{"role":"user","content":"second"}"#,
+            r#""message":{"role":"user","content":"a"},"mess\u0061ge":{"role":"user","content":"b"}"#,
+            // Malformed: no message; a message that is not an object.
+            r#""msg":{"role":"user","content":"x"}"#,
+            r#""message":null"#,
+            r#""message":"just text""#,
+            r#""message":[1,2.50,1e2]"#,
+            // serde_json's raw-value marker: a Value holds the JSON of its string.
+            r#""message":{"role":"user","content":{"$serde_json::private::RawValue":"[1, 2]"}}"#,
+            r#""message":{"role":"user","content":[{"$serde_json::private::\u0052awValue":"{\"a\":1}"}]}"#,
+            r#""message":{"role":"user","content":"the word RawValue"}"#,
+            // Parsed the same, spelled differently: duplicate keys inside, escapes, numbers, spaces.
+            r#""message":{"role":"user","content":"a","content":"b","x":{"k":1,"k":2}}"#,
+            r#""message" : { "role" : "user" , "content" : "caf\u00e9 \/ \ud83d\ude00 \u001b[0m" , "timestamp" : 1.50 }"#,
+            r#""message":{"role":"user","content":"n","nums":[1.0,-0,1E2,18446744073709551616,12345678901234567890123,0.1,5e-324]}"#,
+            // Duplicate base keys: the last `type`/`id` count.
+            r#""message":{"role":"user","content":"dup type"},"type":"message""#,
+            r#""message":{"role":"assistant","provider":"p","model":"m","content":[]},"extra":{"k":[1,{"a":null}]}"#,
+        ];
+        let mut lines: Vec<String> = bodies.iter().enumerate().map(|(n, b)| line(n, b)).collect();
+        let n = lines.len();
+        lines.push(format!(
+            r#"{{"type":"custom_message","customType":"x","content":"c","display":true,"id":"e{n}","parentId":"e{}","timestamp":"2025-01-01T00:00:00.000Z"}}"#,
+            n - 1
+        ));
+        let f = session_file(&lines);
+        assert!(check_file(f.path()) > 10);
+        // The cases above are really there: the marker became its string's JSON.
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
+            .unwrap();
+        let ctx = written(&s);
+        let messages = ctx["messages"].as_array().unwrap();
+        assert!(messages.contains(&json!({"role": "user", "content": "second"})), "{ctx}");
+        assert!(messages.contains(&json!({"role": "user", "content": [1, 2]})), "{ctx}");
+        assert!(messages.contains(&json!("just text")) && messages.contains(&Value::Null), "{ctx}");
+        assert_eq!(messages.len(), lines.len() - 1, "{ctx}");
+    }
+
+    #[test]
+    fn the_marker_check_finds_every_spelling_of_raw_value() {
+        for text in [r#"{"RawValue":1}"#, r#"{"\u0052aw":1}"#, r#""\u0061""#, r#""\u006C""#, r#""\u0077""#] {
+            assert!(may_name_raw_value_marker(text), "{text}");
+        }
+        for text in [r#"{"raw value":"caf\u00e9 \u001b[0m \u0024 \u0041"}"#, "", r#""\\u00""#] {
+            assert!(!may_name_raw_value_marker(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_copied_as_it_is_decoded() {
+        let mut f = session_file(&[]);
+        let text = line(0, r#""message":{"role":"user","content":"bad @ byte"}"#);
+        f.write_all(&text.bytes().map(|b| if b == b'@' { 0xff } else { b }).collect::<Vec<u8>>()).unwrap();
+        f.write_all(b"\n").unwrap();
+        assert!(check_file(f.path()) > 0);
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
+            .unwrap();
+        assert_eq!(written(&s)["messages"][0]["content"], "bad \u{fffd} byte");
+    }
+
+    #[test]
+    fn a_session_of_many_batches_is_written_whole_and_in_order() {
+        // More than 256 messages per thread, with made-up messages and a compaction among them.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        let total = 256 * threads * 2 + 77;
+        let ts = r#""timestamp":"2025-01-01T00:00:00.000Z""#;
+        let lines: Vec<String> = (0..total)
+            .map(|n| {
+                let parent = if n == 0 { "null".to_owned() } else { format!("\"e{}\"", n - 1) };
+                let base = format!(r#""id":"e{n}","parentId":{parent},{ts}"#);
+                match n % 97 {
+                    13 => format!(r#"{{"type":"custom_message","customType":"x","content":"c{n}","display":true,{base}}}"#),
+                    29 => format!(r#"{{"type":"branch_summary",{base},"fromId":"e0","summary":"s{n}"}}"#),
+                    41 if n > total / 2 && n < total / 2 + 97 => {
+                        format!(r#"{{"type":"compaction",{base},"summary":"S","firstKeptEntryId":"e{}","tokensBefore":9}}"#, n - 300)
+                    }
+                    _ => format!(r#"{{"type":"message",{base},"message":{{"role":"user","content":"m{n} \"q\" \u00e9\n","timestamp":{n}}}}}"#),
+                }
+            })
+            .collect();
+        let f = session_file(&lines);
+        let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
+            .unwrap();
+        let ctx = written(&s);
+        assert_eq!(ctx, serde_json::to_value(session_context(&s)).unwrap());
+        let n = ctx["messages"].as_array().unwrap().len();
+        assert!(n > 256 * threads, "{n} messages");
+    }
+}

@@ -1,0 +1,11 @@
+//! Text for people: one line per entry ([`entry_text`], as the tree and its
+//! selector show it) and the transcript of a context ([`write_transcript`]).
+//!
+//! Plain text with no terminal in mind (no colours, no widths): a front end
+//! truncates and styles it.
+
+mod entry;
+mod transcript;
+
+pub use entry::{entry_text, format_tool_call, normalize, ToolCalls};
+pub use transcript::write_transcript;

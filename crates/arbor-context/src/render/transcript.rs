@@ -1,0 +1,113 @@
+//! The readable transcript of a context (`arbor context` without `--json`):
+//! a line or a few per message, then the model, thinking level and tokens.
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+
+use arbor_log::content_text;
+
+use super::entry::{format_tool_call, normalize};
+use crate::context::SessionContext;
+use crate::llm::convert_to_llm;
+use crate::tokens::estimate_context_tokens;
+
+const WIDTH: usize = 160;
+
+fn clip(s: &str, n: usize) -> String {
+    let s = normalize(s);
+    if s.chars().count() <= n {
+        return s;
+    }
+    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn blocks(m: &Value) -> &[Value] {
+    m.get("content").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+fn line_for(m: &Value, out: &mut Vec<String>) {
+    let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+    let text = content_text(m.get("content"), " ");
+    match role {
+        "assistant" => {
+            let thinking: usize = blocks(m)
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("thinking"))
+                .filter_map(|b| b.get("thinking").and_then(Value::as_str))
+                .map(|t| t.chars().count())
+                .sum();
+            let mut head = format!("assistant: {}", clip(&text, WIDTH));
+            if text.trim().is_empty() {
+                head = match m.get("stopReason").and_then(Value::as_str) {
+                    Some("aborted") => "assistant: (aborted)".into(),
+                    Some("error") => format!(
+                        "assistant: (error) {}",
+                        clip(m.get("errorMessage").and_then(Value::as_str).unwrap_or(""), WIDTH)
+                    ),
+                    _ => "assistant:".into(),
+                };
+            }
+            if thinking > 0 {
+                head.push_str(&format!("  [thinking: {thinking} chars]"));
+            }
+            out.push(head);
+            for b in blocks(m) {
+                if b.get("type").and_then(Value::as_str) == Some("toolCall") {
+                    let name = b.get("name").and_then(Value::as_str).unwrap_or("tool");
+                    let args = b.get("arguments").cloned().unwrap_or(Value::Null);
+                    out.push(format!("  → {}", format_tool_call(name, &args, None)));
+                }
+            }
+        }
+        "toolResult" => {
+            let name = m.get("toolName").and_then(Value::as_str).unwrap_or("tool");
+            let err = if m.get("isError").and_then(Value::as_bool) == Some(true) { " (error)" } else { "" };
+            let n = text.lines().count();
+            out.push(format!("  ← {name}{err}: {} ({n} lines)", clip(&text, WIDTH - 20)));
+        }
+        "bashExecution" => {
+            let cmd = m.get("command").and_then(Value::as_str).unwrap_or("");
+            out.push(format!("bash: $ {}", clip(cmd, WIDTH)));
+        }
+        "custom" => {
+            let t = m.get("customType").and_then(Value::as_str).unwrap_or("custom");
+            out.push(format!("[{t}]: {}", clip(&text, WIDTH)));
+        }
+        "branchSummary" => {
+            let s = m.get("summary").and_then(Value::as_str).unwrap_or("");
+            out.push(format!("[branch summary]: {}", clip(s, WIDTH)));
+        }
+        "compactionSummary" => {
+            let s = m.get("summary").and_then(Value::as_str).unwrap_or("");
+            let before = m.get("tokensBefore").and_then(Value::as_f64).unwrap_or(0.0);
+            out.push(format!("[compaction, {before} tokens before]: {}", clip(s, WIDTH)));
+        }
+        other => out.push(format!("{other}: {}", clip(&text, WIDTH))),
+    }
+}
+
+/// Writes one or more lines per message of `ctx` (after [`convert_to_llm`]
+/// when `llm`), then the model, thinking level and token estimate.
+pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, llm: bool) -> io::Result<()> {
+    let messages = if llm { convert_to_llm(&ctx.messages) } else { ctx.messages.clone() };
+    let mut lines = vec![];
+    for m in &messages {
+        line_for(m, &mut lines);
+    }
+    for l in lines {
+        writeln!(out, "{l}")?;
+    }
+    let model = ctx.model.as_ref().map(|m| format!("{}/{}", m.provider, m.model_id)).unwrap_or_else(|| "(none)".into());
+    let tokens = estimate_context_tokens(&ctx.messages);
+    writeln!(
+        out,
+        "-- {} messages, model {model}, thinking {}, ~{} tokens",
+        messages.len(),
+        ctx.thinking_level,
+        tokens.tokens
+    )?;
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! The driver's blocking client runs a small tokio runtime of its own for
+//! every call (and when a connection is dropped), which tokio forbids on a
+//! thread that is already driving a runtime: an async caller (the agent's
+//! flows, the chat) would panic. [`blocking`] runs such work on a thread of
+//! its own in that case, and in place otherwise, so the store is a plain
+//! synchronous API wherever it is called from.
+
+/// Runs `f` in place, or on a scoped thread when this thread is inside a tokio runtime.
+pub(crate) fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|s| match s.spawn(f).join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn work_leaves_a_runtime_thread_and_stays_elsewhere() {
+        let here = std::thread::current().id();
+        assert_eq!(blocking(|| std::thread::current().id()), here);
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let inside = rt.block_on(async { blocking(|| std::thread::current().id()) });
+        assert_ne!(inside, here);
+        // A runtime started inside, as the driver does, works there.
+        let v = rt.block_on(async {
+            blocking(|| tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async { 7 }))
+        });
+        assert_eq!(v, 7);
+    }
+}

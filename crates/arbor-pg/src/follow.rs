@@ -1,0 +1,168 @@
+//! Following a session while others write it: a connection of its own
+//! LISTENs on the session's channel (`arbor_session_<id>`), which every
+//! write notifies at commit, then reads the lines after the last one it
+//! delivered. A follower only ever sees whole lines: each write is one
+//! transaction. A connection that drops is made again on the next wait,
+//! which catches up from where it stopped.
+
+use std::time::Duration;
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::Client;
+
+use crate::blocking::blocking;
+use crate::error::PgError;
+use crate::key::SessionKey;
+use crate::rows::{read_lines, SessionRow};
+use crate::server::SqlError;
+use crate::store::PgStore;
+use crate::write::channel;
+
+/// What a wait brought.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Followed {
+    /// Whole lines appended since the last delivery, as a file's bytes.
+    Lines(Vec<u8>),
+    /// The session was replaced whole (a migration's rewrite): all of it again.
+    Replaced(Vec<u8>),
+    /// Nothing new within the time given.
+    Idle,
+}
+
+/// A follower of one session (see the module docs).
+pub struct Follower {
+    store: PgStore,
+    key: SessionKey,
+    conn: Option<Client>,
+    id: i64,
+    generation: i64,
+    /// The next line to deliver.
+    next_seq: i64,
+}
+
+impl std::fmt::Debug for Follower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follower").field("key", &self.key).field("next_seq", &self.next_seq).finish()
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        // Closing the connection blocks on the driver's runtime: not on an async caller's thread.
+        if let Some(conn) = self.conn.take() {
+            blocking(move || drop(conn));
+        }
+    }
+}
+
+impl PgStore {
+    /// Starts following session `key`: returns the follower and the session
+    /// as it is now (every line, or none with `from_end`).
+    pub fn follow(&self, key: &SessionKey, from_end: bool) -> Result<(Follower, Vec<u8>), PgError> {
+        let Some(row) = self.row(key)? else {
+            return Err(PgError::NoSession { server: self.server().shown().to_owned(), name: key.to_string() });
+        };
+        let mut f = Follower {
+            store: self.clone(),
+            key: key.clone(),
+            conn: None,
+            id: row.id,
+            generation: row.generation,
+            next_seq: if from_end { row.line_count } else { 0 },
+        };
+        f.listen()?;
+        // Read after LISTEN: a write committed in between is both read now and notified, never lost.
+        let now = match f.catch_up()? {
+            Followed::Lines(b) | Followed::Replaced(b) => b,
+            Followed::Idle => vec![],
+        };
+        Ok((f, now))
+    }
+}
+
+impl Follower {
+    /// The session followed.
+    pub fn key(&self) -> &SessionKey {
+        &self.key
+    }
+
+    /// Waits up to `timeout` for new lines.
+    pub fn wait(&mut self, timeout: Duration) -> Result<Followed, PgError> {
+        blocking(|| self.wait_here(timeout))
+    }
+
+    fn wait_here(&mut self, timeout: Duration) -> Result<Followed, PgError> {
+        if self.conn.as_ref().is_none_or(Client::is_closed) {
+            self.listen()?;
+            return self.catch_up();
+        }
+        let notified = {
+            let Some(conn) = self.conn.as_mut() else { return Ok(Followed::Idle) };
+            let mut n = conn.notifications();
+            let first = n.timeout_iter(timeout).next();
+            if matches!(first, Ok(Some(_))) {
+                // Several writes may have been notified: one read serves them all.
+                while let Ok(Some(_)) = n.iter().next() {}
+            }
+            first
+        };
+        match notified {
+            Ok(Some(_)) => self.catch_up(),
+            Ok(None) if self.conn.as_ref().is_some_and(Client::is_closed) => {
+                self.listen()?;
+                self.catch_up()
+            }
+            Ok(None) => Ok(Followed::Idle),
+            Err(_) => {
+                self.conn = None;
+                self.listen()?;
+                self.catch_up()
+            }
+        }
+    }
+
+    /// A connection listening on the session's channel.
+    fn listen(&mut self) -> Result<(), PgError> {
+        blocking(|| {
+            let mut conn = self.store.new_connection()?;
+            conn.batch_execute(&format!("LISTEN {}", channel(self.id)))
+                .map_err(|e| self.store.server().classify(SqlError::Pg(e), false))?;
+            if let Some(old) = self.conn.replace(conn) {
+                drop(old);
+            }
+            Ok(())
+        })
+    }
+
+    /// The lines after the last delivered, or the whole session when it was replaced.
+    fn catch_up(&mut self) -> Result<Followed, PgError> {
+        let (id, key, generation, next) = (self.id, self.key.clone(), self.generation, self.next_seq);
+        let r = self.store.read(|c| {
+            let Some(row) = SessionRow::find(c, &key)? else { return Ok(None) };
+            if row.id != id || row.generation != generation {
+                let all = read_lines(c, row.id, 0)?;
+                return Ok(Some((row, true, all)));
+            }
+            if row.line_count <= next {
+                return Ok(Some((row, false, (vec![], 0))));
+            }
+            let new = read_lines(c, id, next)?;
+            Ok(Some((row, false, new)))
+        })?;
+        let Some((row, replaced, (bytes, count))) = r else {
+            return Err(PgError::NoSession { server: self.store.server().shown().to_owned(), name: key.to_string() });
+        };
+        if replaced {
+            if row.id != self.id {
+                self.id = row.id;
+                self.listen()?;
+            }
+            self.generation = row.generation;
+            self.next_seq = count;
+            return Ok(Followed::Replaced(bytes));
+        }
+        // The lines read, not the row's count: a write may have committed between the two reads.
+        self.next_seq += count;
+        Ok(if bytes.is_empty() { Followed::Idle } else { Followed::Lines(bytes) })
+    }
+}

@@ -1,0 +1,45 @@
+//! Sessions on a shared PostgreSQL server: many machines, one tree, one
+//! writer per session.
+//!
+//! [`PgStore`] is arbor-tree's [`arbor_tree::Store`] on a server, so every
+//! operation of a [`arbor_tree::Session`] (open, append, branch, label,
+//! navigate, fork, compact, check) works unchanged on a session stored there:
+//! pass it with [`arbor_tree::SessionOptions::with_store`] and name sessions
+//! by their directory and file name, as on disk ([`SessionKey`]).
+//!
+//! A session is one row of `arbor.sessions` and one row of `arbor.lines`
+//! per physical line, holding the line's bytes exactly, so a session pulled
+//! back to a file is byte for byte the file that was pushed. The schema is
+//! versioned ([`MIGRATIONS`]). A writer holds an advisory lock on its own
+//! connection: a second writer on any machine is refused with the holder's
+//! pid and host, and the lock goes with the writer's process or connection.
+//! Readers take no lock. Every write is one transaction: a session holds a
+//! whole append or none of it, whatever happens to the connection.
+//!
+//! This crate uses the `postgres` driver (which runs a tokio runtime inside);
+//! the crates below it stay free of any async runtime. It never prints.
+//! How a team runs it: docs/postgres.md.
+
+mod blocking;
+mod error;
+mod follow;
+mod key;
+mod lines;
+mod list;
+mod lock;
+mod rows;
+mod schema;
+mod search;
+mod server;
+mod store;
+mod sync;
+mod write;
+
+pub use error::PgError;
+pub use follow::{Followed, Follower};
+pub use key::{SessionKey, ROOT};
+pub use schema::{latest as latest_schema, Migration, MIGRATIONS};
+pub use search::{TextHit, TextQuery};
+pub use server::Server;
+pub use store::PgStore;
+pub use sync::Transfer;

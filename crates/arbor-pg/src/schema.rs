@@ -1,0 +1,97 @@
+//! The schema and its versioned migrations (docs/postgres.md, "Schema").
+//!
+//! Everything lives in the `arbor` schema. `arbor.migrations` records each
+//! migration applied (version, name, time). A connection that finds the
+//! newest version recorded goes on at once; otherwise every missing
+//! migration runs once, each in its own transaction that first takes a
+//! transaction-level advisory lock, so processes starting together on a new
+//! server wait for one another and none applies a migration twice. A server
+//! whose schema is newer than this build is refused.
+
+use postgres::Client;
+
+use crate::server::SqlError;
+
+/// One step of the schema.
+#[derive(Debug)]
+pub struct Migration {
+    /// Its number: migrations run in this order, each once.
+    pub version: i32,
+    /// What it does.
+    pub name: &'static str,
+    /// Its SQL, run in one transaction.
+    pub sql: &'static str,
+}
+
+/// Every migration, oldest first. A new one is appended here with the next
+/// number and a file under `migrations/`; applied ones are never edited.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "sessions, lines and search",
+    sql: include_str!("../migrations/0001_sessions.sql"),
+}];
+
+/// The advisory lock key that serializes migrations ("arbormig" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6172_626f_726d_6967;
+
+const SETUP: &str = "CREATE SCHEMA IF NOT EXISTS arbor;
+CREATE TABLE IF NOT EXISTS arbor.migrations (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);";
+
+/// The newest version this build knows.
+pub fn latest() -> i32 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// The newest migration recorded on the server (`None` before the first).
+fn applied(client: &mut Client) -> Result<Option<i32>, SqlError> {
+    let exists: bool = client.query_one("SELECT to_regclass('arbor.migrations') IS NOT NULL", &[])?.get(0);
+    if !exists {
+        return Ok(None);
+    }
+    Ok(client.query_one("SELECT max(version) FROM arbor.migrations", &[])?.get(0))
+}
+
+/// Brings the schema up to date (see the module docs).
+pub(crate) fn migrate(client: &mut Client) -> Result<(), SqlError> {
+    let known = latest();
+    match applied(client)? {
+        Some(v) if v == known => return Ok(()),
+        Some(found) if found > known => return Err(SqlError::NewerSchema { found, known }),
+        _ => {}
+    }
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    tx.batch_execute(SETUP)?;
+    tx.commit()?;
+    for m in MIGRATIONS {
+        let mut tx = client.transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+        let done = tx.query_opt("SELECT 1 FROM arbor.migrations WHERE version = $1", &[&m.version])?.is_some();
+        if !done {
+            tx.batch_execute(m.sql)?;
+            tx.execute("INSERT INTO arbor.migrations (version, name) VALUES ($1, $2)", &[&m.version, &m.name])?;
+        }
+        tx.commit()?;
+    }
+    match applied(client)? {
+        Some(found) if found > known => Err(SqlError::NewerSchema { found, known }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order_from_one() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1, "{}", m.name);
+            assert!(!m.sql.trim().is_empty());
+        }
+    }
+}

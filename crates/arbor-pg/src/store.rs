@@ -1,0 +1,394 @@
+//! [`PgStore`]: arbor-tree's [`Store`] on a PostgreSQL server.
+//!
+//! Paths name sessions by their last two components ([`SessionKey`]); the
+//! store's own paths are `/DIR/FILE`. Reads go through one shared
+//! connection, made again when it was lost (a read is retried once after a
+//! drop). A writer's lock ([`Store::lock`]) opens a connection of its own
+//! that holds the session's advisory lock, and every write of that session
+//! from this process goes through it, one transaction per write; a write of
+//! a session whose lock this process does not hold takes the lock for its
+//! transaction only, and is refused while another writer holds it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use postgres::types::Type;
+use postgres::{Client, Transaction};
+
+use arbor_log::scan::ReadAt;
+use arbor_log::{Durability, TailRepair};
+use arbor_tree::{AppendHandle, FileStamp, Store, StoredFile, TreeError, WriteLock};
+
+use crate::blocking::blocking;
+use crate::error::PgError;
+use crate::key::SessionKey;
+use crate::lines::split_lines;
+use crate::lock;
+use crate::rows::{read_lines, SessionRow};
+use crate::server::{Server, SqlError};
+use crate::write;
+
+/// A connection (the driver's client has no `Debug`).
+pub(crate) struct Conn(pub(crate) Client);
+
+impl fmt::Debug for Conn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_closed() { "Conn(closed)" } else { "Conn" })
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    server: Server,
+    shared: Mutex<Option<Conn>>,
+    /// The connections holding the locks of the sessions this process writes.
+    writers: Mutex<HashMap<SessionKey, Arc<Mutex<Conn>>>>,
+}
+
+/// Sessions on a PostgreSQL server, as an arbor-tree [`Store`]. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+/// A poisoned mutex only means another thread panicked while holding it; the connection is still usable or closed.
+fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl PgStore {
+    /// Connects to the server at `url` (a connection string: see
+    /// [`Server::new`]) and brings its schema up to date.
+    pub fn connect(url: &str) -> Result<PgStore, PgError> {
+        let server = Server::new(url)?;
+        let client = server.connect()?;
+        Ok(PgStore {
+            inner: Arc::new(Inner {
+                server,
+                shared: Mutex::new(Some(Conn(client))),
+                writers: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The server.
+    pub fn server(&self) -> &Server {
+        &self.inner.server
+    }
+
+    /// Runs `f` on the shared connection, connecting first when there is
+    /// none; a connection that drops under `f` is made again and `f` runs
+    /// once more (reads only: they change nothing).
+    pub(crate) fn read<T: Send>(
+        &self,
+        mut f: impl FnMut(&mut Client) -> Result<T, SqlError> + Send,
+    ) -> Result<T, PgError> {
+        blocking(|| {
+            let mut shared = guard(&self.inner.shared);
+            for attempt in 0..2 {
+                let conn = match shared.as_mut() {
+                    Some(c) if !c.0.is_closed() => c,
+                    _ => shared.insert(Conn(self.inner.server.connect()?)),
+                };
+                match f(&mut conn.0) {
+                    Ok(v) => return Ok(v),
+                    Err(e) => {
+                        if conn.0.is_closed() {
+                            *shared = None;
+                            if attempt == 0 {
+                                continue;
+                            }
+                        }
+                        return Err(self.inner.server.classify(e, false));
+                    }
+                }
+            }
+            unreachable!("the loop returns on its second pass")
+        })
+    }
+
+    /// Runs `f` in one transaction under the lock of `key`: the writer's
+    /// (a [`crate::PgStore`] method called by the session that holds it), or
+    /// one taken for the transaction (see the module docs).
+    pub(crate) fn write<T: Send>(
+        &self,
+        key: &SessionKey,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
+    ) -> Result<T, PgError> {
+        let writer = guard(&self.inner.writers).get(key).cloned();
+        self.write_via(writer, key, f)
+    }
+
+    /// Runs `f` in one transaction as a writer of its own (a push): refused
+    /// while any writer holds the session, this process's included.
+    pub(crate) fn write_apart<T: Send>(
+        &self,
+        key: &SessionKey,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
+    ) -> Result<T, PgError> {
+        self.write_via(None, key, f)
+    }
+
+    fn write_via<T: Send>(
+        &self,
+        writer: Option<Arc<Mutex<Conn>>>,
+        key: &SessionKey,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
+    ) -> Result<T, PgError> {
+        blocking(|| self.write_here(writer, key, f))
+    }
+
+    fn write_here<T>(
+        &self,
+        writer: Option<Arc<Mutex<Conn>>>,
+        key: &SessionKey,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError>,
+    ) -> Result<T, PgError> {
+        if let Some(w) = writer {
+            let mut conn = guard(&w);
+            let r = (|| {
+                let mut tx = conn.0.transaction()?;
+                let v = f(&mut tx)?;
+                tx.commit()?;
+                Ok(v)
+            })();
+            return r.map_err(|e| self.inner.server.classify(e, true));
+        }
+        let mut shared = guard(&self.inner.shared);
+        let conn = match shared.as_mut() {
+            Some(c) if !c.0.is_closed() => c,
+            _ => shared.insert(Conn(self.inner.server.connect()?)),
+        };
+        let r = (|| {
+            let mut tx = conn.0.transaction()?;
+            if !lock::try_lock_xact(&mut tx, key)? {
+                let holder = lock::holder(&mut tx, key)?;
+                return Err(SqlError::Other(PgError::Tree(TreeError::Locked { path: key.path(), holder })));
+            }
+            let v = f(&mut tx)?;
+            tx.commit()?;
+            Ok(v)
+        })();
+        if conn.0.is_closed() {
+            *shared = None;
+        }
+        r.map_err(|e| self.inner.server.classify(e, true))
+    }
+
+    /// The row of `key`, if the session exists.
+    pub(crate) fn row(&self, key: &SessionKey) -> Result<Option<SessionRow>, PgError> {
+        self.read(|c| Ok(SessionRow::find(c, key)?))
+    }
+
+    /// The whole session `key` as a file's bytes (`None` when it does not exist).
+    pub fn read_session(&self, key: &SessionKey) -> Result<Option<Vec<u8>>, PgError> {
+        self.read(|c| {
+            let Some(row) = SessionRow::find(c, key)? else { return Ok(None) };
+            Ok(Some(read_lines(c, row.id, 0)?.0))
+        })
+    }
+
+    /// Opens a connection of this store's server (for a follower).
+    pub(crate) fn new_connection(&self) -> Result<Client, PgError> {
+        self.inner.server.connect()
+    }
+}
+
+/// An open append handle: the session's row as this writer last wrote it.
+#[derive(Debug)]
+struct PgAppend {
+    store: PgStore,
+    key: SessionKey,
+    path: PathBuf,
+    /// `None` after a failed write: the next one reads the row again.
+    row: Option<SessionRow>,
+}
+
+impl AppendHandle for PgAppend {
+    fn append(&mut self, bytes: &[u8]) -> Result<(), TreeError> {
+        let err = |e: PgError| e.into_tree(&self.path);
+        let row = match self.row.take() {
+            Some(r) => r,
+            None => self.store.row(&self.key).map_err(err)?.ok_or_else(|| TreeError::Missing(self.path.clone()))?,
+        };
+        let new = split_lines(bytes);
+        let written = self.store.write(&self.key, |tx| write::append(tx, &row, &new)).map_err(err)?;
+        match written {
+            Some(r) => {
+                self.row = Some(r);
+                Ok(())
+            }
+            None => Err(err(PgError::Server {
+                server: self.store.server().shown().to_owned(),
+                reason: format!(
+                    "{} changed on the server since it was opened (written without its lock?); nothing was appended",
+                    self.key
+                ),
+            })),
+        }
+    }
+}
+
+/// A held write lock: the connection holding it is closed when this drops.
+#[derive(Debug)]
+struct PgLock {
+    store: PgStore,
+    key: SessionKey,
+}
+
+impl WriteLock for PgLock {}
+
+impl Drop for PgLock {
+    fn drop(&mut self) {
+        let writer = guard(&self.store.inner.writers).remove(&self.key);
+        if let Some(w) = writer {
+            blocking(|| {
+                // Released at once (the server would also release it when the connection closes, a moment later).
+                let _ = lock::unlock(&mut guard(&w).0, &self.key);
+                drop(w);
+            });
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing a connection blocks on the driver's runtime: not on an async caller's thread.
+        let shared = self.shared.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let writers = std::mem::take(self.writers.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if shared.is_some() || !writers.is_empty() {
+            blocking(move || drop((shared, writers)));
+        }
+    }
+}
+
+impl Store for PgStore {
+    fn exists(&self, path: &Path) -> Result<bool, TreeError> {
+        let key = SessionKey::of_path(path);
+        Ok(self.row(&key).map_err(|e| e.into_tree(path))?.is_some())
+    }
+
+    fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
+        let bytes = self.read_session(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
+        Ok(bytes.map(|mut b| {
+            b.drain(..usize::try_from(offset).unwrap_or(usize::MAX).min(b.len()));
+            Box::new(std::io::Cursor::new(b)) as Box<dyn Read + Send>
+        }))
+    }
+
+    fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
+        let bytes = self.read_session(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
+        Ok(bytes.map(|b| Arc::new(b) as Arc<dyn ReadAt>))
+    }
+
+    fn stamp(&self, path: &Path) -> Option<FileStamp> {
+        let row = self.row(&SessionKey::of_path(path)).ok()??;
+        let born = row.created_at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_micros());
+        Some(FileStamp {
+            // Another row under the same name, or the same row replaced whole, is another file.
+            identity: format!("{}#{}:{born}:{}", self.server().shown(), row.id, row.generation),
+            size: u64::try_from(row.byte_size).unwrap_or_default(),
+            mtime_ns: row.changed_ns(),
+        })
+    }
+
+    fn open_append(
+        &self,
+        path: &Path,
+        durability: Durability,
+    ) -> Result<(Box<dyn AppendHandle>, Option<TailRepair>), TreeError> {
+        let key = SessionKey::of_path(path);
+        let err = |e: PgError| e.into_tree(path);
+        let (row, repair) = self
+            .write(&key, |tx| {
+                let row = write::ensure(tx, &key)?;
+                write::repair_tail(tx, &key, row)
+            })
+            .map_err(err)?;
+        if durability == Durability::Fsync {
+            // The server's own setting otherwise: Arbor never weakens it.
+            if let Some(w) = guard(&self.inner.writers).get(&key) {
+                guard(w)
+                    .0
+                    .batch_execute("SET synchronous_commit = on")
+                    .map_err(|e| err(self.inner.server.classify(SqlError::Pg(e), false)))?;
+            }
+        }
+        let handle = PgAppend { store: self.clone(), key, path: path.to_owned(), row: Some(row) };
+        Ok((Box::new(handle), repair))
+    }
+
+    fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
+        let key = SessionKey::of_path(path);
+        self.write(&key, |tx| write::replace(tx, &key, bytes)).map_err(|e| e.into_tree(path))?;
+        Ok(())
+    }
+
+    fn backup(&self, path: &Path, what: &str) -> Result<PathBuf, TreeError> {
+        let key = SessionKey::of_path(path);
+        let side = self
+            .write(&key, |tx| {
+                let Some(row) = SessionRow::find(tx, &key)? else {
+                    return Err(SqlError::Other(PgError::Tree(TreeError::Missing(path.to_owned()))));
+                };
+                write::copy_aside(tx, &key, &row, what)
+            })
+            .map_err(|e| e.into_tree(path))?;
+        Ok(side.path())
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
+        let key = SessionKey::of_path(path);
+        let err = |e: PgError| e.into_tree(path);
+        blocking(|| {
+            let mut client = self.inner.server.connect().map_err(err)?;
+            let got =
+                lock::try_lock(&mut client, &key).map_err(|e| err(self.inner.server.classify(e.into(), false)))?;
+            if !got {
+                drop(client);
+                let holder = self.read(|c| Ok(lock::holder(c, &key)?)).map_err(err)?;
+                return Err(TreeError::Locked { path: path.to_owned(), holder });
+            }
+            guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(Conn(client))));
+            Ok(Box::new(PgLock { store: self.clone(), key }) as Box<dyn WriteLock>)
+        })
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError> {
+        let d = SessionKey::dir_of(dir);
+        self.read(|c| {
+            let rows = c.query_typed(
+                "SELECT name, changed_at FROM arbor.sessions WHERE dir = $1 AND name LIKE '%.jsonl' ORDER BY name",
+                &[(&d, Type::TEXT)],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| StoredFile {
+                    path: SessionKey { dir: d.clone(), name: r.get(0) }.path(),
+                    modified: Some(r.get(1)),
+                })
+                .collect())
+        })
+        .map_err(|e| e.into_tree(dir))
+    }
+
+    fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>, TreeError> {
+        // Session directories sit at the root; they hold no directories.
+        if dir.parent().is_some() {
+            return Ok(vec![]);
+        }
+        self.read(|c| {
+            let rows = c.query_typed("SELECT DISTINCT dir FROM arbor.sessions WHERE dir <> '' ORDER BY dir", &[])?;
+            Ok(rows.iter().map(|r| Path::new(crate::key::ROOT).join(r.get::<_, &str>(0))).collect())
+        })
+        .map_err(|e| e.into_tree(dir))
+    }
+
+    fn create_dir_all(&self, _dir: &Path) -> Result<(), TreeError> {
+        Ok(())
+    }
+}

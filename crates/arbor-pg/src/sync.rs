@@ -1,0 +1,234 @@
+//! Moving sessions between files and the server without loss: [`PgStore::push`]
+//! and [`PgStore::pull`], idempotent and resumable.
+//!
+//! Both sides are compared line by line through digests (SHA-256 of the
+//! lines' own SHA-256s, so the server never assembles a whole session): the
+//! same lines are left alone, a destination that holds a prefix of the
+//! source gets the rest appended, and anything else (the copies differ, or
+//! the destination has more) is refused with nothing written. A push writes
+//! in chunks of at most 8 MiB, one transaction each under the session's
+//! lock, so an interrupted push leaves a prefix that the next push extends;
+//! a pull writes a new file atomically and extends an existing one by
+//! appending, under the file's lock.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use postgres::types::Type;
+use postgres::{GenericClient, IsolationLevel};
+use sha2::{Digest, Sha256};
+
+use arbor_log::atomic_write;
+use arbor_tree::{FileStore, Store};
+
+use crate::error::PgError;
+use crate::key::SessionKey;
+use crate::lines::split_lines;
+use crate::rows::{read_lines, SessionRow};
+use crate::server::SqlError;
+use crate::store::PgStore;
+use crate::write;
+
+/// What a push or a pull did to one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transfer {
+    /// The destination had no such session: every line was copied.
+    Created {
+        /// Lines copied.
+        lines: u64,
+    },
+    /// Both sides hold the same lines: nothing was written.
+    Unchanged,
+    /// The destination held the first lines of the source: the rest were appended.
+    Extended {
+        /// Lines appended.
+        lines: u64,
+    },
+}
+
+/// At most this many bytes of lines per push transaction.
+const CHUNK_BYTES: usize = 8 << 20;
+
+/// The digest of lines as the server computes it ([`server_digest`]).
+fn digest(lines: &[&[u8]]) -> Vec<u8> {
+    let mut all = Sha256::new();
+    for l in lines {
+        all.update(Sha256::digest(l));
+    }
+    all.finalize().to_vec()
+}
+
+/// The digest of the first `count` lines of session `id`.
+fn server_digest(c: &mut impl GenericClient, id: i64, count: i64) -> Result<Vec<u8>, postgres::Error> {
+    let row = c.query_typed_one(
+        "SELECT coalesce(sha256(string_agg(sha256(bytes), ''::bytea ORDER BY seq)), sha256(''::bytea)) \
+         FROM arbor.lines WHERE session = $1 AND seq < $2",
+        &[(&id, Type::INT8), (&count, Type::INT8)],
+    )?;
+    Ok(row.get(0))
+}
+
+/// How a destination with `theirs` lines stands to a source with `ours`,
+/// given whether their first `min(theirs, ours)` lines agree.
+fn compare(ours: usize, theirs: usize, prefix_agrees: bool) -> Result<Option<usize>, Standing> {
+    if !prefix_agrees {
+        return Err(Standing::Diverged);
+    }
+    match theirs.cmp(&ours) {
+        std::cmp::Ordering::Equal => Ok(None),
+        std::cmp::Ordering::Less => Ok(Some(theirs)),
+        std::cmp::Ordering::Greater => Err(Standing::Ahead(theirs - ours)),
+    }
+}
+
+/// Why nothing was written.
+enum Standing {
+    Diverged,
+    Ahead(usize),
+}
+
+impl PgStore {
+    fn refused(&self, name: impl std::fmt::Display, reason: String) -> PgError {
+        PgError::Refused { name: name.to_string(), reason }
+    }
+
+    /// Pushes the session file at `local` to the server, as the session its
+    /// path names ([`SessionKey::of_path`]).
+    pub fn push(&self, local: &Path) -> Result<(SessionKey, Transfer), PgError> {
+        let abs = std::path::absolute(local).map_err(|e| PgError::local(local, e))?;
+        let key = SessionKey::of_path(&abs);
+        let bytes = fs::read(&abs).map_err(|e| PgError::local(local, e))?;
+        let lines = split_lines(&bytes);
+        let row = self.row(&key)?;
+        let (start, generation) = match &row {
+            None => (0, None),
+            Some(row) => {
+                let theirs = usize::try_from(row.line_count).unwrap_or(usize::MAX);
+                let k = theirs.min(lines.len());
+                let agrees = self.read(|c| Ok(server_digest(c, row.id, k as i64)?))? == digest(&lines[..k]);
+                match compare(lines.len(), theirs, agrees) {
+                    Ok(None) => return Ok((key, Transfer::Unchanged)),
+                    Ok(Some(start)) => (start, Some(row.generation)),
+                    Err(Standing::Diverged) => {
+                        return Err(self.refused(
+                            local.display(),
+                            format!(
+                                "diverged from {key} on the server ({theirs} lines there, {} here, \
+                                 differing within the first {k}); nothing was written",
+                                lines.len()
+                            ),
+                        ))
+                    }
+                    Err(Standing::Ahead(n)) => {
+                        return Err(self.refused(
+                            local.display(),
+                            format!("{key} on the server has {n} more lines; nothing was written (pull it)"),
+                        ))
+                    }
+                }
+            }
+        };
+        if row.is_none() && lines.is_empty() {
+            // An empty file is an empty session (pulled back, an empty file).
+            self.write_apart(&key, |tx| write::ensure(tx, &key).map(drop))?;
+        }
+        let mut at = start;
+        while at < lines.len() {
+            let mut end = at + 1;
+            let mut size = lines[at].len();
+            while end < lines.len() && size + lines[end].len() <= CHUNK_BYTES {
+                size += lines[end].len();
+                end += 1;
+            }
+            self.write_apart(&key, |tx| {
+                let row = write::ensure(tx, &key)?;
+                if row.line_count != at as i64 || generation.is_some_and(|g| g != row.generation) {
+                    return Err(SqlError::Other(self.refused(
+                        local.display(),
+                        format!("{key} changed on the server during the push; run it again"),
+                    )));
+                }
+                write::append(tx, &row, &lines[at..end])?;
+                Ok(())
+            })?;
+            at = end;
+        }
+        let n = (lines.len() - start) as u64;
+        Ok((key, if row.is_none() { Transfer::Created { lines: n } } else { Transfer::Extended { lines: n } }))
+    }
+
+    /// Pulls session `key` into `root` (as `root/DIR/FILE`, pi's layout).
+    pub fn pull(&self, key: &SessionKey, root: &Path) -> Result<(PathBuf, Transfer), PgError> {
+        let dest = if key.dir.is_empty() { root.join(&key.name) } else { root.join(&key.dir).join(&key.name) };
+        // A local writer of the file refuses the pull (and no writer starts during it).
+        let _lock = FileStore.lock(&dest)?;
+        let ours = match fs::read(&dest) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(PgError::local(&dest, e)),
+        };
+        let local_lines = ours.as_deref().map(split_lines);
+        let local_count = local_lines.as_ref().map(Vec::len);
+        // One snapshot: the digest and the lines read agree.
+        let got = self.read(|c| {
+            let mut tx =
+                c.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start()?;
+            let Some(row) = SessionRow::find(&mut tx, key)? else { return Ok(None) };
+            let theirs = usize::try_from(row.line_count).unwrap_or(usize::MAX);
+            let Some(have) = local_count else {
+                return Ok(Some((theirs, true, read_lines(&mut tx, row.id, 0)?.0)));
+            };
+            let k = theirs.min(have);
+            let agrees =
+                server_digest(&mut tx, row.id, k as i64)? == digest(&local_lines.as_deref().unwrap_or_default()[..k]);
+            let rest = if agrees && theirs > have { read_lines(&mut tx, row.id, have as i64)?.0 } else { vec![] };
+            Ok(Some((theirs, agrees, rest)))
+        })?;
+        let Some((theirs, agrees, bytes)) = got else {
+            return Err(PgError::NoSession { server: self.server().shown().to_owned(), name: key.to_string() });
+        };
+        let Some(have) = local_count else {
+            if let Some(dir) = dest.parent() {
+                fs::create_dir_all(dir).map_err(|e| PgError::local(dir, e))?;
+            }
+            atomic_write(&dest, |w| w.write_all(&bytes)).map_err(|e| self.refused(dest.display(), e.to_string()))?;
+            return Ok((dest, Transfer::Created { lines: theirs as u64 }));
+        };
+        match compare(theirs, have, agrees) {
+            Ok(None) => Ok((dest, Transfer::Unchanged)),
+            Ok(Some(_)) => {
+                let mut f = OpenOptions::new().append(true).open(&dest).map_err(|e| PgError::local(&dest, e))?;
+                f.write_all(&bytes).and_then(|_| f.sync_data()).map_err(|e| PgError::local(&dest, e))?;
+                Ok((dest, Transfer::Extended { lines: (theirs - have) as u64 }))
+            }
+            Err(Standing::Diverged) => Err(self.refused(
+                dest.display(),
+                format!(
+                    "diverged from {key} on the server ({theirs} lines there, {have} here, differing within the \
+                     first {}); nothing was written",
+                    theirs.min(have)
+                ),
+            )),
+            Err(Standing::Ahead(n)) => Err(self.refused(
+                dest.display(),
+                format!("has {n} more lines than {key} on the server; nothing was written (push it)"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standings() {
+        assert!(matches!(compare(3, 3, true), Ok(None)));
+        assert!(matches!(compare(5, 3, true), Ok(Some(3))));
+        assert!(matches!(compare(3, 5, true), Err(Standing::Ahead(2))));
+        assert!(matches!(compare(3, 3, false), Err(Standing::Diverged)));
+        assert_eq!(digest(&[]), Sha256::digest(b"").to_vec());
+        assert_ne!(digest(&[b"a\n", b"b\n"]), digest(&[b"a\nb\n"]));
+    }
+}

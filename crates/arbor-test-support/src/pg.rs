@@ -1,0 +1,192 @@
+//! A real PostgreSQL server for the tests: the one `ARBOR_TEST_PG` names
+//! (`.ci/run` starts a throwaway cluster and exports its URL), with a fresh
+//! database per test, or a private throwaway cluster of the test's own
+//! (`.ci/pg-cluster`) for the tests that stop and restart the server.
+//!
+//! Without `ARBOR_TEST_PG` the server tests skip with one line on stderr,
+//! unless `ARBOR_TEST_PG_REQUIRED` is set (CI), where they fail instead.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use postgres::{Client, NoTls};
+
+/// The variable naming the test server.
+pub const SERVER_ENV: &str = "ARBOR_TEST_PG";
+/// Set when a missing server is a failure, not a skip.
+pub const REQUIRED_ENV: &str = "ARBOR_TEST_PG_REQUIRED";
+
+/// The URL of the test server, or `None` (after one line on stderr saying
+/// the test is skipped). Panics when the server is required.
+pub fn server(test: &str) -> Option<String> {
+    match std::env::var(SERVER_ENV) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os(REQUIRED_ENV).is_none(),
+                "{test}: {REQUIRED_ENV} is set but {SERVER_ENV} names no PostgreSQL server"
+            );
+            eprintln!("{test}: skipped: no PostgreSQL server (set {SERVER_ENV} to a connection URL)");
+            None
+        }
+    }
+}
+
+/// `url` with its database replaced by `db`.
+pub fn with_database(url: &str, db: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (path, query) = match rest.split_once('?') {
+                Some((p, q)) => (p, format!("?{q}")),
+                None => (rest, String::new()),
+            };
+            let host = path.split_once('/').map_or(path, |(h, _)| h);
+            format!("{scheme}://{host}/{db}{query}")
+        }
+        None => format!("{url} dbname={db}"),
+    }
+}
+
+/// A database of its own on the test server, dropped at the end.
+#[derive(Debug)]
+pub struct TestDb {
+    admin_url: String,
+    name: String,
+    /// Its connection URL.
+    pub url: String,
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+impl TestDb {
+    /// A new, empty database for `test` (`None`: no server, the test is skipped).
+    pub fn new(test: &str) -> Option<TestDb> {
+        let admin_url = server(test)?;
+        let tag: String = test
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+            .take(30)
+            .collect();
+        let name = format!("arbor_t_{tag}_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let mut admin = connect(&admin_url);
+        admin
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .unwrap_or_else(|e| panic!("{test}: cannot create a test database: {e}"));
+        let url = with_database(&admin_url, &name);
+        Some(TestDb { admin_url, name, url })
+    }
+
+    /// A direct connection to this database (for checking rows).
+    pub fn client(&self) -> Client {
+        connect(&self.url)
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = Client::connect(&self.admin_url, NoTls) {
+            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name));
+        }
+    }
+}
+
+fn connect(url: &str) -> Client {
+    Client::connect(url, NoTls).unwrap_or_else(|e| panic!("cannot connect to the test server {url}: {e}"))
+}
+
+/// A private throwaway cluster (`.ci/pg-cluster` in a temporary folder),
+/// stopped at the end: for tests that stop the server under a writer.
+#[derive(Debug)]
+pub struct Cluster {
+    dir: tempfile_dir::Dir,
+    /// Its connection URL.
+    pub url: String,
+}
+
+impl Cluster {
+    /// Starts a cluster for `test`, when the tests have a server at all
+    /// (the binaries are the same; `None`: skipped).
+    pub fn start(test: &str) -> Option<Cluster> {
+        server(test)?;
+        let dir = tempfile_dir::Dir::new();
+        let url = run_script(&["start", &dir.path().to_string_lossy(), "--no-fsync"]);
+        Some(Cluster { dir, url: url.trim().to_owned() })
+    }
+
+    /// Stops the server: `fast`, or `immediate` (a crash: no shutdown checkpoint).
+    pub fn stop(&self, mode: &str) {
+        run_script(&["stop", &self.dir.path().to_string_lossy(), mode]);
+    }
+
+    /// Starts the stopped server again.
+    pub fn restart(&self) {
+        run_script(&["start", &self.dir.path().to_string_lossy(), "--no-fsync"]);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(script()).args(["stop", &self.dir.path().to_string_lossy(), "immediate"]).output();
+    }
+}
+
+/// `.ci/pg-cluster` of this repository.
+pub fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/pg-cluster")
+}
+
+fn run_script(args: &[&str]) -> String {
+    let out = Command::new(script()).args(args).output().unwrap_or_else(|e| panic!("running .ci/pg-cluster: {e}"));
+    assert!(
+        out.status.success(),
+        ".ci/pg-cluster {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A short temporary folder (a unix socket path has ~100 bytes), removed at the end.
+mod tempfile_dir {
+    use std::path::{Path, PathBuf};
+
+    #[derive(Debug)]
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        pub fn new() -> Dir {
+            let base = Path::new("/tmp");
+            for n in 0.. {
+                let p = base.join(format!("arbor-pg-{}-{n}", std::process::id()));
+                if std::fs::create_dir(&p).is_ok() {
+                    return Dir(p);
+                }
+            }
+            unreachable!()
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn databases_are_swapped_in_urls() {
+        assert_eq!(with_database("postgres://a@%2Ftmp%2Fx/postgres", "t1"), "postgres://a@%2Ftmp%2Fx/t1");
+        assert_eq!(with_database("postgres://a@h:5/db?sslmode=disable", "t"), "postgres://a@h:5/t?sslmode=disable");
+        assert_eq!(with_database("postgres://a@h", "t"), "postgres://a@h/t");
+        assert_eq!(with_database("host=/tmp user=a", "t"), "host=/tmp user=a dbname=t");
+    }
+}

@@ -1,0 +1,327 @@
+//! `cargo xtask bench --pg`: sessions on a PostgreSQL server beside the
+//! file backend, in one run, on a throwaway cluster this bench starts
+//! (`.ci/pg-cluster`, in `target/bench-pg/`, fsync on) and stops.
+//!
+//! Rows:
+//! - durable appends per second: arbor-tree's `append` example with an
+//!   fdatasync after each append, and arbor-pg's `pg_append` with each append
+//!   committed under `synchronous_commit = on`, both on a copy of a 10,000-entry
+//!   session;
+//! - open + `context --json` of an N-entry session (100,000 by default): the
+//!   file and the same session on the server, each without and with the index
+//!   cache (median of the runs);
+//! - push of M sessions (1,000 by default) to an empty database (median of
+//!   runs, a fresh database each), the same push again (everything unchanged),
+//!   `pull --all` into an empty folder, and `cp -r` of the same files as the
+//!   yardstick.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use crate::bench::{bench_command, BenchCmd, Measured};
+use crate::gen::{GenOptions, Shape};
+use crate::store::{self, Sizes};
+
+/// What `--pg` was asked for.
+#[derive(Debug, Clone)]
+pub struct PgOpts {
+    /// Entries of the session opened.
+    pub entries: usize,
+    /// Sessions pushed.
+    pub sessions: usize,
+    /// Their sizes.
+    pub sizes: Sizes,
+    pub seed: u64,
+    pub runs: usize,
+}
+
+/// The sizes of the pushed sessions unless `--store-entries` says otherwise (~100 entries on average).
+pub const PUSH_SIZES: Sizes = Sizes { min: 20, max: 400 };
+
+/// Appends timed per backend.
+const APPENDS: &str = "1000";
+
+/// The throwaway cluster; stopped when dropped.
+struct Cluster {
+    dir: PathBuf,
+    script: PathBuf,
+    url: String,
+}
+
+impl Cluster {
+    fn start(root: &Path, dir: &Path) -> Result<Cluster> {
+        let script = root.join(".ci/pg-cluster");
+        let _ = fs::remove_dir_all(dir);
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let out = Command::new(&script).arg("start").arg(dir).output().context("running .ci/pg-cluster")?;
+        if !out.status.success() {
+            bail!("starting the cluster failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let url = String::from_utf8(out.stdout)?.trim().to_owned();
+        Ok(Cluster { dir: dir.to_owned(), script, url })
+    }
+
+    /// A new, empty database; its URL.
+    fn database(&self, name: &str) -> Result<String> {
+        let status = Command::new("psql")
+            .args([
+                self.url.as_str(),
+                "-q",
+                "-c",
+                &format!("DROP DATABASE IF EXISTS {name}"),
+                "-c",
+                &format!("CREATE DATABASE {name}"),
+            ])
+            .status()
+            .context("running psql (PostgreSQL's client) to create a database")?;
+        if !status.success() {
+            bail!("psql could not create the database {name}");
+        }
+        let (base, _) = self.url.rsplit_once('/').context("the cluster's URL has no database")?;
+        Ok(format!("{base}/{name}"))
+    }
+
+    fn server_version(&self) -> String {
+        Command::new("psql")
+            .args([self.url.as_str(), "-Atc", "SHOW server_version"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.script).arg("stop").arg(&self.dir).output();
+    }
+}
+
+fn build(root: &Path) -> Result<()> {
+    eprintln!("== building arbor and the append examples (release)");
+    let status = crate::cargo()
+        .args(["build", "--release", "-p", "arbor-cli", "--bin", "arbor", "-p", "arbor-tree", "--example", "append"])
+        .args(["-p", "arbor-pg", "--example", "pg_append"])
+        .current_dir(root)
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("building failed ({status})");
+    }
+    Ok(())
+}
+
+pub fn run(root: &Path, target: &Path, o: &PgOpts) -> Result<()> {
+    build(root)?;
+    let release = target.join("release");
+    let exe = |name: &str| release.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let (arbor, append, pg_append) =
+        (exe("arbor"), release.join("examples/append"), release.join("examples/pg_append"));
+    let work = target.join("bench-pg");
+    let cluster = Cluster::start(root, &work.join("cluster"))?;
+    eprintln!("== PostgreSQL {} at {}", cluster.server_version(), cluster.url);
+
+    let small =
+        crate::bench::cached_session(target, GenOptions { entries: 10_000, seed: o.seed, shape: Shape::Realistic })?;
+    let appends = durable_appends(&cluster, &append, &pg_append, &small)?;
+    let big =
+        crate::bench::cached_session(target, GenOptions { entries: o.entries, seed: o.seed, shape: Shape::Realistic })?;
+    let open = open_and_context(root, &cluster, &arbor, &big, &work, o.runs)?;
+    let push = push_and_pull(root, &cluster, &arbor, &work, o)?;
+
+    println!();
+    println!(
+        "PostgreSQL {} (throwaway cluster, unix socket, fsync on) beside files, one run",
+        cluster.server_version()
+    );
+    println!();
+    println!("| what | file | server |");
+    println!("|---|---:|---:|");
+    println!("| durable appends/s (1,000; fdatasync / synchronous commit) | {:.0} | {:.0} |", appends.0, appends.1);
+    let mb = fs::metadata(&big).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+    for (label, file, server) in &open {
+        println!(
+            "| open + context --json, {} entries ({mb:.0} MB), {label} | {:.3} s | {:.3} s |",
+            o.entries,
+            file.median().as_secs_f64(),
+            server.median().as_secs_f64()
+        );
+    }
+    println!();
+    println!("| {} sessions ({:.0} MB, {} entries) | time |", o.sessions, push.mb, push.entries);
+    println!("|---|---:|");
+    for (label, d) in &push.rows {
+        println!("| {label} | {:.3} s |", d.as_secs_f64());
+    }
+    Ok(())
+}
+
+/// Appends per second to a file (fdatasync) and on the server (synchronous commit).
+fn durable_appends(cluster: &Cluster, append: &Path, pg_append: &Path, file: &Path) -> Result<(f64, f64)> {
+    eprintln!("== durable appends");
+    let url = cluster.database("bench_appends")?;
+    let rate = |c: &mut Command| -> Result<f64> {
+        let out = c.output().context("running an append example")?;
+        if !out.status.success() {
+            bail!("append example failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let v: Value = serde_json::from_slice(&out.stdout).context("append example output")?;
+        Ok(v.get("appends_per_sec").and_then(Value::as_f64).unwrap_or(0.0))
+    };
+    let on_file = rate(Command::new(append).arg(file).arg(APPENDS).arg("--fsync"))?;
+    let on_server = rate(Command::new(pg_append).arg(&url).arg(file).arg(APPENDS).arg("--fsync"))?;
+    eprintln!("  file {on_file:.0}/s, server {on_server:.0}/s");
+    Ok((on_file, on_server))
+}
+
+/// `context --json` of `file` and of the same session on the server, by scan and by index.
+fn open_and_context(
+    root: &Path,
+    cluster: &Cluster,
+    arbor: &Path,
+    file: &Path,
+    work: &Path,
+    runs: usize,
+) -> Result<Vec<(&'static str, Measured, Measured)>> {
+    eprintln!("== open + context --json of {}", file.display());
+    let url = cluster.database("bench_open")?;
+    let pushed = Command::new(arbor).arg("push").arg(file).arg("--to").arg(&url).output()?;
+    if !pushed.status.success() {
+        bail!("arbor push failed: {}", String::from_utf8_lossy(&pushed.stderr));
+    }
+    let name = format!(
+        "/{}/{}",
+        file.parent().and_then(Path::file_name).unwrap_or_default().to_string_lossy(),
+        file.file_name().unwrap_or_default().to_string_lossy()
+    );
+    let cache = work.join("cache");
+    let cache = cache.to_string_lossy();
+    let on_file =
+        |label| BenchCmd::new(label, [arbor.as_os_str(), "context".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    let on_server = |label| {
+        BenchCmd::new(
+            label,
+            [
+                arbor.as_os_str(),
+                "--store".as_ref(),
+                url.as_ref(),
+                "context".as_ref(),
+                OsString::from(&name).as_os_str(),
+                "--json".as_ref(),
+            ],
+        )
+    };
+    let mut out = vec![];
+    for (label, indexed) in [("scan", false), ("index", true)] {
+        let (f, s) = if indexed {
+            (
+                on_file("file, index").with_env("ARBOR_CACHE_DIR", &cache),
+                on_server("server, index").with_env("ARBOR_CACHE_DIR", &cache),
+            )
+        } else {
+            (
+                on_file("file, scan").with_env("ARBOR_NO_INDEX", "1"),
+                on_server("server, scan").with_env("ARBOR_NO_INDEX", "1"),
+            )
+        };
+        if indexed {
+            // The indexed rows measure reopening an unchanged session: build its index first.
+            bench_command(root, &f, 1)?;
+            bench_command(root, &s, 1)?;
+        }
+        out.push((label, bench_command(root, &f, runs)?, bench_command(root, &s, runs)?));
+    }
+    Ok(out)
+}
+
+/// What the push rows measured.
+struct PushRows {
+    mb: f64,
+    entries: usize,
+    rows: Vec<(String, Duration)>,
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Times one run of a command that must succeed.
+fn timed(c: &mut Command) -> Result<Duration> {
+    let start = Instant::now();
+    let out = c.output().context("running a bench command")?;
+    if !out.status.success() {
+        bail!("{c:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(start.elapsed())
+}
+
+/// Push of a generated store to empty databases, again, pull --all, and `cp -r`.
+fn push_and_pull(root: &Path, cluster: &Cluster, arbor: &Path, work: &Path, o: &PgOpts) -> Result<PushRows> {
+    let sessions = root
+        .join("target")
+        .join(format!("bench-data/pg-store-{}-{}-{}-seed{}", o.sessions, o.sizes.min, o.sizes.max, o.seed));
+    let sessions = if sessions.is_dir() {
+        sessions
+    } else {
+        eprintln!("== generating {} sessions in {}", o.sessions, sessions.display());
+        store::write_store(&sessions, o.sessions, o.seed, o.sizes)?;
+        sessions
+    };
+    let stats = dir_stats(&sessions)?;
+    eprintln!("== push of {} sessions ({:.0} MB)", stats.0, stats.1 as f64 / 1e6);
+    let runs = o.runs.max(1);
+    let (mut push, mut pull, mut copy) = (vec![], vec![], vec![]);
+    let mut last_url = String::new();
+    for i in 0..runs {
+        let url = cluster.database(&format!("bench_push_{i}"))?;
+        push.push(timed(Command::new(arbor).arg("push").arg(&sessions).arg("--to").arg(&url))?);
+        let into = work.join(format!("pulled-{i}"));
+        let _ = fs::remove_dir_all(&into);
+        pull.push(timed(Command::new(arbor).args(["--store", &url, "pull", "--all", "--to"]).arg(&into))?);
+        let copied = work.join(format!("copied-{i}"));
+        let _ = fs::remove_dir_all(&copied);
+        copy.push(timed(Command::new("cp").arg("-r").arg(&sessions).arg(&copied))?);
+        eprintln!("  run {}/{runs}: push {:?}, pull {:?}, cp {:?}", i + 1, push[i], pull[i], copy[i]);
+        last_url = url;
+    }
+    let again: Vec<Duration> = (0..runs)
+        .map(|_| timed(Command::new(arbor).arg("push").arg(&sessions).arg("--to").arg(&last_url)))
+        .collect::<Result<_>>()?;
+    let entries = stats.2;
+    Ok(PushRows {
+        mb: stats.1 as f64 / 1e6,
+        entries,
+        rows: vec![
+            ("arbor push (to an empty database)".into(), median(push)),
+            ("arbor push again (every session unchanged)".into(), median(again)),
+            ("arbor pull --all (into an empty folder)".into(), median(pull)),
+            ("cp -r of the same files (yardstick)".into(), median(copy)),
+        ],
+    })
+}
+
+/// Files, bytes and lines under `dir`.
+fn dir_stats(dir: &Path) -> Result<(usize, u64, usize)> {
+    let mut stack = vec![dir.to_owned()];
+    let (mut files, mut bytes, mut lines) = (0, 0, 0);
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).with_context(|| d.display().to_string())? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let b = fs::read(&p)?;
+                files += 1;
+                bytes += b.len() as u64;
+                lines += b.iter().filter(|&&c| c == b'\n').count().saturating_sub(1);
+            }
+        }
+    }
+    Ok((files, bytes, lines))
+}
