@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result};
 use arbor_context::render::write_transcript;
 use arbor_context::{session_context, write_context_json};
 
-use crate::shared::session::{exit_without_freeing, Globals};
+use crate::shared::session::{check_lines, exit_without_freeing, Globals};
 use crate::shared::visible::for_people;
 
 /// Print the context the model sees at the leaf (pi's buildSessionContext).
@@ -35,6 +35,9 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(id) = &args.leaf {
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
+    // What the context reads is the path to the leaf.
+    let path = s.branch_positions(None);
+    check_lines(&mut s, Some(&path))?;
     if args.json && !args.llm {
         // Messages are copied from the file, a batch at a time: never all in memory.
         write_context_json(&s, out)?;

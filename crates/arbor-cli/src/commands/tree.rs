@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 
 use crate::shared::output::print_tree;
-use crate::shared::session::{exit_without_freeing, Globals};
+use crate::shared::session::{check_lines, exit_without_freeing, Globals};
 use crate::shared::visible::for_people;
 
 /// Show the session tree: branches, the active path, labels and the leaf.
@@ -27,6 +27,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut human = None;
     let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
+    check_lines(&mut s, None)?;
     if let Some(id) = &args.leaf {
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }

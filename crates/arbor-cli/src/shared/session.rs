@@ -17,7 +17,7 @@ use clap::{Args, ValueEnum};
 use crate::shared::visible::say;
 use arbor_log::{CounterIds, Diagnostic};
 use arbor_pg::PgStore;
-use arbor_tree::{OpenMode, Session, SessionOptions};
+use arbor_tree::{OpenMode, Position, Session, SessionOptions};
 
 /// The flags every command takes (`arbor --ids … <command>`), passed to every `run`.
 #[derive(Debug, Clone, Args)]
@@ -110,6 +110,23 @@ impl Globals {
         print_diagnostics(&file, s.diagnostics());
         Ok(s)
     }
+}
+
+/// Before a command copies or shows lines of `s`: checks the lines at
+/// `positions` (all of them for `None`) against the file when the session
+/// was opened through its index ([`Session::verify_lines`]); a stale index is
+/// dropped and the file read again, which one line on stderr says.
+pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<()> {
+    let reloaded = match positions {
+        Some(p) => s.verify_lines(p)?,
+        None => s.verify_all_lines()?,
+    };
+    if reloaded {
+        if let Some(n) = s.notices().last() {
+            say!("arbor: {n}");
+        }
+    }
+    Ok(())
 }
 
 /// Prints the diagnostics of a file to stderr as `FILE:LINE: reason`.

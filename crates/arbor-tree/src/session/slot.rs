@@ -218,9 +218,7 @@ impl Slot {
         if text.first() != Some(&b'{') || text.last() != Some(&b'}') {
             return None;
         }
-        let id = serde_json::to_string(self.id.as_str()).ok()?;
-        let key = [&b"\"id\":"[..], id.as_bytes()].concat();
-        memchr::memmem::find(text, &key).map(|_| line)
+        holds_id(text, &self.id).then_some(line)
     }
 
     /// The line of this slot through `cursor`, checked when the index placed it.
@@ -294,6 +292,28 @@ impl Slot {
     }
 }
 
+/// True when the JSON text `text` has the key `"id"` with the string `id`
+/// (written as `JSON.stringify` writes it). No allocation for an id that
+/// needs no escaping (every id pi makes).
+fn holds_id(text: &[u8], id: &str) -> bool {
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":"));
+    let plain = id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    let escaped;
+    let want: &[u8] = if plain {
+        id.as_bytes()
+    } else {
+        escaped = serde_json::to_string(id).unwrap_or_default();
+        escaped.as_bytes().get(1..escaped.len().saturating_sub(1)).unwrap_or_default()
+    };
+    KEY.find_iter(text).any(|at| {
+        let rest = &text[at + 5..];
+        rest.first() == Some(&b'"')
+            && rest.get(1..1 + want.len()) == Some(want)
+            && rest.get(1 + want.len()) == Some(&b'"')
+    })
+}
+
 /// Reads the lines of many slots through one window of the source, so that a
 /// walk that mostly moves forward through the file (a tree written depth
 /// first, a session copied whole) costs a few large reads instead of one read
@@ -328,7 +348,11 @@ impl<'s> LineCursor<'s> {
         let inside = offset >= self.start && offset + len as u64 <= end;
         if !inside {
             let src = self.src?;
-            let forward = self.filled > 0 && offset >= end && offset - end <= Self::SLACK.max(self.window as u64);
+            // Ahead of the window, or starting inside it and running past
+            // its end (a line read with the byte before it), is forward.
+            let forward = self.filled > 0
+                && offset >= self.start
+                && offset.saturating_sub(end) <= Self::SLACK.max(self.window as u64);
             self.window = if forward { (self.window * 2).clamp(Self::MIN_WINDOW, Self::MAX_WINDOW) } else { 0 };
             let want = len.max(self.window);
             if self.buf.len() < want {

@@ -109,6 +109,17 @@ fn lines_a_forged_index_misplaces_are_never_copied_and_the_file_is_read_again() 
     let want: Vec<String> = edited.lines().skip(1).map(str::to_owned).collect();
     assert_eq!(texts(&s), want);
     assert!(s.get_entry("f2500").is_some() && s.get_entry("e2500").is_none());
+    // A fork copies the path's lines: it checks them first too.
+    fs::write(&index, &bytes).unwrap();
+    let mut f = open_in(&p, Some(cache.path()));
+    assert!(f.opened_from_index());
+    let forked = f.create_branched_session("e3999").unwrap();
+    f.materialize().unwrap();
+    let text = fs::read_to_string(forked.unwrap()).unwrap();
+    assert!(text.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    assert!(f.notices().iter().any(|n| n.contains("did not match the file")), "{:?}", f.notices());
+    // Renamed, e2500 is no parent any more: the path from the leaf starts at e2501, as the file now says.
+    assert!(text.contains("\"id\":\"e2501\"") && !text.contains("\"id\":\"e2499\""), "the file as it is now");
     // A fresh index was written for the file as it is now.
     assert_ne!(fs::read(&index).unwrap(), bytes);
     assert!(!open_in(&p, Some(cache.path())).verify_all_lines().unwrap());

@@ -61,3 +61,52 @@ fn an_edit_in_place_behind_the_index_never_makes_invalid_json() {
     let want: Vec<serde_json::Value> = edited.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(entries["entries"].as_array(), Some(&want));
 }
+
+/// The one index file under the cache directory `dir` (its `index/` folder).
+fn the_index(dir: &Path) -> std::path::PathBuf {
+    let all: Vec<_> = fs::read_dir(dir.join("index")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    all[0].clone()
+}
+
+#[test]
+fn an_index_whose_stamp_still_matches_is_dropped_with_one_line() {
+    use std::os::unix::fs::MetadataExt;
+    let d = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    write_big_session(&p, 4000, 300);
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_arbor"))
+            .args(args)
+            .env("HOME", "/nonexistent-home")
+            .env("ARBOR_CACHE_DIR", cache.path())
+            .current_dir(d.path())
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["tree", "s.jsonl", "--json"]).status.success());
+    let index = the_index(cache.path());
+    let edited = edit_in_place(&p);
+    // Forge the stamp (the new change time), as a clock turned back could.
+    let meta = fs::metadata(&p).unwrap();
+    let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
+    let mut bytes = fs::read(&index).unwrap();
+    bytes[32..48].copy_from_slice(&ctime.to_le_bytes());
+    let want: Vec<serde_json::Value> = edited.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    for args in [&["dump", "s.jsonl", "--json"][..], &["path", "s.jsonl", "--json"], &["tree", "s.jsonl", "--json"]] {
+        fs::write(&index, &bytes).unwrap();
+        let o = run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("s.jsonl: the index in the cache did not match the file"), "{args:?}: {err}");
+        if let Err(e) = parses(o.stdout.clone()) {
+            panic!("{args:?} printed invalid JSON: {e}");
+        }
+        if args[0] == "dump" {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(v["entries"].as_array(), Some(&want), "the file as it is now");
+        }
+    }
+}
