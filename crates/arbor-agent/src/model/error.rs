@@ -54,7 +54,7 @@ pub enum ModelError {
         after: Duration,
     },
     /// The response passed the most bytes a reply may have.
-    #[error("{provider}: the reply is larger than {} (the limit; the server may be stuck): stopped reading it (raise the limit in the settings, maxReplyBytes, if replies this large are expected)", size_text(*limit))]
+    #[error("{provider}: the reply is larger than {}, the most one reply may have (the server may be stuck): stopped reading it (raise the limit if replies this large are expected)", size_text(*limit))]
     TooLarge {
         /// The provider.
         provider: String,

@@ -16,8 +16,8 @@ use clap::Args;
 use serde_json::json;
 
 use arbor_agent::{
-    AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult, HookBus, HookConfig, HookFailure,
-    NavigateOptions, NavigateResult,
+    AbortHandle, AgentOptions, AgentSession, ClientOptions, CompactOptions, CompactResult, HookBus, HookConfig,
+    HookFailure, NavigateOptions, NavigateResult,
 };
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
@@ -70,7 +70,7 @@ impl AgentSetup<'_> {
     /// `needs_model`: the agent's notices (a model it could not restore) are shown.
     pub fn open(self, needs_model: bool) -> Result<AgentSession> {
         let m = self.model;
-        let mut opts = AgentOptions::default();
+        let mut opts = AgentOptions::default().with_client_options(client_options(None, None)?);
         if let Some(h) = &m.hooks {
             load_hooks(h, &mut opts.hooks)?;
         }
@@ -101,6 +101,32 @@ impl AgentSetup<'_> {
         }
         Ok(agent)
     }
+}
+
+/// The limits of one model reply: `timeout_secs` (the whole request, streaming
+/// included) and `max_bytes`, from the settings when given, each overridden
+/// by `ARBOR_REPLY_TIMEOUT` (seconds) and `ARBOR_MAX_REPLY_BYTES` when set.
+pub fn client_options(timeout_secs: Option<u64>, max_bytes: Option<u64>) -> Result<ClientOptions> {
+    fn env(name: &str) -> Result<Option<u64>> {
+        match std::env::var(name) {
+            Ok(v) if !v.trim().is_empty() => {
+                let n: u64 = v.trim().parse().map_err(|_| anyhow!("{name}={v:?}: not a whole number"))?;
+                Ok(Some(n))
+            }
+            _ => Ok(None),
+        }
+    }
+    let mut opts = ClientOptions::default();
+    if let Some(secs) = env("ARBOR_REPLY_TIMEOUT")?.or(timeout_secs) {
+        if secs == 0 {
+            return Err(anyhow!("a reply timeout of 0 seconds would refuse every reply"));
+        }
+        opts.request_timeout = std::time::Duration::from_secs(secs);
+    }
+    if let Some(bytes) = env("ARBOR_MAX_REPLY_BYTES")?.or(max_bytes) {
+        opts.max_reply_bytes = usize::try_from(bytes).unwrap_or(usize::MAX).max(1);
+    }
+    Ok(opts)
 }
 
 /// Registers the command hooks of a hooks file on `bus`; errors name the file.

@@ -20,7 +20,7 @@ use arbor_agent::{
 use arbor_tree::{OpenMode, Session};
 
 use super::settings::{Settings, THINKING_LEVELS};
-use crate::shared::agent::load_hooks;
+use crate::shared::agent::{client_options, load_hooks};
 use crate::shared::session::Globals;
 
 /// What a long operation's `poll` callback receives: an agent event, or a
@@ -116,7 +116,8 @@ impl Chat {
     pub fn open(target: Target, flags: &ModelFlags, settings: Settings, globals: &Globals) -> Result<Chat> {
         let rt = runtime()?;
         let mut notices: Vec<String> = settings.warnings.clone();
-        let mut opts = AgentOptions::default();
+        let limits = client_options(settings.reply_timeout_secs, settings.max_reply_bytes)?;
+        let mut opts = AgentOptions::default().with_client_options(limits);
         let hooks = flags.hooks.clone().or_else(|| settings.hooks.clone());
         if let Some(h) = &hooks {
             load_hooks(h, &mut opts.hooks)?;
