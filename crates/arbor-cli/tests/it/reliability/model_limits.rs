@@ -55,8 +55,8 @@ fn an_endless_reply_is_cut_at_its_size_or_its_time() {
     let server = ModelServer::start();
     let url = server.openai();
     let cases: [(&str, &[(&str, &str)], &str); 3] = [
-        ("maxReplyBytes = 65536\n", &[], "the reply is larger than 65536 bytes"),
         ("", &[("ARBOR_MAX_REPLY_BYTES", "100000")], "the reply is larger than 100000 bytes"),
+        ("maxReplyBytes = 65536\n", &[], "the reply is larger than 65536 bytes"),
         ("replyTimeoutSeconds = 1\n", &[], "the request timed out after 1s"),
     ];
     for (config, env, says) in cases {
