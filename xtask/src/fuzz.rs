@@ -5,8 +5,9 @@
 //! `--minimize` merges what the run found into the kept corpus.
 
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -32,13 +33,15 @@ const TARGETS: &[Target] = &[
     Target { name: "migrations", dict: "pi.dict", seeds: Seeds::SessionFixtures },
     Target { name: "tree_context", dict: "pi.dict", seeds: Seeds::SessionFixtures },
     Target { name: "hook_response", dict: "hooks.dict", seeds: Seeds::Folder("hooks") },
+    Target { name: "sse_openai", dict: "sse.dict", seeds: Seeds::Folder("sse_openai") },
+    Target { name: "sse_anthropic", dict: "sse.dict", seeds: Seeds::Folder("sse_anthropic") },
 ];
 
 /// Seeds and kept inputs larger than this are left out (the kept corpus stays small).
 const MAX_INPUT: u64 = 64 * 1024;
 /// The longest input libFuzzer makes (longer seeds are cut): many small
 /// sessions a second find more than a few large ones.
-const MAX_LEN: u64 = 8 * 1024;
+const MAX_LEN: u64 = 4 * 1024;
 
 struct Outcome {
     target: String,
@@ -138,29 +141,49 @@ fn cargo_fuzz(root: &Path, opts: &Options) -> Command {
 
 fn run_one(root: &Path, t: &Target, opts: &Options) -> Result<Outcome> {
     let (corpus, inputs) = working_corpus(root, t)?;
-    let bound = match (opts.runs, opts.seconds) {
-        (Some(runs), _) => format!("-runs={runs}"),
-        (None, s) => format!("-max_total_time={}", s.unwrap_or(60)),
-    };
-    println!("== {}: {inputs} inputs (kept corpus and seeds), {bound}", t.name);
+    // Executions, time or both (whichever comes first); 60 s when neither is given.
+    let mut bounds = vec![];
+    if let Some(runs) = opts.runs {
+        bounds.push(format!("-runs={runs}"));
+    }
+    if opts.seconds.is_some() || opts.runs.is_none() {
+        bounds.push(format!("-max_total_time={}", opts.seconds.unwrap_or(60)));
+    }
+    let bound = bounds.join(" ");
+    let log = root.join("target/fuzz-logs").join(format!("{}.log", t.name));
+    fs::create_dir_all(log.parent().context("the log has a folder")?)?;
+    println!("== {}: {inputs} inputs (kept corpus and seeds), {bound}; progress in {}", t.name, log.display());
     let start = Instant::now();
-    let out = cargo_fuzz(root, opts)
+    let mut child = cargo_fuzz(root, opts)
         .arg(t.name)
         .arg(&corpus)
+        .arg("--")
+        .args(&bounds)
         .args([
-            "--",
-            &bound,
             &format!("-dict={}", root.join("fuzz").join(t.dict).display()),
             "-rss_limit_mb=2048",
             "-timeout=10",
             &format!("-max_len={MAX_LEN}"),
             "-print_final_stats=1",
         ])
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .with_context(|| format!("cannot run cargo fuzz for {}", t.name))?;
+    // libFuzzer's status lines go to the log as they come (a long run can be watched).
+    let mut stderr = String::new();
+    let mut file = fs::File::create(&log).with_context(|| log.display().to_string())?;
+    if let Some(pipe) = child.stderr.take() {
+        for line in BufReader::new(pipe).lines() {
+            let line = line?;
+            writeln!(file, "{line}")?;
+            stderr.push_str(&line);
+            stderr.push('\n');
+        }
+    }
+    let status = child.wait()?;
     let secs = start.elapsed().as_secs_f64();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let crashed = !out.status.success();
+    let crashed = !status.success();
     if crashed {
         let tail: Vec<&str> = stderr.lines().rev().take(30).collect();
         eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
@@ -227,7 +250,7 @@ fn parse(args: &[String]) -> Result<Options> {
     Ok(o)
 }
 
-/// `cargo xtask fuzz [--seconds N | --runs N] [--target NAME] [--minimize] [--asan]`.
+/// `cargo xtask fuzz [--seconds N] [--runs N] [--target NAME] [--minimize] [--asan]`.
 pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let opts = parse(args)?;
     ensure_cargo_fuzz()?;
