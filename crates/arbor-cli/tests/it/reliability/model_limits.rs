@@ -50,11 +50,14 @@ fn last_reply(dir: &Path) -> (String, String) {
     (m["stopReason"].as_str().unwrap_or("").to_owned(), m["errorMessage"].as_str().unwrap_or("").to_owned())
 }
 
+/// A case: the config file's text, environment variables, and what chat says.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+
 #[test]
 fn an_endless_reply_is_cut_at_its_size_or_its_time() {
     let server = ModelServer::start();
     let url = server.openai();
-    let cases: [(&str, &[(&str, &str)], &str); 3] = [
+    let cases: [Case; 3] = [
         ("", &[("ARBOR_MAX_REPLY_BYTES", "100000")], "the reply is larger than 100000 bytes"),
         ("maxReplyBytes = 65536\n", &[], "the reply is larger than 65536 bytes"),
         ("replyTimeoutSeconds = 1\n", &[], "the request timed out after 1s"),
