@@ -60,6 +60,8 @@ struct Options {
     only: Option<String>,
     minimize: bool,
     asan: bool,
+    /// Targets run at the same time (libFuzzer uses one core each).
+    parallel: usize,
 }
 
 fn ensure_cargo_fuzz() -> Result<()> {
@@ -133,9 +135,14 @@ fn status_value(stderr: &str, key: &str) -> u64 {
 }
 
 fn cargo_fuzz(root: &Path, opts: &Options) -> Command {
+    cargo_fuzz_command(root, opts, "run")
+}
+
+/// `cargo fuzz SUB` in `fuzz/` with the sanitizer of `opts` (stable Rust: `RUSTC_BOOTSTRAP`).
+fn cargo_fuzz_command(root: &Path, opts: &Options, sub: &str) -> Command {
     let mut cmd = Command::new("cargo");
     cmd.current_dir(root.join("fuzz")).env("RUSTC_BOOTSTRAP", "1");
-    cmd.args(["fuzz", "run", "--sanitizer", if opts.asan { "address" } else { "none" }]);
+    cmd.args(["fuzz", sub, "--sanitizer", if opts.asan { "address" } else { "none" }]);
     cmd
 }
 
@@ -229,7 +236,7 @@ fn minimize(root: &Path, t: &Target, working: &Path, opts: &Options) -> Result<u
 }
 
 fn parse(args: &[String]) -> Result<Options> {
-    let mut o = Options { seconds: None, runs: None, only: None, minimize: false, asan: false };
+    let mut o = Options { seconds: None, runs: None, only: None, minimize: false, asan: false, parallel: 1 };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -238,6 +245,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--target" => o.only = Some(it.next().context("--target needs a name")?.clone()),
             "--minimize" => o.minimize = true,
             "--asan" => o.asan = true,
+            "--parallel" => o.parallel = it.next().context("--parallel needs a number")?.parse::<usize>()?.max(1),
             other => bail!("unknown fuzz option {other:?}"),
         }
     }
@@ -250,13 +258,28 @@ fn parse(args: &[String]) -> Result<Options> {
     Ok(o)
 }
 
-/// `cargo xtask fuzz [--seconds N] [--runs N] [--target NAME] [--minimize] [--asan]`.
+/// `cargo xtask fuzz [--seconds N] [--runs N] [--target NAME] [--parallel N] [--minimize] [--asan]`.
 pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let opts = parse(args)?;
     ensure_cargo_fuzz()?;
+    let targets: Vec<&Target> = TARGETS.iter().filter(|t| opts.only.as_deref().is_none_or(|o| o == t.name)).collect();
+    // Built once up front, so that targets run side by side do not wait on each other's build.
+    let status = cargo_fuzz_command(root, &opts, "build").status().context("cannot run cargo fuzz build")?;
+    if !status.success() {
+        bail!("cargo fuzz build failed");
+    }
     let mut outcomes = vec![];
-    for t in TARGETS.iter().filter(|t| opts.only.as_deref().is_none_or(|o| o == t.name)) {
-        outcomes.push(run_one(root, t, &opts)?);
+    for group in targets.chunks(opts.parallel) {
+        let results: Vec<Result<Outcome>> = std::thread::scope(|s| {
+            let handles: Vec<_> = group.iter().map(|t| s.spawn(|| run_one(root, t, &opts))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a fuzz run panicked"))))
+                .collect()
+        });
+        for r in results {
+            outcomes.push(r?);
+        }
     }
     println!(
         "\n| target | executions | time (s) | exec/s | coverage (edges) | features | corpus | peak RSS MB | crashes |"
