@@ -19,6 +19,7 @@ use crate::hooks::HookFailure;
 use crate::model::{
     client_for, AssistantReply, CompletionRequest, ModelClient, ModelInfo, ReasoningEffort, StreamDelta, StreamSink,
 };
+use crate::model::transform::request_messages;
 use crate::summarizer::DEFAULT_CONTEXT_WINDOW;
 
 /// pi's thinking levels, in order.
@@ -276,14 +277,11 @@ impl AgentSession {
         options: &PromptOptions,
         run: &Run,
     ) -> Result<(AssistantReply, String), AgentError> {
-        let mut messages = self.context.messages.clone();
-        // pi drops the failed reply before a retry (it stays in the file).
-        if messages.last().is_some_and(|m| m["role"] == "assistant" && m["stopReason"] == "error") {
-            messages.pop();
-        }
+        // Aborted and failed replies stay in the file but are not sent (pi-ai's
+        // transformMessages; the clients apply it too, for any request).
         let request = CompletionRequest {
             system_prompt: options.system_prompt.clone(),
-            messages: convert_to_llm(&messages),
+            messages: request_messages(&convert_to_llm(&self.context.messages)),
             max_tokens: options.max_tokens,
             reasoning: reasoning_for(self.thinking_level()),
         };

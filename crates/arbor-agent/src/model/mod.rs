@@ -7,13 +7,16 @@
 //! does the same while handing each text and thinking delta to a
 //! [`StreamSink`], turning failures and aborts into recorded replies as
 //! pi-ai does. Provider defaults live in a [`ProviderRegistry`]; keys come
-//! from [`Credentials`].
+//! from [`Credentials`]. Every request carries the conversation as pi-ai
+//! sends it ([`transform::request_messages`]: aborted and failed replies left
+//! out).
 
 mod anthropic;
 mod error;
 mod http;
 mod openai;
 mod reply;
+pub mod transform;
 
 use std::collections::HashMap;
 use std::fmt;
