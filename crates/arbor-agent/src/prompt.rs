@@ -16,10 +16,10 @@ use crate::compact::{CompactOptions, CompactResult};
 use crate::compaction::should_compact;
 use crate::error::AgentError;
 use crate::hooks::HookFailure;
+use crate::model::transform::request_messages;
 use crate::model::{
     client_for, AssistantReply, CompletionRequest, ModelClient, ModelInfo, ReasoningEffort, StreamDelta, StreamSink,
 };
-use crate::model::transform::request_messages;
 use crate::summarizer::DEFAULT_CONTEXT_WINDOW;
 
 /// pi's thinking levels, in order.

@@ -48,9 +48,12 @@ pub fn request_messages(messages: &[Value]) -> Vec<Value> {
                 if !is_replayable(m) {
                     continue;
                 }
-                let calls = m.get("content").and_then(Value::as_array).into_iter().flatten().filter(|b| {
-                    b.get("type").and_then(Value::as_str) == Some("toolCall")
-                });
+                let calls = m
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"));
                 pending = calls
                     .map(|b| {
                         let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
@@ -91,9 +94,7 @@ mod tests {
     #[test]
     fn aborted_and_failed_replies_are_left_out() {
         let user = |t: &str| json!({"role": "user", "content": [{"type": "text", "text": t}]});
-        let reply = |t: &str, stop: &str| {
-            json!({"role": "assistant", "content": [{"type": "text", "text": t}], "stopReason": stop})
-        };
+        let reply = |t: &str, stop: &str| json!({"role": "assistant", "content": [{"type": "text", "text": t}], "stopReason": stop});
         let ms = [
             user("a"),
             reply("cut off", "aborted"),
@@ -115,9 +116,7 @@ mod tests {
             json!({"role": "assistant", "stopReason": "toolUse",
                 "content": [{"type": "toolCall", "id": id, "name": "read", "arguments": {}}]})
         };
-        let result = |id: &str| {
-            json!({"role": "toolResult", "toolCallId": id, "toolName": "read", "content": [{"type": "text", "text": "ok"}]})
-        };
+        let result = |id: &str| json!({"role": "toolResult", "toolCallId": id, "toolName": "read", "content": [{"type": "text", "text": "ok"}]});
         let ms = [
             call("c1"),
             result("c1"),

@@ -1,7 +1,8 @@
 //! What commands and the interactive front ends both use, and nothing that
 //! runs a command: the global flags and how a session is opened
 //! ([`session`]), the model and hook arguments and the agent flows run on a
-//! small runtime ([`agent`]), the catalog of the sessions root opened and
+//! small runtime ([`agent`]), the providers and the choice of a model
+//! ([`models`]), the catalog of the sessions root opened and
 //! refreshed ([`catalog`]), following a session as others write it
 //! ([`follow`]), and how results are printed ([`output`], [`layout`] for
 //! the tree).
@@ -12,5 +13,6 @@ pub mod agent;
 pub mod catalog;
 pub mod follow;
 pub mod layout;
+pub mod models;
 pub mod output;
 pub mod session;

@@ -13,14 +13,14 @@ use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use arbor_agent::{
-    AbortHandle, AgentEvent, AgentOptions, AgentSession, Api, CompactOptions, CompactResult, CompactionSettings,
-    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult, ProviderConfig,
-    ProviderRegistry,
+    AbortHandle, AgentEvent, AgentOptions, AgentSession, CompactOptions, CompactResult, CompactionSettings, EventSink,
+    ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult,
 };
 use arbor_tree::{OpenMode, Session};
 
 use super::settings::{Settings, THINKING_LEVELS};
 use crate::shared::agent::load_hooks;
+use crate::shared::models::Models;
 use crate::shared::session::Globals;
 
 /// What a long operation's `poll` callback receives: an agent event, or a
@@ -55,7 +55,7 @@ pub struct Chat {
     agent: AgentSession,
     /// The settings in effect.
     pub settings: Settings,
-    providers: ProviderRegistry,
+    models: Models,
     /// Things to tell the user once (restored model, settings warnings, new session path).
     pub notices: Vec<String>,
 }
@@ -128,17 +128,8 @@ impl Chat {
         };
         opts.branch_summary_reserve_tokens = settings.branch_reserve_tokens;
 
-        let model_spec = flags.model.clone().or_else(|| settings.model.clone());
-        let base_url = flags.base_url.clone().or_else(|| settings.base_url.clone());
-        let mut providers = ProviderRegistry::builtin();
-        if let (Some(url), Some(spec)) = (&base_url, &model_spec) {
-            let provider = spec.split_once('/').map_or(spec.as_str(), |(p, _)| p);
-            if !providers.set_base_url(provider, url) {
-                // An unknown provider with a base URL: an OpenAI-compatible server.
-                providers.insert(ProviderConfig::new(provider, Api::OpenAiCompletions, url));
-            }
-        }
-        opts.providers = providers.clone();
+        let mut models = Models::load();
+        notices.append(&mut models.notices);
 
         let session_opts = globals.options()?;
         let store = session_opts.store.clone();
@@ -168,15 +159,28 @@ impl Chat {
             let name = session.session_file().map(|p| p.display().to_string()).unwrap_or_default();
             notices.push(d.with_file(&name).to_string());
         }
-        let mut chat = Chat { rt, agent: AgentSession::new(session, opts), settings, providers, notices };
-        if let Some(spec) = model_spec {
-            let model = chat.resolve_model(&spec)?;
-            chat.agent.set_model(Some(model));
-        } else if let Some(m) = chat.agent.model().cloned() {
+        // `--model`, else Arbor's settings, else (the agent restores it) the
+        // session's own model; a base URL applies to whichever it is. A
+        // session without a model takes pi's default one.
+        let spec = flags.model.clone().or_else(|| settings.model.clone());
+        let base_url = flags.base_url.clone().or_else(|| settings.base_url.clone());
+        opts.model = models.choose(spec.as_deref(), base_url.as_deref(), &session)?;
+        opts.providers = models.registry.clone();
+        let mut chat = Chat { rt, agent: AgentSession::new(session, opts), settings, models, notices };
+        chat.notices.extend(chat.agent.notices().iter().cloned());
+        let model = match chat.agent.model().cloned() {
+            Some(m) => Some(m),
+            None => match chat.settings.default_model.clone() {
+                Some(spec) if chat.agent.messages().is_empty() || chat.agent.context().model.is_none() => {
+                    Some(chat.models.parse(&spec)?)
+                }
+                _ => None,
+            },
+        };
+        if let Some(m) = model {
             let m = chat.tune(m);
             chat.agent.set_model(Some(m));
         }
-        chat.notices.extend(chat.agent.notices().iter().cloned());
         if created {
             let level = chat.settings.default_thinking_level.clone();
             chat.agent.record_session_start(&level)?;
@@ -199,10 +203,7 @@ impl Chat {
     }
 
     fn resolve_model(&self, spec: &str) -> Result<ModelInfo> {
-        let model = self.providers.parse_model(spec).ok_or_else(|| {
-            anyhow!("unknown model {spec:?}: use PROVIDER/MODEL with a known provider (anthropic, openai, openrouter, ollama), or set a base URL")
-        })?;
-        Ok(self.tune(model))
+        Ok(self.tune(self.models.parse(spec)?))
     }
 
     /// Runs `fut` on the chat's runtime, in the background.

@@ -73,8 +73,10 @@ fn ask(question: &str, input: &mut dyn BufRead) -> Result<Option<String>> {
     read_line(input)
 }
 
-/// Runs the chat over `input` until `/quit` or the end of input.
-pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+/// Runs the chat over `input` until `/quit` or the end of input. True when
+/// every prompt was answered (none refused, none failed).
+pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<bool> {
+    let mut all_answered = true;
     let signals = Signals::install(chat);
     for n in std::mem::take(&mut chat.notices) {
         eprintln!("arbor: {n}");
@@ -83,7 +85,11 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
         let result = match commands::parse(&line) {
             Input::Empty => Ok(()),
             Input::Quit => break,
-            Input::Prompt(text) => prompt(chat, &text, &signals, out),
+            Input::Prompt(text) => {
+                let r = prompt(chat, &text, &signals, out);
+                all_answered &= matches!(r, Ok(true));
+                r.map(|_| ())
+            }
             Input::Tree => tree(chat, input, &signals, out),
             Input::Branch if chat.settings.double_escape == DoubleEscape::Tree => tree(chat, input, &signals, out),
             Input::Branch => branch(chat, input, out),
@@ -115,10 +121,11 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             }
         }
     }
-    Ok(())
+    Ok(all_answered)
 }
 
-fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -> Result<()> {
+/// Sends one prompt and streams the reply; false when the model failed.
+fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -> Result<bool> {
     signals.start();
     let mut wrote = false;
     let mut write_err = None;
@@ -153,11 +160,14 @@ fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -
     report_hook_failures(&r.hook_failures);
     match r.reply.stop_reason() {
         "aborted" => eprintln!("[aborted]"),
-        "error" => eprintln!("Error: {}", r.reply.error_message().unwrap_or("the model failed")),
+        "error" => {
+            eprintln!("Error: {}", r.reply.error_message().unwrap_or("the model failed"));
+            return Ok(false);
+        }
         "length" => eprintln!("[stopped: the reply reached its length limit]"),
         _ => {}
     }
-    Ok(())
+    Ok(true)
 }
 
 fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut dyn Write) -> Result<()> {

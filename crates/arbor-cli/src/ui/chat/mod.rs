@@ -45,7 +45,10 @@ pub fn run(
     } else {
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
-        line::run(&mut chat, &mut input, out)?;
+        // A prompt that was refused or failed makes a script's run fail.
+        if !line::run(&mut chat, &mut input, out)? {
+            return Ok(ExitCode::from(1));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

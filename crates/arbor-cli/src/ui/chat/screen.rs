@@ -248,7 +248,16 @@ fn prompt(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<()> {
     if let Some(e) = failed {
         return Err(e);
     }
-    let r = r?;
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            // Refused before anything was written (no model, no key): the text goes back into the prompt.
+            if screen.view.input.is_empty() {
+                screen.view.set_input(text);
+            }
+            return Err(e);
+        }
+    };
     screen.view.notes.extend(hook_notes(&r.hook_failures));
     match r.reply.stop_reason() {
         "aborted" => screen.view.status = Some("Aborted".to_owned()),
