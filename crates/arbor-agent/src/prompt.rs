@@ -6,7 +6,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, timestamp_ms};
+use arbor_context::{
+    calculate_context_tokens, convert_to_llm, current_context_tokens, estimate_context_tokens, timestamp_ms,
+};
 use arbor_log::EntryKind;
 use serde_json::{json, Value};
 
@@ -434,11 +436,13 @@ impl AgentSession {
         Ok(())
     }
 
-    /// pi's `estimateContextTokens` over the current context (spec 5.6.2):
-    /// the last usage of an assistant message that is neither aborted nor an
-    /// error, plus estimates of the messages after it; else the sum of estimates.
+    /// The size of the current context for people (`arbor_context::current_context_tokens`):
+    /// pi's `estimateContextTokens` (spec 5.6.2), the last usage of an
+    /// assistant message that is neither aborted nor an error plus estimates
+    /// of the messages after it, except that a usage from before the latest
+    /// compaction is not used (the messages are estimated instead).
     pub fn context_tokens(&self) -> u64 {
-        estimate_context_tokens(&self.context.messages).tokens
+        current_context_tokens(&self.context.messages).tokens
     }
 
     /// The context window of the active model (128000 when unknown).

@@ -10,7 +10,9 @@ pub enum Input {
     Prompt(String),
     /// `/tree`: the tree selector.
     Tree,
-    /// `/branch` (or `/fork`): the user-message selector, or the tree with `doubleEscapeAction=tree`.
+    /// `/fork`: the user-message selector (pi's `/fork`).
+    Fork,
+    /// `/branch`: the tree selector with `doubleEscapeAction=tree` (the default), else the user-message selector.
     Branch,
     /// `/label [TEXT]`: label the current entry, or clear its label.
     Label(Option<String>),
@@ -35,8 +37,9 @@ pub enum Input {
 /// The commands and what they do, for `/help`.
 pub const HELP: &[(&str, &str)] = &[
     ("/tree", "go back to any point of the session tree (optionally summarizing the branch left)"),
-    ("/branch", "pick one of your messages and continue from before it in a new session file"),
-    ("/label [TEXT]", "label the current entry (no text: clear its label)"),
+    ("/fork", "pick one of your messages and continue from before it in a new session file"),
+    ("/branch", "the tree selector when doubleEscapeAction is tree (the default), else as /fork"),
+    ("/label [TEXT]", "label the last message (no text: clear its label)"),
     ("/name [TEXT]", "name the session (no text: show the name)"),
     ("/compact [TEXT]", "summarize older messages now, with optional instructions"),
     ("/model [PROVIDER/MODEL]", "switch the model (no argument: show it)"),
@@ -66,7 +69,8 @@ pub fn parse(line: &str) -> Input {
     let (name, rest) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
     match name {
         "tree" => Input::Tree,
-        "branch" | "fork" => Input::Branch,
+        "fork" => Input::Fork,
+        "branch" => Input::Branch,
         "label" => Input::Label(arg(rest)),
         "name" => Input::Name(arg(rest)),
         "compact" => Input::Compact(arg(rest)),
@@ -91,7 +95,7 @@ mod tests {
         assert_eq!(parse("//mode"), Input::Prompt("/mode".into()));
         assert_eq!(parse("/tree"), Input::Tree);
         assert_eq!(parse("/branch"), Input::Branch);
-        assert_eq!(parse("/fork"), Input::Branch);
+        assert_eq!(parse("/fork"), Input::Fork);
         assert_eq!(parse("/label  good point "), Input::Label(Some("good point".into())));
         assert_eq!(parse("/label"), Input::Label(None));
         assert_eq!(parse("/name"), Input::Name(None));

@@ -8,19 +8,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use arbor_agent::{
-    AbortHandle, AgentEvent, AgentOptions, AgentSession, CompactOptions, CompactResult, CompactionSettings, EventSink,
-    ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult,
+    AbortHandle, AgentError, AgentEvent, AgentOptions, AgentSession, CompactOptions, CompactResult, CompactionSettings,
+    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult,
 };
+use arbor_context::render::{entry_text, ToolCalls};
+use arbor_log::EntryKind;
 use arbor_tree::{OpenMode, Session};
 
 use super::settings::{Settings, THINKING_LEVELS};
 use crate::shared::agent::load_hooks;
 use crate::shared::models::Models;
+use crate::shared::output::home;
 use crate::shared::session::Globals;
 
 /// What a long operation's `poll` callback receives: an agent event, or a
@@ -272,18 +275,47 @@ impl Chat {
         Ok(self.rt.block_on(agent.fork(id))?)
     }
 
-    /// Compacts now.
-    pub fn compact(&mut self, instructions: Option<String>, poll: Poll<'_>) -> Result<CompactResult> {
+    /// Compacts now; `None` when there is nothing to compact yet (nothing is sent).
+    pub fn compact(&mut self, instructions: Option<String>, poll: Poll<'_>) -> Result<Option<CompactResult>> {
         let options = CompactOptions { custom_instructions: instructions, ..Default::default() };
         let abort = self.agent.abort_handle();
         let agent = &mut self.agent;
-        Ok(self.rt.block_on(drive(agent.compact(options), abort, None, poll))?)
+        match self.rt.block_on(drive(agent.compact(options), abort, None, poll)) {
+            Ok(r) => Ok(Some(r)),
+            Err(AgentError::NothingToCompact) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
-    /// Labels the current entry (the leaf as the user sees it), or clears its label.
+    /// `/label`: labels the last message on the path (never a model, name
+    /// or label entry), or clears its label; says which message it was.
     pub fn label(&mut self, label: Option<&str>) -> Result<String> {
-        let id = self.agent.logical_leaf_id().ok_or_else(|| anyhow!("nothing to label yet"))?;
-        self.set_label(&id, label)
+        let path = self.agent.session().get_branch(None);
+        let mut calls = ToolCalls::new();
+        for e in &path {
+            calls.record(e);
+        }
+        let target = path.iter().rev().find(|e| {
+            matches!(
+                e.kind,
+                EntryKind::Message(_)
+                    | EntryKind::CustomMessage(_)
+                    | EntryKind::BranchSummary(_)
+                    | EntryKind::Compaction(_)
+            )
+        });
+        let Some(target) = target else { bail!("No message to label yet") };
+        let (id, what) = (target.id.clone(), entry_text(target, &calls, home().as_deref()));
+        let what: String =
+            if what.chars().count() > 60 { format!("{}…", what.chars().take(59).collect::<String>()) } else { what };
+        if label.is_none() && self.agent.session().get_label(&id).is_none() {
+            return Ok(format!("No label to clear on {id} ({what})"));
+        }
+        self.agent.append_label_change(&id, label)?;
+        Ok(match label {
+            Some(l) => format!("Label set: {l} on {id} ({what})"),
+            None => format!("Label cleared on {id} ({what})"),
+        })
     }
 
     /// Labels `id`, or clears its label.
@@ -351,6 +383,11 @@ impl Chat {
 /// What a finished compaction tells the user.
 pub fn compaction_report(r: &CompactResult) -> String {
     format!("Compacted: {} tokens summarized, kept from {}", r.tokens_before, r.first_kept_entry_id)
+}
+
+/// What `/compact` tells the user: the compaction, or that there is nothing to compact yet.
+pub fn manual_compaction_report(r: Option<&CompactResult>) -> String {
+    r.map_or_else(|| "Nothing to compact yet (the session is too small)".to_owned(), compaction_report)
 }
 
 /// What an automatic compaction's end tells the user: its error, its

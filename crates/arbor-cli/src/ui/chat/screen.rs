@@ -21,7 +21,7 @@ use serde_json::Value;
 use arbor_agent::{AgentEvent, HookFailure, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, compaction_report, Chat};
+use super::core::{auto_compaction_report, manual_compaction_report, Chat};
 use super::draw::{draw, Bar, TRANSCRIPT_MESSAGES};
 use super::settings::DoubleEscape;
 use super::view::{Action, ChatView};
@@ -177,7 +177,7 @@ fn command(chat: &mut Chat, screen: &mut Screen, input: Input, line: &str) -> Re
         Input::Prompt(text) => prompt(chat, screen, &text),
         Input::Tree => tree(chat, screen, None),
         Input::Branch if chat.settings.double_escape == DoubleEscape::Tree => tree(chat, screen, None),
-        Input::Branch => branch(chat, screen),
+        Input::Branch | Input::Fork => branch(chat, screen),
         Input::Label(l) => say(screen, chat.label(l.as_deref())),
         Input::Name(n) => say(screen, chat.name(n.as_deref())),
         Input::Model(m) => say(screen, chat.model(m.as_deref())),
@@ -373,6 +373,6 @@ fn branch(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
 
 fn compact(chat: &mut Chat, screen: &mut Screen, instructions: Option<String>) -> Result<()> {
     let r = busy(chat, screen, "Compacting... (Esc to cancel)", |chat, poll| chat.compact(instructions, poll))?;
-    screen.view.status = Some(compaction_report(&r));
+    screen.view.status = Some(manual_compaction_report(r.as_ref()));
     Ok(())
 }
