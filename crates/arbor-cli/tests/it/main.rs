@@ -7,10 +7,12 @@
 mod agent;
 mod catalog;
 mod chat;
+mod chat_commands;
 mod commands;
 mod context_json;
 mod interop;
 mod model_server;
+mod pi_config;
 mod read_only_dir;
 mod reference;
 mod server;
@@ -30,6 +32,7 @@ pub fn arbor(args: &[&str]) -> Output {
         .env("HOME", "/nonexistent-home")
         .env("ARBOR_CACHE_DIR", cache_dir())
         .env_remove("ARBOR_SESSIONS_DIR")
+        .env_remove("PI_CODING_AGENT_DIR")
         .current_dir(fixtures())
         .output()
         .unwrap()
