@@ -23,7 +23,7 @@ use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use super::models::Models;
 use super::output::write_json_line;
-use super::session::print_diagnostics;
+use super::session::{open_showing_progress, print_diagnostics};
 
 /// Which model to use, and the hooks to run.
 #[derive(Debug, Clone, Args)]
@@ -74,7 +74,12 @@ impl AgentSetup<'_> {
         if let Some(h) = &m.hooks {
             load_hooks(h, &mut opts.hooks)?;
         }
-        let session = Session::open(self.file, self.mode, self.session)?;
+        // The tree selector (which showed the diagnostics) owns the screen: no spinner over it.
+        let session = if m.diagnostics_shown {
+            Session::open(self.file, self.mode, self.session)?
+        } else {
+            open_showing_progress(self.file, self.mode, self.session)?
+        };
         if !m.diagnostics_shown {
             print_diagnostics(self.file, session.diagnostics());
         }

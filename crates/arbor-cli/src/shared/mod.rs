@@ -5,7 +5,7 @@
 //! ([`models`]), the catalog of the sessions root opened and
 //! refreshed ([`catalog`]), following a session as others write it
 //! ([`follow`]), and how results are printed ([`output`], [`layout`] for
-//! the tree).
+//! the tree, [`progress`] for a spinner while something slow runs).
 //!
 //! Nothing here imports a command module or the interactive code.
 
@@ -15,4 +15,5 @@ pub mod follow;
 pub mod layout;
 pub mod models;
 pub mod output;
+pub mod progress;
 pub mod session;

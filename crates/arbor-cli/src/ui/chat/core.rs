@@ -24,7 +24,7 @@ use super::settings::{Settings, THINKING_LEVELS};
 use crate::shared::agent::load_hooks;
 use crate::shared::models::Models;
 use crate::shared::output::home;
-use crate::shared::session::Globals;
+use crate::shared::session::{open_showing_progress, Globals};
 
 /// What a long operation's `poll` callback receives: an agent event, or a
 /// tick (about every 20 ms) to look for an abort key and redraw.
@@ -145,7 +145,7 @@ impl Chat {
                 }
                 // `--new` starts a session at a missing path; neither form replaces a file that is not a session.
                 let mode = if *new { OpenMode::WriteOrCreate } else { OpenMode::Write };
-                let s = Session::open(path, mode, session_opts)?;
+                let s = open_showing_progress(path, mode, session_opts)?;
                 (s, !existed)
             }
             Target::New => (Session::create(&process_cwd(), session_opts)?, true),
