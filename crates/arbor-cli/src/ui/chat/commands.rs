@@ -48,6 +48,52 @@ pub const HELP: &[(&str, &str)] = &[
     ("/quit", "leave (also /exit, Ctrl+D)"),
 ];
 
+/// Every command name, for completion.
+const NAMES: [&str; 12] = [
+    "/tree",
+    "/fork",
+    "/branch",
+    "/label",
+    "/name",
+    "/compact",
+    "/model",
+    "/thinking",
+    "/context",
+    "/help",
+    "/quit",
+    "/exit",
+];
+
+/// The command names a partly typed command could become (`/` alone: all of
+/// them); none once the name is complete or an argument is being typed.
+pub fn completions(input: &str) -> Vec<&'static str> {
+    if !input.starts_with('/') || input.starts_with("//") || input.contains(char::is_whitespace) {
+        return vec![];
+    }
+    let matches: Vec<&'static str> = NAMES.iter().copied().filter(|n| n.starts_with(input)).collect();
+    if matches == [input] {
+        return vec![];
+    }
+    matches
+}
+
+/// Tab on a partly typed command: the one name it can become (with a space
+/// after it), or the longest start all candidates share; `None` when that
+/// adds nothing.
+pub fn complete(input: &str) -> Option<String> {
+    let matches = completions(input);
+    match matches.as_slice() {
+        [] => None,
+        [one] => Some(format!("{one} ")),
+        [first, rest @ ..] => {
+            let common = rest
+                .iter()
+                .fold(first.len(), |n, m| first.bytes().zip(m.bytes()).take(n).take_while(|(a, b)| a == b).count());
+            (common > input.len()).then(|| first[..common].to_owned())
+        }
+    }
+}
+
 fn arg(rest: &str) -> Option<String> {
     let t = rest.trim();
     (!t.is_empty()).then(|| t.to_owned())
@@ -106,5 +152,19 @@ mod tests {
         assert_eq!(parse("/quit"), Input::Quit);
         assert_eq!(parse("/exit"), Input::Quit);
         assert_eq!(parse("/mode x"), Input::Unknown("/mode".into()));
+    }
+
+    #[test]
+    fn command_names_complete() {
+        assert_eq!(completions("/co"), ["/compact", "/context"]);
+        assert_eq!(complete("/co"), None);
+        assert_eq!(complete("/c").as_deref(), Some("/co"));
+        assert_eq!(complete("/cont").as_deref(), Some("/context "));
+        assert_eq!(complete("/t"), None);
+        assert_eq!(completions("/t"), ["/tree", "/thinking"]);
+        assert_eq!(complete("/e").as_deref(), Some("/exit "));
+        assert_eq!(completions("/"), NAMES);
+        assert!(completions("/context").is_empty() && completions("/label x").is_empty());
+        assert!(completions("hello").is_empty() && completions("//x").is_empty());
     }
 }

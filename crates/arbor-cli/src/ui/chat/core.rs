@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use arbor_agent::{
@@ -227,11 +226,6 @@ impl Chat {
     /// The session file.
     pub fn file(&self) -> Option<&Path> {
         self.agent.session().session_file()
-    }
-
-    /// The context messages of the current leaf.
-    pub fn messages(&self) -> &[Value] {
-        self.agent.messages()
     }
 
     /// `provider/model`, or `no model`.
