@@ -10,6 +10,7 @@ mod chat;
 mod chat_commands;
 mod chat_terminal;
 mod commands;
+mod compat;
 mod context_json;
 mod interop;
 mod model_server;

@@ -38,7 +38,9 @@ pub fn path_messages(session: &Session) -> Vec<Value> {
         .rev()
         .filter_map(|e| match &e.kind {
             EntryKind::Message(m) => Some(m.message.clone()),
-            EntryKind::CustomMessage(c) if c.display => Some(custom_message(c, &e.timestamp)),
+            EntryKind::CustomMessage(c) if arbor_log::json::truthy(c.display.as_ref()) => {
+                Some(custom_message(c, &e.timestamp))
+            }
             EntryKind::BranchSummary(b) => Some(branch_summary_message(b, &e.timestamp)),
             EntryKind::Compaction(c) => Some(compaction_summary_message(c, &e.timestamp)),
             _ => None,
