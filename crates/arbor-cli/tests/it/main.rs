@@ -14,6 +14,7 @@ mod compat;
 mod context_json;
 mod interop;
 mod model_server;
+mod pi_cli;
 mod pi_config;
 mod read_only_dir;
 mod reference;
