@@ -16,24 +16,45 @@ use crate::tui::{tmux_missing, Tmux};
 const DEADLINE: Duration = Duration::from_secs(90);
 
 /// `arbor ARGS` in a tmux pane of `w`×`h` in `dir`; stdout goes to `out.txt`,
-/// the exit code to `rc`, and the pane stays open after the exit.
+/// the exit code to `rc`, everything the pane is sent (escape sequences and
+/// all) to `pane-NAME.log`, and the pane stays open after the exit.
 struct Term {
     tmux: Tmux,
     dir: PathBuf,
+    log: PathBuf,
 }
 
 impl Term {
     fn start(dir: &Path, name: &str, (w, h): (u16, u16), commands: &[String]) -> Term {
         let script: Vec<String> =
             commands.iter().map(|c| format!("{bin} {c}", bin = env!("CARGO_BIN_EXE_arbor"))).collect();
+        // The commands wait for `go`, made once the pane's output is logged.
         let cmd = format!(
-            "cd {dir} && unset ANTHROPIC_API_KEY OPENAI_API_KEY ARBOR_CONFIG PI_CODING_AGENT_DIR && export ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_SESSIONS_DIR={dir}/sessions ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color && {{ {script}; }} > out.txt; echo $? > rc; sleep 600",
+            "cd {dir} && until [ -e go-{name} ]; do sleep 0.05; done && unset ANTHROPIC_API_KEY OPENAI_API_KEY ARBOR_CONFIG PI_CODING_AGENT_DIR && export ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_SESSIONS_DIR={dir}/sessions ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color && {{ {script}; }} > out.txt; echo $? > rc; sleep 600",
             dir = dir.display(),
             script = script.join(" && "),
         );
         let tmux = Tmux { socket: dir.join(format!("tmux-{name}.sock")) };
         tmux.run(&["new-session", "-d", "-s", "tui", "-x", &w.to_string(), "-y", &h.to_string(), &cmd]);
-        Term { tmux, dir: dir.to_owned() }
+        let log = dir.join(format!("pane-{name}.log"));
+        tmux.run(&["pipe-pane", "-t", "tui", &format!("cat >> {}", log.display())]);
+        std::fs::write(dir.join(format!("go-{name}")), "").unwrap();
+        Term { tmux, dir: dir.to_owned(), log }
+    }
+
+    /// Waits until the pane has been sent `what` (a frame that came and went
+    /// since counts: a spinner shown for a moment is found here, where the
+    /// screen may never show it when captured).
+    fn wait_sent(&self, what: &str, ok: impl Fn(&str) -> bool) {
+        let start = Instant::now();
+        loop {
+            let sent = std::fs::read(&self.log).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+            if ok(&sent) {
+                return;
+            }
+            assert!(start.elapsed() < DEADLINE, "waited for {what}; the pane was sent:\n{sent}");
+            thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until the screen satisfies `ok`; panics with the screen after [`DEADLINE`].
@@ -326,12 +347,12 @@ fn compact_and_summaries_show_a_spinner_with_the_elapsed_time() {
             format!("navigate c.jsonl 00000002 --summarize {model}"),
         ],
     );
-    t.wait("the compaction spinner", |s| {
-        s.lines().any(|l| l.contains("Compacting") && l.contains("s (Ctrl+C to cancel)"))
-    });
-    t.wait("the summary spinner", |s| {
-        s.lines().any(|l| l.contains("Summarizing branch") && l.contains("s (Ctrl+C to cancel)"))
-    });
+    // The spinner's frames as the pane was sent them: `⠙ Compacting… 1s (Ctrl+C to cancel)`.
+    let spun = |sent: &str, what: &str| {
+        sent.split(['\r', '\n']).any(|l| l.contains(what) && l.contains("s (Ctrl+C to cancel)"))
+    };
+    t.wait_sent("the compaction spinner", |s| spun(s, "Compacting"));
+    t.wait_sent("the summary spinner", |s| spun(s, "Summarizing branch"));
     assert_eq!(t.exit_code(), "0");
     let s = t.tmux.screen();
     assert!(!s.contains("Compacting"), "the spinner is cleared when done:\n{s}");
@@ -363,7 +384,7 @@ fn a_big_file_opened_for_the_first_time_shows_a_spinner() {
     let dir = tempfile::tempdir().unwrap();
     big_session(&dir.path().join("big.jsonl"), 15_000);
     let t = Term::start(dir.path(), "open", (90, 24), &["context big.jsonl".to_owned()]);
-    t.wait("the open spinner", |s| s.lines().any(|l| l.contains("Opening big.jsonl…")));
+    t.wait_sent("the open spinner", |s| s.contains("Opening big.jsonl…"));
     assert_eq!(t.exit_code(), "0");
     assert!(!t.tmux.screen().contains("Opening"), "cleared when done");
 }
