@@ -388,3 +388,45 @@ fn a_big_file_opened_for_the_first_time_shows_a_spinner() {
     assert_eq!(t.exit_code(), "0");
     assert!(!t.tmux.screen().contains("Opening"), "cleared when done");
 }
+
+/// The token count of the status bar (`model · thinking off · ~N tokens (P%) · name`).
+fn status_tokens(screen: &str) -> Option<u64> {
+    let bar = screen.lines().rev().find(|l| l.contains(" tokens (") && l.contains(" · thinking "))?;
+    let part = bar.split(" · ").find(|p| p.starts_with('~') && p.contains(" tokens ("))?;
+    part[1..].split_whitespace().next()?.parse().ok()
+}
+
+#[test]
+fn the_status_bar_counts_the_context_as_it_is_after_a_compaction() {
+    if tmux_missing() {
+        return;
+    }
+    let server = ModelServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.jsonl");
+    let url = server.openai();
+    std::fs::write(dir.path().join("config.toml"), "[compaction]\nkeepRecentTokens = 1\n").unwrap();
+    let t = Term::start(
+        dir.path(),
+        "tokens",
+        (100, 24),
+        &[format!("chat c.jsonl --new --model openai/test-model --base-url {url} --config config.toml")],
+    );
+    t.wait_for("openai/test-model");
+    t.send("hello");
+    t.wait_for("echo: hello");
+    t.send("second");
+    t.wait_for("echo: second");
+    // The last reply's usage: 150 tokens and what follows it.
+    let before = status_tokens(&t.wait("the token count", |s| status_tokens(s).is_some_and(|n| n >= 150))).unwrap();
+    t.send("/compact");
+    let s = t.wait_for("Compacted: ");
+    assert!(s.contains(&format!("Compacted: {before} tokens summarized")), "{s}");
+    // After: the estimate of the summary and the kept messages, as `arbor context` counts them.
+    let s = t.wait("the new token count", |s| status_tokens(s).is_some_and(|n| n < 100));
+    let now = status_tokens(&s).unwrap();
+    t.send("/quit");
+    assert_eq!(t.exit_code(), "0");
+    let text = crate::stdout(&crate::arbor(&["context", file.to_str().unwrap()]));
+    assert!(text.trim_end().ends_with(&format!("~{now} tokens")), "status bar ~{now}, arbor context:\n{text}");
+}
