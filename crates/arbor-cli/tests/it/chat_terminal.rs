@@ -93,19 +93,27 @@ impl Term {
 
     /// Presses Escape twice, again every few seconds while the screen does not show `what`.
     fn double_escape_until(&self, what: &str) -> String {
+        self.press_until(&["Escape", "Escape"], what, Duration::from_secs(3))
+    }
+
+    /// Presses `keys` (one by one), again after `every` while the screen
+    /// does not show `what`: for keys whose effect may need more presses
+    /// (scrolling) or whose timing matters (a double Escape).
+    fn press_until(&self, keys: &[&str], what: &str, every: Duration) -> String {
         let start = Instant::now();
         loop {
-            self.keys(&["Escape"]);
-            self.keys(&["Escape"]);
+            for k in keys {
+                self.keys(&[k]);
+            }
             let tried = Instant::now();
-            while tried.elapsed() < Duration::from_secs(3) {
+            while tried.elapsed() < every {
                 let s = self.tmux.screen();
                 if s.contains(what) {
                     return s;
                 }
                 thread::sleep(Duration::from_millis(50));
             }
-            assert!(start.elapsed() < DEADLINE, "Escape Escape never showed {what:?}:\n{}", self.tmux.screen());
+            assert!(start.elapsed() < DEADLINE, "{keys:?} never showed {what:?}:\n{}", self.tmux.screen());
         }
     }
 
@@ -246,9 +254,11 @@ fn transcript_tools_compaction_history_completion_wrapping_and_the_last_exchange
     // A resumed pi session: its tool calls and its compaction are in the conversation.
     let s = t.wait_for("README.md now documents");
     assert!(s.contains("[edit: README.md]"), "{s}");
-    t.keys(&["PageUp", "PageUp"]);
-    t.wait_for("compaction: 9314 tokens summarized");
-    t.keys(&["PageDown", "PageDown"]);
+    assert!(s.contains("── compaction: 9314 tokens summarized ──"), "{s}");
+    // PageUp goes back to the start of the path shown, PageDown down again.
+    let s = t.press_until(&["PageUp"], "› wordfreq counts \"Hello\"", Duration::from_millis(500));
+    assert!(!s.contains("README.md now documents"), "{s}");
+    t.press_until(&["PageDown"], "README.md now documents", Duration::from_millis(500));
     t.send("hello");
     t.wait_for("echo: hello");
     // ↑ on the empty prompt brings the prompt back.
