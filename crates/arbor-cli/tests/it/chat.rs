@@ -16,6 +16,19 @@ use serde_json::Value;
 use crate::model_server::ModelServer;
 use crate::{arbor, json};
 
+/// How long any one step of a chat test may take on a loaded machine: the
+/// tests wait on conditions, never for a fixed time, so load only slows them.
+pub(crate) const DEADLINE: Duration = Duration::from_secs(90);
+
+/// Waits until `done`; panics naming `what` after [`DEADLINE`].
+pub(crate) fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < DEADLINE, "waited for {what}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `arbor chat` with piped standard input, deterministic ids, no keys, no
 /// settings but the ones given, run in `dir`.
 pub(crate) struct ChatRun {
@@ -84,7 +97,7 @@ impl ChatRun {
                 return;
             }
             assert!(
-                start.elapsed() < Duration::from_secs(30),
+                start.elapsed() < DEADLINE,
                 "waited for {what:?}; stdout:\n{}\nstderr:\n{}",
                 self.out.lock().unwrap(),
                 self.err.lock().unwrap()
@@ -310,11 +323,7 @@ fn anthropic_streaming_compact_and_abort_mid_stream() {
     run.send("/compact keep the names");
     run.wait_err("Compacted: ");
     run.send("tell me a slow story");
-    let start = Instant::now();
-    while !server.slow_started() {
-        assert!(start.elapsed() < Duration::from_secs(30), "the slow reply never started");
-        thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the slow reply", || server.slow_started());
     run.wait_out("word1 ");
     run.interrupt();
     run.wait_err("[aborted]");
@@ -323,11 +332,7 @@ fn anthropic_streaming_compact_and_abort_mid_stream() {
     run.send("/quit");
     let (status, _out, err) = run.finish();
     assert!(status.success(), "{err}");
-    let start = Instant::now();
-    while !server.slow_dropped() {
-        assert!(start.elapsed() < Duration::from_secs(10), "the aborted request was not dropped");
-        thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the aborted request to be dropped", || server.slow_dropped());
 
     let path = path_json(&file);
     let kinds: Vec<String> =

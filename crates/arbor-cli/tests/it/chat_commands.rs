@@ -4,11 +4,9 @@
 //! `arbor`. Checked through the model server's log and the file.
 
 use std::path::Path;
-use std::thread;
-use std::time::{Duration, Instant};
 
 use crate::chat::{
-    config, context_json, dump_entries, new_openai_chat, path_json, script, script_with, shape, ChatRun,
+    config, context_json, dump_entries, new_openai_chat, path_json, script, script_with, shape, wait_until, ChatRun,
 };
 use crate::model_server::ModelServer;
 use crate::{arbor, stdout};
@@ -26,14 +24,6 @@ fn context_tokens(err: &str) -> u64 {
     let line = err.lines().rev().find(|l| l.starts_with("Context: ")).unwrap();
     let after = line.split("about ").nth(1).unwrap();
     after.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(60), "waited for {what}");
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -7,13 +7,10 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::chat::{dump_entries, new_openai_chat, path_json, script, shape};
+use crate::chat::{dump_entries, new_openai_chat, path_json, script, shape, wait_until, DEADLINE};
 use crate::fixtures;
 use crate::model_server::ModelServer;
 use crate::tui::{tmux_missing, Tmux};
-
-/// How long any one step may take on a loaded machine.
-const DEADLINE: Duration = Duration::from_secs(90);
 
 /// `arbor ARGS` in a tmux pane of `w`×`h` in `dir`; stdout goes to `out.txt`,
 /// the exit code to `rc`, everything the pane is sent (escape sequences and
@@ -129,14 +126,6 @@ impl Term {
             assert!(start.elapsed() < DEADLINE, "no exit; the screen is:\n{}", self.tmux.screen());
             thread::sleep(Duration::from_millis(50));
         }
-    }
-}
-
-fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < DEADLINE, "waited for {what}");
-        thread::sleep(Duration::from_millis(20));
     }
 }
 
