@@ -22,14 +22,20 @@ struct Term {
 }
 
 impl Term {
-    fn start(dir: &Path, name: &str, (w, h): (u16, u16), commands: &[String]) -> Term {
+    fn start(dir: &Path, name: &str, size: (u16, u16), commands: &[String]) -> Term {
+        Term::start_with(dir, name, size, &[], commands)
+    }
+
+    /// The same, with these environment variables (`NAME=value`) exported too.
+    fn start_with(dir: &Path, name: &str, (w, h): (u16, u16), env: &[&str], commands: &[String]) -> Term {
         let script: Vec<String> =
             commands.iter().map(|c| format!("{bin} {c}", bin = env!("CARGO_BIN_EXE_arbor"))).collect();
         // The commands wait for `go`, made once the pane's output is logged.
         let cmd = format!(
-            "cd {dir} && until [ -e go-{name} ]; do sleep 0.05; done && unset ANTHROPIC_API_KEY OPENAI_API_KEY ARBOR_CONFIG PI_CODING_AGENT_DIR && export ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_SESSIONS_DIR={dir}/sessions ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color && {{ {script}; }} > out.txt; echo $? > rc; sleep 600",
+            "cd {dir} && until [ -e go-{name} ]; do sleep 0.05; done && unset ANTHROPIC_API_KEY OPENAI_API_KEY ARBOR_CONFIG PI_CODING_AGENT_DIR && export ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_SESSIONS_DIR={dir}/sessions ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color {env} && {{ {script}; }} > out.txt; echo $? > rc; sleep 600",
             dir = dir.display(),
             script = script.join(" && "),
+            env = env.join(" "),
         );
         let tmux = Tmux { socket: dir.join(format!("tmux-{name}.sock")) };
         tmux.run(&["new-session", "-d", "-s", "tui", "-x", &w.to_string(), "-y", &h.to_string(), &cmd]);
@@ -428,4 +434,33 @@ fn the_status_bar_counts_the_context_as_it_is_after_a_compaction() {
     assert_eq!(t.exit_code(), "0");
     let text = crate::stdout(&crate::arbor(&["context", file.to_str().unwrap()]));
     assert!(text.trim_end().ends_with(&format!("~{now} tokens")), "status bar ~{now}, arbor context:\n{text}");
+}
+
+#[test]
+fn the_tree_opens_with_the_filter_of_pis_settings() {
+    if tmux_missing() {
+        return;
+    }
+    let server = ModelServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = crate::pi_config::pi_agent_dir(dir.path(), &server);
+    std::fs::write(
+        agent.join("settings.json"),
+        r#"{"defaultProvider": "local", "defaultModel": "small", "treeFilterMode": "user-only"}"#,
+    )
+    .unwrap();
+    let env = [format!("PI_CODING_AGENT_DIR={}", agent.display()), "LOCAL_LLM_KEY=k".to_owned()];
+    let env: Vec<&str> = env.iter().map(String::as_str).collect();
+    let t = Term::start_with(dir.path(), "filter", (90, 24), &env, &["chat c.jsonl --new".to_owned()]);
+    t.wait_for("local/small");
+    t.send("hello");
+    t.wait_for("echo: hello");
+    t.send("/tree");
+    let s = t.wait_for("Session Tree");
+    // user-only: the prompt is listed, the reply is not.
+    assert!(s.contains("user: hello") && !s.contains("echo: hello"), "user-only, from settings.json:\n{s}");
+    t.keys(&["Escape"]);
+    t.wait("the chat again", |s| !s.contains("Session Tree") && s.contains("echo: hello"));
+    t.send("/quit");
+    assert_eq!(t.exit_code(), "0");
 }
