@@ -1,57 +1,30 @@
-//! The tree selector as a pure state machine (spec 6): flattening, the active
-//! path, filters and search, folding, selection and label editing. It knows
-//! nothing about terminals: inputs are [`Input`] values, results are [`Outcome`]s,
-//! and the view reads the state through [`TreeSelector::rows`] and friends.
+//! The tree selector as a pure state machine (spec 6): the active path,
+//! filters and search, folding, selection and label editing over a session's
+//! tree. It knows nothing about terminals or files: inputs are [`Input`]
+//! values, results are [`Outcome`]s, and the view reads the state through
+//! [`TreeSelector::rows`] and friends.
+//!
+//! It is built for any size (docs/cli.md, "The tree selector"). It opens from
+//! the session's heads alone ([`SelectorData`]); what needs an entry's
+//! content arrives later from the caller ([`TreeSelector::classify`],
+//! [`TreeSelector::add_text`], [`TreeSelector::set_row_text`]), so the first
+//! screen does not wait for a million entries to be read. Each change of
+//! filter, search or folds recomputes the visible rows in one pass over flat
+//! arrays ([`Visible`], [`Layout`]); a row's prefix and text are made only
+//! when it is drawn; a search keystroke narrows the last answer
+//! ([`search::Search`]).
+
+mod data;
+mod search;
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
+pub use data::SelectorData;
+use search::{tokens, Search};
 
-use arbor_log::{content_text, Role};
-use arbor_log::{Entry, EntryKind};
-use arbor_tree::{Position, Session};
-
-use arbor_context::render::{entry_text, ToolCalls};
-
-use crate::shared::layout::{active_path, layout, layout_tree};
-
-/// Which entries the list shows (spec 6.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum FilterMode {
-    /// Everything but settings entries.
-    #[default]
-    Default,
-    /// Default minus tool results.
-    NoTools,
-    /// Only user messages.
-    UserOnly,
-    /// Only labelled entries.
-    LabeledOnly,
-    /// Every entry.
-    All,
-}
-
-impl FilterMode {
-    const CYCLE: [FilterMode; 5] =
-        [FilterMode::Default, FilterMode::NoTools, FilterMode::UserOnly, FilterMode::LabeledOnly, FilterMode::All];
-
-    /// The footer suffix naming the mode.
-    pub fn footer_label(self) -> &'static str {
-        match self {
-            FilterMode::Default => "",
-            FilterMode::NoTools => " [no-tools]",
-            FilterMode::UserOnly => " [user]",
-            FilterMode::LabeledOnly => " [labeled]",
-            FilterMode::All => " [all]",
-        }
-    }
-
-    fn step(self, forward: bool) -> FilterMode {
-        let i = Self::CYCLE.iter().position(|m| *m == self).unwrap_or(0);
-        let n = Self::CYCLE.len();
-        Self::CYCLE[if forward { (i + 1) % n } else { (i + n - 1) % n }]
-    }
-}
+pub use crate::shared::filter::FilterMode;
+use crate::shared::forest::Visible;
+use crate::shared::layout::{level_budget, Layout, Style};
 
 /// One user input, already decoded from the terminal (spec 6.8).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +62,9 @@ pub enum Input {
     Backspace,
     /// A printable character (Shift+L arrives as `Char('L')`).
     Char(char),
+    /// Several printable characters typed before the list could answer the
+    /// first (type-ahead): the same as each as a [`Input::Char`], answered once.
+    Chars(String),
 }
 
 /// What an input asks the caller to do.
@@ -109,29 +85,11 @@ pub enum Outcome {
 pub struct LabelEdit {
     /// The entry being labelled.
     pub id: String,
+    /// The entry's row as the list showed it.
+    pub text: String,
     /// The text typed so far (pre-filled with the current label).
     pub value: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Settings,
-    ToolResult,
-    User,
-    Other,
-}
-
-#[derive(Debug, Clone)]
-struct Node {
-    id: String,
-    /// Real parent (index into `nodes`).
-    parent: Option<usize>,
-    class: Class,
-    always_hidden: bool,
-    label: Option<String>,
-    text: String,
-    /// Lower-cased searchable text without the label.
-    search: String,
+    node: u32,
 }
 
 /// One visible row, as the view draws it.
@@ -156,171 +114,65 @@ pub struct VisibleRow {
 /// The selector state (pi's `TreeSelectorComponent`).
 #[derive(Debug, Clone)]
 pub struct TreeSelector {
-    nodes: Vec<Node>,
-    by_id: HashMap<String, usize>,
-    active: HashSet<usize>,
-    multiple_roots: bool,
-    leaf: Option<usize>,
+    data: SelectorData,
+    search: Search,
     mode: FilterMode,
     query: String,
-    folded: HashSet<usize>,
-    visible: Vec<usize>,
-    /// Node → its index in `visible`.
-    visible_pos: HashMap<usize, usize>,
-    prefixes: Vec<(String, Option<usize>)>,
-    visible_parent: HashMap<usize, usize>,
-    visible_children: HashMap<usize, Vec<usize>>,
-    selected: usize,
-    last_selected: Option<usize>,
-    max_visible: usize,
+    folded: HashSet<u32>,
+    width: usize,
+    page: usize,
+    vis: Visible,
+    layout: Layout,
+    /// The selected row (an index into the visible rows).
+    selected: u32,
+    /// The last entry selected (a display index), kept across filters.
+    last_selected: Option<u32>,
     label_edit: Option<LabelEdit>,
-}
-
-fn assistant_always_hidden(entry: &Entry, is_leaf: bool) -> bool {
-    let Some(m) = entry.message() else { return false };
-    if m.role() != Some(Role::Assistant) || is_leaf {
-        return false;
-    }
-    let has_text = match m.message.get("content") {
-        Some(Value::String(s)) => !s.trim().is_empty(),
-        Some(Value::Array(blocks)) => blocks.iter().any(|b| {
-            b.get("type").and_then(Value::as_str) == Some("text")
-                && b.get("text").and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty())
-        }),
-        _ => false,
-    };
-    if has_text {
-        return false;
-    }
-    let stop = m.message.get("stopReason").and_then(Value::as_str);
-    !matches!(stop, Some(r) if r != "stop" && r != "toolUse")
-}
-
-fn class_of(entry: &Entry) -> Class {
-    match &entry.kind {
-        EntryKind::Label(_) | EntryKind::Custom(_) | EntryKind::ModelChange(_) | EntryKind::ThinkingLevelChange(_) => {
-            Class::Settings
-        }
-        EntryKind::Message(m) => match m.role() {
-            Some(Role::ToolResult) => Class::ToolResult,
-            Some(Role::User) => Class::User,
-            _ => Class::Other,
-        },
-        _ => Class::Other,
-    }
-}
-
-/// pi's `searchableText` without the label.
-fn searchable(entry: &Entry) -> String {
-    let parts: Vec<String> = match &entry.kind {
-        EntryKind::Message(m) => {
-            let mut p = vec![m.role().as_ref().map_or("", Role::as_str).to_owned()];
-            let text: String = content_text(m.message.get("content"), "").chars().take(200).collect();
-            p.push(text);
-            if m.role() == Some(Role::BashExecution) {
-                p.push(m.message.get("command").and_then(Value::as_str).unwrap_or("").to_owned());
-            }
-            p
-        }
-        EntryKind::CustomMessage(c) => vec![c.custom_type.clone(), content_text(Some(&c.content), "")],
-        EntryKind::Compaction(_) => vec!["compaction".into()],
-        EntryKind::BranchSummary(b) => vec!["branch summary".into(), b.summary.clone()],
-        EntryKind::ModelChange(m) => {
-            vec!["model".into(), m.model_id.clone().or_else(|| m.model.clone()).unwrap_or_default()]
-        }
-        EntryKind::ThinkingLevelChange(t) => {
-            vec!["thinking".into(), t.thinking_level.clone().unwrap_or_default()]
-        }
-        EntryKind::Custom(c) => vec!["custom".into(), c.custom_type.clone()],
-        EntryKind::Label(l) => vec!["label".into(), l.label.clone().unwrap_or_default()],
-        _ => vec![],
-    };
-    parts.join(" ").to_lowercase()
+    /// The text of rows drawn so far, by display index.
+    texts: HashMap<u32, String>,
 }
 
 impl TreeSelector {
-    /// Builds the selector over a session's tree (spec 6.1): the leaf is the
-    /// session's, the selection starts at `initial` (or the leaf).
-    pub fn new(
-        session: &Session,
-        terminal_height: u16,
-        initial: Option<&str>,
-        mode: FilterMode,
-        home: Option<&str>,
-    ) -> TreeSelector {
-        let tree = session.get_tree();
-        let active_sessions = active_path(session);
-        let order = layout_tree(&tree, &active_sessions);
-        let leaf_index = session.leaf_id().and_then(|id| session.position_of(id)).map(Position::get);
-        let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(k, r)| (r.index, k)).collect();
-        // Parents as the tree has them: a cycle in the file is already broken there.
-        let tree_parent: HashMap<usize, usize> = order
-            .iter()
-            .flat_map(|r| tree.child_positions(Position::new(r.index)).iter().map(move |c| (c.get(), r.index)))
-            .collect();
-        let mut calls = ToolCalls::new();
-        let mut nodes = Vec::with_capacity(order.len());
-        for row in &order {
-            let Some(e) = session.entry_at(Position::new(row.index)) else { continue };
-            calls.record(e);
-            let parent = tree_parent.get(&row.index).and_then(|p| pos.get(p).copied());
-            nodes.push(Node {
-                id: e.id.clone(),
-                parent,
-                class: class_of(e),
-                always_hidden: assistant_always_hidden(e, Some(row.index) == leaf_index),
-                label: session.get_label(&e.id).map(str::to_owned),
-                text: String::new(),
-                search: searchable(e),
-            });
-        }
-        // Texts need every tool call seen while flattening (pi records them as it goes).
-        for (node, row) in nodes.iter_mut().zip(&order) {
-            if let Some(e) = session.entry_at(Position::new(row.index)) {
-                node.text = entry_text(e, &calls, home);
-            }
-        }
-        let by_id: HashMap<String, usize> = nodes.iter().enumerate().map(|(k, n)| (n.id.clone(), k)).collect();
-        let leaf = leaf_index.and_then(|i| pos.get(&i).copied());
-        let mut active = HashSet::new();
-        let mut cur = leaf;
-        while let Some(c) = cur {
-            if !active.insert(c) {
-                break;
-            }
-            cur = nodes[c].parent;
-        }
+    /// A selector over `data`, `page` rows high and `width` columns wide, on
+    /// the first of `initial` (display indexes; the leaf when empty) that is
+    /// visible or has a visible ancestor (pi's `nearestVisible`, which takes
+    /// the last row when none has).
+    pub fn new(data: SelectorData, page: usize, width: usize, initial: &[u32], mode: FilterMode) -> TreeSelector {
+        let n = data.len();
         let mut sel = TreeSelector {
-            nodes,
-            by_id,
-            active,
-            multiple_roots: tree.root_positions().len() > 1,
-            leaf,
+            data,
+            search: Search::new(n),
             mode,
             query: String::new(),
             folded: HashSet::new(),
-            visible: vec![],
-            visible_pos: HashMap::new(),
-            prefixes: vec![],
-            visible_parent: HashMap::new(),
-            visible_children: HashMap::new(),
+            width,
+            page: page.max(1),
+            vis: Visible::default(),
+            layout: Layout::default(),
             selected: 0,
             last_selected: None,
-            max_visible: 0,
             label_edit: None,
+            texts: HashMap::new(),
         };
-        sel.set_terminal_height(terminal_height);
         sel.recompute();
-        let start = initial.and_then(|id| sel.by_id.get(id).copied()).or(leaf);
-        sel.selected = sel.nearest_visible(start);
-        sel.last_selected = sel.visible.get(sel.selected).copied();
+        let leaf = sel.data.forest.leaf();
+        let candidates: Vec<Option<u32>> =
+            if initial.is_empty() { vec![leaf] } else { initial.iter().map(|&k| Some(k)).collect() };
+        let found = candidates.iter().find_map(|&k| sel.visible_self_or_ancestor(k));
+        sel.selected = found.unwrap_or_else(|| sel.nearest_visible(candidates[0]));
+        sel.last_selected = sel.node_at(sel.selected);
         sel
     }
 
+    /// The data the selector was opened on.
+    pub fn data(&self) -> &SelectorData {
+        &self.data
+    }
+
+    /// Rows per page.
     #[cfg(test)]
-    /// Rows shown per page (`max(5, floor(height / 2))`).
-    pub fn max_visible(&self) -> usize {
-        self.max_visible
+    pub fn page(&self) -> usize {
+        self.page
     }
 
     /// The current filter mode.
@@ -338,228 +190,234 @@ impl TreeSelector {
         self.label_edit.as_ref()
     }
 
+    /// True when the visible tree has more than one root.
     #[cfg(test)]
-    /// True when the tree had more than one root.
     pub fn has_multiple_roots(&self) -> bool {
-        self.multiple_roots
+        self.vis.roots() > 1
+    }
+
+    /// The display index of the visible row `v`.
+    fn node_at(&self, v: u32) -> Option<u32> {
+        ((v as usize) < self.vis.len()).then(|| self.vis.node(v))
     }
 
     /// The id of the selected entry (`None` when the list is empty).
     pub fn selected_id(&self) -> Option<&str> {
-        self.visible.get(self.selected).map(|&n| self.nodes[n].id.as_str())
+        self.node_at(self.selected).map(|k| self.data.ids[k as usize].as_str())
     }
 
     /// The number of visible rows.
     pub fn visible_len(&self) -> usize {
-        self.visible.len()
+        self.vis.len()
     }
 
     /// The footer: `  (i/n)` and the filter label.
     pub fn footer(&self) -> String {
-        if self.visible.is_empty() {
+        if self.vis.is_empty() {
             format!("  (0/0){}", self.mode.footer_label())
         } else {
-            format!("  ({}/{}){}", self.selected + 1, self.visible.len(), self.mode.footer_label())
+            format!("  ({}/{}){}", self.selected + 1, self.vis.len(), self.mode.footer_label())
         }
+    }
+
+    /// While the entries' contents are still being read: how many of how
+    /// many are (the list and its count may still change; a search waits).
+    pub fn reading(&self) -> Option<(usize, usize)> {
+        let index = self.search.index();
+        (!index.is_complete()).then(|| (index.filled(), self.data.len()))
+    }
+
+    /// True when a search is typed but waits for the entries' texts.
+    pub fn search_waits(&self) -> bool {
+        !self.query.trim().is_empty() && !self.search.index().is_complete()
+    }
+
+    /// The scroll window `(start, end)` (spec 6.7, with a page of the list's own height).
+    pub fn window(&self) -> (usize, usize) {
+        let count = self.vis.len();
+        let max = self.page;
+        let start = (self.selected as usize).saturating_sub(max / 2).min(count.saturating_sub(max));
+        (start, (start + max).min(count))
+    }
+
+    /// Follows a resize: `page` rows fit in the list, `width` columns in a row.
+    pub fn set_size(&mut self, page: usize, width: usize) {
+        self.page = page.max(1);
+        if width != self.width {
+            self.width = width;
+            self.relayout();
+        }
+    }
+
+    fn style(&self) -> Style {
+        if self.data.pi_depth as usize <= level_budget(self.width) {
+            Style::Pi
+        } else {
+            Style::Compact
+        }
+    }
+
+    /// The display indexes of the rows in the window and half a page around
+    /// it: what a draw needs (its texts) or should know (unknown kinds).
+    pub fn around_window(&self) -> Vec<u32> {
+        let (start, end) = self.window();
+        let margin = self.page / 2;
+        let (lo, hi) = (start.saturating_sub(margin), (end + margin).min(self.vis.len()));
+        (lo..hi).map(|v| self.vis.node(v as u32)).collect()
     }
 
     /// The visible rows between `start` and `end` (indexes into the visible list).
     pub fn rows(&self, start: usize, end: usize) -> Vec<VisibleRow> {
-        let end = end.min(self.visible.len());
+        let end = end.min(self.vis.len());
         (start.min(end)..end)
-            .map(|k| {
-                let n = self.visible[k];
-                let node = &self.nodes[n];
-                let (prefix, connector_at) = &self.prefixes[k];
-                let folded = self.folded.contains(&n);
-                let mut prefix = prefix.clone();
-                let mut fold_marker = "";
-                match connector_at {
-                    Some(level) => {
-                        let glyph = if folded {
-                            Some('⊞')
-                        } else if self.is_foldable(n) {
-                            Some('⊟')
-                        } else {
-                            None
-                        };
-                        if let Some(g) = glyph {
-                            prefix = prefix
-                                .chars()
-                                .enumerate()
-                                .map(|(i, c)| if i == 3 * level + 1 { g } else { c })
-                                .collect();
-                        }
+            .map(|v| {
+                let v = v as u32;
+                let k = self.vis.node(v);
+                let folded = self.folded.contains(&k);
+                let p = self.layout.prefix(&self.vis, v);
+                let glyph = if folded {
+                    Some('⊞')
+                } else if self.is_foldable(v) {
+                    Some('⊟')
+                } else {
+                    None
+                };
+                let prefix = match (p.glyph_at, glyph) {
+                    (Some(at), Some(g)) => {
+                        p.text.chars().enumerate().map(|(i, c)| if i == at { g } else { c }).collect()
                     }
-                    None if folded => fold_marker = "⊞ ",
-                    None => {}
-                }
+                    _ => p.text,
+                };
                 VisibleRow {
-                    id: node.id.clone(),
+                    id: self.data.ids[k as usize].to_string(),
                     prefix,
-                    fold_marker,
-                    active: self.active.contains(&n),
-                    label: node.label.clone(),
-                    text: node.text.clone(),
-                    selected: k == self.selected,
+                    fold_marker: if folded && p.glyph_at.is_none() { "⊞ " } else { "" },
+                    active: self.data.forest.is_active(k),
+                    label: self.data.labels.get(&k).cloned(),
+                    text: self.texts.get(&k).cloned().unwrap_or_default(),
+                    selected: v == self.selected,
                 }
             })
             .collect()
     }
 
-    /// The scroll window `(start, end)` of pi's list (spec 6.7).
-    pub fn window(&self) -> (usize, usize) {
-        let count = self.visible.len();
-        let max = self.max_visible;
-        let start = self.selected.saturating_sub(max / 2).min(count.saturating_sub(max));
-        (start, (start + max).min(count))
+    /// Records whether assistant entry `k` is one pi always hides; true when
+    /// that is news. The rows are recomputed by [`TreeSelector::refresh`].
+    pub fn classify(&mut self, k: u32, hidden: bool) -> bool {
+        self.data.classify(k, hidden)
     }
 
-    /// Follows a terminal resize: the page size is `max(5, floor(height / 2))`.
-    pub fn set_terminal_height(&mut self, height: u16) {
-        self.max_visible = usize::max(5, usize::from(height) / 2);
-    }
-
-    /// Updates the label of an entry in the UI (after the caller persisted it).
-    pub fn set_label(&mut self, id: &str, label: Option<String>) {
-        if let Some(&n) = self.by_id.get(id) {
-            self.nodes[n].label = label;
-            if self.mode == FilterMode::LabeledOnly || !self.query.is_empty() {
-                self.refilter();
-            }
+    /// Adds the searchable text of the next entry in display order; when the
+    /// last one arrives, a waiting search is answered.
+    pub fn add_text(&mut self, text: &str) {
+        self.search.push(text);
+        if self.search.index().is_complete() && !tokens(&self.query).is_empty() {
+            self.refilter();
         }
     }
 
-    fn matches_filter(&self, n: usize) -> bool {
-        let node = &self.nodes[n];
-        if node.always_hidden {
-            return false;
-        }
-        match self.mode {
-            FilterMode::Default => node.class != Class::Settings,
-            FilterMode::NoTools => node.class != Class::Settings && node.class != Class::ToolResult,
-            FilterMode::UserOnly => node.class == Class::User,
-            FilterMode::LabeledOnly => node.label.is_some(),
-            FilterMode::All => true,
-        }
+    /// The text row `k` shows.
+    pub fn set_row_text(&mut self, k: u32, text: String) {
+        self.texts.insert(k, text);
     }
 
-    fn matches_search(&self, n: usize, tokens: &[String]) -> bool {
-        if tokens.is_empty() {
-            return true;
-        }
-        let node = &self.nodes[n];
-        let text = match &node.label {
-            Some(l) => format!("{} {}", l.to_lowercase(), node.search),
-            None => node.search.clone(),
+    /// True when row `k`'s text is known.
+    pub fn has_row_text(&self, k: u32) -> bool {
+        self.texts.contains_key(&k)
+    }
+
+    /// Forgets the rows' texts (they are made again when drawn).
+    pub fn clear_row_texts(&mut self) {
+        self.texts.clear();
+    }
+
+    /// Recomputes the rows after [`TreeSelector::classify`], keeping the selection.
+    pub fn refresh(&mut self) {
+        self.refilter();
+    }
+
+    fn set_label_at(&mut self, k: u32, label: Option<String>) {
+        match label {
+            Some(l) => self.data.labels.insert(k, l),
+            None => self.data.labels.remove(&k),
         };
-        tokens.iter().all(|t| text.contains(t.as_str()))
-    }
-
-    fn under_fold(&self, n: usize) -> bool {
-        if self.folded.is_empty() {
-            return false;
+        if self.mode == FilterMode::LabeledOnly || !self.query.is_empty() {
+            self.refilter();
         }
-        let mut seen = 0;
-        let mut cur = self.nodes[n].parent;
-        while let Some(p) = cur {
-            if self.folded.contains(&p) {
-                return true;
-            }
-            seen += 1;
-            if seen > self.nodes.len() {
-                break;
-            }
-            cur = self.nodes[p].parent;
-        }
-        false
     }
 
     /// Filter, search, fold, then rebuild the visual structure (spec 6.4).
     fn recompute(&mut self) {
-        let tokens: Vec<String> = self.query.to_lowercase().split_whitespace().map(str::to_owned).collect();
-        let visible: Vec<usize> = (0..self.nodes.len())
-            .filter(|&n| self.matches_filter(n) && self.matches_search(n, &tokens) && !self.under_fold(n))
-            .collect();
-        let set: HashSet<usize> = visible.iter().copied().collect();
-        let mut visible_parent = HashMap::new();
-        let mut visible_children: HashMap<usize, Vec<usize>> = HashMap::new();
-        let mut roots = vec![];
-        for &n in &visible {
-            let mut cur = self.nodes[n].parent;
-            let mut steps = 0;
-            while let Some(p) = cur {
-                if set.contains(&p) || steps > self.nodes.len() {
-                    break;
-                }
-                steps += 1;
-                cur = self.nodes[p].parent;
-            }
-            match cur.filter(|p| set.contains(p)) {
-                Some(p) => {
-                    visible_parent.insert(n, p);
-                    visible_children.entry(p).or_default().push(n);
-                }
-                None => roots.push(n),
-            }
-        }
-        self.multiple_roots = roots.len() > 1;
-        let rows = layout(&roots, &|n| visible_children.get(&n).cloned().unwrap_or_default(), &self.active);
-        self.visible = rows.iter().map(|r| r.index).collect();
-        self.visible_pos = self.visible.iter().enumerate().map(|(k, &n)| (n, k)).collect();
-        self.prefixes = rows.into_iter().map(|r| (r.prefix, r.connector_at)).collect();
-        self.visible_parent = visible_parent;
-        self.visible_children = visible_children;
+        let toks = tokens(&self.query);
+        let matched = if toks.is_empty() {
+            None
+        } else {
+            // While the texts are still read, a search shows nothing yet.
+            Some(self.search.matches(&toks, &self.data.labels).unwrap_or_default())
+        };
+        let (data, mode, folded) = (&self.data, self.mode, &self.folded);
+        let leaf = data.forest.leaf();
+        let show = |k: u32| {
+            mode.shows(data.kinds[k as usize], data.labels.contains_key(&k), Some(k) == leaf)
+                && matched.as_ref().is_none_or(|m| m.get(k))
+        };
+        self.vis = if folded.is_empty() {
+            Visible::new(&data.forest, show, |_| false)
+        } else {
+            Visible::new(&data.forest, show, |k| folded.contains(&k))
+        };
+        self.relayout();
+    }
+
+    fn relayout(&mut self) {
+        self.layout = Layout::new(&self.data.forest, &self.vis, self.style(), level_budget(self.width));
     }
 
     /// Re-filters and restores the selection (spec 6.5).
     fn refilter(&mut self) {
-        if let Some(&n) = self.visible.get(self.selected) {
-            self.last_selected = Some(n);
+        if let Some(k) = self.node_at(self.selected) {
+            self.last_selected = Some(k);
         }
         self.recompute();
         match self.last_selected {
-            Some(n) => self.selected = self.nearest_visible(Some(n)),
-            None => self.selected = self.selected.min(self.visible.len().saturating_sub(1)),
+            Some(k) => self.selected = self.nearest_visible(Some(k)),
+            None => self.selected = self.selected.min((self.vis.len() as u32).saturating_sub(1)),
         }
-        if let Some(&n) = self.visible.get(self.selected) {
-            self.last_selected = Some(n);
+        if let Some(k) = self.node_at(self.selected) {
+            self.last_selected = Some(k);
         }
     }
 
-    fn nearest_visible(&self, from: Option<usize>) -> usize {
-        if self.visible.is_empty() {
+    /// The visible row of `from` or of its nearest visible ancestor; the last row when none is.
+    fn nearest_visible(&self, from: Option<u32>) -> u32 {
+        if self.vis.is_empty() {
             return 0;
         }
+        self.visible_self_or_ancestor(from).unwrap_or(self.vis.len() as u32 - 1)
+    }
+
+    fn visible_self_or_ancestor(&self, from: Option<u32>) -> Option<u32> {
         let mut cur = from;
-        let mut steps = 0;
-        while let Some(n) = cur {
-            if let Some(&k) = self.visible_pos.get(&n) {
-                return k;
+        while let Some(k) = cur {
+            if let Some(v) = self.vis.find(k) {
+                return Some(v);
             }
-            steps += 1;
-            if steps > self.nodes.len() {
-                break;
-            }
-            cur = self.nodes[n].parent;
+            cur = self.data.forest.parent(k);
         }
-        self.visible.len() - 1
+        None
     }
 
-    fn is_foldable(&self, n: usize) -> bool {
-        let has_children = self.visible_children.get(&n).is_some_and(|c| !c.is_empty());
-        has_children
-            && match self.visible_parent.get(&n) {
+    fn is_foldable(&self, v: u32) -> bool {
+        self.vis.kids(v) > 0
+            && match self.vis.parent(v) {
                 None => true,
-                Some(p) => self.visible_children.get(p).is_some_and(|c| c.len() > 1),
+                Some(p) => self.vis.kids(p) > 1,
             }
     }
 
-    fn select_node(&mut self, n: usize) {
-        if let Some(&k) = self.visible_pos.get(&n) {
-            self.selected = k;
-            self.last_selected = Some(n);
-        }
+    fn select_row(&mut self, v: u32) {
+        self.selected = v;
+        self.last_selected = self.node_at(v);
     }
 
     fn clear_folds_and_refilter(&mut self) {
@@ -573,25 +431,20 @@ impl TreeSelector {
     }
 
     fn fold_or_up(&mut self) {
-        let Some(&n) = self.visible.get(self.selected) else { return };
-        if self.is_foldable(n) && !self.folded.contains(&n) {
-            self.folded.insert(n);
+        let Some(k) = self.node_at(self.selected) else { return };
+        let v = self.selected;
+        if self.is_foldable(v) && !self.folded.contains(&k) {
+            self.folded.insert(k);
             self.refilter();
             return;
         }
-        let mut cur = n;
+        let mut cur = v;
         loop {
-            match self.visible_parent.get(&cur).copied() {
-                None => {
-                    self.select_node(cur);
-                    return;
-                }
+            match self.vis.parent(cur) {
+                None => return self.select_row(cur),
                 Some(p) => {
-                    let branching = self.visible_children.get(&p).is_some_and(|c| c.len() > 1);
-                    let idx = self.visible_pos.get(&cur).copied().unwrap_or(usize::MAX);
-                    if branching && idx < self.selected {
-                        self.select_node(cur);
-                        return;
+                    if self.vis.kids(p) > 1 && cur < self.selected {
+                        return self.select_row(cur);
                     }
                     cur = p;
                 }
@@ -600,30 +453,28 @@ impl TreeSelector {
     }
 
     fn unfold_or_down(&mut self) {
-        let Some(&n) = self.visible.get(self.selected) else { return };
-        if self.folded.remove(&n) {
+        let Some(k) = self.node_at(self.selected) else { return };
+        if self.folded.remove(&k) {
             self.refilter();
             return;
         }
-        let mut cur = n;
-        for _ in 0..=self.nodes.len() {
-            match self.visible_children.get(&cur).map(Vec::as_slice) {
-                None | Some([]) => break,
-                Some([only]) => cur = *only,
-                Some([first, ..]) => {
-                    cur = *first;
+        let mut cur = self.selected;
+        loop {
+            match self.vis.kids(cur) {
+                0 => break,
+                1 => cur += 1,
+                _ => {
+                    cur += 1;
                     break;
                 }
             }
         }
-        self.select_node(cur);
+        self.select_row(cur);
     }
 
-    fn move_to(&mut self, k: usize) {
-        self.selected = k;
-        if let Some(&n) = self.visible.get(k) {
-            self.last_selected = Some(n);
-        }
+    fn type_chars(&mut self, chars: &str) {
+        self.query.push_str(chars);
+        self.clear_folds_and_refilter();
     }
 
     /// Applies one input (spec 6.8) and says what the caller should do.
@@ -631,16 +482,17 @@ impl TreeSelector {
         if self.label_edit.is_some() {
             return self.handle_label(input);
         }
-        let count = self.visible.len();
+        let count = self.vis.len() as u32;
+        let page = self.page as u32;
         match input {
-            Input::Up if count > 0 => self.move_to(if self.selected == 0 { count - 1 } else { self.selected - 1 }),
-            Input::Down if count > 0 => self.move_to(if self.selected + 1 >= count { 0 } else { self.selected + 1 }),
+            Input::Up if count > 0 => self.select_row(if self.selected == 0 { count - 1 } else { self.selected - 1 }),
+            Input::Down if count > 0 => self.select_row(if self.selected + 1 >= count { 0 } else { self.selected + 1 }),
             Input::FoldOrUp => self.fold_or_up(),
             Input::UnfoldOrDown => self.unfold_or_down(),
-            Input::PageUp if count > 0 => self.move_to(self.selected.saturating_sub(self.max_visible)),
-            Input::PageDown if count > 0 => self.move_to((self.selected + self.max_visible).min(count - 1)),
-            Input::Home if count > 0 => self.move_to(0),
-            Input::End if count > 0 => self.move_to(count - 1),
+            Input::PageUp if count > 0 => self.select_row(self.selected.saturating_sub(page)),
+            Input::PageDown if count > 0 => self.select_row((self.selected + page).min(count - 1)),
+            Input::Home if count > 0 => self.select_row(0),
+            Input::End if count > 0 => self.select_row(count - 1),
             Input::Enter => {
                 if let Some(id) = self.selected_id() {
                     return Outcome::Select(id.to_owned());
@@ -654,44 +506,73 @@ impl TreeSelector {
                 self.clear_folds_and_refilter();
             }
             Input::FilterDefault => self.set_mode(FilterMode::Default),
-            Input::ToggleFilter(m) => {
-                self.set_mode(if self.mode == m { FilterMode::Default } else { m });
-            }
+            Input::ToggleFilter(m) => self.set_mode(if self.mode == m { FilterMode::Default } else { m }),
             Input::CycleFilter { forward } => self.set_mode(self.mode.step(forward)),
             Input::Backspace if !self.query.is_empty() => {
                 self.query.pop();
                 self.clear_folds_and_refilter();
             }
-            Input::Char('L') if self.query.is_empty() => {
-                if let Some(&n) = self.visible.get(self.selected) {
-                    let node = &self.nodes[n];
-                    self.label_edit =
-                        Some(LabelEdit { id: node.id.clone(), value: node.label.clone().unwrap_or_default() });
-                }
-            }
-            Input::Char(c) if !c.is_control() => {
-                self.query.push(c);
-                self.clear_folds_and_refilter();
-            }
+            Input::Char('L') if self.query.is_empty() => self.open_label_editor(),
+            // Arbor's: q on an empty search closes the selector (a search can start with a space).
+            Input::Char('q') if self.query.is_empty() => return Outcome::Cancel,
+            Input::Char(c) if !c.is_control() => self.type_chars(&c.to_string()),
+            Input::Chars(s) => return self.handle_chars(&s),
             _ => {}
         }
         Outcome::None
+    }
+
+    /// Typed-ahead characters: each as a [`Input::Char`] would be, with one refilter.
+    fn handle_chars(&mut self, s: &str) -> Outcome {
+        let mut pending = String::new();
+        for c in s.chars() {
+            if self.label_edit.is_some() {
+                self.handle_label(Input::Char(c));
+                continue;
+            }
+            let special = self.query.is_empty() && pending.is_empty() && (c == 'L' || c == 'q');
+            if special {
+                match self.handle(Input::Char(c)) {
+                    Outcome::None => continue,
+                    other => return other,
+                }
+            }
+            if !c.is_control() {
+                pending.push(c);
+            }
+        }
+        if !pending.is_empty() {
+            self.type_chars(&pending);
+        }
+        Outcome::None
+    }
+
+    fn open_label_editor(&mut self) {
+        if let Some(k) = self.node_at(self.selected) {
+            self.label_edit = Some(LabelEdit {
+                id: self.data.ids[k as usize].to_string(),
+                text: self.texts.get(&k).cloned().unwrap_or_default(),
+                value: self.data.labels.get(&k).cloned().unwrap_or_default(),
+                node: k,
+            });
+        }
     }
 
     fn handle_label(&mut self, input: Input) -> Outcome {
         let Some(edit) = self.label_edit.as_mut() else { return Outcome::None };
         match input {
             Input::Char(c) if !c.is_control() => edit.value.push(c),
+            Input::Chars(s) => edit.value.extend(s.chars().filter(|c| !c.is_control())),
             Input::Backspace => {
                 edit.value.pop();
             }
             Input::Escape => self.label_edit = None,
             Input::Enter => {
-                let id = edit.id.clone();
+                let (id, k) = (edit.id.clone(), edit.node);
                 let value = edit.value.trim().to_owned();
                 let label = (!value.is_empty()).then_some(value);
                 self.label_edit = None;
-                self.set_label(&id, label.clone());
+                self.set_label_at(k, label.clone());
                 return Outcome::LabelChanged(id, label);
             }
             _ => {}
@@ -701,9 +582,12 @@ impl TreeSelector {
 
     /// True when `id` is the leaf the selector was opened with.
     pub fn is_leaf(&self, id: &str) -> bool {
-        self.leaf.is_some_and(|l| self.nodes[l].id == id)
+        self.data.forest.leaf().is_some_and(|l| self.data.ids[l as usize] == id)
     }
 }
+
+#[cfg(test)]
+pub(crate) mod reference;
 
 #[cfg(test)]
 pub(crate) mod tests;
