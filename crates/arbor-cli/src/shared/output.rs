@@ -67,9 +67,9 @@ pub fn write_json_list(out: &mut dyn Write, items: impl Iterator<Item = impl AsR
     Ok(())
 }
 
-/// Writes a JSON value and a newline.
+/// Writes a JSON value as `JSON.stringify` writes it, and a newline.
 pub fn write_json_line(out: &mut dyn Write, value: &impl serde::Serialize) -> Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
+    arbor_log::json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")?;
     Ok(())
 }
