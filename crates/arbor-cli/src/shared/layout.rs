@@ -11,7 +11,7 @@
 //! branches to a single rail in the first column instead of opening a level
 //! each, and everything off the active path keeps pi's rules. In either
 //! style a row deeper than the budget shows its level as a number in place of
-//! the cells above the budget.
+//! its outermost cells ([`level_marker`]).
 //!
 //! [`Layout`] computes, in one pass over a [`Visible`] forest, each row's
 //! level and connector; [`Layout::prefix`] then draws any one row on demand,
@@ -71,6 +71,17 @@ pub fn style_for(forest: &Forest, budget: usize) -> Style {
         Style::Pi
     } else {
         Style::Compact
+    }
+}
+
+/// The number a row past the budget shows in place of its outer cells, and
+/// how many cells it takes: two (`⋯123 `, so the number never touches the
+/// gutter after it) when the budget has room, else one.
+pub(crate) fn level_marker(level: u32, budget: u32) -> (String, u32) {
+    if budget >= 4 {
+        (format!("{:<6}", format!("⋯{level} ")), 2)
+    } else {
+        (format!("{:<3}", format!("⋯{level}")), 1)
     }
 }
 
@@ -163,7 +174,8 @@ impl Layout {
         if level == 0 {
             return Prefix { text: String::new(), glyph_at: None };
         }
-        let first = if level > self.budget { level - self.budget + 1 } else { 0 };
+        let marker = (level > self.budget).then(|| level_marker(level, self.budget));
+        let first = marker.as_ref().map_or(0, |(_, cells)| level - self.budget + cells);
         // One entry per drawn level: Some(true) a gutter line, Some(false) a blank gutter.
         let mut cells: Vec<Option<bool>> = vec![None; (level - first) as usize];
         let mut a = self.conn_anc[v as usize];
@@ -179,8 +191,8 @@ impl Layout {
         let rail = self.first_rail != NONE && first == 0;
         let mut text = String::with_capacity(cells.len() * 3 + 4);
         let mut glyph_at = None;
-        if first > 0 {
-            text.push_str(&format!("{:<3}", format!("⋯{level}")));
+        if let Some((m, _)) = &marker {
+            text.push_str(m);
         }
         for (i, cell) in cells.iter().enumerate() {
             let at = first + i as u32;

@@ -159,14 +159,14 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
                 line.push_str(&format!("[{l}] "));
             }
             line.push_str(&entry_text(e, &calls, home.as_deref()));
-            if Some(k) == leaf {
-                line.push_str("  ◀ leaf");
-            }
+            // A cut line keeps the leaf's mark: the text gives way.
+            let mark = if Some(k) == leaf { "  ◀ leaf" } else { "" };
             let shown = match opts.width {
-                Some(w) => cut(&line, w),
+                Some(w) => cut(&line, w.saturating_sub(mark.chars().count())),
                 None => &line,
             };
             out.write_all(shown.as_bytes())?;
+            out.write_all(mark.as_bytes())?;
             out.write_all(b"\n")?;
         }
     }

@@ -116,8 +116,8 @@ pub fn layout(
                 cells.push(cell.to_owned());
             }
             let (text, glyph_at) = if it.level > budget {
-                let cut = it.level - budget + 1;
-                let marker = format!("{:<3}", format!("⋯{}", it.level));
+                let (marker, span) = super::level_marker(it.level as u32, budget as u32);
+                let cut = it.level - budget + span as usize;
                 let glyph_at = glyph_cell.filter(|&l| l >= cut).map(|l| marker.chars().count() + 3 * (l - cut) + 1);
                 (format!("{marker}{}", cells[cut..].concat()), glyph_at)
             } else {
