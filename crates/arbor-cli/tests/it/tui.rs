@@ -145,7 +145,7 @@ fn filter_search_label_and_navigate_in_a_real_terminal() {
 
     // Shift+L labels the selected entry, and the label is written.
     tmux.text("L");
-    tmux.wait_for("Label (empty to remove):");
+    tmux.wait_for("Label for: ");
     tmux.text("e2e");
     tmux.keys(&["Enter"]);
     let s = tmux.wait_for("Label set: e2e");

@@ -145,10 +145,9 @@ pub fn draw_selector(sel: &TreeSelector, title: &str, status: Option<&str>, area
     let list_top = y;
     let dim = Style::default().add_modifier(Modifier::DIM);
     if let Some(edit) = sel.label_edit() {
-        put(buf, area, &mut y, plain("  Label (empty to remove):"));
+        put(buf, area, &mut y, vec![("  Label for: ".to_owned(), dim), (edit.text.clone(), Style::default())]);
         put(buf, area, &mut y, vec![("  > ".into(), Style::default()), (format!("{}▏", edit.value), Style::default())]);
-        put(buf, area, &mut y, plain("  Enter: save. Esc: cancel."));
-        put(buf, area, &mut y, vec![("  For: ".to_owned(), dim), (edit.text.clone(), Style::default())]);
+        put(buf, area, &mut y, plain("  Enter: save (empty to remove). Esc: cancel."));
     } else if sel.visible_len() == 0 {
         match sel.reading().filter(|_| sel.search_waits()) {
             Some((done, total)) => {
