@@ -503,3 +503,31 @@ fn escape_during_a_summary_aborts_it_and_writes_nothing() {
     assert_eq!((rc.as_str(), out.as_str()), ("0", ""));
     assert_eq!(std::fs::read(run.file()).unwrap(), before, "an aborted summary writes nothing");
 }
+
+/// #19: at 60×12 the header still names the session and the footer is whole;
+/// an error wraps under it instead of being cut at the edge.
+#[test]
+fn a_small_terminal_keeps_the_footer_and_wraps_the_error() {
+    if tmux_missing() {
+        return;
+    }
+    let run = Run::start("small");
+    let tmux = &run.tmux;
+    tmux.wait_for("Session Tree");
+    tmux.run(&["resize-window", "-t", "tui", "-x", "60", "-y", "12"]);
+    let s = tmux.wait_for("(20/30)");
+    assert!(s.lines().count() <= 12, "{s}");
+    assert!(s.contains("Session Tree: wordfreq"), "the header names the session: {s}");
+    assert!(s.lines().any(|l| l.trim_start() == "(20/30)"), "the footer is whole: {s}");
+    choose_summarize_on_row_19(tmux);
+    let s = tmux.wait_for("No model available");
+    assert!(s.lines().all(|l| l.chars().count() <= 60), "{s}");
+    // The whole error is on screen, over several lines.
+    let status: String = s.lines().skip_while(|l| !l.contains("Error:")).map(str::trim).collect::<Vec<_>>().join(" ");
+    assert!(status.contains("No model available for summarization"), "{s}");
+    assert!(s.lines().filter(|l| !l.trim().is_empty()).count() >= 4, "{s}");
+    assert!(status.split_whitespace().count() > 6, "the error goes on past one line: {s}");
+    tmux.keys(&["Escape"]);
+    let (rc, _) = run.finish();
+    assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
+}
