@@ -357,8 +357,11 @@ impl TreeSelector {
         };
         let (data, mode, folded) = (&self.data, self.mode, &self.folded);
         let leaf = data.forest.leaf();
+        // Only the labeled-only mode asks about labels: no lookup per entry otherwise.
+        let ask_labels = mode == FilterMode::LabeledOnly && !data.labels.is_empty();
         let show = |k: u32| {
-            mode.shows(data.kinds[k as usize], data.labels.contains_key(&k), Some(k) == leaf)
+            let labelled = ask_labels && data.labels.contains_key(&k);
+            mode.shows(data.kinds[k as usize], labelled, Some(k) == leaf)
                 && matched.as_ref().is_none_or(|m| m.get(k))
         };
         self.vis = if folded.is_empty() {
