@@ -12,6 +12,7 @@ mod chat_terminal;
 mod commands;
 mod compat;
 mod context_json;
+mod deep_tree;
 mod interop;
 mod model_server;
 mod pi_cli;
