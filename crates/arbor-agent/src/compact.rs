@@ -51,8 +51,11 @@ impl AgentSession {
     ///
     /// Errors, in the order checked: `No model selected`, `No API key for
     /// <provider>`, `Already compacted`, `Nothing to compact (session too
-    /// small)`, `Compaction cancelled` (a hook or an abort), and the
-    /// summarizer's `Summarization failed: …`. Nothing is written on error.
+    /// small)` (also when the cut keeps every message and there is no
+    /// earlier summary to update, where pi would ask the model to summarize
+    /// an empty conversation), `Compaction cancelled`
+    /// (a hook or an abort), and the summarizer's `Summarization failed: …`.
+    /// Nothing is written on error.
     pub async fn compact(&mut self, options: CompactOptions) -> Result<CompactResult, AgentError> {
         // Asking for a compaction gives automatic compaction its tries back.
         self.auto_compaction_failures = 0;
@@ -85,6 +88,14 @@ impl AgentSession {
             let compacted = path.last().is_some_and(|e| matches!(e.kind, EntryKind::Compaction(_)));
             return Err(if compacted { AgentError::AlreadyCompacted } else { AgentError::NothingToCompact });
         };
+        // Nothing to summarize and no earlier summary to update: pi would send
+        // an empty conversation to the model here; Arbor sends nothing.
+        if preparation.messages_to_summarize.is_empty()
+            && preparation.turn_prefix_messages.is_empty()
+            && preparation.previous_summary.is_none()
+        {
+            return Err(AgentError::NothingToCompact);
+        }
         let branch_entries: Vec<Entry> = path.iter().map(|e| (*e).clone()).collect();
         let guard = self.abort.begin(Op::Compaction);
         let token = guard.token.clone();
