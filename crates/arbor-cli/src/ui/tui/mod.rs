@@ -314,18 +314,8 @@ pub fn run(
     globals: &Globals,
 ) -> Result<ExitCode> {
     let Some((file, at)) = resolve_file(file, at, globals)? else { return Ok(ExitCode::SUCCESS) };
-    {
-        let s = Session::open(&file, OpenMode::ReadOnly, globals.options()?)?;
-        print_diagnostics(&file, s.diagnostics());
-        if s.get_tree().is_empty() {
-            writeln!(out, "No entries in session")?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        if let Some(id) = &at {
-            if s.get_entry(id).is_none() {
-                bail!("{}: Entry {id} not found", file.display());
-            }
-        }
+    if !first_look(out, &file, at.as_deref(), globals)? {
+        return Ok(ExitCode::SUCCESS);
     }
     // Shown above: navigations below must not print them again.
     let model = &ModelArgs { diagnostics_shown: true, ..model.clone() };
@@ -351,15 +341,12 @@ pub fn run(
         let Decision::Navigate { id, summarize, instructions } = decision else {
             return Ok(ExitCode::SUCCESS);
         };
-        let escape = summarize.then(|| {
-            eprintln!("Summarizing branch... (Esc or Ctrl+C to cancel)");
-            EscapeWatch::start()
-        });
-        let setup = AgentSetup { file: &file, model, mode: OpenMode::Write, session: globals.options()? };
         let opts = NavigateOptions { summarize, custom_instructions: instructions, ..Default::default() };
-        let result = agent::navigate(setup, &id, opts, escape.as_ref().map(EscapeWatch::flag));
-        drop(escape);
-        let r = match result {
+        let r = match navigate(
+            AgentSetup { file: &file, model, mode: OpenMode::Write, session: globals.options()? },
+            &id,
+            opts,
+        ) {
             Ok(r) => r,
             Err(e) => {
                 status = Some(format!("Error: {e:#}"));
@@ -385,6 +372,32 @@ pub fn run(
         }
         return Ok(ExitCode::SUCCESS);
     }
+}
+
+/// Opens `file` once to show its diagnostics and check `at`; false (after
+/// saying so) when the session has no entries.
+fn first_look(out: &mut dyn Write, file: &Path, at: Option<&str>, globals: &Globals) -> Result<bool> {
+    let s = Session::open(file, OpenMode::ReadOnly, globals.options()?)?;
+    print_diagnostics(file, s.diagnostics());
+    if s.get_tree().is_empty() {
+        writeln!(out, "No entries in session")?;
+        return Ok(false);
+    }
+    if let Some(id) = at {
+        if s.get_entry(id).is_none() {
+            bail!("{}: Entry {id} not found", file.display());
+        }
+    }
+    Ok(true)
+}
+
+/// Navigates as `arbor navigate` does; Escape (or Ctrl+C) aborts a summary.
+fn navigate(setup: AgentSetup<'_>, id: &str, opts: NavigateOptions) -> Result<arbor_agent::NavigateResult> {
+    let escape = opts.summarize.then(|| {
+        eprintln!("Summarizing branch... (Esc or Ctrl+C to cancel)");
+        EscapeWatch::start()
+    });
+    agent::navigate(setup, id, opts, escape.as_ref().map(EscapeWatch::flag))
 }
 
 /// Runs the /branch message selector until the user cancels or picks a message.
