@@ -14,6 +14,7 @@ mod bench_store;
 mod fuzz;
 mod gen;
 mod pi;
+mod pi_diff;
 mod rusage;
 mod store;
 mod tidy;
@@ -65,6 +66,15 @@ commands:
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;
                                     with a script, run it under node with the package importable
+  pi-diff [options]                 the differential test: generate session files and compare Arbor's
+                                    dump/tree/path/context/--llm/fork --at with pi's own answers
+      --files N                     how many files (default 500)
+      --seed S                      the generator's seed (default: a new one, printed)
+      --only INDEX                  only file INDEX of the seed's run (to reproduce one file)
+      --file PATH…                  also compare these files, at every entry (alone, without
+                                    --files, only these)
+      --arbor BIN                   the arbor binary (default: cargo build -p arbor-cli, dev profile)
+      --keep                        keep the files under target/pi-diff/ even when all agree
   fuzz [--seconds N] [--target T]   run each cargo-fuzz target in fuzz/ for N seconds (default 60)
                                     on a corpus seeded from fixtures/ (installs cargo-fuzz)
 ";
@@ -90,6 +100,7 @@ fn run() -> Result<()> {
         Some("ci") => ci(&workspace_root()?),
         Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
         Some("pi") => pi_cmd(rest),
+        Some("pi-diff") => pi_diff::cli(&workspace_root()?, rest),
         Some("help" | "-h" | "--help") | None => {
             print!("{HELP}");
             Ok(())

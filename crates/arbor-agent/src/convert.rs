@@ -25,7 +25,7 @@ pub(crate) fn entry_message(entry: &Entry) -> Option<Value> {
 pub(crate) fn editor_text(entry: &Entry) -> Option<String> {
     match &entry.kind {
         EntryKind::Message(m) if m.role() == Some(Role::User) => Some(m.view().text("")),
-        EntryKind::CustomMessage(c) => Some(content_text(Some(&c.content), "")),
+        EntryKind::CustomMessage(c) => Some(content_text(c.content.as_ref(), "")),
         _ => None,
     }
 }

@@ -219,7 +219,10 @@ fn entry_row(v: Value, (offset, len, pos): (i64, i64, i64), last_ms: &mut i64) -
 /// A label entry's change, read as the tree reads it (a malformed one changes nothing).
 fn label_change(v: Value) -> Option<(String, Option<String>)> {
     match Entry::from_owned(v).ok()?.kind {
-        EntryKind::Label(l) => Some((l.target_id, l.label.filter(|t| !t.is_empty()))),
+        EntryKind::Label(l) => {
+            let text = l.text();
+            Some((l.target_id, text))
+        }
         _ => None,
     }
 }
@@ -235,7 +238,7 @@ fn read_legacy(path: &Path) -> Result<Option<Vec<EntryRow>>, CatalogError> {
     let mut last_ms = arbor_log::parse_iso_ms(&s.header().timestamp).unwrap_or(0);
     let mut out = vec![];
     for p in s.positions() {
-        let Some(Ok(v)) = s.with_json_at(p, |j| serde_json::from_str::<Value>(j)) else { continue };
+        let Some(Ok(v)) = s.with_json_at(p, arbor_log::json::parse) else { continue };
         if let Some(row) = entry_row(v, (-1, 0, p.get() as i64), &mut last_ms) {
             out.push(row);
         }

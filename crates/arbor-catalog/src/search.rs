@@ -509,9 +509,7 @@ impl Texts {
             });
             let Some(s) = s else { return Ok(None) };
             let Some(i) = s.position_of(&c.entry_id) else { return Ok(None) };
-            return Ok(s
-                .with_json_at(i, |j| serde_json::from_str::<Value>(j).ok().map(|v| searchable_text(&v)))
-                .flatten());
+            return Ok(s.with_json_at(i, |j| arbor_log::json::parse(j).ok().map(|v| searchable_text(&v))).flatten());
         }
         let file = self.files.entry(c.session).or_insert_with(|| File::open(&path).ok());
         let Some(file) = file else { return Ok(None) };

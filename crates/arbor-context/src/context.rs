@@ -31,10 +31,19 @@ pub struct ModelRef {
 pub struct SessionContext {
     /// The agent messages, in order, as JSON values (see [`build_context_from_path`]).
     pub messages: Vec<Value>,
-    /// The last thinking level on the path (`"off"` by default; omp's `null` reads `"off"`).
+    /// The last thinking level on the path (`"off"` by default; omp's `null`, or
+    /// anything but a string, reads `"off"`).
     pub thinking_level: String,
-    /// The last model selected on the path by a `model_change` or an assistant message.
+    /// The last model selected on the path by a `model_change` or an assistant
+    /// message (a field that is absent or not a string reads `""`).
     pub model: Option<ModelRef>,
+    /// `thinkingLevel` as pi's context holds it: the last `thinking_level_change`'s
+    /// field as written (`None` when that entry has none: the key is left out),
+    /// `"off"` when no entry set it.
+    pub thinking_level_value: Option<Value>,
+    /// `model` as pi's context holds it: `{provider, modelId}` with the fields
+    /// as written (an absent one left out), or `null`.
+    pub model_value: Value,
     /// omp: role → `"provider/modelId"`, from `model_change` entries (`role` absent
     /// means `default`) and assistant messages (which set `default`).
     pub models: BTreeMap<String, String>,
@@ -52,6 +61,8 @@ impl Default for SessionContext {
             messages: Vec::new(),
             thinking_level: "off".to_owned(),
             model: None,
+            thinking_level_value: Some(Value::String("off".to_owned())),
+            model_value: Value::Null,
             models: BTreeMap::new(),
             injected_ttsr_rules: Vec::new(),
             mode: None,
@@ -70,17 +81,10 @@ impl SessionContext {
     pub fn to_json(&self) -> Value {
         let mut out = Map::new();
         out.insert("messages".into(), Value::Array(self.messages.clone()));
-        out.insert("thinkingLevel".into(), Value::String(self.thinking_level.clone()));
-        let model = match &self.model {
-            Some(m) => {
-                let mut o = Map::new();
-                o.insert("provider".into(), Value::String(m.provider.clone()));
-                o.insert("modelId".into(), Value::String(m.model_id.clone()));
-                Value::Object(o)
-            }
-            None => Value::Null,
-        };
-        out.insert("model".into(), model);
+        if let Some(level) = &self.thinking_level_value {
+            out.insert("thinkingLevel".into(), level.clone());
+        }
+        out.insert("model".into(), self.model_value.clone());
         Value::Object(out)
     }
 
@@ -92,10 +96,12 @@ impl SessionContext {
 
 impl Serialize for SessionContext {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(3))?;
+        let mut map = s.serialize_map(None)?;
         map.serialize_entry("messages", &self.messages)?;
-        map.serialize_entry("thinkingLevel", &self.thinking_level)?;
-        map.serialize_entry("model", &self.model)?;
+        if let Some(level) = &self.thinking_level_value {
+            map.serialize_entry("thinkingLevel", level)?;
+        }
+        map.serialize_entry("model", &self.model_value)?;
         map.end()
     }
 }
@@ -296,7 +302,8 @@ pub fn plan_context<E: Borrow<Entry>>(
     for (r, &(p, entry)) in read.iter().enumerate() {
         match &entry.kind {
             EntryKind::ThinkingLevelChange(t) => {
-                ctx.thinking_level = t.thinking_level.clone().unwrap_or_else(|| "off".to_owned());
+                ctx.thinking_level = t.level().unwrap_or("off").to_owned();
+                ctx.thinking_level_value = t.thinking_level.clone();
             }
             EntryKind::ModelChange(m) => apply_model_change(&mut ctx, m),
             EntryKind::Message(m) if m.role() == Some(Role::Assistant) => {
@@ -304,6 +311,7 @@ pub fn plan_context<E: Borrow<Entry>>(
                 let (provider, model_id) = (field("provider"), field("model"));
                 ctx.models.insert("default".to_owned(), format!("{provider}/{model_id}"));
                 ctx.model = Some(ModelRef { provider, model_id });
+                ctx.model_value = model_value(m.message.get("provider"), m.message.get("model"));
             }
             EntryKind::Compaction(c) => compaction = Some((p, r, c)),
             EntryKind::TtsrInjection(t) => {
@@ -347,8 +355,17 @@ pub fn plan_context<E: Borrow<Entry>>(
 }
 
 fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
-    if let Some((provider, model_id)) = m.default_model() {
+    if m.provider.is_none() && m.model_id.is_none() && m.model.is_some() {
+        // omp's `{model: "provider/id", role}`: a change of the default role's model only.
+        if let Some((provider, model_id)) = m.default_model() {
+            ctx.model_value = model_value(Some(&provider.as_str().into()), Some(&model_id.as_str().into()));
+            ctx.model = Some(ModelRef { provider, model_id });
+        }
+    } else {
+        // pi reads `{provider, modelId}` from every model change, whatever they hold.
+        let (provider, model_id) = m.default_model().unwrap_or_default();
         ctx.model = Some(ModelRef { provider, model_id });
+        ctx.model_value = model_value(m.provider.as_ref(), m.model_id.as_ref());
     }
     match (&m.model, &m.provider, &m.model_id) {
         (Some(model), _, _) => {
@@ -356,11 +373,22 @@ fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {
             ctx.models.insert(role, model.clone());
         }
         (None, provider, model_id) => {
-            let p = provider.as_deref().unwrap_or("");
-            let id = model_id.as_deref().unwrap_or("");
-            ctx.models.insert("default".to_owned(), format!("{p}/{id}"));
+            let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).unwrap_or("").to_owned();
+            ctx.models.insert("default".to_owned(), format!("{}/{}", text(provider), text(model_id)));
         }
     }
+}
+
+/// pi's `{provider, modelId}`: the fields as given, an absent one left out.
+fn model_value(provider: Option<&Value>, model_id: Option<&Value>) -> Value {
+    let mut m = Map::new();
+    if let Some(p) = provider {
+        m.insert("provider".into(), p.clone());
+    }
+    if let Some(id) = model_id {
+        m.insert("modelId".into(), id.clone());
+    }
+    Value::Object(m)
 }
 
 /// The entry's ISO timestamp as JavaScript's `new Date(ts).getTime()`: ms, or `null` for NaN.
@@ -392,10 +420,11 @@ pub fn custom_message(c: &CustomMessageEntry, ts: &str) -> Value {
     let mut m = Map::new();
     m.insert("role".into(), "custom".into());
     m.insert("customType".into(), c.custom_type.clone().into());
-    m.insert("content".into(), c.content.clone());
-    m.insert("display".into(), c.display.into());
-    if let Some(details) = &c.details {
-        m.insert("details".into(), details.clone());
+    // As pi builds it: the entry's fields as written, absent ones left out.
+    for (key, field) in [("content", &c.content), ("display", &c.display), ("details", &c.details)] {
+        if let Some(v) = field {
+            m.insert(key.into(), v.clone());
+        }
     }
     m.insert("timestamp".into(), timestamp_ms(ts));
     Value::Object(m)
@@ -417,7 +446,7 @@ pub fn compaction_summary_message(c: &Compaction, ts: &str) -> Value {
     m.insert("role".into(), "compactionSummary".into());
     m.insert("summary".into(), c.summary.clone().into());
     if let Some(tokens) = &c.tokens_before {
-        m.insert("tokensBefore".into(), Value::Number(tokens.clone()));
+        m.insert("tokensBefore".into(), tokens.clone());
     }
     m.insert("timestamp".into(), timestamp_ms(ts));
     Value::Object(m)
@@ -483,6 +512,7 @@ mod tests {
         ctx.injected_ttsr_rules.push("r".into());
         ctx.mode = Some("plan".into());
         ctx.model = Some(ModelRef { provider: "p".into(), model_id: "m".into() });
+        ctx.model_value = json!({"provider": "p", "modelId": "m"});
         let want = r#"{"messages":[],"thinkingLevel":"off","model":{"provider":"p","modelId":"m"}}"#;
         assert_eq!(serde_json::to_string(&ctx).unwrap(), want);
         assert_eq!(serde_json::to_string(&ctx.to_json()).unwrap(), want);

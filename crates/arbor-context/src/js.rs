@@ -45,13 +45,7 @@ pub(crate) fn cmp_utf16(a: &str, b: &str) -> Ordering {
 
 /// JavaScript truthiness of a property read (`None` is `undefined`).
 pub(crate) fn truthy(v: Option<&Value>) -> bool {
-    match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(_)) | Some(Value::Object(_)) => true,
-    }
+    arbor_log::json::truthy(v)
 }
 
 /// `${value}` in a JavaScript template literal (`None` is `undefined`).

@@ -16,7 +16,7 @@ use crate::session::{plan_session_context, SessionPlan};
 const BATCH: usize = 2048;
 
 /// Writes the context at the session's leaf as pi's `SessionContext` JSON:
-/// what `serde_json::to_writer(out, &session_context(session))` writes, up
+/// what `arbor_log::json::to_writer(out, &session_context(session))` writes, up
 /// to the text of numbers and strings (the parsed JSON is the same).
 ///
 /// The messages of `message` entries are copied from the entries' JSON text
@@ -38,10 +38,13 @@ pub fn write_context_json<W: Write + ?Sized>(session: &Session, out: &mut W) -> 
             out.write_all(&text)?;
         }
     }
-    out.write_all(b"],\"thinkingLevel\":")?;
-    serde_json::to_writer(&mut *out, &plan.settings.thinking_level)?;
+    out.write_all(b"]")?;
+    if let Some(level) = &plan.settings.thinking_level_value {
+        out.write_all(b",\"thinkingLevel\":")?;
+        arbor_log::json::to_writer(&mut *out, level)?;
+    }
     out.write_all(b",\"model\":")?;
-    serde_json::to_writer(&mut *out, &plan.settings.model)?;
+    arbor_log::json::to_writer(&mut *out, &plan.settings.model_value)?;
     out.write_all(b"}")?;
     Ok(())
 }
@@ -63,12 +66,14 @@ fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -
     let mut texts = Vec::with_capacity(batch.len());
     for step in batch {
         let text = match step {
-            ContextStep::Made(m) => Some(serde_json::to_vec(m)?),
+            ContextStep::Made(m) => Some(arbor_log::json::to_vec(m)?),
             ContextStep::Message(_) => match copies.next() {
                 Some((_, Some(Some(copy)))) => Some(copy),
-                Some((&index, _)) => {
-                    session.decode_at(index).and_then(message_of_entry).map(|m| serde_json::to_vec(&m)).transpose()?
-                }
+                Some((&index, _)) => session
+                    .decode_at(index)
+                    .and_then(message_of_entry)
+                    .map(|m| arbor_log::json::to_vec(&m))
+                    .transpose()?,
                 None => None,
             },
         };
@@ -132,7 +137,9 @@ mod tests {
     fn written(s: &Session) -> Value {
         let mut out = Vec::new();
         write_context_json(s, &mut out).unwrap();
-        serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
+        // As JavaScript reads it: the output writes lone surrogates as their escapes.
+        let text = String::from_utf8(out).unwrap();
+        arbor_log::json::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
     }
 
     /// Checks, at a spread of leaves, that the written context parses to the
@@ -149,7 +156,10 @@ mod tests {
                 if let Some(id) = &leaf {
                     s.branch(id).unwrap();
                 }
-                let want = serde_json::to_value(session_context(&s)).unwrap();
+                // Read back from its text, as the output is: a value nested past serde_json's
+                // limit is kept as its JSON text at a depth counted from the document's root.
+                let want = arbor_log::json::to_string(&session_context(&s)).unwrap();
+                let want = arbor_log::json::parse(&want).unwrap();
                 assert_eq!(written(&s), want, "{} at {leaf:?}", path.display());
                 checked += 1;
             }

@@ -8,7 +8,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use crate::message::{Extra, MessageView};
 use crate::vocab::{EntryType, Role};
@@ -110,27 +110,42 @@ impl MessageEntry {
     }
 }
 
-/// `type: "thinking_level_change"`. omp-S may write `null`.
+/// `type: "thinking_level_change"`. omp-S may write `null`. The level is kept
+/// as written (absent: `None`), since pi's context carries it as it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThinkingLevelChange {
-    /// The new level (`off`, `low`, `medium`, `high`, …); `null` in omp-S files.
-    pub thinking_level: Option<String>,
+    /// The new level (`off`, `low`, `medium`, `high`, …; `null` in omp-S files),
+    /// as written (absent: `None`): pi's context carries it as it is.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<Value>,
     #[serde(flatten)]
     /// Fields Arbor does not know, in file order.
     pub extra: Extra,
+}
+
+impl ThinkingLevelChange {
+    /// The level when it is a string.
+    pub fn level(&self) -> Option<&str> {
+        self.thinking_level.as_ref().and_then(Value::as_str)
+    }
+}
+
+/// A field as written: `None` when absent, `Some` when present (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// `type: "model_change"`: pi's `{provider, modelId}` or omp's `{model: "p/id", role?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelChange {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// pi: the provider.
-    pub provider: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// pi: the model id.
-    pub model_id: Option<String>,
+    /// pi: the provider, as written (absent: `None`): pi's context carries it as it is.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Value>,
+    /// pi: the model id, as written (absent: `None`).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// omp: `provider/model`.
     pub model: Option<String>,
@@ -143,11 +158,17 @@ pub struct ModelChange {
 }
 
 impl ModelChange {
+    /// The model id to show: pi's `modelId` when it is a string, else omp's `model`.
+    pub fn model_text(&self) -> Option<&str> {
+        self.model_id.as_ref().and_then(Value::as_str).or(self.model.as_deref())
+    }
+
     /// The `(provider, modelId)` this entry selects for the default role: pi's
     /// fields, or omp's `model` split on the first `/` when the role is default.
     pub fn default_model(&self) -> Option<(String, String)> {
         if self.provider.is_some() || self.model_id.is_some() {
-            return Some((self.provider.clone().unwrap_or_default(), self.model_id.clone().unwrap_or_default()));
+            let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).unwrap_or_default().to_owned();
+            return Some((text(&self.provider), text(&self.model_id)));
         }
         let model = self.model.as_deref()?;
         if !matches!(self.role.as_deref(), None | Some("default")) {
@@ -167,9 +188,9 @@ pub struct Compaction {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The first entry the context keeps after the summary.
     pub first_kept_entry_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// The context size before compacting.
-    pub tokens_before: Option<Number>,
+    /// The context size before compacting, as written (absent: `None`; beyond `f64` it reads as `null`).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Extension data (pi: `{readFiles, modifiedFiles}`).
     pub details: Option<Value>,
@@ -235,31 +256,48 @@ pub struct CustomEntry {
 pub struct CustomMessageEntry {
     /// The extension's name for this kind of message.
     pub custom_type: String,
-    /// The message content: a string or content blocks.
-    pub content: Value,
-    #[serde(default)]
+    /// The message content (a string or content blocks), as written (absent:
+    /// `None`), like `display` and `details`: the context message carries them
+    /// as they are, absent ones left out.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
     /// Whether a UI shows the message.
-    pub display: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub display: Option<Value>,
     /// Extension data, not sent to the model.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     #[serde(flatten)]
     /// Fields Arbor does not know, in file order.
     pub extra: Extra,
 }
 
-/// `type: "label"`. An absent or empty `label` clears the target's label.
+/// `type: "label"`. A `label` JavaScript finds true (a non-empty string, and
+/// as in pi any other true value: `42`, `true`, `{}`) sets the target's label;
+/// anything else (absent, `""`, `0`, `false`, `null`) clears it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelEntry {
     /// The entry labelled.
     pub target_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// The label; absent or empty clears it.
-    pub label: Option<String>,
+    /// The label as written: a value JavaScript finds true sets it, anything else clears it.
+    pub label: Option<Value>,
     #[serde(flatten)]
     /// Fields Arbor does not know, in file order.
     pub extra: Extra,
+}
+
+impl LabelEntry {
+    /// The label this entry sets, or `None` when it clears one.
+    pub fn set_to(&self) -> Option<&Value> {
+        self.label.as_ref().filter(|v| crate::json::truthy(Some(v)))
+    }
+
+    /// The label as text: a string as it is, another value as its JSON.
+    pub fn text(&self) -> Option<String> {
+        self.set_to().map(crate::json::text)
+    }
 }
 
 /// `type: "session_info"` (pi): the session's display name.
@@ -310,9 +348,6 @@ pub enum NotAnEntry {
     #[error("no string \"id\"")]
     /// It has no string `id`.
     NoId,
-    #[error("\"parentId\" is neither a string nor null")]
-    /// Its `parentId` is neither a string nor `null`.
-    BadParent,
 }
 
 const BASE_KEYS: [&str; 4] = ["type", "id", "parentId", "timestamp"];
@@ -327,10 +362,10 @@ impl Entry {
         let obj = v.as_object().ok_or(NotAnEntry::NotObject)?;
         let entry_type = obj.get("type").and_then(Value::as_str).ok_or(NotAnEntry::NoType)?;
         let id = obj.get("id").and_then(Value::as_str).ok_or(NotAnEntry::NoId)?;
+        // A `parentId` that is not a string resolves to no entry: a root, as pi reads it.
         let parent_id = match obj.get("parentId") {
-            None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err(NotAnEntry::BadParent),
+            _ => None,
         };
         let timestamp = obj.get("timestamp").and_then(Value::as_str).unwrap_or("").to_owned();
         let non_base = || obj.iter().filter(|(k, _)| !BASE_KEYS.contains(&k.as_str()));

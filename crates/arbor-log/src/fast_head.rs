@@ -19,7 +19,8 @@
 //! - escapes are `\" \\ \/ \b \f \n \r \t` and `\uXXXX`; a `\u` escape in the
 //!   surrogate range is accepted only as a high surrogate immediately followed
 //!   by a `\u` low surrogate (serde_json refuses lone or reversed surrogates in
-//!   a `String`);
+//!   a `String`), and not for the last characters of plane 16, nor may the
+//!   line hold one raw (they may stand for lone surrogates: `crate::json`);
 //! - nesting is at most 127 arrays and objects deep, top level included
 //!   (serde_json's recursion limit of 128; `unbounded_depth` only lets a
 //!   caller lift it, and `from_str` does not);
@@ -52,7 +53,10 @@ const MAX_DEPTH: u32 = 127;
 /// reads lossily).
 pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
     // Printable ASCII is UTF-8 without control bytes: one pass instead of two.
-    if !printable_ascii(line) && (std::str::from_utf8(line).is_err() || !no_control_bytes(line)) {
+    // Plane 16's characters (F4 8F …) may be markers to `crate::json`: unsure.
+    if !printable_ascii(line)
+        && (std::str::from_utf8(line).is_err() || !no_control_bytes(line) || memchr::memchr(0xF4, line).is_some())
+    {
         return None;
     }
     let mut p = Parser { b: line, i: 0, depth: 0 };
@@ -168,9 +172,8 @@ impl<'a> Parser<'a> {
                     b"id" => head.id = self.field()?.str().map(CompactString::from),
                     b"parentId" => {
                         head.parent = match self.field()? {
-                            Field::Null => ParentField::Root,
                             Field::Str(s) => ParentField::Id(CompactString::from(s)),
-                            Field::Other => ParentField::Invalid,
+                            Field::Null | Field::Other => ParentField::Root,
                         }
                     }
                     b"timestamp" => {
@@ -374,7 +377,9 @@ impl<'a> Parser<'a> {
                 self.i += 1;
                 let n = self.hex4()?;
                 match n {
-                    0xD800..=0xDBFF => {
+                    // A pair spelling a character of the marker range (`crate::json`): unsure.
+                    0xDBF0..=0xDBFF => None,
+                    0xD800..=0xDBEF => {
                         // Only a high surrogate directly followed by a low one decodes.
                         if self.b.get(self.i..self.i + 2)? != b"\\u" {
                             return None;

@@ -38,8 +38,10 @@
 //! parses them), [`scan`] (the light parallel scan that validates every line
 //! exactly as the reader does but keeps only what an index needs: type, id,
 //! parent, time, role, byte offsets, so bodies can be decoded on demand
-//! through positioned reads), [`writer`] (tail repair, backups, side files)
-//! and [`idhash`] (maps keyed by entry ids).
+//! through positioned reads), [`writer`] (tail repair, backups, side files),
+//! [`idhash`] (maps keyed by entry ids) and [`json`] (JSON as JavaScript's
+//! `JSON.parse` reads it and `JSON.stringify` writes it: lone surrogates,
+//! numbers beyond `f64`, any depth).
 //!
 //! It does not know about parents and children, leaves, labels resolution or
 //! contexts: that is `arbor-tree` and above. It is synchronous and never prints.
@@ -62,6 +64,7 @@ mod fast_head;
 mod header;
 pub mod idhash;
 mod ids;
+pub mod json;
 mod log;
 mod message;
 mod migrate;

@@ -18,7 +18,7 @@ use crate::error::LogError;
 use crate::header::{is_header, SessionHeader};
 use crate::ids::IdGenerator;
 use crate::migrate::{migrate, MigrationReport};
-use crate::reader::{parse_line, LineReader, Parsed};
+use crate::reader::{parse_line_detail, LineReader, Parsed};
 
 /// What a physical line holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +48,7 @@ pub struct LogLine {
     pub kind: LineKind,
     raw: Vec<u8>,
     dirty: bool,
+    js_only: bool,
 }
 
 impl LogLine {
@@ -58,6 +59,10 @@ impl LogLine {
     /// True when the value was changed after reading (by a migration).
     pub fn is_dirty(&self) -> bool {
         self.dirty
+    }
+    /// True when only JavaScript's reading accepts the line (see [`crate::parse_line_detail`]).
+    pub fn is_js_only(&self) -> bool {
+        self.js_only
     }
 }
 
@@ -84,7 +89,7 @@ impl SessionLog {
         let mut log = SessionLog::default();
         let mut seen_record = false;
         while let Some(line) = lines.next_line()? {
-            let (parsed, note) = parse_line(line.bytes);
+            let (parsed, note, js_only) = parse_line_detail(line.bytes);
             let (number, offset) = (line.number, line.offset);
             if let Some(kind) = note {
                 log.diagnostics.push(Diagnostic { line: number, offset, kind });
@@ -121,7 +126,7 @@ impl SessionLog {
                 }
                 Parsed::Object(v) => LineKind::Record(v),
             };
-            log.lines.push(LogLine { number, offset, kind, raw: line.bytes.to_vec(), dirty: false });
+            log.lines.push(LogLine { number, offset, kind, raw: line.bytes.to_vec(), dirty: false, js_only });
         }
         Ok(log)
     }
@@ -253,7 +258,15 @@ impl SessionLog {
         let start = self.header.map_or(self.lines.len(), |h| h + 1);
         let records = self.lines.into_iter().skip(start).filter_map(|l| match l.kind {
             LineKind::Record(v) => {
-                Some((l.number, l.offset, Entry::from_owned(v), OwnedLine { raw: l.raw, dirty: l.dirty }))
+                let line = if l.dirty {
+                    // The record as the migration left it, as JSON.stringify writes it.
+                    let mut raw = crate::json::to_vec(&v).unwrap_or_default();
+                    raw.push(b'\n');
+                    OwnedLine { raw, dirty: true, js_only: false }
+                } else {
+                    OwnedLine { raw: l.raw, dirty: false, js_only: l.js_only }
+                };
+                Some((l.number, l.offset, Entry::from_owned(v), line))
             }
             _ => None,
         });
@@ -270,7 +283,7 @@ impl SessionLog {
                     LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
                     _ => continue,
                 };
-                serde_json::to_writer(&mut *w, v)?;
+                crate::json::to_writer(&mut *w, v)?;
                 w.write_all(b"\n")?;
             } else {
                 w.write_all(&line.raw)?;
@@ -294,10 +307,13 @@ impl SessionLog {
 /// A line's bytes, taken out of a consumed log.
 #[derive(Debug, Clone)]
 pub struct OwnedLine {
-    /// The bytes as read, terminator included.
+    /// The bytes as read, terminator included; for a record a migration
+    /// changed, its new JSON text (what a rewrite writes).
     pub raw: Vec<u8>,
-    /// True when a migration changed the record (the bytes are then stale).
+    /// True when a migration changed the record.
     pub dirty: bool,
+    /// True when only JavaScript's reading accepts the line (see [`crate::parse_line_detail`]).
+    pub js_only: bool,
 }
 
 /// Keeps the records that are entries, with a diagnostic for each that is not,

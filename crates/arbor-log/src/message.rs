@@ -127,14 +127,15 @@ impl<'a> MessageView<'a> {
 /// The text of a `content` value: a string, or the `text` blocks joined with
 /// `sep`; anything else is empty. (`custom_message` entries hold a content
 /// value outside any message; [`MessageView::text`] is this over a message's.)
+/// Text for people: a lone surrogate shows as U+FFFD ([`crate::json::display`]).
 pub fn content_text(content: Option<&Value>, sep: &str) -> String {
     match content {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => crate::json::display(s).into_owned(),
         Some(Value::Array(blocks)) => {
-            let parts: Vec<&str> = blocks
+            let parts: Vec<std::borrow::Cow<'_, str>> = blocks
                 .iter()
                 .filter_map(|b| match Block::of(b) {
-                    Block::Text(t) => Some(t),
+                    Block::Text(t) => Some(crate::json::display(t)),
                     _ => None,
                 })
                 .collect();

@@ -9,6 +9,7 @@ use std::io::{self, BufRead};
 use serde_json::Value;
 
 use crate::diag::DiagnosticKind;
+use crate::json;
 
 /// One physical line, borrowed from the reader's buffer.
 #[derive(Debug)]
@@ -98,31 +99,42 @@ pub fn trim_line(bytes: &[u8]) -> &[u8] {
 /// Parses one physical line. Only the last line of a file can lack its `\n`;
 /// when such a line does not parse it is a torn write. The second value
 /// is a note to report even though the line was read (invalid UTF-8, no final newline).
+///
+/// A line is read as `JSON.parse` reads it (see [`crate::json`]): lone
+/// surrogate escapes, numbers beyond the `f64` range and any depth are accepted.
 pub fn parse_line(bytes: &[u8]) -> (Parsed, Option<DiagnosticKind>) {
+    let (parsed, note, _) = parse_line_detail(bytes);
+    (parsed, note)
+}
+
+/// [`parse_line`], and whether the line is one serde_json refuses and only
+/// JavaScript's reading accepts (its text then may not mean what serde_json
+/// would make of it: a number beyond `f64` reads as `null`).
+pub fn parse_line_detail(bytes: &[u8]) -> (Parsed, Option<DiagnosticKind>, bool) {
     let terminated = bytes.last() == Some(&b'\n');
     let body = trim_line(bytes);
     if body.is_empty() {
-        return (Parsed::Blank, None);
+        return (Parsed::Blank, None, false);
     }
     let mut note = None;
-    let parsed: Result<Value, serde_json::Error> = match std::str::from_utf8(body) {
-        Ok(s) => serde_json::from_str(s),
+    let parsed = match std::str::from_utf8(body) {
+        Ok(s) => json::parse_detail(s),
         Err(_) => {
             note = Some(DiagnosticKind::InvalidUtf8);
-            serde_json::from_str(&String::from_utf8_lossy(body))
+            json::parse_detail(&String::from_utf8_lossy(body))
         }
     };
     match parsed {
-        Ok(Value::Object(map)) => {
+        Ok((Value::Object(map), js_only)) => {
             if !terminated && note.is_none() {
                 note = Some(DiagnosticKind::NoFinalNewline);
             }
-            (Parsed::Object(Value::Object(map)), note)
+            (Parsed::Object(Value::Object(map)), note, js_only)
         }
-        Ok(other) => (Parsed::Skipped(DiagnosticKind::NotObject { found: json_kind(&other) }), note),
+        Ok((other, _)) => (Parsed::Skipped(DiagnosticKind::NotObject { found: json_kind(&other) }), note, false),
         // A torn write can cut a character in half: the torn tail says it all.
-        Err(_) if !terminated => (Parsed::Skipped(DiagnosticKind::TornTail { bytes: bytes.len() }), None),
-        Err(e) => (Parsed::Skipped(DiagnosticKind::Malformed { error: e.to_string() }), note),
+        Err(_) if !terminated => (Parsed::Skipped(DiagnosticKind::TornTail { bytes: bytes.len() }), None, false),
+        Err(e) => (Parsed::Skipped(DiagnosticKind::Malformed { error: e.to_string() }), note, false),
     }
 }
 

@@ -34,8 +34,9 @@ use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::{Entry, EntryKind, NotAnEntry};
 use crate::fast_head::fast_head;
 use crate::idhash::IdHash;
+use crate::json;
 use crate::log::SessionLog;
-use crate::reader::{parse_line, trim_line, Parsed};
+use crate::reader::{parse_line, parse_line_detail, trim_line, Parsed};
 use crate::vocab::{EntryType, Role};
 
 /// Positioned reads from a session file (or bytes standing in for one).
@@ -101,13 +102,11 @@ pub fn read_exact_at(src: &dyn ReadAt, offset: u64, len: usize) -> io::Result<Ve
 /// A record's `parentId` as the entry decoder reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ParentField {
-    /// Absent or `null`: a root.
+    /// Absent, `null`, or anything but a string (it resolves to no entry): a root.
     #[default]
     Root,
     /// A string.
     Id(CompactString),
-    /// Anything else (the record is not an entry).
-    Invalid,
 }
 
 /// What the light scan keeps of a JSON object line.
@@ -130,6 +129,8 @@ pub struct RecordHead {
     pub message_time: Option<f64>,
     /// The decoded entry, for records the scan decodes in full (see [`scan_source`]).
     pub entry: Option<Box<Entry>>,
+    /// True when only JavaScript's reading accepts the line (see [`crate::parse_line_detail`]).
+    pub js_only: bool,
 }
 
 impl RecordHead {
@@ -139,8 +140,6 @@ impl RecordHead {
             Some(NotAnEntry::NoType)
         } else if self.id.is_none() {
             Some(NotAnEntry::NoId)
-        } else if self.parent == ParentField::Invalid {
-            Some(NotAnEntry::BadParent)
         } else {
             None
         }
@@ -154,9 +153,8 @@ impl RecordHead {
     /// The head of a parsed object (the slow path's view of the same line).
     pub fn from_value(v: &Value) -> RecordHead {
         let parent = match v.get("parentId") {
-            None | Some(Value::Null) => ParentField::Root,
             Some(Value::String(s)) => ParentField::Id(s.as_str().into()),
-            Some(_) => ParentField::Invalid,
+            _ => ParentField::Root,
         };
         let message = v.get("message");
         RecordHead {
@@ -168,6 +166,7 @@ impl RecordHead {
             role: message.and_then(|m| m.get("role")).and_then(Value::as_str).map(Role::parse),
             message_time: message.and_then(|m| m.get("timestamp")).and_then(Value::as_f64),
             entry: None,
+            js_only: false,
         }
     }
 }
@@ -216,30 +215,31 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
         let note = if note.is_none() && !terminated { Some(DiagnosticKind::NoFinalNewline) } else { note };
         (ScanKind::Object(head), note)
     };
-    // The fast validator is sure or declines; serde_json has the word on the rest.
+    // The fast validator is sure or declines; serde_json has the word on the
+    // rest, unless it would read a marker-range character (see `crate::json`).
     if let Some(head) = fast_head(body) {
         return accept(head, None);
     }
+    let plain = json::is_plain(body);
     let (text, note) = match std::str::from_utf8(body) {
         Ok(s) => (Cow::Borrowed(s), None),
         Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),
     };
-    match serde_json::from_str::<HeadParse>(&text) {
-        Ok(HeadParse(head)) => accept(head, note),
-        Err(_) => {
-            // Whatever the light pass refused, the full parser has the final word.
-            let (parsed, note) = parse_line(bytes);
-            match parsed {
-                Parsed::Blank => (ScanKind::Blank, note),
-                Parsed::Skipped(kind) => (ScanKind::Skipped(kind), note),
-                Parsed::Object(v) => {
-                    let mut head = RecordHead::from_value(&v);
-                    if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
-                        head.entry = Entry::from_owned(v).ok().map(Box::new);
-                    }
-                    (ScanKind::Object(head), note)
-                }
+    if let Some(HeadParse(head)) = plain.then(|| serde_json::from_str::<HeadParse>(&text).ok()).flatten() {
+        return accept(head, note);
+    }
+    // Whatever the light pass refused, the full reader has the final word.
+    let (parsed, note, js_only) = parse_line_detail(bytes);
+    match parsed {
+        Parsed::Blank => (ScanKind::Blank, note),
+        Parsed::Skipped(kind) => (ScanKind::Skipped(kind), note),
+        Parsed::Object(v) => {
+            let mut head = RecordHead::from_value(&v);
+            head.js_only = js_only;
+            if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
+                head.entry = Entry::from_owned(v).ok().map(Box::new);
             }
+            (ScanKind::Object(head), note)
         }
     }
 }
@@ -518,9 +518,8 @@ impl<'de> Visitor<'de> for HeadVisitor {
                 "id" => head.id = map.next_value::<Field>()?.string(),
                 "parentId" => {
                     head.parent = match map.next_value::<Field>()? {
-                        Field::Null => ParentField::Root,
                         Field::Str(s) => ParentField::Id(s),
-                        Field::Other => ParentField::Invalid,
+                        Field::Null | Field::Other => ParentField::Root,
                     }
                 }
                 "timestamp" => timestamp = map.next_value::<Field>()?.string(),
@@ -769,12 +768,14 @@ mod tests {
 
     fn heads_agree(line: &[u8]) {
         let (fast, fast_note) = scan_line(line, false);
-        let (slow, slow_note) = parse_line(line);
+        let (slow, slow_note, js_only) = parse_line_detail(line);
         assert_eq!(fast_note, slow_note, "{:?}", String::from_utf8_lossy(line));
         match (fast, slow) {
             (ScanKind::Blank, Parsed::Blank) => {}
             (ScanKind::Skipped(a), Parsed::Skipped(b)) => assert_eq!(a, b),
-            (ScanKind::Object(h), Parsed::Object(v)) => assert_eq!(h, RecordHead::from_value(&v)),
+            (ScanKind::Object(h), Parsed::Object(v)) => {
+                assert_eq!(h, RecordHead { js_only, ..RecordHead::from_value(&v) })
+            }
             (a, b) => panic!("{:?}: {a:?} vs {b:?}", String::from_utf8_lossy(line)),
         }
     }

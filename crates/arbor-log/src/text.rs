@@ -74,12 +74,13 @@ fn strings(v: &Value, out: &mut String) {
     }
 }
 
+/// Appends a piece of text on its own line; a lone surrogate is searched and shown as U+FFFD.
 fn push(out: &mut String, s: Option<&str>) {
     if let Some(s) = s.filter(|s| !s.is_empty()) {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str(s);
+        out.push_str(&crate::json::display(s));
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use arbor_log::{DiagnosticKind, EntryKind, Role, SessionLog};
+use arbor_log::{DiagnosticKind, EntryKind, LineKind, Role, SessionLog};
 
 use crate::error::TreeError;
 use crate::session::{OpenMode, Session, SessionOptions};
@@ -102,6 +102,7 @@ pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, 
         sort(&mut out);
         return Ok(out);
     }
+    out.extend(non_string_parents(&log));
     drop(log);
     let s = Session::open(path, OpenMode::ReadOnly, opts)?;
     // Line-level diagnostics came from the log; take the entry-level ones from the session.
@@ -116,6 +117,21 @@ pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, 
     out.extend(tree_findings(&s));
     sort(&mut out);
     Ok(out)
+}
+
+/// Records whose `parentId` is neither a string nor `null`: read as roots (as pi reads them), but
+/// pi never writes one.
+fn non_string_parents(log: &SessionLog) -> impl Iterator<Item = Finding> + '_ {
+    log.lines().iter().filter_map(|l| {
+        let LineKind::Record(v) = &l.kind else { return None };
+        let parent = v.get("parentId").filter(|p| !p.is_string() && !p.is_null())?;
+        Some(Finding {
+            line: l.number,
+            severity: Severity::Warning,
+            code: "parent-not-a-string",
+            message: format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
+        })
+    })
 }
 
 fn sort(v: &mut [Finding]) {

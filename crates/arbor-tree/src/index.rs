@@ -15,7 +15,8 @@
 //!
 //! Layout (little-endian): `ARBORIX3`, size u64, mtime ns i128, checksum
 //! u64, header bytes u64, entry count u64, then per entry: offset u64,
-//! length u32, line u32, timestamp flag u8 + ms i64, type (its position in
+//! length u32, line u32, flags u8 (1: has a timestamp, 2: only JavaScript's
+//! reading accepts the line) + timestamp ms i64, type (its position in
 //! [`EntryType::ALL`], or 255 + string), role (254 for none, its position in
 //! [`Role::ALL`], or 255 + string), id (string), resolved parent (u32
 //! position of the earlier entry the parent id resolves to, or `u32::MAX`),
@@ -50,6 +51,8 @@ pub(crate) struct IndexedEntry<'a> {
     pub len: u32,
     pub line: u32,
     pub ts_ms: Option<i64>,
+    /// Only JavaScript's reading accepts the line (`arbor_log::reader::parse_line_detail`).
+    pub js_only: bool,
     pub entry_type: EntryType,
     pub role: Option<Role>,
     pub id: &'a str,
@@ -176,7 +179,7 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
         out.extend_from_slice(&e.offset.to_le_bytes());
         out.extend_from_slice(&e.len.to_le_bytes());
         out.extend_from_slice(&e.line.to_le_bytes());
-        out.push(u8::from(e.ts_ms.is_some()));
+        out.push(u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1);
         out.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
         put_name(&mut out, EntryType::ALL, &e.entry_type)?;
         match &e.role {
@@ -296,7 +299,7 @@ pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry
         let offset = c.u64()?;
         let len = c.u32()?;
         let line = c.u32()?;
-        let has_ts = c.u8()?;
+        let flags = c.u8()?;
         let ts = c.i64()?;
         let type_code = c.u8()?;
         let entry_type = c.name(type_code, EntryType::ALL, EntryType::parse)?;
@@ -315,6 +318,7 @@ pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry
         if offset < end
             || offset.checked_add(u64::from(len))? > size
             || len == 0
+            || flags > 3
             || parent.is_some_and(|p| u64::from(p) >= k)
         {
             return None;
@@ -328,7 +332,8 @@ pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry
             offset,
             len,
             line,
-            ts_ms: (has_ts == 1).then_some(ts),
+            ts_ms: (flags & 1 == 1).then_some(ts),
+            js_only: flags & 2 == 2,
             entry_type,
             role,
             id,
@@ -356,6 +361,7 @@ mod tests {
                     len: 5,
                     line: 2,
                     ts_ms: Some(-3),
+                    js_only: false,
                     entry_type: EntryType::Message,
                     role: Some(Role::User),
                     id: "a",
@@ -367,6 +373,7 @@ mod tests {
                     len: 5,
                     line: 3,
                     ts_ms: None,
+                    js_only: true,
                     entry_type: EntryType::parse("x"),
                     role: None,
                     id: "b",
@@ -379,6 +386,7 @@ mod tests {
                     len: 4,
                     line: 5,
                     ts_ms: Some(i64::MAX),
+                    js_only: false,
                     entry_type: EntryType::parse("weird_type"),
                     role: Some(Role::parse("narrator")),
                     id: "c",

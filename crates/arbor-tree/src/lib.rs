@@ -66,6 +66,7 @@ mod check;
 mod error;
 mod facts;
 mod index;
+mod labels;
 mod listing;
 pub mod paths;
 mod repair;
@@ -77,6 +78,7 @@ pub use check::{check_file, check_session, tree_findings, Finding, Severity};
 pub use error::{LockHolder, TreeError};
 pub use facts::{ListingFacts, ListingKind};
 pub use index::MIN_INDEXED_BYTES;
+pub use labels::Label;
 pub use listing::{
     find_most_recent_session, list_all_sessions, list_sessions, read_session_info, sort_newest_first, SessionListInfo,
 };

@@ -129,7 +129,7 @@ fn sort_lines(log: &SessionLog, actions: &mut Vec<String>) -> Result<Sorted, Tre
                 LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
                 _ => continue,
             };
-            serde_json::to_vec(v).map_err(arbor_log::LogError::from)?
+            arbor_log::json::to_vec(v).map_err(arbor_log::LogError::from)?
         } else {
             l.raw().to_vec()
         };

@@ -145,8 +145,9 @@ impl<'a> Tree<'a> {
         self.roots.is_empty()
     }
 
-    /// Writes pi's `getTree()` JSON: `[{"entry": …, "children": […], "label": "…"}]`,
-    /// `label` absent when none, entries as held. Iterative: any depth is fine.
+    /// Writes pi's `getTree()` JSON: `[{"entry": …, "children": […], "label": …,
+    /// "labelTimestamp": …}]`, `label` and `labelTimestamp` absent when none,
+    /// entries as held. Iterative: any depth is fine.
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
         // Each frame: the list being written and the position in it.
         let mut stack: Vec<(&[Position], usize)> = vec![(&self.roots, 0)];
@@ -159,9 +160,13 @@ impl<'a> Tree<'a> {
                 if let Some((plist, ppos)) = stack.last() {
                     // Close the node whose children we just wrote.
                     let id = &self.session.state.slots[plist[*ppos - 1].get()].id;
-                    if let Some(label) = self.session.get_label(id) {
+                    if let Some(label) = self.session.label(id) {
                         w.write_all(b",\"label\":")?;
-                        serde_json::to_writer(&mut *w, label)?;
+                        arbor_log::json::to_writer(&mut *w, &label.value)?;
+                        if let Some(ts) = &label.timestamp {
+                            w.write_all(b",\"labelTimestamp\":")?;
+                            arbor_log::json::to_writer(&mut *w, ts)?;
+                        }
                     }
                     w.write_all(b"}")?;
                 }

@@ -271,7 +271,7 @@ impl Hook for CommandHook {
         cancel: CancellationToken,
     ) -> Result<Option<HookResponse>, HookError> {
         let name = event.name();
-        let mut input = serde_json::to_vec(&event.to_json_as(&self.event_type))?;
+        let mut input = arbor_log::json::to_vec(&event.to_json_as(&self.event_type))?;
         input.push(b'\n');
         let mut child = self.shell().spawn().map_err(|e| format!("could not start: {e}"))?;
         let pid = child.id();

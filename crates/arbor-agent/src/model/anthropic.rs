@@ -219,7 +219,7 @@ impl AnthropicClient {
             if ev.data.trim().is_empty() {
                 continue;
             }
-            let data: Value = serde_json::from_str(&ev.data)
+            let data: Value = arbor_log::json::parse(&ev.data)
                 .map_err(|e| self.protocol(format!("a stream event is not JSON: {e}")))?;
             let kind = ev.event.as_deref().unwrap_or_else(|| str_of(&data, "type"));
             if self.on_event(kind, &data, reply, &mut reason)? {

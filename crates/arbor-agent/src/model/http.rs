@@ -77,7 +77,8 @@ impl Http {
         cancel: &CancellationToken,
         deadline: Instant,
     ) -> Result<reqwest::Response, ModelError> {
-        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        // JSON.stringify's text: a lone surrogate goes out as its escape.
+        let bytes = arbor_log::json::to_vec(body).unwrap_or_default();
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;

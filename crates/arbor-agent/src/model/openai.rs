@@ -197,7 +197,7 @@ impl OpenAiClient {
                 return Ok(finish);
             }
             let chunk: Value =
-                serde_json::from_str(data).map_err(|e| self.protocol(format!("a stream chunk is not JSON: {e}")))?;
+                arbor_log::json::parse(data).map_err(|e| self.protocol(format!("a stream chunk is not JSON: {e}")))?;
             if let Some(f) = self.on_chunk(&chunk, reply, &mut slots)? {
                 finish = Some(f);
             }

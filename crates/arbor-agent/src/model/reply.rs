@@ -1,6 +1,7 @@
 //! Assistant replies in pi's message shape, and the builder the streaming
 //! clients fill.
 
+use arbor_log::json::push_joined;
 use serde_json::{json, Map, Value};
 
 use super::{aborted_message, ModelError, ModelInfo, StreamDelta, StreamSink};
@@ -130,7 +131,7 @@ impl ReplyBuilder {
     pub(crate) fn push_text(&mut self, delta: &str) {
         self.send(delta, false);
         if let Some(Block::Text(t)) = self.blocks.last_mut() {
-            t.push_str(delta);
+            push_joined(t, delta);
         } else {
             self.blocks.push(Block::Text(delta.to_owned()));
         }
@@ -141,7 +142,7 @@ impl ReplyBuilder {
     pub(crate) fn push_thinking(&mut self, delta: &str, signature_field: &'static str) {
         self.send(delta, true);
         if let Some(Block::Thinking { text, .. }) = self.blocks.last_mut() {
-            text.push_str(delta);
+            push_joined(text, delta);
         } else {
             self.blocks.push(Block::Thinking { text: delta.to_owned(), signature: None, signature_field });
         }
@@ -172,12 +173,12 @@ impl ReplyBuilder {
             _ => {}
         }
         match (self.blocks.get_mut(index), kind) {
-            (Some(Block::Text(t)), "text") => t.push_str(delta),
-            (Some(Block::Thinking { text, .. }), "thinking") => text.push_str(delta),
+            (Some(Block::Text(t)), "text") => push_joined(t, delta),
+            (Some(Block::Thinking { text, .. }), "thinking") => push_joined(text, delta),
             (Some(Block::Thinking { signature, .. }), "signature") => {
-                signature.get_or_insert_with(String::new).push_str(delta);
+                push_joined(signature.get_or_insert_with(String::new), delta);
             }
-            (Some(Block::ToolCall { args, .. }), "args") => args.push_str(delta),
+            (Some(Block::ToolCall { args, .. }), "args") => push_joined(args, delta),
             _ => {}
         }
     }
@@ -207,7 +208,7 @@ impl ReplyBuilder {
                 n.push_str(name);
             }
             if let Some(args) = args {
-                a.push_str(args);
+                push_joined(a, args);
             }
         }
     }
@@ -232,7 +233,7 @@ impl ReplyBuilder {
                     Some(Value::Object(m))
                 }
                 Block::ToolCall { id, name, args } => {
-                    let arguments = match serde_json::from_str::<Value>(&args) {
+                    let arguments = match arbor_log::json::parse(&args) {
                         Ok(v @ Value::Object(_)) => v,
                         _ => Value::Object(Map::new()),
                     };

@@ -97,6 +97,47 @@ async fn openai_tool_calls_reasoning_and_stop_reasons() {
     assert_eq!(reply.stop_reason(), "length");
 }
 
+/// A server may cut a reply between the two halves of a surrogate pair: the
+/// halves join into one character, as JavaScript's string concatenation
+/// joins them, and a half left alone stays a lone surrogate.
+#[tokio::test]
+async fn a_surrogate_pair_split_across_stream_chunks_is_joined() {
+    let mock = MockServer::start().await;
+    let openai: String = [
+        r#"{"choices":[{"index":0,"delta":{"content":"ok \ud83d"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"\ude00 and \ud800"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+    ]
+    .iter()
+    .map(|c| format!("data: {c}\n\n"))
+    .collect::<String>()
+        + "data: [DONE]\n\n";
+    let anthropic = [
+        r#"{"type":"message_start","message":{"usage":{"input_tokens":1,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok \ud83d"}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\ude00 and \ud800"}}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]
+    .iter()
+    .map(|c| {
+        let kind = arbor_log::json::parse(c).unwrap()["type"].as_str().unwrap().to_owned();
+        format!("event: {kind}\ndata: {c}\n\n")
+    })
+    .collect::<String>();
+    mock.script([Reply::RawSse(openai), Reply::RawSse(anthropic)]);
+    let clients: [Box<dyn ModelClient>; 2] = [
+        Box::new(OpenAiClient::new(openai_model(&mock), None, fast_client()).unwrap()),
+        Box::new(AnthropicClient::new(anthropic_model(&mock), Some("k".into()), fast_client()).unwrap()),
+    ];
+    for client in clients {
+        let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
+        let text = arbor_log::json::to_string(&reply.json()["content"][0]["text"]).unwrap();
+        assert_eq!(text, r#""ok 😀 and \ud800""#);
+    }
+}
+
 #[tokio::test]
 async fn anthropic_streams_into_pi_shape() {
     let mock = MockServer::start().await;

@@ -367,7 +367,10 @@ async fn hook_overrides_of_instructions_and_label() {
     // The label entry targets the summary and becomes the leaf.
     let leaf = agent.session().leaf_entry().unwrap().clone();
     let EntryKind::Label(l) = &leaf.kind else { panic!("{leaf:?}") };
-    assert_eq!((l.target_id.as_str(), l.label.as_deref()), (summary_id.as_str(), Some("checkpoint")));
+    assert_eq!(
+        (l.target_id.as_str(), l.label.as_ref().and_then(|v| v.as_str())),
+        (summary_id.as_str(), Some("checkpoint"))
+    );
     assert_eq!(leaf.parent_id.as_deref(), Some(summary_id.as_str()));
     assert_eq!(r.new_leaf_id.as_deref(), Some(leaf.id.as_str()));
     assert_eq!(agent.session().get_label(&summary_id), Some("checkpoint"));

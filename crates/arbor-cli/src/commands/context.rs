@@ -40,7 +40,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         // and moved into the context: one copy of each message.
         let ctx = session_context(&s);
         if args.json {
-            serde_json::to_writer(&mut *out, &ctx.llm_messages())?;
+            arbor_log::json::to_writer(&mut *out, &ctx.llm_messages())?;
         } else {
             write_transcript(out, &ctx, args.llm)?;
         }

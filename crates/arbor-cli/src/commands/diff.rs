@@ -30,7 +30,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let s = g.open_read(&args.file)?;
     let d = arbor_interop::diff(&s, &args.a, &args.b).map_err(|e| interop_error(&args.file, e))?;
     if args.json {
-        serde_json::to_writer(&mut *out, &d)?;
+        arbor_log::json::to_writer(&mut *out, &d)?;
         out.write_all(b"\n")?;
         return Ok(ExitCode::SUCCESS);
     }

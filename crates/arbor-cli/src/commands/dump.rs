@@ -25,11 +25,11 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let s = g.open_read(&args.file)?;
     if args.json {
         out.write_all(b"{\"header\":")?;
-        serde_json::to_writer(&mut *out, &s.header().to_value())?;
+        arbor_log::json::to_writer(&mut *out, &s.header().to_value())?;
         out.write_all(b",\"entries\":")?;
         write_json_list(out, s.entries_json().map(|(_, j)| j))?;
         out.write_all(b",\"leafId\":")?;
-        serde_json::to_writer(&mut *out, &s.leaf_id())?;
+        arbor_log::json::to_writer(&mut *out, &s.leaf_id())?;
         out.write_all(b"}\n")?;
         return Ok(ExitCode::SUCCESS);
     }

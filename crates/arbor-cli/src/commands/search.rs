@@ -61,7 +61,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let hits = catalog.search(&query, &SearchOptions { scope, limit: args.limit }, &bar)?;
     catalog::warn(&mut catalog);
     if args.json {
-        serde_json::to_writer(&mut *out, &hits)?;
+        arbor_log::json::to_writer(&mut *out, &hits)?;
         out.write_all(b"\n")?;
     } else if hits.is_empty() {
         writeln!(out, "no matches")?;

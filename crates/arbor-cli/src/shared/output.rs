@@ -114,9 +114,9 @@ pub fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// Writes a JSON value and a newline.
+/// Writes a JSON value as `JSON.stringify` writes it, and a newline.
 pub fn write_json_line(out: &mut dyn Write, value: &impl serde::Serialize) -> Result<()> {
-    serde_json::to_writer(&mut *out, value)?;
+    arbor_log::json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")?;
     Ok(())
 }

@@ -8,6 +8,7 @@ mod agent;
 mod catalog;
 mod chat;
 mod commands;
+mod compat;
 mod context_json;
 mod interop;
 mod model_server;

@@ -99,7 +99,7 @@ pub fn format_tool_call(name: &str, args: &Value, home: Option<&str>) -> String 
         ),
         "ls" => format!("[ls: {}]", s("path").map(|p| shorten_home(p, home)).unwrap_or_else(|| ".".into())),
         _ => {
-            let json = serde_json::to_string(args).unwrap_or_default();
+            let json = arbor_log::json::to_string(args).unwrap_or_default();
             let more = if json.chars().count() > 40 { "..." } else { "" };
             format!("[{name}: {}{more}]", take_chars(&json, 40))
         }
@@ -145,22 +145,28 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
                 None => "[message]".into(),
             }
         }
-        EntryKind::CustomMessage(c) => format!("[{}]: {}", c.custom_type, clip(&content_text(Some(&c.content), ""))),
+        EntryKind::CustomMessage(c) => format!("[{}]: {}", c.custom_type, clip(&content_text(c.content.as_ref(), ""))),
         EntryKind::Compaction(c) => {
             let tokens = c.tokens_before.as_ref().and_then(|n| n.as_f64()).unwrap_or(0.0);
             format!("[compaction: {}k tokens]", (tokens / 1000.0).round() as i64)
         }
         EntryKind::BranchSummary(b) => format!("[branch summary]: {}", clip(&b.summary)),
         EntryKind::ModelChange(m) => {
-            let id = m.model_id.clone().or_else(|| m.model.clone()).unwrap_or_default();
+            let id = m.model_text().unwrap_or_default();
             format!("[model: {id}]")
         }
         EntryKind::ThinkingLevelChange(t) => {
-            format!("[thinking: {}]", t.thinking_level.as_deref().unwrap_or("off"))
+            format!(
+                "[thinking: {}]",
+                t.thinking_level
+                    .as_ref()
+                    .filter(|l| !l.is_null())
+                    .map_or_else(|| "off".to_owned(), arbor_log::json::text)
+            )
         }
         EntryKind::Custom(c) => format!("[custom: {}]", c.custom_type),
         EntryKind::Label(l) => {
-            format!("[label: {}]", l.label.as_deref().filter(|s| !s.is_empty()).unwrap_or("(cleared)"))
+            format!("[label: {}]", l.text().unwrap_or_else(|| "(cleared)".to_owned()))
         }
         EntryKind::SessionInfo(s) => format!("[session name: {}]", clip(s.name.as_deref().unwrap_or(""))),
         EntryKind::TtsrInjection(_) => "[ttsr injection]".into(),

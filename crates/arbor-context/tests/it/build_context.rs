@@ -339,10 +339,10 @@ fn thinking_level_null_reads_off_and_omp_model_changes() {
     assert_eq!(ctx.injected_ttsr_rules, ["a", "b", "c"]);
     assert_eq!(ctx.mode.as_deref(), Some("plan"));
     assert_eq!(ctx.mode_data, Some(json!({"k": 1})));
-    // None of it leaks into pi's JSON.
+    // None of it leaks into pi's JSON, which carries the level as written.
     assert_eq!(
         ctx.to_json(),
-        json!({"messages": [], "thinkingLevel": "off",
+        json!({"messages": [], "thinkingLevel": null,
                                      "model": {"provider": "openai", "modelId": "gpt-5"}})
     );
 

@@ -8,6 +8,7 @@ use arbor_context::{
 };
 use arbor_log::{Entry, EntryKind, EntryType, Role};
 use arbor_tree::{OpenMode, Session, SessionOptions};
+use serde_json::{json, Value};
 
 use arbor_test_support::jsonl_under;
 
@@ -58,6 +59,11 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
     assert!(compared > 50, "{compared} leaves compared");
 }
 
+/// An object of the fields that are present.
+fn present(fields: &[(&str, Option<&Value>)]) -> Value {
+    Value::Object(fields.iter().filter_map(|(k, v)| v.map(|v| ((*k).to_owned(), v.clone()))).collect())
+}
+
 /// Spec 4.1 steps 3–5 read literally, over every decoded entry of the path:
 /// the oracle the planned context is checked against.
 fn spec_context(path: &[&Entry]) -> SessionContext {
@@ -65,17 +71,24 @@ fn spec_context(path: &[&Entry]) -> SessionContext {
     let mut compaction = None;
     for (i, e) in path.iter().enumerate() {
         match &e.kind {
-            EntryKind::ThinkingLevelChange(t) => ctx.thinking_level = t.thinking_level.clone().unwrap_or("off".into()),
+            EntryKind::ThinkingLevelChange(t) => {
+                ctx.thinking_level = t.level().unwrap_or("off").into();
+                ctx.thinking_level_value = t.thinking_level.clone();
+            }
             EntryKind::ModelChange(m) => {
-                if let Some((provider, model_id)) = m.default_model() {
-                    ctx.model = Some(ModelRef { provider, model_id });
+                let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).unwrap_or("").to_owned();
+                if m.provider.is_none() && m.model_id.is_none() && m.model.is_some() {
+                    if let Some((provider, model_id)) = m.default_model() {
+                        ctx.model_value = json!({"provider": provider, "modelId": model_id});
+                        ctx.model = Some(ModelRef { provider, model_id });
+                    }
+                } else {
+                    ctx.model = Some(ModelRef { provider: text(&m.provider), model_id: text(&m.model_id) });
+                    ctx.model_value = present(&[("provider", m.provider.as_ref()), ("modelId", m.model_id.as_ref())]);
                 }
                 let (role, model) = match &m.model {
                     Some(model) => (m.role.clone().unwrap_or("default".into()), model.clone()),
-                    None => {
-                        let (p, id) = (m.provider.as_deref().unwrap_or(""), m.model_id.as_deref().unwrap_or(""));
-                        ("default".into(), format!("{p}/{id}"))
-                    }
+                    None => ("default".into(), format!("{}/{}", text(&m.provider), text(&m.model_id))),
                 };
                 ctx.models.insert(role, model);
             }
@@ -83,6 +96,8 @@ fn spec_context(path: &[&Entry]) -> SessionContext {
                 let f = |k: &str| m.message.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
                 ctx.models.insert("default".into(), format!("{}/{}", f("provider"), f("model")));
                 ctx.model = Some(ModelRef { provider: f("provider"), model_id: f("model") });
+                ctx.model_value =
+                    present(&[("provider", m.message.get("provider")), ("modelId", m.message.get("model"))]);
             }
             EntryKind::Compaction(c) => compaction = Some((i, c)),
             EntryKind::TtsrInjection(t) => {

@@ -88,7 +88,7 @@ struct Seg {
 /// Writes the page of the whole tree of `s`.
 pub fn export_html(s: &Session, out: &mut dyn Write) -> Result<(), InteropError> {
     let page = build(s);
-    let data = safe_json(&serde_json::to_string(&page).unwrap_or_else(|_| "{}".into()));
+    let data = safe_json(&arbor_log::json::to_string(&page).unwrap_or_else(|_| "{}".into()));
     let title = html_escape(&page.session.name.clone().unwrap_or_else(|| format!("Session {}", page.session.id)));
     let html = TEMPLATE.replacen("{{TITLE}}", &title, 1).replacen("{{CSS}}", CSS, 1).replacen("{{JS}}", JS, 1);
     let (before, after) = html.split_once("{{DATA}}").unwrap_or((&html, ""));

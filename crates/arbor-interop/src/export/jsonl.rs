@@ -26,7 +26,7 @@ pub fn export_jsonl(s: &Session, scope: Scope, out: &mut dyn Write) -> Result<()
     let mut header = s.header().clone();
     header.version = Some(Value::from(CURRENT_VERSION));
     let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
-    writeln!(out, "{}", header.to_value()).map_err(io)?;
+    writeln!(out, "{}", text(&header.to_value())).map_err(io)?;
     let lines = match scope {
         Scope::All => whole_tree(s),
         Scope::Path(leaf) => path_copy(s, leaf)?,
@@ -64,7 +64,7 @@ fn whole_tree(s: &Session) -> Vec<String> {
         } else {
             let mut fixed = e.clone();
             fixed.parent_id = shown.map(str::to_owned);
-            out.push(fixed.to_value().to_string());
+            out.push(text(&fixed.to_value()));
         }
     }
     out
@@ -73,19 +73,19 @@ fn whole_tree(s: &Session) -> Vec<String> {
 fn path_copy(s: &Session, leaf: Option<&str>) -> Result<Vec<String>, InteropError> {
     let path = path_to(s, leaf)?;
     let mut out: Vec<String> =
-        path.iter().map(|e| s.entry_json(&e.id).map_or_else(|| e.to_value().to_string(), str::to_owned)).collect();
+        path.iter().map(|e| s.entry_json(&e.id).map_or_else(|| text(&e.to_value()), str::to_owned)).collect();
     // The label each target has in the copy: the last label entry on the path.
-    let mut in_copy: HashMap<&str, Option<&str>> = HashMap::new();
+    let mut in_copy: HashMap<&str, Option<String>> = HashMap::new();
     for e in &path {
         if let EntryKind::Label(l) = &e.kind {
-            in_copy.insert(l.target_id.as_str(), l.label.as_deref().filter(|x| !x.trim().is_empty()));
+            in_copy.insert(l.target_id.as_str(), l.text().filter(|x| !x.trim().is_empty()));
         }
     }
     let mut taken: HashSet<String> = path.iter().map(|e| e.id.clone()).collect();
     let mut last = path.last().map(|e| (e.id.clone(), e.timestamp.clone()));
     for e in &path {
         let want = s.get_label(&e.id);
-        if in_copy.get(e.id.as_str()).copied().flatten() == want
+        if in_copy.get(e.id.as_str()).cloned().flatten().as_deref() == want
             || (want.is_none() && !in_copy.contains_key(e.id.as_str()))
         {
             continue;
@@ -99,12 +99,17 @@ fn path_copy(s: &Session, leaf: Option<&str>) -> Result<Vec<String>, InteropErro
             timestamp: time.clone(),
             kind: EntryKind::Label(LabelEntry {
                 target_id: e.id.clone(),
-                label: want.map(str::to_owned),
+                label: s.label(&e.id).map(|l| l.value.clone()),
                 extra: Map::new(),
             }),
         };
-        out.push(label.to_value().to_string());
+        out.push(text(&label.to_value()));
         last = Some((id, time));
     }
     Ok(out)
+}
+
+/// A value's JSON text, as `JSON.stringify` writes it (a lone surrogate as its escape).
+fn text(v: &Value) -> String {
+    arbor_log::json::to_string(v).unwrap_or_default()
 }

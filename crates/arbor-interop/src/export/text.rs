@@ -123,17 +123,15 @@ pub(crate) fn describe(e: &Entry) -> Described {
         }
         EntryKind::BranchSummary(b) => plain("branch summary".into(), vec![Part::Text(b.summary.clone())], true),
         EntryKind::CustomMessage(c) => {
-            plain(format!("{} (extension message)", c.custom_type), content_parts(Some(&c.content), false), true)
+            plain(format!("{} (extension message)", c.custom_type), content_parts(c.content.as_ref(), false), true)
         }
         EntryKind::ModelChange(m) => {
             let (p, id) = m.default_model().unwrap_or_default();
             plain(format!("model: {p}/{id}"), vec![], false)
         }
-        EntryKind::ThinkingLevelChange(t) => {
-            plain(format!("thinking: {}", t.thinking_level.as_deref().unwrap_or("off")), vec![], false)
-        }
+        EntryKind::ThinkingLevelChange(t) => plain(format!("thinking: {}", t.level().unwrap_or("off")), vec![], false),
         EntryKind::Label(l) => {
-            let what = l.label.as_deref().map_or_else(
+            let what = l.text().map_or_else(
                 || format!("label of {} cleared", l.target_id),
                 |x| format!("label {x:?} on {}", l.target_id),
             );

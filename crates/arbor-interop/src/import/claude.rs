@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use arbor_log::{Compaction, EntryKind, IdGenerator, LabelEntry, MessageView, Role, SeededIds};
-use serde_json::{json, Map, Number, Value};
+use serde_json::{json, Map, Value};
 
 use super::build::{add_origin, message, message_mut, millis, origin, part_origin, usage, Builder, Parent};
 use super::lines::Record;
@@ -378,7 +378,7 @@ fn boundary(b: &mut Builder, r: &Record, key: &str) {
     let kind = EntryKind::Compaction(Compaction {
         summary: r.str("content").unwrap_or("").to_owned(),
         first_kept_entry_id: None,
-        tokens_before: Some(Number::from(tokens.unwrap_or(0))),
+        tokens_before: Some(Value::from(tokens.unwrap_or(0))),
         details: None,
         from_hook: None,
         extra: Map::new(),
@@ -395,7 +395,7 @@ fn summary(b: &mut Builder, r: &Record, key: &str) {
     let target = r.str("leafUuid").and_then(|l| b.id_of(l)).map(str::to_owned);
     match (target, r.str("summary")) {
         (Some(target_id), Some(text)) => {
-            let kind = EntryKind::Label(LabelEntry { target_id, label: Some(text.to_owned()), extra: Map::new() });
+            let kind = EntryKind::Label(LabelEntry { target_id, label: Some(text.into()), extra: Map::new() });
             let time = b.time_of(r);
             b.count("summary", "label");
             b.push(key, Parent::Chain, time, kind, json!([origin(r, kept(r, &["summary"]))]));

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use arbor_log::{Compaction, EntryKind, Role, ThinkingLevelChange};
-use serde_json::{json, Map, Number, Value};
+use serde_json::{json, Map, Value};
 
 use super::build::{add_origin, message, message_mut, millis, origin, part_origin, usage, zero_usage, Builder, Parent};
 use super::claude::session_uuid;
@@ -282,10 +282,8 @@ fn turn_context(b: &mut Builder, st: &mut State, r: &Record, key: &str) {
     }
     st.effort = Some(effort.to_owned());
     let level = if effort == "none" { "off" } else { effort };
-    let kind = EntryKind::ThinkingLevelChange(ThinkingLevelChange {
-        thinking_level: Some(level.to_owned()),
-        extra: Map::new(),
-    });
+    let kind =
+        EntryKind::ThinkingLevelChange(ThinkingLevelChange { thinking_level: Some(level.into()), extra: Map::new() });
     let time = b.time_of(r);
     b.count("turn_context", "thinking_level_change");
     b.push(&format!("{key}#1"), Parent::Chain, time, kind, json!([part_origin(r, 1)]));
@@ -299,7 +297,7 @@ fn compacted(b: &mut Builder, st: &mut State, r: &Record, key: &str) {
     let kind = EntryKind::Compaction(Compaction {
         summary: str_of(p, "message").unwrap_or("").to_owned(),
         first_kept_entry_id: None,
-        tokens_before: Some(Number::from(st.context_tokens)),
+        tokens_before: Some(Value::from(st.context_tokens)),
         details: None,
         from_hook: None,
         extra: Map::new(),

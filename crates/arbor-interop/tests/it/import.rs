@@ -72,8 +72,8 @@ fn render(path: &Path, root: &Path) -> String {
                 c.tokens_before.as_ref().map_or("-".into(), ToString::to_string),
                 short(&c.summary)
             ),
-            EntryKind::Label(l) => format!("label {:?} on {}", l.label.as_deref().unwrap_or(""), l.target_id),
-            EntryKind::ThinkingLevelChange(t) => format!("thinking {}", t.thinking_level.as_deref().unwrap_or("")),
+            EntryKind::Label(l) => format!("label {:?} on {}", l.text().unwrap_or_default(), l.target_id),
+            EntryKind::ThinkingLevelChange(t) => format!("thinking {}", t.level().unwrap_or("")),
             _ => e.entry_type().to_string(),
         };
         let lines: Vec<String> = s

@@ -95,7 +95,9 @@ fn render(p: &Path) -> String {
     for (line, e) in entries {
         let detail = match &e.kind {
             EntryKind::Message(m) => format!("role={}", m.role().as_ref().map_or("?", Role::as_str)),
-            EntryKind::Label(l) => format!("target={} label={:?}", l.target_id, l.label),
+            EntryKind::Label(l) => {
+                format!("target={} label={:?}", l.target_id, l.label.as_ref().map(arbor_log::json::text))
+            }
             EntryKind::Compaction(c) => format!("firstKept={:?}", c.first_kept_entry_id),
             EntryKind::BranchSummary(b) => format!("fromId={}", b.from_id),
             EntryKind::ModelChange(m) => format!("model={:?}", m.default_model()),

@@ -6,7 +6,7 @@
 
 use std::fs;
 
-use arbor_log::reader::{parse_line, Parsed};
+use arbor_log::reader::{parse_line, parse_line_detail, Parsed};
 use arbor_log::scan::{scan_line, RecordHead, ScanKind};
 
 use crate::all_session_files;
@@ -14,7 +14,7 @@ use crate::all_session_files;
 /// `None` when both paths agree on `line`, else what differs.
 fn disagreement(line: &[u8]) -> Option<String> {
     let (fast, fast_note) = scan_line(line, false);
-    let (slow, slow_note) = parse_line(line);
+    let (slow, slow_note, js_only) = parse_line_detail(line);
     if fast_note != slow_note {
         return Some(format!("notes differ: {fast_note:?} vs {slow_note:?}"));
     }
@@ -22,7 +22,7 @@ fn disagreement(line: &[u8]) -> Option<String> {
         (ScanKind::Blank, Parsed::Blank) => None,
         (ScanKind::Skipped(a), Parsed::Skipped(b)) if a == b => None,
         (ScanKind::Object(h), Parsed::Object(v)) => {
-            let want = RecordHead::from_value(&v);
+            let want = RecordHead { js_only, ..RecordHead::from_value(&v) };
             (h != want).then(|| format!("heads differ: {h:?} vs {want:?}"))
         }
         (a, b) => Some(format!("{a:?} vs {b:?}")),

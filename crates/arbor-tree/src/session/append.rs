@@ -21,7 +21,7 @@ impl Session {
         let id = self.next_entry_id(&|s| by_id.contains_key(s));
         let entry = Entry { id: id.clone(), parent_id: self.state.leaf.clone(), timestamp: self.now_iso(), kind };
         let json = entry_json(&entry);
-        self.push_slot(entry, json, 0);
+        self.push_slot(entry, json, 0, false);
         self.state.leaf_moved = false;
         if let Err(e) = self.persist() {
             self.failed = Some(e.to_string());
@@ -38,7 +38,7 @@ impl Session {
     /// Appends a `thinking_level_change`.
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String, TreeError> {
         self.append(EntryKind::ThinkingLevelChange(ThinkingLevelChange {
-            thinking_level: Some(level.to_owned()),
+            thinking_level: Some(level.into()),
             extra: Default::default(),
         }))
     }
@@ -46,8 +46,8 @@ impl Session {
     /// Appends a `model_change` in pi's shape.
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String, TreeError> {
         self.append(EntryKind::ModelChange(ModelChange {
-            provider: Some(provider.to_owned()),
-            model_id: Some(model_id.to_owned()),
+            provider: Some(provider.into()),
+            model_id: Some(model_id.into()),
             model: None,
             role: None,
             extra: Default::default(),
@@ -92,8 +92,8 @@ impl Session {
     ) -> Result<String, TreeError> {
         self.append(EntryKind::CustomMessage(CustomMessageEntry {
             custom_type: custom_type.to_owned(),
-            content,
-            display,
+            content: Some(content),
+            display: Some(display.into()),
             details,
             extra: Default::default(),
         }))
@@ -112,7 +112,7 @@ impl Session {
         if !self.ids().contains_key(target_id) {
             return Err(TreeError::NotFound(target_id.to_owned()));
         }
-        let label = label.filter(|l| !l.is_empty()).map(str::to_owned);
+        let label = label.filter(|l| !l.is_empty()).map(|l| serde_json::Value::String(l.to_owned()));
         self.append(EntryKind::Label(LabelEntry { target_id: target_id.to_owned(), label, extra: Default::default() }))
     }
 

@@ -6,18 +6,26 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use arbor_log::{Entry, EntryKind, LabelEntry, SessionHeader};
+use serde_json::{Map, Value};
+
+use arbor_log::{Entry, EntryType, SessionHeader};
 
 use super::open::absolute;
-use super::slot::{entry_json, value_json, LineCursor};
+use super::slot::{value_json, with_parent, LineCursor};
 use super::{OpenMode, Session, SessionOptions};
 use crate::error::TreeError;
+use crate::labels::Label;
 use crate::paths::{session_dir_for, session_file_name};
+
+/// An entry a fork keeps: the entry, its JSON text, its line, and whether only JavaScript reads it.
+type Kept = (Entry, Box<str>, usize, bool);
 
 impl Session {
     /// Turns the path to `leaf_id` into a new session (labels rebuilt from the
     /// resolved labels); in persistent mode a new file beside this one, written
     /// at once when the path holds an assistant message. Returns the new path.
+    /// The new session's context at its leaf is the original's at `leaf_id`
+    /// (see `kept_for_fork`).
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>, TreeError> {
         let path = self.path_slots(Some(leaf_id));
         if path.is_empty() {
@@ -26,13 +34,7 @@ impl Session {
         if let Some(f) = &self.failed {
             return Err(TreeError::Poisoned(f.clone()));
         }
-        // Decoded now: the new session has no source file to decode from.
-        let kept: Vec<(Entry, Box<str>, usize)> = path
-            .iter()
-            .map(|&i| &self.state.slots[i])
-            .filter(|s| !matches!(s.entry(self.src()).kind, EntryKind::Label(_)))
-            .map(|s| (s.entry(self.src()).clone(), s.json(self.src()).into(), s.line))
-            .collect();
+        let kept = self.kept_for_fork(&path);
         // The new session's id and time come before the labels' (ids and clock are injected).
         let new_id = self.next_session_id();
         let timestamp = self.now_iso();
@@ -41,12 +43,11 @@ impl Session {
             if self.persist { self.file.as_ref().map(|f| f.to_string_lossy().into_owned()) } else { None };
         self.header = SessionHeader::new(new_id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
         self.clear();
-        for (entry, json, line) in kept {
-            self.push_slot(entry, json, line);
+        for (entry, json, line, js_only) in kept {
+            self.push_slot(entry, json, line, js_only);
         }
-        for entry in labels {
-            let json = entry_json(&entry);
-            self.push_slot(entry, json, 0);
+        for (entry, json) in labels {
+            self.push_slot(entry, json, 0, false);
         }
         self.state.leaf_moved = false;
         if !self.persist {
@@ -64,27 +65,59 @@ impl Session {
         Ok(Some(new_path))
     }
 
+    /// The entries a fork of `path` keeps, decoded (the new session has no
+    /// source file to decode from): every entry but the label entries (any
+    /// `type: "label"`, whatever its body), each re-linked across the label
+    /// entries left out to the kept entry before it, so the fork's context at
+    /// its leaf is the original's. pi (up to 0.73.1) keeps them pointing at
+    /// the missing labels, which cuts the context off after the last label.
+    fn kept_for_fork(&self, path: &[usize]) -> Vec<Kept> {
+        let src = self.src();
+        let mut kept: Vec<Kept> = Vec::with_capacity(path.len());
+        for &i in path {
+            let s = &self.state.slots[i];
+            if s.entry_type == EntryType::Label {
+                continue;
+            }
+            let (mut entry, mut json) = (s.entry(src).clone(), Box::<str>::from(s.json(src)));
+            // The parent is the path's entry before this one (or, in a cycle, one after it).
+            let parent_left_out = self.parent_of(i).is_some_and(|p| self.state.slots[p].entry_type == EntryType::Label);
+            if parent_left_out {
+                let parent = kept.last().map(|(e, ..)| e.id.clone());
+                json = with_parent(&json, parent.as_deref()).into_boxed_str();
+                entry.parent_id = parent;
+            }
+            kept.push((entry, json, s.line, s.js_only && !parent_left_out));
+        }
+        kept
+    }
+
     /// `label` entries re-creating the resolved labels of the `kept` entries,
-    /// chained after the last of them, with ids none of them has.
-    fn relabel(&self, kept: &[(Entry, Box<str>, usize)]) -> Vec<Entry> {
+    /// chained after the last of them, with ids none of them has; each keeps
+    /// its label as written and the time it was set (pi 0.73.1).
+    fn relabel(&self, kept: &[Kept]) -> Vec<(Entry, Box<str>)> {
         let mut taken: HashSet<String> = kept.iter().map(|s| s.0.id.clone()).collect();
-        let targets: Vec<(&String, &String)> =
+        let targets: Vec<(&str, &Label)> =
             self.state.labels.iter().filter(|(target, _)| taken.contains(*target)).collect();
         let mut parent = kept.last().map(|s| s.0.id.clone());
         let mut out = vec![];
         for (target, label) in targets {
             let id = self.next_entry_id(&|s| taken.contains(s));
             taken.insert(id.clone());
-            out.push(Entry {
-                id: id.clone(),
-                parent_id: parent.replace(id),
-                timestamp: self.now_iso(),
-                kind: EntryKind::Label(LabelEntry {
-                    target_id: target.clone(),
-                    label: Some(label.clone()),
-                    extra: Default::default(),
-                }),
-            });
+            // pi's key order.
+            let mut v = Map::new();
+            v.insert("type".into(), "label".into());
+            v.insert("id".into(), id.clone().into());
+            v.insert("parentId".into(), parent.replace(id).map_or(Value::Null, Value::String));
+            if let Some(ts) = &label.timestamp {
+                v.insert("timestamp".into(), ts.clone());
+            }
+            v.insert("targetId".into(), target.into());
+            v.insert("label".into(), label.value.clone());
+            let v = Value::Object(v);
+            if let Ok(entry) = Entry::from_value(&v) {
+                out.push((entry, value_json(&v).into_boxed_str()));
+            }
         }
         out
     }

@@ -15,7 +15,7 @@ use arbor_log::{
     CURRENT_VERSION,
 };
 
-use super::slot::{children_index, entry_json, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
+use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
 use super::{Disk, Session};
 use crate::index::{self, IndexFile, MIN_INDEXED_BYTES};
 
@@ -70,6 +70,7 @@ impl Session {
                     len: u32::try_from(len).ok()?,
                     line: u32::try_from(s.line).ok()?,
                     ts_ms: s.ts_ms,
+                    js_only: s.js_only,
                     entry_type: s.entry_type.clone(),
                     role: s.role.clone(),
                     id: &s.id,
@@ -160,8 +161,8 @@ impl Session {
         self.diagnostics.extend(diags);
         self.state.slots.reserve_exact(entries.len());
         for (line, entry, owned) in entries {
-            let json = if owned.dirty { entry_json(&entry) } else { line_json(owned.raw) };
-            self.push_loaded(Slot::decoded(entry, json, line));
+            let json = line_json(owned.raw, owned.js_only);
+            self.push_loaded(Slot::decoded(entry, json, line, owned.js_only));
         }
         self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
         self.resolve_ids();
@@ -170,8 +171,8 @@ impl Session {
     }
 
     /// Appends a decoded entry after the load (see [`Session::push`]).
-    pub(super) fn push_slot(&mut self, entry: Entry, json: Box<str>, line: usize) -> usize {
-        self.push(Slot::decoded(entry, json, line))
+    pub(super) fn push_slot(&mut self, entry: Entry, json: Box<str>, line: usize, js_only: bool) -> usize {
+        self.push(Slot::decoded(entry, json, line, js_only))
     }
 
     /// Appends a slot after the load: the id map, parents and children lists follow it.
@@ -283,15 +284,15 @@ impl Session {
         if slot.entry_type != EntryType::Label {
             return;
         }
-        if let EntryKind::Label(l) = &slot.entry(st.source.as_deref()).kind {
-            match l.label.as_deref() {
-                Some(text) if !text.is_empty() => {
-                    st.labels.insert(l.target_id.clone(), text.to_owned());
-                }
-                _ => {
-                    st.labels.shift_remove(&l.target_id);
-                }
-            }
+        let src = st.source.as_deref();
+        let entry = slot.entry(src);
+        if let EntryKind::Label(l) = &entry.kind {
+            // The entry's `timestamp` as written (a label keeps it, and a fork copies it).
+            let timestamp = match entry.timestamp.as_str() {
+                "" => arbor_log::json::parse(slot.json(src)).ok().and_then(|v| v.get("timestamp").cloned()),
+                ts => Some(serde_json::Value::String(ts.to_owned())),
+            };
+            st.labels.apply(l, timestamp);
         }
     }
 

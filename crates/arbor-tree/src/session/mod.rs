@@ -39,12 +39,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use compact_str::CompactString;
-use indexmap::IndexMap;
 
 use arbor_log::idhash::{IdHash, IdMap};
 use arbor_log::scan::ReadAt;
 use arbor_log::{format_iso_ms, Diagnostic, MigrationReport, SessionHeader};
 
+use crate::labels::Labels;
 use crate::store::{AppendHandle, WriteLock};
 
 pub use options::{OpenMode, SessionOptions};
@@ -70,7 +70,7 @@ pub(crate) struct Entries {
     /// Parent ids naming no entry (built by the first append): an append
     /// whose id is one of them re-points the entries naming it.
     unresolved: OnceLock<HashSet<CompactString, IdHash>>,
-    labels: IndexMap<String, String>,
+    labels: Labels,
     leaf: Option<String>,
     leaf_moved: bool,
     has_assistant: bool,

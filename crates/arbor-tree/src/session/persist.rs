@@ -56,7 +56,7 @@ impl Session {
     }
 
     pub(super) fn header_line(&self) -> Result<String, TreeError> {
-        Ok(serde_json::to_string(&self.header.to_value()).map_err(arbor_log::LogError::from)?)
+        Ok(arbor_log::json::to_string(&self.header.to_value()).map_err(arbor_log::LogError::from)?)
     }
 
     /// Brings the file up to date with the slots (see [`Disk`]).

@@ -7,6 +7,7 @@ use arbor_log::idhash::IdHash;
 use arbor_log::{Entry, EntryKind, EntryType, Role, SessionInfo};
 
 use super::Session;
+use crate::labels::Label;
 
 impl Session {
     /// The entry in slot `i`, decoded on first use.
@@ -55,12 +56,17 @@ impl Session {
 
     /// The resolved label of an entry.
     pub fn get_label(&self, id: &str) -> Option<&str> {
-        self.state.labels.get(id).map(String::as_str)
+        self.state.labels.get(id).map(|l| l.text.as_str())
+    }
+
+    /// The resolved label of an entry: its value as written and when it was set.
+    pub fn label(&self, id: &str) -> Option<&Label> {
+        self.state.labels.get(id)
     }
 
     /// Every resolved label, in the order the targets first got one.
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.state.labels.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.state.labels.iter().map(|(k, v)| (k, v.text.as_str()))
     }
 
     /// The path root → `from` (or the leaf), every entry type included; empty

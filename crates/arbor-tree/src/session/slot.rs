@@ -2,6 +2,7 @@
 //! children, unresolved parents) and the [`LineCursor`] that reads many
 //! slots' lines through one window of the file.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
@@ -57,6 +58,10 @@ pub(crate) struct Slot {
     pub(crate) ts_ms: Option<i64>,
     /// False for an earlier line whose id a later line took over.
     pub(crate) live: bool,
+    /// Only JavaScript's reading accepts the line (`arbor_log::reader::parse_line_detail`): its
+    /// text may not be what `JSON.stringify` writes for what it means (a number beyond `f64`
+    /// reads as `null`), so its JSON text is the line's value written again, never the line.
+    pub(crate) js_only: bool,
     /// Where the line is in the session's source: (offset, length).
     pub(crate) src: Option<(u64, usize)>,
     entry: OnceLock<Box<Entry>>,
@@ -95,7 +100,7 @@ pub(crate) fn children_index(slots: &[Slot]) -> IdMap<Kids> {
 
 impl Slot {
     /// A slot holding a decoded entry and its JSON text (appends, the slow path).
-    pub(crate) fn decoded(entry: Entry, json: Box<str>, line: usize) -> Slot {
+    pub(crate) fn decoded(entry: Entry, json: Box<str>, line: usize, js_only: bool) -> Slot {
         Slot {
             id: entry.id.as_str().into(),
             parent_id: entry.parent_id.as_deref().map(CompactString::from),
@@ -104,6 +109,7 @@ impl Slot {
             line,
             ts_ms: parse_iso_ms(&entry.timestamp),
             live: true,
+            js_only,
             src: None,
             entry: OnceLock::from(Box::new(entry)),
             json: OnceLock::from(json),
@@ -120,6 +126,7 @@ impl Slot {
             line: e.line as usize,
             ts_ms: e.ts_ms,
             live: true,
+            js_only: e.js_only,
             src: Some((e.offset, e.len as usize)),
             entry: OnceLock::new(),
             json: OnceLock::new(),
@@ -145,6 +152,7 @@ impl Slot {
             line: e.line,
             ts_ms: h.ts_ms,
             live: true,
+            js_only: h.js_only,
             src: Some((e.offset, e.len)),
             entry,
             json: OnceLock::new(),
@@ -196,7 +204,7 @@ impl Slot {
     /// The JSON text, read from the source on first use.
     pub(crate) fn json(&self, src: Option<&dyn ReadAt>) -> &str {
         self.json.get_or_init(|| match self.read_line(src) {
-            Ok(bytes) => line_json(bytes),
+            Ok(bytes) => line_json(bytes, self.js_only),
             Err(_) => entry_json(self.entry(src)),
         })
     }
@@ -215,9 +223,13 @@ impl Slot {
         match line {
             Some(bytes) => {
                 let text = trim_line(bytes);
-                match std::str::from_utf8(text) {
-                    Ok(t) => f(t),
-                    Err(_) => f(&String::from_utf8_lossy(text)),
+                let text = match std::str::from_utf8(text) {
+                    Ok(t) => Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(text),
+                };
+                match self.js_only.then(|| stringified(&text)).flatten() {
+                    Some(again) => f(&again),
+                    None => f(&text),
                 }
             }
             None => f(&entry_json(self.entry(cursor.src))),
@@ -286,8 +298,33 @@ impl<'s> LineCursor<'s> {
 }
 
 /// A line's bytes as the JSON text of its entry: trimmed as the reader trims
-/// it, without a copy in the common case of clean UTF-8 ending in `\n`.
-pub(crate) fn line_json(mut raw: Vec<u8>) -> Box<str> {
+/// it, without a copy in the common case of clean UTF-8 ending in `\n`; a
+/// line only JavaScript reads is written again as `JSON.stringify` would.
+pub(crate) fn line_json(raw: Vec<u8>, js_only: bool) -> Box<str> {
+    let text = trimmed_text(raw);
+    if js_only {
+        return stringified(&text).map_or(text, String::into_boxed_str);
+    }
+    text
+}
+
+/// An entry's JSON text with another `parentId` (in its place among the keys).
+pub(crate) fn with_parent(text: &str, parent: Option<&str>) -> String {
+    match arbor_log::json::parse(text) {
+        Ok(Value::Object(mut v)) => {
+            v.insert("parentId".into(), parent.map_or(Value::Null, |p| Value::String(p.to_owned())));
+            value_json(&Value::Object(v))
+        }
+        _ => text.to_owned(),
+    }
+}
+
+/// The JSON text `JSON.stringify` writes for what `text` means.
+fn stringified(text: &str) -> Option<String> {
+    arbor_log::json::parse(text).ok().and_then(|v| arbor_log::json::to_string(&v).ok())
+}
+
+fn trimmed_text(mut raw: Vec<u8>) -> Box<str> {
     let trimmed = trim_line(&raw);
     if trimmed.len() != raw.len() && raw.starts_with(trimmed) {
         raw.truncate(trimmed.len());
@@ -305,10 +342,10 @@ pub(crate) fn entry_json(entry: &Entry) -> Box<str> {
     value_json(&entry.to_value()).into_boxed_str()
 }
 
-/// A value's JSON text.
+/// A value's JSON text, as `JSON.stringify` writes it.
 pub(crate) fn value_json(v: &Value) -> String {
     // Encoding a Value built from JSON cannot fail.
-    serde_json::to_string(v).unwrap_or_default()
+    arbor_log::json::to_string(v).unwrap_or_default()
 }
 
 #[cfg(test)]

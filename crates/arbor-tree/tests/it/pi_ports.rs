@@ -139,7 +139,7 @@ fn labels_set_get_clear_and_last_wins() {
     assert_eq!(s.get_label(&m), Some("checkpoint"));
     let e = s.get_entry(&l).unwrap();
     let EntryKind::Label(le) = &e.kind else { panic!() };
-    assert_eq!((le.target_id.as_str(), le.label.as_deref()), (m.as_str(), Some("checkpoint")));
+    assert_eq!((le.target_id.as_str(), le.label.as_ref().and_then(|v| v.as_str())), (m.as_str(), Some("checkpoint")));
     s.append_label_change(&m, None).unwrap();
     assert_eq!(s.get_label(&m), None);
     for t in ["first", "second", "third"] {
@@ -261,7 +261,7 @@ fn appends_chain_and_move_the_leaf() {
 
     let m = s.append_model_change("openai", "gpt-4").unwrap();
     let EntryKind::ModelChange(mc) = &s.get_entry(&m).unwrap().kind else { panic!() };
-    assert_eq!((mc.provider.as_deref(), mc.model_id.as_deref()), (Some("openai"), Some("gpt-4")));
+    assert_eq!((mc.provider.as_ref(), mc.model_id.as_ref()), (Some(&"openai".into()), Some(&"gpt-4".into())));
 
     let comp = s.append_compaction("summary", &a, 1000, None, None).unwrap();
     let EntryKind::Compaction(ce) = &s.get_entry(&comp).unwrap().kind else { panic!() };

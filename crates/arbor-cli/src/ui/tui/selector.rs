@@ -222,17 +222,17 @@ fn searchable(entry: &Entry) -> String {
             }
             p
         }
-        EntryKind::CustomMessage(c) => vec![c.custom_type.clone(), content_text(Some(&c.content), "")],
+        EntryKind::CustomMessage(c) => vec![c.custom_type.clone(), content_text(c.content.as_ref(), "")],
         EntryKind::Compaction(_) => vec!["compaction".into()],
         EntryKind::BranchSummary(b) => vec!["branch summary".into(), b.summary.clone()],
         EntryKind::ModelChange(m) => {
-            vec!["model".into(), m.model_id.clone().or_else(|| m.model.clone()).unwrap_or_default()]
+            vec!["model".into(), m.model_text().unwrap_or_default().to_owned()]
         }
         EntryKind::ThinkingLevelChange(t) => {
-            vec!["thinking".into(), t.thinking_level.clone().unwrap_or_default()]
+            vec!["thinking".into(), t.level().unwrap_or_default().to_owned()]
         }
         EntryKind::Custom(c) => vec!["custom".into(), c.custom_type.clone()],
-        EntryKind::Label(l) => vec!["label".into(), l.label.clone().unwrap_or_default()],
+        EntryKind::Label(l) => vec!["label".into(), l.text().unwrap_or_default()],
         _ => vec![],
     };
     parts.join(" ").to_lowercase()
