@@ -6,6 +6,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
+use arbor_log::{MessageView, Role};
 use serde_json::Value;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
@@ -46,14 +47,15 @@ fn text_of(m: &Value, kind: &str, field: &str) -> String {
 fn paragraphs(m: &Value) -> Vec<(String, Style)> {
     let dim = Style::default().fg(Color::DarkGray);
     let str_field = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    match m.get("role").and_then(Value::as_str).unwrap_or("") {
-        "user" => {
+    let Some(role) = MessageView::new(m).role() else { return vec![("[]".to_owned(), dim)] };
+    match role {
+        Role::User => {
             vec![(
                 format!("› {}", text_of(m, "text", "text")),
                 Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
             )]
         }
-        "assistant" => {
+        Role::Assistant => {
             let mut out = vec![];
             let thinking = text_of(m, "thinking", "thinking");
             if !thinking.trim().is_empty() {
@@ -73,8 +75,8 @@ fn paragraphs(m: &Value) -> Vec<(String, Style)> {
             }
             out
         }
-        "branchSummary" => vec![(format!("[branch summary] {}", str_field("summary")), dim)],
-        "compactionSummary" => vec![(
+        Role::BranchSummary => vec![(format!("[branch summary] {}", str_field("summary")), dim)],
+        Role::CompactionSummary => vec![(
             format!(
                 "[compacted {} tokens] {}",
                 m.get("tokensBefore").and_then(Value::as_u64).unwrap_or(0),
@@ -82,12 +84,12 @@ fn paragraphs(m: &Value) -> Vec<(String, Style)> {
             ),
             dim,
         )],
-        "toolResult" => vec![(format!("[tool result] {}", text_of(m, "text", "text")), dim)],
-        "bashExecution" => vec![(format!("[bash] $ {}", str_field("command")), dim)],
-        "custom" | "hookMessage" => {
+        Role::ToolResult => vec![(format!("[tool result] {}", text_of(m, "text", "text")), dim)],
+        Role::BashExecution => vec![(format!("[bash] $ {}", str_field("command")), dim)],
+        Role::Custom | Role::HookMessage => {
             vec![(format!("[{}] {}", str_field("customType"), text_of(m, "text", "text")), dim)]
         }
-        other => vec![(format!("[{other}]"), dim)],
+        Role::Developer | Role::Other(_) => vec![(format!("[{role}]"), dim)],
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use arbor_log::{content_text, Role};
-use arbor_log::{Entry, EntryKind};
+use arbor_log::{Entry, EntryKind, EntryType};
 use arbor_tree::{Position, Session};
 
 use arbor_context::render::{entry_text, ToolCalls};
@@ -223,7 +223,7 @@ fn searchable(entry: &Entry) -> String {
             p
         }
         EntryKind::CustomMessage(c) => vec![c.custom_type.clone(), content_text(c.content.as_ref(), "")],
-        EntryKind::Compaction(_) => vec!["compaction".into()],
+        EntryKind::Compaction(_) => vec![EntryType::Compaction.as_str().into()],
         EntryKind::BranchSummary(b) => vec!["branch summary".into(), b.summary.clone()],
         EntryKind::ModelChange(m) => {
             vec!["model".into(), m.model_text().unwrap_or_default().to_owned()]
@@ -231,9 +231,13 @@ fn searchable(entry: &Entry) -> String {
         EntryKind::ThinkingLevelChange(t) => {
             vec!["thinking".into(), t.level().unwrap_or_default().to_owned()]
         }
-        EntryKind::Custom(c) => vec!["custom".into(), c.custom_type.clone()],
-        EntryKind::Label(l) => vec!["label".into(), l.text().unwrap_or_default()],
-        _ => vec![],
+        EntryKind::Custom(c) => vec![EntryType::Custom.as_str().into(), c.custom_type.clone()],
+        EntryKind::Label(l) => vec![EntryType::Label.as_str().into(), l.text().unwrap_or_default()],
+        EntryKind::SessionInfo(_)
+        | EntryKind::TtsrInjection(_)
+        | EntryKind::ModeChange(_)
+        | EntryKind::Unknown { .. }
+        | EntryKind::Malformed { .. } => vec![],
     };
     parts.join(" ").to_lowercase()
 }
