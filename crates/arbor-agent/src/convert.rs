@@ -41,7 +41,7 @@ pub(crate) fn user_text_message(text: String, timestamp: i64) -> Value {
     block.insert("type".into(), "text".into());
     block.insert("text".into(), text.into());
     let mut m = Map::new();
-    m.insert("role".into(), "user".into());
+    m.insert("role".into(), Role::User.as_str().into());
     m.insert("content".into(), Value::Array(vec![Value::Object(block)]));
     m.insert("timestamp".into(), timestamp.into());
     Value::Object(m)

@@ -7,13 +7,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, timestamp_ms};
-use arbor_log::EntryKind;
-use serde_json::{json, Value};
+use arbor_log::{EntryKind, MessageView, Role};
+use serde_json::Value;
 
 use crate::abort::Op;
 use crate::agent::AgentSession;
 use crate::compact::{CompactOptions, CompactResult};
 use crate::compaction::should_compact;
+use crate::convert::user_text_message;
 use crate::error::AgentError;
 use crate::hooks::HookFailure;
 use crate::model::{
@@ -210,6 +211,10 @@ impl Run {
     }
 }
 
+fn is_assistant(m: &Value) -> bool {
+    MessageView::new(m).role() == Some(Role::Assistant)
+}
+
 fn ms(v: Option<&Value>) -> Option<f64> {
     v.and_then(Value::as_f64)
 }
@@ -242,17 +247,13 @@ impl AgentSession {
         let mut run =
             Run { events: options.events.clone(), outcome: None, failures: vec![], overflow_attempted: false };
 
-        let last_assistant = self.context.messages.iter().rev().find(|m| m["role"] == "assistant").cloned();
+        let last_assistant = self.context.messages.iter().rev().find(|m| is_assistant(m)).cloned();
         if let Some(last) = last_assistant {
             self.check_compaction(&last, false, false, &mut run).await;
             run.overflow_attempted = false;
         }
 
-        let user = json!({
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "timestamp": self.opts.clock.now_ms(),
-        });
+        let user = user_text_message(text.to_owned(), self.opts.clock.now_ms());
         let user_entry_id = self.append_message(user)?;
         run.emit(AgentEvent::UserMessage { entry_id: user_entry_id.clone() });
 
@@ -278,7 +279,7 @@ impl AgentSession {
     ) -> Result<(AssistantReply, String), AgentError> {
         let mut messages = self.context.messages.clone();
         // pi drops the failed reply before a retry (it stays in the file).
-        if messages.last().is_some_and(|m| m["role"] == "assistant" && m["stopReason"] == "error") {
+        if messages.last().is_some_and(|m| is_assistant(m) && m["stopReason"] == "error") {
             messages.pop();
         }
         let request = CompletionRequest {
