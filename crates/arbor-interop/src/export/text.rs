@@ -83,7 +83,8 @@ fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
 }
 
 fn message(view: MessageView<'_>) -> Described {
-    let role = view.role().unwrap_or_else(|| Role::parse("message"));
+    // A message without a role is headed by its entry type.
+    let role = view.role().unwrap_or_else(|| Role::parse(EntryType::Message.as_str()));
     let plain = |heading: String, parts: Vec<Part>| Described {
         heading,
         kind: Kind::Role(role.clone()),
