@@ -294,9 +294,8 @@ pub fn plan_context<E: Borrow<Entry>>(
 ) -> ContextPlan {
     let last_assistant =
         heads.iter().rposition(|h| h.entry_type == EntryType::Message && h.role == Some(Role::Assistant));
-    let wanted: Vec<usize> = (0..heads.len())
-        .filter(|&p| context_reads(&heads[p].entry_type) || Some(p) == last_assistant)
-        .collect();
+    let wanted: Vec<usize> =
+        (0..heads.len()).filter(|&p| context_reads(&heads[p].entry_type) || Some(p) == last_assistant).collect();
     let decoded = decode(&wanted);
     let read: Vec<(usize, &Entry)> =
         wanted.iter().zip(&decoded).filter_map(|(&p, e)| e.as_ref().map(|e| (p, Borrow::<Entry>::borrow(e)))).collect();

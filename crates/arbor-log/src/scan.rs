@@ -424,7 +424,7 @@ impl ScannedLog {
             prefix_end += 1;
             if matches!(l.kind, ScanKind::Object(_)) {
                 let title_candidate = l.number == 1
-                    && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| *t == "title"));
+                    && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| t.as_str() == "title"));
                 if !title_candidate {
                     break;
                 }
@@ -446,7 +446,7 @@ impl ScannedLog {
             match l.kind {
                 ScanKind::Blank => {}
                 ScanKind::Skipped(kind) => diagnostics.push(at(kind)),
-                ScanKind::Object(head) if head.entry_type.as_ref().is_some_and(|t| *t == "session") => {
+                ScanKind::Object(head) if head.entry_type.as_ref().is_some_and(|t| t.as_str() == "session") => {
                     diagnostics.push(at(DiagnosticKind::ExtraHeader));
                 }
                 ScanKind::Object(head) => {

@@ -2,11 +2,11 @@
 //! width), the status bar, the prompt and the status line. Pure: it draws
 //! into a buffer, so frames are snapshot-tested.
 
+use arbor_log::{MessageView, Role};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use arbor_log::{MessageView, Role};
 use serde_json::Value;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
