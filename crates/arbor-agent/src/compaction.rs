@@ -75,7 +75,16 @@ fn is_valid_cut_point(entry: &Entry) -> bool {
             )
         ),
         EntryKind::BranchSummary(_) | EntryKind::CustomMessage(_) => true,
-        _ => false,
+        EntryKind::ThinkingLevelChange(_)
+        | EntryKind::ModelChange(_)
+        | EntryKind::Compaction(_)
+        | EntryKind::Custom(_)
+        | EntryKind::Label(_)
+        | EntryKind::SessionInfo(_)
+        | EntryKind::TtsrInjection(_)
+        | EntryKind::ModeChange(_)
+        | EntryKind::Unknown { .. }
+        | EntryKind::Malformed { .. } => false,
     }
 }
 

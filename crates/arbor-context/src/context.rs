@@ -329,7 +329,14 @@ pub fn plan_context<E: Borrow<Entry>>(
                 ctx.mode = Some(m.mode.clone());
                 ctx.mode_data = m.data.clone();
             }
-            _ => {}
+            EntryKind::Message(_)
+            | EntryKind::BranchSummary(_)
+            | EntryKind::CustomMessage(_)
+            | EntryKind::Custom(_)
+            | EntryKind::Label(_)
+            | EntryKind::SessionInfo(_)
+            | EntryKind::Unknown { .. }
+            | EntryKind::Malformed { .. } => {}
         }
     }
 
@@ -415,7 +422,17 @@ fn entry_message(entry: &Entry) -> Option<Value> {
         EntryKind::Message(m) => Some(m.message.clone()),
         EntryKind::CustomMessage(c) => Some(custom_message(c, &entry.timestamp)),
         EntryKind::BranchSummary(b) if !b.summary.is_empty() => Some(branch_summary_message(b, &entry.timestamp)),
-        _ => None,
+        EntryKind::BranchSummary(_)
+        | EntryKind::ThinkingLevelChange(_)
+        | EntryKind::ModelChange(_)
+        | EntryKind::Compaction(_)
+        | EntryKind::Custom(_)
+        | EntryKind::Label(_)
+        | EntryKind::SessionInfo(_)
+        | EntryKind::TtsrInjection(_)
+        | EntryKind::ModeChange(_)
+        | EntryKind::Unknown { .. }
+        | EntryKind::Malformed { .. } => None,
     }
 }
 

@@ -204,9 +204,26 @@ fn class_of(entry: &Entry) -> Class {
         EntryKind::Message(m) => match m.role() {
             Some(Role::ToolResult) => Class::ToolResult,
             Some(Role::User) => Class::User,
-            _ => Class::Other,
+            Some(
+                Role::Assistant
+                | Role::BashExecution
+                | Role::Custom
+                | Role::BranchSummary
+                | Role::CompactionSummary
+                | Role::HookMessage
+                | Role::Developer
+                | Role::Other(_),
+            )
+            | None => Class::Other,
         },
-        _ => Class::Other,
+        EntryKind::Compaction(_)
+        | EntryKind::BranchSummary(_)
+        | EntryKind::CustomMessage(_)
+        | EntryKind::SessionInfo(_)
+        | EntryKind::TtsrInjection(_)
+        | EntryKind::ModeChange(_)
+        | EntryKind::Unknown { .. }
+        | EntryKind::Malformed { .. } => Class::Other,
     }
 }
 
