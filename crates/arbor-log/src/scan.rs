@@ -129,7 +129,7 @@ pub struct RecordHead {
     pub message_time: Option<f64>,
     /// The decoded entry, for records the scan decodes in full (see [`scan_source`]).
     pub entry: Option<Box<Entry>>,
-    /// True when only JavaScript's reading accepts the line (see [`crate::parse_line_detail`]).
+    /// True when only JavaScript's reading accepts the line (see [`crate::reader::parse_line_detail`]).
     pub js_only: bool,
 }
 
