@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 mod commands;
+mod size;
 mod vocab;
 
 /// The crate chain, bottom layer first: a crate may depend only on crates of
@@ -51,6 +52,7 @@ pub fn problems(root: &Path) -> Result<Vec<String>> {
     problems.extend(check_crate_files(&meta, root)?);
     problems.extend(commands::check(root)?);
     problems.extend(vocab::check(root)?);
+    problems.extend(size::check(root)?);
     Ok(problems)
 }
 
@@ -63,7 +65,7 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart, entry types and roles as types)",
+        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart, entry types and roles as types, files and functions in size)",
         chain_text(),
         SYNC_CRATES.join("/"),
         DEV_ONLY.join("/")
