@@ -1,4 +1,4 @@
-//! Manual compaction (pi's `/compact`, spec 5.6.6), also what
+//! Manual compaction (pi's `/compact`, docs/architecture.md, "Compacting"), also what
 //! auto-compaction runs: cut the path, summarize the older part (or take a
 //! hook's compaction) and append a `compaction` entry, with the
 //! `session_before_compact`, `session.compacting` and `session_compact`
@@ -47,7 +47,7 @@ pub struct CompactResult {
 }
 
 impl AgentSession {
-    /// Compacts the current path (pi's manual `/compact`, spec 5.6.6).
+    /// Compacts the current path (pi's manual `/compact`, docs/architecture.md, "Compacting").
     ///
     /// Errors, in the order checked: `No model selected`, `No API key for
     /// <provider>`, `Already compacted`, `Nothing to compact (session too

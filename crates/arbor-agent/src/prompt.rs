@@ -1,6 +1,6 @@
 //! [`AgentSession::prompt`]: pi's `AgentSession.prompt` without tools (one
 //! user message, one streamed reply), with the automatic compaction around it
-//! (spec 5.6.1), and the settings entries of spec 4.3 (`setModel`,
+//! (docs/architecture.md, "Compacting"), and the settings entries of docs/architecture.md, "The agent session" (`setModel`,
 //! `setThinkingLevel`, a new session's first entries).
 
 use std::fmt;
@@ -227,7 +227,7 @@ impl AgentSession {
     /// model selected`, `No API key for <provider>` (a local server needs
     /// none). Then, as pi does:
     /// 1. the pre-prompt compaction check on the last assistant message
-    ///    (aborted ones included, spec 5.6.1);
+    ///    (aborted ones included, docs/architecture.md, "Compacting");
     /// 2. the user message `{role, content:[{type:"text", text}], timestamp}` is appended;
     /// 3. the reply streams (context: `convert_to_llm` of the rebuilt
     ///    messages; reasoning from the path's thinking level; deltas go to
@@ -308,7 +308,7 @@ impl AgentSession {
         timestamp_ms(&entry.timestamp).as_f64()
     }
 
-    /// pi's `_checkCompaction(message, skipAborted)` (spec 5.6.1); true when
+    /// pi's `_checkCompaction(message, skipAborted)` (docs/architecture.md, "Compacting"); true when
     /// the model call is to be retried (`retry` allows it).
     async fn check_compaction(&mut self, message: &Value, skip_aborted: bool, retry: bool, run: &mut Run) -> bool {
         let settings = self.opts.compaction;
@@ -437,7 +437,7 @@ impl AgentSession {
         Ok(())
     }
 
-    /// pi's `estimateContextTokens` over the current context (spec 5.6.2):
+    /// pi's `estimateContextTokens` over the current context (docs/architecture.md, "Compacting"):
     /// the last usage of an assistant message that is neither aborted nor an
     /// error, plus estimates of the messages after it; else the sum of estimates.
     pub fn context_tokens(&self) -> u64 {

@@ -1,4 +1,4 @@
-//! `buildSessionContext` (spec 4.1): the messages, thinking level and model
+//! `buildSessionContext` (docs/architecture.md, "Building the context"): the messages, thinking level and model
 //! that a leaf's root-to-leaf path gives.
 
 use std::borrow::Borrow;
@@ -157,7 +157,7 @@ pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContex
     build_context_from_path(&path)
 }
 
-/// Builds the context of a root-first path (spec 4.1 steps 3–5): the
+/// Builds the context of a root-first path (docs/architecture.md, "Building the context"): the
 /// [`plan_context`] of the path, with each `message` entry's message copied in.
 ///
 /// - Settings: each `thinking_level_change`, `model_change` (pi's or omp's
@@ -275,8 +275,8 @@ fn context_reads(t: &EntryType) -> bool {
     }
 }
 
-/// Plans the context of a root-first path from its heads (spec 4.1 steps
-/// 3–5), decoding only the entries the answer depends on.
+/// Plans the context of a root-first path from its heads (docs/architecture.md,
+/// "Building the context"), decoding only the entries the answer depends on.
 ///
 /// `decode` is called once, with the ascending positions it needs: every
 /// entry whose type the context reads (settings, compactions, custom

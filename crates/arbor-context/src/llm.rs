@@ -1,4 +1,4 @@
-//! `convertToLlm` (spec 4.2): agent messages to the `user` / `assistant` /
+//! `convertToLlm` (docs/architecture.md, "Building the context"): agent messages to the `user` / `assistant` /
 //! `toolResult` messages a model sees.
 
 use arbor_log::{MessageView, Role};

@@ -1,4 +1,4 @@
-//! The summarizer's input (spec 5.5): a conversation as plain text, and the
+//! The summarizer's input (docs/architecture.md, "Summaries"): a conversation as plain text, and the
 //! files an assistant read and changed.
 
 use std::collections::HashSet;

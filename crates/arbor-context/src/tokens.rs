@@ -1,4 +1,4 @@
-//! Token estimation (spec 5.6.2): pi's characters / 4, rounded up per message.
+//! Token estimation (docs/architecture.md, "Compacting"): pi's characters / 4, rounded up per message.
 //!
 //! "Characters" are JavaScript string lengths, that is UTF-16 code units.
 

@@ -1,4 +1,4 @@
-//! Integration tests of arbor-agent: the flows of spec 5.1, 5.6 and 5.7
+//! Integration tests of arbor-agent: the flows of docs/architecture.md ("Navigating", "Compacting", "Forking before a user message")
 //! against a mock model server, the model clients, the hook bus, event
 //! snapshots, and agreement with the reference outputs in `fixtures/pi`.
 

@@ -1,4 +1,4 @@
-//! How a tree is laid out (spec 6.2): connectors and gutters on a grid of
+//! How a tree is laid out (docs/cli.md, "arbor tui"): connectors and gutters on a grid of
 //! characters, the active branch first.
 //!
 //! Used by `arbor tree` and the interactive selector (`arbor tui`).
@@ -32,7 +32,7 @@ pub fn active_path(session: &Session) -> HashSet<usize> {
     session.branch_positions(None).into_iter().map(Position::get).collect()
 }
 
-/// Lays out a tree as pi's selector does (spec 6.2): the active branch first
+/// Lays out a tree as pi's selector does (docs/cli.md, "arbor tui"): the active branch first
 /// under each branch point, single-child chains flat, connectors and gutters.
 /// `visible_children(i)` and `roots` describe the (possibly filtered) tree.
 pub fn layout(roots: &[usize], children: &dyn Fn(usize) -> Vec<usize>, active: &HashSet<usize>) -> Vec<Row> {

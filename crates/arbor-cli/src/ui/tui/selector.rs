@@ -1,4 +1,4 @@
-//! The tree selector as a pure state machine (spec 6): flattening, the active
+//! The tree selector as a pure state machine (docs/cli.md, "arbor tui"): flattening, the active
 //! path, filters and search, folding, selection and label editing. It knows
 //! nothing about terminals: inputs are [`Input`] values, results are [`Outcome`]s,
 //! and the view reads the state through [`TreeSelector::rows`] and friends.
@@ -15,7 +15,7 @@ use arbor_context::render::{entry_text, ToolCalls};
 
 use crate::shared::layout::{active_path, layout, layout_tree};
 
-/// Which entries the list shows (spec 6.4).
+/// Which entries the list shows (docs/cli.md, "arbor tui").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum FilterMode {
     /// Everything but settings entries.
@@ -53,7 +53,7 @@ impl FilterMode {
     }
 }
 
-/// One user input, already decoded from the terminal (spec 6.8).
+/// One user input, already decoded from the terminal (docs/cli.md, "arbor tui").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
     /// ↑: previous row, wrapping.
@@ -260,7 +260,7 @@ fn searchable(entry: &Entry) -> String {
 }
 
 impl TreeSelector {
-    /// Builds the selector over a session's tree (spec 6.1): the leaf is the
+    /// Builds the selector over a session's tree (docs/cli.md, "arbor tui"): the leaf is the
     /// session's, the selection starts at `initial` (or the leaf).
     pub fn new(
         session: &Session,
@@ -428,7 +428,7 @@ impl TreeSelector {
             .collect()
     }
 
-    /// The scroll window `(start, end)` of pi's list (spec 6.7).
+    /// The scroll window `(start, end)` of pi's list (docs/cli.md, "arbor tui").
     pub fn window(&self) -> (usize, usize) {
         let count = self.visible.len();
         let max = self.max_visible;
@@ -496,7 +496,7 @@ impl TreeSelector {
         false
     }
 
-    /// Filter, search, fold, then rebuild the visual structure (spec 6.4).
+    /// Filter, search, fold, then rebuild the visual structure (docs/cli.md, "arbor tui").
     fn recompute(&mut self) {
         let tokens: Vec<String> = self.query.to_lowercase().split_whitespace().map(str::to_owned).collect();
         let visible: Vec<usize> = (0..self.nodes.len())
@@ -533,7 +533,7 @@ impl TreeSelector {
         self.visible_children = visible_children;
     }
 
-    /// Re-filters and restores the selection (spec 6.5).
+    /// Re-filters and restores the selection (docs/cli.md, "arbor tui").
     fn refilter(&mut self) {
         if let Some(&n) = self.visible.get(self.selected) {
             self.last_selected = Some(n);
@@ -647,7 +647,7 @@ impl TreeSelector {
         }
     }
 
-    /// Applies one input (spec 6.8) and says what the caller should do.
+    /// Applies one input (docs/cli.md, "arbor tui") and says what the caller should do.
     pub fn handle(&mut self, input: Input) -> Outcome {
         if self.label_edit.is_some() {
             return self.handle_label(input);
