@@ -48,6 +48,11 @@ pub const ALLOWED: &[(&str, &[&str], &str)] = &[
     ),
     ("crates/arbor-agent/src/model/http.rs", &["message"], "an API error body's `message` field"),
     ("crates/arbor-cli/src/ui/chat/commands.rs", &["label"], "the chat's `/label` command word"),
+    (
+        "crates/arbor-context/src/render/facts.rs",
+        &["message"],
+        "the entry's `message` field, matched as a key while deserializing a line",
+    ),
 ];
 
 /// The entry types and roles of `vocab.rs` (`Variant = "text",` lines of its macro calls).
