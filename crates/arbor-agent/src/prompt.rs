@@ -6,7 +6,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, timestamp_ms};
+use arbor_context::{
+    calculate_context_tokens, convert_to_llm, current_context_tokens, estimate_context_tokens, timestamp_ms,
+};
 use arbor_log::{EntryKind, MessageView, Role};
 use serde_json::Value;
 
@@ -17,6 +19,7 @@ use crate::compaction::should_compact;
 use crate::convert::user_text_message;
 use crate::error::AgentError;
 use crate::hooks::HookFailure;
+use crate::model::transform::request_messages;
 use crate::model::{
     client_for, AssistantReply, CompletionRequest, ModelClient, ModelInfo, ReasoningEffort, StreamDelta, StreamSink,
 };
@@ -277,14 +280,11 @@ impl AgentSession {
         options: &PromptOptions,
         run: &Run,
     ) -> Result<(AssistantReply, String), AgentError> {
-        let mut messages = self.context.messages.clone();
-        // pi drops the failed reply before a retry (it stays in the file).
-        if messages.last().is_some_and(|m| is_assistant(m) && m["stopReason"] == "error") {
-            messages.pop();
-        }
+        // Aborted and failed replies stay in the file but are not sent (pi-ai's
+        // transformMessages; the clients apply it too, for any request).
         let request = CompletionRequest {
             system_prompt: options.system_prompt.clone(),
-            messages: convert_to_llm(&messages),
+            messages: request_messages(&convert_to_llm(&self.context.messages)),
             max_tokens: options.max_tokens,
             reasoning: reasoning_for(self.thinking_level()),
         };
@@ -437,11 +437,13 @@ impl AgentSession {
         Ok(())
     }
 
-    /// pi's `estimateContextTokens` over the current context (docs/architecture.md, "Compacting"):
-    /// the last usage of an assistant message that is neither aborted nor an
-    /// error, plus estimates of the messages after it; else the sum of estimates.
+    /// The size of the current context for people (`arbor_context::current_context_tokens`):
+    /// pi's `estimateContextTokens` (docs/architecture.md, "Compacting"), the last usage of an
+    /// assistant message that is neither aborted nor an error plus estimates
+    /// of the messages after it, except that a usage from before the latest
+    /// compaction is not used (the messages are estimated instead).
     pub fn context_tokens(&self) -> u64 {
-        estimate_context_tokens(&self.context.messages).tokens
+        current_context_tokens(&self.context.messages).tokens
     }
 
     /// The context window of the active model (128000 when unknown).

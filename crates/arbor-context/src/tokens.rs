@@ -129,3 +129,32 @@ pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
         }
     }
 }
+
+/// The size of a context as it is now: [`estimate_context_tokens`], except
+/// that after a compaction (a context that starts with a
+/// `compactionSummary`) an assistant usage from before the compaction is not
+/// used. Such a usage measured the context before it was compacted (pi then
+/// shows no number until the next reply); without a newer one the messages
+/// are estimated one by one.
+pub fn current_context_tokens(messages: &[Value]) -> ContextTokens {
+    let compacted_at = messages
+        .first()
+        .filter(|m| MessageView::new(m).role() == Some(Role::CompactionSummary))
+        .and_then(|m| m.get("timestamp").and_then(Value::as_f64));
+    let Some(compacted_at) = compacted_at else { return estimate_context_tokens(messages) };
+    let stale = |m: &Value| m.get("timestamp").and_then(Value::as_f64).is_none_or(|t| t <= compacted_at);
+    let last = messages.iter().enumerate().rev().find_map(|(i, m)| assistant_usage(m).filter(|_| !stale(m)).map(|_| i));
+    match last {
+        Some(i) => {
+            let mut c = estimate_context_tokens(&messages[..=i]);
+            let trailing = messages[i + 1..].iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
+            c.trailing_tokens = trailing;
+            c.tokens = c.usage_tokens.saturating_add(trailing);
+            c
+        }
+        None => {
+            let total = messages.iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
+            ContextTokens { tokens: total, usage_tokens: 0, trailing_tokens: total, last_usage_index: None }
+        }
+    }
+}

@@ -49,6 +49,11 @@ pub const ALLOWED: &[(&str, &[&str], &str)] = &[
     ("crates/arbor-agent/src/model/http.rs", &["message"], "an API error body's `message` field"),
     ("crates/arbor-cli/src/ui/chat/commands.rs", &["label"], "the chat's `/label` command word"),
     (
+        "crates/arbor-cli/src/ui/chat/settings.rs",
+        &["compaction", "branchSummary"],
+        "section names of pi's settings.json",
+    ),
+    (
         "crates/arbor-context/src/render/facts.rs",
         &["message"],
         "the entry's `message` field, matched as a key while deserializing a line",

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{is_json, Http};
 use super::reply::{ReplyBuilder, Tokens};
+use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
 const API: &str = "Anthropic Messages";
@@ -38,7 +39,7 @@ impl AnthropicClient {
     /// The request body (public for tests and debugging).
     pub fn request_body(&self, request: &CompletionRequest) -> Value {
         let mut messages: Vec<Value> = vec![];
-        for m in &request.messages {
+        for m in &request_messages(&request.messages) {
             push_message(m, &mut messages);
         }
         let mut max_tokens = request.max_tokens.or(self.model.max_output_tokens).unwrap_or(DEFAULT_MAX_TOKENS);

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{is_json, Http};
 use super::reply::{ReplyBuilder, Tokens};
+use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
 const API: &str = "OpenAI Chat Completions";
@@ -38,7 +39,7 @@ impl OpenAiClient {
         if let Some(system) = &request.system_prompt {
             messages.push(json!({"role": "system", "content": system}));
         }
-        for m in &request.messages {
+        for m in &request_messages(&request.messages) {
             push_message(m, &mut messages);
         }
         let mut body = Map::new();

@@ -10,7 +10,7 @@ use arbor_log::{content_text, MessageView, Role};
 use super::entry::{format_tool_call, normalize};
 use crate::context::SessionContext;
 use crate::llm::convert_to_llm;
-use crate::tokens::estimate_context_tokens;
+use crate::tokens::current_context_tokens;
 
 const WIDTH: usize = 160;
 
@@ -106,7 +106,7 @@ pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, ll
         writeln!(out, "{l}")?;
     }
     let model = ctx.model.as_ref().map(|m| format!("{}/{}", m.provider, m.model_id)).unwrap_or_else(|| "(none)".into());
-    let tokens = estimate_context_tokens(&ctx.messages);
+    let tokens = current_context_tokens(&ctx.messages);
     writeln!(
         out,
         "-- {} messages, model {model}, thinking {}, ~{} tokens",
