@@ -1,5 +1,5 @@
 //! Summaries: the [`Summarizer`] trait, its requests and answers, and the
-//! built-in [`LlmSummarizer`] with its prompts (spec 5.3 for branch
+//! built-in [`LlmSummarizer`] with its prompts (docs/architecture.md, "Summaries", for branch
 //! summaries, 5.6.5 for compaction).
 
 use std::fmt;

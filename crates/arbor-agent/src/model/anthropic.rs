@@ -1,5 +1,6 @@
 //! Anthropic Messages (`POST {base}/v1/messages`, streamed).
 
+use arbor_log::{MessageView, Role};
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Map, Value};
@@ -78,19 +79,20 @@ fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
 /// pi message → Anthropic message; consecutive tool results share one user message.
 fn push_message(m: &Value, out: &mut Vec<Value>) {
     let blocks = m.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    match m.get("role").and_then(Value::as_str) {
-        Some("user") => {
+    // Model messages (after convert_to_llm) have these three roles only.
+    match MessageView::new(m).role() {
+        Some(Role::User) => {
             if let Some(content) = user_content(m.get("content"), blocks) {
                 out.push(json!({"role": "user", "content": content}));
             }
         }
-        Some("assistant") => {
+        Some(Role::Assistant) => {
             let parts: Vec<Value> = blocks.iter().filter_map(assistant_part).collect();
             if !parts.is_empty() {
                 out.push(json!({"role": "assistant", "content": parts}));
             }
         }
-        Some("toolResult") => push_tool_result(m, out),
+        Some(Role::ToolResult) => push_tool_result(m, out),
         _ => {}
     }
 }

@@ -2,6 +2,7 @@
 //! clients fill.
 
 use arbor_log::json::{js_number, push_joined};
+use arbor_log::Role;
 use serde_json::{json, Map, Value};
 
 use super::{aborted_message, ModelError, ModelInfo, StreamDelta, StreamSink};
@@ -265,7 +266,7 @@ impl ReplyBuilder {
             },
         });
         AssistantReply(json!({
-            "role": "assistant",
+            "role": Role::Assistant.as_str(),
             "content": content,
             "api": model.api.as_str(),
             "provider": model.provider,

@@ -6,6 +6,7 @@
 //! keeps them too; only the request built from them leaves out what pi
 //! leaves out, so the model never sees a cut-off reply as a finished one.
 
+use arbor_log::{MessageView, Role};
 use serde_json::{json, Value};
 
 /// The text of the stand-in result of a tool call that has none (pi's).
@@ -14,9 +15,9 @@ pub const NO_RESULT_PROVIDED: &str = "No result provided";
 /// True for a message a request carries: anything but an assistant message
 /// whose `stopReason` is `aborted` or `error`.
 pub fn is_replayable(message: &Value) -> bool {
-    let role = message.get("role").and_then(Value::as_str);
+    let role = MessageView::new(message).role();
     let stop = message.get("stopReason").and_then(Value::as_str);
-    !(role == Some("assistant") && matches!(stop, Some("aborted" | "error")))
+    !(role == Some(Role::Assistant) && matches!(stop, Some("aborted" | "error")))
 }
 
 /// The messages of a request, as pi-ai sends them: aborted and failed
@@ -31,7 +32,7 @@ pub fn request_messages(messages: &[Value]) -> Vec<Value> {
         for (id, name) in pending.drain(..) {
             if !answered.contains(&id) {
                 out.push(json!({
-                    "role": "toolResult",
+                    "role": Role::ToolResult.as_str(),
                     "toolCallId": id,
                     "toolName": name,
                     "content": [{"type": "text", "text": NO_RESULT_PROVIDED}],
@@ -42,8 +43,8 @@ pub fn request_messages(messages: &[Value]) -> Vec<Value> {
         answered.clear();
     };
     for m in messages {
-        match m.get("role").and_then(Value::as_str) {
-            Some("assistant") => {
+        match MessageView::new(m).role() {
+            Some(Role::Assistant) => {
                 settle(&mut out, &mut pending, &mut answered);
                 if !is_replayable(m) {
                     continue;
@@ -62,11 +63,11 @@ pub fn request_messages(messages: &[Value]) -> Vec<Value> {
                     .collect();
                 out.push(m.clone());
             }
-            Some("toolResult") => {
+            Some(Role::ToolResult) => {
                 answered.push(m.get("toolCallId").and_then(Value::as_str).unwrap_or("").to_owned());
                 out.push(m.clone());
             }
-            Some("user") => {
+            Some(Role::User) => {
                 settle(&mut out, &mut pending, &mut answered);
                 out.push(m.clone());
             }

@@ -1,4 +1,4 @@
-//! Token estimation (spec 5.6.2).
+//! Token estimation (docs/architecture.md, "Compacting").
 
 use arbor_context::{calculate_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens};
 use serde_json::{json, Value};

@@ -156,7 +156,7 @@ pub fn run(chat: &mut Chat) -> Result<()> {
     // What the conversation shows; taken again only after something that can change the session.
     let (mut messages, mut bar) = snapshot(chat);
     // ↑ starts with the prompts already on the path.
-    for m in messages.iter().filter(|m| m["role"] == "user") {
+    for m in messages.iter().filter(|m| arbor_log::MessageView::new(m).role() == Some(arbor_log::Role::User)) {
         screen.view.remember(&arbor_log::content_text(m.get("content"), ""));
     }
     loop {

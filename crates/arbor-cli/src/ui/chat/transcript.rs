@@ -6,7 +6,7 @@
 
 use arbor_context::render::format_tool_call;
 use arbor_context::{branch_summary_message, compaction_summary_message, custom_message};
-use arbor_log::EntryKind;
+use arbor_log::{EntryKind, MessageView, Role};
 use arbor_tree::Session;
 use ratatui::style::{Color, Modifier, Style};
 use serde_json::Value;
@@ -50,7 +50,7 @@ pub fn path_messages(session: &Session) -> Vec<Value> {
 
 /// The last exchange: from the last user message on, as plain text.
 pub fn last_exchange(messages: &[Value]) -> Vec<String> {
-    let start = messages.iter().rposition(|m| m.get("role").and_then(Value::as_str) == Some("user")).unwrap_or(0);
+    let start = messages.iter().rposition(|m| MessageView::new(m).role() == Some(Role::User)).unwrap_or(0);
     messages[start..].iter().flat_map(|m| paragraphs(m).into_iter().map(|(text, _)| text)).collect()
 }
 
@@ -85,9 +85,10 @@ pub fn user_style() -> Style {
 pub fn paragraphs(m: &Value) -> Vec<(String, Style)> {
     let dim = Style::default().fg(Color::DarkGray);
     let str_field = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    match m.get("role").and_then(Value::as_str).unwrap_or("") {
-        "user" => vec![(format!("› {}", text_of(m, "text", "text")), user_style())],
-        "assistant" => {
+    let Some(role) = MessageView::new(m).role() else { return vec![("[]".to_owned(), dim)] };
+    match role {
+        Role::User => vec![(format!("› {}", text_of(m, "text", "text")), user_style())],
+        Role::Assistant => {
             let mut out = vec![];
             let thinking = text_of(m, "thinking", "thinking");
             if !thinking.trim().is_empty() {
@@ -113,21 +114,21 @@ pub fn paragraphs(m: &Value) -> Vec<(String, Style)> {
             }
             out
         }
-        "toolResult" => {
+        Role::ToolResult => {
             let text = clip_lines(&text_of(m, "text", "text"), TOOL_RESULT_LINES);
             let mark = if m.get("isError").and_then(Value::as_bool) == Some(true) { "✗" } else { "←" };
             vec![(format!("{mark} {text}"), dim)]
         }
-        "branchSummary" => vec![(format!("[branch summary] {}", clip_lines(&str_field("summary"), 2)), dim)],
-        "compactionSummary" => {
+        Role::BranchSummary => vec![(format!("[branch summary] {}", clip_lines(&str_field("summary"), 2)), dim)],
+        Role::CompactionSummary => {
             let before = m.get("tokensBefore").and_then(Value::as_f64).unwrap_or(0.0);
             vec![(format!("── compaction: {before} tokens summarized ──"), Style::default().fg(Color::Magenta))]
         }
-        "bashExecution" => vec![(format!("[bash] $ {}", str_field("command")), dim)],
-        "custom" | "hookMessage" => {
+        Role::BashExecution => vec![(format!("[bash] $ {}", str_field("command")), dim)],
+        Role::Custom | Role::HookMessage => {
             vec![(format!("[{}] {}", str_field("customType"), text_of(m, "text", "text")), dim)]
         }
-        other => vec![(format!("[{other}]"), dim)],
+        Role::Developer | Role::Other(_) => vec![(format!("[{role}]"), dim)],
     }
 }
 
