@@ -1,24 +1,38 @@
-//! Arbitrary session files through the tree and context builders: no panic,
-//! no hang (every walk is cycle-safe), no entry twice in the tree.
+//! Arbitrary session files through the tree and context builders, loaded
+//! both ways (index-first light scan and full decode): no panic, no hang
+//! (every walk is cycle-safe), no entry twice in the tree, and both loads
+//! agree on the entries.
 #![no_main]
 
 use std::collections::HashSet;
 use std::path::Path;
 
-use arbor_tree::{tree_findings, MemoryStore, Session, SessionOptions};
+use arbor_tree::{tree_findings, MemoryStore, OpenMode, Session, SessionOptions};
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
+fn open(data: &[u8], index_first: bool) -> Option<Session> {
     let store = MemoryStore::new();
     let path = Path::new("/fuzz/s.jsonl");
     store.put(path, data);
-    let opts = SessionOptions { read_only: true, ..SessionOptions::default().with_store(store) };
-    let Ok(mut s) = Session::open(path, opts) else { return };
+    let opts = SessionOptions { index_first, index_dir: None, ..SessionOptions::default().with_store(store) };
+    Session::open(path, OpenMode::ReadOnly, opts).ok()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some(mut s) = open(data, true) else {
+        assert!(open(data, false).is_none(), "both loads refuse the same files");
+        return;
+    };
+    if let Some(full) = open(data, false) {
+        let a: Vec<&str> = s.entries().map(|e| e.id.as_str()).collect();
+        let b: Vec<&str> = full.entries().map(|e| e.id.as_str()).collect();
+        assert_eq!(a, b, "both loads read the same entries");
+    }
     let tree = s.get_tree();
     let mut seen = HashSet::new();
     let mut stack: Vec<_> = tree.roots().collect();
     while let Some(n) = stack.pop() {
-        assert!(seen.insert(n.index), "no node twice");
+        assert!(seen.insert(n.position), "no node twice");
         stack.extend(tree.children(&n));
     }
     let mut json = Vec::new();

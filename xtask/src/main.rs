@@ -80,8 +80,13 @@ commands:
                                     --files, only these)
       --arbor BIN                   the arbor binary (default: cargo build -p arbor-cli, dev profile)
       --keep                        keep the files under target/pi-diff/ even when all agree
-  fuzz [--seconds N] [--target T]   run each cargo-fuzz target in fuzz/ for N seconds (default 60)
-                                    on a corpus seeded from fixtures/ (installs cargo-fuzz)
+  fuzz [options]                    run each cargo-fuzz target in fuzz/ (installs cargo-fuzz) on its
+                                    kept corpus (fuzz/corpus/) plus seeds, with its dictionary
+      --seconds N                   for N seconds each (default 60)
+      --runs N                      for N executions each instead
+      --target T                    only target T
+      --minimize                    replace the kept corpus with the merged, minimized one
+      --asan                        build with AddressSanitizer (default: no sanitizer)
 ";
 
 fn main() -> ExitCode {

@@ -47,6 +47,8 @@ pub struct AgentSession {
     pub(crate) model: Option<ModelInfo>,
     pub(crate) context: SessionContext,
     pub(crate) abort: AbortHandle,
+    /// Automatic compactions that failed in a row (see `prompt.rs`).
+    pub(crate) auto_compaction_failures: u32,
     failed: Option<String>,
     notices: Vec<String>,
 }
@@ -64,6 +66,7 @@ impl AgentSession {
             opts: options,
             context: SessionContext::empty(),
             abort: AbortHandle::default(),
+            auto_compaction_failures: 0,
             failed: None,
             notices: vec![],
         };

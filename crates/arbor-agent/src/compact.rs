@@ -57,6 +57,8 @@ impl AgentSession {
     /// (a hook or an abort), and the summarizer's `Summarization failed: …`.
     /// Nothing is written on error.
     pub async fn compact(&mut self, options: CompactOptions) -> Result<CompactResult, AgentError> {
+        // Asking for a compaction gives automatic compaction its tries back.
+        self.auto_compaction_failures = 0;
         let mut failures = vec![];
         self.run_compaction(options, &mut failures).await
     }

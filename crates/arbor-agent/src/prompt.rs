@@ -33,6 +33,12 @@ pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high
 pub const OVERFLOW_RECOVERY_FAILED: &str = "Context overflow recovery failed after one compact-and-retry attempt. \
      Try reducing context or switching to a larger-context model.";
 
+/// After this many automatic compactions fail in a row, automatic compaction
+/// stops (a model that keeps failing would otherwise be asked again on every
+/// later prompt); a compaction that succeeds, or a manual one
+/// ([`AgentSession::compact`]), starts the count again.
+pub const AUTO_COMPACTION_MAX_FAILURES: u32 = 3;
+
 /// Why auto-compaction ran (pi's `reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AutoCompactionReason {
@@ -84,6 +90,12 @@ pub enum AgentEvent {
         will_retry: bool,
         /// Why it failed (`Auto-compaction failed: …`, `Context overflow recovery failed: …`).
         error_message: Option<String>,
+    },
+    /// Automatic compaction failed this many times in a row and is off
+    /// until a compaction succeeds or `/compact` is asked for (sent once).
+    AutoCompactionStopped {
+        /// The failures in a row ([`AUTO_COMPACTION_MAX_FAILURES`]).
+        failures: u32,
     },
 }
 
@@ -312,7 +324,7 @@ impl AgentSession {
     /// the model call is to be retried (`retry` allows it).
     async fn check_compaction(&mut self, message: &Value, skip_aborted: bool, retry: bool, run: &mut Run) -> bool {
         let settings = self.opts.compaction;
-        if !settings.enabled {
+        if !settings.enabled || self.auto_compaction_stopped() {
             return false;
         }
         let stop = message["stopReason"].as_str().unwrap_or("");
@@ -373,6 +385,7 @@ impl AgentSession {
             Ok(r) => {
                 outcome.result = Some(r);
                 outcome.will_retry = will_retry;
+                self.auto_compaction_failures = 0;
             }
             // pi v0.58.3 ends without a result when there is no model, no key or nothing to compact.
             Err(
@@ -388,11 +401,23 @@ impl AgentSession {
                     AutoCompactionReason::Threshold => "Auto-compaction failed",
                 };
                 outcome.error_message = Some(format!("{prefix}: {e}"));
+                self.auto_compaction_failures += 1;
             }
         }
         let retry = outcome.will_retry;
+        let failed = outcome.error_message.is_some();
         run.end(outcome);
+        // Said once: at the failure that reaches the limit (later prompts do not try).
+        if failed && self.auto_compaction_failures == AUTO_COMPACTION_MAX_FAILURES {
+            run.emit(AgentEvent::AutoCompactionStopped { failures: self.auto_compaction_failures });
+        }
         retry
+    }
+
+    /// True once [`AUTO_COMPACTION_MAX_FAILURES`] automatic compactions
+    /// failed in a row: the prompt no longer compacts on its own.
+    pub fn auto_compaction_stopped(&self) -> bool {
+        self.auto_compaction_failures >= AUTO_COMPACTION_MAX_FAILURES
     }
 
     /// pi's `setModel`: makes `model` active and appends

@@ -28,6 +28,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use crate::shared::output::error_line;
+use crate::shared::visible::say;
 
 fn main() -> ExitCode {
     let cli = <commands::Cli as clap::Parser>::parse();
@@ -41,7 +42,7 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = out.flush();
-            eprintln!("arbor: {}", error_line(&e));
+            say!("arbor: {}", error_line(&e));
             ExitCode::from(1)
         }
     }

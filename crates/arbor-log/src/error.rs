@@ -15,6 +15,36 @@ pub enum LogError {
         #[source]
         source: io::Error,
     },
+    /// A path that names something other than a regular file (a FIFO, a device, a directory).
+    #[error("{}: not a regular file ({kind}); Arbor reads and writes only regular files", path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead ("a FIFO", "a character device", …).
+        kind: &'static str,
+    },
+    /// A loop of symbolic links.
+    #[error("{}: a loop of symbolic links", path.display())]
+    LinkLoop {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A symbolic link where Arbor keeps a file of its own beside a session.
+    #[error("{}: a symbolic link where Arbor keeps the session's {what}; Arbor never writes through it (remove the link and try again)", path.display())]
+    LinkInTheWay {
+        /// The link.
+        path: PathBuf,
+        /// What Arbor keeps there ("write lock", …).
+        what: &'static str,
+    },
+    /// A file its owner may not write: nothing was changed.
+    #[error("{}: the file is read-only (mode {mode:04o}); nothing was written (make it writable, e.g. `chmod u+w`, to change it)", path.display())]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// A value could not be encoded (never happens for values read from JSON).
     #[error("cannot encode entry: {0}")]
     Encode(#[from] serde_json::Error),

@@ -61,6 +61,7 @@ mod diag;
 mod entry;
 mod error;
 mod fast_head;
+pub mod files;
 mod header;
 pub mod idhash;
 mod ids;

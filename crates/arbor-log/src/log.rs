@@ -6,7 +6,6 @@
 //! malformed and torn lines stay where they were: nothing is ever dropped.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::Path;
 
@@ -133,7 +132,7 @@ impl SessionLog {
 
     /// Reads a log from a file. Reading never modifies the file.
     pub fn read_path(path: &Path) -> Result<SessionLog, LogError> {
-        let file = File::open(path).map_err(|e| LogError::io(path, e))?;
+        let file = crate::files::open_read(path)?;
         SessionLog::read(file).map_err(|e| LogError::io(path, e))
     }
 

@@ -5,12 +5,18 @@
 //! whole JSON object) or moved to a side file `FILE.torn-<ms>` and cut off, so a
 //! new entry is never glued to torn bytes. [`atomic_write`] replaces a file via
 //! a temporary file in the same directory, fsync, rename and a directory fsync.
+//!
+//! A write that fails (a full disk) leaves nothing behind: an append is cut
+//! back to where the file ended, and a side file that could not be written
+//! whole is removed. Side files are created exclusively, never through a
+//! link ([`crate::files`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::LogError;
+use crate::files::{create_side, ensure_writable, is_link};
 use crate::reader::{parse_line, Parsed};
 
 /// Whether appends reach the disk before they return.
@@ -46,10 +52,23 @@ pub struct Appender {
 }
 
 impl Appender {
-    /// Opens `path` for appending (creating it if missing) and repairs its tail.
+    /// Opens `path` for appending (creating it if missing) and repairs its
+    /// tail. A file that is read-only ([`crate::files::ensure_writable`]) or
+    /// not a regular file is refused before anything is written.
     pub fn open(path: &Path, durability: Durability) -> Result<(Appender, Option<TailRepair>), LogError> {
-        let mut file =
-            OpenOptions::new().read(true).append(true).create(true).open(path).map_err(|e| LogError::io(path, e))?;
+        ensure_writable(path)?;
+        let mut o = OpenOptions::new();
+        o.read(true).append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.custom_flags(libc::O_NONBLOCK);
+        }
+        let mut file = o.open(path).map_err(|e| LogError::io(path, e))?;
+        let meta = file.metadata().map_err(|e| LogError::io(path, e))?;
+        if !meta.is_file() {
+            return Err(LogError::NotRegular { path: path.to_owned(), kind: "not a regular file" });
+        }
         let repair = repair_tail(&mut file, path, durability)?;
         Ok((Appender { file, path: path.to_owned(), durability }, repair))
     }
@@ -72,8 +91,16 @@ impl Appender {
         self.write_all(&buf)
     }
 
+    /// Appends `buf` whole or not at all: a failed write (a full disk) is
+    /// cut back to where the file ended, so no partial line stays behind.
     fn write_all(&mut self, buf: &[u8]) -> Result<(), LogError> {
-        self.file.write_all(buf).map_err(|e| LogError::io(&self.path, e))?;
+        let len = self.file.metadata().map_err(|e| LogError::io(&self.path, e))?.len();
+        if let Err(e) = self.file.write_all(buf) {
+            // Cutting back may fail too (the file is then damaged, as after a
+            // crash, and the next append moves the torn tail aside).
+            let _ = self.file.set_len(len);
+            return Err(LogError::io(&self.path, e));
+        }
         if self.durability == Durability::Fsync {
             self.file.sync_data().map_err(|e| LogError::io(&self.path, e))?;
         }
@@ -128,34 +155,49 @@ pub fn repair_tail(file: &mut File, path: &Path, durability: Durability) -> Resu
         }
         return Ok(Some(TailRepair::AddedNewline));
     }
-    let side = side_file(path, "torn");
-    let mut f = OpenOptions::new().write(true).create_new(true).open(&side).map_err(|e| LogError::io(&side, e))?;
-    f.write_all(&tail).and_then(|_| f.sync_all()).map_err(|e| LogError::io(&side, e))?;
+    let side = write_side(path, "torn", &mut &tail[..])?;
     file.set_len(tail_start).map_err(io)?;
     file.sync_all().map_err(io)?;
     Ok(Some(TailRepair::MovedTornTail { side_file: side, bytes: len - tail_start }))
 }
 
 /// A name beside `path` that listings ignore: `FILE.<what>-<ms>` (a counter is
-/// added if that name exists).
+/// added if that name exists, as a file or as a link).
 pub fn side_file(path: &Path, what: &str) -> PathBuf {
     let ms = crate::clock::SystemClock.now_ms_value();
     let base = path.as_os_str().to_string_lossy().into_owned();
     let mut candidate = PathBuf::from(format!("{base}.{what}-{ms}"));
     let mut n = 1;
-    while candidate.exists() {
+    while candidate.exists() || is_link(&candidate) {
         candidate = PathBuf::from(format!("{base}.{what}-{ms}-{n}"));
         n += 1;
     }
     candidate
 }
 
-/// Copies `path` to a side file `FILE.<what>-<ms>` and returns its name.
-pub fn backup_copy(path: &Path, what: &str) -> Result<PathBuf, LogError> {
+/// Writes everything `from` reads to a new side file `FILE.<what>-<ms>`
+/// (created exclusively, never through a link) and fsyncs it; returns its
+/// name. A side file that cannot be written whole is removed.
+pub fn write_side(path: &Path, what: &str, from: &mut dyn Read) -> Result<PathBuf, LogError> {
     let side = side_file(path, what);
-    fs::copy(path, &side).map_err(|e| LogError::io(&side, e))?;
-    File::open(&side).and_then(|f| f.sync_all()).map_err(|e| LogError::io(&side, e))?;
+    let written = create_side(&side).and_then(|mut f| {
+        std::io::copy(from, &mut f)?;
+        f.sync_all()
+    });
+    if let Err(e) = written {
+        // Only a file this call created is removed (create_side refuses any other).
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            let _ = fs::remove_file(&side);
+        }
+        return Err(LogError::io(&side, e));
+    }
     Ok(side)
+}
+
+/// Copies `path` to a side file `FILE.<what>-<ms>` (see [`write_side`]) and returns its name.
+pub fn backup_copy(path: &Path, what: &str) -> Result<PathBuf, LogError> {
+    let mut src = crate::files::open_read(path)?;
+    write_side(path, what, &mut src)
 }
 
 /// Replaces `path` with `contents` atomically: a temporary file in the same

@@ -293,6 +293,8 @@ impl Store for PgStore {
             identity: format!("{}#{}:{born}:{}", self.server().shown(), row.id, row.generation),
             size: u64::try_from(row.byte_size).unwrap_or_default(),
             mtime_ns: row.changed_ns(),
+            // Every write to a row moves its change time: no edit in place goes unseen.
+            changed_ns: row.changed_ns(),
         })
     }
 

@@ -24,6 +24,19 @@ pub enum TreeError {
         /// Who holds the lock, when the store can tell.
         holder: Option<LockHolder>,
     },
+    /// The write lock cannot be made beside the session (its directory is not writable).
+    #[error("{}: cannot create the write lock {} ({source}); Arbor writes a session only while holding it: make {} writable, or open the session read-only", path.display(), lock.display(), dir.display())]
+    LockDirectory {
+        /// The session file.
+        path: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+        /// The directory it goes in.
+        dir: PathBuf,
+        /// Why it could not be made.
+        #[source]
+        source: std::io::Error,
+    },
     /// A write was attempted on a session opened read-only.
     #[error("{}: session is open read-only", .0.display())]
     ReadOnly(PathBuf),

@@ -8,14 +8,17 @@
 //! it: for local files the canonical path, device and inode). It is written
 //! (atomically) only for a clean file (no diagnostics, ending in a newline,
 //! at least [`MIN_INDEXED_BYTES`]), and read only when the file's size,
-//! modification time and a checksum of its first and last 64 KiB match the
-//! ones recorded. A missing, stale, truncated or corrupt index is ignored
-//! (and rewritten after the scan); an unwritable cache directory means no
-//! index. Reading or writing it never fails an open.
+//! modification time, status change time (which an edit in place changes
+//! even when it puts the modification time back) and a checksum of its
+//! first and last 64 KiB match the ones recorded. Each line copied from the
+//! file on the index's word is checked too (the session's `slot.rs`). A
+//! missing, stale, truncated or corrupt index is ignored (and rewritten after
+//! the scan); an unwritable cache directory means no index. Reading or
+//! writing it never fails an open.
 //!
-//! Layout (little-endian): `ARBORIX3`, size u64, mtime ns i128, checksum
-//! u64, header bytes u64, entry count u64, then per entry: offset u64,
-//! length u32, line u32, flags u8 (1: has a timestamp, 2: only JavaScript's
+//! Layout (little-endian): `ARBORIX4`, size u64, mtime ns i128, ctime ns
+//! i128, checksum u64, header bytes u64, entry count u64, then per entry:
+//! offset u64, length u32, line u32, flags u8 (1: has a timestamp, 2: only JavaScript's
 //! reading accepts the line) + timestamp ms i64, type (its position in
 //! [`EntryType::ALL`], or 255 + string), role (254 for none, its position in
 //! [`Role::ALL`], or 255 + string), id (string), resolved parent (u32
@@ -37,7 +40,7 @@ const INDEX_EXTENSION: &str = "arbor-index";
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX3";
+const MAGIC: &[u8; 8] = b"ARBORIX4";
 
 const NAMED_STRING: u8 = 255;
 const NO_ROLE: u8 = 254;
@@ -75,6 +78,7 @@ pub(crate) struct Index<'a> {
 pub(crate) struct Stamp {
     pub size: u64,
     pub mtime_ns: i128,
+    pub changed_ns: i128,
     pub checksum: u64,
 }
 
@@ -129,7 +133,7 @@ impl IndexFile {
         name.feed(file.identity.as_bytes());
         Some(IndexFile {
             path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)),
-            stamp: Stamp { size: file.size, mtime_ns: file.mtime_ns, checksum },
+            stamp: Stamp { size: file.size, mtime_ns: file.mtime_ns, changed_ns: file.changed_ns, checksum },
         })
     }
 
@@ -137,6 +141,11 @@ impl IndexFile {
     pub(crate) fn read(&self) -> Option<Vec<u8>> {
         let bytes = std::fs::read(&self.path).ok()?;
         (stamp_of(&bytes) == Some(self.stamp)).then_some(bytes)
+    }
+
+    /// Removes the index (it did not match the file).
+    pub(crate) fn remove(&self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 
     /// Writes the index atomically; a cache, so failing changes nothing.
@@ -156,6 +165,7 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&stamp.size.to_le_bytes());
     out.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
+    out.extend_from_slice(&stamp.changed_ns.to_le_bytes());
     out.extend_from_slice(&stamp.checksum.to_le_bytes());
     out.extend_from_slice(&index.header_bytes.to_le_bytes());
     out.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
@@ -259,13 +269,13 @@ pub(crate) fn stamp_of(bytes: &[u8]) -> Option<Stamp> {
     if c.take(8)? != MAGIC {
         return None;
     }
-    Some(Stamp { size: c.u64()?, mtime_ns: c.i128()?, checksum: c.u64()? })
+    Some(Stamp { size: c.u64()?, mtime_ns: c.i128()?, changed_ns: c.i128()?, checksum: c.u64()? })
 }
 
 /// The entry count an index declares (bounded by what its bytes can hold), to reserve room.
 pub(crate) fn entry_count(bytes: &[u8]) -> usize {
     let mut c = Cursor(bytes);
-    let declared = c.take(48).and_then(|_| c.u64()).unwrap_or(0);
+    let declared = c.take(64).and_then(|_| c.u64()).unwrap_or(0);
     usize::try_from(declared.min(bytes.len() as u64 / 33)).unwrap_or(0)
 }
 
@@ -286,6 +296,7 @@ pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry
         return None;
     }
     let size = c.u64()?;
+    c.i128()?;
     c.i128()?;
     c.u64()?;
     let header_bytes = c.u64()?;
@@ -395,11 +406,11 @@ mod tests {
                 },
             ],
         };
-        let stamp = Stamp { size: 25, mtime_ns: 7, checksum: 9 };
+        let stamp = Stamp { size: 25, mtime_ns: 7, changed_ns: 8, checksum: 9 };
         let bytes = encode(stamp, &index).unwrap();
         assert_eq!(stamp_of(&bytes), Some(stamp));
         assert_eq!(entry_count(&bytes), 3);
-        assert_eq!(entry_count(&bytes[..50]), 0);
+        assert_eq!(entry_count(&bytes[..66]), 0);
         assert_eq!(decode(&bytes), Some(index.clone()));
         for cut in 0..bytes.len() {
             assert_eq!(decode(&bytes[..cut]), None, "truncated at {cut}");

@@ -68,6 +68,7 @@ mod facts;
 mod index;
 mod labels;
 mod listing;
+mod lock;
 pub mod paths;
 mod repair;
 mod session;
@@ -82,9 +83,10 @@ pub use labels::Label;
 pub use listing::{
     find_most_recent_session, list_all_sessions, list_sessions, read_session_info, sort_newest_first, SessionListInfo,
 };
+pub use lock::lock_path;
 pub use repair::{repair_file, RepairReport};
 pub use session::{OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
-pub use store::{lock_path, AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
+pub use store::{AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
 pub use tree::{sort_by_timestamp, Tree, TreeNode};
 
 /// The log format crate, for what the root does not re-export.

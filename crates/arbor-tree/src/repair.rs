@@ -6,13 +6,17 @@
 //! not entries, earlier lines of a repeated id) goes to `FILE.rejected-<ms>`,
 //! and the original is kept as `FILE.backup-<ms>`. The rewrite is atomic and
 //! happens under the file's write lock. Without `write` nothing is touched.
+//! Through a symbolic link, the file it names is repaired (the link stays,
+//! and the report says so); a file its owner may not write is refused
+//! before anything is written.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use arbor_log::writer::{backup_copy, side_file};
+use arbor_log::files::{ensure_writable, is_link, resolve};
+use arbor_log::writer::{backup_copy, write_side};
 use arbor_log::{atomic_write, LineKind, LogLine, SeededIds, SessionLog};
 
 use crate::error::TreeError;
@@ -40,8 +44,13 @@ pub struct RepairReport {
 
 /// Repairs `path`; with `write` false it only reports.
 pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> {
-    if !path.exists() {
+    if !FileStore.exists(path)? {
         return Err(TreeError::Missing(path.to_owned()));
+    }
+    // The file a link names is the one repaired; its side files go beside it.
+    let target = resolve(path)?;
+    if write {
+        ensure_writable(&target)?;
     }
     let _lock = if write { Some(FileStore.lock(path)?) } else { None };
     let mut log = SessionLog::read_path(path)?;
@@ -63,18 +72,20 @@ pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> 
         actions.push(format!("0: drop {blank} blank lines"));
     }
     let clean = kept == original;
+    if !clean && is_link(path) {
+        let what = format!("0: {} is a symbolic link: its target {} is repaired", path.display(), target.display());
+        actions.insert(0, what);
+    }
     let mut out =
         RepairReport { actions, kept: n_kept, rejected: n_rejected, clean, backup: None, rejected_file: None };
     if clean || !write {
         return Ok(out);
     }
-    let backup = backup_copy(path, "backup")?;
+    let backup = backup_copy(&target, "backup")?;
     if !rejected.is_empty() {
-        let side = side_file(path, "rejected");
-        atomic_write(&side, |w| w.write_all(&rejected))?;
-        out.rejected_file = Some(side);
+        out.rejected_file = Some(write_side(&target, "rejected", &mut &rejected[..])?);
     }
-    atomic_write(path, |w| w.write_all(&kept))?;
+    atomic_write(&target, |w| w.write_all(&kept))?;
     out.backup = Some(backup);
     Ok(out)
 }

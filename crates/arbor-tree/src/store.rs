@@ -6,17 +6,19 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::fs;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
+use arbor_log::files::{ensure_writable, is_link, open_read, resolve};
 use arbor_log::scan::ReadAt;
 use arbor_log::writer::backup_copy;
-use arbor_log::{atomic_write, Appender, Durability, TailRepair};
+use arbor_log::{atomic_write, Appender, Durability, LogError, TailRepair};
 
 use crate::error::{LockHolder, TreeError};
+use crate::lock;
 
 /// An open append handle on one session file.
 pub trait AppendHandle: Send + fmt::Debug {
@@ -37,6 +39,9 @@ pub struct FileStamp {
     pub size: u64,
     /// Modification time in ns since the epoch.
     pub mtime_ns: i128,
+    /// Status change time (ctime) in ns since the epoch, 0 where unknown:
+    /// an edit in place that restores the modification time still changes it.
+    pub changed_ns: i128,
 }
 
 /// One stored session file, as listings see it.
@@ -76,11 +81,18 @@ pub trait Store: Send + Sync + fmt::Debug {
         path: &Path,
         durability: Durability,
     ) -> Result<(Box<dyn AppendHandle>, Option<TailRepair>), TreeError>;
-    /// Replaces `path` with `bytes` atomically.
+    /// Replaces `path` with `bytes` atomically (for local files: the file a
+    /// link names, never the link).
     fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError>;
+    /// The file a link at `path` names (which [`Store::rewrite`] replaces),
+    /// or `None` when `path` is no link. The default: there are no links.
+    fn link_target(&self, _path: &Path) -> Option<PathBuf> {
+        None
+    }
     /// Copies `path` to a side name (`FILE.<what>-<ms>`) and returns it.
     fn backup(&self, path: &Path, what: &str) -> Result<PathBuf, TreeError>;
-    /// Takes the write lock for `path`, or says who holds it.
+    /// Takes the write lock for `path`, or says who holds it. For local
+    /// files it is keyed on the file, whatever name it is given (crate::lock).
     fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError>;
     /// The `.jsonl` files directly in `dir` (empty when `dir` does not exist).
     fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError>;
@@ -105,35 +117,25 @@ impl AppendHandle for FileAppend {
     }
 }
 
-/// The lock file beside a session: `FILE.lock`, holding the owner's pid.
-pub fn lock_path(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".lock");
-    PathBuf::from(s)
-}
-
-#[derive(Debug)]
-struct FileLock {
-    _file: File,
-}
-
-impl WriteLock for FileLock {}
-
 impl Store for FileStore {
     fn exists(&self, path: &Path) -> Result<bool, TreeError> {
-        path.try_exists().map_err(|e| TreeError::io(path, e))
+        // A link that cannot be followed exists too: opening it says why (a loop).
+        match fs::symlink_metadata(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(TreeError::io(path, e)),
+        }
     }
 
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
-        match File::open(path) {
-            Ok(mut f) => {
+        match open_regular(path)? {
+            Some(mut f) => {
                 if offset > 0 {
                     f.seek(SeekFrom::Start(offset)).map_err(|e| TreeError::io(path, e))?;
                 }
                 Ok(Some(Box::new(f)))
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(TreeError::io(path, e)),
+            None => Ok(None),
         }
     }
 
@@ -150,19 +152,23 @@ impl Store for FileStore {
         };
         #[cfg(not(unix))]
         let node = String::new();
+        #[cfg(unix)]
+        let changed_ns = {
+            use std::os::unix::fs::MetadataExt;
+            i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec())
+        };
+        #[cfg(not(unix))]
+        let changed_ns = 0;
         Some(FileStamp {
             identity: format!("{node}:{}", canonical.display()),
             size: meta.len(),
             mtime_ns: mtime.as_nanos() as i128,
+            changed_ns,
         })
     }
 
     fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
-        match File::open(path) {
-            Ok(f) => Ok(Some(Arc::new(f))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(TreeError::io(path, e)),
-        }
+        Ok(open_regular(path)?.map(|f| Arc::new(f) as Arc<dyn ReadAt>))
     }
 
     fn open_append(
@@ -175,7 +181,14 @@ impl Store for FileStore {
     }
 
     fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
-        Ok(atomic_write(path, |w| w.write_all(bytes))?)
+        // Through a link, the file it names is replaced (the link stays a link).
+        let target = resolve(path)?;
+        ensure_writable(&target)?;
+        Ok(atomic_write(&target, |w| w.write_all(bytes))?)
+    }
+
+    fn link_target(&self, path: &Path) -> Option<PathBuf> {
+        is_link(path).then(|| resolve(path).ok()).flatten()
     }
 
     fn backup(&self, path: &Path, what: &str) -> Result<PathBuf, TreeError> {
@@ -183,34 +196,7 @@ impl Store for FileStore {
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
-        let lp = lock_path(path);
-        if let Some(dir) = lp.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|e| TreeError::io(dir, e))?;
-        }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lp)
-            .map_err(|e| TreeError::io(&lp, e))?;
-        match file.try_lock() {
-            Ok(()) => {
-                // Record who holds it, for the error a second writer sees.
-                let _ = file.set_len(0);
-                let _ = file.seek(SeekFrom::Start(0));
-                let _ = write!(file, "{}", std::process::id());
-                let _ = file.flush();
-                Ok(Box::new(FileLock { _file: file }))
-            }
-            Err(fs::TryLockError::WouldBlock) => {
-                let mut s = String::new();
-                let _ = file.read_to_string(&mut s);
-                let holder = s.trim().parse().ok().map(LockHolder::pid);
-                Err(TreeError::Locked { path: path.to_owned(), holder })
-            }
-            Err(fs::TryLockError::Error(e)) => Err(TreeError::io(&lp, e)),
-        }
+        Ok(Box::new(lock::acquire(path)?))
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError> {
@@ -249,6 +235,16 @@ impl Store for FileStore {
 
     fn create_dir_all(&self, dir: &Path) -> Result<(), TreeError> {
         fs::create_dir_all(dir).map_err(|e| TreeError::io(dir, e))
+    }
+}
+
+/// Opens a local file for reading: `None` when it does not exist; only a
+/// regular file is read ([`arbor_log::files::open_read`]).
+fn open_regular(path: &Path) -> Result<Option<fs::File>, TreeError> {
+    match open_read(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(LogError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -13,14 +13,18 @@ use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
+use super::events::tail;
 use super::{EventName, Hook, HookBus, HookError, HookEvent, HookResponse};
 
 /// The time a command hook gets when the config names none.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
-/// Most of a command's stdout that is read.
-const STDOUT_LIMIT: u64 = 16 * 1024 * 1024;
-/// Most of a command's stderr that is kept for reports.
-const STDERR_LIMIT: u64 = 64 * 1024;
+/// Most of a command's stdout that is read: a larger answer is refused.
+const STDOUT_LIMIT: usize = 16 * 1024 * 1024;
+/// Most of a command's stderr that is kept for reports (its end).
+const STDERR_LIMIT: usize = 64 * 1024;
+/// After the hook exits, its output is taken once no more bytes come for this
+/// long (a background child it started may keep the pipe open).
+const AFTER_EXIT_QUIET: Duration = Duration::from_millis(50);
 
 /// A hooks file (TOML or JSON):
 ///
@@ -225,13 +229,77 @@ impl CommandHook {
     }
 }
 
-async fn read_limited<R: AsyncRead + Unpin>(reader: Option<R>, limit: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    if let Some(r) = reader {
-        // A read error ends the output; what was read is kept.
-        let _ = r.take(limit).read_to_end(&mut out).await;
+/// A pipe read on its own task into a buffer that is kept when the task is
+/// stopped: a child the hook left behind may hold the pipe open forever.
+struct Capture {
+    buf: Arc<Mutex<Vec<u8>>>,
+    task: tokio::task::JoinHandle<()>,
+    over: Arc<tokio::sync::Notify>,
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        // A pipe still held open by something the hook left must not keep a task alive.
+        self.task.abort();
     }
-    out
+}
+
+/// How a [`Capture`] keeps a stream that passes its limit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Overflow {
+    /// Stop reading and say so (an answer larger than the limit is refused).
+    Refuse,
+    /// Keep reading and keep the last `limit` bytes (stderr, for reports).
+    KeepTail,
+}
+
+impl Capture {
+    fn start<R: AsyncRead + Unpin + Send + 'static>(reader: Option<R>, limit: usize, overflow: Overflow) -> Capture {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let over = Arc::new(tokio::sync::Notify::new());
+        let (b, o) = (buf.clone(), over.clone());
+        let task = tokio::spawn(async move {
+            let Some(mut r) = reader else { return };
+            let mut chunk = vec![0u8; 64 * 1024];
+            // A read error ends the output; what was read is kept.
+            while let Ok(n @ 1..) = r.read(&mut chunk).await {
+                let mut b = b.lock().unwrap_or_else(|p| p.into_inner());
+                b.extend_from_slice(&chunk[..n]);
+                if b.len() > limit {
+                    if overflow == Overflow::Refuse {
+                        o.notify_one();
+                        return;
+                    }
+                    let extra = b.len() - limit;
+                    b.drain(..extra);
+                }
+            }
+        });
+        Capture { buf, task, over }
+    }
+
+    /// Resolves when the stream passed its limit (never for [`Overflow::KeepTail`]).
+    async fn overflowed(&self) {
+        self.over.notified().await;
+    }
+
+    /// What was read, once the writer is gone: everything up to the end of
+    /// the stream, or, while something else still holds the pipe open, up to
+    /// the moment the bytes stop coming.
+    async fn finish(mut self) -> Vec<u8> {
+        let mut seen = usize::MAX;
+        loop {
+            if tokio::time::timeout(AFTER_EXIT_QUIET, &mut self.task).await.is_ok() {
+                break;
+            }
+            let len = self.buf.lock().unwrap_or_else(|p| p.into_inner()).len();
+            if len == seen {
+                break;
+            }
+            seen = len;
+        }
+        std::mem::take(&mut *self.buf.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 /// Ends the command's whole process group (the shell and what it started).
@@ -246,17 +314,6 @@ fn kill_group(pid: Option<u32>) {
     }
     #[cfg(not(unix))]
     let _ = pid;
-}
-
-fn tail(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let text = text.trim();
-    let chars: Vec<char> = text.chars().collect();
-    if chars.len() > 500 {
-        format!("…{}", chars[chars.len() - 500..].iter().collect::<String>())
-    } else {
-        text.to_owned()
-    }
 }
 
 #[async_trait]
@@ -275,29 +332,33 @@ impl Hook for CommandHook {
         input.push(b'\n');
         let mut child = self.shell().spawn().map_err(|e| format!("could not start: {e}"))?;
         let pid = child.id();
-        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-        let work = async {
-            let write = async move {
-                if let Some(mut s) = stdin {
-                    // A command that does not read its input closes the pipe early; that is fine.
-                    let _ = s.write_all(&input).await;
-                    let _ = s.shutdown().await;
-                }
-            };
-            let (_, out, err, status) = tokio::join!(
-                write,
-                read_limited(stdout, STDOUT_LIMIT),
-                read_limited(stderr, STDERR_LIMIT),
-                child.wait()
-            );
-            (out, err, status)
+        let out = Capture::start(child.stdout.take(), STDOUT_LIMIT, Overflow::Refuse);
+        let err = Capture::start(child.stderr.take(), STDERR_LIMIT, Overflow::KeepTail);
+        let stdin = child.stdin.take();
+        // Written on its own task: a command that exits without reading it
+        // (while a child it left holds the pipe) must not hold us up.
+        let write = tokio::spawn(async move {
+            if let Some(mut s) = stdin {
+                // A command that does not read its input closes the pipe early; that is fine.
+                let _ = s.write_all(&input).await;
+                let _ = s.shutdown().await;
+            }
+        });
+        // The answer is taken when the hook itself exits, not when every
+        // holder of its stdout has closed it.
+        let exited = async {
+            tokio::select! {
+                status = child.wait() => Some(status),
+                _ = out.overflowed() => None,
+            }
         };
         let finished = tokio::select! {
             biased;
             _ = cancel.cancelled() => None,
-            r = tokio::time::timeout(self.timeout, work) => Some(r),
+            r = tokio::time::timeout(self.timeout, exited) => Some(r),
         };
-        let (out, err, status) = match finished {
+        write.abort();
+        let status = match finished {
             None => {
                 kill_group(pid);
                 return Ok(None);
@@ -306,20 +367,18 @@ impl Hook for CommandHook {
                 kill_group(pid);
                 return Err(format!("timed out after {} ms and was killed", self.timeout.as_millis()).into());
             }
-            Some(Ok(r)) => r,
+            Some(Ok(None)) => {
+                kill_group(pid);
+                return Err("its output is larger than 16 MiB (the limit for an answer) and it was killed".into());
+            }
+            Some(Ok(Some(status))) => status.map_err(|e| format!("could not wait for it: {e}"))?,
         };
-        let status = status.map_err(|e| format!("could not wait for it: {e}"))?;
+        let (out, err) = tokio::join!(out.finish(), err.finish());
         if !status.success() {
             let stderr = tail(&err);
             let detail = if stderr.is_empty() { String::new() } else { format!("; stderr: {stderr}") };
             return Err(format!("exited with {status}{detail}").into());
         }
-        if name.is_notification() || out.iter().all(u8::is_ascii_whitespace) {
-            return Ok(None);
-        }
-        let value: serde_json::Value =
-            serde_json::from_slice(&out).map_err(|e| format!("stdout is not JSON ({e}): {}", tail(&out)))?;
-        HookResponse::from_json(name, value)
-            .map_err(|e| format!("stdout is not a {} result: {e}", name.as_str()).into())
+        HookResponse::from_stdout(name, &out).map_err(HookError::from)
     }
 }

@@ -389,6 +389,20 @@ impl HookResponse {
         cancel == Some(true)
     }
 
+    /// Decodes what a command hook printed on stdout in answer to `event`
+    /// (docs/hooks.md, "Running a command"): nothing but whitespace, or
+    /// anything for a notification, is no answer; otherwise it must be one
+    /// JSON value, decoded by [`HookResponse::from_json`]. The error says
+    /// what is wrong, with the end of the output.
+    pub fn from_stdout(event: EventName, stdout: &[u8]) -> Result<Option<HookResponse>, String> {
+        if event.is_notification() || stdout.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        let value: Value =
+            serde_json::from_slice(stdout).map_err(|e| format!("stdout is not JSON ({e}): {}", tail(stdout)))?;
+        HookResponse::from_json(event, value).map_err(|e| format!("stdout is not a {} result: {e}", event.as_str()))
+    }
+
     /// Decodes a JSON answer to `event`: `null` is no answer; a notification
     /// takes no answer; anything that is not the event's result shape is an error.
     pub fn from_json(event: EventName, value: Value) -> Result<Option<HookResponse>, String> {
@@ -403,6 +417,18 @@ impl HookResponse {
             EventName::SessionTree | EventName::SessionFork | EventName::SessionCompact => return Ok(None),
         };
         r.map(Some).map_err(|e| e.to_string())
+    }
+}
+
+/// The end of a command's output for a message: trimmed, its last 500 characters.
+pub(crate) fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() > 500 {
+        format!("…{}", chars[chars.len() - 500..].iter().collect::<String>())
+    } else {
+        text.to_owned()
     }
 }
 

@@ -6,7 +6,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{is_json, Http};
+use super::http::{is_json, Http, SseEvent};
 use super::reply::{ReplyBuilder, Tokens};
 use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
@@ -219,17 +219,40 @@ impl AnthropicClient {
         let mut events = self.http.events(response, deadline);
         let mut reason = String::new();
         while let Some(ev) = events.next(cancel).await? {
-            if ev.data.trim().is_empty() {
-                continue;
-            }
-            let data: Value = arbor_log::json::parse(&ev.data)
-                .map_err(|e| self.protocol(format!("a stream event is not JSON: {e}")))?;
-            let kind = ev.event.as_deref().unwrap_or_else(|| str_of(&data, "type"));
-            if self.on_event(kind, &data, reply, &mut reason)? {
+            if self.on_sse(&ev, reply, &mut reason)? {
                 return Ok(reason);
             }
         }
-        Err(self.stream_error("the stream ended before message_stop".to_owned()))
+        Err(self.ended())
+    }
+
+    /// Applies one server-sent event; true at `message_stop`.
+    fn on_sse(&self, ev: &SseEvent, reply: &mut ReplyBuilder, reason: &mut String) -> Result<bool, ModelError> {
+        if ev.data.trim().is_empty() {
+            return Ok(false);
+        }
+        let data: Value =
+            arbor_log::json::parse(&ev.data).map_err(|e| self.protocol(format!("a stream event is not JSON: {e}")))?;
+        let kind = ev.event.as_deref().unwrap_or_else(|| str_of(&data, "type"));
+        self.on_event(kind, &data, reply, reason)
+    }
+
+    fn ended(&self) -> ModelError {
+        self.stream_error("the stream ended before message_stop".to_owned())
+    }
+
+    /// Decodes a recorded event stream (the response body's bytes as they
+    /// arrived) into the reply a live request would record: the same
+    /// parser, decoding and size limit, no network. For replaying captured
+    /// streams.
+    pub fn replay(&self, chunks: &[&[u8]]) -> AssistantReply {
+        let mut reply = ReplyBuilder::default();
+        let mut reason = String::new();
+        let done = self.http.replay(chunks, |ev| self.on_sse(ev, &mut reply, &mut reason));
+        match done.and_then(|done| if done { Ok(()) } else { Err(self.ended()) }) {
+            Ok(()) => self.finished(reply, &reason),
+            Err(e) => reply.fail(&self.model, &e, self.http.opts.clock.now_ms()),
+        }
     }
 
     /// The request headers: the API version and the key.

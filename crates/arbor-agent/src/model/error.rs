@@ -61,6 +61,14 @@ pub enum ModelError {
         /// The limit that passed.
         after: Duration,
     },
+    /// The response passed the most bytes a reply may have.
+    #[error("{provider}: the reply is larger than {}, the most one reply may have (the server may be stuck): stopped reading it (raise the limit if replies this large are expected)", size_text(*limit))]
+    TooLarge {
+        /// The provider.
+        provider: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// The response stream broke off or reported an error.
     #[error("{provider}: the response stream failed: {message}")]
     Stream {
@@ -108,6 +116,16 @@ impl ModelError {
             ModelError::Http { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+/// A size in bytes as people read it (`32 MiB`, `1500 bytes`).
+fn size_text(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 

@@ -17,8 +17,6 @@ use super::{ClientOptions, ModelInfo};
 
 /// Most of an error body that is kept for the message.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
-/// Most of a non-streamed JSON body that is read.
-const JSON_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 #[derive(Debug)]
 pub(crate) struct Http {
@@ -176,7 +174,11 @@ impl Http {
         cancel: &CancellationToken,
         deadline: Instant,
     ) -> Result<Value, ModelError> {
-        let body = self.read_limited(response, JSON_BODY_LIMIT, cancel, deadline).await?;
+        let limit = self.opts.max_reply_bytes;
+        let body = self.read_limited(response, limit.saturating_add(1), cancel, deadline).await?;
+        if body.len() > limit {
+            return Err(ModelError::TooLarge { provider: self.provider.clone(), limit });
+        }
         serde_json::from_slice(&body).map_err(|e| ModelError::Protocol {
             provider: self.provider.clone(),
             api,
@@ -195,7 +197,41 @@ impl Http {
             idle: self.opts.idle_timeout,
             total: self.opts.request_timeout,
             deadline,
+            received: 0,
+            limit: self.opts.max_reply_bytes,
         }
+    }
+}
+
+impl Http {
+    /// Feeds a recorded event stream (the body's bytes as they arrived) to
+    /// `on` event by event, as a live response would be: the same parser and
+    /// the same size limit. Returns `Ok(true)` once `on` says the reply is
+    /// done, `Ok(false)` when the bytes end first.
+    pub(crate) fn replay(
+        &self,
+        chunks: &[&[u8]],
+        mut on: impl FnMut(&SseEvent) -> Result<bool, ModelError>,
+    ) -> Result<bool, ModelError> {
+        let mut parser = SseParser::default();
+        let mut received = 0usize;
+        for chunk in chunks {
+            received = received.saturating_add(chunk.len());
+            if received > self.opts.max_reply_bytes {
+                return Err(ModelError::TooLarge { provider: self.provider.clone(), limit: self.opts.max_reply_bytes });
+            }
+            for ev in parser.push(chunk) {
+                if on(&ev)? {
+                    return Ok(true);
+                }
+            }
+        }
+        for ev in parser.finish() {
+            if on(&ev)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }
 
@@ -262,15 +298,24 @@ pub(crate) struct SseParser {
 }
 
 impl SseParser {
-    /// Feeds bytes; returns the events they complete.
+    /// Feeds bytes; returns the events they complete. Linear in the bytes
+    /// fed: the complete lines are taken in one pass, and only an unfinished
+    /// last line stays buffered.
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        self.buf.extend_from_slice(bytes);
         let mut out = vec![];
-        while let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.buf.drain(..=pos).collect();
-            let line = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+        let mut rest = bytes;
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+            let (head, tail) = rest.split_at(pos);
+            rest = &tail[1..];
+            let line = if self.buf.is_empty() {
+                String::from_utf8_lossy(head).into_owned()
+            } else {
+                self.buf.extend_from_slice(head);
+                String::from_utf8_lossy(&std::mem::take(&mut self.buf)).into_owned()
+            };
             self.line(line.strip_suffix('\r').unwrap_or(&line), &mut out);
         }
+        self.buf.extend_from_slice(rest);
         out
     }
 
@@ -324,6 +369,9 @@ pub(crate) struct SseStream {
     idle: Duration,
     total: Duration,
     deadline: Instant,
+    /// Bytes of the stream so far, and the most it may have.
+    received: usize,
+    limit: usize,
 }
 
 impl std::fmt::Debug for SseStream {
@@ -362,7 +410,13 @@ impl SseStream {
                 Ok(Some(Err(e))) => {
                     return Err(ModelError::Stream { provider: self.provider.clone(), message: e.to_string() })
                 }
-                Ok(Some(Ok(chunk))) => self.queue.extend(self.parser.push(chunk.as_ref())),
+                Ok(Some(Ok(chunk))) => {
+                    self.received = self.received.saturating_add(chunk.len());
+                    if self.received > self.limit {
+                        return Err(ModelError::TooLarge { provider: self.provider.clone(), limit: self.limit });
+                    }
+                    self.queue.extend(self.parser.push(chunk.as_ref()))
+                }
             }
         }
     }

@@ -408,6 +408,10 @@ pub struct ClientOptions {
     pub request_timeout: Duration,
     /// Longest silence while a response streams (default 2 min).
     pub idle_timeout: Duration,
+    /// The most bytes a response may have, streamed or not (default 32 MiB):
+    /// a server that never ends its stream is stopped here, and by
+    /// `request_timeout`, whichever comes first.
+    pub max_reply_bytes: usize,
     /// Retries after a 429, a 5xx or a failed connection (default 3).
     pub max_retries: u32,
     /// The first backoff; it doubles per retry (default 1 s).
@@ -420,12 +424,16 @@ pub struct ClientOptions {
     pub clock: Arc<dyn Clock>,
 }
 
+/// The default of [`ClientOptions::max_reply_bytes`].
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
+
 impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(120),
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             max_retries: 3,
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(30),

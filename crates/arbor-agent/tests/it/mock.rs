@@ -30,6 +30,9 @@ pub enum Reply {
     /// `delay_ms` between them; a client that hangs up during a pause is
     /// reported on [`MockServer::disconnected`].
     Slow { text: String, chunks: usize, delay_ms: u64 },
+    /// A streamed answer that never ends: text deltas as fast as the client
+    /// reads them, until it hangs up (reported on [`MockServer::disconnected`]).
+    Endless,
 }
 
 /// One recorded request.
@@ -70,6 +73,8 @@ impl Recorded {
 struct State {
     script: VecDeque<Reply>,
     default: Reply,
+    /// The answer to every summarization request, when set (instead of the script).
+    summaries: Option<Reply>,
     requests: Vec<Recorded>,
 }
 
@@ -99,6 +104,7 @@ impl MockServer {
         let state = Arc::new(Mutex::new(State {
             script: VecDeque::new(),
             default: Reply::Text("mock summary".into()),
+            summaries: None,
             requests: vec![],
         }));
         let arrived = Arc::new(Notify::new());
@@ -135,6 +141,12 @@ impl MockServer {
     /// Sets the answer used when the script is empty.
     pub fn set_default(&self, reply: Reply) {
         self.state.lock().unwrap().default = reply;
+    }
+
+    /// Answers every summarization request (pi's summarization system
+    /// prompt) with `reply`, leaving the script to the other requests.
+    pub fn answer_summaries(&self, reply: Reply) {
+        self.state.lock().unwrap().summaries = Some(reply);
     }
 
     /// The requests so far.
@@ -186,8 +198,13 @@ async fn serve(
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let reply = {
         let mut s = state.lock().unwrap();
-        s.requests.push(Recorded { path: path.clone(), headers, body: body.clone() });
-        s.script.pop_front().unwrap_or_else(|| s.default.clone())
+        let recorded = Recorded { path: path.clone(), headers, body: body.clone() };
+        let summary = recorded.system().starts_with("You summarize conversations");
+        s.requests.push(recorded);
+        match (&s.summaries, summary) {
+            (Some(reply), true) => reply.clone(),
+            _ => s.script.pop_front().unwrap_or_else(|| s.default.clone()),
+        }
     };
     arrived.notify_one();
     let anthropic = path.ends_with("/v1/messages");
@@ -230,6 +247,17 @@ async fn serve(
                 stream.flush().await?;
             }
             stream.write_all(tail.as_bytes()).await?;
+        }
+        Reply::Endless => {
+            let (head, deltas, _) = if anthropic {
+                anthropic_parts(&model, &["more text ".repeat(100)], "end_turn")
+            } else {
+                openai_parts(&model, &["more text ".repeat(100)], "stop")
+            };
+            stream.write_all(format!("{sse_head}{head}").as_bytes()).await?;
+            while stream.write_all(deltas[0].as_bytes()).await.is_ok() {}
+            disconnected.notify_one();
+            return Ok(());
         }
         Reply::Json(v) => {
             let text = v.to_string();

@@ -322,6 +322,25 @@ async fn a_silent_stream_times_out() {
 }
 
 #[tokio::test]
+async fn an_endless_stream_is_cut_at_the_reply_limit() {
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Endless);
+    for model in [openai_model(&mock), anthropic_model(&mock)] {
+        let opts = arbor_agent::ClientOptions { max_reply_bytes: 1024 * 1024, ..fast_client() };
+        let client = client_for(model, None, opts).unwrap();
+        let e = bounded(client.complete(&request(), CancellationToken::new())).await.unwrap_err();
+        assert!(matches!(e, ModelError::TooLarge { limit: 1_048_576, .. }), "{e}");
+        assert!(e.to_string().contains(": the reply is larger than 1 MiB, the most one reply may have"), "{e}");
+        bounded(mock.disconnected.notified()).await;
+        // A streamed reply keeps what arrived and records the error.
+        let reply = bounded(client.stream(&request(), CancellationToken::new(), None)).await;
+        assert_eq!(reply.stop_reason(), "error");
+        assert!(reply.error_message().unwrap().contains("larger than 1 MiB"));
+        bounded(mock.disconnected.notified()).await;
+    }
+}
+
+#[tokio::test]
 async fn broken_streams_and_stream_errors_are_errors() {
     let mock = MockServer::start().await;
     mock.script([
@@ -379,4 +398,38 @@ async fn unreachable_servers_fail_with_the_url() {
         )),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn a_recorded_stream_replays_to_the_reply_a_live_request_records() {
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Text("hello there".into()));
+    for model in [openai_model(&mock), anthropic_model(&mock)] {
+        let openai = model.api == Api::OpenAiCompletions;
+        let live = client_for(model.clone(), None, fast_client()).unwrap();
+        let live = bounded(live.stream(&request(), CancellationToken::new(), None)).await;
+        let body = if openai {
+            crate::mock::openai_sse(&model.id, "hello there", "stop")
+        } else {
+            crate::mock::anthropic_sse(&model.id, "hello there", "end_turn")
+        };
+        let whole: Vec<&[u8]> = vec![body.as_bytes()];
+        let bytewise: Vec<&[u8]> = body.as_bytes().chunks(1).collect();
+        for chunks in [whole, bytewise] {
+            let replayed = if openai {
+                arbor_agent::OpenAiClient::new(model.clone(), None, fast_client()).unwrap().replay(&chunks)
+            } else {
+                arbor_agent::AnthropicClient::new(model.clone(), None, fast_client()).unwrap().replay(&chunks)
+            };
+            assert_eq!(replayed.json(), live.json(), "{}", model.provider);
+        }
+        // A stream cut short is a failed reply that keeps what arrived.
+        let cut = &body.as_bytes()[..body.len() / 2];
+        let replayed = if openai {
+            arbor_agent::OpenAiClient::new(model.clone(), None, fast_client()).unwrap().replay(&[cut])
+        } else {
+            arbor_agent::AnthropicClient::new(model.clone(), None, fast_client()).unwrap().replay(&[cut])
+        };
+        assert_eq!(replayed.stop_reason(), "error", "{}", model.provider);
+    }
 }

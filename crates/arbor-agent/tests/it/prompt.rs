@@ -6,10 +6,10 @@
 use std::sync::{Arc, Mutex};
 
 use arbor_agent::model::REQUEST_ABORTED;
-use arbor_agent::prompt::{AutoCompactionReason, OVERFLOW_RECOVERY_FAILED};
+use arbor_agent::prompt::{AutoCompactionReason, AUTO_COMPACTION_MAX_FAILURES, OVERFLOW_RECOVERY_FAILED};
 use arbor_agent::{
-    AgentError, AgentEvent, AgentOptions, AgentSession, Api, AssistantReply, CompletionRequest, EventSink, ModelClient,
-    ModelError, ModelInfo, PromptOptions, StreamDelta, StreamSink,
+    AgentError, AgentEvent, AgentOptions, AgentSession, Api, AssistantReply, CompactOptions, CompletionRequest,
+    EventSink, ModelClient, ModelError, ModelInfo, PromptOptions, StreamDelta, StreamSink,
 };
 use arbor_log::{CounterIds, FixedClock};
 use arbor_tree::{Session, SessionOptions};
@@ -87,6 +87,7 @@ fn kinds(log: &Arc<Mutex<Vec<AgentEvent>>>) -> Vec<String> {
             AgentEvent::AssistantMessage { .. } => "assistant".to_owned(),
             AgentEvent::AutoCompactionStart { reason } => format!("start:{}", reason.as_str()),
             AgentEvent::AutoCompactionEnd { .. } => "end".to_owned(),
+            AgentEvent::AutoCompactionStopped { failures } => format!("stopped:{failures}"),
         })
         .collect()
 }
@@ -499,6 +500,57 @@ async fn a_failed_auto_compaction_does_not_fail_the_prompt() {
     assert!(outcome.result.is_none() && !outcome.aborted);
     assert_eq!(collapsed(kinds(&log)), ["user", "delta", "assistant", "start:threshold", "end"]);
     assert_eq!(count_type(agent.session(), "compaction"), 0);
+}
+
+#[tokio::test]
+async fn automatic_compaction_stops_after_three_failures_in_a_row_until_compact() {
+    let mock = MockServer::start().await;
+    let body = json!({"error": {"message": "summaries are down"}}).to_string();
+    mock.answer_summaries(Reply::Status { code: 500, retry_after: None, body });
+    // Every reply passes the threshold: each prompt would try to compact before and after it.
+    mock.set_default(Reply::Text("an answer".into()));
+    let mut agent = small_window_agent(Wire::Anthropic, &mock, true);
+    let summary_requests = |mock: &MockServer| {
+        mock.requests().iter().filter(|r| r.system().starts_with("You summarize conversations")).count()
+    };
+    let lines_before = entries(&agent).len();
+    let (sink, log) = recording();
+    let (mut failures, mut requests_at_stop) = (0, None);
+    for n in 0..5 {
+        let r = bounded(agent.prompt(&format!("question {n}"), with_events(sink.clone()))).await.unwrap();
+        assert_eq!(r.reply.text(""), "an answer", "the prompts go on");
+        failures = kinds(&log).iter().filter(|k| *k == "end").count();
+        assert!(failures <= AUTO_COMPACTION_MAX_FAILURES as usize, "prompt {n}: {failures} attempts");
+        if agent.auto_compaction_stopped() && requests_at_stop.is_none() {
+            requests_at_stop = Some(summary_requests(&mock));
+        }
+    }
+    assert_eq!(failures, 3);
+    assert!(agent.auto_compaction_stopped());
+    assert!(requests_at_stop.is_some_and(|n| n > 0));
+    assert_eq!(Some(summary_requests(&mock)), requests_at_stop, "no attempt after the third failure");
+    let stopped: Vec<u32> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::AutoCompactionStopped { failures } => Some(*failures),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stopped, [3], "said once");
+    // Nothing but the prompts' messages was written by the failed attempts.
+    assert_eq!(entries(&agent).len(), lines_before + 2 * 5);
+    assert_eq!(count_type(agent.session(), "compaction"), 0);
+
+    // /compact gives automatic compaction its tries back (here it fails too).
+    assert!(bounded(agent.compact(CompactOptions::default())).await.is_err());
+    assert!(!agent.auto_compaction_stopped());
+    // A successful compaction resets the count as well.
+    mock.answer_summaries(Reply::Text("the summary".into()));
+    let r = bounded(agent.prompt("question 5", with_events(sink))).await.unwrap();
+    assert!(r.auto_compaction.and_then(|o| o.result).is_some());
+    assert!(!agent.auto_compaction_stopped());
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use arbor_tree::{check_file, check_session, summary_by_code, Finding, Severity};
 
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Report everything wrong or suspicious in session files (exit 0 clean, 1 warnings, 2 errors).
 #[derive(Debug, clap::Args)]
@@ -23,6 +24,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let mut worst = None;
     let mut reports = vec![];
     for file in &args.files {

@@ -15,6 +15,7 @@ use crate::shared::agent::{compact, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
 use crate::shared::progress::Spinner;
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Summarize the older part of the active path into a compaction entry.
 #[derive(Debug, clap::Args)]
@@ -35,6 +36,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let opts = CompactOptions { custom_instructions: args.instructions, keep_recent_tokens: args.keep_recent_tokens };
     let file = g.session(&args.file)?;
     let setup = AgentSetup { file: &file, model: &args.model, mode: OpenMode::Write, session: g.options()? };

@@ -9,7 +9,8 @@ use anyhow::{Context as _, Result};
 use arbor_context::render::write_transcript;
 use arbor_context::{session_context, write_context_json};
 
-use crate::shared::session::{exit_without_freeing, Globals};
+use crate::shared::session::{check_lines, exit_without_freeing, Globals};
+use crate::shared::visible::for_people;
 
 /// Print the context the model sees at the leaf (pi's buildSessionContext).
 #[derive(Debug, clap::Args)]
@@ -28,10 +29,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
     if let Some(id) = &args.leaf {
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
+    // What the context reads is the path to the leaf.
+    let path = s.branch_positions(None);
+    check_lines(&mut s, Some(&path))?;
     if args.json && !args.llm {
         // Messages are copied from the file, a batch at a time: never all in memory.
         write_context_json(&s, out)?;

@@ -11,6 +11,7 @@ use arbor_interop::Side;
 
 use crate::shared::output::interop_error;
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Compare two entries: their common ancestor and what each side adds.
 #[derive(Debug, clap::Args)]
@@ -27,6 +28,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let s = g.open_read(&args.file)?;
     let d = arbor_interop::diff(&s, &args.a, &args.b).map_err(|e| interop_error(&args.file, e))?;
     if args.json {

@@ -9,7 +9,8 @@ use anyhow::Result;
 use arbor_context::render::ToolCalls;
 
 use crate::shared::output::{entry_line, home, write_json_list};
-use crate::shared::session::Globals;
+use crate::shared::session::{check_lines, Globals};
+use crate::shared::visible::for_people;
 
 /// Print the header and every entry (after migration), one line each.
 #[derive(Debug, clap::Args)]
@@ -22,7 +23,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
-    let s = g.open_read(&args.file)?;
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
+    let mut s = g.open_read(&args.file)?;
+    check_lines(&mut s, None)?;
     if args.json {
         out.write_all(b"{\"header\":")?;
         arbor_log::json::to_writer(&mut *out, &s.header().to_value())?;

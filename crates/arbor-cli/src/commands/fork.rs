@@ -14,6 +14,7 @@ use arbor_tree::{OpenMode, Session, SessionOptions};
 use crate::shared::agent::{fork_before, write_fork, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
 use crate::shared::session::{print_diagnostics, Globals};
+use crate::shared::visible::for_people;
 
 /// Copy the path to an entry into a new session file (--at: pi's createBranchedSession;
 /// --before: the /branch flow, up to the parent of a user message).
@@ -39,6 +40,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let opts = SessionOptions { session_dir: args.sessions_dir.clone(), ..g.options()? };
     let file = g.session(&args.file)?;
     if let Some(before) = &args.before {

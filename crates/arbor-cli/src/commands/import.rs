@@ -10,6 +10,7 @@ use arbor_interop::{Format, ImportOptions, ImportReport, Outcome};
 use arbor_tree::paths;
 
 use crate::shared::session::Globals;
+use crate::shared::visible::{for_people, say};
 
 /// Import Claude Code transcripts or Codex CLI rollouts as pi sessions.
 #[derive(Debug, clap::Args)]
@@ -38,6 +39,8 @@ enum FormatArg {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     g.local_only("import", "import to files, then push them (arbor push)")?;
     let format = match args.format {
         FormatArg::Claude => Format::Claude,
@@ -51,7 +54,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         match result {
             Ok(report) => {
                 for s in &report.skipped {
-                    eprintln!("{}:{}: {}, line skipped", source.display(), s.line, s.reason);
+                    say!("{}:{}: {}, line skipped", source.display(), s.line, s.reason);
                 }
                 if args.json {
                     json.push(serde_json::to_value(&report)?);
@@ -61,7 +64,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
             }
             Err(e) => {
                 failed = true;
-                eprintln!("arbor: {e}");
+                say!("arbor: {e}");
                 json.push(serde_json::json!({"source": source, "error": e.to_string()}));
             }
         }

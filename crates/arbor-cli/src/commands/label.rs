@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 
 use crate::shared::session::Globals;
+use crate::shared::visible::{say, Visible};
 
 /// Set the label of an entry, or clear it when LABEL is absent.
 #[derive(Debug, clap::Args)]
@@ -20,6 +21,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let out = &mut Visible::new(out);
     let Args { file, id, label } = args;
     // A bad id fails before anything is written; a file that is not a
     // session is refused by the open.
@@ -27,7 +29,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let label = label.as_deref().map(str::trim).filter(|l| !l.is_empty());
     let new_id = s.append_label_change(&id, label).with_context(|| file.display().to_string())?;
     for n in s.notices() {
-        eprintln!("{n}");
+        say!("{n}");
     }
     match label {
         Some(l) => writeln!(out, "labelled {id} {l:?} (entry {new_id})")?,

@@ -15,6 +15,7 @@ use arbor_tree::{paths, read_session_info, SessionListInfo};
 use crate::shared::catalog;
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// List sessions, newest first.
 #[derive(Debug, clap::Args)]
@@ -34,6 +35,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let cwd = match (args.cwd, args.all) {
         (_, true) => None,
         (Some(c), false) => Some(c.to_string_lossy().into_owned()),

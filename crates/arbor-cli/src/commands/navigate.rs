@@ -15,6 +15,7 @@ use crate::shared::agent::{navigate, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
 use crate::shared::progress::Spinner;
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Move the leaf to TARGET (pi's /tree), optionally summarizing the branch left behind.
 #[derive(Debug, clap::Args)]
@@ -43,6 +44,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let opts = NavigateOptions {
         summarize: args.summarize,
         custom_instructions: args.instructions,

@@ -9,7 +9,8 @@ use anyhow::{bail, Result};
 use arbor_context::render::ToolCalls;
 
 use crate::shared::output::{entry_line, home, write_json_list};
-use crate::shared::session::Globals;
+use crate::shared::session::{check_lines, Globals};
+use crate::shared::visible::for_people;
 
 /// Print the path from the root to an entry (default: the leaf).
 #[derive(Debug, clap::Args)]
@@ -24,12 +25,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
-    let s = g.open_read(&args.file)?;
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
+    let mut s = g.open_read(&args.file)?;
     if let Some(id) = &args.id {
         if s.get_entry(id).is_none() {
             bail!("{}: Entry {id} not found", args.file.display());
         }
     }
+    let path = s.branch_positions(args.id.as_deref());
+    check_lines(&mut s, Some(&path))?;
     let idx = s.branch_positions(args.id.as_deref());
     if args.json {
         write_json_list(out, idx.iter().filter_map(|&i| s.json_at(i)))?;

@@ -14,6 +14,7 @@ use arbor_tree::paths;
 
 use crate::shared::output::{error_line, transfer, write_json_line};
 use crate::shared::session::Globals;
+use crate::shared::visible::{for_people, say};
 
 /// Copy sessions from a PostgreSQL server into files (DIR/<cwd folder>/<file>, pi's layout): new ones
 /// whole, grown ones extended, the same ones skipped, and any whose local copy differs refused.
@@ -37,6 +38,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let owned;
     let store = match &args.from {
         Some(url) => {
@@ -66,7 +69,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
             Err(e) => {
                 failed += 1;
                 let e = error_line(&e.into());
-                eprintln!("arbor: {e}");
+                say!("arbor: {e}");
                 report.push(json!({"session": key.path(), "error": e}));
             }
         }
@@ -75,7 +78,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         write_json_line(out, &report)?;
     }
     if failed > 0 {
-        eprintln!("arbor: {failed} of {} sessions not pulled", keys.len());
+        say!("arbor: {failed} of {} sessions not pulled", keys.len());
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -12,6 +12,7 @@ use arbor_pg::PgStore;
 
 use crate::shared::output::{error_line, transfer, write_json_line};
 use crate::shared::session::Globals;
+use crate::shared::visible::{for_people, say};
 
 /// Copy session files to a PostgreSQL server: new ones whole, grown ones extended, the same ones
 /// skipped, and any whose copy on the server differs refused (nothing lost either way).
@@ -58,6 +59,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let owned;
     let store = match &args.to {
         Some(url) => {
@@ -82,7 +85,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
             Err(e) => {
                 failed += 1;
                 let e = error_line(&e.into());
-                eprintln!("arbor: {e}");
+                say!("arbor: {e}");
                 report.push(json!({"file": f, "error": e}));
             }
         }
@@ -91,7 +94,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         write_json_line(out, &report)?;
     }
     if failed > 0 {
-        eprintln!("arbor: {failed} of {} sessions not pushed", files.len());
+        say!("arbor: {failed} of {} sessions not pushed", files.len());
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@ use arbor_tree::repair_file;
 
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Write a clean copy of a damaged session file (dry run unless --write).
 #[derive(Debug, clap::Args)]
@@ -25,6 +26,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     g.local_only("repair", "pull the session (arbor pull) and repair the local copy")?;
     let Args { file, write, json } = args;
     let report = repair_file(&file, write)?;

@@ -15,6 +15,7 @@ use arbor_tree::paths;
 use crate::shared::catalog;
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
+use crate::shared::visible::for_people;
 
 /// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
 #[derive(Debug, clap::Args)]
@@ -40,6 +41,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let query = args.query.join(" ");
     if query.trim().is_empty() {
         bail!("the query is empty");

@@ -15,6 +15,7 @@ use arbor_log::{is_header, Entry};
 use crate::shared::follow::{Followed, Watch};
 use crate::shared::output::{entry_line, home};
 use crate::shared::session::Globals;
+use crate::shared::visible::{for_people, say};
 
 /// Print a session's entries as they arrive (from any process, or with --store any machine), until Ctrl-C.
 #[derive(Debug, clap::Args)]
@@ -68,6 +69,8 @@ impl Printer {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let path = g.session(&args.session)?;
     let (mut watch, now) = Watch::open(g, &path)?;
     let mut printer = Printer { json: args.json, calls: ToolCalls::new(), home: home() };
@@ -77,7 +80,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
             Followed::Idle => {}
             Followed::Lines(b) => printer.print(out, &b, None)?,
             Followed::Replaced(b) => {
-                eprintln!("{}: the session was replaced whole; its last entries:", path.display());
+                say!("{}: the session was replaced whole; its last entries:", path.display());
                 printer.calls = ToolCalls::new();
                 printer.print(out, &b, Some(args.lines))?;
             }

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 
 use crate::shared::filter::FilterMode;
-use crate::shared::session::{exit_without_freeing, Globals};
+use crate::shared::session::{check_lines, exit_without_freeing, Globals};
 use crate::shared::tree_text::{print_tree, TreeText};
+use crate::shared::visible::for_people;
 
 /// Show the session tree: branches, the active path, labels and the leaf.
 #[derive(Debug, clap::Args)]
@@ -34,7 +35,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let mut human = None;
+    let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
+    check_lines(&mut s, None)?;
     if let Some(id) = &args.leaf {
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
@@ -47,6 +51,8 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
                 .is_terminal()
                 .then(|| crossterm::terminal::size().ok().map(|(w, _)| usize::from(w)))
                 .flatten()
+                // A terminal that reports no size (0 columns) is not cut.
+                .filter(|&w| w > 0)
         };
         let width = args.width.map(usize::from).or_else(terminal);
         let opts = TreeText { filter: args.filter, depth: args.depth.map(usize::from), width };

@@ -11,19 +11,20 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result};
+use anyhow::{anyhow, Context as _, Result};
 use clap::Args;
 use serde_json::json;
 
 use arbor_agent::{
-    AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult, HookBus, HookConfig, HookFailure,
-    NavigateOptions, NavigateResult,
+    AbortHandle, AgentOptions, AgentSession, ClientOptions, CompactOptions, CompactResult, HookBus, HookConfig,
+    HookFailure, NavigateOptions, NavigateResult,
 };
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use super::models::Models;
 use super::output::write_json_line;
 use super::session::{open_showing_progress, print_diagnostics};
+use crate::shared::visible::say;
 
 /// Which model to use, and the hooks to run.
 #[derive(Debug, Clone, Args)]
@@ -70,7 +71,7 @@ impl AgentSetup<'_> {
     /// `needs_model`: the agent's notices (a model it could not restore) are shown.
     pub fn open(self, needs_model: bool) -> Result<AgentSession> {
         let m = self.model;
-        let mut opts = AgentOptions::default();
+        let mut opts = AgentOptions::default().with_client_options(client_options(None, None)?);
         if let Some(h) = &m.hooks {
             load_hooks(h, &mut opts.hooks)?;
         }
@@ -91,11 +92,37 @@ impl AgentSetup<'_> {
         let agent = AgentSession::new(session, opts);
         if needs_model {
             for n in models.notices.iter().map(String::as_str).chain(agent.notices().iter().map(String::as_str)) {
-                eprintln!("arbor: {n}");
+                say!("arbor: {n}");
             }
         }
         Ok(agent)
     }
+}
+
+/// The limits of one model reply: `timeout_secs` (the whole request, streaming
+/// included) and `max_bytes`, from the settings when given, each overridden
+/// by `ARBOR_REPLY_TIMEOUT` (seconds) and `ARBOR_MAX_REPLY_BYTES` when set.
+pub fn client_options(timeout_secs: Option<u64>, max_bytes: Option<u64>) -> Result<ClientOptions> {
+    fn env(name: &str) -> Result<Option<u64>> {
+        match std::env::var(name) {
+            Ok(v) if !v.trim().is_empty() => {
+                let n: u64 = v.trim().parse().map_err(|_| anyhow!("{name}={v:?}: not a whole number"))?;
+                Ok(Some(n))
+            }
+            _ => Ok(None),
+        }
+    }
+    let mut opts = ClientOptions::default();
+    if let Some(secs) = env("ARBOR_REPLY_TIMEOUT")?.or(timeout_secs) {
+        if secs == 0 {
+            return Err(anyhow!("a reply timeout of 0 seconds would refuse every reply"));
+        }
+        opts.request_timeout = std::time::Duration::from_secs(secs);
+    }
+    if let Some(bytes) = env("ARBOR_MAX_REPLY_BYTES")?.or(max_bytes) {
+        opts.max_reply_bytes = usize::try_from(bytes).unwrap_or(usize::MAX).max(1);
+    }
+    Ok(opts)
 }
 
 /// Registers the command hooks of a hooks file on `bus`; errors name the file.
@@ -108,7 +135,7 @@ pub fn load_hooks(path: &Path, bus: &mut HookBus) -> Result<()> {
 /// Reports hooks that failed, one line each on stderr.
 pub fn report_hook_failures(failures: &[HookFailure]) {
     for f in failures {
-        eprintln!("arbor: hook failed: {f}");
+        say!("arbor: hook failed: {f}");
     }
 }
 
@@ -147,7 +174,7 @@ fn run_abortable<T>(abort: AbortHandle, flag: Option<Arc<AtomicBool>>, fut: impl
 /// Prints the session's notices (a repaired tail, …) on stderr.
 fn report_notices(agent: &AgentSession) {
     for n in agent.session().notices() {
-        eprintln!("arbor: {n}");
+        say!("arbor: {n}");
     }
 }
 

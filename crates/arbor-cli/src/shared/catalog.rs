@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::shared::visible::say;
 use arbor_catalog::{Catalog, Pass, Progress, Scope};
 use arbor_tree::SessionListInfo;
 
@@ -22,7 +23,7 @@ pub(crate) fn open(root: &Path) -> Result<Catalog> {
 /// Prints the catalog's warnings to stderr, one line each.
 pub(crate) fn warn(catalog: &mut Catalog) {
     for w in catalog.take_warnings() {
-        eprintln!("arbor: warning: {w}");
+        say!("arbor: warning: {w}");
     }
 }
 

@@ -6,7 +6,8 @@
 //! refreshed ([`catalog`]), following a session as others write it
 //! ([`follow`]), and how results are printed ([`output`]; [`forest`],
 //! [`filter`], [`layout`] and [`tree_text`] for the tree; [`progress`] for a
-//! spinner while something slow runs).
+//! spinner while something slow runs; [`visible`] for text from files on a
+//! terminal).
 //!
 //! Nothing here imports a command module or the interactive code.
 
@@ -21,3 +22,4 @@ pub mod output;
 pub mod progress;
 pub mod session;
 pub mod tree_text;
+pub mod visible;

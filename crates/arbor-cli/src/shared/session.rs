@@ -14,9 +14,10 @@ use std::sync::OnceLock;
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, ValueEnum};
 
+use crate::shared::visible::say;
 use arbor_log::{CounterIds, Diagnostic};
 use arbor_pg::PgStore;
-use arbor_tree::{OpenMode, Session, SessionOptions};
+use arbor_tree::{OpenMode, Position, Session, SessionOptions};
 
 use super::progress::Spinner;
 
@@ -113,6 +114,23 @@ impl Globals {
     }
 }
 
+/// Before a command copies or shows lines of `s`: checks the lines at
+/// `positions` (all of them for `None`) against the file when the session
+/// was opened through its index ([`Session::verify_lines`]); a stale index is
+/// dropped and the file read again, which one line on stderr says.
+pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<()> {
+    let reloaded = match positions {
+        Some(p) => s.verify_lines(p)?,
+        None => s.verify_all_lines()?,
+    };
+    if reloaded {
+        if let Some(n) = s.notices().last() {
+            say!("arbor: {n}");
+        }
+    }
+    Ok(())
+}
+
 /// Opens a session; a spinner on stderr says so when it takes long (a big
 /// file opened for the first time, before its index exists).
 pub fn open_showing_progress(file: &Path, mode: OpenMode, opts: SessionOptions) -> Result<Session> {
@@ -127,7 +145,7 @@ const OPEN_SPINNER_AFTER: std::time::Duration = std::time::Duration::from_millis
 pub fn print_diagnostics(file: &Path, diags: &[Diagnostic]) {
     let name = file.display().to_string();
     for d in diags {
-        eprintln!("{}", d.with_file(&name));
+        say!("{}", d.with_file(&name));
     }
 }
 

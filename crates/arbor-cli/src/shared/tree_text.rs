@@ -151,7 +151,10 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
             let Some(e) = e else { continue };
             let k = vis.node(v);
             line.clear();
-            line.push_str(&format!("{:<id_width$}  {}", e.id, layout.prefix(&vis, v).text));
+            // Padded by hand: a width beyond `u16::MAX` (an id that long) is past what `{:<width$}` takes.
+            line.push_str(&e.id);
+            line.push_str(&" ".repeat(id_width.saturating_sub(e.id.chars().count()) + 2));
+            line.push_str(&layout.prefix(&vis, v).text);
             if forest.is_active(k) {
                 line.push_str("• ");
             }

@@ -19,6 +19,7 @@ mod pi_cli;
 mod pi_config;
 mod read_only_dir;
 mod reference;
+mod reliability;
 mod server;
 mod tui;
 

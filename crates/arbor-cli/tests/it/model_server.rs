@@ -7,6 +7,8 @@
 //!   after 2 s when the conversation mentions `take your time`;
 //! - a prompt containing `slow` streams `word0 word1 …` one word every 100 ms
 //!   (up to 100) and notes when the client hangs up;
+//! - a prompt containing `endless` streams 100-byte pieces every millisecond
+//!   and never ends the reply, until the client hangs up;
 //! - a prompt containing `please fail` gets HTTP 400 (not retried);
 //! - anything else gets `echo: <the last user text>`.
 //!
@@ -159,6 +161,16 @@ fn serve(stream: TcpStream, state: &State) {
         }
         let n = state.summaries.fetch_add(1, Ordering::SeqCst) + 1;
         let _ = send_whole(&mut out, anthropic, &model, &[format!("SUMMARY {n}")]);
+    } else if prompt.contains("endless") {
+        let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+        if anthropic {
+            let _ = out.write_all(anthropic_head(&model).as_bytes());
+        }
+        let piece = "more ".repeat(20);
+        let event = if anthropic { anthropic_delta(&piece) } else { openai_delta(&model, &piece) };
+        while out.write_all(event.as_bytes()).and_then(|_| out.flush()).is_ok() {
+            thread::sleep(Duration::from_millis(1));
+        }
     } else if prompt.contains("slow") {
         let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
         if anthropic {

@@ -1,6 +1,7 @@
 //! A transcript's records: its complete lines parsed as JSON objects, with
 //! the lines that are not reported by number.
 
+use std::io::Read;
 use std::path::Path;
 
 use serde::Serialize;
@@ -66,7 +67,9 @@ pub(crate) struct Records {
 /// otherwise left for a later import; every other line that is not a JSON
 /// object is reported and skipped.
 pub(crate) fn read_records(path: &Path) -> Result<Records, InteropError> {
-    let bytes = std::fs::read(path).map_err(|e| InteropError::io(path, e))?;
+    // Only a regular file: a FIFO or a device would never end.
+    let mut bytes = Vec::new();
+    arbor_log::files::open_read(path)?.read_to_end(&mut bytes).map_err(|e| InteropError::io(path, e))?;
     Ok(parse_records(&bytes))
 }
 

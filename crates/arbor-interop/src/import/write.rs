@@ -1,6 +1,7 @@
 //! Writing an imported session: created, left unchanged, extended with the
 //! lines a grown transcript adds, or replaced atomically with the same ids.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use arbor_tree::{FileStore, Store};
@@ -77,7 +78,8 @@ fn joined(lines: &[String]) -> String {
 
 /// The file's complete lines (an unfinished last line is left out).
 fn read_lines(path: &Path) -> Result<Vec<String>, InteropError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InteropError::io(path, e))?;
+    let mut text = String::new();
+    arbor_log::files::open_read(path)?.read_to_string(&mut text).map_err(|e| InteropError::io(path, e))?;
     let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
     lines.pop();
     Ok(lines)

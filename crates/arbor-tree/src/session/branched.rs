@@ -27,6 +27,10 @@ impl Session {
     /// The new session's context at its leaf is the original's at `leaf_id`
     /// (see `kept_for_fork`).
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>, TreeError> {
+        // The fork copies the path's lines: never on the word of a stale index.
+        let lines: Vec<super::Position> =
+            self.path_slots(Some(leaf_id)).into_iter().map(super::Position::new).collect();
+        self.verify_lines(&lines)?;
         let path = self.path_slots(Some(leaf_id));
         if path.is_empty() {
             return Err(TreeError::NotFound(leaf_id.to_owned()));

@@ -21,7 +21,8 @@
 //! - `positions.rs`: [`Position`] and reading by position, one or many at a
 //!   time on all cores (the fast paths' vocabulary);
 //! - `branched.rs`: `create_branched_session` and `fork_from`;
-//! - `slot.rs`: one entry (`Slot`) and the line cursor.
+//! - `slot.rs`: one entry (`Slot`) and the line cursor;
+//! - `verify.rs`: lines placed by the index checked against the file.
 
 mod append;
 mod branched;
@@ -33,6 +34,7 @@ mod persist;
 mod positions;
 mod query;
 mod slot;
+mod verify;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

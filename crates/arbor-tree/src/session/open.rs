@@ -118,6 +118,7 @@ impl Session {
         let mut bytes = self.header_line()?;
         bytes.push('\n');
         store.rewrite(&path, bytes.as_bytes())?;
+        self.note_link_rewrite(&path);
         self.disk = Disk::Synced { count: 0 };
         if let Some(b) = backup {
             self.notices.push(format!("{}: {reason}; kept the original as {}", path.display(), b.display()));

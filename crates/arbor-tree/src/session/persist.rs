@@ -138,9 +138,21 @@ impl Session {
             self.disk = Disk::NeedsRewrite { log, count };
             return Err(e);
         }
+        self.note_link_rewrite(&path);
         self.writer = None;
         self.disk = Disk::Synced { count: self.state.slots.len() };
         Ok(())
+    }
+
+    /// Says so when a rewrite of `path` went to the file a link names.
+    pub(super) fn note_link_rewrite(&mut self, path: &Path) {
+        if let Some(target) = self.opts.store.link_target(path) {
+            self.notices.push(format!(
+                "{} is a symbolic link: the rewritten session went to its target {} (the link is kept)",
+                path.display(),
+                target.display()
+            ));
+        }
     }
 
     /// Writes the session file now, even before the first assistant message

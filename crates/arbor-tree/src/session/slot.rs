@@ -64,6 +64,9 @@ pub(crate) struct Slot {
     pub(crate) js_only: bool,
     /// Where the line is in the session's source: (offset, length).
     pub(crate) src: Option<(u64, usize)>,
+    /// The place came from the index cache, not from reading the file now:
+    /// the line is checked before it is used (see [`Slot::indexed_line`]).
+    pub(crate) from_index: bool,
     entry: OnceLock<Box<Entry>>,
     json: OnceLock<Box<str>>,
 }
@@ -111,6 +114,7 @@ impl Slot {
             live: true,
             js_only,
             src: None,
+            from_index: false,
             entry: OnceLock::from(Box::new(entry)),
             json: OnceLock::from(json),
         }
@@ -128,6 +132,7 @@ impl Slot {
             live: true,
             js_only: e.js_only,
             src: Some((e.offset, e.len as usize)),
+            from_index: true,
             entry: OnceLock::new(),
             json: OnceLock::new(),
         }
@@ -154,6 +159,7 @@ impl Slot {
             live: true,
             js_only: h.js_only,
             src: Some((e.offset, e.len)),
+            from_index: false,
             entry,
             json: OnceLock::new(),
         }
@@ -176,11 +182,59 @@ impl Slot {
         let (Some(src), Some((offset, len))) = (src, self.src) else {
             return Err("the entry has no source line".to_owned());
         };
-        let bytes = read_exact_at(src, offset, len).map_err(|e| format!("cannot read line {}: {e}", self.line))?;
-        if bytes.len() != len {
+        // A line placed by the index is read with the byte before it, to check where it starts.
+        let before = usize::from(self.from_index);
+        let Some(start) = offset.checked_sub(before as u64) else { return Err(self.changed()) };
+        let mut bytes =
+            read_exact_at(src, start, len + before).map_err(|e| format!("cannot read line {}: {e}", self.line))?;
+        if bytes.len() != len + before {
             return Err(format!("cannot read line {}: the file is shorter than when it was opened", self.line));
         }
+        if self.from_index {
+            if self.indexed_line(&bytes).is_none() {
+                return Err(self.changed());
+            }
+            bytes.remove(0);
+        }
         Ok(bytes)
+    }
+
+    fn changed(&self) -> String {
+        format!("line {} changed on disk since the session was opened", self.line)
+    }
+
+    /// For a slot placed by the index: the line in `raw` (which holds the
+    /// byte before the line, then the line) when it is where the index says
+    /// a line is (after a newline, ending in one) and holds a JSON object
+    /// with this entry's id; `None` when the file was changed behind the
+    /// index. The check is cheap (no parse); the index's stamp (size, times,
+    /// edge checksum) is what stands for the rest of the line.
+    pub(crate) fn indexed_line<'b>(&self, raw: &'b [u8]) -> Option<&'b [u8]> {
+        let (&first, line) = raw.split_first()?;
+        if first != b'\n' || line.last() != Some(&b'\n') {
+            return None;
+        }
+        let text = trim_line(line);
+        if text.first() != Some(&b'{') || text.last() != Some(&b'}') {
+            return None;
+        }
+        holds_id(text, &self.id).then_some(line)
+    }
+
+    /// The line of this slot through `cursor`, checked when the index placed it.
+    fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
+        let (offset, len) = self.src?;
+        if !self.from_index {
+            return cursor.line(offset, len);
+        }
+        let raw = cursor.line(offset.checked_sub(1)?, len + 1)?;
+        self.indexed_line(raw)
+    }
+
+    /// True when the line of this slot is where the index put it (always
+    /// true for slots that did not come from the index).
+    pub(crate) fn line_is_sound(&self, cursor: &mut LineCursor<'_>) -> bool {
+        !self.from_index || self.line_via(cursor).is_some()
     }
 
     fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
@@ -219,8 +273,9 @@ impl Slot {
         if let Some(j) = self.json.get() {
             return f(j);
         }
-        let line = self.src.and_then(|(offset, len)| cursor.line(offset, len));
-        match line {
+        // A line the index placed wrongly is never copied: the entry decoded
+        // from the file (or a placeholder saying the line changed) is written instead.
+        match self.line_via(cursor) {
             Some(bytes) => {
                 let text = trim_line(bytes);
                 let text = match std::str::from_utf8(text) {
@@ -235,6 +290,28 @@ impl Slot {
             None => f(&entry_json(self.entry(cursor.src))),
         }
     }
+}
+
+/// True when the JSON text `text` has the key `"id"` with the string `id`
+/// (written as `JSON.stringify` writes it). No allocation for an id that
+/// needs no escaping (every id pi makes).
+fn holds_id(text: &[u8], id: &str) -> bool {
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":"));
+    let plain = id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    let escaped;
+    let want: &[u8] = if plain {
+        id.as_bytes()
+    } else {
+        escaped = serde_json::to_string(id).unwrap_or_default();
+        escaped.as_bytes().get(1..escaped.len().saturating_sub(1)).unwrap_or_default()
+    };
+    KEY.find_iter(text).any(|at| {
+        let rest = &text[at + 5..];
+        rest.first() == Some(&b'"')
+            && rest.get(1..1 + want.len()) == Some(want)
+            && rest.get(1 + want.len()) == Some(&b'"')
+    })
 }
 
 /// Reads the lines of many slots through one window of the source, so that a
@@ -271,7 +348,11 @@ impl<'s> LineCursor<'s> {
         let inside = offset >= self.start && offset + len as u64 <= end;
         if !inside {
             let src = self.src?;
-            let forward = self.filled > 0 && offset >= end && offset - end <= Self::SLACK.max(self.window as u64);
+            // Ahead of the window, or starting inside it and running past
+            // its end (a line read with the byte before it), is forward.
+            let forward = self.filled > 0
+                && offset >= self.start
+                && offset.saturating_sub(end) <= Self::SLACK.max(self.window as u64);
             self.window = if forward { (self.window * 2).clamp(Self::MIN_WINDOW, Self::MAX_WINDOW) } else { 0 };
             let want = len.max(self.window);
             if self.buf.len() < want {

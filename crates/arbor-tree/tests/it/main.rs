@@ -11,6 +11,7 @@ mod lock;
 mod model;
 mod pi_ports;
 mod reference;
+mod stale_index;
 
 use arbor_tree::{MemoryStore, Session, SessionOptions};
 use serde_json::{json, Value};

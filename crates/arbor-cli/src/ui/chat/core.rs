@@ -20,7 +20,7 @@ use arbor_log::EntryKind;
 use arbor_tree::{OpenMode, Session};
 
 use super::settings::{Settings, THINKING_LEVELS};
-use crate::shared::agent::load_hooks;
+use crate::shared::agent::{client_options, load_hooks};
 use crate::shared::models::Models;
 use crate::shared::output::home;
 use crate::shared::session::{open_showing_progress, Globals};
@@ -118,7 +118,8 @@ impl Chat {
     pub fn open(target: Target, flags: &ModelFlags, settings: Settings, globals: &Globals) -> Result<Chat> {
         let rt = runtime()?;
         let mut notices: Vec<String> = settings.warnings.clone();
-        let mut opts = AgentOptions::default();
+        let limits = client_options(settings.reply_timeout_secs, settings.max_reply_bytes)?;
+        let mut opts = AgentOptions::default().with_client_options(limits);
         let hooks = flags.hooks.clone().or_else(|| settings.hooks.clone());
         if let Some(h) = &hooks {
             load_hooks(h, &mut opts.hooks)?;
@@ -377,6 +378,14 @@ impl Chat {
 /// What a finished compaction tells the user.
 pub fn compaction_report(r: &CompactResult) -> String {
     format!("Compacted: {} tokens summarized, kept from {}", r.tokens_before, r.first_kept_entry_id)
+}
+
+/// What the user hears once automatic compaction stopped after `failures` failures in a row.
+pub fn auto_compaction_stopped(failures: u32) -> String {
+    format!(
+        "Automatic compaction failed {failures} times in a row and is off for this session; \
+         /compact tries again (and turns it back on)"
+    )
 }
 
 /// What `/compact` tells the user: the compaction, or that there is nothing to compact yet.

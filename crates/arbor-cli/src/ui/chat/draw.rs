@@ -13,6 +13,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 use super::commands::completions;
 use super::transcript::{paragraphs, user_style};
 use super::view::ChatView;
+use crate::shared::visible;
 
 /// The status bar: model, thinking level, tokens, session name.
 #[derive(Debug, Clone, Default)]
@@ -75,7 +76,8 @@ fn transcript(messages: &[Value], view: &ChatView, width: usize) -> Vec<Line<'st
         if text.is_empty() {
             lines.push(Line::default());
         } else {
-            wrap(&text, width, style, &mut lines);
+            // Text from the file or the model: its control characters are shown, not obeyed.
+            wrap(&visible::visible(&text), width, style, &mut lines);
         }
     }
     lines
@@ -170,11 +172,13 @@ pub fn draw(messages: &[Value], view: &ChatView, bar: &Bar, area: Rect, buf: &mu
     let y_status = area.height - 1;
     let hint = completions(&view.input);
     let status = match (&view.busy, &view.status) {
-        (Some(b), _) => Line::from(Span::styled(b.clone(), Style::default().fg(Color::Yellow))),
+        (Some(b), _) => Line::from(Span::styled(visible::visible(b).into_owned(), Style::default().fg(Color::Yellow))),
         _ if !hint.is_empty() => {
             Line::from(Span::styled(format!("Tab: {}", hint.join("  ")), Style::default().fg(Color::DarkGray)))
         }
-        (None, Some(s)) => Line::from(Span::styled(s.clone(), Style::default().fg(Color::Green))),
+        (None, Some(s)) => {
+            Line::from(Span::styled(visible::visible(s).into_owned(), Style::default().fg(Color::Green)))
+        }
         (None, None) => Line::from(Span::styled(
             "Enter: send · ↑: earlier prompts · /help: commands · Esc Esc: tree · Ctrl+D: quit",
             Style::default().fg(Color::DarkGray),

@@ -19,11 +19,12 @@ use anyhow::Result;
 use arbor_agent::{AgentEvent, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, manual_compaction_report, Chat};
+use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat};
 use super::settings::DoubleEscape;
 use crate::shared::agent::report_hook_failures;
 use crate::shared::output::error_line;
 use crate::shared::tree_text::{print_tree, TreeText};
+use crate::shared::visible::{say, Visible};
 use crate::ui::tui::one_line;
 
 struct Signals {
@@ -71,7 +72,7 @@ fn read_line(input: &mut dyn BufRead) -> Result<Option<String>> {
 }
 
 fn ask(question: &str, input: &mut dyn BufRead) -> Result<Option<String>> {
-    eprintln!("{question}");
+    say!("{question}");
     read_line(input)
 }
 
@@ -79,9 +80,11 @@ fn ask(question: &str, input: &mut dyn BufRead) -> Result<Option<String>> {
 /// every prompt was answered (none refused, none failed).
 pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<bool> {
     let mut all_answered = true;
+    // Replies and entries from the file reach a terminal: control characters are made visible.
+    let out = &mut Visible::new(out);
     let signals = Signals::install(chat);
     for n in std::mem::take(&mut chat.notices) {
-        eprintln!("arbor: {n}");
+        say!("arbor: {n}");
     }
     while let Some(line) = read_line(input)? {
         let result = match commands::parse(&line) {
@@ -95,29 +98,29 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             Input::Tree => tree(chat, input, &signals, out),
             Input::Branch if chat.settings.double_escape == DoubleEscape::Tree => tree(chat, input, &signals, out),
             Input::Branch | Input::Fork => branch(chat, input, out),
-            Input::Label(l) => chat.label(l.as_deref()).map(|m| eprintln!("{m}")),
-            Input::Name(n) => chat.name(n.as_deref()).map(|m| eprintln!("{m}")),
-            Input::Model(m) => chat.model(m.as_deref()).map(|m| eprintln!("{m}")),
-            Input::Thinking(t) => chat.thinking(t.as_deref()).map(|m| eprintln!("{m}")),
+            Input::Label(l) => chat.label(l.as_deref()).map(|m| say!("{m}")),
+            Input::Name(n) => chat.name(n.as_deref()).map(|m| say!("{m}")),
+            Input::Model(m) => chat.model(m.as_deref()).map(|m| say!("{m}")),
+            Input::Thinking(t) => chat.thinking(t.as_deref()).map(|m| say!("{m}")),
             Input::Context => {
-                eprintln!("{}", chat.context_info());
+                say!("{}", chat.context_info());
                 Ok(())
             }
             Input::Compact(i) => compact(chat, i, &signals),
             Input::Help => {
                 for (c, what) in HELP {
-                    eprintln!("{c:<26} {what}");
+                    say!("{c:<26} {what}");
                 }
                 Ok(())
             }
             Input::Unknown(c) => {
-                eprintln!("Unknown command {c} (try /help; start with // to send it to the model)");
+                say!("Unknown command {c} (try /help; start with // to send it to the model)");
                 Ok(())
             }
         };
         out.flush()?;
         if let Err(e) = result {
-            eprintln!("Error: {}", error_line(&e));
+            say!("Error: {}", error_line(&e));
             if chat.agent().write_failure().is_some() {
                 return Err(e);
             }
@@ -140,13 +143,14 @@ fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -
                 }
             }
             Some(AgentEvent::AutoCompactionStart { reason }) => {
-                eprintln!("Auto-compacting ({})...", reason.as_str());
+                say!("Auto-compacting ({})...", reason.as_str());
             }
             Some(AgentEvent::AutoCompactionEnd { result, aborted, error_message, .. }) => {
                 if let Some(m) = auto_compaction_report(result.as_ref(), aborted, error_message) {
-                    eprintln!("{m}");
+                    say!("{m}");
                 }
             }
+            Some(AgentEvent::AutoCompactionStopped { failures }) => say!("{}", auto_compaction_stopped(failures)),
             _ => {}
         }
         signals.aborted()
@@ -161,12 +165,12 @@ fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -
     let r = r?;
     report_hook_failures(&r.hook_failures);
     match r.reply.stop_reason() {
-        "aborted" => eprintln!("[aborted]"),
+        "aborted" => say!("[aborted]"),
         "error" => {
-            eprintln!("Error: {}", r.reply.error_message().unwrap_or("the model failed"));
+            say!("Error: {}", r.reply.error_message().unwrap_or("the model failed"));
             return Ok(false);
         }
-        "length" => eprintln!("[stopped: the reply reached its length limit]"),
+        "length" => say!("[stopped: the reply reached its length limit]"),
         _ => {}
     }
     Ok(true)
@@ -184,7 +188,7 @@ fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut d
         anyhow::bail!("Entry {id} not found");
     }
     if chat.agent().logical_leaf_id().as_deref() == Some(id.as_str()) || chat.session().leaf_id() == Some(id.as_str()) {
-        eprintln!("Already at this point");
+        say!("Already at this point");
         return Ok(());
     }
     let (summarize, instructions) = if chat.settings.skip_summary_prompt {
@@ -203,7 +207,7 @@ fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut d
         }
     };
     if summarize {
-        eprintln!("Summarizing branch... (Ctrl+C to cancel)");
+        say!("Summarizing branch... (Ctrl+C to cancel)");
     }
     signals.start();
     let r = chat.navigate(&id, summarize, instructions, &mut |_| signals.aborted());
@@ -211,13 +215,13 @@ fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut d
     let r = r?;
     report_hook_failures(&r.hook_failures);
     if r.aborted {
-        eprintln!("Branch summarization cancelled");
+        say!("Branch summarization cancelled");
     } else if r.cancelled {
-        eprintln!("Navigation cancelled");
+        say!("Navigation cancelled");
     } else {
-        eprintln!("Navigated to selected point");
+        say!("Navigated to selected point");
         if let Some(text) = r.editor_text {
-            eprintln!("Editor: {text}");
+            say!("Editor: {text}");
         }
     }
     Ok(())
@@ -227,7 +231,7 @@ fn branch(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Resu
     let messages: Vec<(String, String)> =
         chat.session().user_messages_for_forking().into_iter().map(|(e, t)| (e.id.clone(), t)).collect();
     if messages.is_empty() {
-        eprintln!("No messages to fork from");
+        say!("No messages to fork from");
         return Ok(());
     }
     for (i, (_, text)) in messages.iter().enumerate() {
@@ -247,19 +251,19 @@ fn branch(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Resu
     let r = chat.fork(&messages[n - 1].0)?;
     report_hook_failures(&r.hook_failures);
     if r.cancelled {
-        eprintln!("Fork cancelled");
+        say!("Fork cancelled");
         return Ok(());
     }
     match &r.path {
-        Some(p) => eprintln!("Branched to new session: {}", p.display()),
-        None => eprintln!("Branched to a new session"),
+        Some(p) => say!("Branched to new session: {}", p.display()),
+        None => say!("Branched to a new session"),
     }
-    eprintln!("Editor: {}", r.selected_text);
+    say!("Editor: {}", r.selected_text);
     Ok(())
 }
 
 fn compact(chat: &mut Chat, instructions: Option<String>, signals: &Signals) -> Result<()> {
-    eprintln!("Compacting... (Ctrl+C to cancel)");
+    say!("Compacting... (Ctrl+C to cancel)");
     signals.start();
     let r = chat.compact(instructions, &mut |_| signals.aborted());
     signals.stop();
@@ -267,6 +271,6 @@ fn compact(chat: &mut Chat, instructions: Option<String>, signals: &Signals) -> 
     if let Some(r) = &r {
         report_hook_failures(&r.hook_failures);
     }
-    eprintln!("{}", manual_compaction_report(r.as_ref()));
+    say!("{}", manual_compaction_report(r.as_ref()));
     Ok(())
 }

@@ -27,6 +27,7 @@ use anyhow::Result;
 use crate::shared::session::Globals;
 
 pub use self::core::{ModelFlags, Target};
+use crate::shared::visible::say;
 pub use settings::Settings;
 
 /// Runs `arbor chat`.
@@ -46,7 +47,7 @@ pub fn run(
             eprintln!("{line}");
         }
         if let Some(p) = chat.file() {
-            eprintln!("Session: {}", p.display());
+            say!("Session: {}", p.display());
         }
     } else {
         let stdin = std::io::stdin();

@@ -24,7 +24,7 @@ use serde_json::Value;
 use arbor_agent::{AgentEvent, HookFailure, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, manual_compaction_report, Chat};
+use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat};
 use super::draw::{draw, Bar};
 use super::settings::DoubleEscape;
 use super::transcript::path_messages;
@@ -275,6 +275,9 @@ fn prompt_once(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<bool>
                 if let Some(m) = auto_compaction_report(result.as_ref(), aborted, error_message) {
                     screen.view.status = Some(m);
                 }
+            }
+            Some(AgentEvent::AutoCompactionStopped { failures }) => {
+                screen.view.notes.push(auto_compaction_stopped(failures));
             }
             _ => {}
         }

@@ -94,6 +94,10 @@ pub struct SettingsFile {
     pub compaction: Option<CompactionFile>,
     /// Branch summaries.
     pub branch_summary: Option<BranchSummaryFile>,
+    /// The longest a model request may take, streaming included, in seconds (default 600).
+    pub reply_timeout_seconds: Option<u64>,
+    /// The most bytes one reply may have (default 32 MiB).
+    pub max_reply_bytes: Option<u64>,
 }
 
 /// The settings in effect.
@@ -131,6 +135,10 @@ pub struct Settings {
     pub branch_reserve_tokens: u64,
     /// Skip the summary question.
     pub skip_summary_prompt: bool,
+    /// `replyTimeoutSeconds`, when set.
+    pub reply_timeout_secs: Option<u64>,
+    /// `maxReplyBytes`, when set.
+    pub max_reply_bytes: Option<u64>,
     /// Warnings to show once (an invalid filter mode).
     pub warnings: Vec<String>,
 }
@@ -154,6 +162,8 @@ impl Default for Settings {
             keep_recent_tokens: 20000,
             branch_reserve_tokens: 16384,
             skip_summary_prompt: false,
+            reply_timeout_secs: None,
+            max_reply_bytes: None,
             warnings: vec![],
         }
     }
@@ -281,6 +291,8 @@ impl Settings {
             s.branch_reserve_tokens = b.reserve_tokens.unwrap_or(s.branch_reserve_tokens);
             s.skip_summary_prompt = b.skip_prompt.unwrap_or(s.skip_summary_prompt);
         }
+        s.reply_timeout_secs = f.reply_timeout_seconds.or(s.reply_timeout_secs);
+        s.max_reply_bytes = f.max_reply_bytes.or(s.max_reply_bytes);
         Ok(())
     }
 }

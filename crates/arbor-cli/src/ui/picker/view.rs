@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
 
 use super::state::{Picker, Row};
+use crate::shared::visible::visible;
 
 /// Rows above and below the list: title, query, rule; rule, help.
 pub(crate) const CHROME: u16 = 5;
@@ -41,6 +42,8 @@ fn fit(pieces: Vec<(String, Style)>, width: usize) -> Line<'static> {
     let mut used = 0;
     let mut spans = vec![];
     'outer: for (text, style) in pieces {
+        // Text from the files: control characters are shown, not obeyed.
+        let text = visible(&text);
         let mut kept = String::new();
         for c in text.chars() {
             let w = c.width().unwrap_or(0);

@@ -41,6 +41,7 @@ use crate::shared::agent::{self, AgentSetup, ModelArgs};
 use crate::shared::follow::{Followed, Watch};
 use crate::shared::output::{error_line, home};
 use crate::shared::session::{print_diagnostics, Globals};
+use crate::shared::visible::say;
 use crate::ui::picker::{self, Picked};
 use crate::ui::terminal::{read_key, NextEvent, Term, TerminalGuard};
 use escape::EscapeWatch;
@@ -535,7 +536,7 @@ pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, g
         ForkSelector::from_session(&s)
     };
     let Some(sel) = sel else {
-        eprintln!("No messages to fork from");
+        say!("No messages to fork from");
         return Ok(ExitCode::from(1));
     };
     let picked = {

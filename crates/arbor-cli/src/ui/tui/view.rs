@@ -9,6 +9,7 @@ use unicode_width::UnicodeWidthChar;
 
 use super::fork_selector::{self, ForkSelector};
 use super::selector::TreeSelector;
+use crate::shared::visible::visible;
 
 /// pi's help line, and Arbor's way out.
 pub const HELP: &str = "  ↑/↓: move. ←/→: page. ^←/^→ or Alt+←/Alt+→: fold/branch. Shift+L: label. ^D/^T/^U/^L/^A: filters (^O/⇧^O cycle). Esc/q: quit";
@@ -21,6 +22,8 @@ fn truncate(pieces: Vec<(String, Style)>, width: usize) -> Line<'static> {
     let mut used = 0;
     let mut spans = vec![];
     for (text, style) in pieces {
+        // Text from the files: control characters are shown, not obeyed.
+        let text = visible(&text);
         let mut kept = String::new();
         let mut full = false;
         for c in text.chars() {

@@ -1,0 +1,76 @@
+//! Endless input (item 10 of issue #20): what is not a regular file (a
+//! character device, a FIFO, a link to either, a directory) is refused with
+//! one line by every command that reads or writes a session, without reading
+//! a byte or blocking on it.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `arbor args` in `dir`, killed if it is still running after `limit`.
+fn arbor_bounded(dir: &Path, args: &[&str], limit: Duration) -> (Option<std::process::Output>, Duration) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(args)
+        .env("HOME", "/nonexistent-home")
+        .env("ARBOR_CACHE_DIR", crate::cache_dir())
+        .env_remove("ARBOR_SESSIONS_DIR")
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (None, start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (Some(child.wait_with_output().unwrap()), start.elapsed())
+}
+
+#[test]
+fn what_is_not_a_regular_file_is_refused_with_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    assert!(Command::new("mkfifo").arg(dir.join("fifo.jsonl")).status().unwrap().success());
+    symlink("/dev/zero", dir.join("zero.jsonl")).unwrap();
+    symlink("fifo.jsonl", dir.join("to-fifo.jsonl")).unwrap();
+    fs::create_dir(dir.join("folder.jsonl")).unwrap();
+    let cases = [
+        ("/dev/zero", "a character device"),
+        ("zero.jsonl", "a character device"),
+        ("fifo.jsonl", "a FIFO"),
+        ("to-fifo.jsonl", "a FIFO"),
+        ("folder.jsonl", "a directory"),
+    ];
+    for (file, kind) in cases {
+        let commands: [&[&str]; 10] = [
+            &["tree", file],
+            &["tree", file, "--json"],
+            &["dump", file],
+            &["path", file],
+            &["context", file],
+            &["check", file],
+            &["repair", file],
+            &["label", file, "x", "y"],
+            &["export", file, "--format", "jsonl"],
+            &["import", "claude", file, "--sessions-dir", "imported"],
+        ];
+        for args in commands {
+            let (out, took) = arbor_bounded(dir, args, Duration::from_secs(20));
+            let Some(o) = out else { panic!("{args:?} was still running after {took:?}") };
+            // `check` reports an unreadable file as a finding, on stdout, with its count line.
+            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            assert!(!o.status.success(), "{args:?} succeeded: {text}");
+            assert!(text.contains(&format!("not a regular file ({kind})")), "{args:?}: {text}");
+            let lines = if args[0] == "check" { 2 } else { 1 };
+            assert_eq!(text.trim_end().lines().count(), lines, "{args:?}: {text}");
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! Checking a session opened through its index against the file, before
+//! lines are copied on the index's word (docs/format.md, "The index"): a
+//! line that is not where the index put it means the file was changed in
+//! place behind the index, so the index is dropped and the session read
+//! again from the file, with a notice.
+//!
+//! Copies are safe without this (a line that fails the check is never
+//! copied: the entry decoded from the file, or a placeholder saying that
+//! the line changed, is written instead); checking first is what lets a
+//! command print the file as it is now rather than placeholders.
+
+use super::slot::LineCursor;
+use super::{OpenMode, Position, Session};
+use crate::error::TreeError;
+use crate::index::IndexFile;
+
+impl Session {
+    /// True when the session was opened through the index cache (its lines'
+    /// places come from the index, not from reading the file now).
+    pub fn opened_from_index(&self) -> bool {
+        self.state.slots.first().is_some_and(|s| s.from_index)
+    }
+
+    /// Checks that the lines at `positions` are where the index says (see
+    /// the module docs); when one is not, drops the index, reads the file
+    /// again and returns true (positions taken before are then stale: take
+    /// them again). A session not opened through its index is not read.
+    pub fn verify_lines(&mut self, positions: &[Position]) -> Result<bool, TreeError> {
+        if !self.opened_from_index() {
+            return Ok(false);
+        }
+        let mut order: Vec<usize> = positions.iter().map(|p| p.get()).collect();
+        order.sort_unstable();
+        order.dedup();
+        let sound = {
+            let mut cursor = LineCursor::new(self.src());
+            order.iter().filter_map(|&i| self.state.slots.get(i)).all(|s| s.line_is_sound(&mut cursor))
+        };
+        if sound {
+            return Ok(false);
+        }
+        self.reload_without_index()?;
+        Ok(true)
+    }
+
+    /// [`Session::verify_lines`] for every entry.
+    pub fn verify_all_lines(&mut self) -> Result<bool, TreeError> {
+        let all: Vec<Position> = self.positions().collect();
+        self.verify_lines(&all)
+    }
+
+    /// Drops the index of this session's file and reads the file again (the
+    /// lock, the file name and what was said so far stay).
+    fn reload_without_index(&mut self) -> Result<(), TreeError> {
+        let Some(path) = self.file.clone() else { return Ok(()) };
+        if let (Some(dir), Some(src)) = (self.opts.index_dir.as_deref(), self.state.source.clone()) {
+            if let Some(index) = IndexFile::locate(dir, self.opts.store.as_ref(), &path, &*src) {
+                index.remove();
+            }
+        }
+        let fresh = Session::open(&path, OpenMode::ReadOnly, self.opts.clone())?;
+        self.notices.push(format!(
+            "{}: the index in the cache did not match the file (it was changed in place); read the file again",
+            path.display()
+        ));
+        self.header = fresh.header;
+        self.cwd = fresh.cwd;
+        self.diagnostics = fresh.diagnostics;
+        self.migration = fresh.migration;
+        self.disk = fresh.disk;
+        self.writer = None;
+        let Session { state, .. } = fresh;
+        self.state = state;
+        Ok(())
+    }
+}

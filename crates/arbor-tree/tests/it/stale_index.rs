@@ -1,0 +1,126 @@
+//! A stale index never makes Arbor copy the wrong bytes (item 7 of issue
+//! #20): an edit in place that keeps the size and puts the modification
+//! time back is noticed by the stamp (the status change time), and where a
+//! stamp still matches (forged here), every line copied on the index's word
+//! is checked, never copied when it is not where the index put it, and
+//! `verify_all_lines` drops the index and reads the file again.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use arbor_test_support::write_big_session;
+use arbor_tree::{FileStore, OpenMode, Session, SessionOptions};
+use serde::Deserialize;
+
+fn open_in(path: &Path, index_dir: Option<&Path>) -> Session {
+    let opts = SessionOptions { index_dir: index_dir.map(Path::to_owned), ..SessionOptions::default() };
+    Session::open(path, OpenMode::ReadOnly, opts.with_store(FileStore)).unwrap()
+}
+
+/// Every entry's JSON text, as `dump --json` copies it.
+fn texts(s: &Session) -> Vec<String> {
+    s.entries_json().map(|(_, j)| j.to_owned()).collect()
+}
+
+/// The one index file in the cache directory.
+fn the_index(dir: &Path) -> PathBuf {
+    let all: Vec<PathBuf> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    all[0].clone()
+}
+
+/// Moves ten bytes of padding from entry `a`'s line to the next one's, and
+/// gives entry `b` another id of the same length: same size, same edges,
+/// lines in other places. The modification time is put back.
+fn edit_in_place(p: &Path, text: &str, a: usize, b: usize) -> String {
+    let mtime = fs::metadata(p).unwrap().modified().unwrap();
+    let pad = "x".repeat(10);
+    let (from, to) = (format!("\"m{a} {pad}"), format!("\"a{} {pad}", a + 1));
+    assert!(text.contains(&from) && text.contains(&to));
+    let edited = text
+        .replacen(&from, &format!("\"m{a} "), 1)
+        .replacen(&to, &format!("\"a{} {pad}{pad}", a + 1), 1)
+        .replacen(&format!("\"id\":\"e{b}\""), &format!("\"id\":\"f{b}\""), 1);
+    assert_eq!(edited.len(), text.len());
+    fs::write(p, &edited).unwrap();
+    fs::File::options().write(true).open(p).unwrap().set_modified(mtime).unwrap();
+    edited
+}
+
+#[test]
+fn an_edit_in_place_that_keeps_size_and_time_is_not_read_through_the_index() {
+    let d = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let text = write_big_session(&p, 4000, 300);
+    open_in(&p, Some(cache.path()));
+    the_index(cache.path());
+    let edited = edit_in_place(&p, &text, 2000, 2500);
+    let s = open_in(&p, Some(cache.path()));
+    assert!(!s.opened_from_index(), "the stamp noticed the edit");
+    let want: Vec<String> = edited.lines().skip(1).map(str::to_owned).collect();
+    assert_eq!(texts(&s), want);
+}
+
+#[test]
+fn lines_a_forged_index_misplaces_are_never_copied_and_the_file_is_read_again() {
+    let d = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let text = write_big_session(&p, 4000, 300);
+    open_in(&p, Some(cache.path()));
+    let index = the_index(cache.path());
+    let edited = edit_in_place(&p, &text, 2000, 2500);
+    // Forge the index's stamp: the new status change time, so the index still "matches".
+    let meta = fs::metadata(&p).unwrap();
+    let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
+    let mut bytes = fs::read(&index).unwrap();
+    bytes[32..48].copy_from_slice(&ctime.to_le_bytes());
+    fs::write(&index, &bytes).unwrap();
+
+    let mut s = open_in(&p, Some(cache.path()));
+    assert!(s.opened_from_index(), "the forged index is used");
+    // Copies are safe on their own: every text is one JSON object, the
+    // misplaced lines replaced by what the file holds or a placeholder.
+    let copied = texts(&s);
+    for (i, t) in copied.iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(t).unwrap_or_else(|e| panic!("entry {i}: {e}: {t}"));
+        assert!(v.is_object());
+    }
+    // The misplaced line's entry: a placeholder with its id, not bytes from elsewhere.
+    let placeholder: serde_json::Value = serde_json::from_str(&copied[2000]).unwrap();
+    assert_eq!(placeholder["id"], "e2000");
+    assert!(placeholder.get("message").is_none(), "{placeholder}");
+    let mut tree = Vec::new();
+    s.get_tree().write_json(&mut tree).unwrap();
+    arbor_test_support::big_stack(move || {
+        let mut de = serde_json::Deserializer::from_slice(&tree);
+        de.disable_recursion_limit();
+        serde::de::IgnoredAny::deserialize(&mut de).expect("tree --json stays JSON");
+        de.end().expect("one JSON value");
+    });
+
+    // Checked first: the index is dropped and the file read as it is.
+    assert!(s.verify_all_lines().unwrap());
+    assert!(!s.opened_from_index());
+    let notice = s.notices().join("\n");
+    assert!(notice.contains("the index in the cache did not match the file"), "{notice}");
+    let want: Vec<String> = edited.lines().skip(1).map(str::to_owned).collect();
+    assert_eq!(texts(&s), want);
+    assert!(s.get_entry("f2500").is_some() && s.get_entry("e2500").is_none());
+    // A fork copies the path's lines: it checks them first too.
+    fs::write(&index, &bytes).unwrap();
+    let mut f = open_in(&p, Some(cache.path()));
+    assert!(f.opened_from_index());
+    let forked = f.create_branched_session("e3999").unwrap();
+    f.materialize().unwrap();
+    let text = fs::read_to_string(forked.unwrap()).unwrap();
+    assert!(text.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    assert!(f.notices().iter().any(|n| n.contains("did not match the file")), "{:?}", f.notices());
+    // Renamed, e2500 is no parent any more: the path from the leaf starts at e2501, as the file now says.
+    assert!(text.contains("\"id\":\"e2501\"") && !text.contains("\"id\":\"e2499\""), "the file as it is now");
+    // A fresh index was written for the file as it is now.
+    assert_ne!(fs::read(&index).unwrap(), bytes);
+    assert!(!open_in(&p, Some(cache.path())).verify_all_lines().unwrap());
+}
