@@ -40,6 +40,7 @@
 //! clears the field.
 
 use compact_str::CompactString;
+use wide::u8x16;
 
 use crate::clock::parse_iso_ms;
 use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
@@ -59,36 +60,44 @@ pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
     {
         return None;
     }
-    let mut p = Parser { b: line, i: 0, depth: 0 };
+    let mut p = Parser { b: line, i: 0, depth: 0, block: usize::MAX / 2, masks: Masks { quotes: 0, backslashes: 0 } };
     p.ws();
     let head = p.top_object()?;
     p.ws();
     (p.i == line.len()).then_some(head)
 }
 
-/// The first `"` or `\\` in `hay`. Strings in session files hold escapes
-/// every few dozen bytes (newlines, quotes in code), so the first words are
-/// looked at eight bytes at a time, without the setup of a vector search;
-/// a longer run is left to `memchr`.
-fn quote_or_backslash(hay: &[u8]) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    const QUOTES: u64 = LO * b'"' as u64;
-    const SLASHES: u64 = LO * b'\\' as u64;
-    let mut i = 0;
-    while i < 64 {
-        let Some(Ok(word)) = hay.get(i..i + 8).map(<[u8; 8]>::try_from) else { break };
-        let w = u64::from_le_bytes(word);
-        let (q, s) = (w ^ QUOTES, w ^ SLASHES);
-        // A zero byte of `q` or `s` is a match; the lowest flagged byte is the first one
-        // (the borrow of this test only flags bytes above a real match).
-        let found = (q.wrapping_sub(LO) & !q | s.wrapping_sub(LO) & !s) & HI;
-        if found != 0 {
-            return Some(i + (found.trailing_zeros() / 8) as usize);
+/// The quotes and backslashes of 64 bytes of a line, one bit per byte
+/// (bit `k` for byte `at + k`; bytes past the end are neither). Strings in
+/// session files hold escapes every few dozen bytes (newlines, quotes in
+/// code), so strings are read from these masks, one per 64 bytes, instead of
+/// one search per escape. The compares are SIMD through `wide` (SSE2 on any
+/// x86-64, NEON on aarch64, plain code elsewhere), without `unsafe` here.
+#[derive(Clone, Copy)]
+struct Masks {
+    quotes: u64,
+    backslashes: u64,
+}
+
+impl Masks {
+    fn of(b: &[u8], at: usize) -> Masks {
+        let rest = b.get(at..).unwrap_or_default();
+        let mut pad = [0u8; 64];
+        let block: &[u8; 64] = match rest.first_chunk::<64>() {
+            Some(block) => block,
+            None => {
+                pad[..rest.len()].copy_from_slice(rest);
+                &pad
+            }
+        };
+        let (mut quotes, mut backslashes) = (0u64, 0u64);
+        for (j, lane) in block.chunks_exact(16).enumerate() {
+            let v = u8x16::new(lane.try_into().unwrap_or_default());
+            quotes |= u64::from(v.simd_eq(u8x16::splat(b'"')).to_bitmask()) << (16 * j);
+            backslashes |= u64::from(v.simd_eq(u8x16::splat(b'\\')).to_bitmask()) << (16 * j);
         }
-        i += 8;
+        Masks { quotes, backslashes }
     }
-    memchr::memchr2(b'"', b'\\', &hay[i.min(hay.len())..]).map(|k| i + k)
 }
 
 /// True when every byte is in 0x20..=0x7F. Branch-free so that it vectorizes.
@@ -130,6 +139,9 @@ struct Parser<'a> {
     b: &'a [u8],
     i: usize,
     depth: u32,
+    /// The start of the 64-byte block whose quotes and backslashes `masks` holds.
+    block: usize,
+    masks: Masks,
 }
 
 impl<'a> Parser<'a> {
@@ -355,13 +367,30 @@ impl<'a> Parser<'a> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            let at = self.i + quote_or_backslash(&self.b[self.i..])?;
-            if self.b[at] == b'"' {
-                self.i = at + 1;
-                return Some(StrSpan { start, end: at, escaped });
+            // The 64-byte block holding `i` (blocks count from the line's
+            // start and the last one is kept: the short strings of a block,
+            // keys and values, share its masks).
+            if self.i < self.block || self.i >= self.block + 64 {
+                self.block = self.i - self.i % 64;
+                self.masks = Masks::of(self.b, self.block);
+            }
+            let ahead = u64::MAX << (self.i - self.block);
+            let (quotes, backslashes) = (self.masks.quotes & ahead, self.masks.backslashes & ahead);
+            // `trailing_zeros` of an empty mask is 64: past the block.
+            let (quote, backslash) = (quotes.trailing_zeros() as usize, backslashes.trailing_zeros() as usize);
+            if quote < backslash {
+                self.i = self.block + quote + 1;
+                return Some(StrSpan { start, end: self.block + quote, escaped });
+            }
+            if backslash == 64 {
+                if self.block + 64 >= self.b.len() {
+                    return None;
+                }
+                self.i = self.block + 64;
+                continue;
             }
             escaped = true;
-            self.i = at + 1;
+            self.i = self.block + backslash + 1;
             self.escape()?;
         }
     }
@@ -471,27 +500,39 @@ impl<'a> Parser<'a> {
 }
 
 #[cfg(test)]
-mod quote_tests {
-    use super::quote_or_backslash;
+mod mask_tests {
+    use super::Masks;
+
+    /// The masks byte by byte.
+    fn slow(b: &[u8], at: usize, c: u8) -> u64 {
+        (0..64).filter(|k| b.get(at + k) == Some(&c)).fold(0, |m, k| m | 1 << k)
+    }
+
+    #[track_caller]
+    fn check(hay: &[u8], at: usize) {
+        let m = Masks::of(hay, at);
+        assert_eq!(m.quotes, slow(hay, at, b'"'), "{hay:?} {at}");
+        assert_eq!(m.backslashes, slow(hay, at, b'\\'), "{hay:?} {at}");
+    }
 
     #[test]
-    fn finds_the_first_quote_or_backslash_at_every_position() {
-        for len in 0..100 {
-            for at in 0..len {
-                for c in [b'"', b'\\'] {
+    fn the_masks_flag_exactly_the_quotes_and_backslashes() {
+        // Every byte value at every position of a block, the block cut short at several lengths.
+        for c in 0..=255u8 {
+            for len in [0usize, 1, 15, 16, 17, 63, 64, 65, 100, 128, 129] {
+                let edges = [0, 1, 14, 15, 16, 17, 31, 32, 48, 62, 63, 64, 65, 127, 128];
+                for pos in edges.into_iter().chain([len.saturating_sub(1)]).filter(|&p| p < len) {
                     let mut hay = vec![b'a'; len];
-                    hay[at] = c;
-                    if at + 3 < len {
-                        hay[at + 3] = b'"';
+                    hay[pos] = c;
+                    for at in [0, 1, pos, len.saturating_sub(64)] {
+                        check(&hay, at);
                     }
-                    assert_eq!(quote_or_backslash(&hay), Some(at), "{len} {at}");
-                    // Bytes next to the ones searched for are not matches.
-                    hay[at] = c + 1;
-                    let want = (at + 3 < len).then_some(at + 3);
-                    assert_eq!(quote_or_backslash(&hay), want, "{len} {at}");
                 }
             }
-            assert_eq!(quote_or_backslash(&vec![0x80u8 | b'"'; len]), None);
+        }
+        let dense: Vec<u8> = (0..200).map(|k| [b'"', b'\\', 0x80 | b'"', 0x80 | b'\\', b'x'][k % 5]).collect();
+        for at in 0..=dense.len() + 1 {
+            check(&dense, at);
         }
     }
 }
