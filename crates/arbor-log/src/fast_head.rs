@@ -60,7 +60,13 @@ pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
     {
         return None;
     }
-    let mut p = Parser { b: line, i: 0, depth: 0, block: usize::MAX / 2, masks: Masks { quotes: 0, backslashes: 0 } };
+    let mut p = Parser {
+        b: line,
+        i: 0,
+        depth: 0,
+        block: usize::MAX / 2,
+        masks: Masks { quotes: 0, backslashes: 0, escaped: 0 },
+    };
     p.ws();
     let head = p.top_object()?;
     p.ws();
@@ -77,6 +83,8 @@ pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
 struct Masks {
     quotes: u64,
     backslashes: u64,
+    /// The bytes a backslash escapes (see [`escaped_by`]).
+    escaped: u64,
 }
 
 impl Masks {
@@ -96,9 +104,37 @@ impl Masks {
             quotes |= u64::from(v.simd_eq(u8x16::splat(b'"')).to_bitmask()) << (16 * j);
             backslashes |= u64::from(v.simd_eq(u8x16::splat(b'\\')).to_bitmask()) << (16 * j);
         }
-        Masks { quotes, backslashes }
+        // The run of backslashes before the block, if any, decides whether its first byte is escaped.
+        let run = b[..at.min(b.len())].iter().rev().take_while(|&&c| c == b'\\').count();
+        Masks { quotes, backslashes, escaped: escaped_by(backslashes, run % 2 == 1) }
     }
 }
+
+/// Bit `k` set when byte `k` of a block is escaped: it follows a backslash
+/// that is not itself escaped. `carry`: the block's first byte is escaped
+/// (the run of backslashes that ends the previous block is odd). The same
+/// carry-less trick as simdjson's: subtracting the escapes from the odd bits
+/// flips, within each run of backslashes, the parity that escapes the byte
+/// after the run.
+fn escaped_by(backslashes: u64, carry: bool) -> u64 {
+    const ODD: u64 = 0xAAAA_AAAA_AAAA_AAAA;
+    let escaped_in = u64::from(carry);
+    let escapes = backslashes & !escaped_in;
+    let codes = ((escapes << 1) | ODD).wrapping_sub(escapes) ^ ODD;
+    codes ^ (backslashes | escaped_in)
+}
+
+/// The escapes `"`, `\\`, `/`, `b`, `f`, `n`, `r`, `t` by the byte after the backslash.
+const SIMPLE_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let chars = *b"\"\\/bfnrt";
+    while k < chars.len() {
+        t[chars[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
 
 /// True when every byte is in 0x20..=0x7F. Branch-free so that it vectorizes.
 fn printable_ascii(b: &[u8]) -> bool {
@@ -363,17 +399,59 @@ impl<'a> Parser<'a> {
 
     /// A string's rest after its opening quote. The caller checked there is
     /// no control byte in the line, so only quotes and backslashes matter.
+    /// The string ends at the first quote that is not escaped; the bytes
+    /// escaped before it must be simple escapes, else (`\\u` escapes, invalid
+    /// ones) the string is read again one escape at a time.
     fn string(&mut self) -> Option<StrSpan> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            // The 64-byte block holding `i` (blocks count from the line's
-            // start and the last one is kept: the short strings of a block,
-            // keys and values, share its masks).
-            if self.i < self.block || self.i >= self.block + 64 {
-                self.block = self.i - self.i % 64;
-                self.masks = Masks::of(self.b, self.block);
+            self.load_block();
+            let ahead = u64::MAX << (self.i - self.block);
+            let ends = self.masks.quotes & !self.masks.escaped & ahead;
+            // The string's bytes in this block: up to its end, or the whole rest.
+            let inside = if ends == 0 { ahead } else { ahead & (ends - 1) };
+            let mut escapes = self.masks.escaped & inside;
+            if escapes != 0 {
+                escaped = true;
+                while escapes != 0 {
+                    let at = self.block + escapes.trailing_zeros() as usize;
+                    if !self.b.get(at).is_some_and(|&c| SIMPLE_ESCAPE[usize::from(c)]) {
+                        self.i = start;
+                        return self.string_stepwise();
+                    }
+                    escapes &= escapes - 1;
+                }
             }
+            if ends != 0 {
+                let end = self.block + ends.trailing_zeros() as usize;
+                self.i = end + 1;
+                return Some(StrSpan { start, end, escaped });
+            }
+            if self.block + 64 >= self.b.len() {
+                return None;
+            }
+            self.i = self.block + 64;
+        }
+    }
+
+    /// The block holding `i` (blocks count from the line's start and the
+    /// last one is kept: the short strings of a block, keys and values,
+    /// share its masks).
+    fn load_block(&mut self) {
+        if self.i < self.block || self.i >= self.block + 64 {
+            self.block = self.i - self.i % 64;
+            self.masks = Masks::of(self.b, self.block);
+        }
+    }
+
+    /// [`Parser::string`] one escape at a time: the exact reading of `\\u`
+    /// escapes (hex digits, surrogate pairs) and of invalid escapes.
+    fn string_stepwise(&mut self) -> Option<StrSpan> {
+        let start = self.i;
+        let mut escaped = false;
+        loop {
+            self.load_block();
             let ahead = u64::MAX << (self.i - self.block);
             let (quotes, backslashes) = (self.masks.quotes & ahead, self.masks.backslashes & ahead);
             // `trailing_zeros` of an empty mask is 64: past the block.
@@ -501,7 +579,7 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod mask_tests {
-    use super::Masks;
+    use super::{escaped_by, Masks};
 
     /// The masks byte by byte.
     fn slow(b: &[u8], at: usize, c: u8) -> u64 {
@@ -513,6 +591,41 @@ mod mask_tests {
         let m = Masks::of(hay, at);
         assert_eq!(m.quotes, slow(hay, at, b'"'), "{hay:?} {at}");
         assert_eq!(m.backslashes, slow(hay, at, b'\\'), "{hay:?} {at}");
+    }
+
+    /// `escaped_by` bit by bit.
+    fn slow_escaped(backslashes: u64, carry: bool) -> u64 {
+        let (mut escaped, mut pending) = (0, carry);
+        for k in 0..64 {
+            if pending {
+                escaped |= 1 << k;
+                pending = false;
+            } else {
+                pending = backslashes >> k & 1 == 1;
+            }
+        }
+        escaped
+    }
+
+    #[test]
+    fn escaped_bytes_follow_odd_runs_of_backslashes() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut masks = vec![0, u64::MAX, 1, 1 << 63, 0x5555_5555_5555_5555, 0xAAAA_AAAA_AAAA_AAAA];
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Sparse and dense runs both.
+            masks.push(x);
+            masks.push(x & x.rotate_left(7) & x.rotate_left(19));
+            masks.push(x | x.rotate_left(3));
+        }
+        for m in masks {
+            for carry in [false, true] {
+                assert_eq!(escaped_by(m, carry), slow_escaped(m, carry), "{m:064b} {carry}");
+            }
+        }
+        assert_eq!(super::SIMPLE_ESCAPE.iter().filter(|&&ok| ok).count(), 8);
     }
 
     #[test]

@@ -394,6 +394,9 @@ const BLOCK_EDGE_SNIPPETS: &[&str] = &[
     r#"","k":""#,
     "é😀",
     "\t",
+    // Runs of backslashes longer than a block, even and odd.
+    r#"\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\"#,
+    r#"\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\""#,
 ];
 
 /// The fast validator reads strings 64 bytes at a time: every snippet at
