@@ -57,6 +57,10 @@ struct Opts {
     store_sizes: crate::store::Sizes,
     /// `--no-pi`: skip pi's listAll in the store bench.
     no_pi: bool,
+    /// `--baseline ARBOR`: another `arbor` binary whose first listing the store bench times beside this one's.
+    baseline: Option<PathBuf>,
+    /// `--no-search`: the store bench times the listings only.
+    no_search: bool,
     /// `--html N`: the render time of the exported HTML page of an N-entry session.
     html: Option<usize>,
     /// `--pg`: sessions on a PostgreSQL server beside files.
@@ -84,6 +88,8 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         pg: false,
         pg_sessions: 1000,
         no_pi: false,
+        baseline: None,
+        no_search: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -116,6 +122,8 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
                 }
             }
             "--no-pi" => o.no_pi = true,
+            "--baseline" => o.baseline = Some(PathBuf::from(value("--baseline")?)),
+            "--no-search" => o.no_search = true,
             other => bail!("bench: unknown argument {other:?} (see `cargo xtask help`)"),
         }
     }
@@ -271,6 +279,8 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
             runs: opts.runs,
             sizes: opts.store_sizes,
             pi: !opts.no_pi,
+            baseline: opts.baseline.clone(),
+            search: !opts.no_search,
         };
         return crate::bench_store::run(root, &arbor, &target, &o);
     }
