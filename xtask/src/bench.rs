@@ -364,9 +364,14 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         }
         let commands = rows(&bins, &file, &opts)?;
         eprintln!("== {} runs of {} command(s) on {}", opts.runs, commands.len(), file.display());
-        let mut results = Vec::new();
-        for cmd in &commands {
-            results.push(bench_command(root, cmd, opts.runs)?);
+        // Round by round, every row once per round: on a shared machine a
+        // change of load then reaches every row alike.
+        let mut results: Vec<Measured> = commands.iter().map(|c| Measured { cmd: c.clone(), runs: vec![] }).collect();
+        for _ in 0..opts.runs {
+            for m in &mut results {
+                let run = bench_command(root, &m.cmd, 1)?;
+                m.runs.extend(run.runs);
+            }
         }
         report(&file, file_bytes, generated, &opts, &results);
         if file_bytes <= APPEND_MAX_BYTES {
