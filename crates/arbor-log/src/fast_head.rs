@@ -38,6 +38,13 @@
 //! Head rules mirror [`RecordHead::from_value`]: a later duplicate key wins,
 //! `role` is read only when `message` is an object, and a non-string value
 //! clears the field.
+//!
+//! Strings, most of a session's bytes, are read 64 bytes at a time: vector
+//! compares give masks of a block's quotes and backslashes ([`Masks`]),
+//! [`escaped_by`] marks the bytes backslashes escape, and a string ends at
+//! its first unescaped quote; its escaped bytes must be simple escapes
+//! (`\"`, `\n`, …), else the string is read one escape at a time, which
+//! decides `\u` escapes and refuses invalid ones exactly as before.
 
 use compact_str::CompactString;
 use wide::u8x16;
