@@ -164,6 +164,17 @@ pub fn navigate(
     opts: NavigateOptions,
     abort_flag: Option<Arc<AtomicBool>>,
 ) -> Result<NavigateResult> {
+    navigate_and_keep(setup, target, opts, abort_flag).map(|(r, _)| r)
+}
+
+/// [`navigate`], handing back the session as the navigation left it, no
+/// longer writing (so whoever shows the tree next need not read the file again).
+pub fn navigate_and_keep(
+    setup: AgentSetup<'_>,
+    target: &str,
+    opts: NavigateOptions,
+    abort_flag: Option<Arc<AtomicBool>>,
+) -> Result<(NavigateResult, Session)> {
     let file = setup.file;
     let mut agent = setup.open(opts.summarize)?;
     let abort = agent.abort_handle();
@@ -171,7 +182,9 @@ pub fn navigate(
     let r = r.with_context(|| file.display().to_string())?;
     report_hook_failures(&r.hook_failures);
     report_notices(&agent);
-    Ok(r)
+    let mut session = agent.into_session();
+    session.stop_writing();
+    Ok((r, session))
 }
 
 /// Compacts the session's active path.

@@ -3,14 +3,17 @@
 //! ([`session`]), the model and hook arguments and the agent flows run on a
 //! small runtime ([`agent`]), the catalog of the sessions root opened and
 //! refreshed ([`catalog`]), following a session as others write it
-//! ([`follow`]), and how results are printed ([`output`], [`layout`] for
-//! the tree).
+//! ([`follow`]), and how results are printed ([`output`]; [`forest`],
+//! [`filter`], [`layout`] and [`tree_text`] for the tree).
 //!
 //! Nothing here imports a command module or the interactive code.
 
 pub mod agent;
 pub mod catalog;
+pub mod filter;
 pub mod follow;
+pub mod forest;
 pub mod layout;
 pub mod output;
 pub mod session;
+pub mod tree_text;

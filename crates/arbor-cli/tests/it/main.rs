@@ -10,6 +10,7 @@ mod chat;
 mod commands;
 mod compat;
 mod context_json;
+mod deep_tree;
 mod interop;
 mod model_server;
 mod read_only_dir;

@@ -21,7 +21,8 @@ use super::commands::{self, Input, HELP};
 use super::core::{auto_compaction_report, compaction_report, Chat};
 use super::settings::DoubleEscape;
 use crate::shared::agent::report_hook_failures;
-use crate::shared::output::{error_line, print_tree};
+use crate::shared::output::error_line;
+use crate::shared::tree_text::{print_tree, TreeText};
 use crate::ui::tui::one_line;
 
 struct Signals {
@@ -161,7 +162,7 @@ fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -
 }
 
 fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut dyn Write) -> Result<()> {
-    print_tree(chat.session(), out)?;
+    print_tree(chat.session(), &TreeText::default(), out)?;
     out.flush()?;
     let Some(id) = ask("Entry id (empty to cancel):", input)? else { return Ok(()) };
     let id = id.trim().to_owned();

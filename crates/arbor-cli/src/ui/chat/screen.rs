@@ -27,7 +27,7 @@ use super::settings::DoubleEscape;
 use super::view::{Action, ChatView};
 use crate::shared::output::error_line;
 use crate::ui::terminal::{Term, TerminalGuard};
-use crate::ui::tui::{self, Decision, FilterMode, ForkSelector, TreeHost, TreeSelector};
+use crate::ui::tui::{self, Decision, ForkSelector, TreeHost};
 
 /// Hooks that failed, as lines for the notes under the conversation.
 fn hook_notes(failures: &[HookFailure]) -> Vec<String> {
@@ -45,17 +45,25 @@ struct ChatHost<'a> {
 }
 
 impl TreeHost for ChatHost<'_> {
-    fn selector(
-        &mut self,
-        height: u16,
-        initial: Option<&str>,
-        filter: FilterMode,
-    ) -> Result<(TreeSelector, Option<String>)> {
-        Ok(tui::selector_over(self.chat.session(), height, initial, filter))
+    fn session(&self) -> &arbor_tree::Session {
+        self.chat.session()
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
         self.chat.set_label(id, label)
+    }
+}
+
+/// The selectors' next event from the key reader's channel (see `NextEvent`).
+fn next_from(events: &Receiver<Event>, wait: Option<std::time::Duration>) -> Result<Option<Event>> {
+    let closed = || anyhow!("the terminal closed");
+    match wait {
+        None => events.recv().map(Some).map_err(|_| closed()),
+        Some(w) => match events.recv_timeout(w) {
+            Ok(e) => Ok(Some(e)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(closed()),
+        },
     }
 }
 
@@ -297,10 +305,18 @@ fn tree(chat: &mut Chat, screen: &mut Screen, mut initial: Option<String>) -> Re
         let skip = chat.settings.skip_summary_prompt;
         let decision = {
             let events = &screen.events;
-            let mut next = || events.recv().map_err(|_| anyhow!("the terminal closed"));
+            let mut next = |wait| next_from(events, wait);
             let mut host = ChatHost { chat };
             screen.term.clear()?;
-            tui::select(&mut screen.term, &mut host, &mut next, initial.as_deref(), filter, status.take(), skip)?
+            tui::select(
+                &mut screen.term,
+                &mut host,
+                &mut next,
+                &initial.as_deref().into_iter().collect::<Vec<_>>(),
+                filter,
+                status.take(),
+                skip,
+            )?
         };
         screen.term.clear()?;
         let Decision::Navigate { id, summarize, instructions } = decision else { return Ok(()) };
@@ -343,7 +359,7 @@ fn branch(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
     };
     let picked = {
         let events = &screen.events;
-        let mut next = || events.recv().map_err(|_| anyhow!("the terminal closed"));
+        let mut next = |wait| next_from(events, wait);
         screen.term.clear()?;
         tui::select_message(&mut screen.term, &mut next, sel)?
     };
