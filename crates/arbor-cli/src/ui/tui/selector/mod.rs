@@ -361,8 +361,7 @@ impl TreeSelector {
         let ask_labels = mode == FilterMode::LabeledOnly && !data.labels.is_empty();
         let show = |k: u32| {
             let labelled = ask_labels && data.labels.contains_key(&k);
-            mode.shows(data.kinds[k as usize], labelled, Some(k) == leaf)
-                && matched.as_ref().is_none_or(|m| m.get(k))
+            mode.shows(data.kinds[k as usize], labelled, Some(k) == leaf) && matched.as_ref().is_none_or(|m| m.get(k))
         };
         self.vis = if folded.is_empty() {
             Visible::new(&data.forest, show, |_| false)
