@@ -3,7 +3,9 @@
 //! The reader already turns bad lines into diagnostics; this adds what only
 //! the tree shows (orphans, cycles, self-parents, compactions whose kept
 //! entry is not on their path, labels on missing targets, tool calls left
-//! without a result at a leaf) and sorts everything by severity.
+//! without a result at a leaf) and sorts everything by severity. Each
+//! finding is reported once: a tool call unanswered on the paths to many
+//! leaves is one finding with the number of leaves as its `count`.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -37,6 +39,29 @@ pub struct Finding {
     pub code: &'static str,
     /// One line of explanation.
     pub message: String,
+    /// How many times it occurs (for a tool call without a result: on the
+    /// paths to how many leaves); 1 for most findings.
+    pub count: usize,
+}
+
+impl Finding {
+    /// A finding that occurs once.
+    pub fn new(line: usize, severity: Severity, code: &'static str, message: String) -> Finding {
+        Finding { line, severity, code, message, count: 1 }
+    }
+}
+
+/// How many findings of each code a check found: errors first, then by code.
+pub fn summary_by_code(findings: &[Finding]) -> Vec<(Severity, &'static str, usize)> {
+    let mut out: Vec<(Severity, &'static str, usize)> = vec![];
+    for f in findings {
+        match out.iter_mut().find(|(s, c, _)| *s == f.severity && *c == f.code) {
+            Some(entry) => entry.2 += 1,
+            None => out.push((f.severity, f.code, 1)),
+        }
+    }
+    out.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    out
 }
 
 impl fmt::Display for Finding {
@@ -82,22 +107,17 @@ pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, 
         .diagnostics()
         .iter()
         .filter_map(|d| {
-            from_diagnostic(&d.kind).map(|(severity, code)| Finding {
-                line: d.line,
-                severity,
-                code,
-                message: d.kind.to_string(),
-            })
+            from_diagnostic(&d.kind).map(|(severity, code)| Finding::new(d.line, severity, code, d.kind.to_string()))
         })
         .collect();
     if !log.has_header() {
         if log.lines().is_empty() || out.is_empty() {
-            out.push(Finding {
-                line: 0,
-                severity: Severity::Error,
-                code: "no-header",
-                message: "no session header (the file has no records)".into(),
-            });
+            out.push(Finding::new(
+                0,
+                Severity::Error,
+                "no-header",
+                "no session header (the file has no records)".into(),
+            ));
         }
         sort(&mut out);
         return Ok(out);
@@ -110,7 +130,7 @@ pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, 
     for d in s.diagnostics() {
         if let Some((severity, code)) = from_diagnostic(&d.kind) {
             if !seen.contains(&(d.line, d.kind.to_string())) {
-                out.push(Finding { line: d.line, severity, code, message: d.kind.to_string() });
+                out.push(Finding::new(d.line, severity, code, d.kind.to_string()));
             }
         }
     }
@@ -125,12 +145,11 @@ fn non_string_parents(log: &SessionLog) -> impl Iterator<Item = Finding> + '_ {
     log.lines().iter().filter_map(|l| {
         let LineKind::Record(v) = &l.kind else { return None };
         let parent = v.get("parentId").filter(|p| !p.is_string() && !p.is_null())?;
-        Some(Finding {
-            line: l.number,
-            severity: Severity::Warning,
-            code: "parent-not-a-string",
-            message: format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
-        })
+        Some(warn(
+            l.number,
+            "parent-not-a-string",
+            format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
+        ))
     })
 }
 
@@ -139,7 +158,7 @@ fn sort(v: &mut [Finding]) {
 }
 
 fn warn(line: usize, code: &'static str, message: String) -> Finding {
-    Finding { line, severity: Severity::Warning, code, message }
+    Finding::new(line, Severity::Warning, code, message)
 }
 
 /// The findings only the tree shows.
@@ -199,9 +218,12 @@ fn entry_findings<'s>(s: &'s Session, has_child: &mut HashSet<&'s str>) -> Vec<F
     out
 }
 
-/// Tool calls without a result, on the path to each leaf of the tree.
+/// Tool calls without a result on the path to a leaf: one finding per call,
+/// counting the leaves whose path leaves it unanswered.
 fn unanswered_tool_calls(s: &Session, has_child: &HashSet<&str>) -> Vec<Finding> {
-    let mut out = vec![];
+    // (call id, name, entry id) → (leaves, the first leaf), in the order first seen.
+    let mut seen: Vec<((String, String, String), usize, String)> = vec![];
+    let mut index: std::collections::HashMap<(String, String, String), usize> = Default::default();
     for i in s.positions() {
         let Some(e) = s.entry_at(i) else { continue };
         if !s.is_live_at(i) || has_child.contains(e.id.as_str()) {
@@ -230,13 +252,31 @@ fn unanswered_tool_calls(s: &Session, has_child: &HashSet<&str>) -> Vec<Finding>
             }
         }
         for (call, name, at) in open {
-            let line = s.position_of(at).map_or(0, |k| s.line_at(k));
-            out.push(warn(
-                line,
-                "tool-call-without-result",
-                format!("tool call {call} ({name}) in {at} has no result on the path to leaf {}", e.id),
-            ));
+            let key = (call, name, at.to_owned());
+            match index.get(&key) {
+                Some(&i) => seen[i].1 += 1,
+                None => {
+                    index.insert(key.clone(), seen.len());
+                    seen.push((key, 1, e.id.clone()));
+                }
+            }
         }
     }
-    out
+    seen.into_iter()
+        .map(|((call, name, at), leaves, first)| {
+            let line = s.position_of(&at).map_or(0, |k| s.line_at(k));
+            let whose = if leaves == 1 {
+                format!("the path to leaf {first}")
+            } else {
+                format!("the paths to {leaves} leaves (the first: {first})")
+            };
+            let mut f = warn(
+                line,
+                "tool-call-without-result",
+                format!("tool call {call} ({name}) in {at} has no result on {whose}"),
+            );
+            f.count = leaves;
+            f
+        })
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! Anthropic Messages (`POST {base}/v1/messages`, streamed).
 
+use arbor_log::{MessageView, Role};
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Map, Value};
@@ -7,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{is_json, Http};
 use super::reply::{ReplyBuilder, Tokens};
+use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
 const API: &str = "Anthropic Messages";
@@ -37,7 +39,7 @@ impl AnthropicClient {
     /// The request body (public for tests and debugging).
     pub fn request_body(&self, request: &CompletionRequest) -> Value {
         let mut messages: Vec<Value> = vec![];
-        for m in &request.messages {
+        for m in &request_messages(&request.messages) {
             push_message(m, &mut messages);
         }
         let mut max_tokens = request.max_tokens.or(self.model.max_output_tokens).unwrap_or(DEFAULT_MAX_TOKENS);
@@ -77,19 +79,20 @@ fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
 /// pi message → Anthropic message; consecutive tool results share one user message.
 fn push_message(m: &Value, out: &mut Vec<Value>) {
     let blocks = m.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    match m.get("role").and_then(Value::as_str) {
-        Some("user") => {
+    // Model messages (after convert_to_llm) have these three roles only.
+    match MessageView::new(m).role() {
+        Some(Role::User) => {
             if let Some(content) = user_content(m.get("content"), blocks) {
                 out.push(json!({"role": "user", "content": content}));
             }
         }
-        Some("assistant") => {
+        Some(Role::Assistant) => {
             let parts: Vec<Value> = blocks.iter().filter_map(assistant_part).collect();
             if !parts.is_empty() {
                 out.push(json!({"role": "assistant", "content": parts}));
             }
         }
-        Some("toolResult") => push_tool_result(m, out),
+        Some(Role::ToolResult) => push_tool_result(m, out),
         _ => {}
     }
 }

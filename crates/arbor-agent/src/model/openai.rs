@@ -1,5 +1,6 @@
 //! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`, streamed).
 
+use arbor_log::{MessageView, Role};
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde_json::{json, Map, Value};
@@ -7,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{is_json, Http};
 use super::reply::{ReplyBuilder, Tokens};
+use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
 const API: &str = "OpenAI Chat Completions";
@@ -37,7 +39,7 @@ impl OpenAiClient {
         if let Some(system) = &request.system_prompt {
             messages.push(json!({"role": "system", "content": system}));
         }
-        for m in &request.messages {
+        for m in &request_messages(&request.messages) {
             push_message(m, &mut messages);
         }
         let mut body = Map::new();
@@ -80,8 +82,9 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
                 .join(sep),
         }
     };
-    match m.get("role").and_then(Value::as_str) {
-        Some("user") => {
+    // Model messages (after convert_to_llm) have these three roles only.
+    match MessageView::new(m).role() {
+        Some(Role::User) => {
             let content = match m.get("content") {
                 Some(Value::String(s)) => Value::String(s.clone()),
                 _ => Value::Array(
@@ -101,7 +104,7 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
             };
             out.push(json!({"role": "user", "content": content}));
         }
-        Some("assistant") => {
+        Some(Role::Assistant) => {
             let text = text_of("");
             let calls: Vec<Value> = blocks
                 .iter()
@@ -126,7 +129,7 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
             }
             out.push(Value::Object(msg));
         }
-        Some("toolResult") => out.push(json!({
+        Some(Role::ToolResult) => out.push(json!({
             "role": "tool",
             "tool_call_id": m.get("toolCallId").cloned().unwrap_or_default(),
             "content": text_of("\n"),

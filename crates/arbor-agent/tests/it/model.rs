@@ -43,7 +43,8 @@ async fn openai_streams_into_pi_shape() {
             "provider": "openai-compat",
             "model": "gpt-test",
             "usage": {"input": 100, "output": 30, "cacheRead": 20, "cacheWrite": 0, "totalTokens": 150,
-                      "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0}},
+                      // Written as pi writes it: `0`, not `0.0`.
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
             "stopReason": "stop",
             "timestamp": 1_767_225_700_000i64
         })

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{Context as _, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -21,8 +21,9 @@ use arbor_agent::{
 };
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
+use super::models::Models;
 use super::output::write_json_line;
-use super::session::print_diagnostics;
+use super::session::{open_showing_progress, print_diagnostics};
 
 /// Which model to use, and the hooks to run.
 #[derive(Debug, Clone, Args)]
@@ -73,28 +74,23 @@ impl AgentSetup<'_> {
         if let Some(h) = &m.hooks {
             load_hooks(h, &mut opts.hooks)?;
         }
-        let session = Session::open(self.file, self.mode, self.session)?;
+        // The tree selector (which showed the diagnostics) owns the screen: no spinner over it.
+        let session = if m.diagnostics_shown {
+            Session::open(self.file, self.mode, self.session)?
+        } else {
+            open_showing_progress(self.file, self.mode, self.session)?
+        };
         if !m.diagnostics_shown {
             print_diagnostics(self.file, session.diagnostics());
         }
-        let spec = m.model.clone().or_else(|| {
-            // A base URL without a model applies to the model restored from the session.
-            m.base_url.as_ref().and_then(|_| {
-                arbor_context::session_context(&session).model.map(|r| format!("{}/{}", r.provider, r.model_id))
-            })
-        });
-        if let Some(spec) = spec {
-            let mut info = opts.providers.parse_model(&spec).ok_or_else(|| {
-                anyhow!("unknown model {spec:?}: use PROVIDER/MODEL with a known provider (anthropic, openai, openrouter, ollama)")
-            })?;
-            if let Some(url) = &m.base_url {
-                info.base_url = url.trim_end_matches('/').to_owned();
-            }
-            opts.model = Some(info);
-        }
+        // pi's models.json adds a pi user's providers; a base URL without a
+        // model applies to the model restored from the session.
+        let mut models = Models::load();
+        opts.model = models.choose(m.model.as_deref(), m.base_url.as_deref(), &session)?;
+        opts.providers = models.registry;
         let agent = AgentSession::new(session, opts);
         if needs_model {
-            for n in agent.notices() {
+            for n in models.notices.iter().map(String::as_str).chain(agent.notices().iter().map(String::as_str)) {
                 eprintln!("arbor: {n}");
             }
         }

@@ -1,4 +1,4 @@
-//! pi's tree filters (spec 6.4), for the tree selector and `arbor tree
+//! pi's tree filters (docs/cli.md, "arbor tui"), for the tree selector and `arbor tree
 //! --filter`: what kind each entry is, from its head, and which kinds each
 //! [`FilterMode`] shows; and what needs an entry's content ([`facts_of`]).
 
@@ -6,7 +6,7 @@ use arbor_context::render::{entry_facts, message_facts, EntryFacts};
 use arbor_log::{EntryKind, EntryType, Role};
 use arbor_tree::{Position, Session};
 
-/// Which entries a tree shows (spec 6.4; pi's `treeFilterMode`).
+/// Which entries a tree shows (docs/cli.md, "arbor tui"; pi's `treeFilterMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum FilterMode {
     /// Everything but settings entries.

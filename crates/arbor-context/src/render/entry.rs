@@ -1,4 +1,4 @@
-//! One line per entry (spec 6.7): what the tree, the tree selector and
+//! One line per entry (docs/cli.md, "arbor tui"): what the tree, the tree selector and
 //! `arbor dump` show for an entry, with tool calls as `[read: path:1-10]`.
 
 use std::collections::HashMap;
@@ -86,7 +86,7 @@ fn shorten_home(p: &str, home: Option<&str>) -> String {
     }
 }
 
-/// One tool call as the selector shows it (spec 6.7).
+/// One tool call as the selector shows it (docs/cli.md, "arbor tui").
 pub fn format_tool_call(name: &str, args: &Value, home: Option<&str>) -> String {
     let s = |k: &str| args.get(k).and_then(Value::as_str);
     let path = || shorten_home(s("path").or_else(|| s("file_path")).unwrap_or(""), home);
@@ -130,7 +130,7 @@ pub fn format_tool_call(name: &str, args: &Value, home: Option<&str>) -> String 
     }
 }
 
-/// The one-line text of an entry (spec 6.7, with Arbor's `[session name: …]` and `[<type>]` rows).
+/// The one-line text of an entry (docs/cli.md, "arbor tui", with Arbor's `[session name: …]` and `[<type>]` rows).
 pub fn entry_text(entry: &Entry, calls: &dyn CallText, home: Option<&str>) -> String {
     let clip = |s: &str| take_chars(&normalize(s), 200);
     match &entry.kind {

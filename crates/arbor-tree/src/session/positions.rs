@@ -87,7 +87,7 @@ impl Session {
     /// on all cores and without keeping the texts; the results come in order
     /// (`None` for a position past the end). For writers that copy many
     /// entries' text, such as `arbor context --json`. Each core reads its
-    /// share through one [`LineCursor`], so positions in file order cost a
+    /// share through one `LineCursor`, so positions in file order cost a
     /// few large reads.
     pub fn map_json_many<R: Send>(
         &self,

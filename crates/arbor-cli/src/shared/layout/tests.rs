@@ -60,7 +60,7 @@ fn draw(rows: &[(usize, Prefix)]) -> Vec<String> {
         .collect()
 }
 
-/// spec 6.2's worked example: 0-3 a line, then 4-7 (the leaf at 7) and 8-10.
+/// pi's worked layout example (docs/cli.md, "How the tree is laid out"): 0-3 a line, then 4-7 (the leaf at 7) and 8-10.
 fn worked() -> Forest {
     let parents = [None, Some(0), Some(1), Some(2), Some(3), Some(4), Some(5), Some(6), Some(3), Some(8), Some(9)];
     forest(&parents, Some(7))

@@ -4,9 +4,10 @@
 //! stderr and read the answer from the next line: `/tree` prints the tree and
 //! reads an entry id, then (unless `branchSummary.skipPrompt`) the summary
 //! choice `1` No summary, `2` Summarize, `3` Summarize with custom prompt (and
-//! then the instructions); `/branch` prints the user messages numbered and
-//! reads a number. The reply streams to stdout; notices, questions and errors
-//! go to stderr. Ctrl-C (SIGINT) while a reply, summary or compaction runs
+//! then the instructions); `/fork` prints the user messages numbered and
+//! reads a number (`/branch` does what `/tree` does with the default
+//! `doubleEscapeAction`, else what `/fork` does). The reply streams to
+//! stdout; notices, questions and errors go to stderr. Ctrl-C (SIGINT) while a reply, summary or compaction runs
 //! aborts it; otherwise it ends the chat.
 
 use std::io::{BufRead, Write};
@@ -18,7 +19,7 @@ use anyhow::Result;
 use arbor_agent::{AgentEvent, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, compaction_report, Chat};
+use super::core::{auto_compaction_report, manual_compaction_report, Chat};
 use super::settings::DoubleEscape;
 use crate::shared::agent::report_hook_failures;
 use crate::shared::output::error_line;
@@ -74,8 +75,10 @@ fn ask(question: &str, input: &mut dyn BufRead) -> Result<Option<String>> {
     read_line(input)
 }
 
-/// Runs the chat over `input` until `/quit` or the end of input.
-pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+/// Runs the chat over `input` until `/quit` or the end of input. True when
+/// every prompt was answered (none refused, none failed).
+pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<bool> {
+    let mut all_answered = true;
     let signals = Signals::install(chat);
     for n in std::mem::take(&mut chat.notices) {
         eprintln!("arbor: {n}");
@@ -84,10 +87,14 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
         let result = match commands::parse(&line) {
             Input::Empty => Ok(()),
             Input::Quit => break,
-            Input::Prompt(text) => prompt(chat, &text, &signals, out),
+            Input::Prompt(text) => {
+                let r = prompt(chat, &text, &signals, out);
+                all_answered &= matches!(r, Ok(true));
+                r.map(|_| ())
+            }
             Input::Tree => tree(chat, input, &signals, out),
             Input::Branch if chat.settings.double_escape == DoubleEscape::Tree => tree(chat, input, &signals, out),
-            Input::Branch => branch(chat, input, out),
+            Input::Branch | Input::Fork => branch(chat, input, out),
             Input::Label(l) => chat.label(l.as_deref()).map(|m| eprintln!("{m}")),
             Input::Name(n) => chat.name(n.as_deref()).map(|m| eprintln!("{m}")),
             Input::Model(m) => chat.model(m.as_deref()).map(|m| eprintln!("{m}")),
@@ -116,10 +123,11 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             }
         }
     }
-    Ok(())
+    Ok(all_answered)
 }
 
-fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -> Result<()> {
+/// Sends one prompt and streams the reply; false when the model failed.
+fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -> Result<bool> {
     signals.start();
     let mut wrote = false;
     let mut write_err = None;
@@ -154,11 +162,14 @@ fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -
     report_hook_failures(&r.hook_failures);
     match r.reply.stop_reason() {
         "aborted" => eprintln!("[aborted]"),
-        "error" => eprintln!("Error: {}", r.reply.error_message().unwrap_or("the model failed")),
+        "error" => {
+            eprintln!("Error: {}", r.reply.error_message().unwrap_or("the model failed"));
+            return Ok(false);
+        }
         "length" => eprintln!("[stopped: the reply reached its length limit]"),
         _ => {}
     }
-    Ok(())
+    Ok(true)
 }
 
 fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut dyn Write) -> Result<()> {
@@ -253,7 +264,9 @@ fn compact(chat: &mut Chat, instructions: Option<String>, signals: &Signals) -> 
     let r = chat.compact(instructions, &mut |_| signals.aborted());
     signals.stop();
     let r = r?;
-    report_hook_failures(&r.hook_failures);
-    eprintln!("{}", compaction_report(&r));
+    if let Some(r) = &r {
+        report_hook_failures(&r.hook_failures);
+    }
+    eprintln!("{}", manual_compaction_report(r.as_ref()));
     Ok(())
 }

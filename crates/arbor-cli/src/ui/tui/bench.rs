@@ -15,6 +15,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde_json::json;
 
+use arbor_log::EntryType;
 use arbor_tree::{OpenMode, Session};
 
 use super::loader::Loader;
@@ -110,7 +111,8 @@ pub fn run(file: &Path, globals: &Globals, out: &mut dyn Write) -> Result<ExitCo
     for _ in 0..5 {
         worst.push(("filter", b.input("next filter", Input::CycleFilter { forward: true })?));
     }
-    for c in "compaction".chars() {
+    // Search for the entry type word the compaction rows carry.
+    for c in EntryType::Compaction.as_str().chars() {
         worst.push(("search", b.input(&format!("type {c:?}"), Input::Char(c))?));
     }
     for _ in 0..3 {

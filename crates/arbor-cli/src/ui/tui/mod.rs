@@ -1,4 +1,4 @@
-//! `arbor tui`: pi's interactive `/tree` flow (spec 5.4) over a session file.
+//! `arbor tui`: pi's interactive `/tree` flow (docs/cli.md, "arbor tui") over a session file.
 //!
 //! The selector itself is a pure state machine ([`selector`]) drawn by
 //! [`view`] and fed from the session by a [`loader::Loader`]; this module
@@ -58,7 +58,7 @@ const FOLLOW_TICK: Duration = Duration::from_millis(200);
 /// How often the screen is drawn again while entries are still being read.
 const PROGRESS_TICK: Duration = Duration::from_millis(150);
 
-/// The choices offered after Enter (spec 5.4).
+/// The choices offered after Enter (docs/cli.md, "arbor tui").
 const CHOICES: [&str; 3] = ["No summary", "Summarize", "Summarize with custom prompt"];
 
 /// What the user decided in one run of the selector.
@@ -525,7 +525,7 @@ pub fn select_message(term: &mut Term, next: NextEvent<'_>, mut sel: ForkSelecto
     }
 }
 
-/// `arbor tui --fork [FILE]`: pick a user message and branch from it (pi's /branch, spec 5.7).
+/// `arbor tui --fork [FILE]`: pick a user message and branch from it (pi's /branch, docs/architecture.md, "Forking before a user message").
 /// The new session is written like `arbor fork --before`, whose output this prints.
 pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, globals: &Globals) -> Result<ExitCode> {
     let Some((file, _)) = resolve_file(file, None, globals)? else { return Ok(ExitCode::SUCCESS) };

@@ -1,4 +1,4 @@
-//! Drawing the selector into a ratatui [`Buffer`] (spec 6.1, 6.7). Pure: the
+//! Drawing the selector into a ratatui [`Buffer`] (docs/cli.md, "arbor tui"). Pure: the
 //! same state always draws the same cells, so frames can be snapshot-tested.
 
 use ratatui::buffer::Buffer;
@@ -225,7 +225,7 @@ pub fn draw_prompt(title: &str, value: &str, area: Rect, buf: &mut Buffer) {
     put(buf, area, &mut y, border(area));
 }
 
-/// Draws the /branch message selector (spec 5.7): title, subtitle, then each visible
+/// Draws the /branch message selector (docs/architecture.md, "Forking before a user message"): title, subtitle, then each visible
 /// message on one line with `Message i of N` beneath it.
 pub fn draw_fork_selector(sel: &ForkSelector, area: Rect, buf: &mut Buffer) {
     let mut y = 0;

@@ -1,4 +1,4 @@
-//! The tree selector as a pure state machine (spec 6): the active path,
+//! The tree selector as a pure state machine (docs/cli.md, "arbor tui"): the active path,
 //! filters and search, folding, selection and label editing over a session's
 //! tree. It knows nothing about terminals or files: inputs are [`Input`]
 //! values, results are [`Outcome`]s, and the view reads the state through
@@ -26,7 +26,7 @@ pub use crate::shared::filter::FilterMode;
 use crate::shared::forest::Visible;
 use crate::shared::layout::{level_budget, Layout, Style};
 
-/// One user input, already decoded from the terminal (spec 6.8).
+/// One user input, already decoded from the terminal (docs/cli.md, "arbor tui").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
     /// ↑: previous row, wrapping.
@@ -232,7 +232,7 @@ impl TreeSelector {
         !self.query.trim().is_empty() && !self.search.index().is_complete()
     }
 
-    /// The scroll window `(start, end)` (spec 6.7, with a page of the list's own height).
+    /// The scroll window `(start, end)` (docs/cli.md, "arbor tui", with a page of the list's own height).
     pub fn window(&self) -> (usize, usize) {
         let count = self.vis.len();
         let max = self.page;
@@ -346,7 +346,7 @@ impl TreeSelector {
         }
     }
 
-    /// Filter, search, fold, then rebuild the visual structure (spec 6.4).
+    /// Filter, search, fold, then rebuild the visual structure (docs/cli.md, "arbor tui").
     fn recompute(&mut self) {
         let toks = tokens(&self.query);
         let matched = if toks.is_empty() {
@@ -375,7 +375,7 @@ impl TreeSelector {
         self.layout = Layout::new(&self.data.forest, &self.vis, self.style(), level_budget(self.width));
     }
 
-    /// Re-filters and restores the selection (spec 6.5).
+    /// Re-filters and restores the selection (docs/cli.md, "arbor tui").
     fn refilter(&mut self) {
         if let Some(k) = self.node_at(self.selected) {
             self.last_selected = Some(k);
@@ -479,7 +479,7 @@ impl TreeSelector {
         self.clear_folds_and_refilter();
     }
 
-    /// Applies one input (spec 6.8) and says what the caller should do.
+    /// Applies one input (docs/cli.md, "arbor tui") and says what the caller should do.
     pub fn handle(&mut self, input: Input) -> Outcome {
         if self.label_edit.is_some() {
             return self.handle_label(input);

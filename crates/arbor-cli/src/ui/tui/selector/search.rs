@@ -1,4 +1,4 @@
-//! The selector's search (spec 6.4: every token of the query must be a
+//! The selector's search (docs/cli.md, "arbor tui": every token of the query must be a
 //! substring of the entry's searchable text): a text index built once, in
 //! display order, and answered incrementally.
 //!

@@ -97,7 +97,7 @@ impl Fixture {
     }
 }
 
-/// The tree of spec 6.2 with the leaf at `asst-4a`.
+/// The tree of docs/cli.md, "arbor tui" with the leaf at `asst-4a`.
 pub(crate) fn branching() -> Fixture {
     let mut f = Fixture::new();
     f.user("user-1", None).asst("asst-1", None).user("user-2", None).asst("asst-2", None);
