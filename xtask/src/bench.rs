@@ -57,6 +57,10 @@ struct Opts {
     store_sizes: crate::store::Sizes,
     /// `--no-pi`: skip pi's listAll in the store bench.
     no_pi: bool,
+    /// `--baseline ARBOR`: another `arbor` binary whose first listing the store bench times beside this one's.
+    baseline: Option<PathBuf>,
+    /// `--no-search`: the store bench times the listings only.
+    no_search: bool,
     /// `--html N`: the render time of the exported HTML page of an N-entry session.
     html: Option<usize>,
     /// `--pg`: sessions on a PostgreSQL server beside files.
@@ -86,6 +90,8 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         pg: false,
         pg_sessions: 1000,
         no_pi: false,
+        baseline: None,
+        no_search: false,
         tui: false,
     };
     let mut it = args.iter();
@@ -120,6 +126,8 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
                 }
             }
             "--no-pi" => o.no_pi = true,
+            "--baseline" => o.baseline = Some(PathBuf::from(value("--baseline")?)),
+            "--no-search" => o.no_search = true,
             other => bail!("bench: unknown argument {other:?} (see `cargo xtask help`)"),
         }
     }
@@ -281,6 +289,8 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
             runs: opts.runs,
             sizes: opts.store_sizes,
             pi: !opts.no_pi,
+            baseline: opts.baseline.clone(),
+            search: !opts.no_search,
         };
         return crate::bench_store::run(root, &arbor, &target, &o);
     }
@@ -364,9 +374,14 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         }
         let commands = rows(&bins, &file, &opts)?;
         eprintln!("== {} runs of {} command(s) on {}", opts.runs, commands.len(), file.display());
-        let mut results = Vec::new();
-        for cmd in &commands {
-            results.push(bench_command(root, cmd, opts.runs)?);
+        // Round by round, every row once per round: on a shared machine a
+        // change of load then reaches every row alike.
+        let mut results: Vec<Measured> = commands.iter().map(|c| Measured { cmd: c.clone(), runs: vec![] }).collect();
+        for _ in 0..opts.runs {
+            for m in &mut results {
+                let run = bench_command(root, &m.cmd, 1)?;
+                m.runs.extend(run.runs);
+            }
         }
         report(&file, file_bytes, generated, &opts, &results);
         if file_bytes <= APPEND_MAX_BYTES {

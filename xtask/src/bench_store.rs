@@ -31,6 +31,11 @@ pub struct StoreOpts {
     pub runs: usize,
     pub sizes: Sizes,
     pub pi: bool,
+    /// Another `arbor` binary (say, main's) whose first listing is timed in
+    /// turn with this one's, run for run.
+    pub baseline: Option<PathBuf>,
+    /// Time the search rows too.
+    pub search: bool,
 }
 
 /// pi's `listAll()`, timed inside node.
@@ -56,12 +61,13 @@ pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()
     }
     let cache = store.join("cache");
     let env = |cmd: BenchCmd| cmd.with_env("ARBOR_CACHE_DIR", &cache.to_string_lossy());
-    let ls = |label: &str| {
+    let ls_with = |arbor: &Path, label: &str| {
         env(BenchCmd::new(
             label,
             [arbor.as_os_str(), "ls".as_ref(), "--all".as_ref(), "--sessions-dir".as_ref(), sessions.as_os_str()],
         ))
     };
+    let ls = |label: &str| ls_with(arbor, label);
     let search = |label: &str, q: &str| {
         env(BenchCmd::new(
             label,
@@ -79,11 +85,19 @@ pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()
     };
     let mut rows: Vec<Measured> = vec![];
 
-    // The first listing: no catalog before each run.
-    let mut first = vec![];
+    // The first listing: no catalog before each run (the baseline's in turn with it).
+    let (mut first, mut base_first) = (vec![], vec![]);
+    let base_label = "baseline arbor ls --all, no catalog";
     for _ in 0..o.runs {
+        if let Some(base) = &o.baseline {
+            let _ = fs::remove_dir_all(&cache);
+            base_first.push(bench_command(root, &ls_with(base, base_label), 1)?.runs.remove(0));
+        }
         let _ = fs::remove_dir_all(&cache);
         first.push(bench_command(root, &ls("arbor ls --all, no catalog"), 1)?.runs.remove(0));
+    }
+    if let Some(base) = &o.baseline {
+        rows.push(Measured { cmd: ls_with(base, base_label), runs: base_first });
     }
     rows.push(Measured { cmd: ls("arbor ls --all, no catalog"), runs: first });
     rows.push(bench_command(root, &ls("arbor ls --all, unchanged"), o.runs)?);
@@ -106,12 +120,14 @@ pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()
     }
     rows.push(Measured { cmd: ls("arbor ls --all, one session grew by 100 entries"), runs: grown });
 
-    // The first search builds the full-text index.
-    rows.push(bench_command(root, &search("arbor search (first: builds the text index)", WORD), 1)?);
-    let rare = store::topic_word(40);
-    rows.push(bench_command(root, &search(&format!("arbor search {WORD}"), WORD), o.runs)?);
-    rows.push(bench_command(root, &search(&format!("arbor search {rare}"), &rare), o.runs)?);
-    rows.push(bench_command(root, &search(&format!("arbor search {PHRASE}"), PHRASE), o.runs)?);
+    if o.search {
+        // The first search builds the full-text index.
+        rows.push(bench_command(root, &search("arbor search (first: builds the text index)", WORD), 1)?);
+        let rare = store::topic_word(40);
+        rows.push(bench_command(root, &search(&format!("arbor search {WORD}"), WORD), o.runs)?);
+        rows.push(bench_command(root, &search(&format!("arbor search {rare}"), &rare), o.runs)?);
+        rows.push(bench_command(root, &search(&format!("arbor search {PHRASE}"), PHRASE), o.runs)?);
+    }
     let catalog_mb = size_of(&cache)?.1 as f64 / 1e6;
 
     let pi = if o.pi { pi_list_all(&store)? } else { None };

@@ -58,6 +58,8 @@ commands:
                                     arbor ls/search (the catalog), next to pi's SessionManager.listAll()
       --store-entries MIN-MAX       entries per store session (default 50-2000)
       --no-pi                       skip pi's listAll in the store bench
+      --baseline ARBOR              the store bench also times ARBOR's first listing, run for run
+      --no-search                   the store bench times the listings only
       --pg                          instead: sessions on a PostgreSQL server beside files, on a
                                     throwaway cluster (.ci/pg-cluster): durable appends/s, open +
                                     context --json of a --entries session (default 100k), push of

@@ -2,11 +2,20 @@
 //! positioned reads: only complete lines, so a line a live writer is still
 //! writing waits for the next refresh.
 
+use std::cell::Cell;
 use std::io;
 
 use arbor_log::scan::ReadAt;
 
 const CHUNK: usize = 256 << 10;
+
+thread_local! {
+    /// Each thread's read buffer, kept from one file to the next: a fresh
+    /// 256 KiB buffer per file costs its page faults (and the kernel's
+    /// zeroing) every time, which on a store of short sessions is a good part
+    /// of a first listing.
+    static BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
 
 /// One physical line.
 #[derive(Debug)]
@@ -34,7 +43,13 @@ pub(crate) struct Lines<'a> {
 impl<'a> Lines<'a> {
     pub fn new(src: &'a dyn ReadAt, from: u64, end: u64) -> Lines<'a> {
         let size = usize::try_from(end.saturating_sub(from)).unwrap_or(CHUNK).clamp(1, CHUNK);
-        Lines { src, pos: from, end, buf: vec![0; size], start: 0, filled: 0, base: from }
+        // Bytes are read into the buffer before they are looked at: what a
+        // kept buffer held before does not matter, only its length.
+        let mut buf = BUFFER.take();
+        if buf.len() < size {
+            buf.resize(size, 0);
+        }
+        Lines { src, pos: from, end, buf, start: 0, filled: 0, base: from }
     }
 
     /// The next complete line, or `None` at the end (see [`Lines::rest`]).
@@ -88,6 +103,15 @@ impl<'a> Lines<'a> {
     }
 }
 
+impl Drop for Lines<'_> {
+    fn drop(&mut self) {
+        // A buffer grown for one very long line is not kept.
+        if self.buf.len() <= 4 * CHUNK {
+            BUFFER.set(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -105,6 +129,19 @@ mod tests {
         }
         let (end, rest) = lines.rest();
         (out, end, rest.to_vec())
+    }
+
+    #[test]
+    fn a_kept_buffer_holds_nothing_of_the_file_before() {
+        // A big file fills the thread's buffer with its bytes; smaller files read after it see only their own.
+        let big: Vec<u8> = (0..CHUNK + 999).map(|k| if k % 100 == 99 { b'\n' } else { b'q' }).collect();
+        assert_eq!(all(&big, 0).0.len(), (CHUNK + 999) / 100);
+        for small in [&b"ab\ncd"[..], b"x", b"", b"\n\n"] {
+            let (lines, end, rest) = all(small, 0);
+            let mut seen: Vec<u8> = lines.into_iter().flat_map(|(_, l)| l).collect();
+            seen.extend_from_slice(&rest);
+            assert_eq!((seen.as_slice(), end as usize + rest.len()), (small, small.len()));
+        }
     }
 
     #[test]

@@ -38,8 +38,16 @@
 //! Head rules mirror [`RecordHead::from_value`]: a later duplicate key wins,
 //! `role` is read only when `message` is an object, and a non-string value
 //! clears the field.
+//!
+//! Strings, most of a session's bytes, are read 64 bytes at a time: vector
+//! compares give masks of a block's quotes and backslashes ([`Masks`]),
+//! [`escaped_by`] marks the bytes backslashes escape, and a string ends at
+//! its first unescaped quote; its escaped bytes must be simple escapes
+//! (`\"`, `\n`, …), else the string is read one escape at a time, which
+//! decides `\u` escapes and refuses invalid ones exactly as before.
 
 use compact_str::CompactString;
+use wide::u8x16;
 
 use crate::clock::parse_iso_ms;
 use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
@@ -59,37 +67,81 @@ pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
     {
         return None;
     }
-    let mut p = Parser { b: line, i: 0, depth: 0 };
+    let mut p = Parser {
+        b: line,
+        i: 0,
+        depth: 0,
+        block: usize::MAX / 2,
+        masks: Masks { quotes: 0, backslashes: 0, escaped: 0 },
+    };
     p.ws();
     let head = p.top_object()?;
     p.ws();
     (p.i == line.len()).then_some(head)
 }
 
-/// The first `"` or `\\` in `hay`. Strings in session files hold escapes
-/// every few dozen bytes (newlines, quotes in code), so the first words are
-/// looked at eight bytes at a time, without the setup of a vector search;
-/// a longer run is left to `memchr`.
-fn quote_or_backslash(hay: &[u8]) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    const QUOTES: u64 = LO * b'"' as u64;
-    const SLASHES: u64 = LO * b'\\' as u64;
-    let mut i = 0;
-    while i < 64 {
-        let Some(Ok(word)) = hay.get(i..i + 8).map(<[u8; 8]>::try_from) else { break };
-        let w = u64::from_le_bytes(word);
-        let (q, s) = (w ^ QUOTES, w ^ SLASHES);
-        // A zero byte of `q` or `s` is a match; the lowest flagged byte is the first one
-        // (the borrow of this test only flags bytes above a real match).
-        let found = (q.wrapping_sub(LO) & !q | s.wrapping_sub(LO) & !s) & HI;
-        if found != 0 {
-            return Some(i + (found.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    memchr::memchr2(b'"', b'\\', &hay[i.min(hay.len())..]).map(|k| i + k)
+/// The quotes and backslashes of 64 bytes of a line, one bit per byte
+/// (bit `k` for byte `at + k`; bytes past the end are neither). Strings in
+/// session files hold escapes every few dozen bytes (newlines, quotes in
+/// code), so strings are read from these masks, one per 64 bytes, instead of
+/// one search per escape. The compares are SIMD through `wide` (SSE2 on any
+/// x86-64, NEON on aarch64, plain code elsewhere), without `unsafe` here.
+#[derive(Clone, Copy)]
+struct Masks {
+    quotes: u64,
+    backslashes: u64,
+    /// The bytes a backslash escapes (see [`escaped_by`]).
+    escaped: u64,
 }
+
+impl Masks {
+    fn of(b: &[u8], at: usize) -> Masks {
+        let rest = b.get(at..).unwrap_or_default();
+        let mut pad = [0u8; 64];
+        let block: &[u8; 64] = match rest.first_chunk::<64>() {
+            Some(block) => block,
+            None => {
+                pad[..rest.len()].copy_from_slice(rest);
+                &pad
+            }
+        };
+        let (mut quotes, mut backslashes) = (0u64, 0u64);
+        for (j, lane) in block.chunks_exact(16).enumerate() {
+            let v = u8x16::new(lane.try_into().unwrap_or_default());
+            quotes |= u64::from(v.simd_eq(u8x16::splat(b'"')).to_bitmask()) << (16 * j);
+            backslashes |= u64::from(v.simd_eq(u8x16::splat(b'\\')).to_bitmask()) << (16 * j);
+        }
+        // The run of backslashes before the block, if any, decides whether its first byte is escaped.
+        let run = b[..at.min(b.len())].iter().rev().take_while(|&&c| c == b'\\').count();
+        Masks { quotes, backslashes, escaped: escaped_by(backslashes, run % 2 == 1) }
+    }
+}
+
+/// Bit `k` set when byte `k` of a block is escaped: it follows a backslash
+/// that is not itself escaped. `carry`: the block's first byte is escaped
+/// (the run of backslashes that ends the previous block is odd). The same
+/// carry-less trick as simdjson's: subtracting the escapes from the odd bits
+/// flips, within each run of backslashes, the parity that escapes the byte
+/// after the run.
+fn escaped_by(backslashes: u64, carry: bool) -> u64 {
+    const ODD: u64 = 0xAAAA_AAAA_AAAA_AAAA;
+    let escaped_in = u64::from(carry);
+    let escapes = backslashes & !escaped_in;
+    let codes = ((escapes << 1) | ODD).wrapping_sub(escapes) ^ ODD;
+    codes ^ (backslashes | escaped_in)
+}
+
+/// The escapes `"`, `\\`, `/`, `b`, `f`, `n`, `r`, `t` by the byte after the backslash.
+const SIMPLE_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let chars = *b"\"\\/bfnrt";
+    while k < chars.len() {
+        t[chars[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
 
 /// True when every byte is in 0x20..=0x7F. Branch-free so that it vectorizes.
 fn printable_ascii(b: &[u8]) -> bool {
@@ -130,6 +182,9 @@ struct Parser<'a> {
     b: &'a [u8],
     i: usize,
     depth: u32,
+    /// The start of the 64-byte block whose quotes and backslashes `masks` holds.
+    block: usize,
+    masks: Masks,
 }
 
 impl<'a> Parser<'a> {
@@ -351,17 +406,76 @@ impl<'a> Parser<'a> {
 
     /// A string's rest after its opening quote. The caller checked there is
     /// no control byte in the line, so only quotes and backslashes matter.
+    /// The string ends at the first quote that is not escaped; the bytes
+    /// escaped before it must be simple escapes, else (`\\u` escapes, invalid
+    /// ones) the string is read again one escape at a time.
     fn string(&mut self) -> Option<StrSpan> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            let at = self.i + quote_or_backslash(&self.b[self.i..])?;
-            if self.b[at] == b'"' {
-                self.i = at + 1;
-                return Some(StrSpan { start, end: at, escaped });
+            self.load_block();
+            let ahead = u64::MAX << (self.i - self.block);
+            let ends = self.masks.quotes & !self.masks.escaped & ahead;
+            // The string's bytes in this block: up to its end, or the whole rest.
+            let inside = if ends == 0 { ahead } else { ahead & (ends - 1) };
+            let mut escapes = self.masks.escaped & inside;
+            if escapes != 0 {
+                escaped = true;
+                while escapes != 0 {
+                    let at = self.block + escapes.trailing_zeros() as usize;
+                    if !self.b.get(at).is_some_and(|&c| SIMPLE_ESCAPE[usize::from(c)]) {
+                        self.i = start;
+                        return self.string_stepwise();
+                    }
+                    escapes &= escapes - 1;
+                }
+            }
+            if ends != 0 {
+                let end = self.block + ends.trailing_zeros() as usize;
+                self.i = end + 1;
+                return Some(StrSpan { start, end, escaped });
+            }
+            if self.block + 64 >= self.b.len() {
+                return None;
+            }
+            self.i = self.block + 64;
+        }
+    }
+
+    /// The block holding `i` (blocks count from the line's start and the
+    /// last one is kept: the short strings of a block, keys and values,
+    /// share its masks).
+    fn load_block(&mut self) {
+        if self.i < self.block || self.i >= self.block + 64 {
+            self.block = self.i - self.i % 64;
+            self.masks = Masks::of(self.b, self.block);
+        }
+    }
+
+    /// [`Parser::string`] one escape at a time: the exact reading of `\\u`
+    /// escapes (hex digits, surrogate pairs) and of invalid escapes.
+    fn string_stepwise(&mut self) -> Option<StrSpan> {
+        let start = self.i;
+        let mut escaped = false;
+        loop {
+            self.load_block();
+            let ahead = u64::MAX << (self.i - self.block);
+            let (quotes, backslashes) = (self.masks.quotes & ahead, self.masks.backslashes & ahead);
+            // `trailing_zeros` of an empty mask is 64: past the block.
+            let (quote, backslash) = (quotes.trailing_zeros() as usize, backslashes.trailing_zeros() as usize);
+            if quote < backslash {
+                self.i = self.block + quote + 1;
+                return Some(StrSpan { start, end: self.block + quote, escaped });
+            }
+            if backslash == 64 {
+                if self.block + 64 >= self.b.len() {
+                    return None;
+                }
+                self.i = self.block + 64;
+                continue;
             }
             escaped = true;
-            self.i = at + 1;
+            self.i = self.block + backslash + 1;
             self.escape()?;
         }
     }
@@ -471,27 +585,74 @@ impl<'a> Parser<'a> {
 }
 
 #[cfg(test)]
-mod quote_tests {
-    use super::quote_or_backslash;
+mod mask_tests {
+    use super::{escaped_by, Masks};
+
+    /// The masks byte by byte.
+    fn slow(b: &[u8], at: usize, c: u8) -> u64 {
+        (0..64).filter(|k| b.get(at + k) == Some(&c)).fold(0, |m, k| m | 1 << k)
+    }
+
+    #[track_caller]
+    fn check(hay: &[u8], at: usize) {
+        let m = Masks::of(hay, at);
+        assert_eq!(m.quotes, slow(hay, at, b'"'), "{hay:?} {at}");
+        assert_eq!(m.backslashes, slow(hay, at, b'\\'), "{hay:?} {at}");
+    }
+
+    /// `escaped_by` bit by bit.
+    fn slow_escaped(backslashes: u64, carry: bool) -> u64 {
+        let (mut escaped, mut pending) = (0, carry);
+        for k in 0..64 {
+            if pending {
+                escaped |= 1 << k;
+                pending = false;
+            } else {
+                pending = backslashes >> k & 1 == 1;
+            }
+        }
+        escaped
+    }
 
     #[test]
-    fn finds_the_first_quote_or_backslash_at_every_position() {
-        for len in 0..100 {
-            for at in 0..len {
-                for c in [b'"', b'\\'] {
+    fn escaped_bytes_follow_odd_runs_of_backslashes() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut masks = vec![0, u64::MAX, 1, 1 << 63, 0x5555_5555_5555_5555, 0xAAAA_AAAA_AAAA_AAAA];
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Sparse and dense runs both.
+            masks.push(x);
+            masks.push(x & x.rotate_left(7) & x.rotate_left(19));
+            masks.push(x | x.rotate_left(3));
+        }
+        for m in masks {
+            for carry in [false, true] {
+                assert_eq!(escaped_by(m, carry), slow_escaped(m, carry), "{m:064b} {carry}");
+            }
+        }
+        assert_eq!(super::SIMPLE_ESCAPE.iter().filter(|&&ok| ok).count(), 8);
+    }
+
+    #[test]
+    fn the_masks_flag_exactly_the_quotes_and_backslashes() {
+        // Every byte value at every position of a block, the block cut short at several lengths.
+        for c in 0..=255u8 {
+            for len in [0usize, 1, 15, 16, 17, 63, 64, 65, 100, 128, 129] {
+                let edges = [0, 1, 14, 15, 16, 17, 31, 32, 48, 62, 63, 64, 65, 127, 128];
+                for pos in edges.into_iter().chain([len.saturating_sub(1)]).filter(|&p| p < len) {
                     let mut hay = vec![b'a'; len];
-                    hay[at] = c;
-                    if at + 3 < len {
-                        hay[at + 3] = b'"';
+                    hay[pos] = c;
+                    for at in [0, 1, pos, len.saturating_sub(64)] {
+                        check(&hay, at);
                     }
-                    assert_eq!(quote_or_backslash(&hay), Some(at), "{len} {at}");
-                    // Bytes next to the ones searched for are not matches.
-                    hay[at] = c + 1;
-                    let want = (at + 3 < len).then_some(at + 3);
-                    assert_eq!(quote_or_backslash(&hay), want, "{len} {at}");
                 }
             }
-            assert_eq!(quote_or_backslash(&vec![0x80u8 | b'"'; len]), None);
+        }
+        let dense: Vec<u8> = (0..200).map(|k| [b'"', b'\\', 0x80 | b'"', 0x80 | b'\\', b'x'][k % 5]).collect();
+        for at in 0..=dense.len() + 1 {
+            check(&dense, at);
         }
     }
 }

@@ -258,6 +258,18 @@ pub fn full_entry(bytes: &[u8]) -> Option<Box<Entry>> {
 /// The file is split at line boundaries into one range per thread; each range
 /// is read in 256 KiB positioned reads, so memory stays bounded whatever the file size.
 pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<ScannedLine>> {
+    let mut parts = scan_parts(src, len, threads, decode)?.into_iter();
+    let mut out = parts.next().unwrap_or_default();
+    for mut part in parts {
+        out.append(&mut part);
+    }
+    Ok(out)
+}
+
+/// [`scan_source`]'s lines as one list per thread's range, in order and
+/// numbered through the file: callers that walk them once need no copy into
+/// one list (a line's head is a few hundred bytes; a million lines, hundreds of MB).
+fn scan_parts(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<Vec<ScannedLine>>> {
     let threads = threads.clamp(1, 64);
     // Small files are not worth a thread.
     let threads = if len < 1 << 20 { 1 } else { threads };
@@ -281,20 +293,17 @@ pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> 
                 .collect()
         })
     };
-    let mut out = Vec::new();
+    let mut numbered = Vec::with_capacity(parts.len());
+    let mut base = 0;
     for part in parts {
         let mut part = part?;
-        let base = out.len();
         for l in &mut part {
             l.number += base;
         }
-        if out.is_empty() {
-            out = part;
-        } else {
-            out.append(&mut part);
-        }
+        base += part.len();
+        numbered.push(part);
     }
-    Ok(out)
+    Ok(numbered)
 }
 
 /// The offset just after the first `\n` at or after `from` (or `len`).
@@ -410,18 +419,25 @@ impl ScannedLog {
     /// Scans `src` (see [`scan_source`]) and sorts its lines into header, entries and diagnostics.
     pub fn read(src: &dyn ReadAt, threads: usize) -> io::Result<ScannedLog> {
         let bytes = src.len()?;
-        let lines = scan_source(src, bytes, threads, true)?;
-        ScannedLog::from_lines(src, bytes, lines)
+        let parts = scan_parts(src, bytes, threads, true)?;
+        ScannedLog::from_parts(src, bytes, parts)
     }
 
     /// Sorts scanned lines into header, entries and diagnostics (see [`ScannedLog`]).
     pub fn from_lines(src: &dyn ReadAt, bytes: u64, lines: Vec<ScannedLine>) -> io::Result<ScannedLog> {
-        let n_lines = lines.len();
+        ScannedLog::from_parts(src, bytes, vec![lines])
+    }
+
+    /// [`ScannedLog::from_lines`] of the lists [`scan_parts`] gives, taken in turn.
+    fn from_parts(src: &dyn ReadAt, bytes: u64, parts: Vec<Vec<ScannedLine>>) -> io::Result<ScannedLog> {
+        let n_lines: usize = parts.iter().map(Vec::len).sum();
         // The prefix ends with the first object that is not line 1's title slot candidate:
         // read those lines in full so header rules live in one place (`SessionLog::read`).
         let mut prefix_end = 0usize;
-        for l in &lines {
+        let mut prefix_bytes = 0u64;
+        for l in parts.iter().flatten() {
             prefix_end += 1;
+            prefix_bytes = l.offset + l.len as u64;
             if matches!(l.kind, ScanKind::Object(_)) {
                 let title_candidate = l.number == 1
                     && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| t.as_str() == "title"));
@@ -430,15 +446,14 @@ impl ScannedLog {
                 }
             }
         }
-        let prefix_bytes = lines[..prefix_end].last().map_or(0, |l| l.offset + l.len as u64);
         let raw = read_exact_at(src, 0, usize::try_from(prefix_bytes).unwrap_or(usize::MAX))?;
         // A title slot candidate on line 1 and the object after it are both in the
         // prefix: whether it is a title slot or the first record, `SessionLog` decides.
         let prefix = SessionLog::read(&raw[..])?;
         let mut diagnostics = prefix.diagnostics().to_vec();
         let has_header = prefix.has_header();
-        let mut records = Vec::with_capacity(lines.len().saturating_sub(prefix_end));
-        for l in lines.into_iter().skip(prefix_end) {
+        let mut records = Vec::with_capacity(n_lines.saturating_sub(prefix_end));
+        for l in parts.into_iter().flatten().skip(prefix_end) {
             let at = |kind| Diagnostic { line: l.number, offset: l.offset, kind };
             if let Some(note) = l.note.clone() {
                 diagnostics.push(at(note));

@@ -377,6 +377,54 @@ fn light_scan_agrees_with_the_full_parser_on_edge_lines() {
     assert!(n > 1000, "{n} edge lines");
 }
 
+/// Escapes and string ends that a 64-byte block boundary may cut.
+const BLOCK_EDGE_SNIPPETS: &[&str] = &[
+    r#"\""#,
+    r#"\\"#,
+    r#"\\\""#,
+    r#"\\\\"#,
+    r#"\/\b\f\n\r\t"#,
+    r#"\u00e9"#,
+    r#"\ud83d\ude00"#,
+    r#"\ud83d"#,
+    r#"\ude00"#,
+    r#"\u12"#,
+    r#"\x"#,
+    r#"""#,
+    r#"","k":""#,
+    "é😀",
+    "\t",
+    // Runs of backslashes longer than a block, even and odd.
+    r#"\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\"#,
+    r#"\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\""#,
+];
+
+/// The fast validator reads strings 64 bytes at a time: every snippet at
+/// every offset across the first blocks of a line, in a value, in a head
+/// field and in a key, and at the line's end.
+#[test]
+fn light_scan_agrees_with_the_full_parser_across_block_edges() {
+    let mut n = 0;
+    for snippet in BLOCK_EDGE_SNIPPETS {
+        for pad in 0..140 {
+            let p = "p".repeat(pad);
+            let lines = [
+                format!(r#"{{"type":"t","id":"i","x":"{p}{snippet}tail","y":"{snippet}"}}"#),
+                format!(r#"{{"x":"{p}","type":"{snippet}","id":"{p}{snippet}"}}"#),
+                format!(r#"{{"x":"{p}","{snippet}":1,"{p}{snippet}":2}}"#),
+                format!(r#"{{"x":"{p}{snippet}"}}"#),
+                format!(r#"{{"x":"{p}{snippet}"#),
+                format!(r#"{{"x":["{p}","{snippet}{p}{snippet}{p}{snippet}"]}}"#),
+            ];
+            for line in lines {
+                assert_agree_all_endings(line.as_bytes());
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 10_000, "{n} block-edge lines");
+}
+
 use arbor_test_support::Rng;
 
 /// Bytes a mutation inserts or writes: JSON syntax, control bytes,
