@@ -287,8 +287,32 @@ pub fn plan_context<E: Borrow<Entry>>(
     heads: &[PathHead<'_>],
     decode: impl FnOnce(&[usize]) -> Vec<Option<E>>,
 ) -> ContextPlan {
+    let kinds: Vec<PathKind<'_>> =
+        heads.iter().map(|h| PathKind { entry_type: &h.entry_type, role: h.role.as_ref() }).collect();
+    plan_path_context(&kinds, |first, k| heads[..k].iter().position(|h| h.id == first), decode)
+}
+
+/// What a path position shows without decoding its entry or reading its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathKind<'a> {
+    /// The entry `type`.
+    pub entry_type: &'a EntryType,
+    /// A message entry's message `role`.
+    pub role: Option<&'a Role>,
+}
+
+/// [`plan_context`] from the path's types and roles alone: `find_kept(id,
+/// k)` is the first position before `k` whose entry has the id `id` (a
+/// compaction's `firstKeptEntryId`), asked at most once. A caller whose
+/// path holds each id once (a session's path) may search back from `k`,
+/// reading only the ids between the kept entry and the compaction.
+pub fn plan_path_context<E: Borrow<Entry>>(
+    heads: &[PathKind<'_>],
+    find_kept: impl FnOnce(&str, usize) -> Option<usize>,
+    decode: impl FnOnce(&[usize]) -> Vec<Option<E>>,
+) -> ContextPlan {
     let last_assistant =
-        heads.iter().rposition(|h| h.entry_type == EntryType::Message && h.role == Some(Role::Assistant));
+        heads.iter().rposition(|h| *h.entry_type == EntryType::Message && h.role == Some(&Role::Assistant));
     let wanted: Vec<usize> = (0..heads.len())
         .filter(|&p| READ_TYPES.contains(&heads[p].entry_type.as_str()) || Some(p) == last_assistant)
         .collect();
@@ -337,7 +361,7 @@ pub fn plan_context<E: Borrow<Entry>>(
         Some((k, r, c)) => {
             steps.push(ContextStep::Made(compaction_summary_message(c, &read[r].1.timestamp)));
             if let Some(first) = c.first_kept_entry_id.as_deref() {
-                if let Some(start) = heads[..k].iter().position(|h| h.id == first) {
+                if let Some(start) = find_kept(first, k) {
                     ranges.push(start..k);
                 }
             }
@@ -345,7 +369,7 @@ pub fn plan_context<E: Borrow<Entry>>(
         }
     }
     for p in ranges.into_iter().flatten() {
-        if heads[p].entry_type == "message" {
+        if *heads[p].entry_type == "message" {
             steps.push(ContextStep::Message(p));
         } else if let Ok(r) = read.binary_search_by_key(&p, |&(q, _)| q) {
             steps.extend(entry_message(read[r].1).map(ContextStep::Made));

@@ -115,8 +115,9 @@ impl Globals {
 /// Before a command copies or shows lines of `s`: checks the lines at
 /// `positions` (all of them for `None`) against the file when the session
 /// was opened through its index ([`Session::verify_lines`]); a stale index is
-/// dropped and the file read again, which one line on stderr says.
-pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<()> {
+/// dropped and the file read again, which one line on stderr says (and the
+/// answer is true: positions taken before are stale).
+pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<bool> {
     let reloaded = match positions {
         Some(p) => s.verify_lines(p)?,
         None => s.verify_all_lines()?,
@@ -126,7 +127,7 @@ pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<()
             say!("arbor: {n}");
         }
     }
-    Ok(())
+    Ok(reloaded)
 }
 
 /// Prints the diagnostics of a file to stderr as `FILE:LINE: reason`.

@@ -6,8 +6,6 @@
 use std::io;
 use std::sync::{Arc, OnceLock};
 
-use compact_str::CompactString;
-
 use arbor_log::idhash::IdMap;
 use arbor_log::scan::{read_exact_at, ReadAt, ScannedLog};
 use arbor_log::{
@@ -16,8 +14,9 @@ use arbor_log::{
 };
 
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
-use super::{Disk, Session};
-use crate::index::{self, IndexFile, MIN_INDEXED_BYTES};
+use super::{Disk, Session, Slots};
+use crate::index::{self, IndexFile};
+use crate::labels::Labels;
 
 impl Session {
     /// The index-first load: true when done, false when the file needs the full
@@ -41,7 +40,8 @@ impl Session {
         if !self.load_scan(src, scanned)? {
             return Ok(false);
         }
-        if let Some(index) = index.filter(|i| clean && i.stamp.size >= MIN_INDEXED_BYTES && self.diagnostics.is_empty())
+        if let Some(index) =
+            index.filter(|i| clean && i.stamp.size >= self.opts.index_min_bytes && self.diagnostics.is_empty())
         {
             if let Some(bytes) = self.index_of_slots(header_bytes).and_then(|e| index::encode(index.stamp, &e)) {
                 index.write(&bytes);
@@ -81,31 +81,26 @@ impl Session {
         Some(index::Index { header_bytes, entries })
     }
 
-    /// Loads from the cached index; false when there is none usable.
+    /// Loads from the cached index; false when there is none usable. Only
+    /// the index's columns are read now: the slots are built from the index
+    /// when first asked for ([`super::Slots`]).
     fn load_indexed(&mut self, index: &IndexFile, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
-        let Some(bytes) = index.read() else { return Ok(false) };
+        let Some(lazy) = index.open() else { return Ok(false) };
         // The index holds each parent already resolved, and only clean files
         // (no duplicate ids, no cycles) are indexed: no id is hashed here.
-        let n = index::entry_count(&bytes);
-        let (mut slots, mut parents): (Vec<Slot>, Vec<usize>) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let decoded = index::decode_each(&bytes, |e| {
-            // A resolved parent's id is that entry's id (the index stores it once).
-            let parent_id = match (e.parent, e.parent_id) {
-                (Some(p), _) => slots.get(p).map(|s| s.id.clone()),
-                (None, id) => id.map(CompactString::from),
-            };
-            parents.push(e.parent.unwrap_or(NO_PARENT));
-            slots.push(Slot::indexed(e, parent_id));
-        });
-        drop(bytes);
-        let Some(header_bytes) = decoded else { return Ok(false) };
+        let parents: Vec<usize> =
+            lazy.parents().iter().map(|&p| if p == u32::MAX { NO_PARENT } else { p as usize }).collect();
+        let header_bytes = lazy.header_bytes;
         let raw = read_exact_at(&**src, 0, usize::try_from(header_bytes).unwrap_or(usize::MAX))?;
         let prefix = SessionLog::read(&raw[..])?;
         let Some(header) = prefix.header() else { return Ok(false) };
         if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
             return Ok(false);
         }
-        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots, Some(parents)))
+        let has_assistant = lazy.has_role(&Role::Assistant);
+        let loaded = self.load_slots(prefix, header, vec![], src.clone(), Slots::from_index(lazy), Some(parents));
+        self.state.has_assistant |= loaded && has_assistant;
+        Ok(loaded)
     }
 
     /// Loads from a fresh scan; false when the file needs the full path.
@@ -114,7 +109,7 @@ impl Session {
         if header.version() < CURRENT_VERSION {
             return Ok(false);
         }
-        let slots = scanned.entries.into_iter().map(Slot::scanned).collect();
+        let slots = Slots::from_vec(scanned.entries.into_iter().map(Slot::scanned).collect());
         Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, None))
     }
 
@@ -126,7 +121,7 @@ impl Session {
         header: SessionHeader,
         diagnostics: Vec<Diagnostic>,
         src: Arc<dyn ReadAt>,
-        slots: Vec<Slot>,
+        slots: Slots,
         parents: Option<Vec<usize>>,
     ) -> bool {
         let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
@@ -139,9 +134,13 @@ impl Session {
         self.diagnostics = diagnostics;
         self.state.source = Some(src);
         // Moved in whole (a million slots are not copied one by one).
+        let lazy = slots.index().is_some();
         self.state.slots = slots;
-        for i in 0..self.state.slots.len() {
-            self.note_loaded(i);
+        if !lazy {
+            // Slots from the index say whether there is an assistant message without being built.
+            for i in 0..self.state.slots.len() {
+                self.note_loaded(i);
+            }
         }
         self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
         match parents {
@@ -274,7 +273,9 @@ impl Session {
         i
     }
 
-    /// Counts a loaded slot: its label and whether it is an assistant message.
+    /// Counts a loaded slot: whether it is an assistant message, and its
+    /// label once the labels are resolved (before, they are resolved from
+    /// every slot on first use).
     fn note_loaded(&mut self, i: usize) {
         let st = &mut self.state;
         let slot = &st.slots[i];
@@ -285,15 +286,21 @@ impl Session {
             return;
         }
         let src = st.source.as_deref();
-        let entry = slot.entry(src);
-        if let EntryKind::Label(l) = &entry.kind {
-            // The entry's `timestamp` as written (a label keeps it, and a fork copies it).
-            let timestamp = match entry.timestamp.as_str() {
-                "" => arbor_log::json::parse(slot.json(src)).ok().and_then(|v| v.get("timestamp").cloned()),
-                ts => Some(serde_json::Value::String(ts.to_owned())),
-            };
-            st.labels.apply(l, timestamp);
+        if let Some(labels) = st.labels.get_mut() {
+            apply_label(labels, slot, src);
         }
+    }
+
+    /// The resolved labels, from every label entry in file order on first use.
+    pub(super) fn resolved_labels(&self) -> &Labels {
+        self.state.labels.get_or_init(|| {
+            let mut labels = Labels::default();
+            let src = self.src();
+            for i in self.state.slots.positions_of(&EntryType::Label) {
+                apply_label(&mut labels, &self.state.slots[i], src);
+            }
+            labels
+        })
     }
 
     /// Makes one entry of each parent cycle a root (and reports the cycle).
@@ -342,5 +349,18 @@ impl Session {
             kind: DiagnosticKind::ParentCycle { id: slot.id.to_string() },
         });
         self.state.cycle_roots.insert(first);
+    }
+}
+
+/// Applies a label entry's change to `labels`.
+fn apply_label(labels: &mut Labels, slot: &Slot, src: Option<&dyn ReadAt>) {
+    let entry = slot.entry(src);
+    if let EntryKind::Label(l) = &entry.kind {
+        // The entry's `timestamp` as written (a label keeps it, and a fork copies it).
+        let timestamp = match entry.timestamp.as_str() {
+            "" => arbor_log::json::parse(slot.json(src)).ok().and_then(|v| v.get("timestamp").cloned()),
+            ts => Some(serde_json::Value::String(ts.to_owned())),
+        };
+        labels.apply(l, timestamp);
     }
 }
