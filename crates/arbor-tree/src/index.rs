@@ -318,10 +318,9 @@ pub(crate) struct LazyIndex {
     /// The session file's size when indexed.
     size: u64,
     pub(crate) header_bytes: u64,
-    /// Each entry's resolved parent (`u32::MAX`: none).
-    parents: Vec<u32>,
-    /// Each entry's type code and role code.
-    kinds: Vec<[u8; 2]>,
+    /// The columns as read: n parents (u32) then n kinds (type and role codes).
+    columns: Vec<u8>,
+    n: usize,
     strings_len: u64,
 }
 
@@ -346,16 +345,13 @@ impl LazyIndex {
             return None;
         }
         let (p, k) = columns.split_at(n * 4);
-        let mut parents = Vec::with_capacity(n);
         for (i, b) in p.chunks_exact(4).enumerate() {
             let parent = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             // A parent is an earlier entry (so the parents hold no cycle).
             if parent != NO_POSITION && parent as usize >= i {
                 return None;
             }
-            parents.push(parent);
         }
-        let mut kinds = Vec::with_capacity(n);
         for b in k.chunks_exact(2) {
             let (t, r) = (b[0], b[1]);
             let known_type = usize::from(t) < EntryType::ALL.len() || t == NAMED_STRING;
@@ -363,34 +359,41 @@ impl LazyIndex {
             if !known_type || !known_role {
                 return None;
             }
-            kinds.push([t, r]);
         }
-        Some(LazyIndex { file, size: stamp.size, header_bytes, parents, kinds, strings_len })
+        Some(LazyIndex { file, size: stamp.size, header_bytes, columns, n, strings_len })
     }
 
     /// The number of entries.
     pub(crate) fn len(&self) -> usize {
-        self.parents.len()
+        self.n
     }
 
     /// The position the parent of entry `i` resolves to.
     pub(crate) fn parent(&self, i: usize) -> Option<usize> {
-        self.parents.get(i).filter(|&&p| p != NO_POSITION).map(|&p| p as usize)
+        let b = self.columns.get(i * 4..i * 4 + 4).filter(|_| i < self.n)?;
+        let p = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        (p != NO_POSITION).then_some(p as usize)
     }
 
-    /// Every entry's resolved parent (`u32::MAX`: none).
-    pub(crate) fn parents(&self) -> &[u32] {
-        &self.parents
+    /// The type and role codes of entry `i`.
+    fn kind(&self, i: usize) -> Option<[u8; 2]> {
+        let at = self.n * 4 + i * 2;
+        self.columns.get(at..at + 2).filter(|_| i < self.n).map(|b| [b[0], b[1]])
+    }
+
+    /// Every entry's type and role codes.
+    fn kinds(&self) -> impl Iterator<Item = [u8; 2]> + '_ {
+        self.columns[self.n * 4..].chunks_exact(2).map(|b| [b[0], b[1]])
     }
 
     /// The type of entry `i`, when the column names it (a name Arbor does not know is in the strings).
     pub(crate) fn entry_type(&self, i: usize) -> Option<&'static EntryType> {
-        self.kinds.get(i).and_then(|k| EntryType::ALL.get(usize::from(k[0])))
+        self.kind(i).and_then(|k| EntryType::ALL.get(usize::from(k[0])))
     }
 
     /// The role of entry `i`: `Some(None)` for none, `None` when only the strings name it.
     pub(crate) fn role(&self, i: usize) -> Option<Option<&'static Role>> {
-        match self.kinds.get(i)?[1] {
+        match self.kind(i)?[1] {
             NO_ROLE => Some(None),
             code => Role::ALL.get(usize::from(code)).map(Some),
         }
@@ -399,16 +402,16 @@ impl LazyIndex {
     /// True when some entry's role is `role` (no entry is read).
     pub(crate) fn has_role(&self, role: &Role) -> bool {
         let Some(code) = Role::ALL.iter().position(|r| r == role) else { return false };
-        self.kinds.iter().any(|k| usize::from(k[1]) == code)
+        self.kinds().any(|k| usize::from(k[1]) == code)
     }
 
     /// The positions whose type is `t` (no entry is read).
     pub(crate) fn positions_of(&self, t: &EntryType) -> Vec<usize> {
         let Some(code) = EntryType::ALL.iter().position(|x| x == t) else {
             // A type the column cannot name: every entry whose type is in the strings.
-            return (0..self.len()).filter(|&i| self.kinds[i][0] == NAMED_STRING).collect();
+            return self.kinds().enumerate().filter(|(_, k)| k[0] == NAMED_STRING).map(|(i, _)| i).collect();
         };
-        (0..self.len()).filter(|&i| usize::from(self.kinds[i][0]) == code).collect()
+        self.kinds().enumerate().filter(|(_, k)| usize::from(k[0]) == code).map(|(i, _)| i).collect()
     }
 
     /// The entries `range` (in file order, parents resolved to positions);
@@ -459,7 +462,7 @@ impl LazyIndex {
                 Some(_) => None,
                 None => s.opt_string()?.map(Into::into),
             };
-            let [t, ro] = self.kinds[i];
+            let [t, ro] = self.kind(i)?;
             let entry_type = match t {
                 NAMED_STRING => EntryType::parse(s.string()?),
                 code => EntryType::ALL.get(usize::from(code))?.clone(),

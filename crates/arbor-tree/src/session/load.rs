@@ -88,8 +88,6 @@ impl Session {
         let Some(lazy) = index.open() else { return Ok(false) };
         // The index holds each parent already resolved, and only clean files
         // (no duplicate ids, no cycles) are indexed: no id is hashed here.
-        let parents: Vec<usize> =
-            lazy.parents().iter().map(|&p| if p == u32::MAX { NO_PARENT } else { p as usize }).collect();
         let header_bytes = lazy.header_bytes;
         let raw = read_exact_at(&**src, 0, usize::try_from(header_bytes).unwrap_or(usize::MAX))?;
         let prefix = SessionLog::read(&raw[..])?;
@@ -98,7 +96,7 @@ impl Session {
             return Ok(false);
         }
         let has_assistant = lazy.has_role(&Role::Assistant);
-        let loaded = self.load_slots(prefix, header, vec![], src.clone(), Slots::from_index(lazy), Some(parents));
+        let loaded = self.load_slots(prefix, header, vec![], src.clone(), Slots::from_index(lazy), true);
         self.state.has_assistant |= loaded && has_assistant;
         Ok(loaded)
     }
@@ -110,7 +108,7 @@ impl Session {
             return Ok(false);
         }
         let slots = Slots::from_vec(scanned.entries.into_iter().map(Slot::scanned).collect());
-        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, None))
+        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, false))
     }
 
     /// Takes a v3 prefix's header and the loaded slots; false (nothing
@@ -122,7 +120,7 @@ impl Session {
         diagnostics: Vec<Diagnostic>,
         src: Arc<dyn ReadAt>,
         slots: Slots,
-        parents: Option<Vec<usize>>,
+        resolved: bool,
     ) -> bool {
         let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
         if report.migrated() || prefix.is_dirty() {
@@ -143,12 +141,9 @@ impl Session {
             }
         }
         self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
-        match parents {
-            Some(parents) => self.state.parent_idx = parents,
-            None => {
-                self.resolve_ids();
-                self.find_cycles();
-            }
+        if !resolved {
+            self.resolve_ids();
+            self.find_cycles();
         }
         self.diagnostics.sort_by_key(|d| d.line);
         self.disk = Disk::Synced { count: self.state.slots.len() };
@@ -161,7 +156,8 @@ impl Session {
         self.state.slots.reserve_exact(entries.len());
         for (line, entry, owned) in entries {
             let json = line_json(owned.raw, owned.js_only);
-            self.push_loaded(Slot::decoded(entry, json, line, owned.js_only));
+            // Parents are resolved once every slot is in.
+            self.push_loaded(Slot::decoded(entry, json, line, owned.js_only), NO_PARENT);
         }
         self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
         self.resolve_ids();
@@ -178,26 +174,22 @@ impl Session {
     fn push(&mut self, slot: Slot) -> usize {
         self.state.leaf = Some(slot.id.to_string());
         let mut by_id = self.state.by_id.take().unwrap_or_else(|| id_index(&self.state.slots));
-        let mut unresolved = self
-            .state
-            .unresolved
-            .take()
-            .unwrap_or_else(|| unresolved_parents(&self.state.slots, &self.state.parent_idx));
-        let i = self.push_loaded(slot);
-        let id = self.state.slots[i].id.clone();
+        let mut unresolved = self.state.unresolved.take().unwrap_or_else(|| unresolved_parents(&self.state.slots));
+        let i = self.state.slots.len();
+        let id = slot.id.clone();
         let prev = by_id.insert(id.clone(), i);
         if let Some(prev) = prev {
             self.state.slots[prev].live = false;
         }
-        let own = self.state.slots[i].parent_id.as_deref().and_then(|p| by_id.get(p).copied());
-        self.state.parent_idx.push(own.unwrap_or(NO_PARENT));
+        let own = slot.parent_id.as_deref().and_then(|p| by_id.get(p).copied());
+        let i = self.push_loaded(slot, own.unwrap_or(NO_PARENT));
         // Entries naming this id as their parent now resolve to it (the later
         // line wins). Only possible when the id was taken before or was some
         // entry's unresolved parent; a fresh id (every append) skips the walk.
         if prev.is_some() || unresolved.remove(&id) {
             for k in 0..i {
                 if self.state.slots[k].parent_id.as_ref() == Some(&id) {
-                    self.state.parent_idx[k] = i;
+                    self.state.slots.set_parent(k, i);
                 }
             }
         }
@@ -229,11 +221,12 @@ impl Session {
                 st.slots[prev].live = false;
             }
         }
-        st.parent_idx = st
+        let parents = st
             .slots
             .iter()
             .map(|s| s.parent_id.as_deref().and_then(|p| by_id.get(p).copied()).unwrap_or(NO_PARENT))
             .collect();
+        st.slots.set_parents(parents);
         st.by_id = OnceLock::from(by_id);
         st.children = OnceLock::new();
         st.unresolved = OnceLock::new();
@@ -262,13 +255,13 @@ impl Session {
 
     /// The slot the parent of slot `i` resolves to.
     pub(crate) fn parent_of(&self, i: usize) -> Option<usize> {
-        self.state.parent_idx.get(i).copied().filter(|&p| p != NO_PARENT)
+        self.state.slots.parent(i)
     }
 
-    /// Adds a loaded slot (see [`Session::note_loaded`]).
-    fn push_loaded(&mut self, slot: Slot) -> usize {
+    /// Adds a loaded slot whose parent resolves to `parent` (see [`Session::note_loaded`]).
+    fn push_loaded(&mut self, slot: Slot, parent: usize) -> usize {
         let i = self.state.slots.len();
-        self.state.slots.push(slot);
+        self.state.slots.push(slot, parent);
         self.note_loaded(i);
         i
     }

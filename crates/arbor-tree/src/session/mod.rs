@@ -67,9 +67,6 @@ pub(crate) struct Entries {
     pub(crate) slots: Slots,
     /// Id → slot; built by a bulk load that hashes ids anyway, else on first use.
     by_id: OnceLock<IdMap<usize>>,
-    /// For each slot, the slot its `parentId` resolves to through `by_id`
-    /// (`NO_PARENT` when none): walks follow indices, not hash lookups.
-    parent_idx: Vec<usize>,
     /// Built on first use.
     children: OnceLock<IdMap<slot::Kids>>,
     /// Parent ids naming no entry (built by the first append): an append

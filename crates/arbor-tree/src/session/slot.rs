@@ -83,8 +83,13 @@ pub(crate) fn id_index(slots: &Slots) -> IdMap<usize> {
 }
 
 /// The parent ids that resolve to no slot.
-pub(crate) fn unresolved_parents(slots: &Slots, parent_idx: &[usize]) -> HashSet<CompactString, IdHash> {
-    slots.iter().zip(parent_idx).filter(|(_, &p)| p == NO_PARENT).filter_map(|(s, _)| s.parent_id.clone()).collect()
+pub(crate) fn unresolved_parents(slots: &Slots) -> HashSet<CompactString, IdHash> {
+    slots
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| slots.parent(i).is_none())
+        .filter_map(|(_, s)| s.parent_id.clone())
+        .collect()
 }
 
 /// Parent id → the live slots of `slots` naming it, in file order.

@@ -5,6 +5,7 @@
 //! A command that reads the context at the leaf of a million-entry session
 //! so builds the few thousand slots it reads, not a million.
 
+use std::collections::HashMap;
 use std::ops::{Index, IndexMut};
 use std::sync::OnceLock;
 
@@ -12,19 +13,25 @@ use compact_str::CompactString;
 
 use arbor_log::{EntryType, Role};
 
-use super::slot::Slot;
+use super::slot::{Slot, NO_PARENT};
 use crate::index::LazyIndex;
 
 /// Entries read from the index at once.
 const RUN: usize = 64;
 
-/// Every slot of a session, in file order.
+/// Every slot of a session, in file order, and the slot each one's parent
+/// resolves to.
 #[derive(Debug, Default)]
 pub(crate) struct Slots {
     /// The slots the index holds, built a run at a time on first use.
     indexed: Option<Indexed>,
     /// Every other slot: after `indexed`'s (appended in this process), or all of them.
     owned: Vec<Slot>,
+    /// For each owned slot, the slot its `parentId` resolves to (`NO_PARENT`: none).
+    owned_parents: Vec<usize>,
+    /// Slots of the index whose parent was resolved again after the load
+    /// (an appended entry took the id they name): slot → parent.
+    repointed: HashMap<usize, usize>,
 }
 
 #[derive(Debug)]
@@ -65,12 +72,37 @@ impl Slots {
     /// The slots of a loaded index (none built yet).
     pub(crate) fn from_index(index: LazyIndex) -> Slots {
         let runs = (0..index.len().div_ceil(RUN)).map(|_| OnceLock::new()).collect();
-        Slots { indexed: Some(Indexed { index, runs }), owned: Vec::new() }
+        Slots { indexed: Some(Indexed { index, runs }), ..Slots::default() }
     }
 
-    /// Slots held in memory.
+    /// Slots held in memory (their parents resolved later, [`Slots::set_parents`]).
     pub(crate) fn from_vec(slots: Vec<Slot>) -> Slots {
-        Slots { indexed: None, owned: slots }
+        Slots { owned: slots, ..Slots::default() }
+    }
+
+    /// The slot the parent of slot `i` resolves to.
+    pub(crate) fn parent(&self, i: usize) -> Option<usize> {
+        let n = self.indexed_len();
+        let p = match &self.indexed {
+            Some(x) if i < n => return self.repointed.get(&i).copied().or_else(|| x.index.parent(i)),
+            _ => self.owned_parents.get(i - n).copied()?,
+        };
+        (p != NO_PARENT).then_some(p)
+    }
+
+    /// Resolves the parent of slot `i` to slot `p` (`NO_PARENT`: none).
+    pub(crate) fn set_parent(&mut self, i: usize, p: usize) {
+        let n = self.indexed_len();
+        if i < n {
+            self.repointed.insert(i, p);
+        } else if let Some(slot) = self.owned_parents.get_mut(i - n) {
+            *slot = p;
+        }
+    }
+
+    /// The parents of the slots held in memory (the index holds its own).
+    pub(crate) fn set_parents(&mut self, parents: Vec<usize>) {
+        self.owned_parents = parents;
     }
 
     fn indexed_len(&self) -> usize {
@@ -117,8 +149,10 @@ impl Slots {
         self.len().checked_sub(1).and_then(|i| self.get(i))
     }
 
-    pub(crate) fn push(&mut self, slot: Slot) {
+    /// Adds a slot whose parent resolves to `parent` (`NO_PARENT`: none).
+    pub(crate) fn push(&mut self, slot: Slot, parent: usize) {
         self.owned.push(slot);
+        self.owned_parents.push(parent);
     }
 
     pub(crate) fn reserve_exact(&mut self, n: usize) {
