@@ -14,7 +14,7 @@ use serde::Serialize;
 use arbor_log::{DiagnosticKind, EntryKind, LineKind, Role, SessionLog};
 
 use crate::error::TreeError;
-use crate::session::{OpenMode, Session, SessionOptions};
+use crate::session::{OpenMode, Position, Session, SessionOptions};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -142,47 +142,45 @@ fn warn(line: usize, code: &'static str, message: String) -> Finding {
     Finding { line, severity: Severity::Warning, code, message }
 }
 
-/// The findings only the tree shows.
+/// The findings only the tree shows. Each entry is decoded once and not
+/// kept (a check holds one entry at a time, not the session's bodies).
 pub fn tree_findings(s: &Session) -> Vec<Finding> {
-    let mut has_child: HashSet<&str> = HashSet::new();
-    let mut out = entry_findings(s, &mut has_child);
-    out.extend(unanswered_tool_calls(s, &has_child));
+    let mut out = entry_findings(s);
+    out.extend(unanswered_tool_calls(s));
     out
 }
 
 /// What each live entry shows on its own: self-parents, orphans, labels on
-/// missing targets, compactions whose kept entry is off their path. Notes
-/// in `has_child` every id some entry names as its parent.
-fn entry_findings<'s>(s: &'s Session, has_child: &mut HashSet<&'s str>) -> Vec<Finding> {
+/// missing targets, compactions whose kept entry is off their path.
+fn entry_findings(s: &Session) -> Vec<Finding> {
     let mut out = vec![];
     for i in s.positions() {
         if !s.is_live_at(i) {
             continue;
         }
-        let (Some(e), line) = (s.entry_at(i), s.line_at(i)) else { continue };
+        let (Some(e), line) = (s.decode_at(i), s.line_at(i)) else { continue };
         if let Some(p) = &e.parent_id {
-            has_child.insert(p.as_str());
             if p == &e.id {
                 out.push(warn(line, "self-parent", format!("entry {} is its own parent; shown as a root", e.id)));
-            } else if s.get_entry(p).is_none() {
+            } else if s.position_of(p).is_none() {
                 out.push(warn(line, "orphan", format!("entry {} has a missing parent {p}; shown as a root", e.id)));
             }
         }
         match &e.kind {
-            EntryKind::Label(l) if s.get_entry(&l.target_id).is_none() => out.push(warn(
+            EntryKind::Label(l) if s.position_of(&l.target_id).is_none() => out.push(warn(
                 line,
                 "label-target-missing",
                 format!("label {} targets a missing entry {}", e.id, l.target_id),
             )),
             EntryKind::Compaction(c) => {
-                let path: HashSet<&str> = s.get_branch(Some(&e.id)).iter().map(|p| p.id.as_str()).collect();
+                let on_path = |k: &str| s.branch_positions(Some(&e.id)).iter().any(|&q| s.id_at(q) == Some(k));
                 match c.first_kept_entry_id.as_deref() {
                     None => out.push(warn(
                         line,
                         "compaction-keeps-nothing",
                         format!("compaction {} has no firstKeptEntryId: nothing before it is kept", e.id),
                     )),
-                    Some(k) if !path.contains(k) => out.push(warn(
+                    Some(k) if !on_path(k) => out.push(warn(
                         line,
                         "compaction-kept-off-path",
                         format!(
@@ -199,44 +197,150 @@ fn entry_findings<'s>(s: &'s Session, has_child: &mut HashSet<&'s str>) -> Vec<F
     out
 }
 
-/// Tool calls without a result, on the path to each leaf of the tree.
-fn unanswered_tool_calls(s: &Session, has_child: &HashSet<&str>) -> Vec<Finding> {
-    let mut out = vec![];
-    for i in s.positions() {
-        let Some(e) = s.entry_at(i) else { continue };
-        if !s.is_live_at(i) || has_child.contains(e.id.as_str()) {
-            continue;
-        }
-        let path = s.get_branch(Some(&e.id));
-        let mut open: Vec<(String, String, &str)> = vec![];
-        for p in &path {
-            let Some(m) = p.message() else { continue };
-            let view = m.view();
-            match view.role() {
-                Some(Role::Assistant) => {
-                    for call in view.tool_calls() {
-                        open.push((
-                            call.id.unwrap_or("").to_owned(),
-                            call.name.unwrap_or("tool").to_owned(),
-                            p.id.as_str(),
-                        ));
-                    }
-                }
-                Some(Role::ToolResult) => {
-                    let id = view.str_field("toolCallId").unwrap_or("");
-                    open.retain(|(c, _, _)| c != id);
-                }
-                _ => {}
-            }
-        }
-        for (call, name, at) in open {
-            let line = s.position_of(at).map_or(0, |k| s.line_at(k));
-            out.push(warn(
-                line,
-                "tool-call-without-result",
-                format!("tool call {call} ({name}) in {at} has no result on the path to leaf {}", e.id),
-            ));
+/// For each position, true when a live entry names its id as its parent (it is no leaf).
+fn named_as_parent(s: &Session) -> Vec<bool> {
+    let mut named = vec![false; s.len()];
+    for slot in s.state.slots.iter() {
+        if let Some(q) = slot.parent_id.as_deref().filter(|_| slot.live).and_then(|p| s.position_of(p)) {
+            named[q.get()] = true;
         }
     }
+    named
+}
+
+/// A tool call still open on a path: its id, its tool's name and the entry that made it.
+type OpenCall = (String, String, Position);
+
+/// What one entry does to the tool calls open on its path: the calls an
+/// assistant message makes, or the id a tool result answers.
+fn tool_effect(s: &Session, p: Position) -> (Vec<OpenCall>, Option<String>) {
+    let Some(e) = s.decode_at(p) else { return (vec![], None) };
+    let Some(m) = e.message() else { return (vec![], None) };
+    let view = m.view();
+    match view.role() {
+        Some(Role::Assistant) => {
+            let calls = view
+                .tool_calls()
+                .map(|call| (call.id.unwrap_or("").to_owned(), call.name.unwrap_or("tool").to_owned(), p))
+                .collect();
+            (calls, None)
+        }
+        Some(Role::ToolResult) => (vec![], Some(view.str_field("toolCallId").unwrap_or("").to_owned())),
+        _ => (vec![], None),
+    }
+}
+
+fn unanswered(s: &Session, open: &[OpenCall], leaf: Position, out: &mut Vec<Finding>) {
+    let leaf_id = s.id_at(leaf).unwrap_or_default();
+    for (call, name, at) in open {
+        let at_id = s.id_at(*at).unwrap_or_default();
+        out.push(warn(
+            s.line_at(*at),
+            "tool-call-without-result",
+            format!("tool call {call} ({name}) in {at_id} has no result on the path to leaf {leaf_id}"),
+        ));
+    }
+}
+
+/// Tool calls without a result, on the path to each leaf of the tree: one
+/// walk down the tree, the calls open on the way kept on a stack (each
+/// entry decoded once), so the check costs the session, not its leaves
+/// times its depth. A session with a parent cycle walks each leaf's path.
+fn unanswered_tool_calls(s: &Session) -> Vec<Finding> {
+    let named = named_as_parent(s);
+    let is_leaf = |p: Position| s.is_live_at(p) && !named[p.get()];
+    if !s.state.cycle_roots.is_empty() {
+        return unanswered_by_paths(s, &is_leaf);
+    }
+    let mut out = vec![];
+    let tree = s.get_tree();
+    // Each frame: a node, the calls it opened (how many were pushed) and
+    // the ones its tool result closed (to put back when leaving it).
+    struct Frame<'t> {
+        kids: &'t [Position],
+        next: usize,
+        pushed: usize,
+        closed: Vec<(usize, OpenCall)>,
+    }
+    let mut open: Vec<OpenCall> = vec![];
+    let mut stack: Vec<Frame<'_>> = vec![Frame { kids: tree.root_positions(), next: 0, pushed: 0, closed: vec![] }];
+    while let Some(top) = stack.last_mut() {
+        let Some(&p) = top.kids.get(top.next) else {
+            let done = stack.pop().unwrap_or_else(|| unreachable!());
+            open.truncate(open.len() - done.pushed);
+            // Back in ascending order of where they were: each lands where it was.
+            for (at, call) in done.closed {
+                open.insert(at, call);
+            }
+            continue;
+        };
+        top.next += 1;
+        let (calls, result) = tool_effect(s, p);
+        let mut closed = vec![];
+        if let Some(id) = result {
+            let mut k = 0;
+            open.retain(|c| {
+                let keep = c.0 != id;
+                if !keep {
+                    closed.push((k, c.clone()));
+                }
+                k += 1;
+                keep
+            });
+        }
+        let pushed = calls.len();
+        open.extend(calls);
+        if is_leaf(p) && !open.is_empty() {
+            let mut found = vec![];
+            unanswered(s, &open, p, &mut found);
+            out.push((p, found));
+        }
+        stack.push(Frame { kids: tree.child_positions(p), next: 0, pushed, closed });
+    }
+    // Leaf by leaf in file order, as the walk leaf by leaf reports them.
+    out.sort_by_key(|(leaf, _)| *leaf);
+    out.into_iter().flat_map(|(_, found)| found).collect()
+}
+
+/// [`unanswered_tool_calls`] leaf by leaf, each leaf's path walked from the root.
+fn unanswered_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<Finding> {
+    let mut out = vec![];
+    for leaf in s.positions().filter(|&p| is_leaf(p)) {
+        let mut open: Vec<OpenCall> = vec![];
+        for p in s.branch_positions(s.id_at(leaf)) {
+            let (calls, result) = tool_effect(s, p);
+            if let Some(id) = result {
+                open.retain(|c| c.0 != id);
+            }
+            open.extend(calls);
+        }
+        unanswered(s, &open, leaf, &mut out);
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk down the tree finds what walking each leaf's path finds, in
+    /// the same order, on every fixture and a large branched session.
+    #[test]
+    fn one_walk_down_the_tree_finds_what_each_leafs_path_finds() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let big = d.path().join("big.jsonl");
+        arbor_test_support::write_big_session(&big, 3000, 20);
+        let mut files = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
+        files.push(big);
+        let mut with_calls = 0;
+        for f in files {
+            let opts = SessionOptions { index_dir: None, ..SessionOptions::default() };
+            let Ok(s) = Session::open(&f, OpenMode::ReadOnly, opts) else { continue };
+            let named = named_as_parent(&s);
+            let by_paths = unanswered_by_paths(&s, &|p: Position| s.is_live_at(p) && !named[p.get()]);
+            with_calls += usize::from(!by_paths.is_empty());
+            assert_eq!(unanswered_tool_calls(&s), by_paths, "{}", f.display());
+        }
+        assert!(with_calls >= 3, "{with_calls} fixtures with unanswered tool calls");
+    }
 }
