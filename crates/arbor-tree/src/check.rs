@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use arbor_log::{DiagnosticKind, EntryKind, LineKind, Role, SessionLog};
+use arbor_log::{DiagnosticKind, EntryKind, EntryType, LineKind, Role, SessionLog};
 
 use crate::error::TreeError;
 use crate::session::{OpenMode, Position, Session, SessionOptions};
@@ -76,6 +76,23 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
 /// Checks the session at `path` in `opts.store` (read-only, as [`check_file`]
 /// does for a local file).
 pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, TreeError> {
+    // A current-version file without a diagnostic: the session (opened by
+    // the light scan or through its index) tells all that the reader would,
+    // without holding every line decoded; anything else is read in full.
+    if let Ok(s) = Session::open(path, OpenMode::ReadOnly, opts.clone()) {
+        if s.diagnostics().is_empty() && !s.migration().migrated() {
+            let mut out = root_parents(&s);
+            out.extend(tree_findings(&s));
+            sort(&mut out);
+            return Ok(out);
+        }
+    }
+    check_in_full(path, opts)
+}
+
+/// [`check_session`] reading every line in full (what a file with
+/// diagnostics, or one that needs a migration, is checked by).
+fn check_in_full(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, TreeError> {
     let Some(reader) = opts.store.read_from(path, 0)? else { return Err(TreeError::Missing(path.to_owned())) };
     let log = SessionLog::read(reader).map_err(|e| TreeError::io(path, e))?;
     let mut out: Vec<Finding> = log
@@ -134,6 +151,30 @@ fn non_string_parents(log: &SessionLog) -> impl Iterator<Item = Finding> + '_ {
     })
 }
 
+/// [`non_string_parents`] for a file without diagnostics, where every
+/// record is an entry: only an entry read as a root can hold one, so only
+/// those are read again.
+fn root_parents(s: &Session) -> Vec<Finding> {
+    let mut out = vec![];
+    for (i, slot) in s.state.slots.iter().enumerate() {
+        if slot.parent_id.is_some() {
+            continue;
+        }
+        let p = Position::new(i);
+        let value = s.with_json_at(p, |j| arbor_log::json::parse(j).ok()).flatten();
+        if let Some(parent) = value.as_ref().and_then(|v| v.get("parentId")).filter(|p| !p.is_string() && !p.is_null())
+        {
+            out.push(Finding {
+                line: s.line_at(p),
+                severity: Severity::Warning,
+                code: "parent-not-a-string",
+                message: format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
+            });
+        }
+    }
+    out
+}
+
 fn sort(v: &mut [Finding]) {
     v.sort_by(|a, b| a.line.cmp(&b.line).then(b.severity.cmp(&a.severity)).then(a.code.cmp(b.code)));
 }
@@ -154,18 +195,23 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
 /// missing targets, compactions whose kept entry is off their path.
 fn entry_findings(s: &Session) -> Vec<Finding> {
     let mut out = vec![];
-    for i in s.positions() {
-        if !s.is_live_at(i) {
+    for (k, slot) in s.state.slots.iter().enumerate() {
+        if !slot.live {
             continue;
         }
-        let (Some(e), line) = (s.decode_at(i), s.line_at(i)) else { continue };
-        if let Some(p) = &e.parent_id {
-            if p == &e.id {
-                out.push(warn(line, "self-parent", format!("entry {} is its own parent; shown as a root", e.id)));
+        let (i, line, id) = (Position::new(k), slot.line, &slot.id);
+        if let Some(p) = &slot.parent_id {
+            if p == id {
+                out.push(warn(line, "self-parent", format!("entry {id} is its own parent; shown as a root")));
             } else if s.position_of(p).is_none() {
-                out.push(warn(line, "orphan", format!("entry {} has a missing parent {p}; shown as a root", e.id)));
+                out.push(warn(line, "orphan", format!("entry {id} has a missing parent {p}; shown as a root")));
             }
         }
+        // Only labels and compactions are read further.
+        if slot.entry_type != EntryType::Label && slot.entry_type != EntryType::Compaction {
+            continue;
+        }
+        let Some(e) = s.decode_at(i) else { continue };
         match &e.kind {
             EntryKind::Label(l) if s.position_of(&l.target_id).is_none() => out.push(warn(
                 line,
@@ -213,8 +259,28 @@ type OpenCall = (String, String, Position);
 
 /// What one entry does to the tool calls open on its path: the calls an
 /// assistant message makes, or the id a tool result answers.
-fn tool_effect(s: &Session, p: Position) -> (Vec<OpenCall>, Option<String>) {
-    let Some(e) = s.decode_at(p) else { return (vec![], None) };
+type Effect = (Vec<OpenCall>, Option<String>);
+
+fn tool_effect(s: &Session, p: Position) -> Effect {
+    effect_of(s.decode_at(p), p)
+}
+
+/// The [`Effect`] of every entry, decoded on all cores a batch at a time;
+/// only assistant messages and tool results are read.
+fn tool_effects(s: &Session) -> Vec<Effect> {
+    let mut out: Vec<Effect> = (0..s.len()).map(|_| (vec![], None)).collect();
+    let wanted: Vec<Position> =
+        s.positions().filter(|&p| matches!(s.role_at(p), Some(Role::Assistant | Role::ToolResult))).collect();
+    for batch in wanted.chunks(4096) {
+        for (&p, e) in batch.iter().zip(s.decode_many(batch)) {
+            out[p.get()] = effect_of(e, p);
+        }
+    }
+    out
+}
+
+fn effect_of(e: Option<arbor_log::Entry>, p: Position) -> Effect {
+    let Some(e) = e else { return (vec![], None) };
     let Some(m) = e.message() else { return (vec![], None) };
     let view = m.view();
     match view.role() {
@@ -253,6 +319,7 @@ fn unanswered_tool_calls(s: &Session) -> Vec<Finding> {
         return unanswered_by_paths(s, &is_leaf);
     }
     let mut out = vec![];
+    let mut effects = tool_effects(s);
     let tree = s.get_tree();
     // Each frame: a node, the calls it opened (how many were pushed) and
     // the ones its tool result closed (to put back when leaving it).
@@ -275,7 +342,7 @@ fn unanswered_tool_calls(s: &Session) -> Vec<Finding> {
             continue;
         };
         top.next += 1;
-        let (calls, result) = tool_effect(s, p);
+        let (calls, result) = std::mem::take(&mut effects[p.get()]);
         let mut closed = vec![];
         if let Some(id) = result {
             let mut k = 0;
@@ -342,5 +409,30 @@ mod tests {
             assert_eq!(unanswered_tool_calls(&s), by_paths, "{}", f.display());
         }
         assert!(with_calls >= 3, "{with_calls} fixtures with unanswered tool calls");
+    }
+
+    /// A clean file checked from the session alone finds what reading every line finds.
+    #[test]
+    fn a_clean_file_checked_from_the_session_finds_what_the_full_read_finds() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let big = d.path().join("big.jsonl");
+        arbor_test_support::write_big_session(&big, 3000, 20);
+        let odd = d.path().join("odd-parents.jsonl");
+        std::fs::write(
+            &odd,
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n\
+             {\"type\":\"message\",\"id\":\"a\",\"parentId\":5,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n\
+             {\"type\":\"message\",\"id\":\"b\",\"parentId\":{\"x\":1},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"y\"}}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut files = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
+        files.extend([big, odd.clone()]);
+        for f in files {
+            let opts = || SessionOptions { index_dir: None, ..SessionOptions::default() };
+            let (fast, full) = (check_session(&f, opts()), check_in_full(&f, opts()));
+            assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{}", f.display());
+        }
+        let odd = check_session(&odd, SessionOptions::default()).unwrap_or_default();
+        assert_eq!(odd.iter().filter(|f| f.code == "parent-not-a-string").count(), 2, "{odd:?}");
     }
 }
