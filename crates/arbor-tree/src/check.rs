@@ -271,7 +271,8 @@ fn tool_effects(s: &Session) -> Vec<Effect> {
     let mut out: Vec<Effect> = (0..s.len()).map(|_| (vec![], None)).collect();
     let wanted: Vec<Position> =
         s.positions().filter(|&p| matches!(s.role_at(p), Some(Role::Assistant | Role::ToolResult))).collect();
-    for batch in wanted.chunks(4096) {
+    // Small batches: a decoded tool result holds several times its line.
+    for batch in wanted.chunks(512) {
         for (&p, e) in batch.iter().zip(s.decode_many(batch)) {
             out[p.get()] = effect_of(e, p);
         }
