@@ -297,27 +297,39 @@ fn effect_of(e: Option<arbor_log::Entry>, p: Position) -> Effect {
     }
 }
 
-fn unanswered(s: &Session, open: &[OpenCall], leaf: Position, out: &mut Vec<Finding>) {
-    let leaf_id = s.id_at(leaf).unwrap_or_default();
-    for (call, name, at) in open {
-        let at_id = s.id_at(*at).unwrap_or_default();
-        out.push(warn(
-            s.line_at(*at),
-            "tool-call-without-result",
-            format!("tool call {call} ({name}) in {at_id} has no result on the path to leaf {leaf_id}"),
-        ));
+/// The tool calls open at each leaf (leaves in file order, calls in the
+/// order the path leaves them open) as findings.
+fn report_unanswered(s: &Session, open_at_leaves: Vec<(Position, Vec<OpenCall>)>) -> Vec<Finding> {
+    let mut out = vec![];
+    for (leaf, open) in open_at_leaves {
+        let leaf_id = s.id_at(leaf).unwrap_or_default();
+        for (call, name, at) in open {
+            let at_id = s.id_at(at).unwrap_or_default();
+            out.push(warn(
+                s.line_at(at),
+                "tool-call-without-result",
+                format!("tool call {call} ({name}) in {at_id} has no result on the path to leaf {leaf_id}"),
+            ));
+        }
     }
+    out
 }
 
-/// Tool calls without a result, on the path to each leaf of the tree: one
-/// walk down the tree, the calls open on the way kept on a stack (each
-/// entry decoded once), so the check costs the session, not its leaves
-/// times its depth. A session with a parent cycle walks each leaf's path.
+/// Tool calls without a result, on the path to each leaf of the tree.
 fn unanswered_tool_calls(s: &Session) -> Vec<Finding> {
+    report_unanswered(s, open_at_leaves(s))
+}
+
+/// The tool calls left without a result on the path to each leaf (leaves
+/// in file order, those with none left out): one walk down the tree, the
+/// calls open on the way kept on a stack (each entry decoded once), so the
+/// check costs the session, not its leaves times its depth. A session with
+/// a parent cycle walks each leaf's path.
+fn open_at_leaves(s: &Session) -> Vec<(Position, Vec<OpenCall>)> {
     let named = named_as_parent(s);
     let is_leaf = |p: Position| s.is_live_at(p) && !named[p.get()];
     if !s.state.cycle_roots.is_empty() {
-        return unanswered_by_paths(s, &is_leaf);
+        return open_by_paths(s, &is_leaf);
     }
     let mut out = vec![];
     let mut effects = tool_effects(s);
@@ -359,19 +371,17 @@ fn unanswered_tool_calls(s: &Session) -> Vec<Finding> {
         let pushed = calls.len();
         open.extend(calls);
         if is_leaf(p) && !open.is_empty() {
-            let mut found = vec![];
-            unanswered(s, &open, p, &mut found);
-            out.push((p, found));
+            out.push((p, open.clone()));
         }
         stack.push(Frame { kids: tree.child_positions(p), next: 0, pushed, closed });
     }
-    // Leaf by leaf in file order, as the walk leaf by leaf reports them.
+    // Leaf by leaf in file order, as the walk leaf by leaf finds them.
     out.sort_by_key(|(leaf, _)| *leaf);
-    out.into_iter().flat_map(|(_, found)| found).collect()
+    out
 }
 
-/// [`unanswered_tool_calls`] leaf by leaf, each leaf's path walked from the root.
-fn unanswered_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<Finding> {
+/// [`open_at_leaves`] leaf by leaf, each leaf's path walked from the root.
+fn open_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<(Position, Vec<OpenCall>)> {
     let mut out = vec![];
     for leaf in s.positions().filter(|&p| is_leaf(p)) {
         let mut open: Vec<OpenCall> = vec![];
@@ -382,7 +392,9 @@ fn unanswered_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<F
             }
             open.extend(calls);
         }
-        unanswered(s, &open, leaf, &mut out);
+        if !open.is_empty() {
+            out.push((leaf, open));
+        }
     }
     out
 }
@@ -405,9 +417,9 @@ mod tests {
             let opts = SessionOptions { index_dir: None, ..SessionOptions::default() };
             let Ok(s) = Session::open(&f, OpenMode::ReadOnly, opts) else { continue };
             let named = named_as_parent(&s);
-            let by_paths = unanswered_by_paths(&s, &|p: Position| s.is_live_at(p) && !named[p.get()]);
+            let by_paths = open_by_paths(&s, &|p: Position| s.is_live_at(p) && !named[p.get()]);
             with_calls += usize::from(!by_paths.is_empty());
-            assert_eq!(unanswered_tool_calls(&s), by_paths, "{}", f.display());
+            assert_eq!(open_at_leaves(&s), by_paths, "{}", f.display());
         }
         assert!(with_calls >= 3, "{with_calls} fixtures with unanswered tool calls");
     }
