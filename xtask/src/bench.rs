@@ -63,6 +63,8 @@ struct Opts {
     pg: bool,
     /// `--pg-sessions N`: how many sessions `--pg` pushes.
     pg_sessions: usize,
+    /// `--tui`: the tree selector's bench (`arbor tui FILE --bench`).
+    tui: bool,
 }
 
 fn parse_opts(args: &[String]) -> Result<Opts> {
@@ -84,6 +86,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         pg: false,
         pg_sessions: 1000,
         no_pi: false,
+        tui: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -103,6 +106,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--store" => o.store = Some(value("--store")?.parse().context("--store")?),
             "--html" => o.html = Some(value("--html")?.parse().context("--html")?),
             "--pg" => o.pg = true,
+            "--tui" => o.tui = true,
             "--pg-sessions" => o.pg_sessions = value("--pg-sessions")?.parse().context("--pg-sessions")?,
             "--store-entries" => {
                 let v = value("--store-entries")?;
@@ -158,7 +162,7 @@ impl BenchCmd {
         self
     }
 
-    fn capturing(mut self) -> Self {
+    pub fn capturing(mut self) -> Self {
         self.capture_stdout = true;
         self
     }
@@ -266,6 +270,12 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
             runs: opts.runs,
         };
         return crate::bench_pg::run(root, &target, &o);
+    }
+    if opts.tui {
+        let arbor = build_arbor(root, &target)?;
+        let entries = opts.entries.unwrap_or(if opts.huge { 1_000_000 } else { 100_000 });
+        let file = crate::bench_tui::session(&target, opts.file.as_ref(), entries, opts.seed)?;
+        return crate::bench_tui::run(root, &arbor, &file, &target.join("bench-cache"));
     }
     if let Some(entries) = opts.html {
         let arbor = build_arbor(root, &target)?;
@@ -427,6 +437,7 @@ const CONTEXT: &str = "arbor context --json (scan)";
 const TREE: &str = "arbor tree --json (scan)";
 const CONTEXT_INDEXED: &str = "arbor context --json (index)";
 const TREE_INDEXED: &str = "arbor tree --json (index)";
+const TREE_TEXT: &str = "arbor tree (text, index)";
 const CHECK: &str = "arbor check";
 const REPAIR: &str = "arbor repair (dry run)";
 
@@ -445,6 +456,7 @@ fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
         BenchCmd::new(CONTEXT_INDEXED, [arbor, "context".as_ref(), f, "--json".as_ref()])
             .with_env("ARBOR_CACHE_DIR", &cache),
         BenchCmd::new(TREE_INDEXED, [arbor, "tree".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_CACHE_DIR", &cache),
+        BenchCmd::new(TREE_TEXT, [arbor, "tree".as_ref(), f]).with_env("ARBOR_CACHE_DIR", &cache),
         BenchCmd::new(SCAN, [scan, "--light".as_ref(), f]).capturing(),
     ];
     if opts.full_scan {

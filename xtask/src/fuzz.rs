@@ -5,8 +5,9 @@
 //! `--minimize` merges what the run found into the kept corpus.
 
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -32,13 +33,15 @@ const TARGETS: &[Target] = &[
     Target { name: "migrations", dict: "pi.dict", seeds: Seeds::SessionFixtures },
     Target { name: "tree_context", dict: "pi.dict", seeds: Seeds::SessionFixtures },
     Target { name: "hook_response", dict: "hooks.dict", seeds: Seeds::Folder("hooks") },
+    Target { name: "sse_openai", dict: "sse.dict", seeds: Seeds::Folder("sse_openai") },
+    Target { name: "sse_anthropic", dict: "sse.dict", seeds: Seeds::Folder("sse_anthropic") },
 ];
 
 /// Seeds and kept inputs larger than this are left out (the kept corpus stays small).
 const MAX_INPUT: u64 = 64 * 1024;
 /// The longest input libFuzzer makes (longer seeds are cut): many small
 /// sessions a second find more than a few large ones.
-const MAX_LEN: u64 = 8 * 1024;
+const MAX_LEN: u64 = 4 * 1024;
 
 struct Outcome {
     target: String,
@@ -57,6 +60,8 @@ struct Options {
     only: Option<String>,
     minimize: bool,
     asan: bool,
+    /// Targets run at the same time (libFuzzer uses one core each).
+    parallel: usize,
 }
 
 fn ensure_cargo_fuzz() -> Result<()> {
@@ -130,37 +135,62 @@ fn status_value(stderr: &str, key: &str) -> u64 {
 }
 
 fn cargo_fuzz(root: &Path, opts: &Options) -> Command {
+    cargo_fuzz_command(root, opts, "run")
+}
+
+/// `cargo fuzz SUB` in `fuzz/` with the sanitizer of `opts` (stable Rust: `RUSTC_BOOTSTRAP`).
+fn cargo_fuzz_command(root: &Path, opts: &Options, sub: &str) -> Command {
     let mut cmd = Command::new("cargo");
     cmd.current_dir(root.join("fuzz")).env("RUSTC_BOOTSTRAP", "1");
-    cmd.args(["fuzz", "run", "--sanitizer", if opts.asan { "address" } else { "none" }]);
+    cmd.args(["fuzz", sub, "--sanitizer", if opts.asan { "address" } else { "none" }]);
     cmd
 }
 
 fn run_one(root: &Path, t: &Target, opts: &Options) -> Result<Outcome> {
     let (corpus, inputs) = working_corpus(root, t)?;
-    let bound = match (opts.runs, opts.seconds) {
-        (Some(runs), _) => format!("-runs={runs}"),
-        (None, s) => format!("-max_total_time={}", s.unwrap_or(60)),
-    };
-    println!("== {}: {inputs} inputs (kept corpus and seeds), {bound}", t.name);
+    // Executions, time or both (whichever comes first); 60 s when neither is given.
+    let mut bounds = vec![];
+    if let Some(runs) = opts.runs {
+        bounds.push(format!("-runs={runs}"));
+    }
+    if opts.seconds.is_some() || opts.runs.is_none() {
+        bounds.push(format!("-max_total_time={}", opts.seconds.unwrap_or(60)));
+    }
+    let bound = bounds.join(" ");
+    let log = root.join("target/fuzz-logs").join(format!("{}.log", t.name));
+    fs::create_dir_all(log.parent().context("the log has a folder")?)?;
+    println!("== {}: {inputs} inputs (kept corpus and seeds), {bound}; progress in {}", t.name, log.display());
     let start = Instant::now();
-    let out = cargo_fuzz(root, opts)
+    let mut child = cargo_fuzz(root, opts)
         .arg(t.name)
         .arg(&corpus)
+        .arg("--")
+        .args(&bounds)
         .args([
-            "--",
-            &bound,
             &format!("-dict={}", root.join("fuzz").join(t.dict).display()),
             "-rss_limit_mb=2048",
             "-timeout=10",
             &format!("-max_len={MAX_LEN}"),
             "-print_final_stats=1",
         ])
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .with_context(|| format!("cannot run cargo fuzz for {}", t.name))?;
+    // libFuzzer's status lines go to the log as they come (a long run can be watched).
+    let mut stderr = String::new();
+    let mut file = fs::File::create(&log).with_context(|| log.display().to_string())?;
+    if let Some(pipe) = child.stderr.take() {
+        for line in BufReader::new(pipe).lines() {
+            let line = line?;
+            writeln!(file, "{line}")?;
+            stderr.push_str(&line);
+            stderr.push('\n');
+        }
+    }
+    let status = child.wait()?;
     let secs = start.elapsed().as_secs_f64();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let crashed = !out.status.success();
+    let crashed = !status.success();
     if crashed {
         let tail: Vec<&str> = stderr.lines().rev().take(30).collect();
         eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
@@ -182,7 +212,7 @@ fn run_one(root: &Path, t: &Target, opts: &Options) -> Result<Outcome> {
 }
 
 /// Replaces the kept corpus of `t` with the smallest set of the working
-/// corpus's inputs that covers what all of them cover (libFuzzer's merge).
+/// corpus's inputs that covers every edge all of them cover (libFuzzer's merge).
 fn minimize(root: &Path, t: &Target, working: &Path, opts: &Options) -> Result<usize> {
     let kept = root.join("fuzz/corpus").join(t.name);
     let fresh = root.join("target/fuzz-merged").join(t.name);
@@ -192,7 +222,9 @@ fn minimize(root: &Path, t: &Target, working: &Path, opts: &Options) -> Result<u
         .arg(t.name)
         .arg(&fresh)
         .arg(working)
-        .args(["--", "-merge=1", &format!("-max_len={MAX_LEN}")])
+        // Edges without hit counts: the kept corpus covers every edge the
+        // working corpus covers in a few hundred inputs, not thousands.
+        .args(["--", "-merge=1", "-use_counters=0", &format!("-max_len={MAX_LEN}")])
         .stderr(std::process::Stdio::null())
         .status()?;
     if !status.success() {
@@ -206,7 +238,7 @@ fn minimize(root: &Path, t: &Target, working: &Path, opts: &Options) -> Result<u
 }
 
 fn parse(args: &[String]) -> Result<Options> {
-    let mut o = Options { seconds: None, runs: None, only: None, minimize: false, asan: false };
+    let mut o = Options { seconds: None, runs: None, only: None, minimize: false, asan: false, parallel: 1 };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -215,6 +247,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--target" => o.only = Some(it.next().context("--target needs a name")?.clone()),
             "--minimize" => o.minimize = true,
             "--asan" => o.asan = true,
+            "--parallel" => o.parallel = it.next().context("--parallel needs a number")?.parse::<usize>()?.max(1),
             other => bail!("unknown fuzz option {other:?}"),
         }
     }
@@ -227,13 +260,28 @@ fn parse(args: &[String]) -> Result<Options> {
     Ok(o)
 }
 
-/// `cargo xtask fuzz [--seconds N | --runs N] [--target NAME] [--minimize] [--asan]`.
+/// `cargo xtask fuzz [--seconds N] [--runs N] [--target NAME] [--parallel N] [--minimize] [--asan]`.
 pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let opts = parse(args)?;
     ensure_cargo_fuzz()?;
+    let targets: Vec<&Target> = TARGETS.iter().filter(|t| opts.only.as_deref().is_none_or(|o| o == t.name)).collect();
+    // Built once up front, so that targets run side by side do not wait on each other's build.
+    let status = cargo_fuzz_command(root, &opts, "build").status().context("cannot run cargo fuzz build")?;
+    if !status.success() {
+        bail!("cargo fuzz build failed");
+    }
     let mut outcomes = vec![];
-    for t in TARGETS.iter().filter(|t| opts.only.as_deref().is_none_or(|o| o == t.name)) {
-        outcomes.push(run_one(root, t, &opts)?);
+    for group in targets.chunks(opts.parallel) {
+        let results: Vec<Result<Outcome>> = std::thread::scope(|s| {
+            let handles: Vec<_> = group.iter().map(|t| s.spawn(|| run_one(root, t, &opts))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a fuzz run panicked"))))
+                .collect()
+        });
+        for r in results {
+            outcomes.push(r?);
+        }
     }
     println!(
         "\n| target | executions | time (s) | exec/s | coverage (edges) | features | corpus | peak RSS MB | crashes |"

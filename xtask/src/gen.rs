@@ -153,6 +153,11 @@ impl Rng {
         Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
     }
 
+    /// A generator at exactly `state` (another stream than [`Rng::new`]'s for the same number).
+    pub fn from_state(state: u64) -> Self {
+        Rng(state)
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

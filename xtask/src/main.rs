@@ -11,6 +11,7 @@ mod bench;
 mod bench_html;
 mod bench_pg;
 mod bench_store;
+mod bench_tui;
 mod fuzz;
 mod gen;
 mod pi;
@@ -62,6 +63,10 @@ commands:
                                     context --json of a --entries session (default 100k), push of
                                     --pg-sessions N sessions (default 1000; --store-entries sizes,
                                     default 20-400), push again, pull --all, next to cp -r
+      --tui                         instead: the tree selector through its state machine and view, no
+                                    terminal (first frame, reading, move, fold, filter switch, each
+                                    search keystroke) with and without the index, next to wc -l, on
+                                    --file or a generated realistic session (100k; 1M with --huge)
   ci                                run .ci/run (what CI runs)
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;

@@ -12,6 +12,8 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 mod commands;
+mod size;
+mod vocab;
 
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
@@ -49,6 +51,8 @@ pub fn problems(root: &Path) -> Result<Vec<String>> {
     problems.extend(check_dev_only(&meta)?);
     problems.extend(check_crate_files(&meta, root)?);
     problems.extend(commands::check(root)?);
+    problems.extend(vocab::check(root)?);
+    problems.extend(size::check(root)?);
     Ok(problems)
 }
 
@@ -61,7 +65,7 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart)",
+        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart, entry types and roles as types, files and functions in size)",
         chain_text(),
         SYNC_CRATES.join("/"),
         DEV_ONLY.join("/")

@@ -54,7 +54,7 @@ pub struct AgentSession {
 }
 
 impl AgentSession {
-    /// Wraps `session`, restores the model (spec 4.3) and builds the context.
+    /// Wraps `session`, restores the model (docs/architecture.md, "The agent session") and builds the context.
     ///
     /// The model is `options.model`, or else the last `model_change` or
     /// assistant message on the current path, if its provider is known and

@@ -1,4 +1,4 @@
-//! The pure half of branch summaries (spec 5.2 and 5.3): which entries a
+//! The pure half of branch summaries (docs/architecture.md, "Summaries"): which entries a
 //! navigation leaves behind, and what of them a summarizer reads.
 
 use std::collections::HashSet;
@@ -20,7 +20,7 @@ pub struct BranchCollection<'a> {
 }
 
 /// Collects what moving from `old_leaf_id` to `target_id` leaves behind (pi's
-/// `collectEntriesForBranchSummary`, spec 5.2).
+/// `collectEntriesForBranchSummary`, docs/architecture.md, "Summaries").
 ///
 /// The walk goes from the old leaf up to (not including) the deepest common
 /// ancestor of the two paths. It does not stop at compactions: they are
@@ -99,7 +99,7 @@ pub(crate) fn add_details_file_ops(details: Option<&Value>, ops: &mut FileOps) {
     }
 }
 
-/// Prepares abandoned entries for a branch summary (pi's `prepareBranchEntries`, spec 5.3).
+/// Prepares abandoned entries for a branch summary (pi's `prepareBranchEntries`, docs/architecture.md, "Summaries").
 ///
 /// First the file lists of every earlier branch summary that was not made by
 /// an extension; then, newest to oldest, each entry's message (tool results

@@ -1,4 +1,4 @@
-//! Manual compaction (pi's `/compact`, spec 5.6.6), also what
+//! Manual compaction (pi's `/compact`, docs/architecture.md, "Compacting"), also what
 //! auto-compaction runs: cut the path, summarize the older part (or take a
 //! hook's compaction) and append a `compaction` entry, with the
 //! `session_before_compact`, `session.compacting` and `session_compact`
@@ -47,12 +47,15 @@ pub struct CompactResult {
 }
 
 impl AgentSession {
-    /// Compacts the current path (pi's manual `/compact`, spec 5.6.6).
+    /// Compacts the current path (pi's manual `/compact`, docs/architecture.md, "Compacting").
     ///
     /// Errors, in the order checked: `No model selected`, `No API key for
     /// <provider>`, `Already compacted`, `Nothing to compact (session too
-    /// small)`, `Compaction cancelled` (a hook or an abort), and the
-    /// summarizer's `Summarization failed: …`. Nothing is written on error.
+    /// small)` (also when the cut keeps every message and there is no
+    /// earlier summary to update, where pi would ask the model to summarize
+    /// an empty conversation), `Compaction cancelled`
+    /// (a hook or an abort), and the summarizer's `Summarization failed: …`.
+    /// Nothing is written on error.
     pub async fn compact(&mut self, options: CompactOptions) -> Result<CompactResult, AgentError> {
         // Asking for a compaction gives automatic compaction its tries back.
         self.auto_compaction_failures = 0;
@@ -72,20 +75,7 @@ impl AgentSession {
             return Err(AgentError::NoModelSelected);
         }
         let summarizer = self.summarizer()?;
-        let mut settings = self.opts.compaction;
-        if let Some(keep) = options.keep_recent_tokens {
-            settings.keep_recent_tokens = keep;
-        }
-        let path = self.session.get_branch(None);
-        let preparation = match self.opts.compaction_algorithm {
-            CompactionAlgorithm::Arbor => prepare_compaction(&path, &settings),
-            CompactionAlgorithm::Pi => prepare_compaction_pi(&path, &settings),
-        };
-        let Some(preparation) = preparation else {
-            let compacted = path.last().is_some_and(|e| matches!(e.kind, EntryKind::Compaction(_)));
-            return Err(if compacted { AgentError::AlreadyCompacted } else { AgentError::NothingToCompact });
-        };
-        let branch_entries: Vec<Entry> = path.iter().map(|e| (*e).clone()).collect();
+        let (preparation, branch_entries) = self.compaction_preparation(&options)?;
         let guard = self.abort.begin(Op::Compaction);
         let token = guard.token.clone();
 
@@ -140,6 +130,36 @@ impl AgentSession {
             from_extension,
             hook_failures: failures.clone(),
         })
+    }
+
+    /// The preparation of a compaction of the current path, and the path's
+    /// entries; an error when there is nothing to compact.
+    fn compaction_preparation(
+        &self,
+        options: &CompactOptions,
+    ) -> Result<(CompactionPreparation, Vec<Entry>), AgentError> {
+        let mut settings = self.opts.compaction;
+        if let Some(keep) = options.keep_recent_tokens {
+            settings.keep_recent_tokens = keep;
+        }
+        let path = self.session.get_branch(None);
+        let preparation = match self.opts.compaction_algorithm {
+            CompactionAlgorithm::Arbor => prepare_compaction(&path, &settings),
+            CompactionAlgorithm::Pi => prepare_compaction_pi(&path, &settings),
+        };
+        let Some(preparation) = preparation else {
+            let compacted = path.last().is_some_and(|e| matches!(e.kind, EntryKind::Compaction(_)));
+            return Err(if compacted { AgentError::AlreadyCompacted } else { AgentError::NothingToCompact });
+        };
+        // Nothing to summarize and no earlier summary to update: pi would send
+        // an empty conversation to the model here; Arbor sends nothing.
+        if preparation.messages_to_summarize.is_empty()
+            && preparation.turn_prefix_messages.is_empty()
+            && preparation.previous_summary.is_none()
+        {
+            return Err(AgentError::NothingToCompact);
+        }
+        Ok((preparation, path.iter().map(|e| (*e).clone()).collect()))
     }
 }
 

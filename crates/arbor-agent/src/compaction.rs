@@ -1,4 +1,4 @@
-//! The pure half of compaction (spec 5.6.3–5.6.4): where to cut a path, and
+//! The pure half of compaction (docs/architecture.md, "Compacting"): where to cut a path, and
 //! what to summarize and keep.
 //!
 //! [`prepare_compaction`] is Arbor's algorithm, with the pi #2608 fix (the
@@ -75,7 +75,16 @@ fn is_valid_cut_point(entry: &Entry) -> bool {
             )
         ),
         EntryKind::BranchSummary(_) | EntryKind::CustomMessage(_) => true,
-        _ => false,
+        EntryKind::ThinkingLevelChange(_)
+        | EntryKind::ModelChange(_)
+        | EntryKind::Compaction(_)
+        | EntryKind::Custom(_)
+        | EntryKind::Label(_)
+        | EntryKind::SessionInfo(_)
+        | EntryKind::TtsrInjection(_)
+        | EntryKind::ModeChange(_)
+        | EntryKind::Unknown { .. }
+        | EntryKind::Malformed { .. } => false,
     }
 }
 
@@ -91,7 +100,7 @@ pub fn find_turn_start_index(entries: &[&Entry], index: usize, start: usize) -> 
 }
 
 /// Finds where to cut `entries[start..end]` so that about `keep_recent_tokens`
-/// of recent messages stay (pi's `findCutPoint`, spec 5.6.3).
+/// of recent messages stay (pi's `findCutPoint`, docs/architecture.md, "Compacting").
 ///
 /// Walking back from the newest entry, only `message` entries are counted; at
 /// the first point where the total reaches the budget, the cut is the first
@@ -171,7 +180,7 @@ impl CompactionPreparation {
 }
 
 /// Prepares a compaction of `path` (root first, normally `get_branch()` of the
-/// leaf) with Arbor's algorithm: pi's (spec 5.6.4) plus the #2608 fix.
+/// leaf) with Arbor's algorithm: pi's (docs/architecture.md, "Compacting") plus the #2608 fix.
 ///
 /// The sequence that is cut and summarized is the entries the previous
 /// compaction kept (from its `firstKeptEntryId` up to it, compactions left

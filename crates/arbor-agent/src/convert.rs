@@ -5,7 +5,7 @@ use arbor_context::{branch_summary_message, compaction_summary_message, custom_m
 use arbor_log::{content_text, Entry, EntryKind, MessageView, Role};
 use serde_json::{Map, Value};
 
-/// The message an entry stands for in compaction (spec 5.6.4 step 5):
+/// The message an entry stands for in compaction (docs/architecture.md, "Compacting"):
 /// `message` → its message (tool results included), `custom_message` → a
 /// `custom` message, `branch_summary` → `branchSummary`, `compaction` →
 /// `compactionSummary`; every other entry → none. The message shapes are
@@ -41,7 +41,7 @@ pub(crate) fn user_text_message(text: String, timestamp: i64) -> Value {
     block.insert("type".into(), "text".into());
     block.insert("text".into(), text.into());
     let mut m = Map::new();
-    m.insert("role".into(), "user".into());
+    m.insert("role".into(), Role::User.as_str().into());
     m.insert("content".into(), Value::Array(vec![Value::Object(block)]));
     m.insert("timestamp".into(), timestamp.into());
     Value::Object(m)

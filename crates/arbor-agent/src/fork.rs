@@ -1,5 +1,5 @@
 //! Forking before a user message into a new session (pi's `fork`, the
-//! /branch flow of spec 5.7), with the `session_before_fork` and
+//! /branch flow of docs/architecture.md, "Forking before a user message"), with the `session_before_fork` and
 //! `session_fork` hooks around it.
 
 use std::path::PathBuf;
@@ -27,7 +27,7 @@ pub struct ForkResult {
 
 impl AgentSession {
     /// Forks before a user message into a new session (pi's `fork`, the
-    /// /branch flow of spec 5.7).
+    /// /branch flow of docs/architecture.md, "Forking before a user message").
     ///
     /// A root message starts an empty session whose header names the old
     /// file as parent; any other gets the path up to the message's parent

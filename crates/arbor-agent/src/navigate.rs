@@ -1,4 +1,4 @@
-//! Tree navigation (pi's `navigateTree`, spec 5.1): move the leaf within
+//! Tree navigation (pi's `navigateTree`, docs/architecture.md, "Navigating"): move the leaf within
 //! the file, optionally summarizing the branch left behind, with the
 //! `session_before_tree` and `session_tree` hooks around it.
 
@@ -127,7 +127,7 @@ async fn summarize(
 
 impl AgentSession {
     /// Moves to `target_id` in the same file, optionally summarizing the
-    /// branch left behind (pi's `navigateTree`, spec 5.1).
+    /// branch left behind (pi's `navigateTree`, docs/architecture.md, "Navigating").
     ///
     /// Selecting a user or custom message moves the leaf to its parent and
     /// returns its text for the editor; anything else becomes the leaf. A

@@ -23,7 +23,7 @@ pub enum CompactionAlgorithm {
 /// How an [`AgentSession`](crate::AgentSession) finds and calls models, runs hooks and compacts.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
-    /// The model to use; `None` restores it from the session (spec 4.3).
+    /// The model to use; `None` restores it from the session (docs/architecture.md, "The agent session").
     pub model: Option<ModelInfo>,
     /// Known providers, for restoring a model from a session.
     pub providers: ProviderRegistry,

@@ -1,21 +1,25 @@
 //! [`AgentSession::prompt`]: pi's `AgentSession.prompt` without tools (one
 //! user message, one streamed reply), with the automatic compaction around it
-//! (spec 5.6.1), and the settings entries of spec 4.3 (`setModel`,
+//! (docs/architecture.md, "Compacting"), and the settings entries of docs/architecture.md, "The agent session" (`setModel`,
 //! `setThinkingLevel`, a new session's first entries).
 
 use std::fmt;
 use std::sync::Arc;
 
-use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, timestamp_ms};
-use arbor_log::EntryKind;
-use serde_json::{json, Value};
+use arbor_context::{
+    calculate_context_tokens, convert_to_llm, current_context_tokens, estimate_context_tokens, timestamp_ms,
+};
+use arbor_log::{EntryKind, MessageView, Role};
+use serde_json::Value;
 
 use crate::abort::Op;
 use crate::agent::AgentSession;
 use crate::compact::{CompactOptions, CompactResult};
 use crate::compaction::should_compact;
+use crate::convert::user_text_message;
 use crate::error::AgentError;
 use crate::hooks::HookFailure;
+use crate::model::transform::request_messages;
 use crate::model::{
     client_for, AssistantReply, CompletionRequest, ModelClient, ModelInfo, ReasoningEffort, StreamDelta, StreamSink,
 };
@@ -222,6 +226,10 @@ impl Run {
     }
 }
 
+fn is_assistant(m: &Value) -> bool {
+    MessageView::new(m).role() == Some(Role::Assistant)
+}
+
 fn ms(v: Option<&Value>) -> Option<f64> {
     v.and_then(Value::as_f64)
 }
@@ -234,7 +242,7 @@ impl AgentSession {
     /// model selected`, `No API key for <provider>` (a local server needs
     /// none). Then, as pi does:
     /// 1. the pre-prompt compaction check on the last assistant message
-    ///    (aborted ones included, spec 5.6.1);
+    ///    (aborted ones included, docs/architecture.md, "Compacting");
     /// 2. the user message `{role, content:[{type:"text", text}], timestamp}` is appended;
     /// 3. the reply streams (context: `convert_to_llm` of the rebuilt
     ///    messages; reasoning from the path's thinking level; deltas go to
@@ -254,17 +262,13 @@ impl AgentSession {
         let mut run =
             Run { events: options.events.clone(), outcome: None, failures: vec![], overflow_attempted: false };
 
-        let last_assistant = self.context.messages.iter().rev().find(|m| m["role"] == "assistant").cloned();
+        let last_assistant = self.context.messages.iter().rev().find(|m| is_assistant(m)).cloned();
         if let Some(last) = last_assistant {
             self.check_compaction(&last, false, false, &mut run).await;
             run.overflow_attempted = false;
         }
 
-        let user = json!({
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "timestamp": self.opts.clock.now_ms(),
-        });
+        let user = user_text_message(text.to_owned(), self.opts.clock.now_ms());
         let user_entry_id = self.append_message(user)?;
         run.emit(AgentEvent::UserMessage { entry_id: user_entry_id.clone() });
 
@@ -288,14 +292,11 @@ impl AgentSession {
         options: &PromptOptions,
         run: &Run,
     ) -> Result<(AssistantReply, String), AgentError> {
-        let mut messages = self.context.messages.clone();
-        // pi drops the failed reply before a retry (it stays in the file).
-        if messages.last().is_some_and(|m| m["role"] == "assistant" && m["stopReason"] == "error") {
-            messages.pop();
-        }
+        // Aborted and failed replies stay in the file but are not sent (pi-ai's
+        // transformMessages; the clients apply it too, for any request).
         let request = CompletionRequest {
             system_prompt: options.system_prompt.clone(),
-            messages: convert_to_llm(&messages),
+            messages: request_messages(&convert_to_llm(&self.context.messages)),
             max_tokens: options.max_tokens,
             reasoning: reasoning_for(self.thinking_level()),
         };
@@ -319,7 +320,7 @@ impl AgentSession {
         timestamp_ms(&entry.timestamp).as_f64()
     }
 
-    /// pi's `_checkCompaction(message, skipAborted)` (spec 5.6.1); true when
+    /// pi's `_checkCompaction(message, skipAborted)` (docs/architecture.md, "Compacting"); true when
     /// the model call is to be retried (`retry` allows it).
     async fn check_compaction(&mut self, message: &Value, skip_aborted: bool, retry: bool, run: &mut Run) -> bool {
         let settings = self.opts.compaction;
@@ -461,11 +462,13 @@ impl AgentSession {
         Ok(())
     }
 
-    /// pi's `estimateContextTokens` over the current context (spec 5.6.2):
-    /// the last usage of an assistant message that is neither aborted nor an
-    /// error, plus estimates of the messages after it; else the sum of estimates.
+    /// The size of the current context for people (`arbor_context::current_context_tokens`):
+    /// pi's `estimateContextTokens` (docs/architecture.md, "Compacting"), the last usage of an
+    /// assistant message that is neither aborted nor an error plus estimates
+    /// of the messages after it, except that a usage from before the latest
+    /// compaction is not used (the messages are estimated instead).
     pub fn context_tokens(&self) -> u64 {
-        estimate_context_tokens(&self.context.messages).tokens
+        current_context_tokens(&self.context.messages).tokens
     }
 
     /// The context window of the active model (128000 when unknown).

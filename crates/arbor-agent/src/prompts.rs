@@ -1,6 +1,6 @@
 //! The summarizer's prompts.
 //!
-//! They ask for the same sections as pi's prompts (spec 5.3, 5.5, 5.6.5) but
+//! They ask for the same sections as pi's prompts (docs/architecture.md, "Summaries" and "Compacting") but
 //! are worded for Arbor; only [`BRANCH_SUMMARY_PREAMBLE`] is pi's exact text,
 //! because it is stored in session files and seen by later models.
 

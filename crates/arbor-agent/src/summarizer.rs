@@ -1,5 +1,5 @@
 //! Summaries: the [`Summarizer`] trait, its requests and answers, and the
-//! built-in [`LlmSummarizer`] with its prompts (spec 5.3 for branch
+//! built-in [`LlmSummarizer`] with its prompts (docs/architecture.md, "Summaries", for branch
 //! summaries, 5.6.5 for compaction).
 
 use std::fmt;
@@ -15,6 +15,7 @@ use crate::branch::prepare_branch_entries;
 use crate::compaction::CompactionPreparation;
 use crate::convert::user_text_message;
 use crate::error::AgentError;
+use crate::model::transform::is_replayable;
 use crate::model::{CompletionRequest, ModelClient, ModelError, ReasoningEffort};
 pub use crate::prompts::{
     BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_CONTENT_TO_SUMMARIZE, NO_PRIOR_HISTORY, SUMMARIZATION_PROMPT,
@@ -110,9 +111,12 @@ pub fn branch_summary_instructions(custom: Option<&str>, replace: bool) -> Strin
     }
 }
 
-/// `<conversation>\n{text}\n</conversation>\n\n` — how every summary prompt starts.
+/// `<conversation>\n{text}\n</conversation>\n\n` — how every summary prompt
+/// starts. Aborted and failed replies are left out, as from every request
+/// (pi's summaries keep their text; Arbor does not, see docs/format.md).
 pub fn conversation_block(messages: &[Value]) -> String {
-    format!("<conversation>\n{}\n</conversation>\n\n", serialize_conversation(&convert_to_llm(messages)))
+    let kept: Vec<Value> = messages.iter().filter(|m| is_replayable(m)).cloned().collect();
+    format!("<conversation>\n{}\n</conversation>\n\n", serialize_conversation(&convert_to_llm(&kept)))
 }
 
 /// A summarizer that asks a model.
@@ -203,7 +207,8 @@ impl Summarizer for LlmSummarizer {
         let budget = i64::try_from(window).unwrap_or(i64::MAX) - i64::try_from(request.reserve_tokens).unwrap_or(0);
         let refs: Vec<&Entry> = request.entries.iter().collect();
         let prep = prepare_branch_entries(&refs, budget);
-        if prep.messages.is_empty() {
+        // Nothing but cut-off replies is nothing to summarize either (they are left out).
+        if !prep.messages.iter().any(is_replayable) {
             return Ok(BranchSummaryOutcome::Summary {
                 summary: NO_CONTENT_TO_SUMMARIZE.to_owned(),
                 read_files: vec![],

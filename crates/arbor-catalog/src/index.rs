@@ -192,7 +192,7 @@ fn read_lines(path: &Path, job: &Job) -> Result<Option<Vec<EntryRow>>, CatalogEr
 /// An entry row from a parsed line, or `None` for a record that is not an entry.
 fn entry_row(v: Value, (offset, len, pos): (i64, i64, i64), last_ms: &mut i64) -> Option<EntryRow> {
     let head = RecordHead::from_value(&v);
-    if head.not_an_entry().is_some() || head.entry_type.as_ref().is_some_and(|t| *t == "session") {
+    if head.not_an_entry().is_some() || head.entry_type.as_ref().is_some_and(|t| t.as_str() == "session") {
         return None;
     }
     let ms = head.ts_ms.unwrap_or(*last_ms);

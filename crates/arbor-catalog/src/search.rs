@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::scan::read_exact_at;
-use arbor_log::{format_iso_ms, searchable_text};
+use arbor_log::{format_iso_ms, searchable_text, EntryType, Role};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::catalog::Catalog;
@@ -82,9 +82,9 @@ pub struct Hit {
     pub entry_id: String,
     /// The entry's `type`.
     #[serde(rename = "type")]
-    pub entry_type: String,
+    pub entry_type: EntryType,
     /// A message's role.
-    pub role: Option<String>,
+    pub role: Option<Role>,
     /// The entry's time (ISO).
     pub timestamp: String,
     /// The text around the first match, on one line.
@@ -221,8 +221,8 @@ struct Candidate {
     offset: i64,
     len: i64,
     entry_id: String,
-    entry_type: String,
-    role: Option<String>,
+    entry_type: EntryType,
+    role: Option<Role>,
     relevance: Relevance,
 }
 
@@ -299,8 +299,8 @@ impl Searcher<'_> {
                 offset: row.get(2)?,
                 len: row.get(3)?,
                 entry_id: row.get(4)?,
-                entry_type: row.get(5)?,
-                role: row.get(6)?,
+                entry_type: EntryType::parse(&row.get::<_, String>(5)?),
+                role: row.get::<_, Option<String>>(6)?.as_deref().map(Role::parse),
                 relevance: level,
             };
             if !self.seen.insert(c.key) {
@@ -539,8 +539,8 @@ impl Texts {
                     offset: r.get(1)?,
                     len: r.get(2)?,
                     entry_id: r.get(3)?,
-                    entry_type: r.get(4)?,
-                    role: r.get(5)?,
+                    entry_type: EntryType::parse(&r.get::<_, String>(4)?),
+                    role: r.get::<_, Option<String>>(5)?.as_deref().map(Role::parse),
                     relevance: Relevance::Exact,
                 })
             })?

@@ -16,6 +16,10 @@
 //! Commands never import each other, and the front ends import no command:
 //! the imports run `main → commands → ui → shared`.
 
+// The doc comments of the commands are clap's `--help` text, where `<cwd>`
+// is a placeholder, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod commands;
 mod shared;
 mod ui;

@@ -1,4 +1,4 @@
-//! `buildSessionContext` (spec 4.1): the messages, thinking level and model
+//! `buildSessionContext` (docs/architecture.md, "Building the context"): the messages, thinking level and model
 //! that a leaf's root-to-leaf path gives.
 
 use std::borrow::Borrow;
@@ -157,7 +157,7 @@ pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContex
     build_context_from_path(&path)
 }
 
-/// Builds the context of a root-first path (spec 4.1 steps 3–5): the
+/// Builds the context of a root-first path (docs/architecture.md, "Building the context"): the
 /// [`plan_context`] of the path, with each `message` entry's message copied in.
 ///
 /// - Settings: each `thinking_level_change`, `model_change` (pi's or omp's
@@ -257,21 +257,26 @@ impl<'a> PathHead<'a> {
     }
 }
 
-/// The entry types whose decoded body the context reads; every other
-/// non-`message` type (`custom`, `label`, `session_info`, unknown ones) gives
-/// it nothing.
-const READ_TYPES: [&str; 7] = [
-    "thinking_level_change",
-    "model_change",
-    "compaction",
-    "custom_message",
-    "branch_summary",
-    "ttsr_injection",
-    "mode_change",
-];
+/// True for the entry types whose decoded body the context reads; every
+/// other non-`message` type (`custom`, `label`, `session_info`, unknown ones)
+/// gives it nothing. Exhaustive: a new entry type must be placed here.
+fn context_reads(t: &EntryType) -> bool {
+    match t {
+        EntryType::ThinkingLevelChange
+        | EntryType::ModelChange
+        | EntryType::Compaction
+        | EntryType::CustomMessage
+        | EntryType::BranchSummary
+        | EntryType::TtsrInjection
+        | EntryType::ModeChange => true,
+        EntryType::Message | EntryType::Custom | EntryType::Label | EntryType::SessionInfo | EntryType::Other(_) => {
+            false
+        }
+    }
+}
 
-/// Plans the context of a root-first path from its heads (spec 4.1 steps
-/// 3–5), decoding only the entries the answer depends on.
+/// Plans the context of a root-first path from its heads (docs/architecture.md,
+/// "Building the context"), decoding only the entries the answer depends on.
 ///
 /// `decode` is called once, with the ascending positions it needs: every
 /// entry whose type the context reads (settings, compactions, custom
@@ -313,9 +318,8 @@ pub fn plan_path_context<E: Borrow<Entry>>(
 ) -> ContextPlan {
     let last_assistant =
         heads.iter().rposition(|h| *h.entry_type == EntryType::Message && h.role == Some(&Role::Assistant));
-    let wanted: Vec<usize> = (0..heads.len())
-        .filter(|&p| READ_TYPES.contains(&heads[p].entry_type.as_str()) || Some(p) == last_assistant)
-        .collect();
+    let wanted: Vec<usize> =
+        (0..heads.len()).filter(|&p| context_reads(heads[p].entry_type) || Some(p) == last_assistant).collect();
     let decoded = decode(&wanted);
     let read: Vec<(usize, &Entry)> =
         wanted.iter().zip(&decoded).filter_map(|(&p, e)| e.as_ref().map(|e| (p, Borrow::<Entry>::borrow(e)))).collect();
@@ -349,7 +353,14 @@ pub fn plan_path_context<E: Borrow<Entry>>(
                 ctx.mode = Some(m.mode.clone());
                 ctx.mode_data = m.data.clone();
             }
-            _ => {}
+            EntryKind::Message(_)
+            | EntryKind::BranchSummary(_)
+            | EntryKind::CustomMessage(_)
+            | EntryKind::Custom(_)
+            | EntryKind::Label(_)
+            | EntryKind::SessionInfo(_)
+            | EntryKind::Unknown { .. }
+            | EntryKind::Malformed { .. } => {}
         }
     }
 
@@ -369,7 +380,7 @@ pub fn plan_path_context<E: Borrow<Entry>>(
         }
     }
     for p in ranges.into_iter().flatten() {
-        if *heads[p].entry_type == "message" {
+        if *heads[p].entry_type == EntryType::Message {
             steps.push(ContextStep::Message(p));
         } else if let Ok(r) = read.binary_search_by_key(&p, |&(q, _)| q) {
             steps.extend(entry_message(read[r].1).map(ContextStep::Made));
@@ -435,14 +446,24 @@ fn entry_message(entry: &Entry) -> Option<Value> {
         EntryKind::Message(m) => Some(m.message.clone()),
         EntryKind::CustomMessage(c) => Some(custom_message(c, &entry.timestamp)),
         EntryKind::BranchSummary(b) if !b.summary.is_empty() => Some(branch_summary_message(b, &entry.timestamp)),
-        _ => None,
+        EntryKind::BranchSummary(_)
+        | EntryKind::ThinkingLevelChange(_)
+        | EntryKind::ModelChange(_)
+        | EntryKind::Compaction(_)
+        | EntryKind::Custom(_)
+        | EntryKind::Label(_)
+        | EntryKind::SessionInfo(_)
+        | EntryKind::TtsrInjection(_)
+        | EntryKind::ModeChange(_)
+        | EntryKind::Unknown { .. }
+        | EntryKind::Malformed { .. } => None,
     }
 }
 
 /// The `custom` agent message a `custom_message` entry stands for (timestamp: the entry's, in ms).
 pub fn custom_message(c: &CustomMessageEntry, ts: &str) -> Value {
     let mut m = Map::new();
-    m.insert("role".into(), "custom".into());
+    m.insert("role".into(), Role::Custom.as_str().into());
     m.insert("customType".into(), c.custom_type.clone().into());
     // As pi builds it: the entry's fields as written, absent ones left out.
     for (key, field) in [("content", &c.content), ("display", &c.display), ("details", &c.details)] {
@@ -457,7 +478,7 @@ pub fn custom_message(c: &CustomMessageEntry, ts: &str) -> Value {
 /// The `branchSummary` agent message a `branch_summary` entry stands for.
 pub fn branch_summary_message(b: &BranchSummary, ts: &str) -> Value {
     let mut m = Map::new();
-    m.insert("role".into(), "branchSummary".into());
+    m.insert("role".into(), Role::BranchSummary.as_str().into());
     m.insert("summary".into(), b.summary.clone().into());
     m.insert("fromId".into(), b.from_id.clone().into());
     m.insert("timestamp".into(), timestamp_ms(ts));
@@ -467,7 +488,7 @@ pub fn branch_summary_message(b: &BranchSummary, ts: &str) -> Value {
 /// The `compactionSummary` agent message a `compaction` entry stands for.
 pub fn compaction_summary_message(c: &Compaction, ts: &str) -> Value {
     let mut m = Map::new();
-    m.insert("role".into(), "compactionSummary".into());
+    m.insert("role".into(), Role::CompactionSummary.as_str().into());
     m.insert("summary".into(), c.summary.clone().into());
     if let Some(tokens) = &c.tokens_before {
         m.insert("tokensBefore".into(), tokens.clone());

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
+use arbor_log::EntryType;
 use arbor_tree::{Position, Session};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -115,7 +116,7 @@ fn stored_message<'a>(line: &'a str, id: &str) -> Option<&'a str> {
     }
     let e: Stored = serde_json::from_str(line).ok()?;
     let m = e.message.get();
-    (e.entry_type == "message" && e.id == id && !may_name_raw_value_marker(m)).then_some(m)
+    (e.entry_type == EntryType::Message.as_str() && e.id == id && !may_name_raw_value_marker(m)).then_some(m)
 }
 
 /// True when JSON text may hold the key `$serde_json::private::RawValue`:

@@ -9,7 +9,8 @@
 //! of the latest compaction, the thinking level and model state (and
 //! oh-my-pi's per-role models, injected rules and mode). It owns the mapping
 //! of agent messages to model input ([`convert_to_llm`]), token estimation
-//! ([`estimate_tokens`], [`estimate_context_tokens`]), the summarizer's text
+//! ([`estimate_tokens`], [`estimate_context_tokens`], and
+//! [`current_context_tokens`] for people after a compaction), the summarizer's text
 //! helpers ([`serialize_conversation`], [`FileOps`] and friends) and the text
 //! people read ([`render`]: an entry in one line, a context's transcript).
 //!
@@ -62,6 +63,11 @@
 
 #![warn(missing_docs)]
 
+/// The programs of `docs/library.md`, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryDoc;
+
 mod context;
 mod js;
 mod json;
@@ -86,4 +92,6 @@ pub use serialize::{
     PathSet, TOOL_RESULT_MAX_CHARS,
 };
 pub use session::{context_of_plan, plan_session_context, session_context, SessionPlan};
-pub use tokens::{calculate_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens};
+pub use tokens::{
+    calculate_context_tokens, current_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens,
+};

@@ -1,6 +1,7 @@
-//! `convertToLlm` (spec 4.2): agent messages to the `user` / `assistant` /
+//! `convertToLlm` (docs/architecture.md, "Building the context"): agent messages to the `user` / `assistant` /
 //! `toolResult` messages a model sees.
 
+use arbor_log::{MessageView, Role};
 use serde_json::{Map, Value};
 
 use crate::js;
@@ -28,27 +29,26 @@ pub fn convert_to_llm(messages: &[Value]) -> Vec<Value> {
 }
 
 fn convert_message(m: &Value) -> Option<Value> {
-    let role = m.get("role").and_then(Value::as_str)?;
-    let content = match role {
-        "user" | "assistant" | "toolResult" => return Some(m.clone()),
-        "bashExecution" if js::truthy(m.get("excludeFromContext")) => return None,
-        "bashExecution" => Some(text_content(bash_execution_to_text(m))),
-        "custom" => match m.get("content") {
+    let content = match MessageView::new(m).role()? {
+        Role::User | Role::Assistant | Role::ToolResult => return Some(m.clone()),
+        Role::BashExecution if js::truthy(m.get("excludeFromContext")) => return None,
+        Role::BashExecution => Some(text_content(bash_execution_to_text(m))),
+        Role::Custom => match m.get("content") {
             Some(Value::String(s)) => Some(text_content(s.clone())),
             other => other.cloned(),
         },
-        "branchSummary" => {
+        Role::BranchSummary => {
             let summary = js::to_js_string(m.get("summary"));
             Some(text_content(format!("{BRANCH_SUMMARY_PREFIX}{summary}{BRANCH_SUMMARY_SUFFIX}")))
         }
-        "compactionSummary" => {
+        Role::CompactionSummary => {
             let summary = js::to_js_string(m.get("summary"));
             Some(text_content(format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}")))
         }
-        _ => return None,
+        Role::HookMessage | Role::Developer | Role::Other(_) => return None,
     };
     let mut out = Map::new();
-    out.insert("role".into(), "user".into());
+    out.insert("role".into(), Role::User.as_str().into());
     // JavaScript drops `undefined` properties when serializing.
     if let Some(content) = content {
         out.insert("content".into(), content);

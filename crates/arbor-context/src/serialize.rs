@@ -1,8 +1,9 @@
-//! The summarizer's input (spec 5.5): a conversation as plain text, and the
+//! The summarizer's input (docs/architecture.md, "Summaries"): a conversation as plain text, and the
 //! files an assistant read and changed.
 
 use std::collections::HashSet;
 
+use arbor_log::{MessageView, Role};
 use serde_json::Value;
 
 use crate::js;
@@ -18,14 +19,15 @@ pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
 pub fn serialize_conversation(llm_messages: &[Value]) -> String {
     let mut parts: Vec<String> = Vec::new();
     for msg in llm_messages {
-        match msg.get("role").and_then(Value::as_str) {
-            Some("user") => {
+        // Model messages (after convert_to_llm) have these three roles only.
+        match MessageView::new(msg).role() {
+            Some(Role::User) => {
                 let text = content_text(msg.get("content"));
                 if !text.is_empty() {
                     parts.push(format!("[User]: {text}"));
                 }
             }
-            Some("assistant") => {
+            Some(Role::Assistant) => {
                 let mut texts = Vec::new();
                 let mut thinking = Vec::new();
                 let mut calls = Vec::new();
@@ -47,7 +49,7 @@ pub fn serialize_conversation(llm_messages: &[Value]) -> String {
                     parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
                 }
             }
-            Some("toolResult") => {
+            Some(Role::ToolResult) => {
                 let text = content_text(msg.get("content"));
                 if !text.is_empty() {
                     parts.push(format!("[Tool result]: {}", truncate_for_summary(&text, TOOL_RESULT_MAX_CHARS)));
@@ -179,7 +181,7 @@ impl FileOps {
 /// calls (those with a non-empty string `arguments.path`) to `ops`. Other
 /// messages and tools are ignored.
 pub fn extract_file_ops_from_message(message: &Value, ops: &mut FileOps) {
-    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+    if MessageView::new(message).role() != Some(Role::Assistant) {
         return;
     }
     let Some(blocks) = message.get("content").and_then(Value::as_array) else {

@@ -11,7 +11,7 @@ use crate::context::{message_of_entry, plan_path_context, ContextPlan, PathKind,
 pub struct SessionPlan {
     /// The leaf's path, root first, as positions in file order.
     pub path: Vec<Position>,
-    /// The [`plan_context`] of that path: its positions index [`SessionPlan::path`].
+    /// The [`plan_context`](crate::plan_context) of that path: its positions index [`SessionPlan::path`].
     pub plan: ContextPlan,
     /// The positions decoded for the plan (settings, compactions, made-up
     /// messages, the last assistant message), in file order.
@@ -35,7 +35,7 @@ pub fn context_of_plan(session: &Session, plan: SessionPlan) -> SessionContext {
     plan.into_context(|_| messages.next().flatten().and_then(message_of_entry))
 }
 
-/// The leaf's path and the [`plan_context`] of its context: the settings and
+/// The leaf's path and the [`plan_context`](crate::plan_context) of its context: the settings and
 /// made-up messages are decoded (on all cores), each other message is left
 /// where it is stored, for callers that copy it from there
 /// ([`session_context`] decodes it, [`crate::write_context_json`] copies it).

@@ -1,7 +1,8 @@
-//! Token estimation (spec 5.6.2): pi's characters / 4, rounded up per message.
+//! Token estimation (docs/architecture.md, "Compacting"): pi's characters / 4, rounded up per message.
 //!
 //! "Characters" are JavaScript string lengths, that is UTF-16 code units.
 
+use arbor_log::{MessageView, Role};
 use serde_json::Value;
 
 use crate::js;
@@ -20,13 +21,14 @@ const IMAGE_CHARS: usize = 4800;
 /// | `branchSummary`, `compactionSummary` | `summary` |
 /// | any other | 0 |
 pub fn estimate_tokens(message: &Value) -> u64 {
-    let chars = match message.get("role").and_then(Value::as_str) {
-        Some("user") => content_chars(message.get("content"), 0),
-        Some("assistant") => assistant_chars(message),
-        Some("custom") | Some("toolResult") => content_chars(message.get("content"), IMAGE_CHARS),
-        Some("bashExecution") => str_len(message.get("command")) + str_len(message.get("output")),
-        Some("branchSummary") | Some("compactionSummary") => str_len(message.get("summary")),
-        _ => 0,
+    let Some(role) = MessageView::new(message).role() else { return 0 };
+    let chars = match role {
+        Role::User => content_chars(message.get("content"), 0),
+        Role::Assistant => assistant_chars(message),
+        Role::Custom | Role::ToolResult => content_chars(message.get("content"), IMAGE_CHARS),
+        Role::BashExecution => str_len(message.get("command")) + str_len(message.get("output")),
+        Role::BranchSummary | Role::CompactionSummary => str_len(message.get("summary")),
+        Role::HookMessage | Role::Developer | Role::Other(_) => 0,
     };
     chars.div_ceil(4) as u64
 }
@@ -95,7 +97,7 @@ pub struct ContextTokens {
 
 /// The usage of an assistant message that is neither aborted nor an error.
 fn assistant_usage(m: &Value) -> Option<&Value> {
-    if m.get("role").and_then(Value::as_str) != Some("assistant") {
+    if MessageView::new(m).role() != Some(Role::Assistant) {
         return None;
     }
     let stop = m.get("stopReason").and_then(Value::as_str);
@@ -124,6 +126,35 @@ pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
                 trailing_tokens,
                 last_usage_index: Some(index),
             }
+        }
+    }
+}
+
+/// The size of a context as it is now: [`estimate_context_tokens`], except
+/// that after a compaction (a context that starts with a
+/// `compactionSummary`) an assistant usage from before the compaction is not
+/// used. Such a usage measured the context before it was compacted (pi then
+/// shows no number until the next reply); without a newer one the messages
+/// are estimated one by one.
+pub fn current_context_tokens(messages: &[Value]) -> ContextTokens {
+    let compacted_at = messages
+        .first()
+        .filter(|m| MessageView::new(m).role() == Some(Role::CompactionSummary))
+        .and_then(|m| m.get("timestamp").and_then(Value::as_f64));
+    let Some(compacted_at) = compacted_at else { return estimate_context_tokens(messages) };
+    let stale = |m: &Value| m.get("timestamp").and_then(Value::as_f64).is_none_or(|t| t <= compacted_at);
+    let last = messages.iter().enumerate().rev().find_map(|(i, m)| assistant_usage(m).filter(|_| !stale(m)).map(|_| i));
+    match last {
+        Some(i) => {
+            let mut c = estimate_context_tokens(&messages[..=i]);
+            let trailing = messages[i + 1..].iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
+            c.trailing_tokens = trailing;
+            c.tokens = c.usage_tokens.saturating_add(trailing);
+            c
+        }
+        None => {
+            let total = messages.iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
+            ContextTokens { tokens: total, usage_tokens: 0, trailing_tokens: total, last_usage_index: None }
         }
     }
 }

@@ -121,7 +121,7 @@ fn side(id: &str, path: &[&Entry], shared: usize) -> Side {
             continue;
         };
         let view = m.view();
-        let role = view.role().map_or_else(|| "message".to_owned(), |r| r.to_string());
+        let role = view.role().map_or_else(|| EntryType::Message.to_string(), |r| r.to_string());
         *messages.entry(role).or_default() += 1;
         for call in view.tool_calls() {
             let text = |v: Option<&str>| v.unwrap_or("").to_owned();

@@ -515,7 +515,7 @@ mod tests {
         let bad = Entry::from_value(&json!({"type":"label","id":"1","parentId":null})).unwrap();
         match bad.kind {
             EntryKind::Malformed { entry_type, error, .. } => {
-                assert_eq!(entry_type, "label");
+                assert_eq!(entry_type, EntryType::Label);
                 assert!(error.contains("targetId"), "{error}");
             }
             other => panic!("{other:?}"),

@@ -59,7 +59,7 @@ impl LogLine {
     pub fn is_dirty(&self) -> bool {
         self.dirty
     }
-    /// True when only JavaScript's reading accepts the line (see [`crate::parse_line_detail`]).
+    /// True when only JavaScript's reading accepts the line (see [`crate::reader::parse_line_detail`]).
     pub fn is_js_only(&self) -> bool {
         self.js_only
     }
@@ -311,7 +311,7 @@ pub struct OwnedLine {
     pub raw: Vec<u8>,
     /// True when a migration changed the record.
     pub dirty: bool,
-    /// True when only JavaScript's reading accepts the line (see [`crate::parse_line_detail`]).
+    /// True when only JavaScript's reading accepts the line (see [`crate::reader::parse_line_detail`]).
     pub js_only: bool,
 }
 

@@ -129,7 +129,7 @@ pub struct RecordHead {
     pub message_time: Option<f64>,
     /// The decoded entry, for records the scan decodes in full (see [`scan_source`]).
     pub entry: Option<Box<Entry>>,
-    /// True when only JavaScript's reading accepts the line (see [`crate::parse_line_detail`]).
+    /// True when only JavaScript's reading accepts the line (see [`crate::reader::parse_line_detail`]).
     pub js_only: bool,
 }
 
@@ -424,7 +424,7 @@ impl ScannedLog {
             prefix_end += 1;
             if matches!(l.kind, ScanKind::Object(_)) {
                 let title_candidate = l.number == 1
-                    && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| *t == "title"));
+                    && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| t.as_str() == "title"));
                 if !title_candidate {
                     break;
                 }
@@ -446,7 +446,7 @@ impl ScannedLog {
             match l.kind {
                 ScanKind::Blank => {}
                 ScanKind::Skipped(kind) => diagnostics.push(at(kind)),
-                ScanKind::Object(head) if head.entry_type.as_ref().is_some_and(|t| *t == "session") => {
+                ScanKind::Object(head) if head.entry_type.as_ref().is_some_and(|t| t.as_str() == "session") => {
                     diagnostics.push(at(DiagnosticKind::ExtraHeader));
                 }
                 ScanKind::Object(head) => {

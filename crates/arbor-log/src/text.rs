@@ -7,28 +7,36 @@
 
 use serde_json::Value;
 
+use crate::message::MessageView;
+use crate::vocab::{EntryType, Role};
+
 /// The searchable text of an entry line's parsed value (empty when it has none).
 pub fn searchable_text(entry: &Value) -> String {
     let mut out = String::new();
     let field = |k: &str| entry.get(k).and_then(Value::as_str);
-    match field("type").unwrap_or_default() {
-        "message" => {
+    match EntryType::parse(field("type").unwrap_or_default()) {
+        EntryType::Message => {
             if let Some(m) = entry.get("message") {
                 message_text(m, &mut out);
             }
         }
-        "custom_message" => content(entry.get("content"), &mut out),
-        "branch_summary" | "compaction" => push(&mut out, field("summary")),
-        "session_info" => push(&mut out, field("name")),
-        "label" => push(&mut out, field("label")),
-        _ => {}
+        EntryType::CustomMessage => content(entry.get("content"), &mut out),
+        EntryType::BranchSummary | EntryType::Compaction => push(&mut out, field("summary")),
+        EntryType::SessionInfo => push(&mut out, field("name")),
+        EntryType::Label => push(&mut out, field("label")),
+        EntryType::ThinkingLevelChange
+        | EntryType::ModelChange
+        | EntryType::Custom
+        | EntryType::TtsrInjection
+        | EntryType::ModeChange
+        | EntryType::Other(_) => {}
     }
     out
 }
 
 fn message_text(m: &Value, out: &mut String) {
     let field = |k: &str| m.get(k).and_then(Value::as_str);
-    if field("role") == Some("bashExecution") {
+    if MessageView::new(m).role() == Some(Role::BashExecution) {
         push(out, field("command"));
         push(out, field("output"));
         return;

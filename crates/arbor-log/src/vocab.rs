@@ -135,18 +135,6 @@ macro_rules! string_like {
             }
         }
 
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                self.as_str() == other
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.as_str() == *other
-            }
-        }
-
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())
@@ -201,7 +189,7 @@ mod tests {
         assert_eq!(v, serde_json::json!(["toolResult", "narrator"]));
         let back: Vec<Role> = serde_json::from_value(v).unwrap();
         assert_eq!(back, [Role::ToolResult, Role::Other("narrator".into())]);
-        assert!(EntryType::Label == "label");
+        assert_eq!(EntryType::Label.as_str(), "label");
         assert_eq!(std::mem::size_of::<EntryType>(), std::mem::size_of::<CompactString>());
     }
 }

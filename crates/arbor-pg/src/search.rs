@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use postgres::types::Type;
 use serde::Serialize;
 
+use arbor_log::{EntryType, Role};
 use arbor_tree::paths::encode_cwd;
 
 use crate::error::PgError;
@@ -56,9 +57,9 @@ pub struct TextHit {
     pub entry_id: String,
     /// The entry's `type`.
     #[serde(rename = "type")]
-    pub entry_type: String,
+    pub entry_type: EntryType,
     /// A message's role.
-    pub role: Option<String>,
+    pub role: Option<Role>,
     /// The entry's time (ISO).
     pub timestamp: String,
     /// The text around the first match, on one line.
@@ -197,8 +198,8 @@ impl PgStore {
                     session_name: r.get(3),
                     cwd: r.get(4),
                     entry_id: r.get(5),
-                    entry_type: r.get(6),
-                    role: r.get(7),
+                    entry_type: EntryType::parse(r.get(6)),
+                    role: r.get::<_, Option<&str>>(7).map(Role::parse),
                     timestamp: r.get(8),
                     snippet,
                     marks,

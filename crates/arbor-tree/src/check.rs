@@ -3,9 +3,11 @@
 //! The reader already turns bad lines into diagnostics; this adds what only
 //! the tree shows (orphans, cycles, self-parents, compactions whose kept
 //! entry is not on their path, labels on missing targets, tool calls left
-//! without a result at a leaf) and sorts everything by severity.
+//! without a result at a leaf) and sorts everything by severity. Each
+//! finding is reported once: a tool call unanswered on the paths to many
+//! leaves is one finding with the number of leaves as its `count`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 
@@ -37,6 +39,29 @@ pub struct Finding {
     pub code: &'static str,
     /// One line of explanation.
     pub message: String,
+    /// How many times it occurs (for a tool call without a result: on the
+    /// paths to how many leaves); 1 for most findings.
+    pub count: usize,
+}
+
+impl Finding {
+    /// A finding that occurs once.
+    pub fn new(line: usize, severity: Severity, code: &'static str, message: String) -> Finding {
+        Finding { line, severity, code, message, count: 1 }
+    }
+}
+
+/// How many findings of each code a check found: errors first, then by code.
+pub fn summary_by_code(findings: &[Finding]) -> Vec<(Severity, &'static str, usize)> {
+    let mut out: Vec<(Severity, &'static str, usize)> = vec![];
+    for f in findings {
+        match out.iter_mut().find(|(s, c, _)| *s == f.severity && *c == f.code) {
+            Some(entry) => entry.2 += 1,
+            None => out.push((f.severity, f.code, 1)),
+        }
+    }
+    out.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    out
 }
 
 impl fmt::Display for Finding {
@@ -99,22 +124,17 @@ fn check_in_full(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, Tree
         .diagnostics()
         .iter()
         .filter_map(|d| {
-            from_diagnostic(&d.kind).map(|(severity, code)| Finding {
-                line: d.line,
-                severity,
-                code,
-                message: d.kind.to_string(),
-            })
+            from_diagnostic(&d.kind).map(|(severity, code)| Finding::new(d.line, severity, code, d.kind.to_string()))
         })
         .collect();
     if !log.has_header() {
         if log.lines().is_empty() || out.is_empty() {
-            out.push(Finding {
-                line: 0,
-                severity: Severity::Error,
-                code: "no-header",
-                message: "no session header (the file has no records)".into(),
-            });
+            out.push(Finding::new(
+                0,
+                Severity::Error,
+                "no-header",
+                "no session header (the file has no records)".into(),
+            ));
         }
         sort(&mut out);
         return Ok(out);
@@ -127,7 +147,7 @@ fn check_in_full(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, Tree
     for d in s.diagnostics() {
         if let Some((severity, code)) = from_diagnostic(&d.kind) {
             if !seen.contains(&(d.line, d.kind.to_string())) {
-                out.push(Finding { line: d.line, severity, code, message: d.kind.to_string() });
+                out.push(Finding::new(d.line, severity, code, d.kind.to_string()));
             }
         }
     }
@@ -142,12 +162,11 @@ fn non_string_parents(log: &SessionLog) -> impl Iterator<Item = Finding> + '_ {
     log.lines().iter().filter_map(|l| {
         let LineKind::Record(v) = &l.kind else { return None };
         let parent = v.get("parentId").filter(|p| !p.is_string() && !p.is_null())?;
-        Some(Finding {
-            line: l.number,
-            severity: Severity::Warning,
-            code: "parent-not-a-string",
-            message: format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
-        })
+        Some(warn(
+            l.number,
+            "parent-not-a-string",
+            format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
+        ))
     })
 }
 
@@ -164,12 +183,11 @@ fn root_parents(s: &Session) -> Vec<Finding> {
         let value = s.with_json_at(p, |j| arbor_log::json::parse(j).ok()).flatten();
         if let Some(parent) = value.as_ref().and_then(|v| v.get("parentId")).filter(|p| !p.is_string() && !p.is_null())
         {
-            out.push(Finding {
-                line: s.line_at(p),
-                severity: Severity::Warning,
-                code: "parent-not-a-string",
-                message: format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
-            });
+            out.push(warn(
+                s.line_at(p),
+                "parent-not-a-string",
+                format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
+            ));
         }
     }
     out
@@ -180,7 +198,7 @@ fn sort(v: &mut [Finding]) {
 }
 
 fn warn(line: usize, code: &'static str, message: String) -> Finding {
-    Finding { line, severity: Severity::Warning, code, message }
+    Finding::new(line, Severity::Warning, code, message)
 }
 
 /// The findings only the tree shows. Each entry is decoded once and not
@@ -298,21 +316,41 @@ fn effect_of(e: Option<arbor_log::Entry>, p: Position) -> Effect {
 }
 
 /// The tool calls open at each leaf (leaves in file order, calls in the
-/// order the path leaves them open) as findings.
+/// order the path leaves them open) as findings: one per call, counting the
+/// leaves whose path leaves it unanswered, in the order first seen.
 fn report_unanswered(s: &Session, open_at_leaves: Vec<(Position, Vec<OpenCall>)>) -> Vec<Finding> {
-    let mut out = vec![];
+    // (call id, name, entry id) → (leaves, the first leaf).
+    let mut seen: Vec<((String, String, String), usize, String)> = vec![];
+    let mut index: HashMap<(String, String, String), usize> = HashMap::new();
     for (leaf, open) in open_at_leaves {
-        let leaf_id = s.id_at(leaf).unwrap_or_default();
         for (call, name, at) in open {
-            let at_id = s.id_at(at).unwrap_or_default();
-            out.push(warn(
-                s.line_at(at),
-                "tool-call-without-result",
-                format!("tool call {call} ({name}) in {at_id} has no result on the path to leaf {leaf_id}"),
-            ));
+            let key = (call, name, s.id_at(at).unwrap_or_default().to_owned());
+            match index.get(&key) {
+                Some(&i) => seen[i].1 += 1,
+                None => {
+                    index.insert(key.clone(), seen.len());
+                    seen.push((key, 1, s.id_at(leaf).unwrap_or_default().to_owned()));
+                }
+            }
         }
     }
-    out
+    seen.into_iter()
+        .map(|((call, name, at), leaves, first)| {
+            let line = s.position_of(&at).map_or(0, |k| s.line_at(k));
+            let whose = if leaves == 1 {
+                format!("the path to leaf {first}")
+            } else {
+                format!("the paths to {leaves} leaves (the first: {first})")
+            };
+            let mut f = warn(
+                line,
+                "tool-call-without-result",
+                format!("tool call {call} ({name}) in {at} has no result on {whose}"),
+            );
+            f.count = leaves;
+            f
+        })
+        .collect()
 }
 
 /// Tool calls without a result, on the path to each leaf of the tree.

@@ -75,7 +75,7 @@ mod session;
 mod store;
 mod tree;
 
-pub use check::{check_file, check_session, tree_findings, Finding, Severity};
+pub use check::{check_file, check_session, summary_by_code, tree_findings, Finding, Severity};
 pub use error::{LockHolder, TreeError};
 pub use facts::{ListingFacts, ListingKind};
 pub use index::MIN_INDEXED_BYTES;

@@ -14,6 +14,15 @@
 //! tries again while neither names one (the holder may be between taking
 //! the lock and writing its pid, or just leaving), so the error always names
 //! the holder when there is one.
+//!
+//! A writer that ends cleanly removes the lock file, without racing one that
+//! takes it at that moment: the holder unlinks `TARGET.lock` while it still
+//! holds the lock (and only when that name is still its file), then lets go;
+//! a writer that gets a lock checks that the name still is the file it
+//! locked, and when it is not (the holder removed it between this writer's
+//! open and its lock) it opens the name again and starts over. So two
+//! writers never hold locks on two different files of one name. A writer
+//! killed before it lets go leaves the file behind; the next one takes it.
 
 use std::fs::{self, File, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -37,10 +46,11 @@ pub fn lock_path(path: &Path) -> PathBuf {
 }
 
 /// A held lock: the lock file (holding our pid) and the session file, both
-/// locked; dropping it clears the pid and releases both.
+/// locked; dropping it removes the lock file and releases both.
 #[derive(Debug)]
 pub(crate) struct FileLock {
     lock_file: File,
+    path: PathBuf,
     _data: Option<File>,
 }
 
@@ -48,9 +58,40 @@ impl WriteLock for FileLock {}
 
 impl Drop for FileLock {
     fn drop(&mut self) {
-        // The next holder writes its own pid; an empty file says "nobody".
-        let _ = self.lock_file.set_len(0);
+        // Removed while still held (see the module docs); where it cannot be
+        // (another file took the name, or the directory refuses), an empty
+        // file says "nobody" and the next holder writes its own pid.
+        if !(names_file(&self.path, &self.lock_file) && remove_lock_file(&self.path)) {
+            let _ = self.lock_file.set_len(0);
+        }
     }
+}
+
+/// True when `path` (not followed) is the file `file` has open.
+#[cfg(unix)]
+fn names_file(path: &Path, file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::symlink_metadata(path), file.metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Elsewhere the lock file is never removed, so the name always is the file.
+#[cfg(not(unix))]
+fn names_file(_path: &Path, _file: &File) -> bool {
+    true
+}
+
+#[cfg(unix)]
+fn remove_lock_file(path: &Path) -> bool {
+    fs::remove_file(path).is_ok()
+}
+
+/// A file that is open cannot be removed everywhere: it stays, emptied.
+#[cfg(not(unix))]
+fn remove_lock_file(_path: &Path) -> bool {
+    false
 }
 
 /// The pid as the lock file holds it: fixed width, so that writing it in
@@ -81,10 +122,17 @@ pub(crate) fn acquire(path: &Path) -> Result<FileLock, TreeError> {
     let deadline = Instant::now() + HOLDER_PATIENCE;
     loop {
         let refusal = match lock_file.try_lock() {
+            Ok(()) if !names_file(&lp, &lock_file) && Instant::now() < deadline => {
+                // The holder removed it as it let go: lock the file the name has
+                // now. (A file system that never says the two are one file
+                // also never lets a holder remove it: past the deadline, go on.)
+                lock_file = open_lock(&lp).map_err(|e| lock_file_error(path, &lp, e))?;
+                continue;
+            }
             Ok(()) => match lock_data(&target)? {
                 Ok(data) => {
                     write_pid(&lock_file, &lp)?;
-                    return Ok(FileLock { lock_file, _data: data });
+                    return Ok(FileLock { lock_file, path: lp, _data: data });
                 }
                 Err(()) => {
                     lock_file.unlock().map_err(|e| TreeError::io(&lp, e))?;

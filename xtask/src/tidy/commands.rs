@@ -70,7 +70,7 @@ fn command_names(dir: &Path) -> Result<Vec<String>> {
 }
 
 /// Every `.rs` file under `dir`, recursively, sorted.
-fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(super) fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -162,13 +162,19 @@ fn first_segments(rest: &str) -> Vec<String> {
 }
 
 /// `source` with comments, string literals and character literals blanked
-/// out (kept as spaces, so positions stay put).
+/// out (a space per byte, so byte offsets stay put).
 pub fn code_only(source: &str) -> String {
     let chars: Vec<char> = source.chars().collect();
     let mut out = String::with_capacity(source.len());
     let mut i = 0;
     let blank = |out: &mut String, cs: &[char]| {
-        out.extend(cs.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }));
+        for &c in cs {
+            // One space per byte, so byte offsets into the result are the source's.
+            out.extend(std::iter::repeat_n(
+                if c == '\n' { '\n' } else { ' ' },
+                if c == '\n' { 1 } else { c.len_utf8() },
+            ));
+        }
     };
     while i < chars.len() {
         let c = chars[i];
@@ -197,7 +203,7 @@ fn prev_is_ident(chars: &[char], i: usize) -> bool {
 }
 
 /// The end (exclusive) of the block comment at `i`; they nest.
-fn block_comment_end(chars: &[char], mut i: usize) -> usize {
+pub(super) fn block_comment_end(chars: &[char], mut i: usize) -> usize {
     let mut depth = 0;
     while i < chars.len() {
         if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
@@ -217,7 +223,7 @@ fn block_comment_end(chars: &[char], mut i: usize) -> usize {
 }
 
 /// The end (exclusive) of the string literal at `i`: `"…"` with escapes, or a raw `r#"…"#`.
-fn string_end(chars: &[char], mut i: usize) -> usize {
+pub(super) fn string_end(chars: &[char], mut i: usize) -> usize {
     if chars[i] == 'r' {
         i += 1;
         let hashes = chars[i..].iter().take_while(|&&c| c == '#').count();
@@ -242,7 +248,7 @@ fn string_end(chars: &[char], mut i: usize) -> usize {
 }
 
 /// The end (exclusive) of the character literal at `i` (`'x'`, `'\n'`, `'\u{1F600}'`).
-fn char_end(chars: &[char], i: usize) -> usize {
+pub(super) fn char_end(chars: &[char], i: usize) -> usize {
     let mut j = i + 1;
     if chars.get(j) == Some(&'\\') {
         j += 2;

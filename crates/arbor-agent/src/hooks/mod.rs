@@ -1,5 +1,5 @@
 //! The hook bus: a closed set of typed session events (pi's names and
-//! payloads, spec 5.8), handlers that may cancel or override, and the
+//! payloads, docs/hooks.md), handlers that may cancel or override, and the
 //! runner's rules.
 //!
 //! Handlers run in registration order. For a `session_before_*` event (and

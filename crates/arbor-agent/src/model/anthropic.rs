@@ -1,12 +1,14 @@
 //! Anthropic Messages (`POST {base}/v1/messages`, streamed).
 
+use arbor_log::{MessageView, Role};
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{is_json, Http};
+use super::http::{is_json, Http, SseEvent};
 use super::reply::{ReplyBuilder, Tokens};
+use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
 const API: &str = "Anthropic Messages";
@@ -37,7 +39,7 @@ impl AnthropicClient {
     /// The request body (public for tests and debugging).
     pub fn request_body(&self, request: &CompletionRequest) -> Value {
         let mut messages: Vec<Value> = vec![];
-        for m in &request.messages {
+        for m in &request_messages(&request.messages) {
             push_message(m, &mut messages);
         }
         let mut max_tokens = request.max_tokens.or(self.model.max_output_tokens).unwrap_or(DEFAULT_MAX_TOKENS);
@@ -77,19 +79,20 @@ fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
 /// pi message → Anthropic message; consecutive tool results share one user message.
 fn push_message(m: &Value, out: &mut Vec<Value>) {
     let blocks = m.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    match m.get("role").and_then(Value::as_str) {
-        Some("user") => {
+    // Model messages (after convert_to_llm) have these three roles only.
+    match MessageView::new(m).role() {
+        Some(Role::User) => {
             if let Some(content) = user_content(m.get("content"), blocks) {
                 out.push(json!({"role": "user", "content": content}));
             }
         }
-        Some("assistant") => {
+        Some(Role::Assistant) => {
             let parts: Vec<Value> = blocks.iter().filter_map(assistant_part).collect();
             if !parts.is_empty() {
                 out.push(json!({"role": "assistant", "content": parts}));
             }
         }
-        Some("toolResult") => push_tool_result(m, out),
+        Some(Role::ToolResult) => push_tool_result(m, out),
         _ => {}
     }
 }
@@ -216,17 +219,40 @@ impl AnthropicClient {
         let mut events = self.http.events(response, deadline);
         let mut reason = String::new();
         while let Some(ev) = events.next(cancel).await? {
-            if ev.data.trim().is_empty() {
-                continue;
-            }
-            let data: Value = arbor_log::json::parse(&ev.data)
-                .map_err(|e| self.protocol(format!("a stream event is not JSON: {e}")))?;
-            let kind = ev.event.as_deref().unwrap_or_else(|| str_of(&data, "type"));
-            if self.on_event(kind, &data, reply, &mut reason)? {
+            if self.on_sse(&ev, reply, &mut reason)? {
                 return Ok(reason);
             }
         }
-        Err(self.stream_error("the stream ended before message_stop".to_owned()))
+        Err(self.ended())
+    }
+
+    /// Applies one server-sent event; true at `message_stop`.
+    fn on_sse(&self, ev: &SseEvent, reply: &mut ReplyBuilder, reason: &mut String) -> Result<bool, ModelError> {
+        if ev.data.trim().is_empty() {
+            return Ok(false);
+        }
+        let data: Value =
+            arbor_log::json::parse(&ev.data).map_err(|e| self.protocol(format!("a stream event is not JSON: {e}")))?;
+        let kind = ev.event.as_deref().unwrap_or_else(|| str_of(&data, "type"));
+        self.on_event(kind, &data, reply, reason)
+    }
+
+    fn ended(&self) -> ModelError {
+        self.stream_error("the stream ended before message_stop".to_owned())
+    }
+
+    /// Decodes a recorded event stream (the response body's bytes as they
+    /// arrived) into the reply a live request would record: the same
+    /// parser, decoding and size limit, no network. For replaying captured
+    /// streams.
+    pub fn replay(&self, chunks: &[&[u8]]) -> AssistantReply {
+        let mut reply = ReplyBuilder::default();
+        let mut reason = String::new();
+        let done = self.http.replay(chunks, |ev| self.on_sse(ev, &mut reply, &mut reason));
+        match done.and_then(|done| if done { Ok(()) } else { Err(self.ended()) }) {
+            Ok(()) => self.finished(reply, &reason),
+            Err(e) => reply.fail(&self.model, &e, self.http.opts.clock.now_ms()),
+        }
     }
 
     /// The request headers: the API version and the key.

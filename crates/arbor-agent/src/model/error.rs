@@ -14,6 +14,14 @@ pub enum ModelError {
         /// The environment variable the key is read from.
         env_var: String,
     },
+    /// pi's `models.json` could not be read, or breaks its rules.
+    #[error("{}: bad models.json: {message}", path.display())]
+    BadModelsFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// The server answered with an error status (after retries, for 429 and 5xx).
     #[error("{provider}: HTTP {status}: {message} ({hint})")]
     Http {

@@ -203,6 +203,38 @@ impl Http {
     }
 }
 
+impl Http {
+    /// Feeds a recorded event stream (the body's bytes as they arrived) to
+    /// `on` event by event, as a live response would be: the same parser and
+    /// the same size limit. Returns `Ok(true)` once `on` says the reply is
+    /// done, `Ok(false)` when the bytes end first.
+    pub(crate) fn replay(
+        &self,
+        chunks: &[&[u8]],
+        mut on: impl FnMut(&SseEvent) -> Result<bool, ModelError>,
+    ) -> Result<bool, ModelError> {
+        let mut parser = SseParser::default();
+        let mut received = 0usize;
+        for chunk in chunks {
+            received = received.saturating_add(chunk.len());
+            if received > self.opts.max_reply_bytes {
+                return Err(ModelError::TooLarge { provider: self.provider.clone(), limit: self.opts.max_reply_bytes });
+            }
+            for ev in parser.push(chunk) {
+                if on(&ev)? {
+                    return Ok(true);
+                }
+            }
+        }
+        for ev in parser.finish() {
+            if on(&ev)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
 /// True when a response is JSON rather than an event stream (a server that ignored `stream: true`).
 pub(crate) fn is_json(response: &reqwest::Response) -> bool {
     response

@@ -7,13 +7,17 @@
 //! does the same while handing each text and thinking delta to a
 //! [`StreamSink`], turning failures and aborts into recorded replies as
 //! pi-ai does. Provider defaults live in a [`ProviderRegistry`]; keys come
-//! from [`Credentials`].
+//! from [`Credentials`]. Every request carries the conversation as pi-ai
+//! sends it ([`transform::request_messages`]: aborted and failed replies left
+//! out).
 
 mod anthropic;
 mod error;
 mod http;
 mod openai;
+pub mod pi_models;
 mod reply;
+pub mod transform;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -96,6 +100,10 @@ pub struct ModelInfo {
     pub cost: ModelCost,
     /// The environment variable that holds the key.
     pub key_env: String,
+    /// The key as pi's `models.json` gives it (wins over `key_env`): the name
+    /// of a variable holding it, `!command` printing it, or the key itself
+    /// (see [`resolve_key_config`]).
+    pub api_key: Option<String>,
 }
 
 impl ModelInfo {
@@ -111,6 +119,7 @@ impl ModelInfo {
             reasoning: false,
             cost: ModelCost::default(),
             key_env: default_key_env(provider),
+            api_key: None,
         }
     }
 
@@ -163,16 +172,23 @@ pub struct ProviderConfig {
     pub base_url: String,
     /// The environment variable of its key.
     pub key_env: String,
+    /// The key as configured (pi's `apiKey`, see [`ModelInfo::api_key`]).
+    pub api_key: Option<String>,
+    /// Models with known limits (pi's `models.json`); any other id is a model
+    /// with the provider's defaults.
+    pub models: Vec<ModelInfo>,
 }
 
 impl ProviderConfig {
-    /// A provider with the usual key variable.
+    /// A provider with the usual key variable and no known models.
     pub fn new(name: &str, api: Api, base_url: &str) -> ProviderConfig {
         ProviderConfig {
             name: name.to_owned(),
             api,
             base_url: base_url.trim_end_matches('/').to_owned(),
             key_env: default_key_env(name),
+            api_key: None,
+            models: vec![],
         }
     }
 }
@@ -213,15 +229,29 @@ impl ProviderRegistry {
         self.providers.push(provider);
     }
 
-    /// Points a known provider at another base URL; false when it is unknown.
+    /// Points a known provider (and its known models) at another base URL;
+    /// false when it is unknown.
     pub fn set_base_url(&mut self, provider: &str, base_url: &str) -> bool {
         match self.providers.iter_mut().find(|p| p.name == provider) {
             Some(p) => {
                 p.base_url = base_url.trim_end_matches('/').to_owned();
+                for m in &mut p.models {
+                    m.base_url.clone_from(&p.base_url);
+                }
                 true
             }
             None => false,
         }
+    }
+
+    /// A provider by name, to change.
+    pub fn get_mut(&mut self, provider: &str) -> Option<&mut ProviderConfig> {
+        self.providers.iter_mut().find(|p| p.name == provider)
+    }
+
+    /// The providers' names, in the order they were added.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.providers.iter().map(|p| p.name.as_str())
     }
 
     /// A provider by name.
@@ -236,13 +266,77 @@ impl ProviderRegistry {
         self.resolve(provider, id)
     }
 
-    /// The model `model_id` at `provider`, when the provider is known.
+    /// The model `model_id` at `provider`, when the provider is known: a
+    /// known model with its limits, else one with the provider's defaults.
     pub fn resolve(&self, provider: &str, model_id: &str) -> Option<ModelInfo> {
         let p = self.get(provider)?;
+        if let Some(m) = p.models.iter().find(|m| m.id == model_id) {
+            return Some(m.clone());
+        }
         let mut m = ModelInfo::new(provider, model_id, p.api, &p.base_url);
         m.key_env = p.key_env.clone();
+        m.api_key = p.api_key.clone();
         Some(m)
     }
+}
+
+/// Resolves a key as pi's `models.json` gives it: `!command` runs the
+/// command with `sh -c` (10 s at most) and takes its trimmed output; any
+/// other value is the value of the environment variable of that name when
+/// it is set and not empty, else the value itself. `None` when a command
+/// fails or prints nothing.
+pub fn resolve_key_config(config: &str) -> Option<String> {
+    if let Some(command) = config.strip_prefix('!') {
+        return run_key_command(command);
+    }
+    match std::env::var(config) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => Some(config.to_owned()),
+    }
+}
+
+/// Runs a key command once per process (its answer is kept, as pi keeps it).
+fn run_key_command(command: &str) -> Option<String> {
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<String>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(command).cloned()) {
+        return hit;
+    }
+    let value = key_command_output(command);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(command.to_owned(), value.clone());
+    }
+    value
+}
+
+fn key_command_output(command: &str) -> Option<String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let mut out = String::new();
+    child.stdout.take()?.read_to_string(&mut out).ok()?;
+    let out = out.trim();
+    (status.success() && !out.is_empty()).then(|| out.to_owned())
 }
 
 /// Where API keys come from: explicit keys by provider, then (optionally) the
@@ -278,10 +372,15 @@ impl Credentials {
         self
     }
 
-    /// The key for `model`, if there is one.
+    /// The key for `model`, if there is one: an explicit key, else the one
+    /// its configuration names ([`ModelInfo::api_key`]), else (when reading
+    /// the environment) the provider's variable.
     pub fn api_key(&self, model: &ModelInfo) -> Option<String> {
         if let Some(k) = self.keys.get(&model.provider) {
             return Some(k.clone());
+        }
+        if let Some(config) = &model.api_key {
+            return resolve_key_config(config);
         }
         if !self.read_env {
             return None;

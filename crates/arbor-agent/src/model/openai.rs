@@ -1,12 +1,14 @@
 //! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`, streamed).
 
+use arbor_log::{MessageView, Role};
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{is_json, Http};
+use super::http::{is_json, Http, SseEvent};
 use super::reply::{ReplyBuilder, Tokens};
+use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
 const API: &str = "OpenAI Chat Completions";
@@ -37,7 +39,7 @@ impl OpenAiClient {
         if let Some(system) = &request.system_prompt {
             messages.push(json!({"role": "system", "content": system}));
         }
-        for m in &request.messages {
+        for m in &request_messages(&request.messages) {
             push_message(m, &mut messages);
         }
         let mut body = Map::new();
@@ -80,8 +82,9 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
                 .join(sep),
         }
     };
-    match m.get("role").and_then(Value::as_str) {
-        Some("user") => {
+    // Model messages (after convert_to_llm) have these three roles only.
+    match MessageView::new(m).role() {
+        Some(Role::User) => {
             let content = match m.get("content") {
                 Some(Value::String(s)) => Value::String(s.clone()),
                 _ => Value::Array(
@@ -101,7 +104,7 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
             };
             out.push(json!({"role": "user", "content": content}));
         }
-        Some("assistant") => {
+        Some(Role::Assistant) => {
             let text = text_of("");
             let calls: Vec<Value> = blocks
                 .iter()
@@ -126,7 +129,7 @@ fn push_message(m: &Value, out: &mut Vec<Value>) {
             }
             out.push(Value::Object(msg));
         }
-        Some("toolResult") => out.push(json!({
+        Some(Role::ToolResult) => out.push(json!({
             "role": "tool",
             "tool_call_id": m.get("toolCallId").cloned().unwrap_or_default(),
             "content": text_of("\n"),
@@ -169,6 +172,14 @@ fn finish_with(reply: AssistantReply, finish: Option<&str>) -> AssistantReply {
     reply.with_error_message("the provider's content filter stopped the reply")
 }
 
+/// What a streamed reply said so far beyond its content: the finish reason
+/// and the tool-call slots.
+#[derive(Debug, Default)]
+struct Decoding {
+    finish: Option<String>,
+    slots: Vec<(u64, usize)>,
+}
+
 impl OpenAiClient {
     /// Sends `request` and fills `reply` as the answer streams; returns the
     /// finish reason. On an error `reply` keeps what arrived before it.
@@ -186,26 +197,53 @@ impl OpenAiClient {
             return self.read_whole(&v, reply).map(Some);
         }
         let mut events = self.http.events(response, deadline);
-        let mut finish: Option<String> = None;
-        let mut slots = vec![];
+        let mut d = Decoding::default();
         while let Some(ev) = events.next(cancel).await? {
-            let data = ev.data.trim();
-            if data.is_empty() {
-                continue;
-            }
-            if data == "[DONE]" {
-                return Ok(finish);
-            }
-            let chunk: Value =
-                arbor_log::json::parse(data).map_err(|e| self.protocol(format!("a stream chunk is not JSON: {e}")))?;
-            if let Some(f) = self.on_chunk(&chunk, reply, &mut slots)? {
-                finish = Some(f);
+            if self.on_sse(&ev, &mut d, reply)? {
+                return Ok(d.finish);
             }
         }
-        if finish.is_none() {
+        self.ended(d)
+    }
+
+    /// Applies one server-sent event; true at `[DONE]`.
+    fn on_sse(&self, ev: &SseEvent, d: &mut Decoding, reply: &mut ReplyBuilder) -> Result<bool, ModelError> {
+        let data = ev.data.trim();
+        if data.is_empty() {
+            return Ok(false);
+        }
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk: Value =
+            arbor_log::json::parse(data).map_err(|e| self.protocol(format!("a stream chunk is not JSON: {e}")))?;
+        if let Some(f) = self.on_chunk(&chunk, reply, &mut d.slots)? {
+            d.finish = Some(f);
+        }
+        Ok(false)
+    }
+
+    /// The stream ended without `[DONE]`: complete when a finish reason came.
+    fn ended(&self, d: Decoding) -> Result<Option<String>, ModelError> {
+        if d.finish.is_none() {
             return Err(self.stream_error("the stream ended before the reply was complete".to_owned()));
         }
-        Ok(finish)
+        Ok(d.finish)
+    }
+
+    /// Decodes a recorded event stream (the response body's bytes as they
+    /// arrived) into the reply a live request would record: the same
+    /// parser, decoding and size limit, no network. For replaying captured
+    /// streams.
+    pub fn replay(&self, chunks: &[&[u8]]) -> AssistantReply {
+        let mut reply = ReplyBuilder::default();
+        let mut d = Decoding::default();
+        let done = self.http.replay(chunks, |ev| self.on_sse(ev, &mut d, &mut reply));
+        let finish = done.and_then(|done| if done { Ok(d.finish) } else { self.ended(d) });
+        match finish {
+            Ok(finish) => self.finished(reply, finish.as_deref()),
+            Err(e) => reply.fail(&self.model, &e, self.http.opts.clock.now_ms()),
+        }
     }
 
     /// The request headers: the key as a bearer token.

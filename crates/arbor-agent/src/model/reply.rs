@@ -1,7 +1,8 @@
 //! Assistant replies in pi's message shape, and the builder the streaming
 //! clients fill.
 
-use arbor_log::json::push_joined;
+use arbor_log::json::{js_number, push_joined};
+use arbor_log::Role;
 use serde_json::{json, Map, Value};
 
 use super::{aborted_message, ModelError, ModelInfo, StreamDelta, StreamSink};
@@ -255,16 +256,17 @@ impl ReplyBuilder {
             "cacheRead": t.cache_read,
             "cacheWrite": t.cache_write,
             "totalTokens": t.input + t.output + t.cache_read + t.cache_write,
+            // Written as pi writes numbers: no cost is `0.0`.
             "cost": {
-                "input": cost[0],
-                "output": cost[1],
-                "cacheRead": cost[2],
-                "cacheWrite": cost[3],
-                "total": cost.iter().sum::<f64>(),
+                "input": js_number(cost[0]),
+                "output": js_number(cost[1]),
+                "cacheRead": js_number(cost[2]),
+                "cacheWrite": js_number(cost[3]),
+                "total": js_number(cost.iter().sum::<f64>()),
             },
         });
         AssistantReply(json!({
-            "role": "assistant",
+            "role": Role::Assistant.as_str(),
             "content": content,
             "api": model.api.as_str(),
             "provider": model.provider,

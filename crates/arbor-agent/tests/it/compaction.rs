@@ -1,4 +1,4 @@
-//! Manual compaction (spec 5.6; pi's e2e cases of 7.11, the #2608 fix).
+//! Manual compaction (docs/architecture.md, "Compacting"; pi's e2e cases, the #2608 fix).
 
 use std::sync::{Arc, Mutex};
 
@@ -448,7 +448,7 @@ async fn an_external_command_hook_supplies_or_cancels_the_compaction() {
     assert_eq!(e.to_string(), "Compaction cancelled");
 }
 
-/// pi's `compaction.test.ts` cases for the pure parts (spec 7.12).
+/// pi's `compaction.test.ts` cases for the pure parts.
 mod pure {
     use arbor_agent::compaction::{find_cut_point, should_compact};
     use arbor_agent::CompactionSettings;

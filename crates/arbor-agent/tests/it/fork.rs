@@ -1,4 +1,4 @@
-//! Fork before a user message (spec 5.7; pi's e2e cases of 7.10).
+//! Fork before a user message (docs/architecture.md, "Forking before a user message"; pi's e2e cases).
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,4 @@
-//! The hook bus: runner semantics (spec 5.8) and external command hooks.
+//! The hook bus: runner semantics (docs/hooks.md) and external command hooks.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

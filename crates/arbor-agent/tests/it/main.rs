@@ -1,4 +1,4 @@
-//! Integration tests of arbor-agent: the flows of spec 5.1, 5.6 and 5.7
+//! Integration tests of arbor-agent: the flows of docs/architecture.md ("Navigating", "Compacting", "Forking before a user message")
 //! against a mock model server, the model clients, the hook bus, event
 //! snapshots, and agreement with the reference outputs in `fixtures/pi`.
 
@@ -130,7 +130,7 @@ pub fn conversation(session: &mut Session, turns: &[(&str, &str)]) -> Vec<String
 
 /// The number of entries of a type.
 pub fn count_type(session: &Session, ty: &str) -> usize {
-    session.entries().filter(|e| e.entry_type() == ty).count()
+    session.entries().filter(|e| e.entry_type().as_str() == ty).count()
 }
 
 /// A path (`/bin/sh` script body) written to a temp dir, made executable.

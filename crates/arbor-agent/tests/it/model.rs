@@ -43,7 +43,8 @@ async fn openai_streams_into_pi_shape() {
             "provider": "openai-compat",
             "model": "gpt-test",
             "usage": {"input": 100, "output": 30, "cacheRead": 20, "cacheWrite": 0, "totalTokens": 150,
-                      "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0}},
+                      // Written as pi writes it: `0`, not `0.0`.
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
             "stopReason": "stop",
             "timestamp": 1_767_225_700_000i64
         })
@@ -397,4 +398,38 @@ async fn unreachable_servers_fail_with_the_url() {
         )),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn a_recorded_stream_replays_to_the_reply_a_live_request_records() {
+    let mock = MockServer::start().await;
+    mock.set_default(Reply::Text("hello there".into()));
+    for model in [openai_model(&mock), anthropic_model(&mock)] {
+        let openai = model.api == Api::OpenAiCompletions;
+        let live = client_for(model.clone(), None, fast_client()).unwrap();
+        let live = bounded(live.stream(&request(), CancellationToken::new(), None)).await;
+        let body = if openai {
+            crate::mock::openai_sse(&model.id, "hello there", "stop")
+        } else {
+            crate::mock::anthropic_sse(&model.id, "hello there", "end_turn")
+        };
+        let whole: Vec<&[u8]> = vec![body.as_bytes()];
+        let bytewise: Vec<&[u8]> = body.as_bytes().chunks(1).collect();
+        for chunks in [whole, bytewise] {
+            let replayed = if openai {
+                arbor_agent::OpenAiClient::new(model.clone(), None, fast_client()).unwrap().replay(&chunks)
+            } else {
+                arbor_agent::AnthropicClient::new(model.clone(), None, fast_client()).unwrap().replay(&chunks)
+            };
+            assert_eq!(replayed.json(), live.json(), "{}", model.provider);
+        }
+        // A stream cut short is a failed reply that keeps what arrived.
+        let cut = &body.as_bytes()[..body.len() / 2];
+        let replayed = if openai {
+            arbor_agent::OpenAiClient::new(model.clone(), None, fast_client()).unwrap().replay(&[cut])
+        } else {
+            arbor_agent::AnthropicClient::new(model.clone(), None, fast_client()).unwrap().replay(&[cut])
+        };
+        assert_eq!(replayed.stop_reason(), "error", "{}", model.provider);
+    }
 }

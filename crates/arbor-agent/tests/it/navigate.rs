@@ -1,4 +1,4 @@
-//! Tree navigation (spec 5.1, the pi e2e cases of 7.9 and more).
+//! Tree navigation (docs/architecture.md, "Navigating"; pi's e2e cases and more).
 
 use std::sync::{Arc, Mutex};
 

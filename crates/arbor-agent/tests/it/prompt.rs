@@ -1,6 +1,6 @@
 //! Prompting a model (pi's `AgentSession.prompt` without tools): streamed
 //! replies recorded as pi records them, aborts, failures, automatic
-//! compaction (spec 5.6.1) and the settings entries of spec 4.3 — against
+//! compaction (docs/architecture.md, "Compacting") and the settings entries of docs/architecture.md, "The agent session" — against
 //! the mock server, for both APIs.
 
 use std::sync::{Arc, Mutex};

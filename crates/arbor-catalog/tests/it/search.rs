@@ -111,7 +111,7 @@ fn hits_say_whether_they_are_on_the_active_path_and_the_labels_on_their_path() {
     assert!(cafe.iter().all(|h| !h.on_active_path), "branch A is off the active path");
     assert_eq!(cafe[0].path, f);
     assert_eq!((cafe[0].session_id.as_str(), cafe[0].cwd.as_str()), ("sess-1", CWD));
-    assert_eq!(cafe[0].role.as_deref(), Some("assistant"));
+    assert_eq!(cafe[0].role, Some(arbor_log::Role::Assistant));
     assert_eq!(cafe[0].timestamp, arbor_log::format_iso_ms(T + 3000));
 
     // Appending moves the leaf to branch A and labels another entry: the next search sees both.

@@ -12,7 +12,7 @@ use crate::shared::session::Globals;
 use crate::ui::chat::{self, ModelFlags, Target};
 use crate::ui::picker::{self, Picked};
 
-/// Talk to a model in a branching session: prompts, /tree, /branch, /label, /compact, … (see docs/cli.md).
+/// Talk to a model in a branching session: prompts, /tree, /fork, /label, /compact, … (see docs/cli.md).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file (default: pick one in the session picker; without a terminal, the most

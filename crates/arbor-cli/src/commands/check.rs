@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use arbor_tree::{check_file, check_session, Finding, Severity};
+use arbor_tree::{check_file, check_session, summary_by_code, Finding, Severity};
 
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
@@ -36,7 +36,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         };
         let findings = checked.unwrap_or_else(|e| {
             // An unreadable file is an error finding; the other files are still checked.
-            vec![Finding { line: 0, severity: Severity::Error, code: "unreadable", message: format!("{e:#}") }]
+            vec![Finding::new(0, Severity::Error, "unreadable", format!("{e:#}"))]
         });
         worst = worst.max(findings.iter().map(|f| f.severity).max());
         if args.json {
@@ -47,6 +47,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
             for f in &findings {
                 writeln!(out, "{}:{f}", file.display())?;
             }
+            writeln!(out, "{}: {}", file.display(), summary_line(&findings))?;
         }
     }
     if args.json {
@@ -57,4 +58,19 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         Some(Severity::Warning) => ExitCode::from(1),
         Some(Severity::Error) => ExitCode::from(2),
     })
+}
+
+/// `2 errors, 1 warning: duplicate-id 2, orphan 1`: how many findings of each severity and code.
+fn summary_line(findings: &[Finding]) -> String {
+    let count = |sev: Severity| findings.iter().filter(|f| f.severity == sev).count();
+    let plural = |n: usize, what: &str| if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") };
+    let mut parts = vec![];
+    for (sev, what) in [(Severity::Error, "error"), (Severity::Warning, "warning")] {
+        let n = count(sev);
+        if n > 0 {
+            parts.push(plural(n, what));
+        }
+    }
+    let kinds: Vec<String> = summary_by_code(findings).iter().map(|(_, code, n)| format!("{code} {n}")).collect();
+    format!("{}: {}", parts.join(", "), kinds.join(", "))
 }

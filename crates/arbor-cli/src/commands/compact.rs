@@ -13,6 +13,7 @@ use arbor_tree::OpenMode;
 
 use crate::shared::agent::{compact, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
+use crate::shared::progress::Spinner;
 use crate::shared::session::Globals;
 use crate::shared::visible::for_people;
 
@@ -40,7 +41,10 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let opts = CompactOptions { custom_instructions: args.instructions, keep_recent_tokens: args.keep_recent_tokens };
     let file = g.session(&args.file)?;
     let setup = AgentSetup { file: &file, model: &args.model, mode: OpenMode::Write, session: g.options()? };
-    let r = compact(setup, opts)?;
+    let r = {
+        let _spinner = Spinner::now("Compacting…", " (Ctrl+C to cancel)");
+        compact(setup, opts)?
+    };
     if args.json {
         write_json_line(
             out,

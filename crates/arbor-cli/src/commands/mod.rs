@@ -23,6 +23,7 @@
 mod chat;
 mod check;
 mod compact;
+mod completions;
 mod context;
 mod diff;
 mod dump;
@@ -36,6 +37,7 @@ mod path;
 mod pull;
 mod push;
 mod repair;
+mod resume;
 mod search;
 mod tail;
 mod tree;
@@ -50,13 +52,14 @@ use clap::{Parser, Subcommand};
 use crate::shared::session::Globals;
 
 /// Session trees for coding agents, compatible with pi's session files.
+/// Without a command: resume the most recent session of the current directory in `arbor chat`.
 #[derive(Debug, Parser)]
 #[command(name = "arbor", version, about, long_about = None)]
 pub struct Cli {
     #[command(flatten)]
     globals: Globals,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -81,12 +84,15 @@ enum Command {
     Tail(tail::Args),
     Push(push::Args),
     Pull(pull::Args),
+    Completions(completions::Args),
 }
 
-/// Runs one command, writing its output to `out`.
+/// Runs one command, writing its output to `out`. Without a command: the
+/// most recent session of the current directory in the chat.
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
     let g = &cli.globals;
-    match cli.command {
+    let Some(command) = cli.command else { return resume::run(g, out) };
+    match command {
         Command::Dump(args) => dump::run(args, g, out),
         Command::Tree(args) => tree::run(args, g, out),
         Command::Path(args) => path::run(args, g, out),
@@ -107,5 +113,6 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Tail(args) => tail::run(args, g, out),
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
+        Command::Completions(args) => completions::run(args, g, out),
     }
 }

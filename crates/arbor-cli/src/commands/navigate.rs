@@ -13,6 +13,7 @@ use arbor_tree::OpenMode;
 
 use crate::shared::agent::{navigate, AgentSetup, ModelArgs};
 use crate::shared::output::write_json_line;
+use crate::shared::progress::Spinner;
 use crate::shared::session::Globals;
 use crate::shared::visible::for_people;
 
@@ -53,7 +54,10 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     };
     let file = g.session(&args.file)?;
     let setup = AgentSetup { file: &file, model: &args.model, mode: OpenMode::Write, session: g.options()? };
-    let r = navigate(setup, &args.target, opts, None)?;
+    let r = {
+        let _spinner = opts.summarize.then(|| Spinner::now("Summarizing branch…", " (Ctrl+C to cancel)"));
+        navigate(setup, &args.target, opts, None)?
+    };
     if args.json {
         write_json(out, &r)?;
     } else {

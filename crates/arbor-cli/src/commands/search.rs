@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _, Result};
 
 use arbor_catalog::{Hit, Query, Scope, SearchOptions, TokenKind};
+use arbor_log::Role;
 use arbor_pg::{PgStore, TextQuery};
 use arbor_tree::paths;
 
@@ -107,7 +108,7 @@ fn search_server(store: &PgStore, query: &str, args: &Args, out: &mut dyn Write)
         writeln!(out, "no matches")?;
     } else {
         for h in &hits {
-            let what = h.role.as_deref().unwrap_or(&h.entry_type);
+            let what = h.role.as_ref().map_or(h.entry_type.as_str(), Role::as_str);
             writeln!(out, "{}  {}  {what}  {}", h.timestamp, h.entry_id, h.path.display())?;
             writeln!(out, "    {}", marked(&h.snippet, &h.marks))?;
         }
@@ -117,7 +118,7 @@ fn search_server(store: &PgStore, query: &str, args: &Args, out: &mut dyn Write)
 
 /// Two lines: where the hit is, then the snippet with the matches in «».
 fn write_hit(out: &mut dyn Write, h: &Hit) -> Result<()> {
-    let what = h.role.as_deref().unwrap_or(&h.entry_type);
+    let what = h.role.as_ref().map_or(h.entry_type.as_str(), Role::as_str);
     let active = if h.on_active_path { " •" } else { "" };
     let labels: String = h.labels.iter().map(|l| format!(" [{}]", l.label)).collect();
     writeln!(out, "{}  {}  {what}{active}{labels}  {}", h.timestamp, h.entry_id, h.path.display())?;

@@ -30,11 +30,17 @@ pub struct Args {
     /// written and its path and the message text are printed, like `fork --before`.
     #[arg(long)]
     fork: bool,
+    /// Time the selector on FILE without a terminal (`cargo xtask bench --tui`): JSON lines on stdout.
+    #[arg(long, hide = true, requires = "file", conflicts_with_all = ["fork", "follow"])]
+    bench: bool,
     #[command(flatten)]
     model: ModelArgs,
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    if let (true, Some(file)) = (args.bench, &args.file) {
+        return tui::bench::run(&g.session(file)?, g, out);
+    }
     if args.fork {
         tui::run_fork(out, args.file, &args.model, g)
     } else {

@@ -21,8 +21,9 @@ use arbor_agent::{
 };
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
+use super::models::Models;
 use super::output::write_json_line;
-use super::session::print_diagnostics;
+use super::session::{open_showing_progress, print_diagnostics};
 use crate::shared::visible::say;
 
 /// Which model to use, and the hooks to run.
@@ -74,28 +75,23 @@ impl AgentSetup<'_> {
         if let Some(h) = &m.hooks {
             load_hooks(h, &mut opts.hooks)?;
         }
-        let session = Session::open(self.file, self.mode, self.session)?;
+        // The tree selector (which showed the diagnostics) owns the screen: no spinner over it.
+        let session = if m.diagnostics_shown {
+            Session::open(self.file, self.mode, self.session)?
+        } else {
+            open_showing_progress(self.file, self.mode, self.session)?
+        };
         if !m.diagnostics_shown {
             print_diagnostics(self.file, session.diagnostics());
         }
-        let spec = m.model.clone().or_else(|| {
-            // A base URL without a model applies to the model restored from the session.
-            m.base_url.as_ref().and_then(|_| {
-                arbor_context::session_context(&session).model.map(|r| format!("{}/{}", r.provider, r.model_id))
-            })
-        });
-        if let Some(spec) = spec {
-            let mut info = opts.providers.parse_model(&spec).ok_or_else(|| {
-                anyhow!("unknown model {spec:?}: use PROVIDER/MODEL with a known provider (anthropic, openai, openrouter, ollama)")
-            })?;
-            if let Some(url) = &m.base_url {
-                info.base_url = url.trim_end_matches('/').to_owned();
-            }
-            opts.model = Some(info);
-        }
+        // pi's models.json adds a pi user's providers; a base URL without a
+        // model applies to the model restored from the session.
+        let mut models = Models::load();
+        opts.model = models.choose(m.model.as_deref(), m.base_url.as_deref(), &session)?;
+        opts.providers = models.registry;
         let agent = AgentSession::new(session, opts);
         if needs_model {
-            for n in agent.notices() {
+            for n in models.notices.iter().map(String::as_str).chain(agent.notices().iter().map(String::as_str)) {
                 say!("arbor: {n}");
             }
         }
@@ -191,6 +187,17 @@ pub fn navigate(
     opts: NavigateOptions,
     abort_flag: Option<Arc<AtomicBool>>,
 ) -> Result<NavigateResult> {
+    navigate_and_keep(setup, target, opts, abort_flag).map(|(r, _)| r)
+}
+
+/// [`navigate`], handing back the session as the navigation left it, no
+/// longer writing (so whoever shows the tree next need not read the file again).
+pub fn navigate_and_keep(
+    setup: AgentSetup<'_>,
+    target: &str,
+    opts: NavigateOptions,
+    abort_flag: Option<Arc<AtomicBool>>,
+) -> Result<(NavigateResult, Session)> {
     let file = setup.file;
     let mut agent = setup.open(opts.summarize)?;
     let abort = agent.abort_handle();
@@ -198,7 +205,9 @@ pub fn navigate(
     let r = r.with_context(|| file.display().to_string())?;
     report_hook_failures(&r.hook_failures);
     report_notices(&agent);
-    Ok(r)
+    let mut session = agent.into_session();
+    session.stop_writing();
+    Ok((r, session))
 }
 
 /// Compacts the session's active path.

@@ -1,118 +1,220 @@
-//! How a tree is laid out (spec 6.2): connectors and gutters on a grid of
-//! characters, the active branch first.
+//! How a tree is laid out (docs/cli.md, "How the tree is laid out"):
+//! connectors and gutters on a grid of three-column cells, for `arbor tree`
+//! and the tree selector alike.
 //!
-//! Used by `arbor tree` and the interactive selector (`arbor tui`).
+//! Two styles. [`Style::Pi`] is pi's layout exactly: every branch point
+//! indents its children one level, the first generation after a branch one
+//! more. It is kept whenever every entry of the session fits in the level
+//! budget. Past it (a session with thousands of branch points on its active
+//! path puts the leaf thousands of levels deep), [`Style::Compact`] draws the
+//! active path as one straight column: its branch points send their other
+//! branches to a single rail in the first column instead of opening a level
+//! each, and everything off the active path keeps pi's rules. In either
+//! style a row deeper than the budget shows its level as a number in place of
+//! its outermost cells ([`level_marker`]).
+//!
+//! [`Layout`] computes, in one pass over a [`Visible`] forest, each row's
+//! level and connector; [`Layout::prefix`] then draws any one row on demand,
+//! walking only its connector ancestors within the budget. Nothing is kept
+//! per row beyond a few integers, so a million rows cost a few megabytes.
 
-use std::collections::HashSet;
+use super::forest::{Forest, Visible, NONE};
 
-use arbor_tree::{Position, Session, Tree};
+/// How branch points indent (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// pi's layout.
+    Pi,
+    /// The active path in one column, its branches on a rail.
+    Compact,
+}
 
-/// One laid-out row of a tree.
+/// The number of levels a row may be indented before its level is shown as a
+/// number: the prefix keeps at most half of `width` (and at least 24 columns
+/// for the text), as oh-my-pi's selector does.
+pub fn level_budget(width: usize) -> usize {
+    (width.saturating_sub((width / 2).max(24)).saturating_sub(4) / 3).max(1)
+}
+
+/// The deepest level pi's layout would give any entry of `forest`.
+pub fn pi_depth(forest: &Forest) -> u32 {
+    let n = forest.len();
+    let mut kids = vec![0u32; n];
+    let mut roots = 0;
+    for k in 0..n as u32 {
+        match forest.parent(k) {
+            Some(p) => kids[p as usize] += 1,
+            None => roots += 1,
+        }
+    }
+    // (level, just branched) of each entry, parents first.
+    let mut state = vec![(0u32, false); n];
+    let mut deepest = 0;
+    for k in 0..n as u32 {
+        let here = match forest.parent(k) {
+            None => (0, roots > 1),
+            Some(p) => {
+                let (level, jb) = state[p as usize];
+                let branching = kids[p as usize] > 1;
+                (level + u32::from(branching || jb), branching)
+            }
+        };
+        deepest = deepest.max(here.0);
+        state[k as usize] = here;
+    }
+    deepest
+}
+
+/// The style for a session: pi's when its whole tree fits in `budget` levels.
+pub fn style_for(forest: &Forest, budget: usize) -> Style {
+    if pi_depth(forest) as usize <= budget {
+        Style::Pi
+    } else {
+        Style::Compact
+    }
+}
+
+/// The number a row past the budget shows in place of its outer cells, and
+/// how many cells it takes: two (`⋯123 `, so the number never touches the
+/// gutter after it) when the budget has room, else one.
+pub(crate) fn level_marker(level: u32, budget: u32) -> (String, u32) {
+    if budget >= 4 {
+        (format!("{:<6}", format!("⋯{level} ")), 2)
+    } else {
+        (format!("{:<3}", format!("⋯{level}")), 1)
+    }
+}
+
+const JB: u8 = 1;
+const CONN: u8 = 2;
+const RAIL: u8 = 4;
+const SPINE: u8 = 8;
+
+/// The drawn prefix of one row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
-    /// Session index of the entry.
-    pub index: usize,
-    /// The connector and gutter prefix (`displayIndent × 3` characters).
-    pub prefix: String,
-    /// True when the entry is on the active path (root → leaf).
-    pub active: bool,
-    /// The level whose cell holds this row's connector (`├─`/`└─`), when one is drawn;
-    /// the selector puts its fold glyph in the second character of that cell.
-    pub connector_at: Option<usize>,
+pub struct Prefix {
+    /// Connector, gutter and level cells, three columns each.
+    pub text: String,
+    /// The character index of the connector's second character, where the
+    /// selector puts its fold glyph; `None` when the row has no connector.
+    pub glyph_at: Option<usize>,
 }
 
-#[derive(Clone)]
-struct Gutter {
-    position: usize,
-    show: bool,
+/// The levels and connectors of a visible forest's rows.
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    budget: u32,
+    level: Vec<u32>,
+    flags: Vec<u8>,
+    /// The nearest ancestor that draws a connector off the rail.
+    conn_anc: Vec<u32>,
+    first_rail: u32,
+    last_rail: u32,
 }
 
-/// Positions of the entries on the path root → leaf.
-pub fn active_path(session: &Session) -> HashSet<usize> {
-    session.branch_positions(None).into_iter().map(Position::get).collect()
-}
-
-/// Lays out a tree as pi's selector does (spec 6.2): the active branch first
-/// under each branch point, single-child chains flat, connectors and gutters.
-/// `visible_children(i)` and `roots` describe the (possibly filtered) tree.
-pub fn layout(roots: &[usize], children: &dyn Fn(usize) -> Vec<usize>, active: &HashSet<usize>) -> Vec<Row> {
-    struct Item {
-        node: usize,
-        indent: usize,
-        just_branched: bool,
-        show_connector: bool,
-        is_last: bool,
-        gutters: Vec<Gutter>,
-        virtual_root_child: bool,
+impl Layout {
+    /// Lays out `vis` (a visible part of `forest`) in `style`, showing at most `budget` levels.
+    pub fn new(forest: &Forest, vis: &Visible, style: Style, budget: usize) -> Layout {
+        let n = vis.len();
+        let mut l = Layout {
+            budget: u32::try_from(budget.max(1)).unwrap_or(u32::MAX),
+            level: Vec::with_capacity(n),
+            flags: Vec::with_capacity(n),
+            conn_anc: Vec::with_capacity(n),
+            first_rail: NONE,
+            last_rail: NONE,
+        };
+        let multiple_roots = vis.roots() > 1;
+        for v in 0..n as u32 {
+            let spine = style == Style::Compact && forest.is_active(vis.node(v));
+            let (level, mut flags, anc) = match vis.parent(v) {
+                None => (0, if multiple_roots { JB } else { 0 }, NONE),
+                Some(p) => {
+                    let (pl, pf) = (l.level[p as usize], l.flags[p as usize]);
+                    let branching = vis.kids(p) > 1;
+                    let step = u32::from(pf & JB != 0);
+                    if pf & SPINE != 0 {
+                        // Under the active path: its branch points use the rail.
+                        match (branching, spine) {
+                            (true, true) => (1, CONN | RAIL, NONE),
+                            (true, false) => (1, CONN | RAIL | JB, NONE),
+                            (false, _) => (pl + step, 0, NONE),
+                        }
+                    } else {
+                        let anc = if pf & CONN != 0 && pf & RAIL == 0 { p } else { l.conn_anc[p as usize] };
+                        let flags = if branching { CONN | JB } else { 0 };
+                        (pl + u32::from(branching || step == 1), flags, anc)
+                    }
+                }
+            };
+            if spine {
+                flags |= SPINE;
+            }
+            if flags & RAIL != 0 {
+                if l.first_rail == NONE {
+                    l.first_rail = v;
+                }
+                l.last_rail = v;
+            }
+            l.level.push(level);
+            l.flags.push(flags);
+            l.conn_anc.push(anc);
+        }
+        l
     }
-    let multiple_roots = roots.len() > 1;
-    let mut ordered_roots: Vec<usize> = roots.to_vec();
-    ordered_roots.sort_by_key(|r| !active.contains(r));
-    let mut stack: Vec<Item> = vec![];
-    let n = ordered_roots.len();
-    for (k, &r) in ordered_roots.iter().enumerate().rev() {
-        stack.push(Item {
-            node: r,
-            indent: usize::from(multiple_roots),
-            just_branched: multiple_roots,
-            show_connector: multiple_roots,
-            is_last: k + 1 == n,
-            gutters: vec![],
-            virtual_root_child: multiple_roots,
-        });
+
+    /// The level of row `v` (how many cells its prefix would have without the budget).
+    pub fn level(&self, v: u32) -> u32 {
+        self.level[v as usize]
     }
-    let mut rows = vec![];
-    while let Some(item) = stack.pop() {
-        let display_indent = if multiple_roots { item.indent.saturating_sub(1) } else { item.indent };
-        let connector = item.show_connector && !item.virtual_root_child;
-        let connector_at = display_indent.checked_sub(1);
-        // The gutter at each level (the first one listed wins), found in one
-        // pass: deep, much-branched trees have thousands of levels.
-        let mut gutter_at: Vec<Option<bool>> = vec![None; display_indent];
-        for g in item.gutters.iter().rev() {
-            if let Some(slot) = gutter_at.get_mut(g.position) {
-                *slot = Some(g.show);
+
+    /// Draws row `v`'s prefix; `vis` is the visible forest the layout was made for.
+    pub fn prefix(&self, vis: &Visible, v: u32) -> Prefix {
+        let level = self.level(v);
+        if level == 0 {
+            return Prefix { text: String::new(), glyph_at: None };
+        }
+        let marker = (level > self.budget).then(|| level_marker(level, self.budget));
+        let first = marker.as_ref().map_or(0, |(_, cells)| level - self.budget + cells);
+        // One entry per drawn level: Some(true) a gutter line, Some(false) a blank gutter.
+        let mut cells: Vec<Option<bool>> = vec![None; (level - first) as usize];
+        let mut a = self.conn_anc[v as usize];
+        while a != NONE {
+            let at = self.level[a as usize] - 1;
+            if at < first {
+                break;
+            }
+            cells[(at - first) as usize] = Some(!vis.is_last(a));
+            a = self.conn_anc[a as usize];
+        }
+        let flags = self.flags[v as usize];
+        let rail = self.first_rail != NONE && first == 0;
+        let mut text = String::with_capacity(cells.len() * 3 + 4);
+        let mut glyph_at = None;
+        if let Some((m, _)) = &marker {
+            text.push_str(m);
+        }
+        for (i, cell) in cells.iter().enumerate() {
+            let at = first + i as u32;
+            let own = flags & CONN != 0 && at == level - 1;
+            let last = if flags & RAIL != 0 { v == self.last_rail } else { vis.is_last(v) };
+            match cell {
+                Some(true) => text.push_str("│  "),
+                Some(false) => text.push_str("   "),
+                None if own => {
+                    glyph_at = Some(text.chars().count() + 1);
+                    text.push_str(if last { "└─ " } else { "├─ " });
+                }
+                None if at == 0 && rail && v > self.first_rail && v < self.last_rail => text.push_str("│  "),
+                None => text.push_str("   "),
             }
         }
-        let mut prefix = String::with_capacity(display_indent * 3);
-        for (level, gutter) in gutter_at.iter().enumerate() {
-            if let Some(show) = gutter {
-                prefix.push_str(if *show { "│  " } else { "   " });
-            } else if connector && connector_at == Some(level) {
-                prefix.push_str(if item.is_last { "└─ " } else { "├─ " });
-            } else {
-                prefix.push_str("   ");
-            }
-        }
-        let drawn_at = connector_at.filter(|&l| connector && !item.gutters.iter().any(|g| g.position == l));
-        rows.push(Row { index: item.node, prefix, active: active.contains(&item.node), connector_at: drawn_at });
-        let mut kids = children(item.node);
-        kids.sort_by_key(|c| !active.contains(c));
-        let branching = kids.len() > 1;
-        let child_indent =
-            if branching || (item.just_branched && item.indent > 0) { item.indent + 1 } else { item.indent };
-        let mut gutters = item.gutters.clone();
-        if connector {
-            gutters.push(Gutter { position: display_indent.saturating_sub(1), show: !item.is_last });
-        }
-        let m = kids.len();
-        for (k, &c) in kids.iter().enumerate().rev() {
-            stack.push(Item {
-                node: c,
-                indent: child_indent,
-                just_branched: branching,
-                show_connector: branching,
-                is_last: k + 1 == m,
-                gutters: gutters.clone(),
-                virtual_root_child: false,
-            });
-        }
+        Prefix { text, glyph_at }
     }
-    rows
 }
 
-/// Lays out the whole tree of a session.
-pub fn layout_tree(tree: &Tree<'_>, active: &HashSet<usize>) -> Vec<Row> {
-    let roots: Vec<usize> = tree.root_positions().iter().map(|p| p.get()).collect();
-    layout(&roots, &|i| tree.child_positions(Position::new(i)).iter().map(|p| p.get()).collect(), active)
-}
+#[cfg(test)]
+pub(crate) mod reference;
+
+#[cfg(test)]
+mod tests;

@@ -1,17 +1,25 @@
 //! What commands and the interactive front ends both use, and nothing that
 //! runs a command: the global flags and how a session is opened
 //! ([`session`]), the model and hook arguments and the agent flows run on a
-//! small runtime ([`agent`]), the catalog of the sessions root opened and
+//! small runtime ([`agent`]), the providers and the choice of a model
+//! ([`models`]), the catalog of the sessions root opened and
 //! refreshed ([`catalog`]), following a session as others write it
-//! ([`follow`]), and how results are printed ([`output`], [`layout`] for
-//! the tree, [`visible`] for text from files on a terminal).
+//! ([`follow`]), and how results are printed ([`output`]; [`forest`],
+//! [`filter`], [`layout`] and [`tree_text`] for the tree; [`progress`] for a
+//! spinner while something slow runs; [`visible`] for text from files on a
+//! terminal).
 //!
 //! Nothing here imports a command module or the interactive code.
 
 pub mod agent;
 pub mod catalog;
+pub mod filter;
 pub mod follow;
+pub mod forest;
 pub mod layout;
+pub mod models;
 pub mod output;
+pub mod progress;
 pub mod session;
+pub mod tree_text;
 pub mod visible;

@@ -1,5 +1,5 @@
 //! How results are printed: errors on one line, entries one per line, JSON
-//! lists of stored entries, and the tree.
+//! lists of stored entries (the tree: [`super::tree_text`]).
 
 use std::io::Write;
 use std::path::Path;
@@ -7,10 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use arbor_context::render::{entry_text, ToolCalls};
-use arbor_log::{Entry, Role};
-use arbor_tree::{Position, Session};
-
-use super::layout::{active_path, layout_tree};
+use arbor_log::Entry;
 
 /// The error and its causes on one line, without repeating a cause whose text
 /// an outer message already includes.
@@ -67,52 +64,6 @@ pub fn write_json_list(out: &mut dyn Write, items: impl Iterator<Item = impl AsR
         out.write_all(j.as_ref().as_bytes())?;
     }
     out.write_all(b"]")?;
-    Ok(())
-}
-
-/// Prints the tree as `arbor tree` does: one row per entry, the active path
-/// marked, labels and the leaf.
-pub fn print_tree(s: &Session, out: &mut dyn Write) -> Result<()> {
-    let tree = s.get_tree();
-    if tree.is_empty() {
-        writeln!(out, "(no entries)")?;
-        return Ok(());
-    }
-    let active = active_path(s);
-    let rows = layout_tree(&tree, &active);
-    let width =
-        rows.iter().filter_map(|r| s.id_at(Position::new(r.index))).map(|id| id.chars().count()).max().unwrap_or(8);
-    let leaf = s.leaf_id().and_then(|id| s.position_of(id)).map(Position::get);
-    let home = home();
-    // Entries are decoded one at a time and not kept: only tool calls are
-    // remembered (for the tool results that name them).
-    let mut calls = ToolCalls::new();
-    for i in s.positions() {
-        if s.role_at(i) == Some(&Role::Assistant) {
-            if let Some(e) = s.decode_at(i) {
-                calls.record(&e);
-            }
-        }
-    }
-    for row in rows {
-        let Some(e) = s.decode_at(Position::new(row.index)) else { continue };
-        let e = &e;
-        let marker = if row.active { "• " } else { "" };
-        let label = s.get_label(&e.id).map(|l| format!("[{l}] ")).unwrap_or_default();
-        let leaf_mark = if Some(row.index) == leaf { "  ◀ leaf" } else { "" };
-        // Padded by hand: a width beyond `u16::MAX` (an id that long) is past what `{:<width$}` takes.
-        let pad = " ".repeat(width.saturating_sub(e.id.chars().count()));
-        writeln!(
-            out,
-            "{}{pad}  {}{}{}{}{}",
-            e.id,
-            row.prefix,
-            marker,
-            label,
-            entry_text(e, &calls, home.as_deref()),
-            leaf_mark
-        )?;
-    }
     Ok(())
 }
 

@@ -19,6 +19,8 @@ use arbor_log::{CounterIds, Diagnostic};
 use arbor_pg::PgStore;
 use arbor_tree::{OpenMode, Position, Session, SessionOptions};
 
+use super::progress::Spinner;
+
 /// The flags every command takes (`arbor --ids … <command>`), passed to every `run`.
 #[derive(Debug, Clone, Args)]
 pub struct Globals {
@@ -106,7 +108,7 @@ impl Globals {
 
     fn open(&self, file: &Path, mode: OpenMode) -> Result<Session> {
         let file = self.session(file)?;
-        let s = Session::open(&file, mode, self.options()?)?;
+        let s = open_showing_progress(&file, mode, self.options()?)?;
         print_diagnostics(&file, s.diagnostics());
         Ok(s)
     }
@@ -129,6 +131,16 @@ pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<bo
     }
     Ok(reloaded)
 }
+
+/// Opens a session; a spinner on stderr says so when it takes long (a big
+/// file opened for the first time, before its index exists).
+pub fn open_showing_progress(file: &Path, mode: OpenMode, opts: SessionOptions) -> Result<Session> {
+    let _spinner = Spinner::after(OPEN_SPINNER_AFTER, &format!("Opening {}…", file.display()), "");
+    Ok(Session::open(file, mode, opts)?)
+}
+
+/// How long an open runs before its spinner shows.
+const OPEN_SPINNER_AFTER: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Prints the diagnostics of a file to stderr as `FILE:LINE: reason`.
 pub fn print_diagnostics(file: &Path, diags: &[Diagnostic]) {

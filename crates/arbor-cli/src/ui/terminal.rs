@@ -4,6 +4,7 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use crossterm::event::{Event, KeyEvent, KeyEventKind};
@@ -58,20 +59,18 @@ fn install_panic_hook() {
     });
 }
 
-/// The next terminal event: `event::read` for `arbor tui`, a channel for `arbor chat`.
-pub type NextEvent<'a> = &'a mut dyn FnMut() -> Result<Event>;
+/// The next terminal event: from the terminal for `arbor tui`, a channel
+/// for `arbor chat`. Given a wait, `None` when nothing came in that time;
+/// given none, it waits for an event (a source that wakes up anyway, such as
+/// `--follow`'s, may still answer `None`).
+pub type NextEvent<'a> = &'a mut dyn FnMut(Option<Duration>) -> Result<Option<Event>>;
 
-/// The next event as a key press; `None` (to redraw) after a resize, which
-/// `resized` is told the new height of, and for anything else.
-pub fn read_key(next: NextEvent<'_>, resized: impl FnOnce(u16)) -> Result<Option<KeyEvent>> {
-    Ok(match next()? {
+/// The event as a key press (`None` for releases and anything else).
+pub fn read_key(event: Event) -> Option<KeyEvent> {
+    match event {
         Event::Key(key) if key.kind != KeyEventKind::Release => Some(key),
-        Event::Resize(_, rows) => {
-            resized(rows);
-            None
-        }
         _ => None,
-    })
+    }
 }
 
 /// The text of a buffer, one line per row, trailing spaces trimmed (for tests and e2e checks).

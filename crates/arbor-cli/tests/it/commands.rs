@@ -209,3 +209,64 @@ fn repair_writes_a_clean_file_and_loses_nothing() {
         assert_eq!(again["clean"], true, "{name}");
     }
 }
+
+/// A session whose first reply calls a tool that never answers, then three
+/// branches from it: the unanswered call lies on the path to three leaves.
+fn unanswered_call_on_three_leaves(dir: &std::path::Path) -> std::path::PathBuf {
+    let entry = |id: &str, parent: Option<&str>, message: Value| serde_json::json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-01-02T03:04:05.000Z", "message": message});
+    let user = |t: &str| serde_json::json!({"role": "user", "content": t, "timestamp": 1});
+    let mut lines = vec![
+        serde_json::json!({"type": "session", "version": 3, "id": "6b1e2a60-8d4b-4f6a-9a0e-0c1d2e3f4a5b", "timestamp": "2026-01-02T03:04:05.000Z", "cwd": "/w"}),
+        entry("aaaa0001", None, user("read it")),
+        entry(
+            "aaaa0002",
+            Some("aaaa0001"),
+            serde_json::json!({"role": "assistant", "content": [{"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "a.rs"}}], "stopReason": "toolUse", "timestamp": 2}),
+        ),
+    ];
+    for (i, text) in ["one", "two", "three"].iter().enumerate() {
+        lines.push(entry(&format!("bbbb000{i}"), Some("aaaa0002"), user(text)));
+    }
+    let file = dir.join("calls.jsonl");
+    fs::write(&file, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    file
+}
+
+#[test]
+fn check_reports_each_finding_once_with_a_count_and_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = unanswered_call_on_three_leaves(dir.path());
+    let o = arbor(&["check", file.to_str().unwrap(), "logs/err/duplicate-prefix.jsonl", "demo/demo.jsonl"]);
+    assert_eq!(o.status.code(), Some(2));
+    let text = stdout(&o).replace(&dir.path().display().to_string(), "<dir>");
+    insta::assert_snapshot!("check_counts_and_summary", text);
+    let o = arbor(&["check", file.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let findings = report[0]["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["count"], 3);
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for (shell, marker) in [("bash", "_arbor()"), ("zsh", "#compdef arbor"), ("fish", "complete -c arbor")] {
+        let o = arbor(&["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let script = stdout(&o);
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(script.contains("navigate") && script.contains("completions"), "{shell}");
+    }
+    assert_eq!(arbor(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+#[test]
+fn readme_says_how_arbor_gets_onto_the_path_right_after_the_set_up_commands() {
+    let readme = fs::read_to_string(fixtures().join("../README.md")).unwrap();
+    let setup = readme.split("## Set up").nth(1).unwrap();
+    let setup = setup.split("\n## ").next().unwrap();
+    assert_eq!(setup.matches("```sh").count(), 2, "exactly two set-up commands:\n{setup}");
+    let after = setup.rsplit("```").next().unwrap();
+    assert!(after.contains("cargo install --path crates/arbor-cli"), "{after}");
+    assert!(after.contains("target/release/arbor") && after.contains("PATH"), "{after}");
+}

@@ -7,11 +7,16 @@
 mod agent;
 mod catalog;
 mod chat;
+mod chat_commands;
+mod chat_terminal;
 mod commands;
 mod compat;
 mod context_json;
+mod deep_tree;
 mod interop;
 mod model_server;
+mod pi_cli;
+mod pi_config;
 mod read_only_dir;
 mod reference;
 mod reliability;
@@ -32,6 +37,7 @@ pub fn arbor(args: &[&str]) -> Output {
         .env("HOME", "/nonexistent-home")
         .env("ARBOR_CACHE_DIR", cache_dir())
         .env_remove("ARBOR_SESSIONS_DIR")
+        .env_remove("PI_CODING_AGENT_DIR")
         .current_dir(fixtures())
         .output()
         .unwrap()

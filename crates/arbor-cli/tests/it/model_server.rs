@@ -3,12 +3,16 @@
 //! (`POST …/v1/messages`), always streamed (SSE).
 //!
 //! What it answers depends only on the request, so a test needs no script:
-//! - a summary request (the prompt holds `<conversation>`) gets `SUMMARY n`;
+//! - a summary request (the prompt holds `<conversation>`) gets `SUMMARY n`,
+//!   after 2 s when the conversation mentions `take your time`;
 //! - a prompt containing `slow` streams `word0 word1 …` one word every 100 ms
 //!   (up to 100) and notes when the client hangs up;
 //! - a prompt containing `endless` streams 100-byte pieces every millisecond
 //!   and never ends the reply, until the client hangs up;
+//! - a prompt containing `please fail` gets HTTP 400 (not retried);
 //! - anything else gets `echo: <the last user text>`.
+//!
+//! Every request is kept (path, body, `authorization` header) for the test to read.
 //!
 //! Every reply reports `usage` (120 prompt + 30 completion tokens).
 
@@ -25,6 +29,8 @@ use serde_json::{json, Value};
 pub struct Request {
     pub path: String,
     pub body: Value,
+    /// The `authorization` header (`x-api-key` for Anthropic), if any.
+    pub auth: Option<String>,
 }
 
 impl Request {
@@ -109,6 +115,11 @@ impl ModelServer {
 
 /// Reads one HTTP request: its path and body (`None` when the client went away).
 pub fn read_request(stream: &TcpStream) -> Option<(String, Vec<u8>)> {
+    read_request_with_auth(stream).map(|(path, body, _)| (path, body))
+}
+
+/// Reads one HTTP request: its path, body and key header.
+fn read_request_with_auth(stream: &TcpStream) -> Option<(String, Vec<u8>, Option<String>)> {
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut first = String::new();
     if reader.read_line(&mut first).unwrap_or(0) == 0 {
@@ -116,30 +127,38 @@ pub fn read_request(stream: &TcpStream) -> Option<(String, Vec<u8>)> {
     }
     let path = first.split_whitespace().nth(1).unwrap_or("").to_owned();
     let mut len = 0usize;
+    let mut auth = None;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
             break;
         }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
             len = v.trim().parse().unwrap_or(0);
+        }
+        if lower.starts_with("authorization:") || lower.starts_with("x-api-key:") {
+            auth = line.split_once(':').map(|(_, v)| v.trim().to_owned());
         }
     }
     let mut body = vec![0u8; len];
     reader.read_exact(&mut body).ok()?;
-    Some((path, body))
+    Some((path, body, auth))
 }
 
 fn serve(stream: TcpStream, state: &State) {
-    let Some((path, body)) = read_request(&stream) else { return };
+    let Some((path, body, auth)) = read_request_with_auth(&stream) else { return };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let request = Request { path: path.clone(), body };
+    let request = Request { path: path.clone(), body, auth };
     let prompt = request.last_user();
     state.requests.lock().unwrap().push(request.clone());
     let anthropic = path.ends_with("/messages");
     let model = request.body["model"].as_str().unwrap_or("m").to_owned();
     let mut out = stream;
     if prompt.contains("<conversation>") {
+        if prompt.contains("take your time") {
+            thread::sleep(Duration::from_secs(2));
+        }
         let n = state.summaries.fetch_add(1, Ordering::SeqCst) + 1;
         let _ = send_whole(&mut out, anthropic, &model, &[format!("SUMMARY {n}")]);
     } else if prompt.contains("endless") {
@@ -168,6 +187,13 @@ fn serve(stream: TcpStream, state: &State) {
             thread::sleep(Duration::from_millis(100));
         }
         let _ = out.write_all(if anthropic { anthropic_tail() } else { openai_tail(&model) }.as_bytes());
+    } else if prompt.contains("please fail") {
+        let body = r#"{"error":{"message":"the server refuses this prompt","type":"invalid_request_error"}}"#;
+        let _ = write!(
+            out,
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
     } else {
         let _ = send_whole(&mut out, anthropic, &model, &["echo: ".to_owned(), prompt]);
     }

@@ -1,5 +1,5 @@
 //! The CLI's `--json` outputs against the reference implementation's outputs
-//! (the contracts of spec 02-workspace.md). v1 inputs are migrated with the
+//! (the contracts of docs/cli.md). v1 inputs are migrated with the
 //! counter id generator the reference outputs were made with (`ARBOR_IDS=counter`).
 
 use std::fs;

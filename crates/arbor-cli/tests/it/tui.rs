@@ -145,7 +145,7 @@ fn filter_search_label_and_navigate_in_a_real_terminal() {
 
     // Shift+L labels the selected entry, and the label is written.
     tmux.text("L");
-    tmux.wait_for("Label (empty to remove):");
+    tmux.wait_for("Label for: ");
     tmux.text("e2e");
     tmux.keys(&["Enter"]);
     let s = tmux.wait_for("Label set: e2e");
@@ -169,12 +169,15 @@ fn filter_search_label_and_navigate_in_a_real_terminal() {
     tmux.keys(&["Escape"]);
     tmux.wait_for("/30)");
 
-    // Navigate to the last row without a summary.
+    // Navigate to the last row without a summary: the selector stays open on the new leaf.
     tmux.keys(&["End"]);
     tmux.wait_for("(30/30)");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Summarize branch?");
     tmux.keys(&["Enter"]);
+    let s = tmux.wait_for("Navigated to selected point");
+    assert!(s.contains("Session Tree: wordfreq: case, punctuation, --top"), "the header names the session: {s}");
+    tmux.keys(&["Escape"]);
     let (rc, out) = run.finish();
     assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
     assert_eq!(out, "", "no editor text for an assistant entry");
@@ -218,11 +221,62 @@ fn navigating_to_a_user_message_prints_its_text() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("› No summary");
     tmux.keys(&["Enter"]);
+    // #19: the selector stays open after a navigation, on the new leaf (a user message leaves
+    // the leaf on its parent), and q quits; the editor text is printed then.
+    let s = tmux.wait_for("Navigated to selected point");
+    assert!(s.lines().any(|l| l.starts_with("› ") && l.contains("assistant: Punctuation is now stripped")), "{s}");
+    tmux.text("q");
     let (rc, out) = run.finish();
     assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
     assert_eq!(out, "Add a --top N flag using clap.\n");
-    let s = tmux.wait_for("Navigated to selected point");
+    let s = tmux.screen();
     assert!(!s.contains("Session Tree"), "the alternate screen is gone: {s}");
+}
+
+/// The text of the selected row, without the cursor and the tree's connectors.
+fn selected_text(screen: &str) -> String {
+    let line = screen.lines().find(|l| l.starts_with("› ")).unwrap_or_default();
+    line.trim_start_matches("› ").trim_start_matches(['│', '├', '└', '─', '⊟', '⊞', ' ']).to_owned()
+}
+
+/// #19: after a navigation the selector stays open and a second navigation
+/// works from the first one's result, without the file being read again.
+#[test]
+fn the_selector_stays_open_for_another_navigation() {
+    if tmux_missing() {
+        return;
+    }
+    let run = Run::start("again");
+    let tmux = &run.tmux;
+    tmux.wait_for("Session Tree");
+    tmux.keys(&["Home"]);
+    tmux.wait_for("(1/30)");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("› No summary");
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait_for("Navigated to selected point");
+    assert!(s.contains("(1/"), "on the first entry: {s}");
+    tmux.keys(&["End"]);
+    let s = tmux.wait_for("(30/30)");
+    let chosen = selected_text(&s);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("› No summary");
+    tmux.keys(&["Enter"]);
+    let s = tmux.wait_for("Navigated to selected point");
+    // The chosen entry is on the active path now (listed first under its branch points), and selected.
+    assert_eq!(selected_text(&s).trim_start_matches("• "), chosen, "{s}");
+    assert!(s.lines().any(|l| l.starts_with("› ") && l.contains("• ")), "{s}");
+    tmux.keys(&["Escape"]);
+    let (rc, _) = run.finish();
+    assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
+    // Both moves reached the file: the leaf is now under the chosen entry.
+    let f = run.file();
+    let path = json(&arbor(&["path", f.to_str().unwrap(), "--json"]));
+    let text = path.to_string();
+    let words = chosen.split(": ").nth(1).unwrap_or(&chosen).split(' ').take(3).collect::<Vec<_>>().join(" ");
+    assert!(text.contains(&words), "{words:?} not on the path {text}");
+    let markers = std::fs::read_to_string(&f).unwrap().matches("arbor.leaf").count();
+    assert_eq!(markers, 2, "one leaf marker per navigation");
 }
 
 #[test]
@@ -308,6 +362,8 @@ fn picker_search_jumps_to_the_entry_and_navigates_there() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("› No summary");
     tmux.keys(&["Enter"]);
+    tmux.wait_for("Navigated to selected point");
+    tmux.keys(&["Escape"]);
     let (rc, out) = run.finish();
     assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
     assert!(out.starts_with("Strip punctuation without adding dependencies"), "{out}");
@@ -446,4 +502,32 @@ fn escape_during_a_summary_aborts_it_and_writes_nothing() {
     let (rc, out) = run.finish();
     assert_eq!((rc.as_str(), out.as_str()), ("0", ""));
     assert_eq!(std::fs::read(run.file()).unwrap(), before, "an aborted summary writes nothing");
+}
+
+/// #19: at 60×12 the header still names the session and the footer is whole;
+/// an error wraps under it instead of being cut at the edge.
+#[test]
+fn a_small_terminal_keeps_the_footer_and_wraps_the_error() {
+    if tmux_missing() {
+        return;
+    }
+    let run = Run::start("small");
+    let tmux = &run.tmux;
+    tmux.wait_for("Session Tree");
+    tmux.run(&["resize-window", "-t", "tui", "-x", "60", "-y", "12"]);
+    let s = tmux.wait_for("(20/30)");
+    assert!(s.lines().count() <= 12, "{s}");
+    assert!(s.contains("Session Tree: wordfreq"), "the header names the session: {s}");
+    assert!(s.lines().any(|l| l.trim_start() == "(20/30)"), "the footer is whole: {s}");
+    choose_summarize_on_row_19(tmux);
+    let s = tmux.wait_for("No model available");
+    assert!(s.lines().all(|l| l.chars().count() <= 60), "{s}");
+    // The whole error is on screen, over several lines.
+    let status: String = s.lines().skip_while(|l| !l.contains("Error:")).map(str::trim).collect::<Vec<_>>().join(" ");
+    assert!(status.contains("No model available for summarization"), "{s}");
+    assert!(s.lines().filter(|l| !l.trim().is_empty()).count() >= 4, "{s}");
+    assert!(status.split_whitespace().count() > 6, "the error goes on past one line: {s}");
+    tmux.keys(&["Escape"]);
+    let (rc, _) = run.finish();
+    assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
 }

@@ -1,4 +1,4 @@
-//! One line per entry (spec 6.7): what the tree, the tree selector and
+//! One line per entry (docs/cli.md, "arbor tui"): what the tree, the tree selector and
 //! `arbor dump` show for an entry, with tool calls as `[read: path:1-10]`.
 
 use std::collections::HashMap;
@@ -55,6 +55,30 @@ impl ToolCalls {
     }
 }
 
+/// Where a tool result's line finds the call it answers: the call as
+/// [`format_tool_call`] shows it, by tool-call id.
+pub trait CallText {
+    /// The call with this id as a row shows it, if it is known.
+    fn call_text(&self, id: &str, home: Option<&str>) -> Option<String>;
+}
+
+impl CallText for ToolCalls {
+    fn call_text(&self, id: &str, home: Option<&str>) -> Option<String> {
+        self.get(id).map(|(name, args)| format_tool_call(name, args, home))
+    }
+}
+
+/// Calls already shown as text (with the home directory they were made with).
+impl<K, S> CallText for HashMap<K, String, S>
+where
+    K: std::borrow::Borrow<str> + std::hash::Hash + Eq,
+    S: std::hash::BuildHasher,
+{
+    fn call_text(&self, id: &str, _home: Option<&str>) -> Option<String> {
+        self.get(id).cloned()
+    }
+}
+
 fn shorten_home(p: &str, home: Option<&str>) -> String {
     match home {
         Some(h) if !h.is_empty() && p.starts_with(h) => format!("~{}", &p[h.len()..]),
@@ -62,7 +86,7 @@ fn shorten_home(p: &str, home: Option<&str>) -> String {
     }
 }
 
-/// One tool call as the selector shows it (spec 6.7).
+/// One tool call as the selector shows it (docs/cli.md, "arbor tui").
 pub fn format_tool_call(name: &str, args: &Value, home: Option<&str>) -> String {
     let s = |k: &str| args.get(k).and_then(Value::as_str);
     let path = || shorten_home(s("path").or_else(|| s("file_path")).unwrap_or(""), home);
@@ -106,8 +130,8 @@ pub fn format_tool_call(name: &str, args: &Value, home: Option<&str>) -> String 
     }
 }
 
-/// The one-line text of an entry (spec 6.7, with Arbor's `[session name: …]` and `[<type>]` rows).
-pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
+/// The one-line text of an entry (docs/cli.md, "arbor tui", with Arbor's `[session name: …]` and `[<type>]` rows).
+pub fn entry_text(entry: &Entry, calls: &dyn CallText, home: Option<&str>) -> String {
     let clip = |s: &str| take_chars(&normalize(s), 200);
     match &entry.kind {
         EntryKind::Message(m) => {
@@ -130,8 +154,8 @@ pub fn entry_text(entry: &Entry, calls: &ToolCalls, home: Option<&str>) -> Strin
                 }
                 Some(Role::ToolResult) => {
                     let id = msg.get("toolCallId").and_then(Value::as_str).unwrap_or("");
-                    match calls.get(id) {
-                        Some((name, args)) => format_tool_call(name, args, home),
+                    match calls.call_text(id, home) {
+                        Some(text) => text,
                         None => match msg.get("toolName").and_then(Value::as_str) {
                             Some(n) => format!("[{n}]"),
                             None => "[tool]".into(),

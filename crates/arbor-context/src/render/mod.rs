@@ -5,7 +5,9 @@
 //! truncates and styles it.
 
 mod entry;
+mod facts;
 mod transcript;
 
-pub use entry::{entry_text, format_tool_call, normalize, ToolCalls};
+pub use entry::{entry_text, format_tool_call, normalize, CallText, ToolCalls};
+pub use facts::{entry_facts, message_facts, EntryFacts, SEARCH_CHARS};
 pub use transcript::write_transcript;

@@ -5,12 +5,12 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use arbor_log::content_text;
+use arbor_log::{content_text, MessageView, Role};
 
 use super::entry::{format_tool_call, normalize};
 use crate::context::SessionContext;
 use crate::llm::convert_to_llm;
-use crate::tokens::estimate_context_tokens;
+use crate::tokens::current_context_tokens;
 
 const WIDTH: usize = 160;
 
@@ -29,10 +29,13 @@ fn blocks(m: &Value) -> &[Value] {
 }
 
 fn line_for(m: &Value, out: &mut Vec<String>) {
-    let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+    let Some(role) = MessageView::new(m).role() else {
+        out.push(format!("?: {}", clip(&content_text(m.get("content"), " "), WIDTH)));
+        return;
+    };
     let text = content_text(m.get("content"), " ");
     match role {
-        "assistant" => {
+        Role::Assistant => {
             let thinking: usize = blocks(m)
                 .iter()
                 .filter(|b| b.get("type").and_then(Value::as_str) == Some("thinking"))
@@ -62,30 +65,32 @@ fn line_for(m: &Value, out: &mut Vec<String>) {
                 }
             }
         }
-        "toolResult" => {
+        Role::ToolResult => {
             let name = m.get("toolName").and_then(Value::as_str).unwrap_or("tool");
             let err = if m.get("isError").and_then(Value::as_bool) == Some(true) { " (error)" } else { "" };
             let n = text.lines().count();
             out.push(format!("  ← {name}{err}: {} ({n} lines)", clip(&text, WIDTH - 20)));
         }
-        "bashExecution" => {
+        Role::BashExecution => {
             let cmd = m.get("command").and_then(Value::as_str).unwrap_or("");
             out.push(format!("bash: $ {}", clip(cmd, WIDTH)));
         }
-        "custom" => {
-            let t = m.get("customType").and_then(Value::as_str).unwrap_or("custom");
+        Role::Custom => {
+            let t = m.get("customType").and_then(Value::as_str).unwrap_or(Role::Custom.as_str());
             out.push(format!("[{t}]: {}", clip(&text, WIDTH)));
         }
-        "branchSummary" => {
+        Role::BranchSummary => {
             let s = m.get("summary").and_then(Value::as_str).unwrap_or("");
             out.push(format!("[branch summary]: {}", clip(s, WIDTH)));
         }
-        "compactionSummary" => {
+        Role::CompactionSummary => {
             let s = m.get("summary").and_then(Value::as_str).unwrap_or("");
             let before = m.get("tokensBefore").and_then(Value::as_f64).unwrap_or(0.0);
             out.push(format!("[compaction, {before} tokens before]: {}", clip(s, WIDTH)));
         }
-        other => out.push(format!("{other}: {}", clip(&text, WIDTH))),
+        Role::User | Role::HookMessage | Role::Developer | Role::Other(_) => {
+            out.push(format!("{role}: {}", clip(&text, WIDTH)))
+        }
     }
 }
 
@@ -101,7 +106,7 @@ pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, ll
         writeln!(out, "{l}")?;
     }
     let model = ctx.model.as_ref().map(|m| format!("{}/{}", m.provider, m.model_id)).unwrap_or_else(|| "(none)".into());
-    let tokens = estimate_context_tokens(&ctx.messages);
+    let tokens = current_context_tokens(&ctx.messages);
     writeln!(
         out,
         "-- {} messages, model {model}, thinking {}, ~{} tokens",

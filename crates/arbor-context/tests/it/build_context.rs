@@ -1,5 +1,5 @@
-//! pi's `test/session-manager/build-context.test.ts` (spec 7.1), every case,
-//! plus the edge rules of spec 4.1 and the omp state.
+//! pi's `test/session-manager/build-context.test.ts`, every case,
+//! plus the edge rules of docs/architecture.md, "Building the context" and the omp state.
 
 use arbor_context::{build_context_from_path, build_session_context, Leaf, ModelRef, SessionContext};
 use arbor_log::Entry;

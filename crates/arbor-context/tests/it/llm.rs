@@ -1,4 +1,4 @@
-//! `convert_to_llm` (spec 4.2): every role and every bash variant.
+//! `convert_to_llm` (docs/architecture.md, "Building the context"): every role and every bash variant.
 
 use arbor_context::{bash_execution_to_text, convert_to_llm, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_SUFFIX};
 use serde_json::{json, Value};

@@ -1,5 +1,5 @@
-//! Ports of the context parts of pi's `compaction.test.ts` (spec 7.12 items 1,
-//! 5 and 6) and the context half of `save-entry.test.ts` (7.6). The cut-point
+//! Ports of the context parts of pi's `compaction.test.ts` and the context
+//! half of its `save-entry.test.ts`. The cut-point
 //! and compaction-flow cases belong to arbor-agent.
 
 use arbor_context::{build_context_from_path, build_session_context, calculate_context_tokens, Leaf};

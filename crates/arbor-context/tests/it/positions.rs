@@ -38,7 +38,7 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
             });
             // Asked: what the context reads, and of the messages only the last assistant one.
             let asked = asked.into_inner();
-            let messages = asked.iter().filter(|&&k| heads[k].entry_type == "message").count();
+            let messages = asked.iter().filter(|&&k| heads[k].entry_type == EntryType::Message).count();
             assert!(messages <= 1, "{} at {id}: {messages} messages decoded", p.display());
             assert!(asked.iter().all(|&k| !matches!(
                 heads[k].entry_type,
@@ -46,7 +46,9 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
             )));
             // The message steps are message entries, in path order.
             let ps: Vec<usize> = plan.message_positions().collect();
-            assert!(ps.windows(2).all(|w| w[0] < w[1]) && ps.iter().all(|&k| heads[k].entry_type == "message"));
+            assert!(
+                ps.windows(2).all(|w| w[0] < w[1]) && ps.iter().all(|&k| heads[k].entry_type == EntryType::Message)
+            );
             let whole = build_context_from_path(&full);
             assert_eq!(whole, spec_context(&full), "{} at {id} (spec)", p.display());
             let planned = plan.into_context(|k| full[k].message().map(|m| m.message.clone()));

@@ -1,4 +1,4 @@
-//! The summarizer's text helpers (spec 5.5).
+//! The summarizer's text helpers (docs/architecture.md, "Summaries").
 
 use arbor_context::{
     compute_file_lists, extract_file_ops_from_message, format_file_operations, serialize_conversation, FileOps,

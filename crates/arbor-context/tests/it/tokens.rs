@@ -1,4 +1,4 @@
-//! Token estimation (spec 5.6.2).
+//! Token estimation (docs/architecture.md, "Compacting").
 
 use arbor_context::{calculate_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens};
 use serde_json::{json, Value};
@@ -123,4 +123,24 @@ fn a_huge_usage_saturates_instead_of_overflowing() {
     let t = arbor_context::estimate_context_tokens(&messages);
     assert_eq!(t.usage_tokens, u64::MAX);
     assert_eq!(t.tokens, u64::MAX);
+}
+
+#[test]
+fn after_a_compaction_an_older_usage_is_not_the_current_size() {
+    let summary = json!({"role": "compactionSummary", "summary": "12345678", "tokensBefore": 9000, "timestamp": 100});
+    let kept = json!({"role": "assistant", "content": [{"type": "text", "text": "1234"}], "stopReason": "stop",
+        "usage": {"totalTokens": 9000}, "timestamp": 50});
+    let user = json!({"role": "user", "content": "12345678", "timestamp": 120});
+    // pi's estimate still counts the usage measured before the compaction…
+    assert_eq!(estimate_context_tokens(&[summary.clone(), kept.clone(), user.clone()]).tokens, 9002);
+    // …the current size does not: 2 + 1 + 2 tokens of text.
+    let now = arbor_context::current_context_tokens(&[summary.clone(), kept.clone(), user.clone()]);
+    assert_eq!((now.tokens, now.last_usage_index), (5, None));
+    // A reply after the compaction measures the context again.
+    let newer = json!({"role": "assistant", "content": [], "stopReason": "stop", "usage": {"totalTokens": 40}, "timestamp": 130});
+    let now = arbor_context::current_context_tokens(&[summary.clone(), kept.clone(), user.clone(), newer, user]);
+    assert_eq!((now.tokens, now.last_usage_index), (42, Some(3)));
+    // Without a compaction it is pi's estimate.
+    let alone = [kept];
+    assert_eq!(arbor_context::current_context_tokens(&alone), estimate_context_tokens(&alone));
 }

@@ -83,7 +83,8 @@ fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
 }
 
 fn message(view: MessageView<'_>) -> Described {
-    let role = view.role().unwrap_or_else(|| Role::parse("message"));
+    // A message without a role is headed by its entry type.
+    let role = view.role().unwrap_or_else(|| Role::parse(EntryType::Message.as_str()));
     let plain = |heading: String, parts: Vec<Part>| Described {
         heading,
         kind: Kind::Role(role.clone()),
@@ -102,7 +103,9 @@ fn message(view: MessageView<'_>) -> Described {
             plain("bash".into(), vec![Part::Text(format!("`$ {}`", text("command"))), Part::Output(text("output"))])
         }
         Role::BranchSummary | Role::CompactionSummary => plain(role.to_string(), vec![Part::Text(text("summary"))]),
-        _ => plain(role.to_string(), content_parts(view.content(), false)),
+        Role::User | Role::Assistant | Role::Custom | Role::HookMessage | Role::Developer | Role::Other(_) => {
+            plain(role.to_string(), content_parts(view.content(), false))
+        }
     }
 }
 
@@ -139,6 +142,9 @@ pub(crate) fn describe(e: &Entry) -> Described {
         }
         EntryKind::SessionInfo(i) => plain(format!("session name: {}", i.name.as_deref().unwrap_or("")), vec![], false),
         EntryKind::Custom(c) => plain(format!("custom: {}", c.custom_type), vec![], false),
-        _ => plain(e.entry_type().to_string(), vec![], false),
+        EntryKind::TtsrInjection(_)
+        | EntryKind::ModeChange(_)
+        | EntryKind::Unknown { .. }
+        | EntryKind::Malformed { .. } => plain(e.entry_type().to_string(), vec![], false),
     }
 }

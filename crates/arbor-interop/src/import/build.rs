@@ -219,17 +219,8 @@ pub(crate) fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64, 
     json!({
         "input": input, "output": output, "cacheRead": cache_read, "cacheWrite": cache_write,
         "totalTokens": input + output + cache_read + cache_write,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": js_number(cost)}
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": arbor_log::json::js_number(cost)}
     })
-}
-
-/// A number as JavaScript writes it: a whole number without a fraction (`0`, not `0.0`).
-fn js_number(x: f64) -> Value {
-    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
-        Value::from(x as i64)
-    } else {
-        Value::from(x)
-    }
 }
 
 /// A message's timestamp in milliseconds (pi's `Date.now()` form).

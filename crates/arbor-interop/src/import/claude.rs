@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use arbor_log::{Compaction, EntryKind, IdGenerator, LabelEntry, MessageView, Role, SeededIds};
+use arbor_log::{Compaction, EntryKind, EntryType, IdGenerator, LabelEntry, MessageView, Role, SeededIds};
 use serde_json::{json, Map, Value};
 
 use super::build::{add_origin, message, message_mut, millis, origin, part_origin, usage, Builder, Parent};
@@ -383,7 +383,7 @@ fn boundary(b: &mut Builder, r: &Record, key: &str) {
         from_hook: None,
         extra: Map::new(),
     });
-    b.count(&r.label(), "compaction");
+    b.count(&r.label(), EntryType::Compaction.as_str());
     let id = b.push(key, parent, time, kind, json!([origin(r, r.value.clone())]));
     if let Some(EntryKind::Compaction(c)) = b.entry_mut(&id).map(|e| &mut e.kind) {
         c.first_kept_entry_id = Some(id.clone());
@@ -397,7 +397,7 @@ fn summary(b: &mut Builder, r: &Record, key: &str) {
         (Some(target_id), Some(text)) => {
             let kind = EntryKind::Label(LabelEntry { target_id, label: Some(text.into()), extra: Map::new() });
             let time = b.time_of(r);
-            b.count("summary", "label");
+            b.count("summary", EntryType::Label.as_str());
             b.push(key, Parent::Chain, time, kind, json!([origin(r, kept(r, &["summary"]))]));
         }
         _ => {

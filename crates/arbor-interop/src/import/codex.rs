@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use arbor_log::{Compaction, EntryKind, Role, ThinkingLevelChange};
+use arbor_log::{Compaction, EntryKind, EntryType, Role, ThinkingLevelChange};
 use serde_json::{json, Map, Value};
 
 use super::build::{add_origin, message, message_mut, millis, origin, part_origin, usage, zero_usage, Builder, Parent};
@@ -285,7 +285,7 @@ fn turn_context(b: &mut Builder, st: &mut State, r: &Record, key: &str) {
     let kind =
         EntryKind::ThinkingLevelChange(ThinkingLevelChange { thinking_level: Some(level.into()), extra: Map::new() });
     let time = b.time_of(r);
-    b.count("turn_context", "thinking_level_change");
+    b.count("turn_context", EntryType::ThinkingLevelChange.as_str());
     b.push(&format!("{key}#1"), Parent::Chain, time, kind, json!([part_origin(r, 1)]));
 }
 
@@ -302,7 +302,7 @@ fn compacted(b: &mut Builder, st: &mut State, r: &Record, key: &str) {
         from_hook: None,
         extra: Map::new(),
     });
-    b.count("compacted", "compaction");
+    b.count("compacted", EntryType::Compaction.as_str());
     let id = b.push(key, Parent::Chain, time, kind, json!([origin(r, kept(r, &["message"]))]));
     if let Some(EntryKind::Compaction(c)) = b.entry_mut(&id).map(|e| &mut e.kind) {
         c.first_kept_entry_id = Some(id.clone());

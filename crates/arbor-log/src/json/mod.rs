@@ -215,6 +215,18 @@ pub fn utf16_len(s: &str) -> usize {
     s.encode_utf16().count() - markers
 }
 
+/// A number as JavaScript's `JSON.stringify` writes it: a whole number
+/// without a fraction (`0`, not serde_json's `0.0`), within the safe integers.
+pub fn js_number(x: f64) -> Value {
+    const SAFE: f64 = 9_007_199_254_740_992.0;
+    if x.fract() == 0.0 && x.abs() < SAFE {
+        // Whole and within ±2^53: the cast is exact (and -0 becomes 0, as JavaScript writes it).
+        Value::from(x as i64)
+    } else {
+        Value::from(x)
+    }
+}
+
 /// JavaScript's truthiness of a value (`None` is `undefined`).
 pub fn truthy(v: Option<&Value>) -> bool {
     match v {

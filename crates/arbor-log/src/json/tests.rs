@@ -140,3 +140,13 @@ fn the_slow_reader_agrees_with_serde_json_where_both_read() {
         serde_json::to_string(&serde_json::from_str::<Value>(text).unwrap()).unwrap()
     );
 }
+
+#[test]
+fn numbers_are_written_as_javascript_writes_them() {
+    let written = |x: f64| to_string(&js_number(x)).unwrap();
+    assert_eq!(written(0.0), "0");
+    assert_eq!(written(-0.0), "0");
+    assert_eq!(written(3.0), "3");
+    assert_eq!(written(0.0063), "0.0063");
+    assert_eq!(written(1e300), serde_json::to_string(&1e300).unwrap(), "beyond the safe integers: as a double");
+}

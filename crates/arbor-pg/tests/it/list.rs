@@ -88,7 +88,7 @@ fn search_finds_words_prefixes_phrases_and_patterns_newest_first() {
     assert_eq!(hits.len(), 2, "{hits:?}");
     assert!(hits[0].timestamp >= hits[1].timestamp, "newest first");
     assert_eq!(hits[0].path, path);
-    let h = hits.iter().find(|h| h.role.as_deref() == Some("user")).unwrap();
+    let h = hits.iter().find(|h| h.role == Some(arbor_tree::Role::User)).unwrap();
     let marked: String = h.snippet.chars().skip(h.marks[0][0]).take(h.marks[0][1] - h.marks[0][0]).collect();
     assert_eq!(marked.to_lowercase(), "build");
     assert_eq!(store.search(&words(&["build", "release"], &[]), None, 10).unwrap().len(), 1);

@@ -110,7 +110,7 @@ impl Session {
             taken.insert(id.clone());
             // pi's key order.
             let mut v = Map::new();
-            v.insert("type".into(), "label".into());
+            v.insert("type".into(), EntryType::Label.as_str().into());
             v.insert("id".into(), id.clone().into());
             v.insert("parentId".into(), parent.replace(id).map_or(Value::Null, Value::String));
             if let Some(ts) = &label.timestamp {

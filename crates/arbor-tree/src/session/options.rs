@@ -133,7 +133,9 @@ impl SessionOptions {
         self
     }
 
-    pub(crate) fn root(&self) -> PathBuf {
+    /// The sessions root these options use: `sessions_root`, else
+    /// [`crate::paths::sessions_root`].
+    pub fn root(&self) -> PathBuf {
         self.sessions_root.clone().unwrap_or_else(sessions_root)
     }
 }

@@ -44,6 +44,17 @@ impl Session {
         Ok(())
     }
 
+    /// Stops writing: releases the write lock and the append handle. The
+    /// session keeps everything it holds and answers reads as before; any
+    /// later write is refused as on a session opened read-only. (The tree
+    /// selector keeps the session a navigation wrote, instead of reading the
+    /// file again, and leaves the file to other writers.)
+    pub fn stop_writing(&mut self) {
+        self.writer = None;
+        self.lock = None;
+        self.read_only = true;
+    }
+
     /// Refuses writes on a read-only session and after a failed write.
     pub(super) fn check_writable(&self) -> Result<(), TreeError> {
         if self.read_only {

@@ -6,10 +6,9 @@
 
 use std::fmt;
 
-use arbor_log::scan::ReadAt;
 use arbor_log::{Entry, EntryType, Role};
 
-use super::slot::Slot;
+use super::slot::{LineCursor, Slot};
 use super::Session;
 
 /// A place in a session's file order: the n-th entry read or appended,
@@ -81,30 +80,34 @@ impl Session {
 
     /// [`Session::decode_at`] for many positions, decoded on all cores (in order).
     pub fn decode_many(&self, positions: &[Position]) -> Vec<Option<Entry>> {
-        self.map_slots(positions, |_, s, src| s.owned_entry(src))
+        self.map_slots(positions, |_, s, cursor| s.owned_entry(cursor.src))
     }
 
     /// Calls `f(k, text)` with the JSON text of the entry at `positions[k]`,
     /// on all cores and without keeping the texts; the results come in order
     /// (`None` for a position past the end). For writers that copy many
-    /// entries' text, such as `arbor context --json`.
+    /// entries' text, such as `arbor context --json`. Each core reads its
+    /// share through one `LineCursor`, so positions in file order cost a
+    /// few large reads.
     pub fn map_json_many<R: Send>(
         &self,
         positions: &[Position],
         f: impl Fn(usize, &str) -> R + Sync,
     ) -> Vec<Option<R>> {
-        self.map_slots(positions, |k, s, src| s.with_json(src, |j| f(k, j)))
+        self.map_slots(positions, |k, s, cursor| s.with_json_via(cursor, |j| f(k, j)))
     }
 
-    /// `one(k, slot, source)` for the slot at each of `positions`, on all cores, in order.
+    /// `one(k, slot, cursor)` for the slot at each of `positions`, on all
+    /// cores, in order; each core reads through its own cursor.
     fn map_slots<R: Send>(
         &self,
         positions: &[Position],
-        one: impl Fn(usize, &Slot, Option<&dyn ReadAt>) -> R + Sync,
+        one: impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync,
     ) -> Vec<Option<R>> {
         let (slots, src) = (&self.state.slots, self.src());
         let run = |base: usize, part: &[Position]| -> Vec<Option<R>> {
-            part.iter().enumerate().map(|(k, p)| slots.get(p.0).map(|s| one(base + k, s, src))).collect()
+            let mut cursor = LineCursor::new(src);
+            part.iter().enumerate().map(|(k, p)| slots.get(p.0).map(|s| one(base + k, s, &mut cursor))).collect()
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
         if threads < 2 || positions.len() < 64 {

@@ -348,7 +348,7 @@ fn holds_id(text: &[u8], id: &str) -> bool {
 /// hops between short side branches reads little more than their lines.
 #[derive(Debug)]
 pub(crate) struct LineCursor<'s> {
-    src: Option<&'s dyn ReadAt>,
+    pub(crate) src: Option<&'s dyn ReadAt>,
     /// `buf[..filled]` holds the file from `start` on; the rest is spare room.
     buf: Vec<u8>,
     filled: usize,

@@ -276,3 +276,19 @@ fn a_write_mode_refuses_a_file_that_is_not_a_session_and_touches_nothing() {
     let names = names_in(dir.path());
     assert!(!names.iter().any(|n| n.contains(".corrupt-") || n.contains(".tmp")), "{names:?}");
 }
+
+#[test]
+fn a_session_that_stops_writing_keeps_its_entries_and_lets_another_writer_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    fs::copy(fixtures().join("logs/ok/linear-chat.jsonl"), &p).unwrap();
+    let mut s = Session::open(&p, OpenMode::Write, opts()).unwrap();
+    let id = s.append_message(user("written before stopping")).unwrap();
+    s.stop_writing();
+    assert!(s.is_read_only());
+    assert_eq!(s.leaf_id(), Some(id.as_str()));
+    assert!(s.append_message(user("x")).unwrap_err().to_string().contains("read-only"));
+    // The lock is gone: another writer opens the file and sees the entry.
+    let other = Session::open(&p, OpenMode::Write, opts()).unwrap();
+    assert!(other.get_entry(&id).is_some());
+}

@@ -10,7 +10,9 @@ pub enum Input {
     Prompt(String),
     /// `/tree`: the tree selector.
     Tree,
-    /// `/branch` (or `/fork`): the user-message selector, or the tree with `doubleEscapeAction=tree`.
+    /// `/fork`: the user-message selector (pi's `/fork`).
+    Fork,
+    /// `/branch`: the tree selector with `doubleEscapeAction=tree` (the default), else the user-message selector.
     Branch,
     /// `/label [TEXT]`: label the current entry, or clear its label.
     Label(Option<String>),
@@ -35,8 +37,9 @@ pub enum Input {
 /// The commands and what they do, for `/help`.
 pub const HELP: &[(&str, &str)] = &[
     ("/tree", "go back to any point of the session tree (optionally summarizing the branch left)"),
-    ("/branch", "pick one of your messages and continue from before it in a new session file"),
-    ("/label [TEXT]", "label the current entry (no text: clear its label)"),
+    ("/fork", "pick one of your messages and continue from before it in a new session file"),
+    ("/branch", "the tree selector when doubleEscapeAction is tree (the default), else as /fork"),
+    ("/label [TEXT]", "label the last message (no text: clear its label)"),
     ("/name [TEXT]", "name the session (no text: show the name)"),
     ("/compact [TEXT]", "summarize older messages now, with optional instructions"),
     ("/model [PROVIDER/MODEL]", "switch the model (no argument: show it)"),
@@ -44,6 +47,52 @@ pub const HELP: &[(&str, &str)] = &[
     ("/context", "estimate the tokens of the context sent to the model"),
     ("/quit", "leave (also /exit, Ctrl+D)"),
 ];
+
+/// Every command name, for completion.
+const NAMES: [&str; 12] = [
+    "/tree",
+    "/fork",
+    "/branch",
+    "/label",
+    "/name",
+    "/compact",
+    "/model",
+    "/thinking",
+    "/context",
+    "/help",
+    "/quit",
+    "/exit",
+];
+
+/// The command names a partly typed command could become (`/` alone: all of
+/// them); none once the name is complete or an argument is being typed.
+pub fn completions(input: &str) -> Vec<&'static str> {
+    if !input.starts_with('/') || input.starts_with("//") || input.contains(char::is_whitespace) {
+        return vec![];
+    }
+    let matches: Vec<&'static str> = NAMES.iter().copied().filter(|n| n.starts_with(input)).collect();
+    if matches == [input] {
+        return vec![];
+    }
+    matches
+}
+
+/// Tab on a partly typed command: the one name it can become (with a space
+/// after it), or the longest start all candidates share; `None` when that
+/// adds nothing.
+pub fn complete(input: &str) -> Option<String> {
+    let matches = completions(input);
+    match matches.as_slice() {
+        [] => None,
+        [one] => Some(format!("{one} ")),
+        [first, rest @ ..] => {
+            let common = rest
+                .iter()
+                .fold(first.len(), |n, m| first.bytes().zip(m.bytes()).take(n).take_while(|(a, b)| a == b).count());
+            (common > input.len()).then(|| first[..common].to_owned())
+        }
+    }
+}
 
 fn arg(rest: &str) -> Option<String> {
     let t = rest.trim();
@@ -66,7 +115,8 @@ pub fn parse(line: &str) -> Input {
     let (name, rest) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
     match name {
         "tree" => Input::Tree,
-        "branch" | "fork" => Input::Branch,
+        "fork" => Input::Fork,
+        "branch" => Input::Branch,
         "label" => Input::Label(arg(rest)),
         "name" => Input::Name(arg(rest)),
         "compact" => Input::Compact(arg(rest)),
@@ -91,7 +141,7 @@ mod tests {
         assert_eq!(parse("//mode"), Input::Prompt("/mode".into()));
         assert_eq!(parse("/tree"), Input::Tree);
         assert_eq!(parse("/branch"), Input::Branch);
-        assert_eq!(parse("/fork"), Input::Branch);
+        assert_eq!(parse("/fork"), Input::Fork);
         assert_eq!(parse("/label  good point "), Input::Label(Some("good point".into())));
         assert_eq!(parse("/label"), Input::Label(None));
         assert_eq!(parse("/name"), Input::Name(None));
@@ -102,5 +152,19 @@ mod tests {
         assert_eq!(parse("/quit"), Input::Quit);
         assert_eq!(parse("/exit"), Input::Quit);
         assert_eq!(parse("/mode x"), Input::Unknown("/mode".into()));
+    }
+
+    #[test]
+    fn command_names_complete() {
+        assert_eq!(completions("/co"), ["/compact", "/context"]);
+        assert_eq!(complete("/co"), None);
+        assert_eq!(complete("/c").as_deref(), Some("/co"));
+        assert_eq!(complete("/cont").as_deref(), Some("/context "));
+        assert_eq!(complete("/t"), None);
+        assert_eq!(completions("/t"), ["/tree", "/thinking"]);
+        assert_eq!(complete("/e").as_deref(), Some("/exit "));
+        assert_eq!(completions("/"), NAMES);
+        assert!(completions("/context").is_empty() && completions("/label x").is_empty());
+        assert!(completions("hello").is_empty() && completions("//x").is_empty());
     }
 }

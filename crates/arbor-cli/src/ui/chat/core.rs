@@ -8,20 +8,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context as _, Result};
-use serde_json::Value;
+use anyhow::{bail, Context as _, Result};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use arbor_agent::{
-    AbortHandle, AgentEvent, AgentOptions, AgentSession, Api, CompactOptions, CompactResult, CompactionSettings,
-    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult, ProviderConfig,
-    ProviderRegistry,
+    AbortHandle, AgentError, AgentEvent, AgentOptions, AgentSession, CompactOptions, CompactResult, CompactionSettings,
+    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult,
 };
+use arbor_context::render::{entry_text, ToolCalls};
+use arbor_log::EntryKind;
 use arbor_tree::{OpenMode, Session};
 
 use super::settings::{Settings, THINKING_LEVELS};
 use crate::shared::agent::{client_options, load_hooks};
-use crate::shared::session::Globals;
+use crate::shared::models::Models;
+use crate::shared::output::home;
+use crate::shared::session::{open_showing_progress, Globals};
 
 /// What a long operation's `poll` callback receives: an agent event, or a
 /// tick (about every 20 ms) to look for an abort key and redraw.
@@ -55,7 +57,7 @@ pub struct Chat {
     agent: AgentSession,
     /// The settings in effect.
     pub settings: Settings,
-    providers: ProviderRegistry,
+    models: Models,
     /// Things to tell the user once (restored model, settings warnings, new session path).
     pub notices: Vec<String>,
 }
@@ -129,17 +131,8 @@ impl Chat {
         };
         opts.branch_summary_reserve_tokens = settings.branch_reserve_tokens;
 
-        let model_spec = flags.model.clone().or_else(|| settings.model.clone());
-        let base_url = flags.base_url.clone().or_else(|| settings.base_url.clone());
-        let mut providers = ProviderRegistry::builtin();
-        if let (Some(url), Some(spec)) = (&base_url, &model_spec) {
-            let provider = spec.split_once('/').map_or(spec.as_str(), |(p, _)| p);
-            if !providers.set_base_url(provider, url) {
-                // An unknown provider with a base URL: an OpenAI-compatible server.
-                providers.insert(ProviderConfig::new(provider, Api::OpenAiCompletions, url));
-            }
-        }
-        opts.providers = providers.clone();
+        let mut models = Models::load();
+        notices.append(&mut models.notices);
 
         let session_opts = globals.options()?;
         let store = session_opts.store.clone();
@@ -152,7 +145,7 @@ impl Chat {
                 }
                 // `--new` starts a session at a missing path; neither form replaces a file that is not a session.
                 let mode = if *new { OpenMode::WriteOrCreate } else { OpenMode::Write };
-                let s = Session::open(path, mode, session_opts)?;
+                let s = open_showing_progress(path, mode, session_opts)?;
                 (s, !existed)
             }
             Target::New => (Session::create(&process_cwd(), session_opts)?, true),
@@ -169,15 +162,28 @@ impl Chat {
             let name = session.session_file().map(|p| p.display().to_string()).unwrap_or_default();
             notices.push(d.with_file(&name).to_string());
         }
-        let mut chat = Chat { rt, agent: AgentSession::new(session, opts), settings, providers, notices };
-        if let Some(spec) = model_spec {
-            let model = chat.resolve_model(&spec)?;
-            chat.agent.set_model(Some(model));
-        } else if let Some(m) = chat.agent.model().cloned() {
+        // `--model`, else Arbor's settings, else (the agent restores it) the
+        // session's own model; a base URL applies to whichever it is. A
+        // session without a model takes pi's default one.
+        let spec = flags.model.clone().or_else(|| settings.model.clone());
+        let base_url = flags.base_url.clone().or_else(|| settings.base_url.clone());
+        opts.model = models.choose(spec.as_deref(), base_url.as_deref(), &session)?;
+        opts.providers = models.registry.clone();
+        let mut chat = Chat { rt, agent: AgentSession::new(session, opts), settings, models, notices };
+        chat.notices.extend(chat.agent.notices().iter().cloned());
+        let model = match chat.agent.model().cloned() {
+            Some(m) => Some(m),
+            None => match chat.settings.default_model.clone() {
+                Some(spec) if chat.agent.messages().is_empty() || chat.agent.context().model.is_none() => {
+                    Some(chat.models.parse(&spec)?)
+                }
+                _ => None,
+            },
+        };
+        if let Some(m) = model {
             let m = chat.tune(m);
             chat.agent.set_model(Some(m));
         }
-        chat.notices.extend(chat.agent.notices().iter().cloned());
         if created {
             let level = chat.settings.default_thinking_level.clone();
             chat.agent.record_session_start(&level)?;
@@ -200,10 +206,7 @@ impl Chat {
     }
 
     fn resolve_model(&self, spec: &str) -> Result<ModelInfo> {
-        let model = self.providers.parse_model(spec).ok_or_else(|| {
-            anyhow!("unknown model {spec:?}: use PROVIDER/MODEL with a known provider (anthropic, openai, openrouter, ollama), or set a base URL")
-        })?;
-        Ok(self.tune(model))
+        Ok(self.tune(self.models.parse(spec)?))
     }
 
     /// Runs `fut` on the chat's runtime, in the background.
@@ -224,11 +227,6 @@ impl Chat {
     /// The session file.
     pub fn file(&self) -> Option<&Path> {
         self.agent.session().session_file()
-    }
-
-    /// The context messages of the current leaf.
-    pub fn messages(&self) -> &[Value] {
-        self.agent.messages()
     }
 
     /// `provider/model`, or `no model`.
@@ -272,18 +270,47 @@ impl Chat {
         Ok(self.rt.block_on(agent.fork(id))?)
     }
 
-    /// Compacts now.
-    pub fn compact(&mut self, instructions: Option<String>, poll: Poll<'_>) -> Result<CompactResult> {
+    /// Compacts now; `None` when there is nothing to compact yet (nothing is sent).
+    pub fn compact(&mut self, instructions: Option<String>, poll: Poll<'_>) -> Result<Option<CompactResult>> {
         let options = CompactOptions { custom_instructions: instructions, ..Default::default() };
         let abort = self.agent.abort_handle();
         let agent = &mut self.agent;
-        Ok(self.rt.block_on(drive(agent.compact(options), abort, None, poll))?)
+        match self.rt.block_on(drive(agent.compact(options), abort, None, poll)) {
+            Ok(r) => Ok(Some(r)),
+            Err(AgentError::NothingToCompact) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
-    /// Labels the current entry (the leaf as the user sees it), or clears its label.
+    /// `/label`: labels the last message on the path (never a model, name
+    /// or label entry), or clears its label; says which message it was.
     pub fn label(&mut self, label: Option<&str>) -> Result<String> {
-        let id = self.agent.logical_leaf_id().ok_or_else(|| anyhow!("nothing to label yet"))?;
-        self.set_label(&id, label)
+        let path = self.agent.session().get_branch(None);
+        let mut calls = ToolCalls::new();
+        for e in &path {
+            calls.record(e);
+        }
+        let target = path.iter().rev().find(|e| {
+            matches!(
+                e.kind,
+                EntryKind::Message(_)
+                    | EntryKind::CustomMessage(_)
+                    | EntryKind::BranchSummary(_)
+                    | EntryKind::Compaction(_)
+            )
+        });
+        let Some(target) = target else { bail!("No message to label yet") };
+        let (id, what) = (target.id.clone(), entry_text(target, &calls, home().as_deref()));
+        let what: String =
+            if what.chars().count() > 60 { format!("{}…", what.chars().take(59).collect::<String>()) } else { what };
+        if label.is_none() && self.agent.session().get_label(&id).is_none() {
+            return Ok(format!("No label to clear on {id} ({what})"));
+        }
+        self.agent.append_label_change(&id, label)?;
+        Ok(match label {
+            Some(l) => format!("Label set: {l} on {id} ({what})"),
+            None => format!("Label cleared on {id} ({what})"),
+        })
     }
 
     /// Labels `id`, or clears its label.
@@ -359,6 +386,11 @@ pub fn auto_compaction_stopped(failures: u32) -> String {
         "Automatic compaction failed {failures} times in a row and is off for this session; \
          /compact tries again (and turns it back on)"
     )
+}
+
+/// What `/compact` tells the user: the compaction, or that there is nothing to compact yet.
+pub fn manual_compaction_report(r: Option<&CompactResult>) -> String {
+    r.map_or_else(|| "Nothing to compact yet (the session is too small)".to_owned(), compaction_report)
 }
 
 /// What an automatic compaction's end tells the user: its error, its

@@ -1,6 +1,7 @@
 //! Drawing the chat: the conversation (the newest messages, wrapped to the
-//! width), the status bar, the prompt and the status line. Pure: it draws
-//! into a buffer, so frames are snapshot-tested.
+//! width), the status bar, the prompt (wrapped, growing to a third of the
+//! screen) and the status line. Pure: it draws into a buffer, so frames are
+//! snapshot-tested.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -9,11 +10,10 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
+use super::commands::completions;
+use super::transcript::{paragraphs, user_style};
 use super::view::ChatView;
 use crate::shared::visible;
-
-/// The most context messages the transcript looks at (the newest ones).
-pub const TRANSCRIPT_MESSAGES: usize = 200;
 
 /// The status bar: model, thinking level, tokens, session name.
 #[derive(Debug, Clone, Default)]
@@ -28,68 +28,6 @@ pub struct Bar {
     pub window: u64,
     /// The session's name, or its file name.
     pub name: String,
-}
-
-fn text_of(m: &Value, kind: &str, field: &str) -> String {
-    match m.get("content") {
-        Some(Value::String(s)) if kind == "text" => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some(kind))
-            .filter_map(|b| b.get(field).and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// One message as (text, style) paragraphs.
-fn paragraphs(m: &Value) -> Vec<(String, Style)> {
-    let dim = Style::default().fg(Color::DarkGray);
-    let str_field = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    match m.get("role").and_then(Value::as_str).unwrap_or("") {
-        "user" => {
-            vec![(
-                format!("› {}", text_of(m, "text", "text")),
-                Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            )]
-        }
-        "assistant" => {
-            let mut out = vec![];
-            let thinking = text_of(m, "thinking", "thinking");
-            if !thinking.trim().is_empty() {
-                out.push((format!("(thinking) {}", thinking.trim()), dim.add_modifier(Modifier::ITALIC)));
-            }
-            let text = text_of(m, "text", "text");
-            if !text.is_empty() {
-                out.push((text, Style::default()));
-            }
-            match m.get("stopReason").and_then(Value::as_str) {
-                Some("aborted") => out.push(("(aborted)".to_owned(), Style::default().fg(Color::Yellow))),
-                Some("error") => out.push((
-                    format!("(error: {})", m.get("errorMessage").and_then(Value::as_str).unwrap_or("unknown")),
-                    Style::default().fg(Color::Red),
-                )),
-                _ => {}
-            }
-            out
-        }
-        "branchSummary" => vec![(format!("[branch summary] {}", str_field("summary")), dim)],
-        "compactionSummary" => vec![(
-            format!(
-                "[compacted {} tokens] {}",
-                m.get("tokensBefore").and_then(Value::as_u64).unwrap_or(0),
-                str_field("summary")
-            ),
-            dim,
-        )],
-        "toolResult" => vec![(format!("[tool result] {}", text_of(m, "text", "text")), dim)],
-        "bashExecution" => vec![(format!("[bash] $ {}", str_field("command")), dim)],
-        "custom" | "hookMessage" => {
-            vec![(format!("[{}] {}", str_field("customType"), text_of(m, "text", "text")), dim)]
-        }
-        other => vec![(format!("[{other}]"), dim)],
-    }
 }
 
 /// Wraps `text` to `width` columns (words where possible, never splitting a character).
@@ -115,19 +53,21 @@ fn wrap(text: &str, width: usize, style: Style, out: &mut Vec<Line<'static>>) {
 /// The conversation lines for a width, oldest first.
 fn transcript(messages: &[Value], view: &ChatView, width: usize) -> Vec<Line<'static>> {
     let mut lines: Vec<Line<'static>> = vec![];
-    let start = messages.len().saturating_sub(TRANSCRIPT_MESSAGES);
     let mut paras: Vec<(String, Style)> = vec![];
-    for m in &messages[start..] {
+    for m in messages {
         paras.extend(paragraphs(m));
         paras.push((String::new(), Style::default()));
     }
     if let Some(u) = &view.pending_user {
-        paras.push((format!("› {u}"), Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)));
+        paras.push((format!("› {u}"), user_style()));
         paras.push((String::new(), Style::default()));
     }
     if let Some(s) = &view.streaming {
         paras.push((format!("{s}▌"), Style::default()));
         paras.push((String::new(), Style::default()));
+    }
+    for q in &view.queued {
+        paras.push((format!("Queued: {q}"), Style::default().fg(Color::DarkGray)));
     }
     for n in &view.notes {
         paras.push((n.clone(), Style::default().fg(Color::Magenta)));
@@ -149,27 +89,39 @@ fn put(buf: &mut Buffer, area: Rect, y: u16, line: &Line<'_>) {
     }
 }
 
-/// The visible part of the prompt and the cursor column: it scrolls
-/// horizontally so the cursor stays on screen.
-fn input_window(input: &str, cursor: usize, width: usize) -> (String, usize) {
-    let chars: Vec<char> = input.chars().map(|c| if c == '\n' { '↵' } else { c }).collect();
-    let cursor = cursor.min(chars.len());
-    let col = |from: usize, to: usize| chars[from..to].iter().map(|c| c.width().unwrap_or(0)).sum::<usize>();
-    let mut start = 0;
-    while start < cursor && col(start, cursor) >= width.max(1) {
-        start += 1;
-    }
-    let mut shown = String::new();
-    let mut used = 0;
-    for c in &chars[start..] {
+/// The prompt wrapped to `width` columns (a newline starts a row), and the
+/// cursor's row and column.
+fn input_rows(input: &str, cursor: usize, width: usize) -> (Vec<String>, (usize, usize)) {
+    let width = width.max(1);
+    let mut rows = vec![String::new()];
+    let (mut used, mut at) = (0, (0, 0));
+    for (i, c) in input.chars().enumerate() {
+        if i == cursor {
+            at = (rows.len() - 1, used);
+        }
+        if c == '\n' {
+            rows.push(String::new());
+            used = 0;
+            continue;
+        }
         let w = c.width().unwrap_or(0);
         if used + w > width {
-            break;
+            rows.push(String::new());
+            used = 0;
+        }
+        if let Some(r) = rows.last_mut() {
+            r.push(c);
         }
         used += w;
-        shown.push(*c);
     }
-    (shown, col(start, cursor))
+    if cursor >= input.chars().count() {
+        // At the end: after the last character, or at the start of a new row when the last one is full.
+        at = if used >= width { (rows.len(), 0) } else { (rows.len() - 1, used) };
+        if at.0 == rows.len() {
+            rows.push(String::new());
+        }
+    }
+    (rows, at)
 }
 
 /// Draws the chat: the conversation, the status bar, the prompt and the status line.
@@ -179,12 +131,16 @@ pub fn draw(messages: &[Value], view: &ChatView, bar: &Bar, area: Rect, buf: &mu
         return (area.x, area.y);
     }
     let width = usize::from(area.width);
-    let reserved = 3.min(area.height);
-    let body = area.height - reserved;
+    let (rows, (cursor_row, cursor_col)) = input_rows(&view.input, view.cursor, width.saturating_sub(2));
+    // The prompt grows to a third of the screen; past that it shows the rows around the cursor.
+    let max_rows = (usize::from(area.height).saturating_sub(2) / 3).max(1);
+    let shown_rows = rows.len().min(max_rows);
+    let first_row = (cursor_row + 1).saturating_sub(shown_rows).min(rows.len() - shown_rows);
+    let reserved = (2 + shown_rows).min(usize::from(area.height));
+    let body = usize::from(area.height) - reserved;
     let lines = transcript(messages, view, width);
-    let visible = usize::from(body);
-    let end = lines.len().saturating_sub(view.scroll.min(lines.len().saturating_sub(visible)));
-    let first = end.saturating_sub(visible);
+    let end = lines.len().saturating_sub(view.scroll.min(lines.len().saturating_sub(body)));
+    let first = end.saturating_sub(body);
     for (i, line) in lines[first..end].iter().enumerate() {
         put(buf, area, i as u16, line);
     }
@@ -197,34 +153,41 @@ pub fn draw(messages: &[Value], view: &ChatView, bar: &Bar, area: Rect, buf: &mu
     let pad = width.saturating_sub(UnicodeWidthStr::width(info.as_str()));
     info.push_str(&" ".repeat(pad));
     let bar_style = Style::default().add_modifier(Modifier::REVERSED);
-    let y_bar = area.height.saturating_sub(3);
-    if area.height >= 3 {
-        put(buf, area, y_bar, &Line::from(Span::styled(info, bar_style)));
+    if body < usize::from(area.height) {
+        put(buf, area, body as u16, &Line::from(Span::styled(info, bar_style)));
     }
-    let y_input = area.height.saturating_sub(2);
-    let (shown, cursor_col) = input_window(&view.input, view.cursor, width.saturating_sub(2));
-    if area.height >= 2 {
+    for (i, row) in rows[first_row..first_row + shown_rows].iter().enumerate() {
+        let y = body + 1 + i;
+        if y + 1 >= usize::from(area.height) {
+            break;
+        }
+        let lead = if first_row + i == 0 { "> " } else { "  " };
         put(
             buf,
             area,
-            y_input,
-            &Line::from(vec![Span::styled("> ", Style::default().fg(Color::Cyan)), Span::raw(shown)]),
+            y as u16,
+            &Line::from(vec![Span::styled(lead, Style::default().fg(Color::Cyan)), Span::raw(row.clone())]),
         );
     }
     let y_status = area.height - 1;
+    let hint = completions(&view.input);
     let status = match (&view.busy, &view.status) {
         (Some(b), _) => Line::from(Span::styled(visible::visible(b).into_owned(), Style::default().fg(Color::Yellow))),
+        _ if !hint.is_empty() => {
+            Line::from(Span::styled(format!("Tab: {}", hint.join("  ")), Style::default().fg(Color::DarkGray)))
+        }
         (None, Some(s)) => {
             Line::from(Span::styled(visible::visible(s).into_owned(), Style::default().fg(Color::Green)))
         }
         (None, None) => Line::from(Span::styled(
-            "Enter: send · /help: commands · Esc Esc: tree · Ctrl+D: quit",
+            "Enter: send · ↑: earlier prompts · /help: commands · Esc Esc: tree · Ctrl+D: quit",
             Style::default().fg(Color::DarkGray),
         )),
     };
     put(buf, area, y_status, &status);
+    let cy = (body + 1 + cursor_row.saturating_sub(first_row)).min(usize::from(area.height) - 1);
     let cx = area.x + (2 + cursor_col).min(width.saturating_sub(1)) as u16;
-    (cx, area.y + y_input)
+    (cx, area.y + cy as u16)
 }
 
 #[cfg(test)]
@@ -295,12 +258,24 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_scrolls_to_keep_the_cursor_visible() {
-        let (shown, col) = input_window("abcdefghij", 10, 4);
-        assert_eq!((shown.as_str(), col), ("hij", 3));
-        let (shown, col) = input_window("abcdefghij", 0, 4);
-        assert_eq!((shown.as_str(), col), ("abcd", 0));
-        let (shown, _) = input_window("日本語", 3, 4);
-        assert_eq!(shown, "語");
+    fn the_prompt_wraps_and_the_cursor_follows() {
+        let (rows, at) = input_rows("abcdefghij", 10, 4);
+        assert_eq!((rows, at), (vec!["abcd".to_owned(), "efgh".into(), "ij".into()], (2, 2)));
+        let (rows, at) = input_rows("abcdefgh", 8, 4);
+        assert_eq!((rows, at), (vec!["abcd".to_owned(), "efgh".into(), String::new()], (2, 0)));
+        let (_, at) = input_rows("abcdefghij", 0, 4);
+        assert_eq!(at, (0, 0));
+        let (rows, at) = input_rows("ab\ncd", 5, 10);
+        assert_eq!((rows, at), (vec!["ab".to_owned(), "cd".into()], (1, 2)));
+        let (rows, _) = input_rows("日本語", 3, 4);
+        assert_eq!(rows[0], "日本");
+    }
+
+    #[test]
+    fn a_long_prompt_shows_its_start_and_its_end() {
+        let mut v = ChatView::default();
+        v.set_input(&format!("begin-{}-finish", "x".repeat(60)));
+        let f = frame(&[], &v, 40, 16);
+        assert!(f.contains("> begin-xxx") && f.contains("xx-finish"), "{f}");
     }
 }

@@ -4,9 +4,10 @@
 //! stderr and read the answer from the next line: `/tree` prints the tree and
 //! reads an entry id, then (unless `branchSummary.skipPrompt`) the summary
 //! choice `1` No summary, `2` Summarize, `3` Summarize with custom prompt (and
-//! then the instructions); `/branch` prints the user messages numbered and
-//! reads a number. The reply streams to stdout; notices, questions and errors
-//! go to stderr. Ctrl-C (SIGINT) while a reply, summary or compaction runs
+//! then the instructions); `/fork` prints the user messages numbered and
+//! reads a number (`/branch` does what `/tree` does with the default
+//! `doubleEscapeAction`, else what `/fork` does). The reply streams to
+//! stdout; notices, questions and errors go to stderr. Ctrl-C (SIGINT) while a reply, summary or compaction runs
 //! aborts it; otherwise it ends the chat.
 
 use std::io::{BufRead, Write};
@@ -18,10 +19,11 @@ use anyhow::Result;
 use arbor_agent::{AgentEvent, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, auto_compaction_stopped, compaction_report, Chat};
+use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat};
 use super::settings::DoubleEscape;
 use crate::shared::agent::report_hook_failures;
-use crate::shared::output::{error_line, print_tree};
+use crate::shared::output::error_line;
+use crate::shared::tree_text::{print_tree, TreeText};
 use crate::shared::visible::{say, Visible};
 use crate::ui::tui::one_line;
 
@@ -74,8 +76,10 @@ fn ask(question: &str, input: &mut dyn BufRead) -> Result<Option<String>> {
     read_line(input)
 }
 
-/// Runs the chat over `input` until `/quit` or the end of input.
-pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+/// Runs the chat over `input` until `/quit` or the end of input. True when
+/// every prompt was answered (none refused, none failed).
+pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<bool> {
+    let mut all_answered = true;
     // Replies and entries from the file reach a terminal: control characters are made visible.
     let out = &mut Visible::new(out);
     let signals = Signals::install(chat);
@@ -86,10 +90,14 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
         let result = match commands::parse(&line) {
             Input::Empty => Ok(()),
             Input::Quit => break,
-            Input::Prompt(text) => prompt(chat, &text, &signals, out),
+            Input::Prompt(text) => {
+                let r = prompt(chat, &text, &signals, out);
+                all_answered &= matches!(r, Ok(true));
+                r.map(|_| ())
+            }
             Input::Tree => tree(chat, input, &signals, out),
             Input::Branch if chat.settings.double_escape == DoubleEscape::Tree => tree(chat, input, &signals, out),
-            Input::Branch => branch(chat, input, out),
+            Input::Branch | Input::Fork => branch(chat, input, out),
             Input::Label(l) => chat.label(l.as_deref()).map(|m| say!("{m}")),
             Input::Name(n) => chat.name(n.as_deref()).map(|m| say!("{m}")),
             Input::Model(m) => chat.model(m.as_deref()).map(|m| say!("{m}")),
@@ -118,10 +126,11 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             }
         }
     }
-    Ok(())
+    Ok(all_answered)
 }
 
-fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -> Result<()> {
+/// Sends one prompt and streams the reply; false when the model failed.
+fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -> Result<bool> {
     signals.start();
     let mut wrote = false;
     let mut write_err = None;
@@ -157,15 +166,18 @@ fn prompt(chat: &mut Chat, text: &str, signals: &Signals, out: &mut dyn Write) -
     report_hook_failures(&r.hook_failures);
     match r.reply.stop_reason() {
         "aborted" => say!("[aborted]"),
-        "error" => say!("Error: {}", r.reply.error_message().unwrap_or("the model failed")),
+        "error" => {
+            say!("Error: {}", r.reply.error_message().unwrap_or("the model failed"));
+            return Ok(false);
+        }
         "length" => say!("[stopped: the reply reached its length limit]"),
         _ => {}
     }
-    Ok(())
+    Ok(true)
 }
 
 fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut dyn Write) -> Result<()> {
-    print_tree(chat.session(), out)?;
+    print_tree(chat.session(), &TreeText::default(), out)?;
     out.flush()?;
     let Some(id) = ask("Entry id (empty to cancel):", input)? else { return Ok(()) };
     let id = id.trim().to_owned();
@@ -256,7 +268,9 @@ fn compact(chat: &mut Chat, instructions: Option<String>, signals: &Signals) -> 
     let r = chat.compact(instructions, &mut |_| signals.aborted());
     signals.stop();
     let r = r?;
-    report_hook_failures(&r.hook_failures);
-    say!("{}", compaction_report(&r));
+    if let Some(r) = &r {
+        report_hook_failures(&r.hook_failures);
+    }
+    say!("{}", manual_compaction_report(r.as_ref()));
     Ok(())
 }

@@ -3,8 +3,9 @@
 //!
 //! [`core::Chat`] holds the agent session and one method per command; two
 //! front ends drive it: [`screen`] in a terminal (streaming reply, the tree and
-//! message selectors, Esc to abort, double Escape; its state in [`view`], drawn
-//! by [`draw`]) and [`line`](mod@line) when standard
+//! message selectors, Esc to abort, double Escape, queued prompts, history and
+//! completion; its state in [`view`], drawn by [`draw`] from the path's
+//! messages as [`transcript`] shows them) and [`line`](mod@line) when standard
 //! input is not a terminal (one line per prompt, command or answer: scripts,
 //! pipes and tests). Settings come from one file ([`settings`]).
 
@@ -14,6 +15,7 @@ mod draw;
 mod line;
 mod screen;
 mod settings;
+mod transcript;
 mod view;
 
 use std::io::{IsTerminal, Write};
@@ -40,13 +42,20 @@ pub fn run(
     let mut chat = core::Chat::open(target, flags, settings, globals)?;
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         screen::run(&mut chat)?;
+        // The conversation leaves with the alternate screen: its last exchange stays on the normal one.
+        for line in transcript::last_exchange(&transcript::path_messages(chat.session())) {
+            eprintln!("{line}");
+        }
         if let Some(p) = chat.file() {
             say!("Session: {}", p.display());
         }
     } else {
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
-        line::run(&mut chat, &mut input, out)?;
+        // A prompt that was refused or failed makes a script's run fail.
+        if !line::run(&mut chat, &mut input, out)? {
+            return Ok(ExitCode::from(1));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

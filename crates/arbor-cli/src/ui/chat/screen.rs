@@ -3,10 +3,13 @@
 //! [`run`] owns the terminal and the key loop, and opens the tree and
 //! message selectors of [`crate::ui::tui`] over the chat's own session.
 //!
-//! Keys: Enter sends; Esc or Ctrl+C while a reply streams aborts it (and a
-//! running summary or compaction); Esc twice within 500 ms on an empty prompt
-//! opens the selector named by `doubleEscapeAction`; Ctrl+C clears the prompt,
-//! and on an empty prompt leaves (so does Ctrl+D); PageUp/PageDown scroll.
+//! Keys: Enter sends (while a reply streams it queues the prompt, sent once
+//! the reply is done); Esc or Ctrl+C while a reply streams aborts it (and a
+//! running summary or compaction; queued prompts come back into the prompt);
+//! Esc twice within 500 ms on an empty prompt opens the selector named by
+//! `doubleEscapeAction`; ↑/↓ on an empty prompt go through earlier prompts;
+//! Tab completes a command name; Ctrl+C clears the prompt, and on an empty
+//! prompt leaves (so does Ctrl+D); PageUp/PageDown scroll.
 
 use std::io;
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -21,13 +24,14 @@ use serde_json::Value;
 use arbor_agent::{AgentEvent, HookFailure, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, auto_compaction_stopped, compaction_report, Chat};
-use super::draw::{draw, Bar, TRANSCRIPT_MESSAGES};
+use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat};
+use super::draw::{draw, Bar};
 use super::settings::DoubleEscape;
+use super::transcript::path_messages;
 use super::view::{Action, ChatView};
 use crate::shared::output::error_line;
 use crate::ui::terminal::{Term, TerminalGuard};
-use crate::ui::tui::{self, Decision, FilterMode, ForkSelector, TreeHost, TreeSelector};
+use crate::ui::tui::{self, Decision, ForkSelector, TreeHost};
 
 /// Hooks that failed, as lines for the notes under the conversation.
 fn hook_notes(failures: &[HookFailure]) -> Vec<String> {
@@ -45,17 +49,25 @@ struct ChatHost<'a> {
 }
 
 impl TreeHost for ChatHost<'_> {
-    fn selector(
-        &mut self,
-        height: u16,
-        initial: Option<&str>,
-        filter: FilterMode,
-    ) -> Result<(TreeSelector, Option<String>)> {
-        Ok(tui::selector_over(self.chat.session(), height, initial, filter))
+    fn session(&self) -> &arbor_tree::Session {
+        self.chat.session()
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
         self.chat.set_label(id, label)
+    }
+}
+
+/// The selectors' next event from the key reader's channel (see `NextEvent`).
+fn next_from(events: &Receiver<Event>, wait: Option<std::time::Duration>) -> Result<Option<Event>> {
+    let closed = || anyhow!("the terminal closed");
+    match wait {
+        None => events.recv().map(Some).map_err(|_| closed()),
+        Some(w) => match events.recv_timeout(w) {
+            Ok(e) => Ok(Some(e)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(closed()),
+        },
     }
 }
 
@@ -80,7 +92,8 @@ impl Screen {
         self.events.recv().map_err(|_| anyhow!("the terminal closed"))
     }
 
-    /// While something runs: take the keys that came in; true when one asks to abort.
+    /// While something runs: take the keys that came in; true when one asks
+    /// to abort. Enter queues the prompt typed so far (pi's steering).
     fn poll_keys(&mut self) -> Result<bool> {
         let mut abort = false;
         loop {
@@ -88,6 +101,13 @@ impl Screen {
                 Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => {
                     if is_abort(&k) {
                         abort = true;
+                    } else if k.code == KeyCode::Enter && k.modifiers.is_empty() {
+                        let text = std::mem::take(&mut self.view.input);
+                        self.view.cursor = 0;
+                        if !text.trim().is_empty() {
+                            self.view.remember(&text);
+                            self.view.queued.push(text);
+                        }
                     } else {
                         self.view.edit(&k);
                     }
@@ -115,8 +135,7 @@ fn bar_of(chat: &Chat) -> Bar {
 }
 
 fn snapshot(chat: &Chat) -> (Vec<Value>, Bar) {
-    let m = chat.messages();
-    (m[m.len().saturating_sub(TRANSCRIPT_MESSAGES)..].to_vec(), bar_of(chat))
+    (path_messages(chat.session()), bar_of(chat))
 }
 
 /// Runs the chat in the terminal until the user leaves.
@@ -136,6 +155,10 @@ pub fn run(chat: &mut Chat) -> Result<()> {
     screen.view.notes = std::mem::take(&mut chat.notices);
     // What the conversation shows; taken again only after something that can change the session.
     let (mut messages, mut bar) = snapshot(chat);
+    // ↑ starts with the prompts already on the path.
+    for m in messages.iter().filter(|m| arbor_log::MessageView::new(m).role() == Some(arbor_log::Role::User)) {
+        screen.view.remember(&arbor_log::content_text(m.get("content"), ""));
+    }
     loop {
         screen.redraw(&messages, &bar)?;
         let key = match screen.next_event()? {
@@ -177,7 +200,7 @@ fn command(chat: &mut Chat, screen: &mut Screen, input: Input, line: &str) -> Re
         Input::Prompt(text) => prompt(chat, screen, &text),
         Input::Tree => tree(chat, screen, None),
         Input::Branch if chat.settings.double_escape == DoubleEscape::Tree => tree(chat, screen, None),
-        Input::Branch => branch(chat, screen),
+        Input::Branch | Input::Fork => branch(chat, screen),
         Input::Label(l) => say(screen, chat.label(l.as_deref())),
         Input::Name(n) => say(screen, chat.name(n.as_deref())),
         Input::Model(m) => say(screen, chat.model(m.as_deref())),
@@ -200,7 +223,33 @@ fn command(chat: &mut Chat, screen: &mut Screen, input: Input, line: &str) -> Re
     }
 }
 
+/// Sends `text`, then each prompt queued meanwhile; an abort puts the queued
+/// prompts back into the prompt line instead (as pi does).
 fn prompt(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<()> {
+    let mut next = Some(text.to_owned());
+    while let Some(text) = next.take() {
+        let aborted = prompt_once(chat, screen, &text)?;
+        let queued = std::mem::take(&mut screen.view.queued);
+        if aborted {
+            if !queued.is_empty() {
+                let mut restored = queued.join("\n");
+                if !screen.view.input.is_empty() {
+                    restored.push('\n');
+                    restored.push_str(&screen.view.input);
+                }
+                screen.view.set_input(&restored);
+            }
+            break;
+        }
+        let mut rest = queued.into_iter();
+        next = rest.next();
+        screen.view.queued = rest.collect();
+    }
+    Ok(())
+}
+
+/// One prompt and its reply; true when the reply was aborted.
+fn prompt_once(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<bool> {
     let (messages, bar) = snapshot(chat);
     screen.view.notes.clear();
     screen.view.pending_user = Some(text.to_owned());
@@ -251,17 +300,29 @@ fn prompt(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<()> {
     if let Some(e) = failed {
         return Err(e);
     }
-    let r = r?;
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            // Refused before anything was written (no model, no key): the text goes back into the prompt.
+            if screen.view.input.is_empty() {
+                screen.view.set_input(text);
+            }
+            return Err(e);
+        }
+    };
     screen.view.notes.extend(hook_notes(&r.hook_failures));
     match r.reply.stop_reason() {
-        "aborted" => screen.view.status = Some("Aborted".to_owned()),
+        "aborted" => {
+            screen.view.status = Some("Aborted".to_owned());
+            return Ok(true);
+        }
         "error" => {
             screen.view.status = Some(format!("Error: {}", r.reply.error_message().unwrap_or("the model failed")))
         }
         "length" => screen.view.status = Some("The reply reached its length limit".to_owned()),
         _ => {}
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Runs `op` with a busy line; Esc or Ctrl+C aborts it.
@@ -300,10 +361,18 @@ fn tree(chat: &mut Chat, screen: &mut Screen, mut initial: Option<String>) -> Re
         let skip = chat.settings.skip_summary_prompt;
         let decision = {
             let events = &screen.events;
-            let mut next = || events.recv().map_err(|_| anyhow!("the terminal closed"));
+            let mut next = |wait| next_from(events, wait);
             let mut host = ChatHost { chat };
             screen.term.clear()?;
-            tui::select(&mut screen.term, &mut host, &mut next, initial.as_deref(), filter, status.take(), skip)?
+            tui::select(
+                &mut screen.term,
+                &mut host,
+                &mut next,
+                &initial.as_deref().into_iter().collect::<Vec<_>>(),
+                filter,
+                status.take(),
+                skip,
+            )?
         };
         screen.term.clear()?;
         let Decision::Navigate { id, summarize, instructions } = decision else { return Ok(()) };
@@ -346,7 +415,7 @@ fn branch(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
     };
     let picked = {
         let events = &screen.events;
-        let mut next = || events.recv().map_err(|_| anyhow!("the terminal closed"));
+        let mut next = |wait| next_from(events, wait);
         screen.term.clear()?;
         tui::select_message(&mut screen.term, &mut next, sel)?
     };
@@ -367,6 +436,6 @@ fn branch(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
 
 fn compact(chat: &mut Chat, screen: &mut Screen, instructions: Option<String>) -> Result<()> {
     let r = busy(chat, screen, "Compacting... (Esc to cancel)", |chat, poll| chat.compact(instructions, poll))?;
-    screen.view.status = Some(compaction_report(&r));
+    screen.view.status = Some(manual_compaction_report(r.as_ref()));
     Ok(())
 }

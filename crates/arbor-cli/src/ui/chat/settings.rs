@@ -1,15 +1,25 @@
-//! `arbor chat`'s settings: one file, TOML or JSON, with pi's setting names.
+//! `arbor chat`'s settings: pi's own `settings.json`, then Arbor's file (TOML
+//! or JSON, with pi's setting names) over it, then the flags over both.
 //!
-//! Where it is read from: `--config FILE`, else `$ARBOR_CONFIG`, else
+//! pi's file is `settings.json` in pi's agent directory
+//! (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent`); Arbor takes what it uses
+//! from it (`defaultProvider`/`defaultModel` for new sessions,
+//! `defaultThinkingLevel`, `doubleEscapeAction`, `treeFilterMode`,
+//! `compaction`, `branchSummary`), ignores the rest, and warns about a value
+//! it cannot use. Arbor's file: `--config FILE`, else `$ARBOR_CONFIG`, else
 //! `$XDG_CONFIG_HOME/arbor/config.toml` (or `~/.config/arbor/config.toml`)
-//! when it exists. Command-line flags win over the file. An unknown key is an
-//! error naming the file and the key, so a typo never goes unnoticed; an
-//! invalid `treeFilterMode` falls back to `default` as in pi.
+//! when it exists. An unknown key there is an error naming the file and the
+//! key, so a typo never goes unnoticed; an invalid `treeFilterMode` falls
+//! back to `default` as in pi.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 use serde::Deserialize;
+use serde_json::Value;
+
+use arbor_agent::model::pi_models::strip_json_comments;
+use arbor_tree::paths;
 
 use crate::ui::tui::FilterMode;
 
@@ -95,8 +105,10 @@ pub struct SettingsFile {
 pub struct Settings {
     /// The file they came from, if any.
     pub source: Option<PathBuf>,
-    /// `PROVIDER/MODEL`, if set.
+    /// `PROVIDER/MODEL`, if set (Arbor's file: it wins over the session's model).
     pub model: Option<String>,
+    /// pi's `defaultProvider/defaultModel`: the model of a session that has none.
+    pub default_model: Option<String>,
     /// Base URL override.
     pub base_url: Option<String>,
     /// Context window override.
@@ -136,6 +148,7 @@ impl Default for Settings {
         Settings {
             source: None,
             model: None,
+            default_model: None,
             base_url: None,
             context_window: None,
             reasoning: false,
@@ -169,21 +182,31 @@ fn default_path() -> Option<PathBuf> {
 }
 
 impl Settings {
-    /// Loads the settings: `explicit`, else `$ARBOR_CONFIG`, else the default
-    /// path when it exists, else the defaults.
+    /// Loads the settings: pi's `settings.json` when it exists, then over it
+    /// `explicit`, else `$ARBOR_CONFIG`, else Arbor's default path when it exists.
     pub fn load(explicit: Option<&Path>) -> Result<Settings> {
+        let mut s = Settings::default();
+        s.apply_pi(&paths::agent_dir().join("settings.json"));
         let path = match explicit {
             Some(p) => Some(p.to_owned()),
             None => std::env::var_os("ARBOR_CONFIG").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(default_path),
         };
-        match path {
-            Some(p) => Settings::from_file(&p),
-            None => Ok(Settings::default()),
+        if let Some(p) = path {
+            s.apply_file(&p)?;
         }
+        Ok(s)
     }
 
-    /// Reads one settings file (JSON when it ends in `.json`, else TOML).
+    /// Reads one settings file (JSON when it ends in `.json`, else TOML) over the defaults.
+    #[cfg(test)]
     pub fn from_file(path: &Path) -> Result<Settings> {
+        let mut s = Settings::default();
+        s.apply_file(path)?;
+        Ok(s)
+    }
+
+    /// Applies Arbor's settings file at `path` over these settings.
+    fn apply_file(&mut self, path: &Path) -> Result<()> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("{}: cannot read settings", path.display()))?;
         let file: SettingsFile = if path.extension().is_some_and(|e| e == "json") {
@@ -192,19 +215,50 @@ impl Settings {
             toml::from_str(&text)
                 .map_err(|e| anyhow::anyhow!("{}: bad settings: {}", path.display(), e.message().trim()))?
         };
-        let mut s = Settings::from_parsed(file, path)?;
-        s.source = Some(path.to_owned());
-        Ok(s)
+        self.apply(file, path)?;
+        self.source = Some(path.to_owned());
+        Ok(())
     }
 
-    fn from_parsed(f: SettingsFile, path: &Path) -> Result<Settings> {
-        let mut s = Settings::default();
+    /// Applies what Arbor uses of pi's `settings.json` at `path`, if it
+    /// exists: a value Arbor cannot use is a warning, never an error (the
+    /// file is pi's).
+    fn apply_pi(&mut self, path: &Path) {
+        let Ok(text) = std::fs::read_to_string(path) else { return };
         let name = path.display();
-        s.model = f.model;
-        s.base_url = f.base_url;
-        s.context_window = f.context_window;
-        s.reasoning = f.reasoning.unwrap_or(false);
-        s.system_prompt = f.system_prompt;
+        let parsed: Result<Value, _> = serde_json::from_str(&strip_json_comments(&text));
+        let Ok(Value::Object(v)) = parsed else {
+            self.warnings.push(format!("warning: {name}: not a JSON object; pi's settings are ignored"));
+            return;
+        };
+        let string = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        if let (Some(p), Some(m)) = (string("defaultProvider"), string("defaultModel")) {
+            self.default_model = Some(format!("{p}/{m}"));
+        }
+        let mut file = SettingsFile {
+            default_thinking_level: string("defaultThinkingLevel"),
+            double_escape_action: string("doubleEscapeAction"),
+            tree_filter_mode: string("treeFilterMode"),
+            ..SettingsFile::default()
+        };
+        let section = |k: &str| v.get(k).cloned().filter(Value::is_object);
+        file.compaction = section("compaction").and_then(|c| serde_json::from_value(lenient(c)).ok());
+        file.branch_summary = section("branchSummary").and_then(|b| serde_json::from_value(lenient(b)).ok());
+        let before = self.clone();
+        if let Err(e) = self.apply(file, path) {
+            *self = before;
+            self.warnings.push(format!("warning: {e}; pi's settings are ignored"));
+        }
+    }
+
+    fn apply(&mut self, f: SettingsFile, path: &Path) -> Result<()> {
+        let s = self;
+        let name = path.display();
+        s.model = f.model.or(s.model.take());
+        s.base_url = f.base_url.or(s.base_url.take());
+        s.context_window = f.context_window.or(s.context_window);
+        s.reasoning = f.reasoning.unwrap_or(s.reasoning);
+        s.system_prompt = f.system_prompt.or(s.system_prompt.take());
         if let Some(level) = f.default_thinking_level {
             if !THINKING_LEVELS.contains(&level.as_str()) {
                 bail!(
@@ -225,7 +279,9 @@ impl Settings {
                 Err(_) => s.warnings.push(format!("{name}: treeFilterMode {m:?} is not a filter mode; using default")),
             }
         }
-        s.hooks = f.hooks.map(|h| if h.is_relative() { path.parent().unwrap_or(Path::new(".")).join(h) } else { h });
+        if let Some(h) = f.hooks {
+            s.hooks = Some(if h.is_relative() { path.parent().unwrap_or(Path::new(".")).join(h) } else { h });
+        }
         if let Some(c) = f.compaction {
             s.compaction_enabled = c.enabled.unwrap_or(s.compaction_enabled);
             s.compaction_reserve_tokens = c.reserve_tokens.unwrap_or(s.compaction_reserve_tokens);
@@ -233,11 +289,20 @@ impl Settings {
         }
         if let Some(b) = f.branch_summary {
             s.branch_reserve_tokens = b.reserve_tokens.unwrap_or(s.branch_reserve_tokens);
-            s.skip_summary_prompt = b.skip_prompt.unwrap_or(false);
+            s.skip_summary_prompt = b.skip_prompt.unwrap_or(s.skip_summary_prompt);
         }
-        s.reply_timeout_secs = f.reply_timeout_seconds;
-        s.max_reply_bytes = f.max_reply_bytes;
-        Ok(s)
+        s.reply_timeout_secs = f.reply_timeout_seconds.or(s.reply_timeout_secs);
+        s.max_reply_bytes = f.max_reply_bytes.or(s.max_reply_bytes);
+        Ok(())
+    }
+}
+
+/// Keeps only the keys Arbor knows of a section of pi's settings (pi has more).
+fn lenient(section: Value) -> Value {
+    const KNOWN: [&str; 4] = ["enabled", "reserveTokens", "keepRecentTokens", "skipPrompt"];
+    match section {
+        Value::Object(m) => Value::Object(m.into_iter().filter(|(k, _)| KNOWN.contains(&k.as_str())).collect()),
+        other => other,
     }
 }
 

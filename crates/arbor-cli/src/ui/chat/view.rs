@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::commands::complete;
 use super::settings::DoubleEscape;
 
 const DOUBLE_ESCAPE: Duration = Duration::from_millis(500);
@@ -28,6 +29,12 @@ pub struct ChatView {
     pub busy: Option<String>,
     /// Lines scrolled up from the bottom.
     pub scroll: usize,
+    /// Prompts typed (Enter) while a reply streamed, sent in turn once it is done.
+    pub queued: Vec<String>,
+    /// Earlier prompts and commands, oldest first (↑ and ↓ on an empty prompt).
+    pub history: Vec<String>,
+    /// Which of `history` the prompt shows while going through it.
+    pub history_pos: Option<usize>,
     /// When Escape was last pressed on an empty prompt (the first of a double Escape).
     pub(super) last_escape: Option<Instant>,
 }
@@ -64,9 +71,57 @@ impl ChatView {
         self.cursor = text.chars().count();
     }
 
+    /// Remembers a sent line for ↑ (not twice in a row).
+    pub fn remember(&mut self, line: &str) {
+        self.history_pos = None;
+        if !line.trim().is_empty() && self.history.last().map(String::as_str) != Some(line) {
+            self.history.push(line.to_owned());
+        }
+    }
+
+    /// ↑: the previous prompt, when the prompt is empty or already shows one.
+    fn history_back(&mut self) -> bool {
+        if self.history.is_empty() || (self.history_pos.is_none() && !self.input.is_empty()) {
+            return false;
+        }
+        let pos = self.history_pos.map_or(self.history.len() - 1, |p| p.saturating_sub(1));
+        self.history_pos = Some(pos);
+        let text = self.history[pos].clone();
+        self.set_input(&text);
+        true
+    }
+
+    /// ↓: the next prompt, or back to an empty prompt after the newest.
+    fn history_forward(&mut self) -> bool {
+        let Some(pos) = self.history_pos else { return false };
+        if pos + 1 < self.history.len() {
+            self.history_pos = Some(pos + 1);
+            let text = self.history[pos + 1].clone();
+            self.set_input(&text);
+        } else {
+            self.history_pos = None;
+            self.set_input("");
+        }
+        true
+    }
+
     /// Edits the prompt; used while idle and, for typing ahead, while busy.
     pub fn edit(&mut self, key: &KeyEvent) -> bool {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Up => return self.history_back(),
+            KeyCode::Down => return self.history_forward(),
+            KeyCode::Tab => {
+                return match complete(&self.input) {
+                    Some(c) => {
+                        self.set_input(&c);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => self.history_pos = None,
+        }
         match key.code {
             KeyCode::Char('a') if ctrl => self.cursor = 0,
             KeyCode::Char('e') if ctrl => self.cursor = self.input.chars().count(),
@@ -109,6 +164,7 @@ impl ChatView {
                 let text = std::mem::take(&mut self.input);
                 self.cursor = 0;
                 self.scroll = 0;
+                self.remember(&text);
                 Action::Submit(text)
             }
             KeyCode::Char('c') if ctrl => {
@@ -184,5 +240,31 @@ mod tests {
         assert_eq!(v.key(&ctrl_c, DoubleEscape::Tree, t0), Action::None);
         assert_eq!(v.input, "");
         assert_eq!(v.key(&ctrl_c, DoubleEscape::Tree, t0), Action::Quit);
+    }
+
+    #[test]
+    fn up_recalls_earlier_prompts_and_tab_completes_commands() {
+        let mut v = ChatView::default();
+        let t0 = Instant::now();
+        for line in ["first", "second"] {
+            v.set_input(line);
+            v.key(&key(KeyCode::Enter), DoubleEscape::Tree, t0);
+        }
+        v.key(&key(KeyCode::Up), DoubleEscape::Tree, t0);
+        assert_eq!(v.input, "second");
+        v.key(&key(KeyCode::Up), DoubleEscape::Tree, t0);
+        v.key(&key(KeyCode::Up), DoubleEscape::Tree, t0);
+        assert_eq!(v.input, "first");
+        v.key(&key(KeyCode::Down), DoubleEscape::Tree, t0);
+        assert_eq!(v.input, "second");
+        v.key(&key(KeyCode::Down), DoubleEscape::Tree, t0);
+        assert_eq!(v.input, "");
+        // A prompt being typed is not replaced by ↑.
+        v.set_input("draft");
+        v.key(&key(KeyCode::Up), DoubleEscape::Tree, t0);
+        assert_eq!(v.input, "draft");
+        v.set_input("/comp");
+        v.key(&key(KeyCode::Tab), DoubleEscape::Tree, t0);
+        assert_eq!(v.input, "/compact ");
     }
 }

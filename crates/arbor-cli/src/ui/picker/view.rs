@@ -2,6 +2,7 @@
 
 use std::time::SystemTime;
 
+use arbor_log::Role;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -114,7 +115,7 @@ pub(crate) fn draw(p: &Picker, home: Option<&str>, area: Rect, buf: &mut Buffer)
                 pieces
             }
             Row::Hit(h) => {
-                let what = h.role.clone().unwrap_or_else(|| h.entry_type.clone());
+                let what = h.role.as_ref().map_or(h.entry_type.as_str(), Role::as_str);
                 let mut pieces = vec![marker, (format!("{:>4} {what:>9}  ", age(&h.timestamp, now)), dim)];
                 pieces.extend(marked(&h.snippet, &h.marks, text_style));
                 let session = h.session_name.clone().unwrap_or_else(|| h.session_id.chars().take(8).collect());

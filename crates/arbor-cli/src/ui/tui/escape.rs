@@ -15,6 +15,7 @@ pub struct EscapeWatch {
     pressed: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// Raw mode was switched on here (and is switched off again on drop).
     raw: bool,
 }
 
@@ -23,9 +24,11 @@ impl EscapeWatch {
     pub fn start() -> EscapeWatch {
         let pressed = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        // Without a terminal (raw mode fails) Ctrl+C still arrives as SIGINT.
-        let raw = terminal::enable_raw_mode().is_ok();
-        let thread = raw.then(|| {
+        // Without a terminal (raw mode fails) Ctrl+C still arrives as SIGINT. The
+        // selector's screen is in raw mode already, and stays so afterwards.
+        let was_raw = terminal::is_raw_mode_enabled().unwrap_or(false);
+        let raw = !was_raw && terminal::enable_raw_mode().is_ok();
+        let thread = (raw || was_raw).then(|| {
             let (pressed, stop) = (pressed.clone(), stop.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {

@@ -1,4 +1,4 @@
-//! The user-message selector of the /branch flow (spec 5.7, pi's
+//! The user-message selector of the /branch flow (docs/architecture.md, "Forking before a user message", pi's
 //! `showUserMessageSelector`) as a pure state machine: the list is every user
 //! message with text, on every branch, in file order; the last one starts
 //! selected, Up/Down wrap, Enter picks, Escape/Ctrl+C cancels.

@@ -1,4 +1,4 @@
-//! Terminal keys → selector inputs (spec 6.8, in pi's order of checks).
+//! Terminal keys → selector inputs (docs/cli.md, "arbor tui", in pi's order of checks).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 

@@ -1,29 +1,36 @@
-//! `arbor tui`: pi's interactive `/tree` flow (spec 5.4) over a session file.
+//! `arbor tui`: pi's interactive `/tree` flow (docs/cli.md, "arbor tui") over a session file.
 //!
-//! The selector itself is a pure state machine ([`selector`]) drawn by [`view`];
-//! this module runs it on the terminal ([`crate::ui::terminal`]), writes labels
-//! through `arbor-tree`, and navigates through the same code as
-//! `arbor navigate` (`crate::shared::agent`), so summaries, hooks and
-//! Ctrl-C behave the same. The screen is drawn on stderr, so stdout carries
-//! only the editor text left by a navigation (`arbor tui > prompt.txt` works).
+//! The selector itself is a pure state machine ([`selector`]) drawn by
+//! [`view`] and fed from the session by a [`loader::Loader`]; this module
+//! runs it on the terminal ([`crate::ui::terminal`]), writes labels through
+//! `arbor-tree`, and navigates through the same code as `arbor navigate`
+//! (`crate::shared::agent`), so summaries, hooks and Ctrl-C behave the same.
+//! The screen is drawn on stderr, so stdout carries only the editor text
+//! left by the last navigation (`arbor tui > prompt.txt` works).
+//!
+//! Unlike pi's `/tree`, `arbor tui` stays open after a navigation, on the
+//! session as the navigation left it (no second read of the file); Esc or `q`
+//! quits.
 //!
 //! `arbor tui --fork` opens the /branch message selector ([`fork_selector`]) instead and
 //! forks like `arbor fork --before`, whose output (the new session's path and
 //! the editor text) goes to stdout.
 
+pub mod bench;
 mod escape;
 mod fork_selector;
 mod keys;
-mod selector;
+pub mod loader;
+pub mod selector;
 mod view;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
@@ -32,7 +39,7 @@ use arbor_tree::{paths, OpenMode, Session};
 
 use crate::shared::agent::{self, AgentSetup, ModelArgs};
 use crate::shared::follow::{Followed, Watch};
-use crate::shared::output::home;
+use crate::shared::output::{error_line, home};
 use crate::shared::session::{print_diagnostics, Globals};
 use crate::shared::visible::say;
 use crate::ui::picker::{self, Picked};
@@ -41,14 +48,18 @@ use escape::EscapeWatch;
 pub use fork_selector::one_line;
 use fork_selector::ForkOutcome;
 pub use fork_selector::ForkSelector;
+use loader::Loader;
 pub use selector::FilterMode;
-use selector::Outcome;
 pub use selector::TreeSelector;
+use selector::{Input, Outcome};
 
 /// How often a followed session is looked at while no key is pressed.
 const FOLLOW_TICK: Duration = Duration::from_millis(200);
 
-/// The choices offered after Enter (spec 5.4).
+/// How often the screen is drawn again while entries are still being read.
+const PROGRESS_TICK: Duration = Duration::from_millis(150);
+
+/// The choices offered after Enter (docs/cli.md, "arbor tui").
 const CHOICES: [&str; 3] = ["No summary", "Summarize", "Summarize with custom prompt"];
 
 /// What the user decided in one run of the selector.
@@ -71,21 +82,10 @@ enum Screen {
 enum Step {
     /// Show this screen next.
     Show(Screen),
-    /// Reopen the tree with this entry selected.
+    /// Back to the tree with this entry selected and the filter from the settings.
     Reopen(String),
     /// The user decided.
     Done(Decision),
-}
-
-/// A selector over `session` (paths shortened with the home directory) and the session's real leaf.
-pub fn selector_over(
-    session: &Session,
-    height: u16,
-    initial: Option<&str>,
-    filter: FilterMode,
-) -> (TreeSelector, Option<String>) {
-    let home = home();
-    (TreeSelector::new(session, height, initial, filter, home.as_deref()), session.leaf_id().map(str::to_owned))
 }
 
 /// The session to open and the entry to select: `file` and `at` as given;
@@ -118,46 +118,52 @@ fn resolve_file(
     }
 }
 
+/// What the header calls a session: its name, else its file's name.
+pub fn session_title(session: &Session) -> String {
+    match session.session_name() {
+        Some(name) => name.to_owned(),
+        None => session
+            .session_file()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| session.session_id().to_owned()),
+    }
+}
+
 /// Where the tree selector gets its session and writes labels: a file
 /// (`arbor tui`) or the chat's open session (`arbor chat`).
 pub trait TreeHost {
-    /// A selector over the session as it is now, and the session's real leaf.
-    fn selector(
-        &mut self,
-        height: u16,
-        initial: Option<&str>,
-        filter: FilterMode,
-    ) -> Result<(TreeSelector, Option<String>)>;
+    /// The session the tree shows.
+    fn session(&self) -> &Session;
     /// Writes a label change; the answer is the status line.
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String>;
-    /// True when the session changed since the last look (`--follow`): the tree is drawn again.
+    /// True when the session changed since the last look and was read again (`--follow`).
     fn changed(&mut self) -> Result<bool> {
         Ok(false)
     }
 }
 
-/// `arbor tui`'s host: the file, reopened read-only for each look, and
-/// watched for new entries with `--follow`.
+/// `arbor tui`'s host: the file, read once (and again when `--follow`
+/// sees it grow), labels written through a writer of their own.
 struct FileHost<'a> {
     file: &'a Path,
     globals: &'a Globals,
-    watch: Option<&'a mut Watch>,
+    session: Session,
+    watch: Option<Watch>,
 }
 
 impl TreeHost for FileHost<'_> {
-    fn selector(
-        &mut self,
-        height: u16,
-        initial: Option<&str>,
-        filter: FilterMode,
-    ) -> Result<(TreeSelector, Option<String>)> {
-        let session = Session::open(self.file, OpenMode::ReadOnly, self.globals.options()?)?;
-        Ok(selector_over(&session, height, initial, filter))
+    fn session(&self) -> &Session {
+        &self.session
     }
 
     fn changed(&mut self) -> Result<bool> {
-        let Some(w) = self.watch.as_deref_mut() else { return Ok(false) };
-        Ok(w.wait(Duration::ZERO)? != Followed::Idle)
+        let Some(w) = self.watch.as_mut() else { return Ok(false) };
+        if w.wait(Duration::ZERO)? == Followed::Idle {
+            return Ok(false);
+        }
+        self.session = Session::open(self.file, OpenMode::ReadOnly, self.globals.options()?)?;
+        Ok(true)
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
@@ -170,51 +176,86 @@ impl TreeHost for FileHost<'_> {
     }
 }
 
+/// The tree screen and what feeds it.
+struct Tree {
+    loader: Loader,
+    sel: TreeSelector,
+    title: String,
+}
+
+impl Tree {
+    fn open(host: &dyn TreeHost, term: &Term, initial: &[&str], filter: FilterMode) -> Result<Tree> {
+        let area = term.size()?;
+        let session = host.session();
+        let size = view::list_size(area.width, area.height, None);
+        let (loader, sel) = Loader::open(session, home(), size, initial, filter);
+        Ok(Tree { loader, sel, title: session_title(session) })
+    }
+}
+
 /// Runs the selector until the user quits or picks a point to navigate to.
 /// With `skip_prompt` (pi's `branchSummary.skipPrompt`) Enter moves without a summary.
 pub fn select(
     term: &mut Term,
     host: &mut dyn TreeHost,
     next: NextEvent<'_>,
-    initial: Option<&str>,
+    initial: &[&str],
     filter: FilterMode,
     mut status: Option<String>,
     skip_prompt: bool,
 ) -> Result<Decision> {
-    let height = term.size().map(|s| s.height).unwrap_or(24);
-    let (mut sel, mut real_leaf) = host.selector(height, initial, filter)?;
+    let mut tree = Tree::open(host, term, initial, filter)?;
     let mut screen = Screen::Tree;
+    let mut pending: Option<Event> = None;
+    let mut drawn: Option<Instant> = None;
     loop {
-        term.draw(|f| {
-            let area = f.area();
-            let buf = f.buffer_mut();
-            match &screen {
-                Screen::Tree => view::draw_selector(&sel, status.as_deref(), area, buf),
-                Screen::Choice { index, .. } => view::draw_choice("Summarize branch?", &CHOICES, *index, area, buf),
-                Screen::Prompt { value, .. } => {
-                    view::draw_prompt("Custom summarization instructions", value, area, buf)
+        let area = term.size()?;
+        if matches!(screen, Screen::Tree) {
+            let (page, width) = view::list_size(area.width, area.height, status.as_deref());
+            tree.sel.set_size(page, width);
+            tree.loader.prepare(host.session(), &mut tree.sel);
+        }
+        if drawn.is_none_or(|t| t.elapsed() >= PROGRESS_TICK) || pending.is_some() {
+            draw(term, &screen, &tree, status.as_deref())?;
+            drawn = Some(Instant::now());
+        }
+        let event = match pending.take() {
+            Some(e) => e,
+            None if !tree.loader.is_done(&tree.sel) => match next(Some(Duration::ZERO))? {
+                Some(e) => e,
+                None => {
+                    if !tree.loader.step(host.session(), &mut tree.sel) {
+                        drawn = None;
+                    }
+                    continue;
                 }
-            }
-        })?;
-        let Some(key) = read_key(next, |rows| sel.set_terminal_height(rows))? else {
+            },
+            None => match next(None)? {
+                Some(e) => e,
+                None => continue,
+            },
+        };
+        drawn = None;
+        let Some(key) = read_key(event) else {
             // Followed: new entries arrived; the tree is read again, the selection and filter kept
             // (not while a search or a label is being typed).
             if matches!(screen, Screen::Tree)
-                && sel.query().is_empty()
-                && sel.label_edit().is_none()
+                && tree.sel.query().is_empty()
+                && tree.sel.label_edit().is_none()
                 && host.changed()?
             {
-                let at = sel.selected_id().map(str::to_owned);
-                let (fresh, leaf) = host.selector(height, at.as_deref(), sel.mode())?;
-                (sel, real_leaf) = (fresh, leaf);
+                let at: Vec<&str> = tree.sel.selected_id().into_iter().collect::<Vec<_>>();
+                let mode = tree.sel.mode();
+                tree = Tree::open(host, term, at.as_slice(), mode)?;
             }
             continue;
         };
         let step = match screen {
             Screen::Tree => {
                 let Some(input) = keys::decode(&key) else { continue };
+                let input = type_ahead(input, next, &mut pending)?;
                 status = None;
-                on_tree_input(&mut sel, host, input, &mut status, real_leaf.as_deref(), skip_prompt)
+                on_tree_input(&mut tree.sel, host, input, &mut status, skip_prompt)
             }
             Screen::Choice { id, index } => on_choice_key(&key, id, index),
             Screen::Prompt { id, value } => on_prompt_key(&key, id, value),
@@ -223,7 +264,7 @@ pub fn select(
             Step::Show(s) => s,
             Step::Reopen(id) => {
                 // pi re-opens the tree at this entry with the filter from the settings.
-                sel = host.selector(height, Some(&id), filter)?.0;
+                tree = Tree::open(host, term, &[&id], filter)?;
                 Screen::Tree
             }
             Step::Done(d) => return Ok(d),
@@ -231,13 +272,44 @@ pub fn select(
     }
 }
 
+/// A typed character and those typed right after it, while the list was
+/// busy, as one input: the search answers once for all of them.
+fn type_ahead(input: Input, next: NextEvent<'_>, pending: &mut Option<Event>) -> Result<Input> {
+    let Input::Char(first) = input else { return Ok(input) };
+    let mut typed = first.to_string();
+    while let Some(e) = next(Some(Duration::ZERO))? {
+        let released = matches!(&e, Event::Key(k) if k.kind == KeyEventKind::Release);
+        match read_key(e.clone()).as_ref().and_then(keys::decode) {
+            Some(Input::Char(c)) => typed.push(c),
+            _ if released => {}
+            _ => {
+                *pending = Some(e);
+                break;
+            }
+        }
+    }
+    Ok(if typed.chars().count() == 1 { Input::Char(first) } else { Input::Chars(typed) })
+}
+
+fn draw(term: &mut Term, screen: &Screen, tree: &Tree, status: Option<&str>) -> Result<()> {
+    term.draw(|f| {
+        let area = f.area();
+        let buf = f.buffer_mut();
+        match screen {
+            Screen::Tree => view::draw_selector(&tree.sel, &tree.title, status, area, buf),
+            Screen::Choice { index, .. } => view::draw_choice("Summarize branch?", &CHOICES, *index, area, buf),
+            Screen::Prompt { value, .. } => view::draw_prompt("Custom summarization instructions", value, area, buf),
+        }
+    })?;
+    Ok(())
+}
+
 /// The tree screen's answer to a selector input.
 fn on_tree_input(
     sel: &mut TreeSelector,
     host: &mut dyn TreeHost,
-    input: selector::Input,
+    input: Input,
     status: &mut Option<String>,
-    real_leaf: Option<&str>,
     skip_prompt: bool,
 ) -> Step {
     match sel.handle(input) {
@@ -246,12 +318,12 @@ fn on_tree_input(
         Outcome::LabelChanged(id, label) => {
             *status = Some(match host.save_label(&id, label.as_deref()) {
                 Ok(s) => s,
-                Err(e) => format!("Error: {e:#}"),
+                Err(e) => format!("Error: {}", error_line(&e)),
             });
             Step::Show(Screen::Tree)
         }
         Outcome::Select(id) => {
-            if sel.is_leaf(&id) || real_leaf == Some(id.as_str()) {
+            if sel.is_leaf(&id) || host.session().leaf_id() == Some(id.as_str()) {
                 *status = Some("Already at this point".to_owned());
                 Step::Show(Screen::Tree)
             } else if skip_prompt {
@@ -303,8 +375,83 @@ fn on_prompt_key(key: &KeyEvent, id: String, mut value: String) -> Step {
     }
 }
 
+/// The terminal's next event: a key, or (with `--follow`) a tick now and then.
+fn terminal_events(follow: bool) -> impl FnMut(Option<Duration>) -> Result<Option<Event>> {
+    move |wait| {
+        let wait = match (wait, follow) {
+            (Some(w), _) => w,
+            (None, true) => FOLLOW_TICK,
+            (None, false) => return Ok(Some(event::read()?)),
+        };
+        if event::poll(wait)? {
+            return Ok(Some(event::read()?));
+        }
+        // Following, a quiet terminal still gets a look at the session now and then.
+        Ok(follow.then_some(Event::FocusGained))
+    }
+}
+
+/// What one navigation from `arbor tui` left: the status line, where to
+/// reopen the tree, the editor text, and whether a hook cancelled it.
+struct Navigated {
+    status: String,
+    /// Where the cursor goes: the first of these the list shows.
+    at: Vec<String>,
+    editor_text: Option<String>,
+}
+
+/// Navigates to `id` on `file` while the selector's screen shows what is going on.
+fn navigate_on_screen(
+    term: &mut Term,
+    host: &mut FileHost<'_>,
+    model: &ModelArgs,
+    decision: (String, bool, Option<String>),
+) -> Result<Navigated> {
+    let (id, summarize, instructions) = decision;
+    let what = if summarize { "Summarizing branch... (Esc or Ctrl+C to cancel)" } else { "Navigating..." };
+    term.draw(|f| {
+        let area = f.area();
+        view::draw_prompt_line(what, area, f.buffer_mut());
+    })?;
+    let escape = summarize.then(EscapeWatch::start);
+    let setup = AgentSetup { file: host.file, model, mode: OpenMode::Write, session: host.globals.options()? };
+    let opts = NavigateOptions { summarize, custom_instructions: instructions, ..Default::default() };
+    let result = agent::navigate_and_keep(setup, &id, opts, escape.as_ref().map(EscapeWatch::flag));
+    drop(escape);
+    // Anything printed meanwhile (a failed hook) went over the screen: draw it whole again.
+    term.clear()?;
+    let (r, session) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(Navigated { status: format!("Error: {}", error_line(&e)), at: vec![id], editor_text: None })
+        }
+    };
+    if r.aborted {
+        return Ok(Navigated { status: "Branch summarization cancelled".to_owned(), at: vec![id], editor_text: None });
+    }
+    if r.cancelled {
+        return Ok(Navigated { status: "Navigation cancelled".to_owned(), at: vec![id], editor_text: None });
+    }
+    // The cursor goes where the leaf went: the entry itself, or for a user message (whose
+    // text goes to the editor) its parent, when the list shows it (or an ancestor).
+    let parent = session.get_entry(&id).and_then(|e| e.parent_id.clone());
+    let at = match (&r.editor_text, parent) {
+        (Some(_), Some(p)) => vec![p, id],
+        _ => vec![id],
+    };
+    host.session = session;
+    Ok(Navigated {
+        status: format!(
+            "Navigated to selected point (leaf {}). Esc or q quits.",
+            r.new_leaf_id.as_deref().unwrap_or("(before the first entry)")
+        ),
+        at,
+        editor_text: r.editor_text,
+    })
+}
+
 /// `arbor tui [FILE] [--at ID] [--follow]`: browse the tree (from entry `at`), label entries, and
-/// navigate; with `follow`, the tree is drawn again as entries arrive.
+/// navigate, as often as wanted; with `follow`, the tree is drawn again as entries arrive.
 pub fn run(
     out: &mut dyn Write,
     file: Option<PathBuf>,
@@ -315,74 +462,46 @@ pub fn run(
     globals: &Globals,
 ) -> Result<ExitCode> {
     let Some((file, at)) = resolve_file(file, at, globals)? else { return Ok(ExitCode::SUCCESS) };
-    {
-        let s = Session::open(&file, OpenMode::ReadOnly, globals.options()?)?;
-        print_diagnostics(&file, s.diagnostics());
-        if s.get_tree().is_empty() {
-            writeln!(out, "No entries in session")?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        if let Some(id) = &at {
-            if s.get_entry(id).is_none() {
-                bail!("{}: Entry {id} not found", file.display());
-            }
+    let session = Session::open(&file, OpenMode::ReadOnly, globals.options()?)?;
+    print_diagnostics(&file, session.diagnostics());
+    if session.get_tree().is_empty() {
+        writeln!(out, "No entries in session")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(id) = &at {
+        if session.get_entry(id).is_none() {
+            bail!("{}: Entry {id} not found", file.display());
         }
     }
     // Shown above: navigations below must not print them again.
     let model = &ModelArgs { diagnostics_shown: true, ..model.clone() };
-    let mut initial: Option<String> = at;
-    let mut status: Option<String> = None;
     // Followed from now on: what is there was just read.
-    let mut watch = if follow { Some(Watch::open(globals, &file)?.0) } else { None };
-    loop {
-        let decision = {
-            let _guard = TerminalGuard::enter()?;
-            let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
-            term.clear()?;
-            let mut host = FileHost { file: &file, globals, watch: watch.as_mut() };
-            let mut next = || -> Result<Event> {
-                // Following, a quiet terminal still gets a look at the session now and then.
-                if follow && !event::poll(FOLLOW_TICK)? {
-                    return Ok(Event::FocusGained);
-                }
-                Ok(event::read()?)
-            };
-            select(&mut term, &mut host, &mut next, initial.as_deref(), filter, status.take(), false)?
-        };
-        let Decision::Navigate { id, summarize, instructions } = decision else {
-            return Ok(ExitCode::SUCCESS);
-        };
-        let escape = summarize.then(|| {
-            say!("Summarizing branch... (Esc or Ctrl+C to cancel)");
-            EscapeWatch::start()
-        });
-        let setup = AgentSetup { file: &file, model, mode: OpenMode::Write, session: globals.options()? };
-        let opts = NavigateOptions { summarize, custom_instructions: instructions, ..Default::default() };
-        let result = agent::navigate(setup, &id, opts, escape.as_ref().map(EscapeWatch::flag));
-        drop(escape);
-        let r = match result {
-            Ok(r) => r,
-            Err(e) => {
-                status = Some(format!("Error: {e:#}"));
-                initial = Some(id);
-                continue;
+    let watch = if follow { Some(Watch::open(globals, &file)?.0) } else { None };
+    let mut host = FileHost { file: &file, globals, session, watch };
+    let mut initial: Vec<String> = at.into_iter().collect();
+    let mut status: Option<String> = None;
+    let mut editor_text: Option<String> = None;
+    {
+        let _guard = TerminalGuard::enter()?;
+        let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
+        term.clear()?;
+        let mut next = terminal_events(follow);
+        loop {
+            let at: Vec<&str> = initial.iter().map(String::as_str).collect();
+            let decision = select(&mut term, &mut host, &mut next, &at, filter, status.take(), false)?;
+            let Decision::Navigate { id, summarize, instructions } = decision else { break };
+            let done = navigate_on_screen(&mut term, &mut host, model, (id, summarize, instructions))?;
+            status = Some(done.status);
+            initial = done.at;
+            if done.editor_text.is_some() {
+                editor_text = done.editor_text;
             }
-        };
-        if r.aborted {
-            status = Some("Branch summarization cancelled".to_owned());
-            initial = Some(id);
-            continue;
         }
-        if r.cancelled {
-            say!("Navigation cancelled");
-            return Ok(ExitCode::from(3));
-        }
-        say!("Navigated to selected point (leaf {})", r.new_leaf_id.as_deref().unwrap_or("(before the first entry)"));
-        if let Some(text) = &r.editor_text {
-            writeln!(out, "{text}")?;
-        }
-        return Ok(ExitCode::SUCCESS);
     }
+    if let Some(text) = &editor_text {
+        writeln!(out, "{text}")?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs the /branch message selector until the user cancels or picks a message.
@@ -393,7 +512,11 @@ pub fn select_message(term: &mut Term, next: NextEvent<'_>, mut sel: ForkSelecto
             let area = f.area();
             view::draw_fork_selector(&sel, area, f.buffer_mut());
         })?;
-        let Some(key) = read_key(next, |rows| sel.set_terminal_height(rows))? else { continue };
+        let Some(event) = next(None)? else { continue };
+        if let Event::Resize(_, rows) = event {
+            sel.set_terminal_height(rows);
+        }
+        let Some(key) = read_key(event) else { continue };
         let Some(input) = fork_selector::decode(&key) else { continue };
         match sel.handle(input) {
             ForkOutcome::None => {}
@@ -403,7 +526,7 @@ pub fn select_message(term: &mut Term, next: NextEvent<'_>, mut sel: ForkSelecto
     }
 }
 
-/// `arbor tui --fork [FILE]`: pick a user message and branch from it (pi's /branch, spec 5.7).
+/// `arbor tui --fork [FILE]`: pick a user message and branch from it (pi's /branch, docs/architecture.md, "Forking before a user message").
 /// The new session is written like `arbor fork --before`, whose output this prints.
 pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, globals: &Globals) -> Result<ExitCode> {
     let Some((file, _)) = resolve_file(file, None, globals)? else { return Ok(ExitCode::SUCCESS) };
@@ -420,7 +543,7 @@ pub fn run_fork(out: &mut dyn Write, file: Option<PathBuf>, model: &ModelArgs, g
         let _guard = TerminalGuard::enter()?;
         let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
         term.clear()?;
-        select_message(&mut term, &mut || Ok(event::read()?), sel)?
+        select_message(&mut term, &mut terminal_events(false), sel)?
     };
     let Some(id) = picked else {
         return Ok(ExitCode::SUCCESS);

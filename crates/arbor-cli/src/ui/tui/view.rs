@@ -1,4 +1,4 @@
-//! Drawing the selector into a ratatui [`Buffer`] (spec 6.1, 6.7). Pure: the
+//! Drawing the selector into a ratatui [`Buffer`] (docs/cli.md, "arbor tui"). Pure: the
 //! same state always draws the same cells, so frames can be snapshot-tested.
 
 use ratatui::buffer::Buffer;
@@ -11,9 +11,11 @@ use super::fork_selector::{self, ForkSelector};
 use super::selector::TreeSelector;
 use crate::shared::visible::visible;
 
-/// pi's help line.
-pub const HELP: &str =
-    "  ↑/↓: move. ←/→: page. ^←/^→ or Alt+←/Alt+→: fold/branch. Shift+L: label. ^D/^T/^U/^L/^A: filters (^O/⇧^O cycle)";
+/// pi's help line, and Arbor's way out.
+pub const HELP: &str = "  ↑/↓: move. ←/→: page. ^←/^→ or Alt+←/Alt+→: fold/branch. Shift+L: label. ^D/^T/^U/^L/^A: filters (^O/⇧^O cycle). Esc/q: quit";
+
+/// Most lines a status (an error, say) may wrap to.
+const STATUS_LINES: usize = 4;
 
 /// Cuts styled pieces to `width` display columns, never splitting a character.
 fn truncate(pieces: Vec<(String, Style)>, width: usize) -> Line<'static> {
@@ -65,28 +67,105 @@ fn header(buf: &mut Buffer, area: Rect, y: &mut u16, title: &str) {
     put(buf, area, y, vec![(format!("  {title}"), Style::default().add_modifier(Modifier::BOLD))]);
 }
 
-/// Draws the whole selector: header, search line, list (or label editor), footer and a status line.
-pub fn draw_selector(sel: &TreeSelector, status: Option<&str>, area: Rect, buf: &mut Buffer) {
+/// The status wrapped to the width, indented by two, at most [`STATUS_LINES`] lines.
+fn status_lines(status: Option<&str>, width: u16) -> Vec<String> {
+    let Some(s) = status else { return vec![] };
+    let width = usize::from(width).saturating_sub(2).max(8);
+    let mut lines: Vec<String> = textwrap::wrap(s, width).into_iter().map(|l| format!("  {l}")).collect();
+    if lines.len() > STATUS_LINES {
+        lines.truncate(STATUS_LINES);
+        if let Some(last) = lines.last_mut() {
+            last.push('…');
+        }
+    }
+    lines
+}
+
+/// Which optional lines of the selector's frame fit, and the list's height.
+struct Frame {
+    /// The blank lines around the list and above the frame.
+    blanks: bool,
+    help: bool,
+    top_border: bool,
+    list: u16,
+}
+
+impl Frame {
+    /// The frame for a screen `height` rows high with `status` lines at the bottom:
+    /// the list gets every row the frame does not take, and at least five while
+    /// there are optional lines (blanks, then the help line, then the top border) to give up.
+    fn new(height: u16, status: usize) -> Frame {
+        // Title, search line, border, footer, border, and the status.
+        let fixed = 5 + status as u16;
+        let mut f = Frame { blanks: true, help: true, top_border: true, list: 0 };
+        for step in 0..4 {
+            match step {
+                1 => f.blanks = false,
+                2 => f.help = false,
+                3 => f.top_border = false,
+                _ => {}
+            }
+            let optional = 3 * u16::from(f.blanks) + u16::from(f.help) + u16::from(f.top_border);
+            f.list = height.saturating_sub(fixed + optional);
+            if f.list >= 5 {
+                break;
+            }
+        }
+        f.list = f.list.max(1);
+        f
+    }
+}
+
+/// How many rows the list shows and how wide they are, on a screen
+/// `width`×`height` with this status line (what [`draw_selector`] will do).
+pub fn list_size(width: u16, height: u16, status: Option<&str>) -> (usize, usize) {
+    let f = Frame::new(height, status_lines(status, width).len());
+    (usize::from(f.list), usize::from(width))
+}
+
+/// Draws the whole selector: a header naming the session (`title`), the search line,
+/// the list (or the label editor), the footer, and the status wrapped at the bottom.
+pub fn draw_selector(sel: &TreeSelector, title: &str, status: Option<&str>, area: Rect, buf: &mut Buffer) {
+    let status = status_lines(status, area.width);
+    let frame = Frame::new(area.height, status.len());
     let mut y = 0;
-    header(buf, area, &mut y, "Session Tree");
-    put(buf, area, &mut y, plain(HELP));
+    if frame.blanks {
+        put(buf, area, &mut y, plain(""));
+    }
+    if frame.top_border {
+        put(buf, area, &mut y, border(area));
+    }
+    let title = if title.is_empty() { "Session Tree".to_owned() } else { format!("Session Tree: {title}") };
+    put(buf, area, &mut y, vec![(format!("  {title}"), Style::default().add_modifier(Modifier::BOLD))]);
+    if frame.help {
+        put(buf, area, &mut y, plain(HELP));
+    }
     put(buf, area, &mut y, plain(format!("  Type to search: {}", sel.query())));
     put(buf, area, &mut y, border(area));
-    put(buf, area, &mut y, plain(""));
+    if frame.blanks {
+        put(buf, area, &mut y, plain(""));
+    }
+    let list_top = y;
+    let dim = Style::default().add_modifier(Modifier::DIM);
     if let Some(edit) = sel.label_edit() {
-        put(buf, area, &mut y, plain("  Label (empty to remove):"));
+        put(buf, area, &mut y, vec![("  Label for: ".to_owned(), dim), (edit.text.clone(), Style::default())]);
         put(buf, area, &mut y, vec![("  > ".into(), Style::default()), (format!("{}▏", edit.value), Style::default())]);
-        put(buf, area, &mut y, plain("  Enter: save. Esc: cancel."));
+        put(buf, area, &mut y, plain("  Enter: save (empty to remove). Esc: cancel."));
     } else if sel.visible_len() == 0 {
-        put(buf, area, &mut y, plain("  No entries found"));
-        put(buf, area, &mut y, plain(sel.footer()));
+        match sel.reading().filter(|_| sel.search_waits()) {
+            Some((done, total)) => {
+                let pct = done * 100 / total.max(1);
+                put(buf, area, &mut y, plain(format!("  Reading the entries for the search... {pct}%")));
+            }
+            None => put(buf, area, &mut y, plain("  No entries found")),
+        }
     } else {
         let (start, end) = sel.window();
         let accent = Style::default().fg(Color::Cyan);
         for row in sel.rows(start, end) {
             let mut pieces = vec![];
             pieces.push((if row.selected { "› " } else { "  " }.to_owned(), accent));
-            pieces.push((row.prefix, Style::default().add_modifier(Modifier::DIM)));
+            pieces.push((row.prefix, dim));
             pieces.push((row.fold_marker.to_owned(), accent));
             if row.active {
                 pieces.push(("• ".to_owned(), accent));
@@ -101,13 +180,28 @@ pub fn draw_selector(sel: &TreeSelector, status: Option<&str>, area: Rect, buf: 
             }
             put(buf, area, &mut y, pieces);
         }
-        put(buf, area, &mut y, plain(sel.footer()));
     }
-    put(buf, area, &mut y, plain(""));
+    y = y.max(list_top + frame.list);
+    let mut footer = vec![(sel.footer(), Style::default())];
+    if let Some((done, total)) = sel.reading() {
+        footer.push((format!("  reading entries {}%", done * 100 / total.max(1)), dim));
+    }
+    put(buf, area, &mut y, footer);
+    if frame.blanks {
+        put(buf, area, &mut y, plain(""));
+    }
     put(buf, area, &mut y, border(area));
-    if let Some(s) = status {
-        put(buf, area, &mut y, plain(format!("  {s}")));
+    for line in status {
+        put(buf, area, &mut y, plain(line));
     }
+}
+
+/// Draws one line of what is going on (a navigation, a summary) under a header.
+pub fn draw_prompt_line(what: &str, area: Rect, buf: &mut Buffer) {
+    let mut y = 0;
+    header(buf, area, &mut y, "Session Tree");
+    put(buf, area, &mut y, border(area));
+    put(buf, area, &mut y, plain(format!("  {what}")));
 }
 
 /// Draws a titled list of options with one highlighted (pi's selector dialog).
@@ -134,7 +228,7 @@ pub fn draw_prompt(title: &str, value: &str, area: Rect, buf: &mut Buffer) {
     put(buf, area, &mut y, border(area));
 }
 
-/// Draws the /branch message selector (spec 5.7): title, subtitle, then each visible
+/// Draws the /branch message selector (docs/architecture.md, "Forking before a user message"): title, subtitle, then each visible
 /// message on one line with `Message i of N` beneath it.
 pub fn draw_fork_selector(sel: &ForkSelector, area: Rect, buf: &mut Buffer) {
     let mut y = 0;
@@ -171,11 +265,14 @@ mod tests {
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
-    fn frame(sel: &TreeSelector, w: u16, h: u16, status: Option<&str>) -> String {
+    /// The selector drawn on a `w`×`h` screen (its list sized as the screen's loop sizes it).
+    fn frame(sel: &mut TreeSelector, w: u16, h: u16, status: Option<&str>) -> String {
+        let (page, width) = list_size(w, h, status);
+        sel.set_size(page, width);
         let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
         term.draw(|f| {
             let area = f.area();
-            draw_selector(sel, status, area, f.buffer_mut());
+            draw_selector(sel, "s.jsonl", status, area, f.buffer_mut());
         })
         .unwrap();
         buffer_text(term.backend().buffer())
@@ -203,11 +300,11 @@ mod tests {
     #[test]
     fn every_filter_mode() {
         let f = with_extras();
-        let mut sel = TreeSelector::new(&f.s, 40, None, FilterMode::Default, None);
+        let mut sel = TreeSelector::full(&f.s, 5, None, FilterMode::Default);
         let mut frames = String::new();
         for _ in 0..5 {
             frames.push_str(&format!("=== {:?}\n", sel.mode()));
-            frames.push_str(&frame(&sel, 90, 26, None));
+            frames.push_str(&frame(&mut sel, 90, 26, None));
             sel.handle(Input::CycleFilter { forward: true });
         }
         insta::assert_snapshot!(frames);
@@ -216,11 +313,11 @@ mod tests {
     #[test]
     fn search() {
         let f = with_extras();
-        let mut sel = TreeSelector::new(&f.s, 40, None, FilterMode::Default, None);
+        let mut sel = TreeSelector::full(&f.s, 5, None, FilterMode::Default);
         for c in "3".chars() {
             sel.handle(Input::Char(c));
         }
-        insta::assert_snapshot!(frame(&sel, 80, 16, None));
+        insta::assert_snapshot!(frame(&mut sel, 80, 16, None));
     }
 
     #[test]
@@ -231,9 +328,9 @@ mod tests {
         for c in "v1 ✓".chars() {
             sel.handle(Input::Char(c));
         }
-        let editing = frame(&sel, 80, 14, None);
+        let editing = frame(&mut sel, 80, 14, None);
         sel.handle(Input::Enter);
-        let after = frame(&sel, 80, 24, Some("Label saved"));
+        let after = frame(&mut sel, 80, 24, Some("Label saved"));
         insta::assert_snapshot!(format!("{editing}=== after Enter\n{after}"));
     }
 
@@ -249,8 +346,8 @@ mod tests {
             }
         }
         f.leaf("u30");
-        let sel = TreeSelector::new(&f.s, 20, None, FilterMode::Default, None);
-        insta::assert_snapshot!(frame(&sel, 60, 22, None));
+        let mut sel = TreeSelector::full(&f.s, 5, None, FilterMode::Default);
+        insta::assert_snapshot!(frame(&mut sel, 60, 22, None));
     }
 
     #[test]
@@ -264,17 +361,17 @@ mod tests {
         }
         f.asst("deep", Some("a2-x"));
         f.leaf("deep");
-        let sel = TreeSelector::new(&f.s, 60, None, FilterMode::Default, None);
-        insta::assert_snapshot!(frame(&sel, 70, 32, None));
+        let mut sel = TreeSelector::full(&f.s, 5, None, FilterMode::Default);
+        insta::assert_snapshot!(frame(&mut sel, 70, 32, None));
     }
 
     #[test]
     fn active_path_and_cursor_in_the_worked_example() {
         let f = branching();
         let mut sel = f.selector();
-        let at_leaf = frame(&sel, 70, 24, None);
+        let at_leaf = frame(&mut sel, 70, 24, None);
         sel.handle(Input::End);
-        let at_end = frame(&sel, 70, 24, Some("Already at this point"));
+        let at_end = frame(&mut sel, 70, 24, Some("Already at this point"));
         insta::assert_snapshot!(format!("{at_leaf}=== End\n{at_end}"));
     }
 
@@ -283,17 +380,17 @@ mod tests {
         let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo/demo.jsonl");
         let s = arbor_tree::Session::open(&path, arbor_tree::OpenMode::ReadOnly, arbor_tree::SessionOptions::default())
             .unwrap();
-        let sel = TreeSelector::new(&s, 60, None, FilterMode::Default, None);
-        insta::assert_snapshot!(frame(&sel, 100, 40, None));
+        let mut sel = TreeSelector::full(&s, 5, None, FilterMode::Default);
+        insta::assert_snapshot!(frame(&mut sel, 100, 40, None));
     }
 
     #[test]
     fn truncation_by_display_width() {
         let mut f = Fixture::new();
         f.msg("wide", None, super::super::selector::tests::user("日本語のテキストがとても長い行になります"));
-        let sel = f.selector();
-        let text = frame(&sel, 23, 10, None);
-        let row = text.lines().nth(7).unwrap();
+        let mut sel = f.selector();
+        let text = frame(&mut sel, 23, 10, None);
+        let row = text.lines().find(|l| l.starts_with("› ")).unwrap();
         assert_eq!(row, "› • user: 日本語のテキ");
         use unicode_width::UnicodeWidthStr;
         assert!(row.width() <= 23);
@@ -302,11 +399,11 @@ mod tests {
     #[test]
     fn tiny_terminal_does_not_panic() {
         let f = with_extras();
-        let mut sel = TreeSelector::new(&f.s, 5, None, FilterMode::Default, None);
-        let a = frame(&sel, 20, 5, Some("status"));
+        let mut sel = TreeSelector::full(&f.s, 5, None, FilterMode::Default);
+        let a = frame(&mut sel, 20, 5, Some("status"));
         sel.handle(Input::Char('L'));
-        let b = frame(&sel, 20, 5, None);
-        let c = frame(&sel, 1, 1, None);
+        let b = frame(&mut sel, 20, 5, None);
+        let c = frame(&mut sel, 1, 1, None);
         insta::assert_snapshot!(format!("{a}---\n{b}---\n{c}"));
         let mut term = Terminal::new(TestBackend::new(20, 5)).unwrap();
         term.draw(|fr| {
@@ -362,14 +459,55 @@ mod robustness {
             else {
                 continue;
             };
-            let mut sel = TreeSelector::new(&s, 12, None, FilterMode::Default, None);
+            let mut sel = TreeSelector::full(&s, 5, None, FilterMode::Default);
             for input in inputs.iter().cloned() {
                 sel.handle(input);
                 for (w, h) in [(40, 12), (3, 2)] {
+                    let (page, width) = list_size(w, h, Some("status"));
+                    sel.set_size(page, width);
                     let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
-                    draw_selector(&sel, Some("status"), buf.area, &mut buf);
+                    draw_selector(&sel, "title", Some("status"), buf.area, &mut buf);
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod frame_tests {
+    use super::*;
+    use crate::ui::terminal::buffer_text;
+    use crate::ui::tui::selector::tests::branching;
+    use unicode_width::UnicodeWidthStr;
+
+    fn draw(sel: &mut TreeSelector, w: u16, h: u16, status: Option<&str>) -> String {
+        let (page, width) = list_size(w, h, status);
+        sel.set_size(page, width);
+        let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
+        draw_selector(sel, "a-session.jsonl", status, buf.area, &mut buf);
+        buffer_text(&buf)
+    }
+
+    /// #19: the header names the session, the list takes every row the frame
+    /// leaves, the footer is whole at 60×12, and an error wraps instead of being cut.
+    #[test]
+    fn the_frame_names_the_session_fills_the_height_and_wraps_errors() {
+        let f = branching();
+        let mut sel = f.selector();
+        let error = "Error: No model available for summarization: set ANTHROPIC_API_KEY or pass --model PROVIDER/MODEL with --base-url";
+        let small = draw(&mut sel, 60, 12, Some(error));
+        insta::assert_snapshot!(small);
+        let lines: Vec<&str> = small.lines().collect();
+        assert_eq!(lines.len(), 12);
+        assert!(lines[0].contains("Session Tree: a-session.jsonl"), "{small}");
+        assert!(lines.iter().any(|l| l.trim_start().starts_with("(8/11)")), "the footer is whole: {small}");
+        assert!(small.contains("--base-url"), "the error's end is shown: {small}");
+        assert!(lines.iter().all(|l| l.width() <= 60));
+        // A tall screen: every row of the tree and the footer, no scrolling.
+        let tall = draw(&mut sel, 100, 40, None);
+        assert_eq!(sel.window(), (0, 11));
+        assert_eq!(sel.page(), 40 - 10);
+        assert!(tall.contains("user: user-4b message"), "{tall}");
     }
 }

@@ -81,3 +81,32 @@ fn ids_and_texts_far_past_any_width_make_no_command_panic() {
     no_panic(d.path(), &["ls", "--all", "--sessions-dir", root, "--json"]);
     no_panic(d.path(), &["search", "yo", "--all", "--sessions-dir", root]);
 }
+
+/// A header that `JSON.parse` reads and serde_json alone does not (item 13
+/// of issue #20): nested deeper than 128 levels, or holding a number beyond
+/// `f64`. It is read as the header, not skipped with an error blaming line 2.
+#[test]
+fn a_header_only_javascript_reads_is_the_header() {
+    let d = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(crate::fixtures().join("logs/ok/linear-chat.jsonl")).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let headers = [
+        header.replacen('}', &format!(r#","extra":{deep}}}"#), 1),
+        header.replacen(r#""cwd""#, r#""tokens":1e400,"cwd""#, 1),
+    ];
+    for (i, h) in headers.iter().enumerate() {
+        let name = format!("h{i}.jsonl");
+        fs::write(d.path().join(&name), format!("{h}\n{rest}")).unwrap();
+        let o = arbor_in(d.path(), &["check", &name]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{h}: {out}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(!out.contains("line 2"), "{out}");
+        let o = arbor_in(d.path(), &["dump", &name, "--json"]);
+        let v = arbor_log::json::parse(&String::from_utf8_lossy(&o.stdout)).unwrap();
+        assert_eq!(v["header"]["cwd"], "/home/me/proj", "{h}");
+        assert_eq!(v["entries"].as_array().unwrap().len(), rest.lines().count(), "{h}");
+    }
+    let o = arbor_in(d.path(), &["dump", "h0.jsonl", "--json"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&deep), "the deep value is kept whole");
+}

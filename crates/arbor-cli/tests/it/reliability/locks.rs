@@ -1,5 +1,6 @@
 //! The write lock is the file's, whatever name a writer uses (items 1 and
-//! 11 of issue #20), and a lock that cannot be made says what to do (13).
+//! 11 of issue #20), a lock that cannot be made says what to do (13), and
+//! a writer that ends cleanly leaves no lock file (#19, item 13).
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -148,4 +149,41 @@ fn a_loop_of_links_is_named() {
         assert!(err.contains("a.jsonl: a loop of symbolic links"), "{args:?}: {err}");
         assert!(!err.contains("no such session file"), "{args:?}: {err}");
     }
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_writer_that_ends_cleanly_leaves_no_lock_file() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let file = dir.join("s.jsonl");
+    copy_fixture("logs/ok/linear-chat.jsonl", &file);
+    let id = first_id(&file);
+    let (ok, err) = label(dir, "s.jsonl", &id, "kept");
+    assert!(ok, "{err}");
+    assert_eq!(names(dir), ["s.jsonl"], "label left its lock file");
+
+    // A new session that never got written: no session and no lock.
+    let o = arbor_in(dir, &["chat", "new.jsonl", "--new", "--model", "nowhere/x"]);
+    assert!(!o.status.success());
+    let o = arbor_in(dir, &["chat", "new.jsonl", "--new"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(names(dir), ["s.jsonl"], "a chat that wrote nothing left files");
+
+    // A writer killed while it holds the lock leaves it; the next one takes it
+    // (the pid in it is not alive) and removes it when it ends.
+    let mut holder = Holder::start(dir, "s.jsonl");
+    assert_eq!(names(dir), ["s.jsonl", "s.jsonl.lock"]);
+    holder.kill();
+    assert_eq!(names(dir), ["s.jsonl", "s.jsonl.lock"]);
+    let (ok, err) = label(dir, "s.jsonl", &id, "after a kill");
+    assert!(ok, "{err}");
+    assert_eq!(names(dir), ["s.jsonl"]);
 }

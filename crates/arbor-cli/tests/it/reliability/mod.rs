@@ -99,6 +99,12 @@ impl Holder {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Ends the holder with SIGKILL: it cannot clean up.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
 }
 
 impl Drop for Holder {

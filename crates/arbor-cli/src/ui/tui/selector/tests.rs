@@ -2,11 +2,30 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
+
+use super::reference;
+
 use super::*;
+use crate::ui::tui::loader::Loader;
 use arbor_log::{CounterIds, FixedClock};
-use arbor_tree::{MemoryStore, SessionOptions};
+use arbor_tree::{MemoryStore, Session, SessionOptions};
 use crossterm::event::KeyCode;
 use serde_json::json;
+use serde_json::Value;
+
+impl TreeSelector {
+    /// A selector over `session` with every entry read and every row's text
+    /// made: what the screen has once the loader is done.
+    pub(crate) fn full(session: &Session, page: usize, initial: Option<&str>, mode: FilterMode) -> TreeSelector {
+        let at: Vec<&str> = initial.into_iter().collect();
+        let (mut loader, mut sel) = Loader::open(session, None, (page, 120), &at, mode);
+        loader.finish(session, &mut sel);
+        let all: Vec<u32> = (0..sel.data().len() as u32).collect();
+        loader.render(session, &mut sel, all);
+        sel
+    }
+}
 
 /// A session whose entries are known by test names.
 pub(crate) struct Fixture {
@@ -70,7 +89,7 @@ impl Fixture {
         self
     }
     pub(crate) fn selector(&self) -> TreeSelector {
-        TreeSelector::new(&self.s, 24, None, FilterMode::Default, None)
+        TreeSelector::full(&self.s, 12, None, FilterMode::Default)
     }
     pub(crate) fn name_of(&self, id: Option<&str>) -> Option<String> {
         let id = id?;
@@ -78,7 +97,7 @@ impl Fixture {
     }
 }
 
-/// The tree of spec 6.2 with the leaf at `asst-4a`.
+/// The tree of docs/cli.md, "arbor tui" with the leaf at `asst-4a`.
 pub(crate) fn branching() -> Fixture {
     let mut f = Fixture::new();
     f.user("user-1", None).asst("asst-1", None).user("user-2", None).asst("asst-2", None);
@@ -453,7 +472,7 @@ fn shift_l_edits_labels_only_with_an_empty_search() {
 fn navigation_keys() {
     let f = branching();
     let mut t = f.selector();
-    assert_eq!(t.max_visible(), 12);
+    assert_eq!(t.page(), 12);
     press(&f, &mut t, Input::Home, "user-1");
     press(&f, &mut t, Input::Up, "user-4b");
     press(&f, &mut t, Input::Down, "user-1");
@@ -463,7 +482,7 @@ fn navigation_keys() {
     assert_eq!(t.handle(Input::Enter), Outcome::Select(f.id("user-4b")));
     assert_eq!(t.handle(Input::Escape), Outcome::Cancel);
     assert!(t.is_leaf(&f.id("asst-4a")));
-    let t = TreeSelector::new(&f.s, 24, Some(&f.id("user-2")), FilterMode::Default, None);
+    let t = TreeSelector::full(&f.s, 12, Some(&f.id("user-2")), FilterMode::Default);
     assert_eq!(sel_name(&f, &t).as_deref(), Some("user-2"));
 }
 
@@ -474,14 +493,191 @@ fn window_follows_pi_scroll_rule() {
     for i in 1..30 {
         f.user(&format!("u{i}"), None);
     }
-    let mut t = TreeSelector::new(&f.s, 10, None, FilterMode::Default, None);
+    let mut t = TreeSelector::full(&f.s, 5, None, FilterMode::Default);
     assert_eq!(t.window(), (25, 30));
-    t.set_terminal_height(4);
-    assert_eq!(t.max_visible(), 5);
+    t.set_size(5, 120);
+    assert_eq!(t.page(), 5);
     t.handle(Input::Home);
     assert_eq!(t.window(), (0, 5));
     for _ in 0..10 {
         t.handle(Input::Down);
     }
     assert_eq!(t.window(), (8, 13));
+}
+
+/// A random session: messages of every kind the filters tell apart, branches, labels, settings.
+fn random_session(rng: &mut arbor_test_support::Rng, n: usize) -> Fixture {
+    let mut f = Fixture::new();
+    let mut names: Vec<String> = vec![];
+    for i in 0..n {
+        let name = format!("e{i}");
+        let parent = match rng.below(6) {
+            0 if !names.is_empty() => Some(names[rng.below(names.len())].clone()),
+            _ => None,
+        };
+        if rng.below(25) == 0 {
+            f.s.reset_leaf();
+        } else if let Some(p) = &parent {
+            f.leaf(p);
+        }
+        let words = ["alpha", "beta", "gamma", "Delta", "eps"];
+        let text = format!("{} {} {}", words[rng.below(5)], words[rng.below(5)], i);
+        match rng.below(9) {
+            0 | 1 => {
+                f.msg(&name, None, user(&text));
+            }
+            2 | 3 => {
+                f.msg(&name, None, assistant(&text));
+            }
+            4 => {
+                f.msg(&name, None, tool_only());
+            }
+            5 => {
+                f.msg(
+                    &name,
+                    None,
+                    json!({"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
+                        "content": [{"type": "text", "text": text}], "isError": false, "timestamp": 3}),
+                );
+            }
+            6 => {
+                let id = f.s.append_model_change("p", &text).unwrap();
+                f.name(&name, id);
+            }
+            7 if !names.is_empty() => {
+                let target = f.id(&names[rng.below(names.len())]);
+                let id = f.s.append_label_change(&target, Some(&text)).unwrap();
+                f.name(&name, id);
+            }
+            _ => {
+                let id = f.s.append_thinking_level_change("high").unwrap();
+                f.name(&name, id);
+            }
+        }
+        names.push(name);
+    }
+    let leaf = names[rng.below(names.len())].clone();
+    f.leaf(&leaf);
+    f
+}
+
+fn random_input(rng: &mut arbor_test_support::Rng) -> Input {
+    let modes = [FilterMode::NoTools, FilterMode::UserOnly, FilterMode::LabeledOnly, FilterMode::All];
+    match rng.below(20) {
+        0..=2 => Input::Down,
+        3..=4 => Input::Up,
+        5..=6 => Input::FoldOrUp,
+        7 => Input::UnfoldOrDown,
+        8 => Input::PageDown,
+        9 => Input::PageUp,
+        10 => Input::Home,
+        11 => Input::End,
+        12 => Input::ToggleFilter(modes[rng.below(4)]),
+        13 => Input::CycleFilter { forward: rng.below(2) == 0 },
+        14 => Input::Char(['a', 'e', 'l', ' ', '1', 'L', 'q'][rng.below(7)]),
+        15 => Input::Chars(["al", "ph", " 1", "ta g"][rng.below(4)].to_owned()),
+        16 => Input::Backspace,
+        17 => Input::Escape,
+        18 => Input::Enter,
+        _ => Input::FilterDefault,
+    }
+}
+
+/// What the two selectors must agree on after every input.
+fn state(rows: Vec<VisibleRow>, footer: String, query: &str, edit: Option<(&str, &str)>) -> String {
+    let rows: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{}{}{}{}{}{} {}",
+                if r.selected { "> " } else { "  " },
+                r.prefix,
+                r.fold_marker,
+                if r.active { "• " } else { "" },
+                r.label.as_deref().map(|l| format!("[{l}] ")).unwrap_or_default(),
+                r.text,
+                r.id
+            )
+        })
+        .collect();
+    format!("{}\n{footer} query {query:?} edit {edit:?}", rows.join("\n"))
+}
+
+/// The state machine over random sessions, inputs and terminal widths answers
+/// exactly what the plain computation answers: the same rows, prefixes, texts,
+/// search hits, selection and outcomes.
+#[test]
+fn the_state_machine_agrees_with_the_plain_computation() {
+    let mut rng = arbor_test_support::Rng(0x2545_F491_4F6C_DD1D);
+    for round in 0..60 {
+        let n = 5 + rng.below(60);
+        let f = random_session(&mut rng, n);
+        let page = 3 + rng.below(12);
+        let mut fast = TreeSelector::full(&f.s, page, None, FilterMode::Default);
+        // A narrow screen sends deep trees to the compact layout.
+        let width = [40, 120][rng.below(2)];
+        fast.set_size(page, width);
+        let mut plain = reference::Reference::new(&f.s, page, width, None, FilterMode::Default);
+        for step in 0..80 {
+            let input = random_input(&mut rng);
+            let (a, b) = (fast.handle(input.clone()), plain.handle(input.clone()));
+            assert_eq!(a, b, "round {round} step {step} {input:?}");
+            let edit = fast.label_edit().map(|e| (e.id.as_str(), e.value.as_str()));
+            let got = state(fast.rows(0, usize::MAX), fast.footer(), fast.query(), edit);
+            let want = state(plain.rows(), plain.footer(), &plain.query, plain.editing());
+            assert_eq!(got, want, "round {round} step {step} after {input:?}");
+            if matches!(a, Outcome::Cancel) {
+                break;
+            }
+        }
+    }
+}
+
+/// Opened lazily (texts and kinds read as a screen would, a few at a time),
+/// the selector ends where the whole computation is, on every fixture.
+#[test]
+fn the_lazy_open_ends_where_the_full_one_is() {
+    let mut files = crate::fixture_logs();
+    files.push(arbor_test_support::fixtures().join("demo/demo.jsonl"));
+    let mut rng = arbor_test_support::Rng(0x9E37_79B9_7F4A_7C15);
+    for file in files {
+        let Ok(s) = Session::open(&file, arbor_tree::OpenMode::ReadOnly, SessionOptions::default()) else { continue };
+        if s.get_tree().is_empty() {
+            continue;
+        }
+        let (mut loader, mut sel) = Loader::open(&s, None, (8, 120), &[], FilterMode::Default);
+        loader.prepare(&s, &mut sel);
+        let first = sel.rows(sel.window().0, sel.window().1);
+        while loader.step(&s, &mut sel) {
+            loader.prepare(&s, &mut sel);
+        }
+        loader.prepare(&s, &mut sel);
+        let plain = reference::Reference::new(&s, 8, 120, None, FilterMode::Default);
+        let (a, b) = sel.window();
+        let want: Vec<VisibleRow> = plain.rows()[a..b].to_vec();
+        assert_eq!(sel.rows(a, b), want, "{}", file.display());
+        // The first screen already showed the window's rows as they end up, where the window did not move.
+        if first.len() == want.len() && first.iter().zip(&want).all(|(x, y)| x.id == y.id) {
+            assert_eq!(first, want, "{}", file.display());
+        }
+        // And a search typed afterwards finds what the plain search finds.
+        let q = ["a", "e", "user", "read"][rng.below(4)];
+        sel.handle(Input::Chars(q.to_owned()));
+        let mut plain = plain;
+        plain.handle(Input::Chars(q.to_owned()));
+        let all: Vec<u32> = (0..sel.data().len() as u32).collect();
+        loader.render(&s, &mut sel, all);
+        assert_eq!(sel.rows(0, usize::MAX), plain.rows(), "{} search {q:?}", file.display());
+    }
+}
+
+#[test]
+fn q_quits_on_an_empty_search_and_is_typed_after_a_space() {
+    let f = branching();
+    let mut t = f.selector();
+    assert_eq!(t.handle(Input::Char('q')), Outcome::Cancel);
+    t.handle(Input::Chars(" q".to_owned()));
+    assert_eq!(t.query(), " q");
+    t.handle(Input::Escape);
+    assert_eq!(t.handle(Input::Chars("qx".to_owned())), Outcome::Cancel);
 }

@@ -1,0 +1,31 @@
+//! Bare `arbor`: the most recent session of the current directory, resumed
+//! in the chat; without one, how to start one.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+
+use arbor_tree::{find_most_recent_session, paths};
+
+use crate::shared::session::Globals;
+use crate::ui::chat::{self, ModelFlags, Target};
+
+/// Resumes the most recent session of the current directory in `arbor chat`
+/// (the settings and pi's configuration name the model), or says how to start one.
+pub fn run(g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let opts = g.options()?;
+    let dir = paths::session_dir_for(&opts.root(), &cwd.to_string_lossy());
+    match find_most_recent_session(opts.store.as_ref(), &dir)? {
+        Some(path) => chat::run(out, Target::File { path, new: false }, &ModelFlags::default(), None, g),
+        None => {
+            eprintln!(
+                "No session in {} yet. Start one with `arbor chat --new --model PROVIDER/MODEL` \
+                 (see `arbor chat --help`), or list every session with `arbor ls --all`.",
+                cwd.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

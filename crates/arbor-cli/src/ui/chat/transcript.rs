@@ -1,0 +1,160 @@
+//! What the chat shows of the conversation: the newest messages of the
+//! session's path (not only of the context, so a compaction shows where it
+//! happened, with the messages before it above), each as styled paragraphs:
+//! user prompts, replies with their thinking and tool calls, tool results
+//! clipped to a few lines, summaries and compactions as one dim line.
+
+use arbor_context::render::format_tool_call;
+use arbor_context::{branch_summary_message, compaction_summary_message, custom_message};
+use arbor_log::{EntryKind, MessageView, Role};
+use arbor_tree::Session;
+use ratatui::style::{Color, Modifier, Style};
+use serde_json::Value;
+
+use crate::shared::output::home;
+
+/// The most path entries the transcript looks at (the newest ones).
+pub const TRANSCRIPT_ENTRIES: usize = 400;
+
+/// The most lines of a tool result shown.
+const TOOL_RESULT_LINES: usize = 3;
+
+/// The newest messages on the session's path, oldest first: messages,
+/// shown extension messages, branch summaries and compactions (as
+/// `compactionSummary` at their place), at most [`TRANSCRIPT_ENTRIES`] entries back.
+pub fn path_messages(session: &Session) -> Vec<Value> {
+    let mut entries = vec![];
+    let mut seen = std::collections::HashSet::new();
+    let mut at = session.leaf_entry();
+    while let Some(e) = at {
+        if entries.len() >= TRANSCRIPT_ENTRIES || !seen.insert(e.id.as_str()) {
+            break;
+        }
+        entries.push(e);
+        at = e.parent_id.as_deref().and_then(|p| session.get_entry(p));
+    }
+    entries
+        .into_iter()
+        .rev()
+        .filter_map(|e| match &e.kind {
+            EntryKind::Message(m) => Some(m.message.clone()),
+            EntryKind::CustomMessage(c) if arbor_log::json::truthy(c.display.as_ref()) => {
+                Some(custom_message(c, &e.timestamp))
+            }
+            EntryKind::BranchSummary(b) => Some(branch_summary_message(b, &e.timestamp)),
+            EntryKind::Compaction(c) => Some(compaction_summary_message(c, &e.timestamp)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The last exchange: from the last user message on, as plain text.
+pub fn last_exchange(messages: &[Value]) -> Vec<String> {
+    let start = messages.iter().rposition(|m| MessageView::new(m).role() == Some(Role::User)).unwrap_or(0);
+    messages[start..].iter().flat_map(|m| paragraphs(m).into_iter().map(|(text, _)| text)).collect()
+}
+
+fn text_of(m: &Value, kind: &str, field: &str) -> String {
+    match m.get("content") {
+        Some(Value::String(s)) if kind == "text" => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some(kind))
+            .filter_map(|b| b.get(field).and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The first lines of a text, and how many more there are.
+fn clip_lines(text: &str, max: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    if lines.len() <= max {
+        return lines.join("\n");
+    }
+    format!("{}\n… ({} more lines)", lines[..max].join("\n"), lines.len() - max)
+}
+
+/// The style of the user's own prompts.
+pub fn user_style() -> Style {
+    Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+}
+
+/// One message as (text, style) paragraphs.
+pub fn paragraphs(m: &Value) -> Vec<(String, Style)> {
+    let dim = Style::default().fg(Color::DarkGray);
+    let str_field = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let Some(role) = MessageView::new(m).role() else { return vec![("[]".to_owned(), dim)] };
+    match role {
+        Role::User => vec![(format!("› {}", text_of(m, "text", "text")), user_style())],
+        Role::Assistant => {
+            let mut out = vec![];
+            let thinking = text_of(m, "thinking", "thinking");
+            if !thinking.trim().is_empty() {
+                out.push((format!("(thinking) {}", thinking.trim()), dim.add_modifier(Modifier::ITALIC)));
+            }
+            let text = text_of(m, "text", "text");
+            if !text.is_empty() {
+                out.push((text, Style::default()));
+            }
+            let blocks = m.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            for b in blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall")) {
+                let name = b.get("name").and_then(Value::as_str).unwrap_or("tool");
+                let args = b.get("arguments").cloned().unwrap_or(Value::Null);
+                out.push((format_tool_call(name, &args, home().as_deref()), Style::default().fg(Color::Blue)));
+            }
+            match m.get("stopReason").and_then(Value::as_str) {
+                Some("aborted") => out.push(("(aborted)".to_owned(), Style::default().fg(Color::Yellow))),
+                Some("error") => out.push((
+                    format!("(error: {})", m.get("errorMessage").and_then(Value::as_str).unwrap_or("unknown")),
+                    Style::default().fg(Color::Red),
+                )),
+                _ => {}
+            }
+            out
+        }
+        Role::ToolResult => {
+            let text = clip_lines(&text_of(m, "text", "text"), TOOL_RESULT_LINES);
+            let mark = if m.get("isError").and_then(Value::as_bool) == Some(true) { "✗" } else { "←" };
+            vec![(format!("{mark} {text}"), dim)]
+        }
+        Role::BranchSummary => vec![(format!("[branch summary] {}", clip_lines(&str_field("summary"), 2)), dim)],
+        Role::CompactionSummary => {
+            let before = m.get("tokensBefore").and_then(Value::as_f64).unwrap_or(0.0);
+            vec![(format!("── compaction: {before} tokens summarized ──"), Style::default().fg(Color::Magenta))]
+        }
+        Role::BashExecution => vec![(format!("[bash] $ {}", str_field("command")), dim)],
+        Role::Custom | Role::HookMessage => {
+            vec![(format!("[{}] {}", str_field("customType"), text_of(m, "text", "text")), dim)]
+        }
+        Role::Developer | Role::Other(_) => vec![(format!("[{role}]"), dim)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_calls_results_and_compactions() {
+        let call = json!({"role": "assistant", "content": [{"type": "text", "text": "Reading."},
+            {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "src/main.rs"}}], "stopReason": "toolUse"});
+        let texts: Vec<String> = paragraphs(&call).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(texts, ["Reading.", "[read: src/main.rs]"]);
+        let result =
+            json!({"role": "toolResult", "toolCallId": "c1", "content": [{"type": "text", "text": "1\n2\n3\n4\n5"}]});
+        assert_eq!(paragraphs(&result)[0].0, "← 1\n2\n3\n… (2 more lines)");
+        let compaction = json!({"role": "compactionSummary", "summary": "long", "tokensBefore": 9314});
+        assert_eq!(paragraphs(&compaction)[0].0, "── compaction: 9314 tokens summarized ──");
+    }
+
+    #[test]
+    fn the_last_exchange_starts_at_the_last_prompt() {
+        let u = |t: &str| json!({"role": "user", "content": t});
+        let a = |t: &str| json!({"role": "assistant", "content": [{"type": "text", "text": t}], "stopReason": "stop"});
+        assert_eq!(last_exchange(&[u("one"), a("first"), u("two"), a("second")]), ["› two", "second"]);
+        assert!(last_exchange(&[]).is_empty());
+    }
+}
