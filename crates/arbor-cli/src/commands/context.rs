@@ -10,7 +10,7 @@ use arbor_context::render::write_transcript;
 use arbor_context::{context_of_plan, plan_session_context, write_plan_json, SessionPlan};
 use arbor_tree::Session;
 
-use crate::shared::session::{check_lines, exit_without_freeing, Globals};
+use crate::shared::session::{check_lines, exit_without_freeing, require_entry, Globals};
 use crate::shared::visible::for_people;
 
 /// Print the context the model sees at the leaf (pi's buildSessionContext).
@@ -63,6 +63,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
 /// The plan of the context at the leaf `--leaf` names (or the session's).
 fn plan_at(s: &mut Session, args: &Args) -> Result<SessionPlan> {
     if let Some(id) = &args.leaf {
+        require_entry(s, id, &args.file)?;
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
     Ok(plan_session_context(s))

@@ -132,6 +132,20 @@ pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<bo
     Ok(reloaded)
 }
 
+/// Refuses an `id` that names no entry of `file`'s session `s`. A session
+/// opened through its index checks every line first when the index does
+/// not know `id` (a stale index is read again, [`check_lines`]), so an id
+/// the file holds is never refused on the index's word.
+pub fn require_entry(s: &mut Session, id: &str, file: &Path) -> Result<()> {
+    if s.get_entry(id).is_none() && s.opened_from_index() {
+        check_lines(s, None)?;
+    }
+    if s.get_entry(id).is_none() {
+        bail!("{}: Entry {id} not found", file.display());
+    }
+    Ok(())
+}
+
 /// Opens a session; a spinner on stderr says so when it takes long (a big
 /// file opened for the first time, before its index exists).
 pub fn open_showing_progress(file: &Path, mode: OpenMode, opts: SessionOptions) -> Result<Session> {
