@@ -292,10 +292,34 @@ pub fn plan_context<E: Borrow<Entry>>(
     heads: &[PathHead<'_>],
     decode: impl FnOnce(&[usize]) -> Vec<Option<E>>,
 ) -> ContextPlan {
+    let kinds: Vec<PathKind<'_>> =
+        heads.iter().map(|h| PathKind { entry_type: &h.entry_type, role: h.role.as_ref() }).collect();
+    plan_path_context(&kinds, |first, k| heads[..k].iter().position(|h| h.id == first), decode)
+}
+
+/// What a path position shows without decoding its entry or reading its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathKind<'a> {
+    /// The entry `type`.
+    pub entry_type: &'a EntryType,
+    /// A message entry's message `role`.
+    pub role: Option<&'a Role>,
+}
+
+/// [`plan_context`] from the path's types and roles alone: `find_kept(id,
+/// k)` is the first position before `k` whose entry has the id `id` (a
+/// compaction's `firstKeptEntryId`), asked at most once. A caller whose
+/// path holds each id once (a session's path) may search back from `k`,
+/// reading only the ids between the kept entry and the compaction.
+pub fn plan_path_context<E: Borrow<Entry>>(
+    heads: &[PathKind<'_>],
+    find_kept: impl FnOnce(&str, usize) -> Option<usize>,
+    decode: impl FnOnce(&[usize]) -> Vec<Option<E>>,
+) -> ContextPlan {
     let last_assistant =
-        heads.iter().rposition(|h| h.entry_type == EntryType::Message && h.role == Some(Role::Assistant));
+        heads.iter().rposition(|h| *h.entry_type == EntryType::Message && h.role == Some(&Role::Assistant));
     let wanted: Vec<usize> =
-        (0..heads.len()).filter(|&p| context_reads(&heads[p].entry_type) || Some(p) == last_assistant).collect();
+        (0..heads.len()).filter(|&p| context_reads(heads[p].entry_type) || Some(p) == last_assistant).collect();
     let decoded = decode(&wanted);
     let read: Vec<(usize, &Entry)> =
         wanted.iter().zip(&decoded).filter_map(|(&p, e)| e.as_ref().map(|e| (p, Borrow::<Entry>::borrow(e)))).collect();
@@ -348,7 +372,7 @@ pub fn plan_context<E: Borrow<Entry>>(
         Some((k, r, c)) => {
             steps.push(ContextStep::Made(compaction_summary_message(c, &read[r].1.timestamp)));
             if let Some(first) = c.first_kept_entry_id.as_deref() {
-                if let Some(start) = heads[..k].iter().position(|h| h.id == first) {
+                if let Some(start) = find_kept(first, k) {
                     ranges.push(start..k);
                 }
             }
@@ -356,7 +380,7 @@ pub fn plan_context<E: Borrow<Entry>>(
         }
     }
     for p in ranges.into_iter().flatten() {
-        if heads[p].entry_type == EntryType::Message {
+        if *heads[p].entry_type == EntryType::Message {
             steps.push(ContextStep::Message(p));
         } else if let Ok(r) = read.binary_search_by_key(&p, |&(q, _)| q) {
             steps.extend(entry_message(read[r].1).map(ContextStep::Made));

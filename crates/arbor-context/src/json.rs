@@ -28,11 +28,17 @@ const BATCH: usize = 2048;
 ///
 /// [`session_context`]: crate::session_context
 pub fn write_context_json<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Result<()> {
-    let SessionPlan { path, plan } = plan_session_context(session);
+    write_plan_json(session, &plan_session_context(session), out)
+}
+
+/// [`write_context_json`] from a plan of the session's context made before
+/// (for callers that check the lines the plan reads first).
+pub fn write_plan_json<W: Write + ?Sized>(session: &Session, plan: &SessionPlan, out: &mut W) -> io::Result<()> {
+    let SessionPlan { path, plan, .. } = plan;
     out.write_all(b"{\"messages\":[")?;
     let mut first = true;
     for batch in plan.steps.chunks(BATCH) {
-        for text in batch_messages(session, &path, batch)? {
+        for text in batch_messages(session, path, batch)? {
             if !std::mem::take(&mut first) {
                 out.write_all(b",")?;
             }

@@ -4,15 +4,18 @@
 
 use arbor_tree::{Position, Session};
 
-use crate::context::{message_of_entry, plan_context, ContextPlan, PathHead, SessionContext};
+use crate::context::{message_of_entry, plan_path_context, ContextPlan, PathKind, SessionContext};
 
 /// The plan of a session's context at its leaf ([`plan_session_context`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionPlan {
     /// The leaf's path, root first, as positions in file order.
     pub path: Vec<Position>,
-    /// The [`plan_context`] of that path: its positions index [`SessionPlan::path`].
+    /// The [`plan_context`](crate::plan_context) of that path: its positions index [`SessionPlan::path`].
     pub plan: ContextPlan,
+    /// The positions decoded for the plan (settings, compactions, made-up
+    /// messages, the last assistant message), in file order.
+    pub read: Vec<Position>,
 }
 
 /// The context at the session's leaf, decoding only the path entries it
@@ -21,29 +24,51 @@ pub struct SessionPlan {
 /// `build_context_from_path(&session.get_branch(None))` (tested in the
 /// `positions` tests).
 pub fn session_context(session: &Session) -> SessionContext {
-    let SessionPlan { path, plan } = plan_session_context(session);
+    context_of_plan(session, plan_session_context(session))
+}
+
+/// [`session_context`] from a plan of the session's context made before.
+pub fn context_of_plan(session: &Session, plan: SessionPlan) -> SessionContext {
+    let SessionPlan { path, plan, .. } = plan;
     let wanted: Vec<Position> = plan.message_positions().map(|p| path[p]).collect();
     let mut messages = session.decode_many(&wanted).into_iter();
     plan.into_context(|_| messages.next().flatten().and_then(message_of_entry))
 }
 
-/// The leaf's path and the [`plan_context`] of its context: the settings and
+/// The leaf's path and the [`plan_context`](crate::plan_context) of its context: the settings and
 /// made-up messages are decoded (on all cores), each other message is left
 /// where it is stored, for callers that copy it from there
 /// ([`session_context`] decodes it, [`crate::write_context_json`] copies it).
+///
+/// Only the path's types and roles are read for the plan (the session
+/// answers them without building its entries when it was opened through
+/// its index), and ids only between a compaction and the entry it keeps
+/// from: the path holds each id once, so that entry is searched for back
+/// from the compaction.
 pub fn plan_session_context(session: &Session) -> SessionPlan {
     let path = session.branch_positions(None);
-    // Positions the session just gave: each has a head.
-    let heads: Vec<PathHead> = path
+    // Positions the session just gave: each has a type.
+    let kinds: Vec<PathKind> = path
         .iter()
-        .filter_map(|&p| {
-            Some(PathHead {
-                id: session.id_at(p)?,
-                entry_type: session.entry_type_at(p)?.clone(),
-                role: session.role_at(p).cloned(),
-            })
-        })
+        .filter_map(|&p| Some(PathKind { entry_type: session.entry_type_at(p)?, role: session.role_at(p) }))
         .collect();
-    let plan = plan_context(&heads, |ps| session.decode_many(&ps.iter().map(|&p| path[p]).collect::<Vec<_>>()));
-    SessionPlan { path, plan }
+    let find_kept = |id: &str, k: usize| (0..k).rev().find(|&q| session.id_at(path[q]) == Some(id));
+    let mut read = vec![];
+    let plan = plan_path_context(&kinds, find_kept, |ps| {
+        read = ps.iter().map(|&p| path[p]).collect();
+        session.decode_many(&read)
+    });
+    SessionPlan { path, plan, read }
+}
+
+impl SessionPlan {
+    /// Every position whose line the context reads: the entries decoded
+    /// for the plan and the stored messages, in file order.
+    pub fn lines(&self) -> Vec<Position> {
+        let mut all: Vec<Position> = self.read.clone();
+        all.extend(self.plan.message_positions().map(|p| self.path[p]));
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
 }

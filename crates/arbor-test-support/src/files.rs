@@ -68,6 +68,39 @@ pub fn write_big_session(path: &Path, entries: usize, pad: usize) -> String {
     text
 }
 
+/// Edits a [`write_big_session`] file in place so that an index of it is
+/// stale while its size and modification time stay the same: moves ten
+/// bytes of padding from entry `a`'s line to the next one's (lines in other
+/// places, same edges) and renames entry `b` to `f{b}` (an id of the same
+/// length). Returns the edited text.
+pub fn edit_in_place(p: &Path, text: &str, a: usize, b: usize) -> String {
+    let mtime = std::fs::metadata(p).and_then(|m| m.modified()).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let pad = "x".repeat(10);
+    let (from, to) = (format!("\"m{a} {pad}"), format!("\"a{} {pad}", a + 1));
+    assert!(text.contains(&from) && text.contains(&to), "entry {a} of a big session");
+    let edited = text
+        .replacen(&from, &format!("\"m{a} "), 1)
+        .replacen(&to, &format!("\"a{} {pad}{pad}", a + 1), 1)
+        .replacen(&format!("\"id\":\"e{b}\""), &format!("\"id\":\"f{b}\""), 1);
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(p, &edited).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let f = std::fs::File::options().write(true).open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    f.set_modified(mtime).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    edited
+}
+
+/// The bytes of the index file `index` with its stamp forged to the status
+/// change time `file` has now, so that the index "matches" the file after
+/// an [`edit_in_place`] (the index's own check cannot tell).
+pub fn forged_index(index: &Path, file: &Path) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
+    let mut bytes = std::fs::read(index).unwrap_or_else(|e| panic!("{}: {e}", index.display()));
+    bytes[32..48].copy_from_slice(&ctime.to_le_bytes());
+    bytes
+}
+
 /// Everything a directory tree holds, as it is now: for every path under it
 /// (relative), the kind, permissions, size, modification time and contents.
 /// Two snapshots are equal exactly when nothing under the directory was

@@ -24,7 +24,7 @@ mod rng;
 use arbor_log::{CounterIds, FixedClock};
 use arbor_tree::SessionOptions;
 
-pub use files::{fixtures, jsonl_under, write_big_session, DirSnapshot};
+pub use files::{edit_in_place, fixtures, forged_index, jsonl_under, write_big_session, DirSnapshot};
 pub use messages::assistant_reply;
 pub use rng::Rng;
 

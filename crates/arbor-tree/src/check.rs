@@ -7,16 +7,16 @@
 //! finding is reported once: a tool call unanswered on the paths to many
 //! leaves is one finding with the number of leaves as its `count`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 
 use serde::Serialize;
 
-use arbor_log::{DiagnosticKind, EntryKind, LineKind, Role, SessionLog};
+use arbor_log::{DiagnosticKind, EntryKind, EntryType, LineKind, Role, SessionLog};
 
 use crate::error::TreeError;
-use crate::session::{OpenMode, Session, SessionOptions};
+use crate::session::{OpenMode, Position, Session, SessionOptions};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -101,6 +101,23 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
 /// Checks the session at `path` in `opts.store` (read-only, as [`check_file`]
 /// does for a local file).
 pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, TreeError> {
+    // A current-version file without a diagnostic: the session (opened by
+    // the light scan or through its index) tells all that the reader would,
+    // without holding every line decoded; anything else is read in full.
+    if let Ok(s) = Session::open(path, OpenMode::ReadOnly, opts.clone()) {
+        if s.diagnostics().is_empty() && !s.migration().migrated() {
+            let mut out = root_parents(&s);
+            out.extend(tree_findings(&s));
+            sort(&mut out);
+            return Ok(out);
+        }
+    }
+    check_in_full(path, opts)
+}
+
+/// [`check_session`] reading every line in full (what a file with
+/// diagnostics, or one that needs a migration, is checked by).
+fn check_in_full(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, TreeError> {
     let Some(reader) = opts.store.read_from(path, 0)? else { return Err(TreeError::Missing(path.to_owned())) };
     let log = SessionLog::read(reader).map_err(|e| TreeError::io(path, e))?;
     let mut out: Vec<Finding> = log
@@ -153,6 +170,29 @@ fn non_string_parents(log: &SessionLog) -> impl Iterator<Item = Finding> + '_ {
     })
 }
 
+/// [`non_string_parents`] for a file without diagnostics, where every
+/// record is an entry: only an entry read as a root can hold one, so only
+/// those are read again.
+fn root_parents(s: &Session) -> Vec<Finding> {
+    let mut out = vec![];
+    for (i, slot) in s.state.slots.iter().enumerate() {
+        if slot.parent_id.is_some() {
+            continue;
+        }
+        let p = Position::new(i);
+        let value = s.with_json_at(p, |j| arbor_log::json::parse(j).ok()).flatten();
+        if let Some(parent) = value.as_ref().and_then(|v| v.get("parentId")).filter(|p| !p.is_string() && !p.is_null())
+        {
+            out.push(warn(
+                s.line_at(p),
+                "parent-not-a-string",
+                format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
+            ));
+        }
+    }
+    out
+}
+
 fn sort(v: &mut [Finding]) {
     v.sort_by(|a, b| a.line.cmp(&b.line).then(b.severity.cmp(&a.severity)).then(a.code.cmp(b.code)));
 }
@@ -161,47 +201,50 @@ fn warn(line: usize, code: &'static str, message: String) -> Finding {
     Finding::new(line, Severity::Warning, code, message)
 }
 
-/// The findings only the tree shows.
+/// The findings only the tree shows. Each entry is decoded once and not
+/// kept (a check holds one entry at a time, not the session's bodies).
 pub fn tree_findings(s: &Session) -> Vec<Finding> {
-    let mut has_child: HashSet<&str> = HashSet::new();
-    let mut out = entry_findings(s, &mut has_child);
-    out.extend(unanswered_tool_calls(s, &has_child));
+    let mut out = entry_findings(s);
+    out.extend(unanswered_tool_calls(s));
     out
 }
 
 /// What each live entry shows on its own: self-parents, orphans, labels on
-/// missing targets, compactions whose kept entry is off their path. Notes
-/// in `has_child` every id some entry names as its parent.
-fn entry_findings<'s>(s: &'s Session, has_child: &mut HashSet<&'s str>) -> Vec<Finding> {
+/// missing targets, compactions whose kept entry is off their path.
+fn entry_findings(s: &Session) -> Vec<Finding> {
     let mut out = vec![];
-    for i in s.positions() {
-        if !s.is_live_at(i) {
+    for (k, slot) in s.state.slots.iter().enumerate() {
+        if !slot.live {
             continue;
         }
-        let (Some(e), line) = (s.entry_at(i), s.line_at(i)) else { continue };
-        if let Some(p) = &e.parent_id {
-            has_child.insert(p.as_str());
-            if p == &e.id {
-                out.push(warn(line, "self-parent", format!("entry {} is its own parent; shown as a root", e.id)));
-            } else if s.get_entry(p).is_none() {
-                out.push(warn(line, "orphan", format!("entry {} has a missing parent {p}; shown as a root", e.id)));
+        let (i, line, id) = (Position::new(k), slot.line, &slot.id);
+        if let Some(p) = &slot.parent_id {
+            if p == id {
+                out.push(warn(line, "self-parent", format!("entry {id} is its own parent; shown as a root")));
+            } else if s.position_of(p).is_none() {
+                out.push(warn(line, "orphan", format!("entry {id} has a missing parent {p}; shown as a root")));
             }
         }
+        // Only labels and compactions are read further.
+        if slot.entry_type != EntryType::Label && slot.entry_type != EntryType::Compaction {
+            continue;
+        }
+        let Some(e) = s.decode_at(i) else { continue };
         match &e.kind {
-            EntryKind::Label(l) if s.get_entry(&l.target_id).is_none() => out.push(warn(
+            EntryKind::Label(l) if s.position_of(&l.target_id).is_none() => out.push(warn(
                 line,
                 "label-target-missing",
                 format!("label {} targets a missing entry {}", e.id, l.target_id),
             )),
             EntryKind::Compaction(c) => {
-                let path: HashSet<&str> = s.get_branch(Some(&e.id)).iter().map(|p| p.id.as_str()).collect();
+                let on_path = |k: &str| s.branch_positions(Some(&e.id)).iter().any(|&q| s.id_at(q) == Some(k));
                 match c.first_kept_entry_id.as_deref() {
                     None => out.push(warn(
                         line,
                         "compaction-keeps-nothing",
                         format!("compaction {} has no firstKeptEntryId: nothing before it is kept", e.id),
                     )),
-                    Some(k) if !path.contains(k) => out.push(warn(
+                    Some(k) if !on_path(k) => out.push(warn(
                         line,
                         "compaction-kept-off-path",
                         format!(
@@ -218,46 +261,75 @@ fn entry_findings<'s>(s: &'s Session, has_child: &mut HashSet<&'s str>) -> Vec<F
     out
 }
 
-/// Tool calls without a result on the path to a leaf: one finding per call,
-/// counting the leaves whose path leaves it unanswered.
-fn unanswered_tool_calls(s: &Session, has_child: &HashSet<&str>) -> Vec<Finding> {
-    // (call id, name, entry id) → (leaves, the first leaf), in the order first seen.
+/// For each position, true when a live entry names its id as its parent (it is no leaf).
+fn named_as_parent(s: &Session) -> Vec<bool> {
+    let mut named = vec![false; s.len()];
+    for slot in s.state.slots.iter() {
+        if let Some(q) = slot.parent_id.as_deref().filter(|_| slot.live).and_then(|p| s.position_of(p)) {
+            named[q.get()] = true;
+        }
+    }
+    named
+}
+
+/// A tool call still open on a path: its id, its tool's name and the entry that made it.
+type OpenCall = (String, String, Position);
+
+/// What one entry does to the tool calls open on its path: the calls an
+/// assistant message makes, or the id a tool result answers.
+type Effect = (Vec<OpenCall>, Option<String>);
+
+fn tool_effect(s: &Session, p: Position) -> Effect {
+    effect_of(s.decode_at(p), p)
+}
+
+/// The [`Effect`] of every entry, decoded on all cores a batch at a time;
+/// only assistant messages and tool results are read.
+fn tool_effects(s: &Session) -> Vec<Effect> {
+    let mut out: Vec<Effect> = (0..s.len()).map(|_| (vec![], None)).collect();
+    let wanted: Vec<Position> =
+        s.positions().filter(|&p| matches!(s.role_at(p), Some(Role::Assistant | Role::ToolResult))).collect();
+    // Small batches: a decoded tool result holds several times its line.
+    for batch in wanted.chunks(512) {
+        for (&p, e) in batch.iter().zip(s.decode_many(batch)) {
+            out[p.get()] = effect_of(e, p);
+        }
+    }
+    out
+}
+
+fn effect_of(e: Option<arbor_log::Entry>, p: Position) -> Effect {
+    let Some(e) = e else { return (vec![], None) };
+    let Some(m) = e.message() else { return (vec![], None) };
+    let view = m.view();
+    match view.role() {
+        Some(Role::Assistant) => {
+            let calls = view
+                .tool_calls()
+                .map(|call| (call.id.unwrap_or("").to_owned(), call.name.unwrap_or("tool").to_owned(), p))
+                .collect();
+            (calls, None)
+        }
+        Some(Role::ToolResult) => (vec![], Some(view.str_field("toolCallId").unwrap_or("").to_owned())),
+        _ => (vec![], None),
+    }
+}
+
+/// The tool calls open at each leaf (leaves in file order, calls in the
+/// order the path leaves them open) as findings: one per call, counting the
+/// leaves whose path leaves it unanswered, in the order first seen.
+fn report_unanswered(s: &Session, open_at_leaves: Vec<(Position, Vec<OpenCall>)>) -> Vec<Finding> {
+    // (call id, name, entry id) → (leaves, the first leaf).
     let mut seen: Vec<((String, String, String), usize, String)> = vec![];
-    let mut index: std::collections::HashMap<(String, String, String), usize> = Default::default();
-    for i in s.positions() {
-        let Some(e) = s.entry_at(i) else { continue };
-        if !s.is_live_at(i) || has_child.contains(e.id.as_str()) {
-            continue;
-        }
-        let path = s.get_branch(Some(&e.id));
-        let mut open: Vec<(String, String, &str)> = vec![];
-        for p in &path {
-            let Some(m) = p.message() else { continue };
-            let view = m.view();
-            match view.role() {
-                Some(Role::Assistant) => {
-                    for call in view.tool_calls() {
-                        open.push((
-                            call.id.unwrap_or("").to_owned(),
-                            call.name.unwrap_or("tool").to_owned(),
-                            p.id.as_str(),
-                        ));
-                    }
-                }
-                Some(Role::ToolResult) => {
-                    let id = view.str_field("toolCallId").unwrap_or("");
-                    open.retain(|(c, _, _)| c != id);
-                }
-                _ => {}
-            }
-        }
+    let mut index: HashMap<(String, String, String), usize> = HashMap::new();
+    for (leaf, open) in open_at_leaves {
         for (call, name, at) in open {
-            let key = (call, name, at.to_owned());
+            let key = (call, name, s.id_at(at).unwrap_or_default().to_owned());
             match index.get(&key) {
                 Some(&i) => seen[i].1 += 1,
                 None => {
                     index.insert(key.clone(), seen.len());
-                    seen.push((key, 1, e.id.clone()));
+                    seen.push((key, 1, s.id_at(leaf).unwrap_or_default().to_owned()));
                 }
             }
         }
@@ -279,4 +351,139 @@ fn unanswered_tool_calls(s: &Session, has_child: &HashSet<&str>) -> Vec<Finding>
             f
         })
         .collect()
+}
+
+/// Tool calls without a result, on the path to each leaf of the tree.
+fn unanswered_tool_calls(s: &Session) -> Vec<Finding> {
+    report_unanswered(s, open_at_leaves(s))
+}
+
+/// The tool calls left without a result on the path to each leaf (leaves
+/// in file order, those with none left out): one walk down the tree, the
+/// calls open on the way kept on a stack (each entry decoded once), so the
+/// check costs the session, not its leaves times its depth. A session with
+/// a parent cycle walks each leaf's path.
+fn open_at_leaves(s: &Session) -> Vec<(Position, Vec<OpenCall>)> {
+    let named = named_as_parent(s);
+    let is_leaf = |p: Position| s.is_live_at(p) && !named[p.get()];
+    if !s.state.cycle_roots.is_empty() {
+        return open_by_paths(s, &is_leaf);
+    }
+    let mut out = vec![];
+    let mut effects = tool_effects(s);
+    let tree = s.get_tree();
+    // Each frame: a node, the calls it opened (how many were pushed) and
+    // the ones its tool result closed (to put back when leaving it).
+    struct Frame<'t> {
+        kids: &'t [Position],
+        next: usize,
+        pushed: usize,
+        closed: Vec<(usize, OpenCall)>,
+    }
+    let mut open: Vec<OpenCall> = vec![];
+    let mut stack: Vec<Frame<'_>> = vec![Frame { kids: tree.root_positions(), next: 0, pushed: 0, closed: vec![] }];
+    while let Some(top) = stack.last_mut() {
+        let Some(&p) = top.kids.get(top.next) else {
+            let done = stack.pop().unwrap_or_else(|| unreachable!());
+            open.truncate(open.len() - done.pushed);
+            // Back in ascending order of where they were: each lands where it was.
+            for (at, call) in done.closed {
+                open.insert(at, call);
+            }
+            continue;
+        };
+        top.next += 1;
+        let (calls, result) = std::mem::take(&mut effects[p.get()]);
+        let mut closed = vec![];
+        if let Some(id) = result {
+            let mut k = 0;
+            open.retain(|c| {
+                let keep = c.0 != id;
+                if !keep {
+                    closed.push((k, c.clone()));
+                }
+                k += 1;
+                keep
+            });
+        }
+        let pushed = calls.len();
+        open.extend(calls);
+        if is_leaf(p) && !open.is_empty() {
+            out.push((p, open.clone()));
+        }
+        stack.push(Frame { kids: tree.child_positions(p), next: 0, pushed, closed });
+    }
+    // Leaf by leaf in file order, as the walk leaf by leaf finds them.
+    out.sort_by_key(|(leaf, _)| *leaf);
+    out
+}
+
+/// [`open_at_leaves`] leaf by leaf, each leaf's path walked from the root.
+fn open_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<(Position, Vec<OpenCall>)> {
+    let mut out = vec![];
+    for leaf in s.positions().filter(|&p| is_leaf(p)) {
+        let mut open: Vec<OpenCall> = vec![];
+        for p in s.branch_positions(s.id_at(leaf)) {
+            let (calls, result) = tool_effect(s, p);
+            if let Some(id) = result {
+                open.retain(|c| c.0 != id);
+            }
+            open.extend(calls);
+        }
+        if !open.is_empty() {
+            out.push((leaf, open));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk down the tree finds what walking each leaf's path finds, in
+    /// the same order, on every fixture and a large branched session.
+    #[test]
+    fn one_walk_down_the_tree_finds_what_each_leafs_path_finds() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let big = d.path().join("big.jsonl");
+        arbor_test_support::write_big_session(&big, 3000, 20);
+        let mut files = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
+        files.push(big);
+        let mut with_calls = 0;
+        for f in files {
+            let opts = SessionOptions { index_dir: None, ..SessionOptions::default() };
+            let Ok(s) = Session::open(&f, OpenMode::ReadOnly, opts) else { continue };
+            let named = named_as_parent(&s);
+            let by_paths = open_by_paths(&s, &|p: Position| s.is_live_at(p) && !named[p.get()]);
+            with_calls += usize::from(!by_paths.is_empty());
+            assert_eq!(open_at_leaves(&s), by_paths, "{}", f.display());
+        }
+        assert!(with_calls >= 3, "{with_calls} fixtures with unanswered tool calls");
+    }
+
+    /// A clean file checked from the session alone finds what reading every line finds.
+    #[test]
+    fn a_clean_file_checked_from_the_session_finds_what_the_full_read_finds() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let big = d.path().join("big.jsonl");
+        arbor_test_support::write_big_session(&big, 3000, 20);
+        let odd = d.path().join("odd-parents.jsonl");
+        std::fs::write(
+            &odd,
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n\
+             {\"type\":\"message\",\"id\":\"a\",\"parentId\":5,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n\
+             {\"type\":\"message\",\"id\":\"b\",\"parentId\":{\"x\":1},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"y\"}}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut files = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
+        files.extend([big, odd.clone()]);
+        for f in files {
+            let opts = || SessionOptions { index_dir: None, ..SessionOptions::default() };
+            let (fast, full) = (check_session(&f, opts()), check_in_full(&f, opts()));
+            assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{}", f.display());
+        }
+        let odd = check_session(&odd, SessionOptions::default()).unwrap_or_default();
+        assert_eq!(odd.iter().filter(|f| f.code == "parent-not-a-string").count(), 2, "{odd:?}");
+    }
 }

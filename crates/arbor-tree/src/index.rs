@@ -16,16 +16,27 @@
 //! the scan); an unwritable cache directory means no index. Reading or
 //! writing it never fails an open.
 //!
-//! Layout (little-endian): `ARBORIX4`, size u64, mtime ns i128, ctime ns
-//! i128, checksum u64, header bytes u64, entry count u64, then per entry:
-//! offset u64, length u32, line u32, flags u8 (1: has a timestamp, 2: only JavaScript's
-//! reading accepts the line) + timestamp ms i64, type (its position in
-//! [`EntryType::ALL`], or 255 + string), role (254 for none, its position in
-//! [`Role::ALL`], or 255 + string), id (string), resolved parent (u32
-//! position of the earlier entry the parent id resolves to, or `u32::MAX`),
-//! and only when that is `u32::MAX` the parent id (flag u8 + string); strings
-//! are u16 length + UTF-8. A resolved parent's id is that entry's id, so it
-//! is not stored twice. An index of another version is ignored and rewritten.
+//! It is read lazily ([`LazyIndex`]): opening reads the fixed header and two
+//! small columns (each entry's resolved parent, type and role: 6 bytes an
+//! entry); the rest of an entry (its byte range, line, time, id) is read
+//! with positioned reads, a run of entries at a time, when something asks
+//! for it. So reopening a million-entry session and printing the context
+//! at its leaf reads a few MB of the index, whatever the session's size.
+//!
+//! Layout (little-endian): `ARBORIX5`, size u64, mtime ns i128, ctime ns
+//! i128, checksum u64, header bytes u64, entry count n u64, strings length
+//! u64; then the columns: n resolved parents (u32 position of the earlier
+//! entry the parent id resolves to, or `u32::MAX`), n kinds (type u8: its
+//! position in [`EntryType::ALL`] or 255 for a name in the strings; role
+//! u8: its position in [`Role::ALL`], 254 for none, 255 for a name in the
+//! strings), n records of 32 bytes (offset u64, length u32, line u32,
+//! timestamp ms i64, strings offset u32, flags u8 (1: has a timestamp, 2:
+//! only JavaScript's reading accepts the line), 3 zero bytes); then the
+//! strings, entry after entry: the id, and only when the parent is
+//! `u32::MAX` the parent id (flag u8 + string), then a type name and a role
+//! name where the kinds say 255; a string is u16 length + UTF-8. A resolved
+//! parent's id is that entry's id, so it is not stored twice. An index of
+//! another version is ignored and rewritten.
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +51,7 @@ const INDEX_EXTENSION: &str = "arbor-index";
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX4";
+const MAGIC: &[u8; 8] = b"ARBORIX5";
 
 const NAMED_STRING: u8 = 255;
 const NO_ROLE: u8 = 254;
@@ -137,10 +148,10 @@ impl IndexFile {
         })
     }
 
-    /// The index's bytes when there is one whose stamp matches.
-    pub(crate) fn read(&self) -> Option<Vec<u8>> {
-        let bytes = std::fs::read(&self.path).ok()?;
-        (stamp_of(&bytes) == Some(self.stamp)).then_some(bytes)
+    /// The index, opened for lazy reading, when there is one whose stamp matches.
+    pub(crate) fn open(&self) -> Option<LazyIndex> {
+        let file = std::fs::File::open(&self.path).ok()?;
+        LazyIndex::open(Box::new(file), self.stamp)
     }
 
     /// Removes the index (it did not match the file).
@@ -158,58 +169,75 @@ impl IndexFile {
     }
 }
 
+/// Bytes before the columns: magic, stamp, header bytes, entry count, strings length.
+const FIXED: u64 = 80;
+/// Bytes of one entry's fixed record.
+const RECORD: usize = 32;
+/// Bytes per entry in the columns and the records.
+const PER_ENTRY: u64 = 4 + 2 + RECORD as u64;
+
 /// The index's bytes; `None` when an entry does not fit the layout (a line of
-/// 4 GiB or more, a string of 64 KiB or more): such a file is not indexed.
+/// 4 GiB or more, a string of 64 KiB or more, strings of 4 GiB or more): such a
+/// file is not indexed.
 pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(64 + index.entries.len() * 48);
+    let n = index.entries.len();
+    let mut parents = Vec::with_capacity(n * 4);
+    let mut kinds = Vec::with_capacity(n * 2);
+    let mut records = Vec::with_capacity(n * RECORD);
+    let mut strings = Vec::with_capacity(n * 12);
+    fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
+        out.extend_from_slice(&u16::try_from(s.len()).ok()?.to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+        Some(())
+    }
+    /// A known name's position in `known`, or 255 (its string goes to the strings).
+    fn code<T: PartialEq>(known: &[T], name: &T) -> u8 {
+        known.iter().position(|n| n == name).map_or(NAMED_STRING, |c| c as u8)
+    }
+    for e in &index.entries {
+        let parent = match e.parent {
+            Some(p) => u32::try_from(p).ok().filter(|&p| p != NO_POSITION)?,
+            None => NO_POSITION,
+        };
+        parents.extend_from_slice(&parent.to_le_bytes());
+        let type_code = code(EntryType::ALL, &e.entry_type);
+        let role_code = e.role.as_ref().map_or(NO_ROLE, |r| code(Role::ALL, r));
+        kinds.extend_from_slice(&[type_code, role_code]);
+        records.extend_from_slice(&e.offset.to_le_bytes());
+        records.extend_from_slice(&e.len.to_le_bytes());
+        records.extend_from_slice(&e.line.to_le_bytes());
+        records.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
+        records.extend_from_slice(&u32::try_from(strings.len()).ok()?.to_le_bytes());
+        records.extend_from_slice(&[u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1, 0, 0, 0]);
+        put_str(&mut strings, e.id)?;
+        if parent == NO_POSITION {
+            match e.parent_id {
+                Some(id) => {
+                    strings.push(1);
+                    put_str(&mut strings, id)?;
+                }
+                None => strings.push(0),
+            }
+        }
+        if type_code == NAMED_STRING {
+            put_str(&mut strings, e.entry_type.as_str())?;
+        }
+        if role_code == NAMED_STRING {
+            put_str(&mut strings, e.role.as_ref()?.as_str())?;
+        }
+    }
+    u32::try_from(strings.len()).ok()?;
+    let mut out = Vec::with_capacity(FIXED as usize + parents.len() + kinds.len() + records.len() + strings.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&stamp.size.to_le_bytes());
     out.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
     out.extend_from_slice(&stamp.changed_ns.to_le_bytes());
     out.extend_from_slice(&stamp.checksum.to_le_bytes());
     out.extend_from_slice(&index.header_bytes.to_le_bytes());
-    out.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
-    fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
-        out.extend_from_slice(&u16::try_from(s.len()).ok()?.to_le_bytes());
-        out.extend_from_slice(s.as_bytes());
-        Some(())
-    }
-    /// A known name as its position in `known`, any other as 255 and the string.
-    fn put_name<T: PartialEq + AsRef<str>>(out: &mut Vec<u8>, known: &[T], name: &T) -> Option<()> {
-        match known.iter().position(|n| n == name) {
-            Some(code) => out.push(code as u8),
-            None => {
-                out.push(NAMED_STRING);
-                put_str(out, name.as_ref())?;
-            }
-        }
-        Some(())
-    }
-    for e in &index.entries {
-        out.extend_from_slice(&e.offset.to_le_bytes());
-        out.extend_from_slice(&e.len.to_le_bytes());
-        out.extend_from_slice(&e.line.to_le_bytes());
-        out.push(u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1);
-        out.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
-        put_name(&mut out, EntryType::ALL, &e.entry_type)?;
-        match &e.role {
-            None => out.push(NO_ROLE),
-            Some(role) => put_name(&mut out, Role::ALL, role)?,
-        }
-        put_str(&mut out, e.id)?;
-        match e.parent {
-            Some(p) => out.extend_from_slice(&u32::try_from(p).ok().filter(|&p| p != NO_POSITION)?.to_le_bytes()),
-            None => {
-                out.extend_from_slice(&NO_POSITION.to_le_bytes());
-                match e.parent_id {
-                    Some(id) => {
-                        out.push(1);
-                        put_str(&mut out, id)?;
-                    }
-                    None => out.push(0),
-                }
-            }
-        }
+    out.extend_from_slice(&(n as u64).to_le_bytes());
+    out.extend_from_slice(&(strings.len() as u64).to_le_bytes());
+    for part in [parents, kinds, records, strings] {
+        out.extend_from_slice(&part);
     }
     Some(out)
 }
@@ -254,13 +282,6 @@ impl<'a> Cursor<'a> {
             _ => None,
         }
     }
-    /// A type or role: its position in `known`, or a string.
-    fn name<T: Clone>(&mut self, code: u8, known: &[T], parse: fn(&str) -> T) -> Option<T> {
-        match code {
-            NAMED_STRING => self.string().map(parse),
-            c => known.get(usize::from(c)).cloned(),
-        }
-    }
 }
 
 /// The stamp recorded in an index, if it has the right magic.
@@ -272,95 +293,244 @@ pub(crate) fn stamp_of(bytes: &[u8]) -> Option<Stamp> {
     Some(Stamp { size: c.u64()?, mtime_ns: c.i128()?, changed_ns: c.i128()?, checksum: c.u64()? })
 }
 
-/// The entry count an index declares (bounded by what its bytes can hold), to reserve room.
-pub(crate) fn entry_count(bytes: &[u8]) -> usize {
-    let mut c = Cursor(bytes);
-    let declared = c.take(64).and_then(|_| c.u64()).unwrap_or(0);
-    usize::try_from(declared.min(bytes.len() as u64 / 33)).unwrap_or(0)
+/// One entry read from the index, owning its strings.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ReadEntry {
+    pub offset: u64,
+    pub len: u32,
+    pub line: u32,
+    pub ts_ms: Option<i64>,
+    pub js_only: bool,
+    pub entry_type: EntryType,
+    pub role: Option<Role>,
+    pub id: compact_str::CompactString,
+    /// The parent id when it resolves to no entry (`parent` is `None`).
+    pub parent_id: Option<compact_str::CompactString>,
+    /// The position the parent resolves to: always before this entry's.
+    pub parent: Option<usize>,
 }
 
-/// Decodes an index; `None` when it is corrupt in any way (it is then ignored).
-#[cfg(test)]
-pub(crate) fn decode(bytes: &[u8]) -> Option<Index<'_>> {
-    let mut entries = Vec::new();
-    let header_bytes = decode_each(bytes, |e| entries.push(e))?;
-    Some(Index { header_bytes, entries })
+/// An index opened for reading: its columns in memory, the rest read on
+/// demand from the index file with positioned reads (see the module docs).
+#[derive(Debug)]
+pub(crate) struct LazyIndex {
+    file: Box<dyn ReadAt>,
+    /// The session file's size when indexed.
+    size: u64,
+    pub(crate) header_bytes: u64,
+    /// The columns as read: n parents (u32) then n kinds (type and role codes).
+    columns: Vec<u8>,
+    n: usize,
+    strings_len: u64,
 }
 
-/// Decodes an index, handing each entry to `each` in file order, and returns
-/// the header's byte length; `None` when it is corrupt in any way (what
-/// `each` was given must then be dropped).
-pub(crate) fn decode_each<'a>(bytes: &'a [u8], mut each: impl FnMut(IndexedEntry<'a>)) -> Option<u64> {
-    let mut c = Cursor(bytes);
-    if c.take(8)? != MAGIC {
-        return None;
-    }
-    let size = c.u64()?;
-    c.i128()?;
-    c.i128()?;
-    c.u64()?;
-    let header_bytes = c.u64()?;
-    let n = c.u64()?;
-    // Each entry takes at least 33 bytes: a count beyond that is corruption, not a reason to allocate.
-    if n > (bytes.len() as u64) / 33 || header_bytes > size {
-        return None;
-    }
-    let mut end = header_bytes;
-    for k in 0..n {
-        let offset = c.u64()?;
-        let len = c.u32()?;
-        let line = c.u32()?;
-        let flags = c.u8()?;
-        let ts = c.i64()?;
-        let type_code = c.u8()?;
-        let entry_type = c.name(type_code, EntryType::ALL, EntryType::parse)?;
-        let role = match c.u8()? {
-            NO_ROLE => None,
-            code => Some(c.name(code, Role::ALL, Role::parse)?),
-        };
-        let id = c.string()?;
-        let parent = c.u32()?;
-        let (parent, parent_id) = match parent {
-            NO_POSITION => (None, c.opt_string()?),
-            p => (Some(p), None),
-        };
-        // Entries are in file order, inside the file, after the header; a
-        // parent is an earlier entry (so the parents hold no cycle).
-        if offset < end
-            || offset.checked_add(u64::from(len))? > size
-            || len == 0
-            || flags > 3
-            || parent.is_some_and(|p| u64::from(p) >= k)
-        {
+impl LazyIndex {
+    /// Opens an index whose stamp is `stamp`: reads its header and columns
+    /// and checks them; `None` when it is missing, stale, of another layout,
+    /// truncated or corrupt.
+    pub(crate) fn open(file: Box<dyn ReadAt>, stamp: Stamp) -> Option<LazyIndex> {
+        let fixed = read_exact_at(&*file, 0, FIXED as usize).ok()?;
+        if stamp_of(&fixed) != Some(stamp) {
             return None;
         }
-        let parent = match parent {
-            Some(p) => Some(usize::try_from(p).ok()?),
-            None => None,
+        let mut c = Cursor(&fixed[56..]);
+        let (header_bytes, n, strings_len) = (c.u64()?, c.u64()?, c.u64()?);
+        let expected = n.checked_mul(PER_ENTRY)?.checked_add(FIXED)?.checked_add(strings_len)?;
+        if file.len().ok()? != expected || header_bytes > stamp.size || n >= u64::from(NO_POSITION) {
+            return None;
+        }
+        let n = usize::try_from(n).ok()?;
+        let columns = read_exact_at(&*file, FIXED, n * 6).ok()?;
+        if columns.len() != n * 6 {
+            return None;
+        }
+        let (p, k) = columns.split_at(n * 4);
+        for (i, b) in p.chunks_exact(4).enumerate() {
+            let parent = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            // A parent is an earlier entry (so the parents hold no cycle).
+            if parent != NO_POSITION && parent as usize >= i {
+                return None;
+            }
+        }
+        for b in k.chunks_exact(2) {
+            let (t, r) = (b[0], b[1]);
+            let known_type = usize::from(t) < EntryType::ALL.len() || t == NAMED_STRING;
+            let known_role = usize::from(r) < Role::ALL.len() || r == NO_ROLE || r == NAMED_STRING;
+            if !known_type || !known_role {
+                return None;
+            }
+        }
+        Some(LazyIndex { file, size: stamp.size, header_bytes, columns, n, strings_len })
+    }
+
+    /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+
+    /// The position the parent of entry `i` resolves to.
+    pub(crate) fn parent(&self, i: usize) -> Option<usize> {
+        let b = self.columns.get(i * 4..i * 4 + 4).filter(|_| i < self.n)?;
+        let p = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        (p != NO_POSITION).then_some(p as usize)
+    }
+
+    /// The type and role codes of entry `i`.
+    fn kind(&self, i: usize) -> Option<[u8; 2]> {
+        let at = self.n * 4 + i * 2;
+        self.columns.get(at..at + 2).filter(|_| i < self.n).map(|b| [b[0], b[1]])
+    }
+
+    /// Every entry's type and role codes.
+    fn kinds(&self) -> impl Iterator<Item = [u8; 2]> + '_ {
+        self.columns[self.n * 4..].chunks_exact(2).map(|b| [b[0], b[1]])
+    }
+
+    /// The type of entry `i`, when the column names it (a name Arbor does not know is in the strings).
+    pub(crate) fn entry_type(&self, i: usize) -> Option<&'static EntryType> {
+        self.kind(i).and_then(|k| EntryType::ALL.get(usize::from(k[0])))
+    }
+
+    /// The role of entry `i`: `Some(None)` for none, `None` when only the strings name it.
+    pub(crate) fn role(&self, i: usize) -> Option<Option<&'static Role>> {
+        match self.kind(i)?[1] {
+            NO_ROLE => Some(None),
+            code => Role::ALL.get(usize::from(code)).map(Some),
+        }
+    }
+
+    /// True when some entry's role is `role` (no entry is read).
+    pub(crate) fn has_role(&self, role: &Role) -> bool {
+        let Some(code) = Role::ALL.iter().position(|r| r == role) else { return false };
+        self.kinds().any(|k| usize::from(k[1]) == code)
+    }
+
+    /// The positions whose type is `t` (no entry is read).
+    pub(crate) fn positions_of(&self, t: &EntryType) -> Vec<usize> {
+        let Some(code) = EntryType::ALL.iter().position(|x| x == t) else {
+            // A type the column cannot name: every entry whose type is in the strings.
+            return self.kinds().enumerate().filter(|(_, k)| k[0] == NAMED_STRING).map(|(i, _)| i).collect();
         };
-        end = offset + u64::from(len);
-        each(IndexedEntry {
-            offset,
-            len,
-            line,
-            ts_ms: (flags & 1 == 1).then_some(ts),
-            js_only: flags & 2 == 2,
-            entry_type,
-            role,
-            id,
-            parent_id,
-            parent,
-        });
+        self.kinds().enumerate().filter(|(_, k)| usize::from(k[0]) == code).map(|(i, _)| i).collect()
     }
-    if !c.0.is_empty() {
-        return None;
+
+    /// The entries `range` (in file order, parents resolved to positions);
+    /// `None` when the index cannot be read there or is corrupt there.
+    pub(crate) fn entries(&self, range: std::ops::Range<usize>) -> Option<Vec<ReadEntry>> {
+        let (start, end) = (range.start, range.end.min(self.len()));
+        if start >= end {
+            return Some(vec![]);
+        }
+        let n = self.len() as u64;
+        let records_at = FIXED + n * 6;
+        // One record past the range tells where the range's strings end.
+        let with_next = (end + 1).min(self.len()) - start;
+        let rec = read_exact_at(&*self.file, records_at + (start * RECORD) as u64, with_next * RECORD).ok()?;
+        if rec.len() != with_next * RECORD {
+            return None;
+        }
+        let strings_of = |k: usize| -> Option<u64> {
+            let b = rec.get(k * RECORD + 24..k * RECORD + 28)?;
+            Some(u64::from(u32::from_le_bytes(b.try_into().ok()?)))
+        };
+        let first = strings_of(0)?;
+        let last = if end < self.len() { strings_of(end - start)? } else { self.strings_len };
+        if last < first || last > self.strings_len {
+            return None;
+        }
+        let strings_at = records_at + n * RECORD as u64;
+        let strings = read_exact_at(&*self.file, strings_at + first, usize::try_from(last - first).ok()?).ok()?;
+        if strings.len() as u64 != last - first {
+            return None;
+        }
+        let mut out = Vec::with_capacity(end - start);
+        let mut prev_end = self.header_bytes;
+        for (k, i) in (start..end).enumerate() {
+            let mut r = Cursor(&rec[k * RECORD..(k + 1) * RECORD]);
+            let (offset, len, line, ts, at) = (r.u64()?, r.u32()?, r.u32()?, r.i64()?, r.u32()?);
+            let flags = r.u8()?;
+            // Entries are in file order, inside the file, after the header.
+            let starts_after = if k == 0 { offset >= self.header_bytes } else { offset >= prev_end };
+            if !starts_after || len == 0 || offset.checked_add(u64::from(len))? > self.size || flags > 3 {
+                return None;
+            }
+            prev_end = offset + u64::from(len);
+            let mut s = Cursor(strings.get(usize::try_from(u64::from(at).checked_sub(first)?).ok()?..)?);
+            let id = s.string()?.into();
+            let parent = self.parent(i);
+            let parent_id = match parent {
+                Some(_) => None,
+                None => s.opt_string()?.map(Into::into),
+            };
+            let [t, ro] = self.kind(i)?;
+            let entry_type = match t {
+                NAMED_STRING => EntryType::parse(s.string()?),
+                code => EntryType::ALL.get(usize::from(code))?.clone(),
+            };
+            let role = match ro {
+                NO_ROLE => None,
+                NAMED_STRING => Some(Role::parse(s.string()?)),
+                code => Some(Role::ALL.get(usize::from(code))?.clone()),
+            };
+            out.push(ReadEntry {
+                offset,
+                len,
+                line,
+                ts_ms: (flags & 1 == 1).then_some(ts),
+                js_only: flags & 2 == 2,
+                entry_type,
+                role,
+                id,
+                parent_id,
+                parent,
+            });
+        }
+        Some(out)
     }
-    Some(header_bytes)
+
+    /// The id of entry `i` alone.
+    pub(crate) fn id(&self, i: usize) -> Option<compact_str::CompactString> {
+        self.entries(i..i + 1)?.pop().map(|e| e.id)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every entry of an index in `bytes` with the header's byte length.
+    fn decode(bytes: &[u8], stamp: Stamp) -> Option<(u64, Vec<ReadEntry>)> {
+        let lazy = LazyIndex::open(Box::new(bytes.to_vec()), stamp)?;
+        let all = lazy.entries(0..lazy.len())?;
+        // Read in runs of any length, the same entries.
+        for run in 1..=all.len() {
+            let mut again = vec![];
+            for start in (0..all.len()).step_by(run) {
+                again.extend(lazy.entries(start..start + run)?);
+            }
+            assert_eq!(again, all, "runs of {run}");
+        }
+        for (i, e) in all.iter().enumerate() {
+            assert_eq!(lazy.id(i).as_ref(), Some(&e.id));
+            assert_eq!(lazy.parent(i), e.parent);
+        }
+        Some((lazy.header_bytes, all))
+    }
+
+    fn owned(e: &IndexedEntry<'_>) -> ReadEntry {
+        ReadEntry {
+            offset: e.offset,
+            len: e.len,
+            line: e.line,
+            ts_ms: e.ts_ms,
+            js_only: e.js_only,
+            entry_type: e.entry_type.clone(),
+            role: e.role.clone(),
+            id: e.id.into(),
+            parent_id: e.parent.map_or(e.parent_id.map(Into::into), |_| None),
+            parent: e.parent,
+        }
+    }
 
     #[test]
     fn round_trip_and_corruption() {
@@ -409,15 +579,16 @@ mod tests {
         let stamp = Stamp { size: 25, mtime_ns: 7, changed_ns: 8, checksum: 9 };
         let bytes = encode(stamp, &index).unwrap();
         assert_eq!(stamp_of(&bytes), Some(stamp));
-        assert_eq!(entry_count(&bytes), 3);
-        assert_eq!(entry_count(&bytes[..66]), 0);
-        assert_eq!(decode(&bytes), Some(index.clone()));
+        let expected: Vec<ReadEntry> = index.entries.iter().map(owned).collect();
+        assert_eq!(decode(&bytes, stamp), Some((10, expected)));
+        // Another stamp: stale.
+        assert_eq!(decode(&bytes, Stamp { checksum: 1, ..stamp }), None);
         for cut in 0..bytes.len() {
-            assert_eq!(decode(&bytes[..cut]), None, "truncated at {cut}");
+            assert_eq!(decode(&bytes[..cut], stamp), None, "truncated at {cut}");
         }
         let mut bad = bytes.clone();
         bad[0] = b'X';
-        assert_eq!(decode(&bad), None);
+        assert_eq!(decode(&bad, stamp), None);
         // What does not fit the layout is not indexed.
         let mut long = index.clone();
         let id = "x".repeat(70_000);
@@ -427,7 +598,14 @@ mod tests {
         for parent in [Some(1), Some(2)] {
             let mut forward = index.clone();
             forward.entries[1].parent = parent;
-            assert_eq!(decode(&encode(stamp, &forward).unwrap()), None, "parent {parent:?}");
+            assert_eq!(decode(&encode(stamp, &forward).unwrap(), stamp), None, "parent {parent:?}");
         }
+        // Lines out of order, or past the end of the file: corrupt where they are read.
+        let mut swapped = index.clone();
+        swapped.entries[2].offset = 12;
+        assert_eq!(decode(&encode(stamp, &swapped).unwrap(), stamp), None);
+        let mut past = index.clone();
+        past.entries[2].len = 5;
+        assert_eq!(decode(&encode(stamp, &past).unwrap(), stamp), None);
     }
 }

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 
 use arbor_context::render::write_transcript;
-use arbor_context::{session_context, write_context_json};
+use arbor_context::{context_of_plan, plan_session_context, write_plan_json, SessionPlan};
+use arbor_tree::Session;
 
-use crate::shared::session::{check_lines, exit_without_freeing, Globals};
+use crate::shared::session::{check_lines, exit_without_freeing, require_entry, Globals};
 use crate::shared::visible::for_people;
 
 /// Print the context the model sees at the leaf (pi's buildSessionContext).
@@ -32,19 +33,19 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut human = None;
     let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
-    if let Some(id) = &args.leaf {
-        s.branch(id).with_context(|| args.file.display().to_string())?;
+    let mut plan = plan_at(&mut s, &args)?;
+    // The lines the context reads are checked first; a stale index is
+    // dropped and the file read again (and the leaf moved again).
+    if check_lines(&mut s, Some(&plan.lines()))? {
+        plan = plan_at(&mut s, &args)?;
     }
-    // What the context reads is the path to the leaf.
-    let path = s.branch_positions(None);
-    check_lines(&mut s, Some(&path))?;
     if args.json && !args.llm {
         // Messages are copied from the file, a batch at a time: never all in memory.
-        write_context_json(&s, out)?;
+        write_plan_json(&s, &plan, out)?;
     } else {
         // Only the entries the context reads are decoded, without being kept,
         // and moved into the context: one copy of each message.
-        let ctx = session_context(&s);
+        let ctx = context_of_plan(&s, plan);
         if args.json {
             arbor_log::json::to_writer(&mut *out, &ctx.llm_messages())?;
         } else {
@@ -57,4 +58,13 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     }
     exit_without_freeing(s);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The plan of the context at the leaf `--leaf` names (or the session's).
+fn plan_at(s: &mut Session, args: &Args) -> Result<SessionPlan> {
+    if let Some(id) = &args.leaf {
+        require_entry(s, id, &args.file)?;
+        s.branch(id).with_context(|| args.file.display().to_string())?;
+    }
+    Ok(plan_session_context(s))
 }

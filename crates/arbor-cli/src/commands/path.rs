@@ -4,12 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use arbor_context::render::ToolCalls;
 
 use crate::shared::output::{entry_line, home, write_json_list};
-use crate::shared::session::{check_lines, Globals};
+use crate::shared::session::{check_lines, require_entry, Globals};
 use crate::shared::visible::for_people;
 
 /// Print the path from the root to an entry (default: the leaf).
@@ -29,12 +29,15 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
     if let Some(id) = &args.id {
-        if s.get_entry(id).is_none() {
-            bail!("{}: Entry {id} not found", args.file.display());
-        }
+        require_entry(&mut s, id, &args.file)?;
     }
     let path = s.branch_positions(args.id.as_deref());
-    check_lines(&mut s, Some(&path))?;
+    // A stale index read again may not hold the entry any more.
+    if check_lines(&mut s, Some(&path))? {
+        if let Some(id) = &args.id {
+            require_entry(&mut s, id, &args.file)?;
+        }
+    }
     let idx = s.branch_positions(args.id.as_deref());
     if args.json {
         write_json_list(out, idx.iter().filter_map(|&i| s.json_at(i)))?;

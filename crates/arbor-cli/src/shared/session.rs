@@ -117,8 +117,9 @@ impl Globals {
 /// Before a command copies or shows lines of `s`: checks the lines at
 /// `positions` (all of them for `None`) against the file when the session
 /// was opened through its index ([`Session::verify_lines`]); a stale index is
-/// dropped and the file read again, which one line on stderr says.
-pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<()> {
+/// dropped and the file read again, which one line on stderr says (and the
+/// answer is true: positions taken before are stale).
+pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<bool> {
     let reloaded = match positions {
         Some(p) => s.verify_lines(p)?,
         None => s.verify_all_lines()?,
@@ -127,6 +128,20 @@ pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<()
         if let Some(n) = s.notices().last() {
             say!("arbor: {n}");
         }
+    }
+    Ok(reloaded)
+}
+
+/// Refuses an `id` that names no entry of `file`'s session `s`. A session
+/// opened through its index checks every line first when the index does
+/// not know `id` (a stale index is read again, [`check_lines`]), so an id
+/// the file holds is never refused on the index's word.
+pub fn require_entry(s: &mut Session, id: &str, file: &Path) -> Result<()> {
+    if s.get_entry(id).is_none() && s.opened_from_index() {
+        check_lines(s, None)?;
+    }
+    if s.get_entry(id).is_none() {
+        bail!("{}: Entry {id} not found", file.display());
     }
     Ok(())
 }

@@ -102,7 +102,7 @@ impl Session {
     fn relabel(&self, kept: &[Kept]) -> Vec<(Entry, Box<str>)> {
         let mut taken: HashSet<String> = kept.iter().map(|s| s.0.id.clone()).collect();
         let targets: Vec<(&str, &Label)> =
-            self.state.labels.iter().filter(|(target, _)| taken.contains(*target)).collect();
+            self.resolved_labels().iter().filter(|(target, _)| taken.contains(*target)).collect();
         let mut parent = kept.last().map(|s| s.0.id.clone());
         let mut out = vec![];
         for (target, label) in targets {
@@ -145,7 +145,7 @@ impl Session {
         let mut bytes = value_json(&fork.header.to_value());
         bytes.push('\n');
         let mut cursor = LineCursor::new(src.src());
-        for slot in &src.state.slots {
+        for slot in src.state.slots.iter() {
             slot.with_json_via(&mut cursor, |j| bytes.push_str(j));
             bytes.push('\n');
         }

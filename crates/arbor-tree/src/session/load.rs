@@ -6,8 +6,6 @@
 use std::io;
 use std::sync::{Arc, OnceLock};
 
-use compact_str::CompactString;
-
 use arbor_log::idhash::IdMap;
 use arbor_log::scan::{read_exact_at, ReadAt, ScannedLog};
 use arbor_log::{
@@ -16,8 +14,9 @@ use arbor_log::{
 };
 
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
-use super::{Disk, Session};
-use crate::index::{self, IndexFile, MIN_INDEXED_BYTES};
+use super::{Disk, Session, Slots};
+use crate::index::{self, IndexFile};
+use crate::labels::Labels;
 
 impl Session {
     /// The index-first load: true when done, false when the file needs the full
@@ -41,7 +40,8 @@ impl Session {
         if !self.load_scan(src, scanned)? {
             return Ok(false);
         }
-        if let Some(index) = index.filter(|i| clean && i.stamp.size >= MIN_INDEXED_BYTES && self.diagnostics.is_empty())
+        if let Some(index) =
+            index.filter(|i| clean && i.stamp.size >= self.opts.index_min_bytes && self.diagnostics.is_empty())
         {
             if let Some(bytes) = self.index_of_slots(header_bytes).and_then(|e| index::encode(index.stamp, &e)) {
                 index.write(&bytes);
@@ -81,31 +81,24 @@ impl Session {
         Some(index::Index { header_bytes, entries })
     }
 
-    /// Loads from the cached index; false when there is none usable.
+    /// Loads from the cached index; false when there is none usable. Only
+    /// the index's columns are read now: the slots are built from the index
+    /// when first asked for ([`super::Slots`]).
     fn load_indexed(&mut self, index: &IndexFile, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
-        let Some(bytes) = index.read() else { return Ok(false) };
+        let Some(lazy) = index.open() else { return Ok(false) };
         // The index holds each parent already resolved, and only clean files
         // (no duplicate ids, no cycles) are indexed: no id is hashed here.
-        let n = index::entry_count(&bytes);
-        let (mut slots, mut parents): (Vec<Slot>, Vec<usize>) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let decoded = index::decode_each(&bytes, |e| {
-            // A resolved parent's id is that entry's id (the index stores it once).
-            let parent_id = match (e.parent, e.parent_id) {
-                (Some(p), _) => slots.get(p).map(|s| s.id.clone()),
-                (None, id) => id.map(CompactString::from),
-            };
-            parents.push(e.parent.unwrap_or(NO_PARENT));
-            slots.push(Slot::indexed(e, parent_id));
-        });
-        drop(bytes);
-        let Some(header_bytes) = decoded else { return Ok(false) };
+        let header_bytes = lazy.header_bytes;
         let raw = read_exact_at(&**src, 0, usize::try_from(header_bytes).unwrap_or(usize::MAX))?;
         let prefix = SessionLog::read(&raw[..])?;
         let Some(header) = prefix.header() else { return Ok(false) };
         if header.version() < CURRENT_VERSION || !prefix.diagnostics().is_empty() {
             return Ok(false);
         }
-        Ok(self.load_slots(prefix, header, vec![], src.clone(), slots, Some(parents)))
+        let has_assistant = lazy.has_role(&Role::Assistant);
+        let loaded = self.load_slots(prefix, header, vec![], src.clone(), Slots::from_index(lazy), true);
+        self.state.has_assistant |= loaded && has_assistant;
+        Ok(loaded)
     }
 
     /// Loads from a fresh scan; false when the file needs the full path.
@@ -114,8 +107,8 @@ impl Session {
         if header.version() < CURRENT_VERSION {
             return Ok(false);
         }
-        let slots = scanned.entries.into_iter().map(Slot::scanned).collect();
-        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, None))
+        let slots = Slots::from_vec(scanned.entries.into_iter().map(Slot::scanned).collect());
+        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, false))
     }
 
     /// Takes a v3 prefix's header and the loaded slots; false (nothing
@@ -126,8 +119,8 @@ impl Session {
         header: SessionHeader,
         diagnostics: Vec<Diagnostic>,
         src: Arc<dyn ReadAt>,
-        slots: Vec<Slot>,
-        parents: Option<Vec<usize>>,
+        slots: Slots,
+        resolved: bool,
     ) -> bool {
         let report = prefix.migrate(&mut SeededIds::from_text(&header.id));
         if report.migrated() || prefix.is_dirty() {
@@ -139,17 +132,18 @@ impl Session {
         self.diagnostics = diagnostics;
         self.state.source = Some(src);
         // Moved in whole (a million slots are not copied one by one).
+        let lazy = slots.index().is_some();
         self.state.slots = slots;
-        for i in 0..self.state.slots.len() {
-            self.note_loaded(i);
+        if !lazy {
+            // Slots from the index say whether there is an assistant message without being built.
+            for i in 0..self.state.slots.len() {
+                self.note_loaded(i);
+            }
         }
         self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
-        match parents {
-            Some(parents) => self.state.parent_idx = parents,
-            None => {
-                self.resolve_ids();
-                self.find_cycles();
-            }
+        if !resolved {
+            self.resolve_ids();
+            self.find_cycles();
         }
         self.diagnostics.sort_by_key(|d| d.line);
         self.disk = Disk::Synced { count: self.state.slots.len() };
@@ -162,7 +156,8 @@ impl Session {
         self.state.slots.reserve_exact(entries.len());
         for (line, entry, owned) in entries {
             let json = line_json(owned.raw, owned.js_only);
-            self.push_loaded(Slot::decoded(entry, json, line, owned.js_only));
+            // Parents are resolved once every slot is in.
+            self.push_loaded(Slot::decoded(entry, json, line, owned.js_only), NO_PARENT);
         }
         self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
         self.resolve_ids();
@@ -179,26 +174,22 @@ impl Session {
     fn push(&mut self, slot: Slot) -> usize {
         self.state.leaf = Some(slot.id.to_string());
         let mut by_id = self.state.by_id.take().unwrap_or_else(|| id_index(&self.state.slots));
-        let mut unresolved = self
-            .state
-            .unresolved
-            .take()
-            .unwrap_or_else(|| unresolved_parents(&self.state.slots, &self.state.parent_idx));
-        let i = self.push_loaded(slot);
-        let id = self.state.slots[i].id.clone();
+        let mut unresolved = self.state.unresolved.take().unwrap_or_else(|| unresolved_parents(&self.state.slots));
+        let i = self.state.slots.len();
+        let id = slot.id.clone();
         let prev = by_id.insert(id.clone(), i);
         if let Some(prev) = prev {
             self.state.slots[prev].live = false;
         }
-        let own = self.state.slots[i].parent_id.as_deref().and_then(|p| by_id.get(p).copied());
-        self.state.parent_idx.push(own.unwrap_or(NO_PARENT));
+        let own = slot.parent_id.as_deref().and_then(|p| by_id.get(p).copied());
+        let i = self.push_loaded(slot, own.unwrap_or(NO_PARENT));
         // Entries naming this id as their parent now resolve to it (the later
         // line wins). Only possible when the id was taken before or was some
         // entry's unresolved parent; a fresh id (every append) skips the walk.
         if prev.is_some() || unresolved.remove(&id) {
             for k in 0..i {
                 if self.state.slots[k].parent_id.as_ref() == Some(&id) {
-                    self.state.parent_idx[k] = i;
+                    self.state.slots.set_parent(k, i);
                 }
             }
         }
@@ -230,11 +221,12 @@ impl Session {
                 st.slots[prev].live = false;
             }
         }
-        st.parent_idx = st
+        let parents = st
             .slots
             .iter()
             .map(|s| s.parent_id.as_deref().and_then(|p| by_id.get(p).copied()).unwrap_or(NO_PARENT))
             .collect();
+        st.slots.set_parents(parents);
         st.by_id = OnceLock::from(by_id);
         st.children = OnceLock::new();
         st.unresolved = OnceLock::new();
@@ -263,18 +255,20 @@ impl Session {
 
     /// The slot the parent of slot `i` resolves to.
     pub(crate) fn parent_of(&self, i: usize) -> Option<usize> {
-        self.state.parent_idx.get(i).copied().filter(|&p| p != NO_PARENT)
+        self.state.slots.parent(i)
     }
 
-    /// Adds a loaded slot (see [`Session::note_loaded`]).
-    fn push_loaded(&mut self, slot: Slot) -> usize {
+    /// Adds a loaded slot whose parent resolves to `parent` (see [`Session::note_loaded`]).
+    fn push_loaded(&mut self, slot: Slot, parent: usize) -> usize {
         let i = self.state.slots.len();
-        self.state.slots.push(slot);
+        self.state.slots.push(slot, parent);
         self.note_loaded(i);
         i
     }
 
-    /// Counts a loaded slot: its label and whether it is an assistant message.
+    /// Counts a loaded slot: whether it is an assistant message, and its
+    /// label once the labels are resolved (before, they are resolved from
+    /// every slot on first use).
     fn note_loaded(&mut self, i: usize) {
         let st = &mut self.state;
         let slot = &st.slots[i];
@@ -285,15 +279,21 @@ impl Session {
             return;
         }
         let src = st.source.as_deref();
-        let entry = slot.entry(src);
-        if let EntryKind::Label(l) = &entry.kind {
-            // The entry's `timestamp` as written (a label keeps it, and a fork copies it).
-            let timestamp = match entry.timestamp.as_str() {
-                "" => arbor_log::json::parse(slot.json(src)).ok().and_then(|v| v.get("timestamp").cloned()),
-                ts => Some(serde_json::Value::String(ts.to_owned())),
-            };
-            st.labels.apply(l, timestamp);
+        if let Some(labels) = st.labels.get_mut() {
+            apply_label(labels, slot, src);
         }
+    }
+
+    /// The resolved labels, from every label entry in file order on first use.
+    pub(super) fn resolved_labels(&self) -> &Labels {
+        self.state.labels.get_or_init(|| {
+            let mut labels = Labels::default();
+            let src = self.src();
+            for i in self.state.slots.positions_of(&EntryType::Label) {
+                apply_label(&mut labels, &self.state.slots[i], src);
+            }
+            labels
+        })
     }
 
     /// Makes one entry of each parent cycle a root (and reports the cycle).
@@ -342,5 +342,18 @@ impl Session {
             kind: DiagnosticKind::ParentCycle { id: slot.id.to_string() },
         });
         self.state.cycle_roots.insert(first);
+    }
+}
+
+/// Applies a label entry's change to `labels`.
+fn apply_label(labels: &mut Labels, slot: &Slot, src: Option<&dyn ReadAt>) {
+    let entry = slot.entry(src);
+    if let EntryKind::Label(l) = &entry.kind {
+        // The entry's `timestamp` as written (a label keeps it, and a fork copies it).
+        let timestamp = match entry.timestamp.as_str() {
+            "" => arbor_log::json::parse(slot.json(src)).ok().and_then(|v| v.get("timestamp").cloned()),
+            ts => Some(serde_json::Value::String(ts.to_owned())),
+        };
+        labels.apply(l, timestamp);
     }
 }

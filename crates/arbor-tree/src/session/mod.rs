@@ -22,6 +22,7 @@
 //!   time on all cores (the fast paths' vocabulary);
 //! - `branched.rs`: `create_branched_session` and `fork_from`;
 //! - `slot.rs`: one entry (`Slot`) and the line cursor;
+//! - `slots.rs`: every entry in file order, read from the index on demand;
 //! - `verify.rs`: lines placed by the index checked against the file.
 
 mod append;
@@ -34,6 +35,7 @@ mod persist;
 mod positions;
 mod query;
 mod slot;
+mod slots;
 mod verify;
 
 use std::collections::HashSet;
@@ -52,7 +54,8 @@ use crate::store::{AppendHandle, WriteLock};
 pub use options::{OpenMode, SessionOptions};
 pub(crate) use persist::Disk;
 pub use positions::Position;
-pub(crate) use slot::{LineCursor, Slot};
+pub(crate) use slot::LineCursor;
+pub(crate) use slots::Slots;
 
 /// The `customType` of the hidden entry that makes a leaf move durable.
 pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
@@ -61,18 +64,16 @@ pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
 /// session, so resetting all of it is one assignment ([`Session::clear`]).
 #[derive(Debug, Default)]
 pub(crate) struct Entries {
-    pub(crate) slots: Vec<Slot>,
+    pub(crate) slots: Slots,
     /// Id → slot; built by a bulk load that hashes ids anyway, else on first use.
     by_id: OnceLock<IdMap<usize>>,
-    /// For each slot, the slot its `parentId` resolves to through `by_id`
-    /// (`NO_PARENT` when none): walks follow indices, not hash lookups.
-    parent_idx: Vec<usize>,
     /// Built on first use.
     children: OnceLock<IdMap<slot::Kids>>,
     /// Parent ids naming no entry (built by the first append): an append
     /// whose id is one of them re-points the entries naming it.
     unresolved: OnceLock<HashSet<CompactString, IdHash>>,
-    labels: Labels,
+    /// Resolved on first use (a context never needs them).
+    labels: OnceLock<Labels>,
     leaf: Option<String>,
     leaf_moved: bool,
     has_assistant: bool,

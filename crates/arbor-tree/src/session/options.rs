@@ -84,6 +84,10 @@ pub struct SessionOptions {
     /// default is [`crate::paths::index_dir`] (`<cache>/index`, or none under
     /// `ARBOR_NO_INDEX`). Only with `index_first`.
     pub index_dir: Option<PathBuf>,
+    /// Files smaller than this are scanned and never indexed (default
+    /// [`crate::MIN_INDEXED_BYTES`]: below it the scan costs less than the
+    /// index). Tests set 0 to read every file through its index.
+    pub index_min_bytes: u64,
 }
 
 impl Default for SessionOptions {
@@ -98,6 +102,7 @@ impl Default for SessionOptions {
             seeded_migration_ids: true,
             index_first: true,
             index_dir: index_dir(),
+            index_min_bytes: crate::index::MIN_INDEXED_BYTES,
         }
     }
 }

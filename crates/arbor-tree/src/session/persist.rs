@@ -92,7 +92,7 @@ impl Session {
         let mut bytes = self.header_line()?;
         bytes.push('\n');
         let mut cursor = LineCursor::new(self.src());
-        for s in &self.state.slots {
+        for s in self.state.slots.iter() {
             s.with_json_via(&mut cursor, |j| bytes.push_str(j));
             bytes.push('\n');
         }
@@ -108,7 +108,7 @@ impl Session {
     fn append_from(&mut self, count: usize) -> Result<(), TreeError> {
         let Some(path) = self.file.clone() else { return Ok(()) };
         let mut bytes = String::new();
-        for s in &self.state.slots[count..] {
+        for s in self.state.slots.iter_from(count) {
             s.with_json(self.src(), |j| bytes.push_str(j));
             bytes.push('\n');
         }
@@ -130,7 +130,7 @@ impl Session {
     fn rewrite_migrated(&mut self, log: Box<SessionLog>, count: usize) -> Result<(), TreeError> {
         let Some(path) = self.file.clone() else { return Ok(()) };
         let mut bytes = log.to_bytes(true);
-        for s in &self.state.slots[count..] {
+        for s in self.state.slots.iter_from(count) {
             s.with_json(self.src(), |j| bytes.extend_from_slice(j.as_bytes()));
             bytes.push(b'\n');
         }

@@ -137,12 +137,12 @@ impl Session {
 
     /// The `type` of the entry at `p` (no decoding).
     pub fn entry_type_at(&self, p: Position) -> Option<&EntryType> {
-        self.slot_at(p).map(|s| &s.entry_type)
+        self.state.slots.entry_type(p.0)
     }
 
     /// The message `role` of the message entry at `p` (no decoding).
     pub fn role_at(&self, p: Position) -> Option<&Role> {
-        self.slot_at(p).and_then(|s| s.role.as_ref())
+        self.state.slots.role(p.0)
     }
 
     /// True unless a later line with the same id replaced the entry at `p`.

@@ -56,17 +56,17 @@ impl Session {
 
     /// The resolved label of an entry.
     pub fn get_label(&self, id: &str) -> Option<&str> {
-        self.state.labels.get(id).map(|l| l.text.as_str())
+        self.resolved_labels().get(id).map(|l| l.text.as_str())
     }
 
     /// The resolved label of an entry: its value as written and when it was set.
     pub fn label(&self, id: &str) -> Option<&Label> {
-        self.state.labels.get(id)
+        self.resolved_labels().get(id)
     }
 
     /// Every resolved label, in the order the targets first got one.
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.state.labels.iter().map(|(k, v)| (k, v.text.as_str()))
+        self.resolved_labels().iter().map(|(k, v)| (k, v.text.as_str()))
     }
 
     /// The path root → `from` (or the leaf), every entry type included; empty

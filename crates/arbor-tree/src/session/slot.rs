@@ -14,7 +14,8 @@ use arbor_log::reader::trim_line;
 use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScannedEntry};
 use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
 
-use crate::index::IndexedEntry;
+use super::Slots;
+use crate::index::ReadEntry;
 
 /// A slot's parent index when its `parentId` does not resolve.
 pub(crate) const NO_PARENT: usize = usize::MAX;
@@ -72,7 +73,7 @@ pub(crate) struct Slot {
 }
 
 /// Id → slot over `slots`, the later line of an id winning.
-pub(crate) fn id_index(slots: &[Slot]) -> IdMap<usize> {
+pub(crate) fn id_index(slots: &Slots) -> IdMap<usize> {
     let mut by_id: IdMap<usize> = IdMap::default();
     by_id.reserve(slots.len());
     for (i, s) in slots.iter().enumerate() {
@@ -82,12 +83,17 @@ pub(crate) fn id_index(slots: &[Slot]) -> IdMap<usize> {
 }
 
 /// The parent ids that resolve to no slot.
-pub(crate) fn unresolved_parents(slots: &[Slot], parent_idx: &[usize]) -> HashSet<CompactString, IdHash> {
-    slots.iter().zip(parent_idx).filter(|(_, &p)| p == NO_PARENT).filter_map(|(s, _)| s.parent_id.clone()).collect()
+pub(crate) fn unresolved_parents(slots: &Slots) -> HashSet<CompactString, IdHash> {
+    slots
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| slots.parent(i).is_none())
+        .filter_map(|(_, s)| s.parent_id.clone())
+        .collect()
 }
 
 /// Parent id → the live slots of `slots` naming it, in file order.
-pub(crate) fn children_index(slots: &[Slot]) -> IdMap<Kids> {
+pub(crate) fn children_index(slots: &Slots) -> IdMap<Kids> {
     let mut children: IdMap<Kids> = IdMap::default();
     for (i, s) in slots.iter().enumerate() {
         let Some(p) = s.parent_id.as_ref().filter(|_| s.live) else { continue };
@@ -121,9 +127,9 @@ impl Slot {
     }
 
     /// A slot from the index: nothing decoded yet.
-    pub(crate) fn indexed(e: IndexedEntry<'_>, parent_id: Option<CompactString>) -> Slot {
+    pub(crate) fn indexed(e: ReadEntry, parent_id: Option<CompactString>) -> Slot {
         Slot {
-            id: e.id.into(),
+            id: e.id,
             parent_id,
             entry_type: e.entry_type,
             role: e.role,
@@ -132,6 +138,26 @@ impl Slot {
             live: true,
             js_only: e.js_only,
             src: Some((e.offset, e.len as usize)),
+            from_index: true,
+            entry: OnceLock::new(),
+            json: OnceLock::new(),
+        }
+    }
+
+    /// A slot the index placed but could not describe (it cannot be read
+    /// there any more): no id, no line, so whatever reads it says the line
+    /// changed, and a check of the lines reads the file again.
+    pub(crate) fn unreadable() -> Slot {
+        Slot {
+            id: CompactString::default(),
+            parent_id: None,
+            entry_type: EntryType::parse(""),
+            role: None,
+            line: 0,
+            ts_ms: None,
+            live: true,
+            js_only: false,
+            src: None,
             from_index: true,
             entry: OnceLock::new(),
             json: OnceLock::new(),

@@ -6,10 +6,9 @@
 //! `verify_all_lines` drops the index and reads the file again.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use arbor_test_support::write_big_session;
+use arbor_test_support::{edit_in_place, forged_index, write_big_session};
 use arbor_tree::{FileStore, OpenMode, Session, SessionOptions};
 use serde::Deserialize;
 
@@ -28,24 +27,6 @@ fn the_index(dir: &Path) -> PathBuf {
     let all: Vec<PathBuf> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(all.len(), 1, "{all:?}");
     all[0].clone()
-}
-
-/// Moves ten bytes of padding from entry `a`'s line to the next one's, and
-/// gives entry `b` another id of the same length: same size, same edges,
-/// lines in other places. The modification time is put back.
-fn edit_in_place(p: &Path, text: &str, a: usize, b: usize) -> String {
-    let mtime = fs::metadata(p).unwrap().modified().unwrap();
-    let pad = "x".repeat(10);
-    let (from, to) = (format!("\"m{a} {pad}"), format!("\"a{} {pad}", a + 1));
-    assert!(text.contains(&from) && text.contains(&to));
-    let edited = text
-        .replacen(&from, &format!("\"m{a} "), 1)
-        .replacen(&to, &format!("\"a{} {pad}{pad}", a + 1), 1)
-        .replacen(&format!("\"id\":\"e{b}\""), &format!("\"id\":\"f{b}\""), 1);
-    assert_eq!(edited.len(), text.len());
-    fs::write(p, &edited).unwrap();
-    fs::File::options().write(true).open(p).unwrap().set_modified(mtime).unwrap();
-    edited
 }
 
 #[test]
@@ -73,10 +54,7 @@ fn lines_a_forged_index_misplaces_are_never_copied_and_the_file_is_read_again() 
     let index = the_index(cache.path());
     let edited = edit_in_place(&p, &text, 2000, 2500);
     // Forge the index's stamp: the new status change time, so the index still "matches".
-    let meta = fs::metadata(&p).unwrap();
-    let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
-    let mut bytes = fs::read(&index).unwrap();
-    bytes[32..48].copy_from_slice(&ctime.to_le_bytes());
+    let bytes = forged_index(&index, &p);
     fs::write(&index, &bytes).unwrap();
 
     let mut s = open_in(&p, Some(cache.path()));

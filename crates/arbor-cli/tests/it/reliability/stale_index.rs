@@ -4,8 +4,9 @@
 
 use std::fs;
 use std::path::Path;
+use std::process::{Command, Output};
 
-use arbor_test_support::write_big_session;
+use arbor_test_support::{edit_in_place, forged_index, write_big_session};
 use serde::Deserialize;
 
 use super::arbor_in;
@@ -22,30 +23,14 @@ fn parses(bytes: Vec<u8>) -> Result<(), String> {
     rx.recv().unwrap()
 }
 
-/// Moves ten bytes of padding from one line to the next in the middle of
-/// the file and renames an entry: same size; the modification time is put back.
-fn edit_in_place(p: &Path) -> String {
-    let text = fs::read_to_string(p).unwrap();
-    let mtime = fs::metadata(p).unwrap().modified().unwrap();
-    let pad = "x".repeat(10);
-    let edited = text
-        .replacen(&format!("\"m2000 {pad}"), "\"m2000 ", 1)
-        .replacen(&format!("\"a2001 {pad}"), &format!("\"a2001 {pad}{pad}"), 1)
-        .replacen("\"id\":\"e2500\"", "\"id\":\"f2500\"", 1);
-    assert_eq!(edited.len(), text.len());
-    fs::write(p, &edited).unwrap();
-    fs::File::options().write(true).open(p).unwrap().set_modified(mtime).unwrap();
-    edited
-}
-
 #[test]
 fn an_edit_in_place_behind_the_index_never_makes_invalid_json() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("s.jsonl");
-    write_big_session(&p, 4000, 300);
+    let text = write_big_session(&p, 4000, 300);
     // The first read leaves an index in the cache.
     assert!(arbor_in(d.path(), &["tree", "s.jsonl", "--json"]).status.success());
-    let edited = edit_in_place(&p);
+    let edited = edit_in_place(&p, &text, 2000, 2500);
     for args in [&["dump", "s.jsonl", "--json"][..], &["tree", "s.jsonl", "--json"]] {
         let o = arbor_in(d.path(), args);
         assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
@@ -69,30 +54,31 @@ fn the_index(dir: &Path) -> std::path::PathBuf {
     all[0].clone()
 }
 
+/// `arbor ARGS` in `dir` with the cache directory `cache`; without the
+/// index when `no_index`.
+fn run_in(dir: &Path, cache: &Path, args: &[&str], no_index: bool) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_arbor"));
+    cmd.args(args).env("HOME", "/nonexistent-home").env("ARBOR_CACHE_DIR", cache).current_dir(dir);
+    if no_index {
+        cmd.env("ARBOR_NO_INDEX", "1");
+    } else {
+        cmd.env_remove("ARBOR_NO_INDEX");
+    }
+    cmd.output().unwrap()
+}
+
 #[test]
 fn an_index_whose_stamp_still_matches_is_dropped_with_one_line() {
-    use std::os::unix::fs::MetadataExt;
     let d = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let p = d.path().join("s.jsonl");
-    write_big_session(&p, 4000, 300);
-    let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_arbor"))
-            .args(args)
-            .env("HOME", "/nonexistent-home")
-            .env("ARBOR_CACHE_DIR", cache.path())
-            .current_dir(d.path())
-            .output()
-            .unwrap()
-    };
+    let text = write_big_session(&p, 4000, 300);
+    let run = |args: &[&str]| run_in(d.path(), cache.path(), args, false);
     assert!(run(&["tree", "s.jsonl", "--json"]).status.success());
     let index = the_index(cache.path());
-    let edited = edit_in_place(&p);
+    let edited = edit_in_place(&p, &text, 2000, 2500);
     // Forge the stamp (the new change time), as a clock turned back could.
-    let meta = fs::metadata(&p).unwrap();
-    let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
-    let mut bytes = fs::read(&index).unwrap();
-    bytes[32..48].copy_from_slice(&ctime.to_le_bytes());
+    let bytes = forged_index(&index, &p);
     let want: Vec<serde_json::Value> = edited.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
     for args in [&["dump", "s.jsonl", "--json"][..], &["path", "s.jsonl", "--json"], &["tree", "s.jsonl", "--json"]] {
         fs::write(&index, &bytes).unwrap();
@@ -107,6 +93,47 @@ fn an_index_whose_stamp_still_matches_is_dropped_with_one_line() {
         if args[0] == "dump" {
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
             assert_eq!(v["entries"].as_array(), Some(&want), "the file as it is now");
+        }
+    }
+}
+
+/// A stale index read again keeps what the command was asked: `context
+/// --leaf`, `tree --leaf` and `path ID` answer at the entry they were
+/// given, and `dump` shows the file as it is, byte for byte as without the
+/// index. An id only the file knows (the index is older) is found; one only
+/// the index knows is refused, as without the index.
+#[test]
+fn a_stale_index_read_again_keeps_the_leaf_and_the_entry_asked_for() {
+    let d = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let text = write_big_session(&p, 4000, 300);
+    assert!(run_in(d.path(), cache.path(), &["tree", "s.jsonl", "--json"], false).status.success());
+    let index = the_index(cache.path());
+    // Lines moved and e2500 renamed f2500; the index's stamp forged to match.
+    edit_in_place(&p, &text, 2000, 2500);
+    let forged = forged_index(&index, &p);
+    let cases: [&[&str]; 9] = [
+        &["context", "s.jsonl", "--json", "--leaf", "e3000"],
+        &["context", "s.jsonl", "--json", "--leaf", "f2500"],
+        &["context", "s.jsonl", "--json", "--leaf", "e2500"],
+        &["tree", "s.jsonl", "--json", "--leaf", "e2100"],
+        &["tree", "s.jsonl", "--json", "--leaf", "f2500"],
+        &["path", "s.jsonl", "e3000", "--json"],
+        &["path", "s.jsonl", "f2500", "--json"],
+        &["path", "s.jsonl", "e2500", "--json"],
+        &["dump", "s.jsonl", "--json"],
+    ];
+    for args in cases {
+        fs::write(&index, &forged).unwrap();
+        let stale = run_in(d.path(), cache.path(), args, false);
+        let plain = run_in(d.path(), cache.path(), args, true);
+        let said = String::from_utf8_lossy(&stale.stderr);
+        assert_eq!(stale.status.code(), plain.status.code(), "{args:?}: {said}");
+        assert!(stale.stdout == plain.stdout, "{args:?}: another answer through the stale index");
+        assert!(said.contains("did not match the file"), "{args:?}: the index was not read: {said}");
+        if !plain.status.success() {
+            assert!(said.contains("Entry e2500 not found"), "{args:?}: {said}");
         }
     }
 }

@@ -1,0 +1,219 @@
+//! The session's entries in file order ([`Slots`]): held in memory after a
+//! scan or a full read, or, after an open through the index cache, read
+//! from the index a run of [`RUN`] entries at a time when something first
+//! asks for one of them (docs/performance.md, "How Arbor loads a session").
+//! A command that reads the context at the leaf of a million-entry session
+//! so builds the few thousand slots it reads, not a million.
+
+use std::collections::HashMap;
+use std::ops::{Index, IndexMut};
+use std::sync::OnceLock;
+
+use compact_str::CompactString;
+
+use arbor_log::{EntryType, Role};
+
+use super::slot::{Slot, NO_PARENT};
+use crate::index::LazyIndex;
+
+/// Entries read from the index at once.
+const RUN: usize = 64;
+
+/// Every slot of a session, in file order, and the slot each one's parent
+/// resolves to.
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    /// The slots the index holds, built a run at a time on first use.
+    indexed: Option<Indexed>,
+    /// Every other slot: after `indexed`'s (appended in this process), or all of them.
+    owned: Vec<Slot>,
+    /// For each owned slot, the slot its `parentId` resolves to (`NO_PARENT`: none).
+    owned_parents: Vec<usize>,
+    /// Slots of the index whose parent was resolved again after the load
+    /// (an appended entry took the id they name): slot → parent.
+    repointed: HashMap<usize, usize>,
+}
+
+#[derive(Debug)]
+struct Indexed {
+    index: LazyIndex,
+    runs: Vec<OnceLock<Box<[Slot]>>>,
+}
+
+impl Indexed {
+    fn run(&self, r: usize) -> &[Slot] {
+        self.runs[r].get_or_init(|| self.build(r))
+    }
+
+    /// The slots of run `r`; placeholders (no id, no line: whatever reads
+    /// them says the line changed, and `Session::verify_lines` reads the
+    /// file again) when the index cannot be read there.
+    fn build(&self, r: usize) -> Box<[Slot]> {
+        let start = r * RUN;
+        let end = (start + RUN).min(self.index.len());
+        let Some(entries) = self.index.entries(start..end) else {
+            return (start..end).map(|_| Slot::unreadable()).collect();
+        };
+        let mut out: Vec<Slot> = Vec::with_capacity(entries.len());
+        for e in entries {
+            // A resolved parent's id is that entry's id: in this run, or read from the index.
+            let parent_id = match e.parent {
+                Some(p) if p >= start => out.get(p - start).map(|s| s.id.clone()),
+                Some(p) => self.index.id(p).or_else(|| Some(CompactString::default())),
+                None => e.parent_id.clone(),
+            };
+            out.push(Slot::indexed(e, parent_id));
+        }
+        out.into_boxed_slice()
+    }
+}
+
+impl Slots {
+    /// The slots of a loaded index (none built yet).
+    pub(crate) fn from_index(index: LazyIndex) -> Slots {
+        let runs = (0..index.len().div_ceil(RUN)).map(|_| OnceLock::new()).collect();
+        Slots { indexed: Some(Indexed { index, runs }), ..Slots::default() }
+    }
+
+    /// Slots held in memory (their parents resolved later, [`Slots::set_parents`]).
+    pub(crate) fn from_vec(slots: Vec<Slot>) -> Slots {
+        Slots { owned: slots, ..Slots::default() }
+    }
+
+    /// The slot the parent of slot `i` resolves to.
+    pub(crate) fn parent(&self, i: usize) -> Option<usize> {
+        let n = self.indexed_len();
+        let p = match &self.indexed {
+            Some(x) if i < n => return self.repointed.get(&i).copied().or_else(|| x.index.parent(i)),
+            _ => self.owned_parents.get(i - n).copied()?,
+        };
+        (p != NO_PARENT).then_some(p)
+    }
+
+    /// Resolves the parent of slot `i` to slot `p` (`NO_PARENT`: none).
+    pub(crate) fn set_parent(&mut self, i: usize, p: usize) {
+        let n = self.indexed_len();
+        if i < n {
+            self.repointed.insert(i, p);
+        } else if let Some(slot) = self.owned_parents.get_mut(i - n) {
+            *slot = p;
+        }
+    }
+
+    /// The parents of the slots held in memory (the index holds its own).
+    pub(crate) fn set_parents(&mut self, parents: Vec<usize>) {
+        self.owned_parents = parents;
+    }
+
+    fn indexed_len(&self) -> usize {
+        self.indexed.as_ref().map_or(0, |x| x.index.len())
+    }
+
+    /// The index the slots come from, if any.
+    pub(crate) fn index(&self) -> Option<&LazyIndex> {
+        self.indexed.as_ref().map(|x| &x.index)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.indexed_len() + self.owned.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Option<&Slot> {
+        let n = self.indexed_len();
+        match &self.indexed {
+            Some(x) if i < n => x.run(i / RUN).get(i % RUN),
+            _ => self.owned.get(i - n),
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self, i: usize) -> Option<&mut Slot> {
+        let n = self.indexed_len();
+        match &mut self.indexed {
+            Some(x) if i < n => {
+                x.run(i / RUN);
+                x.runs[i / RUN].get_mut().and_then(|run| run.get_mut(i % RUN))
+            }
+            _ => self.owned.get_mut(i - n),
+        }
+    }
+
+    pub(crate) fn first(&self) -> Option<&Slot> {
+        self.get(0)
+    }
+
+    pub(crate) fn last(&self) -> Option<&Slot> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    /// Adds a slot whose parent resolves to `parent` (`NO_PARENT`: none).
+    pub(crate) fn push(&mut self, slot: Slot, parent: usize) {
+        self.owned.push(slot);
+        self.owned_parents.push(parent);
+    }
+
+    pub(crate) fn reserve_exact(&mut self, n: usize) {
+        self.owned.reserve_exact(n);
+    }
+
+    /// Every slot in file order (building what the index has not built yet).
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &Slot> + ExactSizeIterator + '_ {
+        (0..self.len()).map(move |i| &self[i])
+    }
+
+    /// The slots from `start` on, in file order.
+    pub(crate) fn iter_from(&self, start: usize) -> impl Iterator<Item = &Slot> + '_ {
+        (start..self.len()).map(move |i| &self[i])
+    }
+
+    /// The type of slot `i`, from the index's column when it has not been built.
+    pub(crate) fn entry_type(&self, i: usize) -> Option<&EntryType> {
+        match self.indexed.as_ref().and_then(|x| x.index.entry_type(i)) {
+            Some(t) => Some(t),
+            None => self.get(i).map(|s| &s.entry_type),
+        }
+    }
+
+    /// The role of slot `i`, from the index's column when it has not been built.
+    pub(crate) fn role(&self, i: usize) -> Option<&Role> {
+        match self.indexed.as_ref().and_then(|x| x.index.role(i)) {
+            Some(r) => r,
+            None => self.get(i).and_then(|s| s.role.as_ref()),
+        }
+    }
+
+    /// The positions of the slots of type `t`, from the index's column where it can.
+    pub(crate) fn positions_of(&self, t: &EntryType) -> Vec<usize> {
+        let n = self.indexed_len();
+        let mut out = match self.index() {
+            Some(index) => index.positions_of(t).into_iter().filter(|&i| self.entry_type(i) == Some(t)).collect(),
+            None => vec![],
+        };
+        out.extend(self.owned.iter().enumerate().filter(|(_, s)| &s.entry_type == t).map(|(k, _)| n + k));
+        out
+    }
+}
+
+impl Index<usize> for Slots {
+    type Output = Slot;
+
+    fn index(&self, i: usize) -> &Slot {
+        match self.get(i) {
+            Some(s) => s,
+            None => panic!("slot {i} of {}", self.len()),
+        }
+    }
+}
+
+impl IndexMut<usize> for Slots {
+    fn index_mut(&mut self, i: usize) -> &mut Slot {
+        let len = self.len();
+        match self.get_mut(i) {
+            Some(s) => s,
+            None => panic!("slot {i} of {len}"),
+        }
+    }
+}
