@@ -14,7 +14,7 @@ use crate::context::{message_of_entry, ContextStep};
 use crate::session::{plan_session_context, SessionPlan};
 
 /// Steps of the plan whose messages are read (and held) at once.
-const BATCH: usize = 2048;
+pub(crate) const BATCH: usize = 2048;
 
 /// Writes the context at the session's leaf as pi's `SessionContext` JSON:
 /// what `arbor_log::json::to_writer(out, &session_context(session))` writes, up

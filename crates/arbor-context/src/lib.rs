@@ -94,4 +94,5 @@ pub use serialize::{
 pub use session::{context_of_plan, plan_session_context, session_context, SessionPlan};
 pub use tokens::{
     calculate_context_tokens, current_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens,
+    TokenTally,
 };

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use arbor_context::render::write_transcript;
+use arbor_context::render::write_plan_transcript;
 use arbor_context::{context_of_plan, plan_session_context, write_plan_json, SessionPlan};
 use arbor_tree::Session;
 
@@ -42,15 +42,14 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if args.json && !args.llm {
         // Messages are copied from the file, a batch at a time: never all in memory.
         write_plan_json(&s, &plan, out)?;
+    } else if !args.json {
+        // Decoded a batch at a time, written and dropped: never all in memory.
+        write_plan_transcript(&s, &plan, out, args.llm)?;
     } else {
         // Only the entries the context reads are decoded, without being kept,
         // and moved into the context: one copy of each message.
         let ctx = context_of_plan(&s, plan);
-        if args.json {
-            arbor_log::json::to_writer(&mut *out, &ctx.llm_messages())?;
-        } else {
-            write_transcript(out, &ctx, args.llm)?;
-        }
+        arbor_log::json::to_writer(&mut *out, &ctx.llm_messages())?;
         exit_without_freeing(ctx);
     }
     if args.json {
