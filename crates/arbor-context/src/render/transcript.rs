@@ -1,19 +1,17 @@
 //! The readable transcript of a context (`arbor context` without `--json`):
 //! a line or a few per message, then the model, thinking level and tokens.
 
-use std::borrow::Cow;
 use std::io::{self, Write};
 
 use serde_json::Value;
 
 use arbor_log::{content_text, MessageView, Role};
-use arbor_tree::{Position, Session};
+use arbor_tree::Session;
 
 use super::entry::{format_tool_call, normalize};
-use crate::context::{message_of_entry, ContextStep, SessionContext};
-use crate::json::BATCH;
+use crate::context::SessionContext;
 use crate::llm::convert_message;
-use crate::session::SessionPlan;
+use crate::session::{for_each_plan_message, SessionPlan};
 use crate::tokens::TokenTally;
 
 const WIDTH: usize = 160;
@@ -120,28 +118,9 @@ pub fn write_plan_transcript<W: Write + ?Sized>(
     out: &mut W,
     llm: bool,
 ) -> io::Result<()> {
-    let SessionPlan { path, plan, .. } = plan;
     let mut t = Transcript::new(llm);
-    for batch in plan.steps.chunks(BATCH) {
-        let wanted: Vec<Position> = batch
-            .iter()
-            .filter_map(|step| match step {
-                ContextStep::Message(p) => Some(path[*p]),
-                ContextStep::Made(_) => None,
-            })
-            .collect();
-        let mut decoded = session.decode_many(&wanted).into_iter();
-        for step in batch {
-            let m = match step {
-                ContextStep::Made(m) => Some(Cow::Borrowed(m)),
-                ContextStep::Message(_) => decoded.next().flatten().and_then(message_of_entry).map(Cow::Owned),
-            };
-            if let Some(m) = m {
-                t.write_message(out, &m)?;
-            }
-        }
-    }
-    t.finish(out, &plan.settings)
+    for_each_plan_message(session, plan, |m| t.write_message(out, m))?;
+    t.finish(out, &plan.plan.settings)
 }
 
 /// A transcript written one message at a time: the lines of each message,

@@ -3,7 +3,8 @@
 //! of the whole context built first (`write_transcript`), byte for byte: at a
 //! spread of leaves of every fixture session (compactions, branch summaries,
 //! usages), with and without the mapping for the model, and on a chain of
-//! more messages than one batch holds.
+//! more messages than one batch holds. The same for the `--json --llm`
+//! message list (`write_plan_llm_json`).
 
 use arbor_context::render::{write_plan_transcript, write_transcript};
 use arbor_context::{current_context_tokens, plan_session_context, session_context, TokenTally};
@@ -32,6 +33,15 @@ fn the_transcript_written_a_batch_at_a_time_is_the_whole_one() {
                 let (whole, batched) = both(&s, llm);
                 assert_eq!(batched, whole, "{} at {id} (llm: {llm})", p.display());
             }
+            let mut llm_json = vec![];
+            arbor_context::write_plan_llm_json(&s, &plan_session_context(&s), &mut llm_json).unwrap();
+            let whole = arbor_log::json::to_vec(&session_context(&s).llm_messages()).unwrap();
+            assert_eq!(
+                String::from_utf8(llm_json).unwrap(),
+                String::from_utf8(whole).unwrap(),
+                "{} at {id}",
+                p.display()
+            );
             // The tally one message at a time gives what the whole list gives.
             let messages = session_context(&s).messages;
             let mut tally = TokenTally::default();
