@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{is_json, Http, SseEvent};
-use super::reply::{ReplyBuilder, Tokens};
+use super::reply::{ReplyBuilder, Tokens, MAX_BLOCK_GAP};
 use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
@@ -316,6 +316,13 @@ impl AnthropicClient {
             "content_block_start" => {
                 let block = data.get("content_block").cloned().unwrap_or_default();
                 let block_kind = str_of(&block, "type");
+                if index() > reply.block_count() + MAX_BLOCK_GAP {
+                    return Err(self.protocol(format!(
+                        "content block {} started after only {} blocks",
+                        index(),
+                        reply.block_count()
+                    )));
+                }
                 reply.start_block(index(), block_kind, str_of(&block, "id"), str_of(&block, "name"));
                 match block_kind {
                     "text" => reply.delta_at(index(), "text", str_of(&block, "text")),

@@ -84,6 +84,11 @@ pub(crate) struct Tokens {
     pub cache_write: u64,
 }
 
+/// How far past the blocks started so far a stream may start a new one.
+/// Servers start blocks in order (0, 1, 2, …); a small gap is tolerated, an
+/// index far beyond it is a protocol error, not a reason to allocate.
+pub(crate) const MAX_BLOCK_GAP: usize = 64;
+
 /// Collects streamed content and usage into an [`AssistantReply`], handing
 /// text and thinking deltas to an optional sink as they come.
 #[derive(Default)]
@@ -149,7 +154,14 @@ impl ReplyBuilder {
         }
     }
 
+    /// How many blocks the reply has so far (started or grown).
+    pub(crate) fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
     /// Starts a block at position `index` (Anthropic's indexed blocks).
+    /// Blocks skipped over are empty text; callers bound `index` first
+    /// ([`MAX_BLOCK_GAP`]), so a hostile index cannot make it allocate.
     pub(crate) fn start_block(&mut self, index: usize, kind: &str, id: &str, name: &str) {
         let block = match kind {
             "thinking" => Block::Thinking { text: String::new(), signature: None, signature_field: "signature" },

@@ -433,3 +433,31 @@ async fn a_recorded_stream_replays_to_the_reply_a_live_request_records() {
         assert_eq!(replayed.stop_reason(), "error", "{}", model.provider);
     }
 }
+
+/// Found by the `sse_anthropic` fuzz target: a block index far past the
+/// blocks started so far made the decoder pad the reply up to it (an
+/// allocation of terabytes). It is a protocol error now; a small gap is
+/// still filled.
+#[test]
+fn a_block_index_far_past_the_blocks_so_far_is_an_error_not_an_allocation() {
+    let model = ModelInfo::new("anthropic", "claude-test", Api::AnthropicMessages, "http://127.0.0.1:9");
+    let client = arbor_agent::AnthropicClient::new(model, None, fast_client()).unwrap();
+    let stream = |index: u64| {
+        format!(
+            "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{}}}}\n\n\
+             event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{index},\
+             \"content_block\":{{\"type\":\"text\",\"text\":\"hi\"}}}}\n\n\
+             event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\"}}}}\n\n\
+             event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+        )
+    };
+    let far = stream(888_888_888_888_720);
+    let reply = client.replay(&[far.as_bytes()]);
+    assert_eq!(reply.stop_reason(), "error");
+    let message = reply.error_message().unwrap();
+    assert!(message.contains("content block 888888888888720 started after only 0 blocks"), "{message}");
+    let near = stream(3);
+    let reply = client.replay(&[near.as_bytes()]);
+    assert_eq!(reply.stop_reason(), "stop", "{:?}", reply.error_message());
+    assert_eq!(reply.text(""), "hi");
+}
