@@ -453,6 +453,7 @@ const TREE: &str = "arbor tree --json (scan)";
 const CONTEXT_INDEXED: &str = "arbor context --json (index)";
 const TREE_INDEXED: &str = "arbor tree --json (index)";
 const TREE_TEXT: &str = "arbor tree (text, index)";
+const CONTEXT_TEXT: &str = "arbor context (text, index)";
 const CHECK: &str = "arbor check";
 const REPAIR: &str = "arbor repair (dry run)";
 
@@ -472,6 +473,7 @@ fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
             .with_env("ARBOR_CACHE_DIR", &cache),
         BenchCmd::new(TREE_INDEXED, [arbor, "tree".as_ref(), f, "--json".as_ref()]).with_env("ARBOR_CACHE_DIR", &cache),
         BenchCmd::new(TREE_TEXT, [arbor, "tree".as_ref(), f]).with_env("ARBOR_CACHE_DIR", &cache),
+        BenchCmd::new(CONTEXT_TEXT, [arbor, "context".as_ref(), f]).with_env("ARBOR_CACHE_DIR", &cache),
         BenchCmd::new(SCAN, [scan, "--light".as_ref(), f]).capturing(),
     ];
     if opts.full_scan {

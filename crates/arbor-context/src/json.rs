@@ -11,10 +11,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::context::{message_of_entry, ContextStep};
-use crate::session::{plan_session_context, SessionPlan};
+use crate::llm::convert_message;
+use crate::session::{for_each_plan_message, plan_session_context, SessionPlan};
 
 /// Steps of the plan whose messages are read (and held) at once.
-const BATCH: usize = 2048;
+pub(crate) const BATCH: usize = 2048;
 
 /// Writes the context at the session's leaf as pi's `SessionContext` JSON:
 /// what `arbor_log::json::to_writer(out, &session_context(session))` writes, up
@@ -54,6 +55,23 @@ pub fn write_plan_json<W: Write + ?Sized>(session: &Session, plan: &SessionPlan,
     arbor_log::json::to_writer(&mut *out, &plan.settings.model_value)?;
     out.write_all(b"}")?;
     Ok(())
+}
+
+/// Writes the messages of the context a plan describes after pi's
+/// convertToLlm as a JSON list (`arbor context --json --llm`): what
+/// `to_writer(out, &context.llm_messages())` writes, a batch of messages
+/// decoded at a time ([`for_each_plan_message`]).
+pub fn write_plan_llm_json<W: Write + ?Sized>(session: &Session, plan: &SessionPlan, out: &mut W) -> io::Result<()> {
+    out.write_all(b"[")?;
+    let mut first = true;
+    for_each_plan_message(session, plan, |m| {
+        let Some(m) = convert_message(m) else { return Ok(()) };
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        arbor_log::json::to_writer(&mut *out, &m).map_err(io::Error::from)
+    })?;
+    out.write_all(b"]")
 }
 
 /// The JSON text of each message a batch of steps gives, in order (a

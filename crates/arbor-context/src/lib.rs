@@ -82,7 +82,7 @@ pub use context::{
     compaction_summary_message, custom_message, message_of_entry, plan_context, plan_path_context, timestamp_ms,
     walk_to_root, ContextPlan, ContextStep, Leaf, ModelRef, PathHead, PathKind, SessionContext,
 };
-pub use json::{write_context_json, write_plan_json};
+pub use json::{write_context_json, write_plan_json, write_plan_llm_json};
 pub use llm::{
     bash_execution_to_text, convert_to_llm, BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
     COMPACTION_SUMMARY_SUFFIX,
@@ -91,7 +91,8 @@ pub use serialize::{
     compute_file_lists, extract_file_ops_from_message, format_file_operations, serialize_conversation, FileOps,
     PathSet, TOOL_RESULT_MAX_CHARS,
 };
-pub use session::{context_of_plan, plan_session_context, session_context, SessionPlan};
+pub use session::{context_of_plan, for_each_plan_message, plan_session_context, session_context, SessionPlan};
 pub use tokens::{
     calculate_context_tokens, current_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens,
+    TokenTally,
 };

@@ -28,7 +28,7 @@ pub fn convert_to_llm(messages: &[Value]) -> Vec<Value> {
     messages.iter().filter_map(convert_message).collect()
 }
 
-fn convert_message(m: &Value) -> Option<Value> {
+pub(crate) fn convert_message(m: &Value) -> Option<Value> {
     let content = match MessageView::new(m).role()? {
         Role::User | Role::Assistant | Role::ToolResult => return Some(m.clone()),
         Role::BashExecution if js::truthy(m.get("excludeFromContext")) => return None,

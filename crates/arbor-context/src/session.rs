@@ -4,7 +4,10 @@
 
 use arbor_tree::{Position, Session};
 
-use crate::context::{message_of_entry, plan_path_context, ContextPlan, PathKind, SessionContext};
+use serde_json::Value;
+
+use crate::context::{message_of_entry, plan_path_context, ContextPlan, ContextStep, PathKind, SessionContext};
+use crate::json::BATCH;
 
 /// The plan of a session's context at its leaf ([`plan_session_context`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +62,39 @@ pub fn plan_session_context(session: &Session) -> SessionPlan {
         session.decode_many(&read)
     });
     SessionPlan { path, plan, read }
+}
+
+/// Calls `f` with each message of the context a plan describes, in order:
+/// the stored messages are decoded a batch at a time (on all cores) and
+/// dropped after `f` saw them, so a context of a million messages is never
+/// all in memory (what `arbor context` prints from).
+pub fn for_each_plan_message<E>(
+    session: &Session,
+    plan: &SessionPlan,
+    mut f: impl FnMut(&Value) -> Result<(), E>,
+) -> Result<(), E> {
+    let SessionPlan { path, plan, .. } = plan;
+    for batch in plan.steps.chunks(BATCH) {
+        let wanted: Vec<Position> = batch
+            .iter()
+            .filter_map(|step| match step {
+                ContextStep::Message(p) => Some(path[*p]),
+                ContextStep::Made(_) => None,
+            })
+            .collect();
+        let mut decoded = session.decode_many(&wanted).into_iter();
+        for step in batch {
+            match step {
+                ContextStep::Made(m) => f(m)?,
+                ContextStep::Message(_) => {
+                    if let Some(m) = decoded.next().flatten().and_then(message_of_entry) {
+                        f(&m)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 impl SessionPlan {

@@ -137,24 +137,66 @@ pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
 /// shows no number until the next reply); without a newer one the messages
 /// are estimated one by one.
 pub fn current_context_tokens(messages: &[Value]) -> ContextTokens {
-    let compacted_at = messages
-        .first()
-        .filter(|m| MessageView::new(m).role() == Some(Role::CompactionSummary))
-        .and_then(|m| m.get("timestamp").and_then(Value::as_f64));
-    let Some(compacted_at) = compacted_at else { return estimate_context_tokens(messages) };
-    let stale = |m: &Value| m.get("timestamp").and_then(Value::as_f64).is_none_or(|t| t <= compacted_at);
-    let last = messages.iter().enumerate().rev().find_map(|(i, m)| assistant_usage(m).filter(|_| !stale(m)).map(|_| i));
-    match last {
-        Some(i) => {
-            let mut c = estimate_context_tokens(&messages[..=i]);
-            let trailing = messages[i + 1..].iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
-            c.trailing_tokens = trailing;
-            c.tokens = c.usage_tokens.saturating_add(trailing);
-            c
+    let mut tally = TokenTally::default();
+    messages.iter().for_each(|m| tally.add(m));
+    tally.tokens()
+}
+
+/// [`current_context_tokens`] one message at a time, in order, for callers
+/// that do not hold the whole context (the transcript of a large session).
+#[derive(Debug, Clone, Default)]
+pub struct TokenTally {
+    /// How many messages were added.
+    count: usize,
+    /// The first message's timestamp when it is a compaction summary.
+    compacted_at: Option<f64>,
+    /// The sum of every message's estimate.
+    total: u64,
+    /// The index and tokens of the last usable assistant usage.
+    last: Option<(usize, u64)>,
+    /// The estimates of the messages after it.
+    trailing: u64,
+}
+
+impl TokenTally {
+    /// Adds the next message of the context.
+    pub fn add(&mut self, m: &Value) {
+        if self.count == 0 && MessageView::new(m).role() == Some(Role::CompactionSummary) {
+            self.compacted_at = m.get("timestamp").and_then(Value::as_f64);
         }
-        None => {
-            let total = messages.iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
-            ContextTokens { tokens: total, usage_tokens: 0, trailing_tokens: total, last_usage_index: None }
+        let estimate = estimate_tokens(m);
+        self.total = self.total.saturating_add(estimate);
+        // After a compaction, a usage measured before it is stale.
+        let fresh = |m: &Value| {
+            self.compacted_at.is_none_or(|at| m.get("timestamp").and_then(Value::as_f64).is_some_and(|t| t > at))
+        };
+        match assistant_usage(m).filter(|_| fresh(m)) {
+            Some(usage) => {
+                self.last = Some((self.count, calculate_context_tokens(usage)));
+                self.trailing = 0;
+            }
+            None => self.trailing = self.trailing.saturating_add(estimate),
+        }
+        self.count += 1;
+    }
+
+    /// The tokens of the messages added so far: what
+    /// [`current_context_tokens`] gives for them.
+    pub fn tokens(&self) -> ContextTokens {
+        match self.last {
+            None => ContextTokens {
+                tokens: self.total,
+                usage_tokens: 0,
+                trailing_tokens: self.total,
+                last_usage_index: None,
+            },
+            Some((index, usage_tokens)) => ContextTokens {
+                // A usage from a damaged file can be near u64::MAX: saturate, never overflow.
+                tokens: usage_tokens.saturating_add(self.trailing),
+                usage_tokens,
+                trailing_tokens: self.trailing,
+                last_usage_index: Some(index),
+            },
         }
     }
 }

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use arbor_context::render::write_transcript;
-use arbor_context::{context_of_plan, plan_session_context, write_plan_json, SessionPlan};
+use arbor_context::render::write_plan_transcript;
+use arbor_context::{plan_session_context, write_plan_json, write_plan_llm_json, SessionPlan};
 use arbor_tree::Session;
 
 use crate::shared::session::{check_lines, exit_without_freeing, require_entry, Globals};
@@ -39,19 +39,12 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if check_lines(&mut s, Some(&plan.lines()))? {
         plan = plan_at(&mut s, &args)?;
     }
-    if args.json && !args.llm {
-        // Messages are copied from the file, a batch at a time: never all in memory.
-        write_plan_json(&s, &plan, out)?;
-    } else {
-        // Only the entries the context reads are decoded, without being kept,
-        // and moved into the context: one copy of each message.
-        let ctx = context_of_plan(&s, plan);
-        if args.json {
-            arbor_log::json::to_writer(&mut *out, &ctx.llm_messages())?;
-        } else {
-            write_transcript(out, &ctx, args.llm)?;
-        }
-        exit_without_freeing(ctx);
+    // Each writes a batch of messages at a time: never all in memory.
+    // Without --llm the JSON messages are copied from the file.
+    match (args.json, args.llm) {
+        (true, false) => write_plan_json(&s, &plan, out)?,
+        (true, true) => write_plan_llm_json(&s, &plan, out)?,
+        (false, llm) => write_plan_transcript(&s, &plan, out, llm)?,
     }
     if args.json {
         out.write_all(b"\n")?;

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use arbor_context::render::ToolCalls;
+use arbor_tree::Position;
 
-use crate::shared::output::{entry_line, home, write_json_list};
+use crate::shared::output::{write_entries_json, write_entry_lines};
 use crate::shared::session::{check_lines, Globals};
 use crate::shared::visible::for_people;
 
@@ -31,7 +31,8 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         out.write_all(b"{\"header\":")?;
         arbor_log::json::to_writer(&mut *out, &s.header().to_value())?;
         out.write_all(b",\"entries\":")?;
-        write_json_list(out, s.entries_json().map(|(_, j)| j))?;
+        let all: Vec<Position> = s.positions().collect();
+        write_entries_json(out, &s, &all)?;
         out.write_all(b",\"leafId\":")?;
         arbor_log::json::to_writer(&mut *out, &s.leaf_id())?;
         out.write_all(b"}\n")?;
@@ -39,12 +40,8 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     }
     let h = s.header();
     writeln!(out, "session {} v{} {} cwd={}", h.id, h.version(), h.timestamp, h.cwd.as_deref().unwrap_or(""))?;
-    let home = home();
-    let mut calls = ToolCalls::new();
-    for e in s.entries() {
-        calls.record(e);
-        writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
-    }
+    let all: Vec<Position> = s.positions().collect();
+    write_entry_lines(out, &s, &all)?;
     writeln!(out, "leaf {}", s.leaf_id().unwrap_or("(none)"))?;
     Ok(ExitCode::SUCCESS)
 }

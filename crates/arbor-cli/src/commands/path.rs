@@ -6,9 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use arbor_context::render::ToolCalls;
-
-use crate::shared::output::{entry_line, home, write_json_list};
+use crate::shared::output::{write_entries_json, write_entry_lines};
 use crate::shared::session::{check_lines, require_entry, Globals};
 use crate::shared::visible::for_people;
 
@@ -40,17 +38,10 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     }
     let idx = s.branch_positions(args.id.as_deref());
     if args.json {
-        write_json_list(out, idx.iter().filter_map(|&i| s.json_at(i)))?;
+        write_entries_json(out, &s, &idx)?;
         out.write_all(b"\n")?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let home = home();
-    let mut calls = ToolCalls::new();
-    for &i in &idx {
-        if let Some(e) = s.entry_at(i) {
-            calls.record(e);
-            writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
-        }
+    } else {
+        write_entry_lines(out, &s, &idx)?;
     }
     Ok(ExitCode::SUCCESS)
 }

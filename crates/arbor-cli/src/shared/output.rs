@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use arbor_context::render::{entry_text, ToolCalls};
 use arbor_log::Entry;
+use arbor_tree::{Position, Session};
 
 /// The error and its causes on one line, without repeating a cause whose text
 /// an outer message already includes.
@@ -54,16 +55,37 @@ pub fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
     format!("{} {} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), e.entry_type(), entry_text(e, calls, home))
 }
 
-/// Writes a JSON list of JSON texts (stored entries, copied as they are).
-pub fn write_json_list(out: &mut dyn Write, items: impl Iterator<Item = impl AsRef<str>>) -> Result<()> {
+/// Entries read (decoded or copied) and held at once by the writers below.
+const BATCH: usize = 2048;
+
+/// Writes a JSON list of the stored entries at `positions`, copied as they
+/// are a batch at a time (read on all cores), never all held at once.
+pub fn write_entries_json(out: &mut dyn Write, s: &Session, positions: &[Position]) -> Result<()> {
     out.write_all(b"[")?;
-    for (i, j) in items.enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
+    let mut first = true;
+    for batch in positions.chunks(BATCH) {
+        for j in s.map_json_many(batch, |_, j| j.to_owned()).into_iter().flatten() {
+            if !std::mem::take(&mut first) {
+                out.write_all(b",")?;
+            }
+            out.write_all(j.as_bytes())?;
         }
-        out.write_all(j.as_ref().as_bytes())?;
     }
     out.write_all(b"]")?;
+    Ok(())
+}
+
+/// Writes an [`entry_line`] for each entry at `positions`, decoded a batch
+/// at a time (on all cores) without being kept in the session.
+pub fn write_entry_lines(out: &mut dyn Write, s: &Session, positions: &[Position]) -> Result<()> {
+    let home = home();
+    let mut calls = ToolCalls::new();
+    for batch in positions.chunks(BATCH) {
+        for e in s.decode_many(batch).into_iter().flatten() {
+            calls.record(&e);
+            writeln!(out, "{}", entry_line(&e, &calls, home.as_deref()))?;
+        }
+    }
     Ok(())
 }
 

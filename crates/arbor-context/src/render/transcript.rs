@@ -6,11 +6,13 @@ use std::io::{self, Write};
 use serde_json::Value;
 
 use arbor_log::{content_text, MessageView, Role};
+use arbor_tree::Session;
 
 use super::entry::{format_tool_call, normalize};
 use crate::context::SessionContext;
-use crate::llm::convert_to_llm;
-use crate::tokens::current_context_tokens;
+use crate::llm::convert_message;
+use crate::session::{for_each_plan_message, SessionPlan};
+use crate::tokens::TokenTally;
 
 const WIDTH: usize = 160;
 
@@ -96,23 +98,80 @@ fn line_for(m: &Value, out: &mut Vec<String>) {
 
 /// Writes one or more lines per message of `ctx` (after [`convert_to_llm`]
 /// when `llm`), then the model, thinking level and token estimate.
+///
+/// [`convert_to_llm`]: crate::convert_to_llm
 pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, llm: bool) -> io::Result<()> {
-    let messages = if llm { convert_to_llm(&ctx.messages) } else { ctx.messages.clone() };
-    let mut lines = vec![];
-    for m in &messages {
-        line_for(m, &mut lines);
+    let mut t = Transcript::new(llm);
+    for m in &ctx.messages {
+        t.write_message(out, m)?;
     }
-    for l in lines {
-        writeln!(out, "{l}")?;
+    t.finish(out, ctx)
+}
+
+/// [`write_transcript`] of the context a plan of the session's context
+/// describes, holding one batch of its messages at a time: the stored
+/// messages are decoded a batch at a time (on all cores), written and
+/// dropped, so a context of a million messages is never all in memory.
+pub fn write_plan_transcript<W: Write + ?Sized>(
+    session: &Session,
+    plan: &SessionPlan,
+    out: &mut W,
+    llm: bool,
+) -> io::Result<()> {
+    let mut t = Transcript::new(llm);
+    for_each_plan_message(session, plan, |m| t.write_message(out, m))?;
+    t.finish(out, &plan.plan.settings)
+}
+
+/// A transcript written one message at a time: the lines of each message,
+/// then (at [`Transcript::finish`]) the footer, which counts what was shown.
+struct Transcript {
+    llm: bool,
+    shown: usize,
+    tokens: TokenTally,
+}
+
+impl Transcript {
+    fn new(llm: bool) -> Self {
+        Self { llm, shown: 0, tokens: TokenTally::default() }
     }
-    let model = ctx.model.as_ref().map(|m| format!("{}/{}", m.provider, m.model_id)).unwrap_or_else(|| "(none)".into());
-    let tokens = current_context_tokens(&ctx.messages);
-    writeln!(
-        out,
-        "-- {} messages, model {model}, thinking {}, ~{} tokens",
-        messages.len(),
-        ctx.thinking_level,
-        tokens.tokens
-    )?;
-    Ok(())
+
+    /// Writes the lines of the context's next message (after pi's
+    /// convertToLlm when `llm`; the tokens count the message as stored).
+    fn write_message<W: Write + ?Sized>(&mut self, out: &mut W, m: &Value) -> io::Result<()> {
+        self.tokens.add(m);
+        let converted;
+        let shown = if self.llm {
+            converted = convert_message(m);
+            match &converted {
+                Some(c) => c,
+                None => return Ok(()),
+            }
+        } else {
+            m
+        };
+        self.shown += 1;
+        let mut lines = vec![];
+        line_for(shown, &mut lines);
+        for l in lines {
+            writeln!(out, "{l}")?;
+        }
+        Ok(())
+    }
+
+    /// Writes the footer: the messages shown, the model, thinking level and tokens.
+    fn finish<W: Write + ?Sized>(self, out: &mut W, settings: &SessionContext) -> io::Result<()> {
+        let model = settings
+            .model
+            .as_ref()
+            .map(|m| format!("{}/{}", m.provider, m.model_id))
+            .unwrap_or_else(|| "(none)".into());
+        writeln!(
+            out,
+            "-- {} messages, model {model}, thinking {}, ~{} tokens",
+            self.shown,
+            settings.thinking_level,
+            self.tokens.tokens().tokens
+        )
+    }
 }

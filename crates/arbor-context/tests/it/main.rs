@@ -11,6 +11,7 @@ mod positions;
 mod reference;
 mod serialize;
 mod tokens;
+mod transcript;
 
 use arbor_log::Entry;
 use serde_json::{json, Value};
