@@ -457,9 +457,10 @@ const CONTEXT_TEXT: &str = "arbor context (text, index)";
 const CHECK: &str = "arbor check";
 const REPAIR: &str = "arbor repair (dry run)";
 
-/// Files up to this size also get the `check` and `repair` rows (both still
-/// read the whole file into memory: on the ~3 GB session they would take
-/// minutes and more memory than the machine should give a benchmark).
+/// Files up to this size also get the `check` and `repair` rows (`repair`
+/// still reads the whole file into memory and `check` still decodes every
+/// assistant message and tool result: on the ~3 GB session they would take
+/// minutes, and `repair` more memory than a benchmark should be given).
 const CHECK_MAX_BYTES: u64 = 400_000_000;
 
 /// The rows of the table, arbor's first. Add new built-in rows here.
