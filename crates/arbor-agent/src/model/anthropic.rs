@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{is_json, Http, SseEvent};
-use super::reply::{ReplyBuilder, Tokens, MAX_BLOCK_GAP};
+use super::reply::{ReplyBuilder, Tokens};
 use super::transform::request_messages;
 use super::{AssistantReply, ClientOptions, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamSink};
 
@@ -280,7 +280,7 @@ impl AnthropicClient {
             .ok_or_else(|| self.protocol("no content in the response".into()))?;
         for (i, b) in content.iter().enumerate() {
             let kind = str_of(b, "type");
-            reply.start_block(i, kind, str_of(b, "id"), str_of(b, "name"));
+            reply.start_block(i, kind, str_of(b, "id"), str_of(b, "name")).map_err(|m| self.protocol(m))?;
             match kind {
                 "text" => reply.delta_at(i, "text", str_of(b, "text")),
                 "thinking" => {
@@ -316,14 +316,9 @@ impl AnthropicClient {
             "content_block_start" => {
                 let block = data.get("content_block").cloned().unwrap_or_default();
                 let block_kind = str_of(&block, "type");
-                if index() > reply.block_count() + MAX_BLOCK_GAP {
-                    return Err(self.protocol(format!(
-                        "content block {} started after only {} blocks",
-                        index(),
-                        reply.block_count()
-                    )));
-                }
-                reply.start_block(index(), block_kind, str_of(&block, "id"), str_of(&block, "name"));
+                reply
+                    .start_block(index(), block_kind, str_of(&block, "id"), str_of(&block, "name"))
+                    .map_err(|m| self.protocol(m))?;
                 match block_kind {
                     "text" => reply.delta_at(index(), "text", str_of(&block, "text")),
                     "thinking" => reply.delta_at(index(), "thinking", str_of(&block, "thinking")),

@@ -87,7 +87,7 @@ pub(crate) struct Tokens {
 /// How far past the blocks started so far a stream may start a new one.
 /// Servers start blocks in order (0, 1, 2, …); a small gap is tolerated, an
 /// index far beyond it is a protocol error, not a reason to allocate.
-pub(crate) const MAX_BLOCK_GAP: usize = 64;
+const MAX_BLOCK_GAP: usize = 64;
 
 /// Collects streamed content and usage into an [`AssistantReply`], handing
 /// text and thinking deltas to an optional sink as they come.
@@ -154,15 +154,14 @@ impl ReplyBuilder {
         }
     }
 
-    /// How many blocks the reply has so far (started or grown).
-    pub(crate) fn block_count(&self) -> usize {
-        self.blocks.len()
-    }
-
     /// Starts a block at position `index` (Anthropic's indexed blocks).
-    /// Blocks skipped over are empty text; callers bound `index` first
-    /// ([`MAX_BLOCK_GAP`]), so a hostile index cannot make it allocate.
-    pub(crate) fn start_block(&mut self, index: usize, kind: &str, id: &str, name: &str) {
+    /// Blocks skipped over are empty text; an index more than
+    /// [`MAX_BLOCK_GAP`] past the blocks so far is refused (what was wrong,
+    /// for a protocol error), so a hostile index cannot make it allocate.
+    pub(crate) fn start_block(&mut self, index: usize, kind: &str, id: &str, name: &str) -> Result<(), String> {
+        if index > self.blocks.len() + MAX_BLOCK_GAP {
+            return Err(format!("content block {index} started after only {} blocks", self.blocks.len()));
+        }
         let block = match kind {
             "thinking" => Block::Thinking { text: String::new(), signature: None, signature_field: "signature" },
             "tool_use" => Block::ToolCall { id: id.to_owned(), name: name.to_owned(), args: String::new() },
@@ -176,6 +175,7 @@ impl ReplyBuilder {
         } else {
             self.blocks.push(block);
         }
+        Ok(())
     }
 
     /// Adds to block `index`: text, thinking, tool arguments or a signature.
