@@ -39,7 +39,7 @@ pub(crate) struct ChatRun {
     readers: Vec<thread::JoinHandle<()>>,
 }
 
-fn pump(mut from: impl Read + Send + 'static, to: Arc<Mutex<String>>) -> thread::JoinHandle<()> {
+pub(crate) fn pump(mut from: impl Read + Send + 'static, to: Arc<Mutex<String>>) -> thread::JoinHandle<()> {
     thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n) = from.read(&mut buf) {

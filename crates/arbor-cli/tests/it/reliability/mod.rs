@@ -13,7 +13,7 @@ mod model_limits;
 mod stale_index;
 mod terminal;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -73,17 +73,7 @@ impl Holder {
             .spawn()
             .unwrap();
         let err = Arc::new(Mutex::new(String::new()));
-        let mut from = child.stderr.take().unwrap();
-        let to = err.clone();
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = from.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                to.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        crate::chat::pump(child.stderr.take().unwrap(), err.clone());
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(b"/help\n").unwrap();
         stdin.flush().unwrap();
