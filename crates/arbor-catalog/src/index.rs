@@ -23,7 +23,7 @@ use arbor_tree::{OpenMode, Session, SessionOptions};
 use crate::error::CatalogError;
 use crate::lines::Lines;
 use crate::walk::Scope;
-use crate::work::{run_parallel, Pass, Progress};
+use crate::work::{run_parallel, Caller, Pass, Progress};
 
 /// One entry as the catalog keeps it.
 #[derive(Debug, Clone)]
@@ -103,6 +103,7 @@ pub(crate) fn index(
     let result = run_parallel(
         jobs,
         threads,
+        Caller::Consumes,
         |job| read_job(root, job),
         |done: Option<Indexed>| {
             let Some(done) = done else { return Ok(()) };

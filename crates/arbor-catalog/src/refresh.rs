@@ -16,7 +16,7 @@ use crate::error::CatalogError;
 use crate::lines::Lines;
 use crate::stamp::{classify, Change, Known, Stat, Sums};
 use crate::walk::{walk, Found, Scope};
-use crate::work::{run_parallel, Pass, Progress};
+use crate::work::{run_parallel, Caller, Pass, Progress};
 use arbor_tree::{ListingFacts, ListingKind};
 
 /// A file's row as a refresh reads it.
@@ -127,6 +127,7 @@ pub(crate) fn refresh(
     let result = run_parallel(
         jobs,
         threads,
+        Caller::Works,
         |job| read_job(root, job),
         |read: Option<Read>| {
             let Some(read) = read else { return Ok(()) };
@@ -329,14 +330,17 @@ impl<'c> Writer<'c> {
             modified,
         ];
         let n = match r.row {
-            None => self.conn.execute(
-                "INSERT INTO sessions (rel, dir, size, mtime_ns, ctime_ns, ino, dev, scanned, head_sum, tail_sum, \
+            // Prepared once per connection: a first scan inserts a row per file.
+            None => self
+                .conn
+                .prepare_cached(
+                    "INSERT INTO sessions (rel, dir, size, mtime_ns, ctime_ns, ino, dev, scanned, head_sum, tail_sum, \
                  kind, lines, id, cwd, parent_session, created, version, name, message_count, first_message, \
                  newest_ms, modified_ms, indexed, gen) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
                  ?21, ?22, 0, 0) ON CONFLICT (rel) DO NOTHING",
-                values,
-            )?,
+                )?
+                .execute(values)?,
             Some((rowid, gen)) => {
                 let n = self.conn.execute(
                     &format!(

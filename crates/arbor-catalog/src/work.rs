@@ -31,12 +31,24 @@ pub struct NoProgress;
 
 impl Progress for NoProgress {}
 
+/// What the calling thread of [`run_parallel`] does besides consuming results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// Only consumes: for when consuming is the slow side (the full-text index).
+    Consumes,
+    /// Is one of the threads: between its own jobs it consumes what the
+    /// others sent, so no more threads than asked for are busy (for when
+    /// consuming is cheap, like the listing facts).
+    Works,
+}
+
 /// Runs `work` on every job on up to `threads` threads and hands each result
 /// to `consume` on the calling thread, as results come. The first error
 /// (from either side) stops the run and is returned.
 pub(crate) fn run_parallel<J: Send, R: Send>(
     jobs: Vec<J>,
     threads: usize,
+    caller: Caller,
     work: impl Fn(J) -> Result<R, CatalogError> + Sync,
     mut consume: impl FnMut(R) -> Result<(), CatalogError>,
 ) -> Result<(), CatalogError> {
@@ -48,16 +60,19 @@ pub(crate) fn run_parallel<J: Send, R: Send>(
         return Ok(());
     }
     let queue = Mutex::new(jobs.into_iter());
+    // A poisoned queue only means another worker panicked: take what is left.
+    let next = || queue.lock().unwrap_or_else(|p| p.into_inner()).next();
     let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::sync_channel::<Result<R, CatalogError>>(threads * 2);
+    // A working caller needs room for what the others finish while it reads a large file.
+    let room = if caller == Caller::Works { threads * 32 } else { threads * 2 };
+    let (tx, rx) = mpsc::sync_channel::<Result<R, CatalogError>>(room);
+    let helpers = if caller == Caller::Works { threads - 1 } else { threads };
     std::thread::scope(|s| {
-        for _ in 0..threads {
-            let (tx, queue, stop, work) = (tx.clone(), &queue, &stop, &work);
+        for _ in 0..helpers {
+            let (tx, stop, work, next) = (tx.clone(), &stop, &work, &next);
             s.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    // A poisoned queue only means another worker panicked: take what is left.
-                    let job = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
-                    let Some(job) = job else { break };
+                    let Some(job) = next() else { break };
                     if tx.send(work(job)).is_err() {
                         break;
                     }
@@ -66,14 +81,24 @@ pub(crate) fn run_parallel<J: Send, R: Send>(
         }
         drop(tx);
         let mut first_error = None;
+        let mut take = |result: Result<R, CatalogError>| {
+            if first_error.is_none() {
+                if let Err(e) = result.and_then(&mut consume) {
+                    stop.store(true, Ordering::Relaxed);
+                    first_error = Some(e);
+                }
+            }
+        };
+        // This thread's own share, with what the others sent so far between jobs.
+        while caller == Caller::Works && !stop.load(Ordering::Relaxed) {
+            let Some(job) = next() else { break };
+            take(work(job));
+            while let Ok(result) = rx.try_recv() {
+                take(result);
+            }
+        }
         for result in rx.iter() {
-            if first_error.is_some() {
-                continue;
-            }
-            if let Err(e) = result.and_then(&mut consume) {
-                stop.store(true, Ordering::Relaxed);
-                first_error = Some(e);
-            }
+            take(result);
         }
         first_error.map_or(Ok(()), Err)
     })
@@ -86,25 +111,39 @@ mod tests {
 
     #[test]
     fn every_job_once_and_the_first_error_stops() {
-        let mut seen = vec![];
-        run_parallel(
-            (0..100).collect(),
-            3,
-            |j: i32| Ok(j * 2),
-            |r| {
-                seen.push(r);
-                Ok(())
-            },
-        )
-        .unwrap();
-        seen.sort();
-        assert_eq!(seen, (0..100).map(|j| j * 2).collect::<Vec<_>>());
-        let err = run_parallel(
-            (0..100).collect(),
-            2,
-            |j: i32| if j == 50 { Err(CatalogError::Query("boom".into())) } else { Ok(j) },
-            |_| Ok(()),
-        );
-        assert!(matches!(err, Err(CatalogError::Query(_))));
+        for caller in [Caller::Consumes, Caller::Works] {
+            for threads in [1, 2, 3] {
+                let mut seen = vec![];
+                run_parallel(
+                    (0..100).collect(),
+                    threads,
+                    caller,
+                    |j: i32| Ok(j * 2),
+                    |r| {
+                        seen.push(r);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+                seen.sort();
+                assert_eq!(seen, (0..100).map(|j| j * 2).collect::<Vec<_>>(), "{caller:?} {threads}");
+                let err = run_parallel(
+                    (0..100).collect(),
+                    threads,
+                    caller,
+                    |j: i32| if j == 50 { Err(CatalogError::Query("boom".into())) } else { Ok(j) },
+                    |_| Ok(()),
+                );
+                assert!(matches!(err, Err(CatalogError::Query(_))), "{caller:?} {threads}");
+                let err = run_parallel(
+                    (0..100).collect(),
+                    threads,
+                    caller,
+                    |j: i32| Ok(j),
+                    |r| if r == 70 { Err(CatalogError::Query("full".into())) } else { Ok(()) },
+                );
+                assert!(matches!(err, Err(CatalogError::Query(_))), "{caller:?} {threads}");
+            }
+        }
     }
 }
