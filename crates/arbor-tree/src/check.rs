@@ -176,7 +176,7 @@ fn non_string_parents(log: &SessionLog) -> impl Iterator<Item = Finding> + '_ {
 fn root_parents(s: &Session) -> Vec<Finding> {
     let mut out = vec![];
     for (i, slot) in s.state.slots.iter().enumerate() {
-        if slot.parent_id.is_some() {
+        if slot.parent_id().is_some() {
             continue;
         }
         let p = Position::new(i);
@@ -214,11 +214,11 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
 fn entry_findings(s: &Session) -> Vec<Finding> {
     let mut out = vec![];
     for (k, slot) in s.state.slots.iter().enumerate() {
-        if !slot.live {
+        if !slot.live() {
             continue;
         }
-        let (i, line, id) = (Position::new(k), slot.line, &slot.id);
-        if let Some(p) = &slot.parent_id {
+        let (i, line, id) = (Position::new(k), slot.line(), &slot.id());
+        if let Some(p) = &slot.parent_id() {
             if p == id {
                 out.push(warn(line, "self-parent", format!("entry {id} is its own parent; shown as a root")));
             } else if s.position_of(p).is_none() {
@@ -226,7 +226,7 @@ fn entry_findings(s: &Session) -> Vec<Finding> {
             }
         }
         // Only labels and compactions are read further.
-        if slot.entry_type != EntryType::Label && slot.entry_type != EntryType::Compaction {
+        if slot.entry_type() != &EntryType::Label && slot.entry_type() != &EntryType::Compaction {
             continue;
         }
         let Some(e) = s.decode_at(i) else { continue };
@@ -237,7 +237,8 @@ fn entry_findings(s: &Session) -> Vec<Finding> {
                 format!("label {} targets a missing entry {}", e.id, l.target_id),
             )),
             EntryKind::Compaction(c) => {
-                let on_path = |k: &str| s.branch_positions(Some(&e.id)).iter().any(|&q| s.id_at(q) == Some(k));
+                let on_path =
+                    |k: &str| s.branch_positions(Some(&e.id)).iter().any(|&q| s.id_at(q).is_some_and(|x| *x == *k));
                 match c.first_kept_entry_id.as_deref() {
                     None => out.push(warn(
                         line,
@@ -265,7 +266,7 @@ fn entry_findings(s: &Session) -> Vec<Finding> {
 fn named_as_parent(s: &Session) -> Vec<bool> {
     let mut named = vec![false; s.len()];
     for slot in s.state.slots.iter() {
-        if let Some(q) = slot.parent_id.as_deref().filter(|_| slot.live).and_then(|p| s.position_of(p)) {
+        if let Some(q) = slot.parent_id().as_deref().filter(|_| slot.live()).and_then(|p| s.position_of(p)) {
             named[q.get()] = true;
         }
     }
@@ -324,12 +325,12 @@ fn report_unanswered(s: &Session, open_at_leaves: Vec<(Position, Vec<OpenCall>)>
     let mut index: HashMap<(String, String, String), usize> = HashMap::new();
     for (leaf, open) in open_at_leaves {
         for (call, name, at) in open {
-            let key = (call, name, s.id_at(at).unwrap_or_default().to_owned());
+            let key = (call, name, s.id_at(at).unwrap_or_default().to_string());
             match index.get(&key) {
                 Some(&i) => seen[i].1 += 1,
                 None => {
                     index.insert(key.clone(), seen.len());
-                    seen.push((key, 1, s.id_at(leaf).unwrap_or_default().to_owned()));
+                    seen.push((key, 1, s.id_at(leaf).unwrap_or_default().to_string()));
                 }
             }
         }
@@ -423,7 +424,7 @@ fn open_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<(Positi
     let mut out = vec![];
     for leaf in s.positions().filter(|&p| is_leaf(p)) {
         let mut open: Vec<OpenCall> = vec![];
-        for p in s.branch_positions(s.id_at(leaf)) {
+        for p in s.branch_positions(s.id_at(leaf).as_deref()) {
             let (calls, result) = tool_effect(s, p);
             if let Some(id) = result {
                 open.retain(|c| c.0 != id);

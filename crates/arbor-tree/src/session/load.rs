@@ -12,7 +12,9 @@ use arbor_log::{
     Diagnostic, DiagnosticKind, Entry, EntryKind, EntryType, OwnedLine, Role, SeededIds, SessionHeader, SessionLog,
     CURRENT_VERSION,
 };
+use compact_str::CompactString;
 
+use super::packed::IdTable;
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
 use super::{Disk, Session, Slots};
 use crate::index::{self, IndexFile};
@@ -43,23 +45,28 @@ impl Session {
         if let Some(index) =
             index.filter(|i| clean && i.stamp.size >= self.opts.index_min_bytes && self.diagnostics.is_empty())
         {
-            if let Some(bytes) = self.index_of_slots(header_bytes).and_then(|e| index::encode(index.stamp, &e)) {
+            if let Some(bytes) = self.index_of_slots(header_bytes, index.stamp) {
                 index.write(&bytes);
             }
         }
         Ok(true)
     }
 
-    /// The index of a loaded file; `None` when a parent comes after its child
+    /// The index of a loaded file, encoded; `None` when a parent comes after its child
     /// (the index keeps only parents that point back, so it can hold no cycle).
-    fn index_of_slots(&self, header_bytes: u64) -> Option<index::Index<'_>> {
-        let entries = self
-            .state
-            .slots
+    fn index_of_slots(&self, header_bytes: u64, stamp: index::Stamp) -> Option<Vec<u8>> {
+        let slots = &self.state.slots;
+        // The index borrows its ids, and the slots hold pi's packed: spell them out first.
+        let ids: Vec<(CompactString, Option<CompactString>)> = slots
             .iter()
+            .map(|s| (CompactString::from(&*s.id()), s.parent_id().map(|p| CompactString::from(&*p))))
+            .collect();
+        let entries = slots
+            .iter()
+            .zip(&ids)
             .enumerate()
-            .map(|(i, s)| {
-                let (offset, len) = s.src?;
+            .map(|(i, (s, (id, parent_id)))| {
+                let (offset, len) = s.src()?;
                 let parent = self.parent_of(i);
                 if parent.is_some_and(|p| p >= i) {
                     return None;
@@ -68,17 +75,17 @@ impl Session {
                     parent,
                     offset,
                     len: u32::try_from(len).ok()?,
-                    line: u32::try_from(s.line).ok()?,
-                    ts_ms: s.ts_ms,
-                    js_only: s.js_only,
-                    entry_type: s.entry_type.clone(),
-                    role: s.role.clone(),
-                    id: &s.id,
-                    parent_id: s.parent_id.as_deref(),
+                    line: u32::try_from(s.line()).ok()?,
+                    ts_ms: s.ts_ms(),
+                    js_only: s.js_only(),
+                    entry_type: s.entry_type().clone(),
+                    role: s.role().cloned(),
+                    id,
+                    parent_id: parent_id.as_deref(),
                 })
             })
             .collect::<Option<Vec<_>>>()?;
-        Some(index::Index { header_bytes, entries })
+        index::encode(stamp, &index::Index { header_bytes, entries })
     }
 
     /// Loads from the cached index; false when there is none usable. Only
@@ -140,7 +147,7 @@ impl Session {
                 self.note_loaded(i);
             }
         }
-        self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
+        self.state.leaf = self.state.slots.last().map(|s| s.id().to_string());
         if !resolved {
             self.resolve_ids();
             self.find_cycles();
@@ -159,7 +166,7 @@ impl Session {
             // Parents are resolved once every slot is in.
             self.push_loaded(Slot::decoded(entry, json, line, owned.js_only), NO_PARENT);
         }
-        self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
+        self.state.leaf = self.state.slots.last().map(|s| s.id().to_string());
         self.resolve_ids();
         self.find_cycles();
         self.diagnostics.sort_by_key(|d| d.line);
@@ -172,28 +179,33 @@ impl Session {
 
     /// Appends a slot after the load: the id map, parents and children lists follow it.
     fn push(&mut self, slot: Slot) -> usize {
-        self.state.leaf = Some(slot.id.to_string());
+        let id = CompactString::from(&*slot.id());
+        self.state.leaf = Some(id.to_string());
         let mut by_id = self.state.by_id.take().unwrap_or_else(|| id_index(&self.state.slots));
         let mut unresolved = self.state.unresolved.take().unwrap_or_else(|| unresolved_parents(&self.state.slots));
-        let i = self.state.slots.len();
-        let id = slot.id.clone();
-        let prev = by_id.insert(id.clone(), i);
-        if let Some(prev) = prev {
-            self.state.slots[prev].live = false;
-        }
-        let own = slot.parent_id.as_deref().and_then(|p| by_id.get(p).copied());
+        let parent = slot.parent_id().map(|p| CompactString::from(&*p));
+        let prev = by_id.get(&id, |k| self.state.slots[k].id());
+        // A parent naming the entry's own id resolves to the entry itself.
+        let own = match parent.as_deref() {
+            Some(p) if p == id => Some(self.state.slots.len()),
+            Some(p) => by_id.get(p, |k| self.state.slots[k].id()),
+            None => None,
+        };
         let i = self.push_loaded(slot, own.unwrap_or(NO_PARENT));
+        by_id.insert(&id, i, |k| self.state.slots[k].id());
+        if let Some(prev) = prev {
+            self.state.slots[prev].set_live(false);
+        }
         // Entries naming this id as their parent now resolve to it (the later
         // line wins). Only possible when the id was taken before or was some
         // entry's unresolved parent; a fresh id (every append) skips the walk.
         if prev.is_some() || unresolved.remove(&id) {
             for k in 0..i {
-                if self.state.slots[k].parent_id.as_ref() == Some(&id) {
+                if self.state.slots[k].parent_id().is_some_and(|p| *p == *id) {
                     self.state.slots.set_parent(k, i);
                 }
             }
         }
-        let parent = self.state.slots[i].parent_id.clone();
         if let (None, Some(p)) = (own, &parent) {
             unresolved.insert(p.clone());
         }
@@ -214,17 +226,16 @@ impl Session {
     /// ones are no longer live) and every slot's parent resolved through it.
     fn resolve_ids(&mut self) {
         let st = &mut self.state;
-        let mut by_id: IdMap<usize> = IdMap::default();
-        by_id.reserve(st.slots.len());
+        let by_id = id_index(&st.slots);
         for i in 0..st.slots.len() {
-            if let Some(prev) = by_id.insert(st.slots[i].id.clone(), i) {
-                st.slots[prev].live = false;
+            if by_id.get(&st.slots[i].id(), |k| st.slots[k].id()) != Some(i) {
+                st.slots[i].set_live(false);
             }
         }
         let parents = st
             .slots
             .iter()
-            .map(|s| s.parent_id.as_deref().and_then(|p| by_id.get(p).copied()).unwrap_or(NO_PARENT))
+            .map(|s| s.parent_id().and_then(|p| by_id.get(&p, |k| st.slots[k].id())).unwrap_or(NO_PARENT))
             .collect();
         st.slots.set_parents(parents);
         st.by_id = OnceLock::from(by_id);
@@ -238,13 +249,18 @@ impl Session {
     pub(super) fn slot_of(&self, id: &str) -> Option<usize> {
         match self.state.slots.last() {
             // The last line holding an id is the one the id resolves to.
-            Some(last) if last.id == id => Some(self.state.slots.len() - 1),
-            _ => self.ids().get(id).copied(),
+            Some(last) if last.id() == id => Some(self.state.slots.len() - 1),
+            _ => self.ids().get(id, |k| self.state.slots[k].id()),
         }
     }
 
+    /// True when some entry has the id `id`.
+    pub(super) fn has_id(&self, id: &str) -> bool {
+        self.slot_of(id).is_some()
+    }
+
     /// Id → slot (the later line of an id wins), built on first use.
-    pub(super) fn ids(&self) -> &IdMap<usize> {
+    fn ids(&self) -> &IdTable {
         self.state.by_id.get_or_init(|| id_index(&self.state.slots))
     }
 
@@ -272,10 +288,10 @@ impl Session {
     fn note_loaded(&mut self, i: usize) {
         let st = &mut self.state;
         let slot = &st.slots[i];
-        if !st.has_assistant && slot.role == Some(Role::Assistant) {
+        if !st.has_assistant && slot.role() == Some(&Role::Assistant) {
             st.has_assistant = true;
         }
-        if slot.entry_type != EntryType::Label {
+        if slot.entry_type() != &EntryType::Label {
             return;
         }
         let src = st.source.as_deref();
@@ -302,7 +318,7 @@ impl Session {
         // 0 = unseen, 1 = on the current walk, 2 = done.
         let mut state = vec![0u8; n];
         for start in 0..n {
-            if !self.state.slots[start].live || state[start] != 0 {
+            if !self.state.slots[start].live() || state[start] != 0 {
                 continue;
             }
             let mut walk = vec![];
@@ -323,8 +339,8 @@ impl Session {
                 state[i] = 1;
                 walk.push(i);
                 let e = &self.state.slots[i];
-                cur = match &e.parent_id {
-                    Some(p) if *p != e.id => self.parent_of(i),
+                cur = match &e.parent_id() {
+                    Some(p) if *p != e.id() => self.parent_of(i),
                     _ => None,
                 };
             }
@@ -337,9 +353,9 @@ impl Session {
     fn note_cycle(&mut self, first: usize) {
         let slot = &self.state.slots[first];
         self.diagnostics.push(Diagnostic {
-            line: slot.line,
+            line: slot.line(),
             offset: 0,
-            kind: DiagnosticKind::ParentCycle { id: slot.id.to_string() },
+            kind: DiagnosticKind::ParentCycle { id: slot.id().to_string() },
         });
         self.state.cycle_roots.insert(first);
     }

@@ -31,6 +31,7 @@ mod leaf;
 mod load;
 mod open;
 mod options;
+mod packed;
 mod persist;
 mod positions;
 mod query;
@@ -52,6 +53,7 @@ use crate::labels::Labels;
 use crate::store::{AppendHandle, WriteLock};
 
 pub use options::{OpenMode, SessionOptions};
+pub use packed::EntryId;
 pub(crate) use persist::Disk;
 pub use positions::Position;
 pub(crate) use slot::LineCursor;
@@ -66,7 +68,7 @@ pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
 pub(crate) struct Entries {
     pub(crate) slots: Slots,
     /// Id → slot; built by a bulk load that hashes ids anyway, else on first use.
-    by_id: OnceLock<IdMap<usize>>,
+    by_id: OnceLock<packed::IdTable>,
     /// Built on first use.
     children: OnceLock<IdMap<slot::Kids>>,
     /// Parent ids naming no entry (built by the first append): an append

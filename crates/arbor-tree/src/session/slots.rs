@@ -57,12 +57,12 @@ impl Indexed {
         let mut out: Vec<Slot> = Vec::with_capacity(entries.len());
         for e in entries {
             // A resolved parent's id is that entry's id: in this run, or read from the index.
-            let parent_id = match e.parent {
-                Some(p) if p >= start => out.get(p - start).map(|s| s.id.clone()),
+            let parent_id: Option<CompactString> = match e.parent {
+                Some(p) if p >= start => out.get(p - start).map(|s| CompactString::from(&*s.id())),
                 Some(p) => self.index.id(p).or_else(|| Some(CompactString::default())),
                 None => e.parent_id.clone(),
             };
-            out.push(Slot::indexed(e, parent_id));
+            out.push(Slot::indexed(e, parent_id.as_deref()));
         }
         out.into_boxed_slice()
     }
@@ -173,7 +173,7 @@ impl Slots {
     pub(crate) fn entry_type(&self, i: usize) -> Option<&EntryType> {
         match self.indexed.as_ref().and_then(|x| x.index.entry_type(i)) {
             Some(t) => Some(t),
-            None => self.get(i).map(|s| &s.entry_type),
+            None => self.get(i).map(Slot::entry_type),
         }
     }
 
@@ -181,7 +181,7 @@ impl Slots {
     pub(crate) fn role(&self, i: usize) -> Option<&Role> {
         match self.indexed.as_ref().and_then(|x| x.index.role(i)) {
             Some(r) => r,
-            None => self.get(i).and_then(|s| s.role.as_ref()),
+            None => self.get(i).and_then(Slot::role),
         }
     }
 
@@ -192,7 +192,7 @@ impl Slots {
             Some(index) => index.positions_of(t).into_iter().filter(|&i| self.entry_type(i) == Some(t)).collect(),
             None => vec![],
         };
-        out.extend(self.owned.iter().enumerate().filter(|(_, s)| &s.entry_type == t).map(|(k, _)| n + k));
+        out.extend(self.owned.iter().enumerate().filter(|(_, s)| s.entry_type() == t).map(|(k, _)| n + k));
         out
     }
 }
