@@ -152,18 +152,25 @@ impl<'a> Tree<'a> {
     /// "labelTimestamp": …}]`, `label` and `labelTimestamp` absent when none,
     /// entries as held. Iterative: any depth is fine.
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
-        // Each frame: the list being written and the position in it.
-        let mut stack: Vec<(&[Position], usize)> = vec![(&self.roots, 0)];
+        // Each frame: whose children are being written (`u32::MAX`: the roots)
+        // and how many are written; 8 bytes a level, for a path of any depth.
+        const ROOTS: u32 = u32::MAX;
+        let list_of = |owner: u32| match owner {
+            ROOTS => &self.roots[..],
+            p => self.child_positions(Position::new(p as usize)),
+        };
+        let mut stack: Vec<(u32, u32)> = vec![(ROOTS, 0)];
         let mut cursor = LineCursor::new(self.session.src());
         w.write_all(b"[")?;
-        while let Some((list, pos)) = stack.last_mut() {
-            if *pos == list.len() {
+        while let Some(&mut (owner, ref mut pos)) = stack.last_mut() {
+            let list = list_of(owner);
+            if *pos as usize == list.len() {
                 stack.pop();
                 w.write_all(b"]")?;
-                if let Some((plist, ppos)) = stack.last() {
+                if owner != ROOTS {
                     // Close the node whose children we just wrote.
-                    let id = &self.session.state.slots[plist[*ppos - 1].get()].id();
-                    if let Some(label) = self.session.label(id) {
+                    let id = self.session.state.slots[owner as usize].id();
+                    if let Some(label) = self.session.label(&id) {
                         w.write_all(b",\"label\":")?;
                         arbor_log::json::to_writer(&mut *w, &label.value)?;
                         if let Some(ts) = &label.timestamp {
@@ -175,7 +182,7 @@ impl<'a> Tree<'a> {
                 }
                 continue;
             }
-            let idx = list[*pos];
+            let idx = list[*pos as usize];
             if *pos > 0 {
                 w.write_all(b",")?;
             }
@@ -184,7 +191,7 @@ impl<'a> Tree<'a> {
             // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
             self.session.state.slots[idx.get()].with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
             w.write_all(b",\"children\":[")?;
-            stack.push((self.child_positions(idx), 0));
+            stack.push((idx.get() as u32, 0));
         }
         Ok(())
     }

@@ -385,7 +385,7 @@ impl Slot {
 
     /// The place came from the index cache, not from reading the file now:
     /// the line is checked before it is used (see [`Slot::indexed_line`]).
-    pub(crate) fn from_index(&self) -> bool {
+    pub(crate) fn placed_by_index(&self) -> bool {
         self.flags & FROM_INDEX != 0
     }
 
@@ -407,14 +407,14 @@ impl Slot {
             return Err("the entry has no source line".to_owned());
         };
         // A line placed by the index is read with the byte before it, to check where it starts.
-        let before = usize::from(self.from_index());
+        let before = usize::from(self.placed_by_index());
         let Some(start) = offset.checked_sub(before as u64) else { return Err(self.changed()) };
         let mut bytes =
             read_exact_at(src, start, len + before).map_err(|e| format!("cannot read line {}: {e}", self.line()))?;
         if bytes.len() != len + before {
             return Err(format!("cannot read line {}: the file is shorter than when it was opened", self.line()));
         }
-        if self.from_index() {
+        if self.placed_by_index() {
             if self.indexed_line(&bytes).is_none() {
                 return Err(self.changed());
             }
@@ -448,7 +448,7 @@ impl Slot {
     /// The line of this slot through `cursor`, checked when the index placed it.
     fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
         let (offset, len) = self.src()?;
-        if !self.from_index() {
+        if !self.placed_by_index() {
             return cursor.line(offset, len);
         }
         let raw = cursor.line(offset.checked_sub(1)?, len + 1)?;
@@ -458,7 +458,7 @@ impl Slot {
     /// True when the line of this slot is where the index put it (always
     /// true for slots that did not come from the index).
     pub(crate) fn line_is_sound(&self, cursor: &mut LineCursor<'_>) -> bool {
-        !self.from_index() || self.line_via(cursor).is_some()
+        !self.placed_by_index() || self.line_via(cursor).is_some()
     }
 
     fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
@@ -686,7 +686,7 @@ mod tests {
                 assert_eq!(s.entry_type(), &entry_type);
                 assert_eq!(s.role(), role.as_ref());
                 assert_eq!((s.line(), s.ts_ms(), s.src()), (line, ts_ms, Some(src)));
-                assert_eq!((s.js_only(), s.from_index(), s.live()), (js_only, js_only, true));
+                assert_eq!((s.js_only(), s.placed_by_index(), s.live()), (js_only, js_only, true));
             }
         }
     }
