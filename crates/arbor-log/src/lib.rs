@@ -71,6 +71,7 @@ mod message;
 mod migrate;
 pub mod reader;
 pub mod scan;
+mod scanned;
 mod text;
 mod vocab;
 pub mod writer;

@@ -16,6 +16,7 @@ use compact_str::CompactString;
 
 use super::packed::IdTable;
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
+use super::slots::narrow;
 use super::{Disk, Session, Slots};
 use crate::index::{self, IndexFile};
 use crate::labels::Labels;
@@ -36,7 +37,7 @@ impl Session {
             }
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        let scanned = ScannedLog::read(&*src, threads)?;
+        let scanned = ScannedLog::<Slot>::read_as(&*src, threads)?;
         let clean = scanned.diagnostics.is_empty() && !scanned.entries.is_empty();
         let header_bytes = scanned.prefix.lines().last().map_or(0, |l| l.offset + l.raw().len() as u64);
         if !self.load_scan(src, scanned)? {
@@ -109,12 +110,12 @@ impl Session {
     }
 
     /// Loads from a fresh scan; false when the file needs the full path.
-    fn load_scan(&mut self, src: Arc<dyn ReadAt>, scanned: ScannedLog) -> io::Result<bool> {
+    fn load_scan(&mut self, src: Arc<dyn ReadAt>, scanned: ScannedLog<Slot>) -> io::Result<bool> {
         let Some(header) = scanned.prefix.header() else { return Ok(false) };
         if header.version() < CURRENT_VERSION {
             return Ok(false);
         }
-        let slots = Slots::from_vec(scanned.entries.into_iter().map(Slot::scanned).collect());
+        let slots = Slots::from_vec(scanned.entries);
         Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, false))
     }
 
@@ -236,6 +237,7 @@ impl Session {
             .slots
             .iter()
             .map(|s| s.parent_id().and_then(|p| by_id.get(&p, |k| st.slots[k].id())).unwrap_or(NO_PARENT))
+            .map(narrow)
             .collect();
         st.slots.set_parents(parents);
         st.by_id = OnceLock::from(by_id);

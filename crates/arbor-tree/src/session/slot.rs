@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use arbor_log::idhash::{IdHash, IdMap};
 use arbor_log::reader::trim_line;
-use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScannedEntry};
+use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget, ScannedEntry};
 use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
 
 use super::packed::{EntryId, IdTable, PackedId};
@@ -355,6 +355,20 @@ impl Slot {
         }
     }
 
+    /// Adds `by` to the line number (a scanning thread counts lines from its range's start).
+    pub(crate) fn shift_line(&mut self, by: usize) {
+        let line = self.line() + by;
+        match u32::try_from(line) {
+            Ok(l) if l != u32::MAX => self.line = l,
+            _ => {
+                let mut more = self.odd().cloned().unwrap_or_default();
+                more.line = line;
+                self.line = u32::MAX;
+                self.more = OnceBox::with_value(Box::new(more));
+            }
+        }
+    }
+
     pub(crate) fn ts_ms(&self) -> Option<i64> {
         (self.ts_ms != NO_TIME).then_some(self.ts_ms)
     }
@@ -513,6 +527,28 @@ impl Slot {
             }
             None => f(&entry_json(self.entry(cursor.src))),
         }
+    }
+}
+
+/// A scan keeps each entry as a slot, made in the thread that scanned its line.
+impl ScanTarget for Slot {
+    type Id<'a> = EntryId<'a>;
+
+    fn from_scanned(e: ScannedEntry) -> Slot {
+        Slot::scanned(e)
+    }
+
+    fn shift_line(&mut self, by: usize) {
+        Slot::shift_line(self, by);
+    }
+
+    fn id(&self) -> EntryId<'_> {
+        Slot::id(self)
+    }
+
+    fn place(&self) -> (usize, u64, usize) {
+        let (offset, len) = self.src().unwrap_or_default();
+        (self.line(), offset, len)
     }
 }
 

@@ -27,8 +27,8 @@ pub(crate) struct Slots {
     indexed: Option<Indexed>,
     /// Every other slot: after `indexed`'s (appended in this process), or all of them.
     owned: Vec<Slot>,
-    /// For each owned slot, the slot its `parentId` resolves to (`NO_PARENT`: none).
-    owned_parents: Vec<usize>,
+    /// For each owned slot, the slot its `parentId` resolves to (`u32::MAX`: none).
+    owned_parents: Vec<u32>,
     /// Slots of the index whose parent was resolved again after the load
     /// (an appended entry took the id they name): slot → parent.
     repointed: HashMap<usize, usize>,
@@ -85,7 +85,7 @@ impl Slots {
         let n = self.indexed_len();
         let p = match &self.indexed {
             Some(x) if i < n => return self.repointed.get(&i).copied().or_else(|| x.index.parent(i)),
-            _ => self.owned_parents.get(i - n).copied()?,
+            _ => self.owned_parents.get(i - n).copied().map(widen)?,
         };
         (p != NO_PARENT).then_some(p)
     }
@@ -96,12 +96,12 @@ impl Slots {
         if i < n {
             self.repointed.insert(i, p);
         } else if let Some(slot) = self.owned_parents.get_mut(i - n) {
-            *slot = p;
+            *slot = narrow(p);
         }
     }
 
-    /// The parents of the slots held in memory (the index holds its own).
-    pub(crate) fn set_parents(&mut self, parents: Vec<usize>) {
+    /// The parents of the slots held in memory, narrowed ([`narrow`]; the index holds its own).
+    pub(crate) fn set_parents(&mut self, parents: Vec<u32>) {
         self.owned_parents = parents;
     }
 
@@ -152,7 +152,7 @@ impl Slots {
     /// Adds a slot whose parent resolves to `parent` (`NO_PARENT`: none).
     pub(crate) fn push(&mut self, slot: Slot, parent: usize) {
         self.owned.push(slot);
-        self.owned_parents.push(parent);
+        self.owned_parents.push(narrow(parent));
     }
 
     pub(crate) fn reserve_exact(&mut self, n: usize) {
@@ -194,6 +194,20 @@ impl Slots {
         };
         out.extend(self.owned.iter().enumerate().filter(|(_, s)| s.entry_type() == t).map(|(k, _)| n + k));
         out
+    }
+}
+
+/// A slot number as a parent column holds it (`NO_PARENT` as `u32::MAX`;
+/// a session of four billion entries would not fit in memory anyway).
+pub(crate) fn narrow(p: usize) -> u32 {
+    u32::try_from(p).unwrap_or(u32::MAX)
+}
+
+fn widen(p: u32) -> usize {
+    if p == u32::MAX {
+        NO_PARENT
+    } else {
+        p as usize
     }
 }
 
