@@ -140,37 +140,7 @@ impl<E: ScanTarget> ScannedLog<E> {
     /// [`ScannedLog::from_lines`] of the lists [`scan_parts_as`] gives, taken in turn.
     fn from_parts(src: &dyn ReadAt, bytes: u64, parts: Vec<Vec<Kept<E>>>) -> io::Result<ScannedLog<E>> {
         let n_lines: usize = parts.iter().map(Vec::len).sum();
-        // The prefix ends with the first object that is not line 1's title slot candidate:
-        // read those lines in full so header rules live in one place (`SessionLog::read`).
-        let mut prefix_end = 0usize;
-        let mut prefix_bytes = 0u64;
-        for k in parts.iter().flatten() {
-            prefix_end += 1;
-            let l = match k {
-                Kept::Entry(_) => {
-                    // A plain entry is an object and never a title slot candidate:
-                    // the prefix ends here (its place is only needed to read the prefix).
-                    prefix_bytes = u64::MAX;
-                    break;
-                }
-                Kept::Other(l) => l,
-            };
-            prefix_bytes = l.offset + l.len as u64;
-            if matches!(l.kind, ScanKind::Object(_)) {
-                let title_candidate = l.number == 1
-                    && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| t.as_str() == "title"));
-                if !title_candidate {
-                    break;
-                }
-            }
-        }
-        if prefix_bytes == u64::MAX {
-            prefix_bytes = match parts.iter().flatten().nth(prefix_end - 1) {
-                Some(Kept::Entry(e)) => e.place().1 + e.place().2 as u64,
-                Some(Kept::Other(l)) => l.offset + l.len as u64,
-                None => 0,
-            };
-        }
+        let (prefix_end, prefix_bytes) = prefix_of(&parts);
         let raw = read_exact_at(src, 0, usize::try_from(prefix_bytes).unwrap_or(usize::MAX))?;
         // A title slot candidate on line 1 and the object after it are both in the
         // prefix: whether it is a title slot or the first record, `SessionLog` decides.
@@ -220,6 +190,35 @@ impl<E: ScanTarget> ScannedLog<E> {
         diagnostics.append(&mut entry_diagnostics);
         Ok(ScannedLog { prefix, entries, diagnostics, lines: n_lines, bytes })
     }
+}
+
+/// How many lines the prefix has and where it ends: it ends with the first
+/// object that is not line 1's title slot candidate (those lines are read in
+/// full, so header rules live in one place, `SessionLog::read`).
+fn prefix_of<E: ScanTarget>(parts: &[Vec<Kept<E>>]) -> (usize, u64) {
+    let mut prefix_end = 0usize;
+    let mut prefix_bytes = 0u64;
+    for k in parts.iter().flatten() {
+        prefix_end += 1;
+        let l = match k {
+            Kept::Entry(e) => {
+                // A plain entry is an object and never a title slot candidate: the prefix ends here.
+                let (_, offset, len) = e.place();
+                prefix_bytes = offset + len as u64;
+                break;
+            }
+            Kept::Other(l) => l,
+        };
+        prefix_bytes = l.offset + l.len as u64;
+        if matches!(l.kind, ScanKind::Object(_)) {
+            let title_candidate = l.number == 1
+                && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| t.as_str() == "title"));
+            if !title_candidate {
+                break;
+            }
+        }
+    }
+    (prefix_end, prefix_bytes)
 }
 
 /// A line after the prefix that is not a plain entry: its line diagnostics
