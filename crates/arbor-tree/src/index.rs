@@ -45,17 +45,26 @@ use arbor_log::{atomic_write, EntryType, Role};
 
 use crate::store::Store;
 
+mod extend;
+mod ids;
+
+pub(crate) use ids::IdRows;
+
 /// The extension of an index file in the cache directory.
 const INDEX_EXTENSION: &str = "arbor-index";
 
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX5";
+const MAGIC: &[u8; 8] = b"ARBORIX6";
 
 const NAMED_STRING: u8 = 255;
 const NO_ROLE: u8 = 254;
 const NO_POSITION: u32 = u32::MAX;
+/// Set in an id row's position: the row is the unresolved parent id of the entry there.
+pub(crate) const NAMES_PARENT: u32 = 1 << 31;
+/// Bytes of one id row.
+pub(crate) const ROW: usize = 12;
 const EDGE: u64 = 64 * 1024;
 
 /// One entry as the index keeps it (its strings borrowed from the index bytes or the session).
@@ -95,7 +104,7 @@ pub(crate) struct Stamp {
 
 /// FNV-1a, 64 bits.
 #[derive(Debug, Clone, Copy)]
-struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Fnv {
     fn new() -> Fnv {
@@ -169,77 +178,139 @@ impl IndexFile {
     }
 }
 
-/// Bytes before the columns: magic, stamp, header bytes, entry count, strings length.
-const FIXED: u64 = 80;
+/// Bytes before the columns: magic, stamp, header bytes, entry count, strings length, id rows.
+const FIXED: u64 = 88;
 /// Bytes of one entry's fixed record.
 const RECORD: usize = 32;
 /// Bytes per entry in the columns and the records.
 const PER_ENTRY: u64 = 4 + 2 + RECORD as u64;
 
 /// The index's bytes; `None` when an entry does not fit the layout (a line of
-/// 4 GiB or more, a string of 64 KiB or more, strings of 4 GiB or more): such a
-/// file is not indexed.
+/// 4 GiB or more, a string of 64 KiB or more, strings of 4 GiB or more, 2^31
+/// entries or more): such a file is not indexed.
 pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
-    let n = index.entries.len();
-    let mut parents = Vec::with_capacity(n * 4);
-    let mut kinds = Vec::with_capacity(n * 2);
-    let mut records = Vec::with_capacity(n * RECORD);
-    let mut strings = Vec::with_capacity(n * 12);
-    fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
-        out.extend_from_slice(&u16::try_from(s.len()).ok()?.to_le_bytes());
-        out.extend_from_slice(s.as_bytes());
-        Some(())
+    let mut cols = Columns::of(&index.entries, 0, 0)?;
+    cols.rows.sort_unstable();
+    let head =
+        fixed(stamp, index.header_bytes, index.entries.len() as u64, cols.strings.len() as u64, cols.rows.len() as u64);
+    let mut out = Vec::with_capacity(
+        head.len()
+            + cols.parents.len()
+            + cols.kinds.len()
+            + cols.records.len()
+            + cols.strings.len()
+            + cols.rows.len() * ROW,
+    );
+    out.extend_from_slice(&head);
+    for part in [&cols.parents, &cols.kinds, &cols.records, &cols.strings] {
+        out.extend_from_slice(part);
     }
-    /// A known name's position in `known`, or 255 (its string goes to the strings).
-    fn code<T: PartialEq>(known: &[T], name: &T) -> u8 {
-        known.iter().position(|n| n == name).map_or(NAMED_STRING, |c| c as u8)
+    for row in &cols.rows {
+        out.extend_from_slice(&row_bytes(*row));
     }
-    for e in &index.entries {
-        let parent = match e.parent {
-            Some(p) => u32::try_from(p).ok().filter(|&p| p != NO_POSITION)?,
-            None => NO_POSITION,
-        };
-        parents.extend_from_slice(&parent.to_le_bytes());
-        let type_code = code(EntryType::ALL, &e.entry_type);
-        let role_code = e.role.as_ref().map_or(NO_ROLE, |r| code(Role::ALL, r));
-        kinds.extend_from_slice(&[type_code, role_code]);
-        records.extend_from_slice(&e.offset.to_le_bytes());
-        records.extend_from_slice(&e.len.to_le_bytes());
-        records.extend_from_slice(&e.line.to_le_bytes());
-        records.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
-        records.extend_from_slice(&u32::try_from(strings.len()).ok()?.to_le_bytes());
-        records.extend_from_slice(&[u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1, 0, 0, 0]);
-        put_str(&mut strings, e.id)?;
-        if parent == NO_POSITION {
-            match e.parent_id {
-                Some(id) => {
-                    strings.push(1);
-                    put_str(&mut strings, id)?;
-                }
-                None => strings.push(0),
-            }
-        }
-        if type_code == NAMED_STRING {
-            put_str(&mut strings, e.entry_type.as_str())?;
-        }
-        if role_code == NAMED_STRING {
-            put_str(&mut strings, e.role.as_ref()?.as_str())?;
-        }
-    }
-    u32::try_from(strings.len()).ok()?;
-    let mut out = Vec::with_capacity(FIXED as usize + parents.len() + kinds.len() + records.len() + strings.len());
+    Some(out)
+}
+
+/// The fixed part of an index: magic, stamp, header bytes, entry count, strings length, id rows.
+pub(crate) fn fixed(stamp: Stamp, header_bytes: u64, n: u64, strings_len: u64, rows: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(FIXED as usize);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&stamp.size.to_le_bytes());
     out.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
     out.extend_from_slice(&stamp.changed_ns.to_le_bytes());
     out.extend_from_slice(&stamp.checksum.to_le_bytes());
-    out.extend_from_slice(&index.header_bytes.to_le_bytes());
-    out.extend_from_slice(&(n as u64).to_le_bytes());
-    out.extend_from_slice(&(strings.len() as u64).to_le_bytes());
-    for part in [parents, kinds, records, strings] {
-        out.extend_from_slice(&part);
+    out.extend_from_slice(&header_bytes.to_le_bytes());
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&strings_len.to_le_bytes());
+    out.extend_from_slice(&rows.to_le_bytes());
+    out
+}
+
+/// The columns of a run of entries, the first at position `first`, its
+/// strings placed `strings_at` bytes into the index's strings.
+pub(crate) struct Columns {
+    pub parents: Vec<u8>,
+    pub kinds: Vec<u8>,
+    pub records: Vec<u8>,
+    pub strings: Vec<u8>,
+    /// The id rows (unsorted): each id's hash and position, and each
+    /// unresolved parent id's hash and its child's position with [`NAMES_PARENT`].
+    pub rows: Vec<(u64, u32)>,
+}
+
+impl Columns {
+    pub(crate) fn of(entries: &[IndexedEntry], first: usize, strings_at: u64) -> Option<Columns> {
+        let n = entries.len();
+        let mut c = Columns {
+            parents: Vec::with_capacity(n * 4),
+            kinds: Vec::with_capacity(n * 2),
+            records: Vec::with_capacity(n * RECORD),
+            strings: Vec::with_capacity(n * 12),
+            rows: Vec::with_capacity(n),
+        };
+        fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
+            out.extend_from_slice(&u16::try_from(s.len()).ok()?.to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+            Some(())
+        }
+        /// A known name's position in `known`, or 255 (its string goes to the strings).
+        fn code<T: PartialEq>(known: &[T], name: &T) -> u8 {
+            known.iter().position(|n| n == name).map_or(NAMED_STRING, |c| c as u8)
+        }
+        for (k, e) in entries.iter().enumerate() {
+            let pos = u32::try_from(first + k).ok().filter(|&p| p < NAMES_PARENT)?;
+            let parent = match e.parent {
+                Some(p) => u32::try_from(p).ok().filter(|&p| p != NO_POSITION)?,
+                None => NO_POSITION,
+            };
+            c.parents.extend_from_slice(&parent.to_le_bytes());
+            let type_code = code(EntryType::ALL, &e.entry_type);
+            let role_code = e.role.as_ref().map_or(NO_ROLE, |r| code(Role::ALL, r));
+            c.kinds.extend_from_slice(&[type_code, role_code]);
+            c.records.extend_from_slice(&e.offset.to_le_bytes());
+            c.records.extend_from_slice(&e.len.to_le_bytes());
+            c.records.extend_from_slice(&e.line.to_le_bytes());
+            c.records.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
+            let at = strings_at.checked_add(c.strings.len() as u64)?;
+            c.records.extend_from_slice(&u32::try_from(at).ok()?.to_le_bytes());
+            c.records.extend_from_slice(&[u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1, 0, 0, 0]);
+            put_str(&mut c.strings, e.id)?;
+            c.rows.push((id_hash(e.id), pos));
+            if parent == NO_POSITION {
+                match e.parent_id {
+                    Some(id) => {
+                        c.strings.push(1);
+                        put_str(&mut c.strings, id)?;
+                        c.rows.push((id_hash(id), pos | NAMES_PARENT));
+                    }
+                    None => c.strings.push(0),
+                }
+            }
+            if type_code == NAMED_STRING {
+                put_str(&mut c.strings, e.entry_type.as_str())?;
+            }
+            if role_code == NAMED_STRING {
+                put_str(&mut c.strings, e.role.as_ref()?.as_str())?;
+            }
+        }
+        u32::try_from(strings_at.checked_add(c.strings.len() as u64)?).ok()?;
+        Some(c)
     }
-    Some(out)
+}
+
+/// The hash an id row is sorted by (FNV-1a: stable across processes and releases).
+pub(crate) fn id_hash(id: &str) -> u64 {
+    let mut h = Fnv::new();
+    h.feed(id.as_bytes());
+    h.0
+}
+
+/// One id row's bytes: hash, then position.
+pub(crate) fn row_bytes((hash, pos): (u64, u32)) -> [u8; ROW] {
+    let mut out = [0u8; ROW];
+    out[..8].copy_from_slice(&hash.to_le_bytes());
+    out[8..].copy_from_slice(&pos.to_le_bytes());
+    out
 }
 
 struct Cursor<'a>(&'a [u8]);
@@ -322,6 +393,8 @@ pub(crate) struct LazyIndex {
     columns: Vec<u8>,
     n: usize,
     strings_len: u64,
+    /// The number of id rows (read on demand, `ids.rs`).
+    rows: u64,
 }
 
 impl LazyIndex {
@@ -334,9 +407,13 @@ impl LazyIndex {
             return None;
         }
         let mut c = Cursor(&fixed[56..]);
-        let (header_bytes, n, strings_len) = (c.u64()?, c.u64()?, c.u64()?);
-        let expected = n.checked_mul(PER_ENTRY)?.checked_add(FIXED)?.checked_add(strings_len)?;
-        if file.len().ok()? != expected || header_bytes > stamp.size || n >= u64::from(NO_POSITION) {
+        let (header_bytes, n, strings_len, rows) = (c.u64()?, c.u64()?, c.u64()?, c.u64()?);
+        let expected = n
+            .checked_mul(PER_ENTRY)?
+            .checked_add(FIXED)?
+            .checked_add(strings_len)?
+            .checked_add(rows.checked_mul(ROW as u64)?)?;
+        if file.len().ok()? != expected || header_bytes > stamp.size || n >= u64::from(NAMES_PARENT) {
             return None;
         }
         let n = usize::try_from(n).ok()?;
@@ -360,7 +437,7 @@ impl LazyIndex {
                 return None;
             }
         }
-        Some(LazyIndex { file, size: stamp.size, header_bytes, columns, n, strings_len })
+        Some(LazyIndex { file, size: stamp.size, header_bytes, columns, n, strings_len, rows })
     }
 
     /// The number of entries.
