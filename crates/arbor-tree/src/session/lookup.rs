@@ -106,3 +106,34 @@ impl Session {
         i
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use arbor_log::CounterIds;
+
+    use crate::{OpenMode, Session, SessionOptions};
+
+    #[test]
+    fn appends_through_the_index_build_no_id_map() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        arbor_test_support::write_big_session(&p, 4000, 300);
+        let opts = || {
+            SessionOptions { index_dir: Some(cache.path().to_owned()), ..SessionOptions::default() }
+                .with_ids(CounterIds::new())
+        };
+        Session::open(&p, OpenMode::ReadOnly, opts()).unwrap();
+        for round in 0..2 {
+            // The second round reads the first one's lines after the index from the file.
+            let mut s = Session::open(&p, OpenMode::Write, opts()).unwrap();
+            assert!(s.opened_from_index());
+            s.append_label_change("e1234", Some("x")).unwrap();
+            s.branch("e100").unwrap();
+            s.append_message(serde_json::json!({"role": "user", "content": "hi"})).unwrap();
+            assert_eq!(s.get_entry(&format!("0000000{}", 2 * round + 2)).unwrap().parent_id.as_deref(), Some("e100"));
+            assert!(s.state.by_id.get().is_none(), "round {round}: no id map");
+            assert!(s.state.unresolved.get().is_none(), "round {round}: no unresolved parents");
+        }
+    }
+}

@@ -21,7 +21,7 @@ fn open(path: &Path, index_first: bool) -> Result<Session, String> {
 }
 
 /// Everything a caller can see of a session, as text.
-fn observe(s: &Session) -> String {
+pub(crate) fn observe(s: &Session) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     writeln!(out, "header {}", serde_json::to_string(&s.header().to_value()).unwrap()).unwrap();
