@@ -239,6 +239,11 @@ impl Session {
         self.find(id)
     }
 
+    /// True when some entry has the id `id`.
+    pub(super) fn has_id(&self, id: &str) -> bool {
+        self.slot_of(id).is_some()
+    }
+
     /// Id → slot (the later line of an id wins), built on first use.
     pub(super) fn ids(&self) -> &IdMap<usize> {
         self.state.by_id.get_or_init(|| id_index(&self.state.slots))
