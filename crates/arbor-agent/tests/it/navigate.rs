@@ -308,7 +308,9 @@ async fn a_hook_that_cancels_changes_nothing_and_clears_the_abort_state() {
 #[tokio::test]
 async fn a_before_tree_hook_sees_the_abandoned_branch_even_without_a_summary() {
     let mock = MockServer::start().await;
-    let seen: Arc<Mutex<Option<(Vec<String>, Option<String>)>>> = Arc::default();
+    // The abandoned ids and the common ancestor the hook was shown.
+    type Seen = Option<(Vec<String>, Option<String>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
     let mut bus = HookBus::new();
     let record = seen.clone();
     bus.on(EventName::SessionBeforeTree, "watcher", move |event, _| {
