@@ -23,7 +23,8 @@
 //! - `positions.rs`: [`Position`] and reading by position, one or many at a
 //!   time on all cores (the fast paths' vocabulary);
 //! - `branched.rs`: `create_branched_session` and `fork_from`;
-//! - `slot.rs`: one entry (`Slot`) and the line cursor;
+//! - `slot.rs`: one entry (`Slot`, packed into 40 bytes) and the line cursor;
+//! - `packed.rs`: ids held as integers ([`EntryId`]) and the id → slot table;
 //! - `slots.rs`: every entry in file order, read from the index on demand;
 //! - `verify.rs`: lines placed by the index checked against the file.
 
