@@ -60,6 +60,31 @@ const MAX_DEPTH: u32 = 127;
 /// serde_json accepts, else `None` (also for invalid UTF-8, which the caller
 /// reads lossily).
 pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
+    fast_head_with(line, false).map(|(head, _)| head)
+}
+
+/// What `check` needs beyond the head, read in the same pass by
+/// [`fast_head_detail`]: the tool calls and tool result a message holds, and
+/// whether `parentId` is neither a string nor `null`. The fields mirror
+/// [`crate::MessageView`]'s reading: a later duplicate key wins, a value that
+/// is not a string is absent, and a string with an escape makes the line
+/// unsure (the exact path decodes it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct HeadDetail<'a> {
+    /// `message.toolCallId`, when `message` is an object and it is a string.
+    pub tool_call_id: Option<&'a str>,
+    /// The `toolCall` blocks of `message.content` (when it is an array), in order: `(id, name)`.
+    pub tool_calls: Vec<(Option<&'a str>, Option<&'a str>)>,
+    /// True when the last `parentId` is present and neither a string nor `null`.
+    pub parent_other: bool,
+}
+
+/// [`fast_head`] that also reads the [`HeadDetail`].
+pub(crate) fn fast_head_detail(line: &[u8]) -> Option<(RecordHead, HeadDetail<'_>)> {
+    fast_head_with(line, true)
+}
+
+fn fast_head_with(line: &[u8], detail: bool) -> Option<(RecordHead, HeadDetail<'_>)> {
     // Printable ASCII is UTF-8 without control bytes: one pass instead of two.
     // Plane 16's characters (F4 8F …) may be markers to `crate::json`: unsure.
     if !printable_ascii(line)
@@ -73,11 +98,13 @@ pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
         depth: 0,
         block: usize::MAX / 2,
         masks: Masks { quotes: 0, backslashes: 0, escaped: 0 },
+        want_detail: detail,
+        detail: HeadDetail::default(),
     };
     p.ws();
     let head = p.top_object()?;
     p.ws();
-    (p.i == line.len()).then_some(head)
+    (p.i == line.len()).then_some((head, p.detail))
 }
 
 /// The quotes and backslashes of 64 bytes of a line, one bit per byte
@@ -185,6 +212,9 @@ struct Parser<'a> {
     /// The start of the 64-byte block whose quotes and backslashes `masks` holds.
     block: usize,
     masks: Masks,
+    /// Read the [`HeadDetail`] too.
+    want_detail: bool,
+    detail: HeadDetail<'a>,
 }
 
 impl<'a> Parser<'a> {
@@ -226,7 +256,9 @@ impl<'a> Parser<'a> {
                     b"type" => head.entry_type = self.field()?.str().map(EntryType::parse),
                     b"id" => head.id = self.field()?.str().map(CompactString::from),
                     b"parentId" => {
-                        head.parent = match self.field()? {
+                        let field = self.field()?;
+                        self.detail.parent_other = matches!(field, Field::Other);
+                        head.parent = match field {
                             Field::Str(s) => ParentField::Id(CompactString::from(s)),
                             Field::Null | Field::Other => ParentField::Root,
                         }
@@ -313,6 +345,8 @@ impl<'a> Parser<'a> {
 
     /// `message`'s value: its `role` and numeric `timestamp` when it is an object.
     fn message_head(&mut self) -> Option<(Option<&'a str>, Option<f64>)> {
+        // The last `message` is the one read.
+        (self.detail.tool_call_id, self.detail.tool_calls) = (None, vec![]);
         if self.peek()? != b'{' {
             self.value()?;
             return Some((None, None));
@@ -326,6 +360,8 @@ impl<'a> Parser<'a> {
                 match self.key()? {
                     b"role" => role = self.field()?.str(),
                     b"timestamp" => time = self.number_value()?,
+                    b"toolCallId" if self.want_detail => self.detail.tool_call_id = self.field()?.str(),
+                    b"content" if self.want_detail => self.detail.tool_calls = self.tool_calls()?,
                     _ => self.value()?,
                 }
                 if self.next_member(b'}')? {
@@ -335,6 +371,58 @@ impl<'a> Parser<'a> {
         }
         self.depth -= 1;
         Some((role, time))
+    }
+
+    /// `message.content`: the `toolCall` blocks when it is an array (see [`HeadDetail`]).
+    fn tool_calls(&mut self) -> Option<Vec<(Option<&'a str>, Option<&'a str>)>> {
+        let mut calls = vec![];
+        if self.peek()? != b'[' {
+            self.value()?;
+            return Some(calls);
+        }
+        self.i += 1;
+        self.enter()?;
+        self.ws();
+        if self.eat(b']').is_none() {
+            loop {
+                if self.peek()? == b'{' {
+                    if let Some(call) = self.block()? {
+                        calls.push(call);
+                    }
+                } else {
+                    self.value()?;
+                }
+                if self.next_member(b']')? {
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(calls)
+    }
+
+    /// One content block (an object): `Some((id, name))` when its `type` is `toolCall`.
+    #[allow(clippy::type_complexity)]
+    fn block(&mut self) -> Option<Option<(Option<&'a str>, Option<&'a str>)>> {
+        self.i += 1;
+        self.enter()?;
+        let (mut kind, mut id, mut name) = (None, None, None);
+        self.ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                match self.key()? {
+                    b"type" => kind = self.field()?.str(),
+                    b"id" => id = self.field()?.str(),
+                    b"name" => name = self.field()?.str(),
+                    _ => self.value()?,
+                }
+                if self.next_member(b'}')? {
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        Some((kind == Some("toolCall")).then_some((id, name)))
     }
 
     /// Any value, read as a number when it is one (`Value::as_f64`'s reading).
