@@ -10,6 +10,7 @@
 //! order, then dropped. Memory is a few blocks, whatever the file's size.
 
 use std::io;
+use std::ops::ControlFlow;
 
 use compact_str::CompactString;
 use serde_json::Value;
@@ -53,8 +54,12 @@ pub struct StreamedLine {
 const BLOCK: usize = 4 << 20;
 
 /// Streams every line of `src` to `line`, in file order, on up to `threads`
-/// threads; returns the bytes read.
-pub fn stream_lines(src: &dyn ReadAt, threads: usize, line: &mut dyn FnMut(StreamedLine)) -> io::Result<u64> {
+/// threads, until `line` breaks; returns the bytes read.
+pub fn stream_lines(
+    src: &dyn ReadAt,
+    threads: usize,
+    line: &mut dyn FnMut(StreamedLine) -> ControlFlow<()>,
+) -> io::Result<u64> {
     let len = src.len()?;
     let threads = threads.clamp(1, 64);
     let mut buf: Vec<u8> = vec![];
@@ -82,7 +87,9 @@ pub fn stream_lines(src: &dyn ReadAt, threads: usize, line: &mut dyn FnMut(Strea
                 number += 1;
                 l.number = number;
                 l.offset += base;
-                line(l);
+                if line(l).is_break() {
+                    return Ok(base + filled as u64);
+                }
             }
         }
         if eof {
