@@ -32,11 +32,11 @@ pub(super) const COMPACTION: u8 = 8;
 pub(super) const EFFECT: u8 = 16;
 
 /// A string in [`Ledger::strs`]: start and length.
-pub(super) type StrRef = (u32, u32);
+pub(crate) type StrRef = (u32, u32);
 
 /// What one entry does to the tool calls open on its path.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Effect {
+pub(crate) struct Effect {
     pub entry: u32,
     /// Its calls: `Ledger::calls[calls.0..calls.1]`.
     pub calls: (u32, u32),

@@ -18,9 +18,12 @@ use arbor_log::{DiagnosticKind, EntryKind, EntryType, LineKind, Role, SessionLog
 use crate::error::TreeError;
 use crate::session::{OpenMode, Position, Session, SessionOptions};
 
-mod ledger;
-mod pass;
+pub(crate) mod ledger;
+pub(crate) mod pass;
 mod walk;
+
+#[cfg(test)]
+mod diff_tests;
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -1,0 +1,207 @@
+//! The streaming pass against the full read: `check` and `repair`'s dry run
+//! must find exactly the same, finding for finding and action for action,
+//! on every fixture and on files damaged at random (torn and malformed
+//! lines, repeated ids, parent cycles, self-parents, missing and odd
+//! parents, extra headers, lines that are not entries, tool results moved,
+//! labels and compactions naming missing entries, escaped keys, invalid
+//! UTF-8, a missing final newline, older versions).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{check_in_full, check_session};
+use crate::repair::{repair_file, repair_in_full};
+use crate::session::SessionOptions;
+
+/// splitmix64: a small deterministic source.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+fn set_field(line: &[u8], f: impl FnOnce(&mut serde_json::Map<String, Value>)) -> Option<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(line.strip_suffix(b"\n").unwrap_or(line)).ok()?;
+    f(v.as_object_mut()?);
+    let mut out = serde_json::to_vec(&v).ok()?;
+    out.push(b'\n');
+    Some(out)
+}
+
+fn id_of(line: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(line.strip_suffix(b"\n").unwrap_or(line)).ok()?;
+    v.get("id")?.as_str().map(str::to_owned)
+}
+
+/// One random change to the lines (the header is line 0).
+fn damage(lines: &mut Vec<Vec<u8>>, rng: &mut Rng) {
+    if lines.len() < 2 {
+        return;
+    }
+    let i = 1 + rng.below(lines.len() - 1);
+    let j = 1 + rng.below(lines.len() - 1);
+    let other = id_of(&lines[j]).unwrap_or_else(|| "zz".into());
+    let own = id_of(&lines[i]).unwrap_or_default();
+    let changed = match rng.below(20) {
+        0 => {
+            let cut = rng.below(lines[i].len());
+            lines[i].truncate(cut.max(1));
+            lines[i].push(b'\n');
+            None
+        }
+        1 => {
+            let copy = lines[i].clone();
+            lines.insert(j.max(i) + 1, copy);
+            None
+        }
+        2 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), Value::String(other)))),
+        3 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), "missing-parent".into()))),
+        4 => {
+            let odd = [serde_json::json!(5), serde_json::json!({"x": [1]}), Value::Bool(false)][rng.below(3)].clone();
+            set_field(&lines[i], |o| drop(o.insert("parentId".into(), odd)))
+        }
+        5 => Some([&b"not json\n"[..], b"[1,2]\n", b"\n", b"   \n", b"\"s\"\n"][rng.below(5)].to_vec()),
+        6 => {
+            let header = lines[0].clone();
+            lines.insert(i, header);
+            None
+        }
+        7 => {
+            if let Some(last) = lines.last_mut() {
+                last.pop();
+            }
+            None
+        }
+        8 => set_field(&lines[i], |o| drop(o.insert("id".into(), serde_json::json!(7)))),
+        9 => set_field(&lines[i], |o| drop(o.remove("type"))),
+        10 => set_field(&lines[i], |o| {
+            if let Some(m) = o.get_mut("message").and_then(Value::as_object_mut) {
+                m.insert("toolCallId".into(), Value::String(other));
+            }
+        }),
+        11 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), Value::String(own)))),
+        12 => set_field(&lines[i], |o| {
+            if o.contains_key("targetId") {
+                o.insert("targetId".into(), "missing-target".into());
+            }
+        }),
+        13 => set_field(&lines[i], |o| {
+            if o.contains_key("firstKeptEntryId") {
+                match other.len() % 3 {
+                    0 => drop(o.remove("firstKeptEntryId")),
+                    1 => drop(o.insert("firstKeptEntryId".into(), "missing-kept".into())),
+                    _ => drop(o.insert("firstKeptEntryId".into(), Value::String(other))),
+                }
+            }
+        }),
+        14 => {
+            let at = lines[i].iter().rposition(|&c| c == b'"').unwrap_or(0);
+            lines[i].insert(at, 0xFF);
+            None
+        }
+        15 => {
+            let s = String::from_utf8_lossy(&lines[i]).into_owned();
+            let s = s.replacen("\"toolCallId\"", "\"tool\\u0043allId\"", 1).replacen("toolCall\"", "tool\\u0043all\"", 1);
+            Some(s.into_bytes())
+        }
+        16 => {
+            lines.swap(i, j);
+            None
+        }
+        17 => {
+            let s = String::from_utf8_lossy(&lines[i]).into_owned();
+            Some(s.replacen("\"id\":\"", "\"id\":\"x\\u0031", 1).into_bytes())
+        }
+        18 => set_field(&lines[i], |o| drop(o.insert("type".into(), "session".into()))),
+        _ => {
+            lines.remove(i);
+            None
+        }
+    };
+    if let Some(line) = changed {
+        lines[i] = line;
+    }
+}
+
+#[track_caller]
+fn same(f: &Path) {
+    let opts = || SessionOptions { index_dir: None, ..SessionOptions::default() };
+    let (fast, full) = (check_session(f, opts()), check_in_full(f, opts()));
+    assert_eq!(format!("{fast:#?}"), format!("{full:#?}"), "check {}", f.display());
+    let fast = repair_file(f, false).map_err(|e| e.to_string());
+    let full = repair_in_full(f, false).map_err(|e| e.to_string());
+    assert_eq!(fast, full, "repair {}", f.display());
+}
+
+#[test]
+fn the_streaming_pass_finds_what_the_full_read_finds_on_every_fixture() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let big = d.path().join("big.jsonl");
+    arbor_test_support::write_big_session(&big, 3000, 20);
+    let mut files = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
+    files.push(big);
+    for f in files {
+        same(&f);
+    }
+}
+
+#[test]
+fn the_streaming_pass_finds_what_the_full_read_finds_on_damaged_files() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let big = d.path().join("big.jsonl");
+    arbor_test_support::write_big_session(&big, 400, 6);
+    let mut bases = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
+    bases.retain(|f| std::fs::metadata(f).is_ok_and(|m| m.len() < 200_000));
+    bases.push(big);
+    let mut rng = Rng(21);
+    let mut findings = std::collections::BTreeMap::new();
+    let out = d.path().join("damaged.jsonl");
+    for base in &bases {
+        let bytes = std::fs::read(base).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<Vec<u8>> = bytes.split_inclusive(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
+        for _ in 0..12 {
+            let mut damaged = lines.clone();
+            for _ in 0..1 + rng.below(4) {
+                damage(&mut damaged, &mut rng);
+            }
+            std::fs::write(&out, damaged.concat()).unwrap_or_else(|e| panic!("{e}"));
+            same(&out);
+            let found = check_session(&out, SessionOptions::default()).unwrap_or_default();
+            for f in found {
+                *findings.entry(f.code).or_insert(0) += 1;
+            }
+        }
+    }
+    // The damage reached every kind of finding the pass itself makes.
+    for code in [
+        "malformed-line",
+        "duplicate-id",
+        "parent-cycle",
+        "self-parent",
+        "orphan",
+        "parent-not-a-string",
+        "extra-header",
+        "not-an-entry",
+        "tool-call-without-result",
+        "no-final-newline",
+        "invalid-utf8",
+        "label-target-missing",
+        "compaction-kept-off-path",
+    ] {
+        assert!(findings.contains_key(code), "no {code} among {findings:?}");
+    }
+}
