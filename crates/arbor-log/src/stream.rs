@@ -51,7 +51,7 @@ pub struct StreamedLine {
 }
 
 /// Bytes read per block: each block's lines are split among the threads.
-const BLOCK: usize = 4 << 20;
+const BLOCK: usize = 2 << 20;
 
 /// Streams every line of `src` to `line`, in file order, on up to `threads`
 /// threads, until `line` breaks; returns the bytes read.

@@ -47,8 +47,7 @@ pub(crate) struct Effect {
 /// The per-entry state of a streamed session, in file order.
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
-    ids: Vec<u8>,
-    id_end: Vec<u32>,
+    ids: Ids,
     /// 1-based line of each entry.
     pub lines: Vec<u32>,
     /// The entry its `parentId` resolves to (`NONE`: a root, a self-parent or an orphan).
@@ -81,9 +80,7 @@ impl Ledger {
 
     /// The id of entry `i`.
     pub fn id(&self, i: u32) -> &str {
-        let i = i as usize;
-        let start = if i == 0 { 0 } else { self.id_end[i - 1] as usize };
-        std::str::from_utf8(&self.ids[start..self.id_end[i] as usize]).unwrap_or_default()
+        std::str::from_utf8(self.ids.get(i)).unwrap_or_default()
     }
 
     /// A string of [`Ledger::strs`].
@@ -108,9 +105,8 @@ impl Ledger {
     /// Adds an entry read on `line`; the first line of its id when it repeats one.
     pub fn push(&mut self, line: usize, id: &str, parent_id: Option<&str>) -> Option<usize> {
         let i = u32::try_from(self.lines.len()).unwrap_or(NONE);
-        self.ids.extend_from_slice(id.as_bytes());
-        self.id_end.push(u32::try_from(self.ids.len()).unwrap_or(NONE));
-        self.lines.push(u32::try_from(line).unwrap_or(NONE));
+        self.ids.push(id.as_bytes());
+        push_slim(&mut self.lines, u32::try_from(line).unwrap_or(NONE));
         let mut flags = 0;
         let parent = match parent_id {
             None => NONE,
@@ -123,15 +119,11 @@ impl Ledger {
                 NONE
             }),
         };
-        self.parent.push(parent);
-        self.flags.push(flags);
+        push_slim(&mut self.parent, parent);
+        push_slim(&mut self.flags, flags);
         let hash = self.hasher.hash_one(id.as_bytes());
-        let (ids, id_end) = (&self.ids, &self.id_end);
-        let id_of = |k: u32| {
-            let k = k as usize;
-            let start = if k == 0 { 0 } else { id_end[k - 1] as usize };
-            &ids[start..id_end[k] as usize]
-        };
+        let ids = &self.ids;
+        let id_of = |k: u32| ids.get(k);
         let hasher = &self.hasher;
         match self.table.find_mut(hash, |&k| id_of(k) == id.as_bytes()) {
             Some(held) => {
@@ -167,7 +159,7 @@ impl Ledger {
         let Some(i) = self.lines.len().checked_sub(1) else { return };
         let i = i as u32;
         match (role, answers) {
-            (Some(Role::Assistant), _) => {
+            (Some(Role::Assistant), _) if !calls.is_empty() => {
                 let start = self.calls.len() as u32;
                 for (id, name) in calls {
                     let call =
@@ -278,5 +270,57 @@ impl Ledger {
     /// Drops what only the scan needed (the id table) before the walk.
     pub fn drop_table(&mut self) {
         self.table = HashTable::new();
+    }
+}
+
+/// Pushes onto a vector that grows by a quarter, not double: the per-entry
+/// columns of a million entries are most of what a check holds.
+fn push_slim<T>(v: &mut Vec<T>, x: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len() / 4 + 64);
+    }
+    v.push(x);
+}
+
+/// Every entry's id in one arena. While all ids have one length (pi's are
+/// 8 hex digits) no ends are kept.
+#[derive(Debug, Default)]
+struct Ids {
+    bytes: Vec<u8>,
+    /// The length every id has so far (`None` before the first, or once they differ).
+    width: Option<usize>,
+    /// The end of each id, once lengths differ.
+    ends: Vec<u32>,
+    count: usize,
+}
+
+impl Ids {
+    fn push(&mut self, id: &[u8]) {
+        if self.count == 0 && self.ends.is_empty() {
+            self.width = Some(id.len());
+        }
+        if let Some(w) = self.width.filter(|&w| w != id.len()) {
+            self.ends = (1..=self.count).map(|k| u32::try_from(k * w).unwrap_or(NONE)).collect();
+            self.width = None;
+        }
+        if self.bytes.len() + id.len() > self.bytes.capacity() {
+            self.bytes.reserve_exact(self.bytes.len() / 4 + id.len() + 1024);
+        }
+        self.bytes.extend_from_slice(id);
+        if self.width.is_none() {
+            push_slim(&mut self.ends, u32::try_from(self.bytes.len()).unwrap_or(NONE));
+        }
+        self.count += 1;
+    }
+
+    fn get(&self, i: u32) -> &[u8] {
+        let i = i as usize;
+        match self.width {
+            Some(w) => &self.bytes[i * w..(i + 1) * w],
+            None => {
+                let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+                &self.bytes[start..self.ends[i] as usize]
+            }
+        }
     }
 }
