@@ -47,7 +47,7 @@ pub struct StreamedLine {
     /// its `toolCallId` when that is a string.
     pub answers: Option<Option<CompactString>>,
     /// `parentId`, when it is present and neither a string nor `null`.
-    pub odd_parent: Option<Value>,
+    pub odd_parent: Option<Box<Value>>,
 }
 
 /// Bytes read per block: each block's lines are split among the threads.
@@ -83,7 +83,7 @@ pub fn stream_lines(
         // Whole lines only, but the last line of the file may lack its newline.
         let end = if eof { filled } else { memchr::memrchr(b'\n', &buf[..filled]).map_or(0, |i| i + 1) };
         if end > 0 {
-            for mut l in scan_block(&buf[..end], threads) {
+            for mut l in scan_block(&buf[..end], threads).into_iter().flatten() {
                 number += 1;
                 l.number = number;
                 l.offset += base;
@@ -101,8 +101,8 @@ pub fn stream_lines(
     }
 }
 
-/// The lines of a block of whole lines, scanned on up to `threads` threads, in order.
-fn scan_block(block: &[u8], threads: usize) -> Vec<StreamedLine> {
+/// The lines of a block of whole lines, scanned on up to `threads` threads, in order (a list per thread).
+fn scan_block(block: &[u8], threads: usize) -> Vec<Vec<StreamedLine>> {
     let mut bounds = vec![0usize];
     for k in 1..threads {
         let guess = (block.len() / threads * k).max(*bounds.last().unwrap_or(&0));
@@ -113,16 +113,13 @@ fn scan_block(block: &[u8], threads: usize) -> Vec<StreamedLine> {
     bounds.dedup();
     let ranges: Vec<&[u8]> = bounds.windows(2).map(|w| &block[w[0]..w[1]]).collect();
     let offsets: Vec<usize> = bounds.clone();
-    let parts: Vec<Vec<StreamedLine>> = if ranges.len() <= 1 {
-        ranges.iter().map(|r| scan_lines(r, 0)).collect()
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> =
-                ranges.iter().zip(&offsets).map(|(&r, &at)| s.spawn(move || scan_lines(r, at))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
-        })
-    };
-    parts.into_iter().flatten().collect()
+    if ranges.len() <= 1 {
+        return ranges.iter().map(|r| scan_lines(r, 0)).collect();
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ranges.iter().zip(&offsets).map(|(&r, &at)| s.spawn(move || scan_lines(r, at))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    })
 }
 
 /// The lines of `bytes` (whole lines; the last may lack its newline), offsets counted from `at`.
@@ -178,7 +175,7 @@ fn fill_from_detail(out: &mut StreamedLine, role: Option<Role>, d: HeadDetail<'_
 }
 
 fn fill_from_value(out: &mut StreamedLine, role: Option<Role>, v: &Value) {
-    out.odd_parent = v.get("parentId").filter(|p| !p.is_string() && !p.is_null()).cloned();
+    out.odd_parent = v.get("parentId").filter(|p| !p.is_string() && !p.is_null()).cloned().map(Box::new);
     let Some(message) = v.get("message") else { return };
     let view = MessageView::new(message);
     let own = |s: Option<&str>| s.map(CompactString::from);
@@ -221,6 +218,6 @@ mod tests {
         let first = streamed_line(lines[0].as_bytes());
         assert_eq!(first.calls.len(), 3, "{first:?}");
         assert_eq!(first.calls[2], (Some("c3".into()), Some("n".into())));
-        assert_eq!(streamed_line(lines[6].as_bytes()).odd_parent, Some(serde_json::json!(5)));
+        assert_eq!(streamed_line(lines[6].as_bytes()).odd_parent, Some(Box::new(serde_json::json!(5))));
     }
 }

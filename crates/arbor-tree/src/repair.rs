@@ -211,7 +211,8 @@ fn dry_run(path: &Path, target: &Path) -> Result<Option<RepairReport>, TreeError
     if pass.blank > 0 {
         actions.push(format!("0: drop {} blank lines", pass.blank));
     }
-    let prefix_kept = pass.prefix.lines().iter().filter(|l| !matches!(l.kind, LineKind::Blank | LineKind::Skipped)).count();
+    let prefix_kept =
+        pass.prefix.lines().iter().filter(|l| !matches!(l.kind, LineKind::Blank | LineKind::Skipped)).count();
     let live = (0..l.len() as u32).filter(|&i| l.live(i)).count();
     let clean = moved.is_empty() && pass.blank == 0 && unterminated.is_none();
     if !clean && is_link(path) {

@@ -115,7 +115,8 @@ fn damage(lines: &mut Vec<Vec<u8>>, rng: &mut Rng) {
         }
         15 => {
             let s = String::from_utf8_lossy(&lines[i]).into_owned();
-            let s = s.replacen("\"toolCallId\"", "\"tool\\u0043allId\"", 1).replacen("toolCall\"", "tool\\u0043all\"", 1);
+            let s =
+                s.replacen("\"toolCallId\"", "\"tool\\u0043allId\"", 1).replacen("toolCall\"", "tool\\u0043all\"", 1);
             Some(s.into_bytes())
         }
         16 => {

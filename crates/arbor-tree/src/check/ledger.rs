@@ -96,6 +96,16 @@ impl Ledger {
         self.flags[i as usize] & flag != 0
     }
 
+    /// Room for `more` entries.
+    pub fn reserve(&mut self, more: usize) {
+        self.lines.reserve_exact(more);
+        self.parent.reserve_exact(more);
+        self.flags.reserve_exact(more);
+        self.ids.reserve(more);
+        let (ids, hasher) = (&self.ids, &self.hasher);
+        self.table.reserve(more, |&k| hasher.hash_one(ids.get(k)));
+    }
+
     /// The live entry holding `id`.
     pub fn lookup(&self, id: &str) -> Option<u32> {
         let hash = self.hasher.hash_one(id.as_bytes());
@@ -114,6 +124,8 @@ impl Ledger {
                 flags |= SELF_PARENT;
                 NONE
             }
+            // Most parents are the entry just before (the last entry pushed holds its id).
+            Some(p) if i > 0 && self.ids.get(i - 1) == p.as_bytes() => i - 1,
             Some(p) => self.lookup(p).unwrap_or_else(|| {
                 self.pending.push((i, p.into()));
                 NONE
@@ -311,6 +323,14 @@ impl Ids {
             push_slim(&mut self.ends, u32::try_from(self.bytes.len()).unwrap_or(NONE));
         }
         self.count += 1;
+    }
+
+    fn reserve(&mut self, more: usize) {
+        let each = self.bytes.len() / self.count.max(1);
+        self.bytes.reserve_exact(more * each);
+        if self.width.is_none() {
+            self.ends.reserve_exact(more);
+        }
     }
 
     fn get(&self, i: u32) -> &[u8] {

@@ -39,7 +39,13 @@ pub(crate) struct Pass {
     pub blank: usize,
     /// The last line when it lacks its newline: its number and its entry, if it is one.
     pub unterminated: Option<(usize, Option<u32>)>,
+    /// The file's length and the bytes of the lines taken so far (to guess the entries to come).
+    file_len: u64,
+    sampled: u64,
 }
+
+/// Entries read before the rest are guessed from them.
+const SAMPLE: usize = 4096;
 
 /// Where the pass is.
 enum Stage {
@@ -116,6 +122,8 @@ fn read_prefix(src: &dyn ReadAt, end: u64, last: &StreamedLine) -> std::io::Resu
         rejected: vec![],
         blank: 0,
         unterminated: None,
+        file_len: src.len()?,
+        sampled: 0,
     };
     for l in pass.prefix.lines() {
         match &l.kind {
@@ -137,6 +145,12 @@ fn read_prefix(src: &dyn ReadAt, end: u64, last: &StreamedLine) -> std::io::Resu
 impl Pass {
     /// One line after the header.
     fn take(&mut self, line: StreamedLine) {
+        self.sampled += line.len as u64;
+        if self.ledger.len() == SAMPLE {
+            // The entries to come, guessed from the first ones' lines: room for them at once.
+            let guess = self.file_len / self.sampled.max(1) * SAMPLE as u64;
+            self.ledger.reserve(usize::try_from(guess).unwrap_or(0).saturating_sub(SAMPLE) / 16 * 17);
+        }
         let at = |kind| Diagnostic { line: line.number, offset: line.offset, kind };
         if let Some(note) = line.note.clone() {
             self.diagnostics.push(at(note));
@@ -159,7 +173,7 @@ impl Pass {
             return;
         }
         if let Some(v) = line.odd_parent {
-            self.odd_parents.push((line.number, v));
+            self.odd_parents.push((line.number, *v));
         }
         if let Some(why) = head.not_an_entry() {
             self.diagnostics.push(at(DiagnosticKind::NotAnEntry { reason: why.to_string() }));
