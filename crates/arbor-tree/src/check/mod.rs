@@ -6,6 +6,12 @@
 //! without a result at a leaf) and sorts everything by severity. Each
 //! finding is reported once: a tool call unanswered on the paths to many
 //! leaves is one finding with the number of leaves as its `count`.
+//!
+//! A current-version file is read in one streaming pass ([`pass`]) into a
+//! [`ledger`] of a few integers per entry, and the tree is walked over entry
+//! numbers ([`walk`]): memory grows by some 30 bytes an entry, whatever the
+//! entries hold. Anything else is read in full (`check_in_full`), which is
+//! also what the streaming pass is tested against.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -108,9 +114,9 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
 /// Checks the session at `path` in `opts.store` (read-only, as [`check_file`]
 /// does for a local file).
 ///
-/// A current-version file is read in one streaming pass ([`pass`]) that
-/// keeps a few integers per entry ([`ledger`]) and walks the tree over them
-/// ([`walk`]); anything else (no usable header, a migration) is read in full.
+/// A current-version file is read in one streaming pass (`pass`) that
+/// keeps a few integers per entry (`ledger`) and walks the tree over them
+/// (`walk`); anything else (no usable header, a migration) is read in full.
 pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, TreeError> {
     let Some(src) = opts.store.open_at(path)? else { return Err(TreeError::Missing(path.to_owned())) };
     match pass::read_pass(&*src).map_err(|e| TreeError::io(path, e))? {
