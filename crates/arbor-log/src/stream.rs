@@ -54,11 +54,12 @@ pub struct StreamedLine {
 const BLOCK: usize = 2 << 20;
 
 /// Streams every line of `src` to `line`, in file order, on up to `threads`
-/// threads, until `line` breaks; returns the bytes read.
+/// threads, until `line` breaks; returns the bytes read. Each line is lent,
+/// not moved (a line's head is a few hundred bytes): take what you keep.
 pub fn stream_lines(
     src: &dyn ReadAt,
     threads: usize,
-    line: &mut dyn FnMut(StreamedLine) -> ControlFlow<()>,
+    line: &mut dyn FnMut(&mut StreamedLine) -> ControlFlow<()>,
 ) -> io::Result<u64> {
     let len = src.len()?;
     let threads = threads.clamp(1, 64);
@@ -83,7 +84,7 @@ pub fn stream_lines(
         // Whole lines only, but the last line of the file may lack its newline.
         let end = if eof { filled } else { memchr::memrchr(b'\n', &buf[..filled]).map_or(0, |i| i + 1) };
         if end > 0 {
-            for mut l in scan_block(&buf[..end], threads).into_iter().flatten() {
+            for l in scan_block(&buf[..end], threads).iter_mut().flatten() {
                 number += 1;
                 l.number = number;
                 l.offset += base;

@@ -144,7 +144,7 @@ fn read_prefix(src: &dyn ReadAt, end: u64, last: &StreamedLine) -> std::io::Resu
 
 impl Pass {
     /// One line after the header.
-    fn take(&mut self, line: StreamedLine) {
+    fn take(&mut self, line: &mut StreamedLine) {
         self.sampled += line.len as u64;
         if self.ledger.len() == SAMPLE {
             // The entries to come, guessed from the first ones' lines: room for them at once.
@@ -155,14 +155,14 @@ impl Pass {
         if let Some(note) = line.note.clone() {
             self.diagnostics.push(at(note));
         }
-        let head = match line.kind {
+        let head = match &line.kind {
             ScanKind::Blank => {
                 self.blank += 1;
                 return;
             }
             ScanKind::Skipped(kind) => {
                 self.rejected.push((line.number, Rejection::Unreadable(kind.to_string())));
-                self.diagnostics.push(at(kind));
+                self.diagnostics.push(at(kind.clone()));
                 return;
             }
             ScanKind::Object(head) => head,
@@ -172,7 +172,7 @@ impl Pass {
             self.rejected.push((line.number, Rejection::ExtraHeader));
             return;
         }
-        if let Some(v) = line.odd_parent {
+        if let Some(v) = line.odd_parent.take() {
             self.odd_parents.push((line.number, *v));
         }
         if let Some(why) = head.not_an_entry() {
