@@ -56,6 +56,9 @@ const BLOCK: usize = 2 << 20;
 /// Streams every line of `src` to `line`, in file order, on up to `threads`
 /// threads, until `line` breaks; returns the bytes read. Each line is lent,
 /// not moved (a line's head is a few hundred bytes): take what you keep.
+///
+/// A pipeline of two blocks: while the lines of one block go to `line` on
+/// this thread, the next block is already being scanned.
 pub fn stream_lines(
     src: &dyn ReadAt,
     threads: usize,
@@ -63,46 +66,93 @@ pub fn stream_lines(
 ) -> io::Result<u64> {
     let len = src.len()?;
     let threads = threads.clamp(1, 64);
-    let mut buf: Vec<u8> = vec![];
-    // buf[..filled] holds the bytes from file offset `base` on.
-    let (mut base, mut filled, mut number) = (0u64, 0usize, 0usize);
-    loop {
-        let want = BLOCK.max(filled * 2);
-        buf.resize(want, 0);
-        let mut eof = false;
-        while filled < want {
-            match src.read_at(&mut buf[filled..want], base + filled as u64) {
-                Ok(0) => {
-                    eof = true;
-                    break;
+    let mut blocks = Blocks { src, pos: 0, carry: vec![], eof: false };
+    std::thread::scope(|s| {
+        let mut number = 0usize;
+        let mut pending = None;
+        let mut spare: Vec<u8> = vec![];
+        loop {
+            let next = blocks.next(std::mem::take(&mut spare))?;
+            let scanning = next.map(|(at, block)| {
+                (
+                    at,
+                    s.spawn(move || {
+                        let lines = scan_block(&block, threads);
+                        (block, lines)
+                    }),
+                )
+            });
+            if let Some((at, scan)) = pending.take() {
+                let scan: std::thread::ScopedJoinHandle<'_, (Vec<u8>, Vec<Vec<StreamedLine>>)> = scan;
+                let (block, mut lines) = scan.join().map_err(|_| io::Error::other("a scan thread panicked"))?;
+                spare = block;
+                for l in lines.iter_mut().flatten() {
+                    number += 1;
+                    l.number = number;
+                    l.offset += at;
+                    if line(l).is_break() {
+                        return Ok(blocks.pos);
+                    }
                 }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            }
+            match scanning {
+                Some(next) => pending = Some(next),
+                None => return Ok(len.max(blocks.pos)),
             }
         }
-        // Whole lines only, but the last line of the file may lack its newline.
-        let end = if eof { filled } else { memchr::memrchr(b'\n', &buf[..filled]).map_or(0, |i| i + 1) };
-        if end > 0 {
-            for l in scan_block(&buf[..end], threads).iter_mut().flatten() {
-                number += 1;
-                l.number = number;
-                l.offset += base;
-                if line(l).is_break() {
-                    return Ok(base + filled as u64);
+    })
+}
+
+/// The file in blocks of whole lines.
+struct Blocks<'a> {
+    src: &'a dyn ReadAt,
+    /// Where the next block starts (the carried bytes are its first).
+    pos: u64,
+    /// The start of a line the last block cut.
+    carry: Vec<u8>,
+    eof: bool,
+}
+
+impl Blocks<'_> {
+    /// The next block (its offset and bytes) in `buf`: whole lines, and at
+    /// the end of the file whatever is left. A line longer than a block
+    /// grows it.
+    fn next(&mut self, mut buf: Vec<u8>) -> io::Result<Option<(u64, Vec<u8>)>> {
+        if self.eof && self.carry.is_empty() {
+            return Ok(None);
+        }
+        buf.clear();
+        buf.append(&mut self.carry);
+        let at = self.pos;
+        loop {
+            let mut got = buf.len();
+            let want = BLOCK.max(got * 2);
+            buf.resize(want, 0);
+            while got < want && !self.eof {
+                match self.src.read_at(&mut buf[got..want], at + got as u64) {
+                    Ok(0) => self.eof = true,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
                 }
             }
+            buf.truncate(got);
+            if self.eof {
+                self.pos = at + got as u64;
+                return Ok((got > 0).then_some((at, buf)));
+            }
+            if let Some(i) = memchr::memrchr(b'\n', &buf) {
+                self.carry.extend_from_slice(&buf[i + 1..]);
+                buf.truncate(i + 1);
+                self.pos = at + buf.len() as u64;
+                return Ok(Some((at, buf)));
+            }
         }
-        if eof {
-            return Ok(len.max(base + filled as u64));
-        }
-        buf.copy_within(end..filled, 0);
-        filled -= end;
-        base += end as u64;
     }
 }
 
-/// The lines of a block of whole lines, scanned on up to `threads` threads, in order (a list per thread).
+/// The lines of a block of whole lines, scanned on up to `threads` threads
+/// (this one and `threads - 1` more), in order (a list per thread).
 fn scan_block(block: &[u8], threads: usize) -> Vec<Vec<StreamedLine>> {
     let mut bounds = vec![0usize];
     for k in 1..threads {
@@ -112,14 +162,13 @@ fn scan_block(block: &[u8], threads: usize) -> Vec<Vec<StreamedLine>> {
     }
     bounds.push(block.len());
     bounds.dedup();
-    let ranges: Vec<&[u8]> = bounds.windows(2).map(|w| &block[w[0]..w[1]]).collect();
-    let offsets: Vec<usize> = bounds.clone();
-    if ranges.len() <= 1 {
-        return ranges.iter().map(|r| scan_lines(r, 0)).collect();
-    }
+    let ranges: Vec<(&[u8], usize)> = bounds.windows(2).map(|w| (&block[w[0]..w[1]], w[0])).collect();
+    let Some((&(first, _), rest)) = ranges.split_first() else { return vec![] };
     std::thread::scope(|s| {
-        let handles: Vec<_> = ranges.iter().zip(&offsets).map(|(&r, &at)| s.spawn(move || scan_lines(r, at))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        let handles: Vec<_> = rest.iter().map(|&(r, at)| s.spawn(move || scan_lines(r, at))).collect();
+        let mut out = vec![scan_lines(first, 0)];
+        out.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
+        out
     })
 }
 
@@ -190,6 +239,44 @@ fn fill_from_value(out: &mut StreamedLine, role: Option<Role>, v: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every line, numbered and placed as the light scan places it, across
+    /// block edges, a line longer than a block and a last line without its newline.
+    #[test]
+    fn every_line_streams_in_order_across_blocks() {
+        let mut file = Vec::new();
+        let mut k = 0usize;
+        while file.len() < 3 * BLOCK {
+            let pad = "x".repeat(k * 7919 % 3000);
+            file.extend_from_slice(
+                format!(
+                    "{{\"type\":\"message\",\"id\":\"{k}\",\"message\":{{\"role\":\"user\",\"content\":\"{pad}\"}}}}\n"
+                )
+                .as_bytes(),
+            );
+            if k.is_multiple_of(50) {
+                file.extend_from_slice(b"\n  \nnot json\n");
+            }
+            if k == 100 {
+                file.extend_from_slice(format!("{{\"a\":\"{}\"}}\n", "y".repeat(BLOCK + 10)).as_bytes());
+            }
+            k += 1;
+        }
+        file.extend_from_slice(b"{\"type\":\"label\",\"id\":\"z\"}");
+        let expected = crate::scan::scan_source(&file, file.len() as u64, 1, true).unwrap_or_default();
+        for threads in [1, 2, 3] {
+            let mut got = vec![];
+            let read = stream_lines(&file, threads, &mut |l| {
+                got.push((l.number, l.offset, l.len, l.kind.clone(), l.note.clone()));
+                ControlFlow::Continue(())
+            });
+            assert_eq!(read.ok(), Some(file.len() as u64));
+            let want: Vec<_> =
+                expected.iter().map(|l| (l.number, l.offset, l.len, l.kind.clone(), l.note.clone())).collect();
+            assert_eq!(got.len(), want.len(), "{threads} threads");
+            assert!(got == want, "{threads} threads");
+        }
+    }
 
     /// The fast validator's detail is what the parsed value gives, line by line.
     #[test]

@@ -219,7 +219,7 @@ impl Ledger {
             for i in 0..self.parent.len() {
                 let p = self.parent[i];
                 if p != NONE && !self.live(p) {
-                    self.parent[i] = self.lookup(&self.id(p).to_owned()).unwrap_or(NONE);
+                    self.parent[i] = self.lookup(self.id(p)).unwrap_or(NONE);
                 }
             }
         }

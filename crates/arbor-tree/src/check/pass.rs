@@ -69,7 +69,7 @@ pub(crate) fn read_pass(src: &dyn ReadAt) -> std::io::Result<Option<Pass>> {
                 let title_candidate = line.number == 1
                     && matches!(&line.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| t.as_str() == "title"));
                 if matches!(line.kind, ScanKind::Object(_)) && !title_candidate {
-                    stage = match read_prefix(src, *end, &line) {
+                    stage = match read_prefix(src, *end, line) {
                         Ok(Some(pass)) => Stage::Body(Box::new(pass)),
                         Ok(None) => Stage::Full,
                         Err(e) => {
