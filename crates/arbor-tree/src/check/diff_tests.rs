@@ -54,52 +54,34 @@ fn damage(lines: &mut Vec<Vec<u8>>, rng: &mut Rng) {
     }
     let i = 1 + rng.below(lines.len() - 1);
     let j = 1 + rng.below(lines.len() - 1);
+    let kind = rng.below(20);
+    if kind < 10 {
+        move_lines(lines, kind, i, j);
+        return;
+    }
     let other = id_of(&lines[j]).unwrap_or_else(|| "zz".into());
     let own = id_of(&lines[i]).unwrap_or_default();
-    let changed = match rng.below(20) {
-        0 => {
-            let cut = rng.below(lines[i].len());
-            lines[i].truncate(cut.max(1));
-            lines[i].push(b'\n');
-            None
-        }
-        1 => {
-            let copy = lines[i].clone();
-            lines.insert(j.max(i) + 1, copy);
-            None
-        }
-        2 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), Value::String(other)))),
-        3 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), "missing-parent".into()))),
-        4 => {
-            let odd = [serde_json::json!(5), serde_json::json!({"x": [1]}), Value::Bool(false)][rng.below(3)].clone();
+    let changed = match kind {
+        10 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), Value::String(other)))),
+        11 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), "missing-parent".into()))),
+        12 => {
+            let odd = [serde_json::json!(5), serde_json::json!({"x": [1]}), Value::Bool(false)][j % 3].clone();
             set_field(&lines[i], |o| drop(o.insert("parentId".into(), odd)))
         }
-        5 => Some([&b"not json\n"[..], b"[1,2]\n", b"\n", b"   \n", b"\"s\"\n"][rng.below(5)].to_vec()),
-        6 => {
-            let header = lines[0].clone();
-            lines.insert(i, header);
-            None
-        }
-        7 => {
-            if let Some(last) = lines.last_mut() {
-                last.pop();
-            }
-            None
-        }
-        8 => set_field(&lines[i], |o| drop(o.insert("id".into(), serde_json::json!(7)))),
-        9 => set_field(&lines[i], |o| drop(o.remove("type"))),
-        10 => set_field(&lines[i], |o| {
+        13 => set_field(&lines[i], |o| drop(o.insert("id".into(), serde_json::json!(7)))),
+        14 => set_field(&lines[i], |o| drop(o.remove("type"))),
+        15 => set_field(&lines[i], |o| {
             if let Some(m) = o.get_mut("message").and_then(Value::as_object_mut) {
                 m.insert("toolCallId".into(), Value::String(other));
             }
         }),
-        11 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), Value::String(own)))),
-        12 => set_field(&lines[i], |o| {
+        16 => set_field(&lines[i], |o| drop(o.insert("parentId".into(), Value::String(own)))),
+        17 => set_field(&lines[i], |o| {
             if o.contains_key("targetId") {
                 o.insert("targetId".into(), "missing-target".into());
             }
         }),
-        13 => set_field(&lines[i], |o| {
+        18 => set_field(&lines[i], |o| {
             if o.contains_key("firstKeptEntryId") {
                 match other.len() % 3 {
                     0 => drop(o.remove("firstKeptEntryId")),
@@ -108,33 +90,51 @@ fn damage(lines: &mut Vec<Vec<u8>>, rng: &mut Rng) {
                 }
             }
         }),
-        14 => {
-            let at = lines[i].iter().rposition(|&c| c == b'"').unwrap_or(0);
-            lines[i].insert(at, 0xFF);
-            None
-        }
-        15 => {
-            let s = String::from_utf8_lossy(&lines[i]).into_owned();
-            let s =
-                s.replacen("\"toolCallId\"", "\"tool\\u0043allId\"", 1).replacen("toolCall\"", "tool\\u0043all\"", 1);
-            Some(s.into_bytes())
-        }
-        16 => {
-            lines.swap(i, j);
-            None
-        }
-        17 => {
-            let s = String::from_utf8_lossy(&lines[i]).into_owned();
-            Some(s.replacen("\"id\":\"", "\"id\":\"x\\u0031", 1).into_bytes())
-        }
-        18 => set_field(&lines[i], |o| drop(o.insert("type".into(), "session".into()))),
-        _ => {
-            lines.remove(i);
-            None
-        }
+        _ => set_field(&lines[i], |o| drop(o.insert("type".into(), "session".into()))),
     };
     if let Some(line) = changed {
         lines[i] = line;
+    }
+}
+
+/// A change of bytes or of the lines' order: torn, repeated, replaced, moved or removed lines.
+fn move_lines(lines: &mut Vec<Vec<u8>>, kind: usize, i: usize, j: usize) {
+    match kind {
+        0 => {
+            let cut = (i * 7 + j) % lines[i].len().max(1);
+            lines[i].truncate(cut.max(1));
+            lines[i].push(b'\n');
+        }
+        1 => {
+            let copy = lines[i].clone();
+            lines.insert(j.max(i) + 1, copy);
+        }
+        2 => lines[i] = [&b"not json\n"[..], b"[1,2]\n", b"\n", b"   \n", b"\"s\"\n"][j % 5].to_vec(),
+        3 => {
+            let header = lines[0].clone();
+            lines.insert(i, header);
+        }
+        4 => {
+            if let Some(last) = lines.last_mut() {
+                last.pop();
+            }
+        }
+        5 => {
+            let at = lines[i].iter().rposition(|&c| c == b'"').unwrap_or(0);
+            lines[i].insert(at, 0xFF);
+        }
+        6 => {
+            let s = String::from_utf8_lossy(&lines[i]).into_owned();
+            let s =
+                s.replacen("\"toolCallId\"", "\"tool\\u0043allId\"", 1).replacen("toolCall\"", "tool\\u0043all\"", 1);
+            lines[i] = s.into_bytes();
+        }
+        7 => lines.swap(i, j),
+        8 => {
+            let s = String::from_utf8_lossy(&lines[i]).into_owned();
+            lines[i] = s.replacen("\"id\":\"", "\"id\":\"x\\u0031", 1).into_bytes();
+        }
+        _ => drop(lines.remove(i)),
     }
 }
 
