@@ -198,8 +198,8 @@ fn dry_run(path: &Path, target: &Path) -> Result<Option<RepairReport>, TreeError
         .collect();
     for i in (0..l.len() as u32).filter(|&i| !l.live(i)) {
         let id = l.id(i);
-        let last = l.lookup(id).map_or(0, |k| l.lines[k as usize]);
-        moved.push((l.lines[i as usize] as usize, format!("id {id} appears again on line {last}")));
+        let last = l.lookup(id).map_or(0, |k| l.line(k));
+        moved.push((l.line(i), format!("id {id} appears again on line {last}")));
     }
     moved.sort_by_key(|m| m.0);
     let mut actions: Vec<String> =

@@ -48,8 +48,9 @@ pub(crate) struct Effect {
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
     ids: Ids,
-    /// 1-based line of each entry.
-    pub lines: Vec<u32>,
+    /// Where entries stop following each other line by line: `(entry, its
+    /// line)`; the entries after one, up to the next, are on the lines after it.
+    lines: Vec<(u32, u32)>,
     /// The entry its `parentId` resolves to (`NONE`: a root, a self-parent or an orphan).
     pub parent: Vec<u32>,
     pub flags: Vec<u8>,
@@ -75,7 +76,14 @@ pub(crate) struct Ledger {
 impl Ledger {
     /// The number of entries.
     pub fn len(&self) -> usize {
-        self.lines.len()
+        self.parent.len()
+    }
+
+    /// The 1-based line of entry `i`.
+    pub fn line(&self, i: u32) -> usize {
+        let k = self.lines.partition_point(|&(e, _)| e <= i);
+        let (e, line) = self.lines.get(k.wrapping_sub(1)).copied().unwrap_or((0, 0));
+        (line + (i - e)) as usize
     }
 
     /// The id of entry `i`.
@@ -98,7 +106,6 @@ impl Ledger {
 
     /// Room for `more` entries.
     pub fn reserve(&mut self, more: usize) {
-        self.lines.reserve_exact(more);
         self.parent.reserve_exact(more);
         self.flags.reserve_exact(more);
         self.ids.reserve(more);
@@ -114,9 +121,12 @@ impl Ledger {
 
     /// Adds an entry read on `line`; the first line of its id when it repeats one.
     pub fn push(&mut self, line: usize, id: &str, parent_id: Option<&str>) -> Option<usize> {
-        let i = u32::try_from(self.lines.len()).unwrap_or(NONE);
+        let i = u32::try_from(self.len()).unwrap_or(NONE);
         self.ids.push(id.as_bytes());
-        push_slim(&mut self.lines, u32::try_from(line).unwrap_or(NONE));
+        let line = u32::try_from(line).unwrap_or(NONE);
+        if i == 0 || self.line(i - 1) + 1 != line as usize {
+            self.lines.push((i, line));
+        }
         let mut flags = 0;
         let parent = match parent_id {
             None => NONE,
@@ -141,7 +151,7 @@ impl Ledger {
             Some(held) => {
                 let prev = std::mem::replace(held, i);
                 self.flags[prev as usize] |= DEAD;
-                let first = self.first_lines.get(&prev).copied().unwrap_or(self.lines[prev as usize]);
+                let first = self.first_lines.get(&prev).copied().unwrap_or(self.line(prev) as u32);
                 self.first_lines.insert(i, first);
                 Some(first as usize)
             }
@@ -168,7 +178,7 @@ impl Ledger {
         answers: Option<&Option<CompactString>>,
         entry: Option<&arbor_log::Entry>,
     ) {
-        let Some(i) = self.lines.len().checked_sub(1) else { return };
+        let Some(i) = self.len().checked_sub(1) else { return };
         let i = i as u32;
         match (role, answers) {
             (Some(Role::Assistant), _) if !calls.is_empty() => {

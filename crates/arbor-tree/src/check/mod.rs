@@ -139,7 +139,7 @@ fn streamed_findings(mut pass: pass::Pass) -> Vec<Finding> {
     let l = &pass.ledger;
     for i in l.cycle_roots() {
         let kind = DiagnosticKind::ParentCycle { id: l.id(i).to_owned() };
-        out.push(Finding::new(l.lines[i as usize] as usize, Severity::Error, "parent-cycle", kind.to_string()));
+        out.push(Finding::new(l.line(i), Severity::Error, "parent-cycle", kind.to_string()));
     }
     out.extend(walk::tree_findings(&mut pass.ledger));
     sort(&mut out);

@@ -32,7 +32,7 @@ pub(super) fn tree_findings(l: &mut Ledger) -> Vec<Finding> {
 /// Self-parents, orphans and labels on missing targets.
 fn entry_findings(l: &Ledger) -> Vec<Finding> {
     let mut out = vec![];
-    let line = |i: u32| l.lines[i as usize] as usize;
+    let line = |i: u32| l.line(i);
     for i in (0..l.len() as u32).filter(|&i| l.live(i) && l.has(i, SELF_PARENT)) {
         let id = l.id(i);
         out.push(warn(line(i), "self-parent", format!("entry {id} is its own parent; shown as a root")));
@@ -52,7 +52,7 @@ fn entry_findings(l: &Ledger) -> Vec<Finding> {
 
 /// The compaction finding of live entry `c`, given whether its kept entry is on its path.
 fn compaction_finding(l: &Ledger, c: u32, on_path: impl Fn(u32) -> bool) -> Option<Finding> {
-    let line = l.lines[c as usize] as usize;
+    let line = l.line(c);
     let id = l.id(c);
     match l.compaction(c)? {
         None => Some(warn(
@@ -384,7 +384,7 @@ fn report(l: &Ledger, mut open: Vec<Open>) -> Vec<Finding> {
                 format!("the paths to {leaves} leaves (the first: {first})")
             };
             let mut f = warn(
-                l.lines[o.entry as usize] as usize,
+                l.line(o.entry),
                 "tool-call-without-result",
                 format!("tool call {call} ({name}) in {at} has no result on {whose}"),
             );
