@@ -54,7 +54,25 @@ fn damage(lines: &mut Vec<Vec<u8>>, rng: &mut Rng) {
     }
     let i = 1 + rng.below(lines.len() - 1);
     let j = 1 + rng.below(lines.len() - 1);
-    let kind = rng.below(20);
+    let kind = rng.below(21);
+    if kind == 20 {
+        // The same message again as its own child: the same tool calls twice on one path.
+        let own = id_of(&lines[i]).unwrap_or_default();
+        let id = format!("again{}", lines.len());
+        if let Some(copy) = set_field(&lines[i], |o| {
+            o.insert("id".into(), Value::String(id.clone()));
+            o.insert("parentId".into(), Value::String(own));
+        }) {
+            lines.insert(i + 1, copy);
+            // The line after (often the tool result) follows the copy.
+            if let Some(next) =
+                lines.get(i + 2).and_then(|l| set_field(l, |o| drop(o.insert("parentId".into(), Value::String(id)))))
+            {
+                lines[i + 2] = next;
+            }
+        }
+        return;
+    }
     if kind < 10 {
         move_lines(lines, kind, i, j);
         return;
@@ -205,4 +223,38 @@ fn the_streaming_pass_finds_what_the_full_read_finds_on_damaged_files() {
     ] {
         assert!(findings.contains_key(code), "no {code} among {findings:?}");
     }
+}
+
+/// A tool result closes every open call with its id, however many: the
+/// same call made twice on one path, answered once, leaves none open.
+#[test]
+fn a_result_closes_every_open_call_with_its_id() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let f = d.path().join("twice.jsonl");
+    let call = |id: &str, parent: &str| {
+        format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":\"{parent}\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"c1\",\"name\":\"read\",\"arguments\":{{}}}},{{\"type\":\"toolCall\",\"id\":\"c2\",\"name\":\"ls\",\"arguments\":{{}}}}]}}}}\n"
+        )
+    };
+    let result = |id: &str, parent: &str, answers: &str| {
+        format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":\"{parent}\",\"timestamp\":\"2026-01-01T00:00:02.000Z\",\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"{answers}\",\"content\":[]}}}}\n"
+        )
+    };
+    let text = [
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n"
+            .to_owned(),
+        "{\"type\":\"message\",\"id\":\"u\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n".to_owned(),
+        call("a", "u"),
+        call("b", "a"),
+        result("r", "b", "c1"),
+        result("q", "a", "c2"),
+        result("p", "r", "c2"),
+    ]
+    .concat();
+    std::fs::write(&f, text).unwrap_or_else(|e| panic!("{e}"));
+    same(&f);
+    let found = check_session(&f, SessionOptions::default()).unwrap_or_default();
+    let messages: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(messages, ["tool call c1 (read) in a has no result on the path to leaf q"], "{found:#?}");
 }

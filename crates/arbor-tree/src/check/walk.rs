@@ -13,6 +13,8 @@
 
 use std::collections::HashMap;
 
+use arbor_log::idhash::IdHash;
+
 use super::ledger::{Ledger, COMPACTION, CYCLE_ROOT, EFFECT, NONE, SELF_PARENT};
 use super::{warn, Finding};
 
@@ -180,6 +182,8 @@ struct Walker<'l> {
     since: HashMap<u32, u32>,
     /// Each call's runs of leaves: (call, its entry, its depth, from, to).
     runs: Vec<(u32, u32, u32, u32, u32)>,
+    /// How many open calls have each id.
+    counts: HashMap<&'l str, u32, IdHash>,
 }
 
 impl<'l> Walker<'l> {
@@ -194,6 +198,7 @@ impl<'l> Walker<'l> {
             leaves: vec![],
             since: HashMap::new(),
             runs: vec![],
+            counts: HashMap::default(),
         }
     }
 
@@ -203,9 +208,13 @@ impl<'l> Walker<'l> {
 
     fn opened(&mut self, call: u32) {
         self.since.insert(call, self.now());
+        *self.counts.entry(self.l.str(self.l.calls[call as usize].0)).or_insert(0) += 1;
     }
 
     fn ended(&mut self, (call, entry, depth): (u32, u32, u32)) {
+        if let Some(n) = self.counts.get_mut(self.l.str(self.l.calls[call as usize].0)) {
+            *n -= 1;
+        }
         let from = self.since.remove(&call).unwrap_or(0);
         if from < self.now() {
             self.runs.push((call, entry, depth, from, self.now()));
@@ -221,20 +230,25 @@ impl<'l> Walker<'l> {
         }
         if let Some(e) = l.has(i, EFFECT).then(|| l.effect(i)).flatten() {
             if let Some(id) = e.answers {
+                // The calls it answers, from the end (usually the last one made), as many as are open.
                 let id = l.str(id);
-                let mut k = 0;
-                while k < self.open.len() {
+                let mut need = self.counts.get(id).copied().unwrap_or(0);
+                let mut found = vec![];
+                let mut k = self.open.len();
+                while need > 0 && k > 0 {
+                    k -= 1;
                     let c = self.open[k];
                     if l.str(l.calls[c.0 as usize].0) == id {
-                        self.open.remove(k);
-                        self.ended(c);
-                        // Its index before the removals of this result, as the list was.
-                        let at = k + self.closed.iter().rev().take_while(|x| x.0 == i).count();
-                        self.closed.push((i, at, c));
-                    } else {
-                        k += 1;
+                        found.push((k, c));
+                        need -= 1;
                     }
                 }
+                // Removed from the end; kept to put back in ascending order of where they were.
+                for &(k, c) in &found {
+                    self.open.remove(k);
+                    self.ended(c);
+                }
+                self.closed.extend(found.iter().rev().map(|&(k, c)| (i, k, c)));
             }
             for call in e.calls.0..e.calls.1 {
                 self.open.push((call, i, self.depth));
