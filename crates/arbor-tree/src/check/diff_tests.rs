@@ -258,3 +258,31 @@ fn a_result_closes_every_open_call_with_its_id() {
     let messages: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
     assert_eq!(messages, ["tool call c1 (read) in a has no result on the path to leaf q"], "{found:#?}");
 }
+
+/// The first leaf a finding names is the first in file order, whatever
+/// order the walk meets the leaves in (here: the leaves on lines 7, 5, 6).
+#[test]
+fn the_first_leaf_is_the_first_in_the_file() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let f = d.path().join("order.jsonl");
+    let user = |id: &str, parent: &str| {
+        format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":\"{parent}\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"x\"}}}}\n"
+        )
+    };
+    let text = [
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n".to_owned(),
+        "{\"type\":\"message\",\"id\":\"u\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n".to_owned(),
+        "{\"type\":\"message\",\"id\":\"a\",\"parentId\":\"u\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"toolCall\",\"id\":\"c1\",\"name\":\"read\",\"arguments\":{}}]}}\n".to_owned(),
+        user("x", "a"),
+        user("l3", "a"),
+        user("l4", "a"),
+        user("l5", "x"),
+    ]
+    .concat();
+    std::fs::write(&f, text).unwrap_or_else(|e| panic!("{e}"));
+    same(&f);
+    let found = check_session(&f, SessionOptions::default()).unwrap_or_default();
+    let messages: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(messages, ["tool call c1 (read) in a has no result on the paths to 3 leaves (the first: l3)"]);
+}

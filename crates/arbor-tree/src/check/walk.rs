@@ -7,7 +7,9 @@
 //! way are one list, the ones a tool result closed are put back when the
 //! walk leaves it. A call is open at the leaves the walk meets while it is
 //! in the list, which is a run of the walk's leaves: their number and the
-//! first of them in file order (a range minimum) are what its finding says.
+//! first of them in file order (the smallest entry among the leaves met
+//! since it came in: a stack of the leaves below every later one answers
+//! it) are what its finding says.
 //! A session with a parent cycle walks each leaf's path instead, as the
 //! session's own walk does (see `open_by_paths` in `check`).
 
@@ -166,7 +168,7 @@ fn calls_by_walk(l: &Ledger, named: &Bits, out: &mut Vec<Finding>) -> Vec<Open> 
     w.finish()
 }
 
-/// The walk's state: the path, the calls open on it, and each call's runs of leaves.
+/// The walk's state: the path, the calls open on it, and for each call the leaves it is open at.
 struct Walker<'l> {
     l: &'l Ledger,
     named: &'l Bits,
@@ -176,12 +178,15 @@ struct Walker<'l> {
     open: Vec<(u32, u32, u32)>,
     /// Calls a tool result closed: (the result's entry, where the call was, the call).
     closed: Vec<(u32, usize, (u32, u32, u32))>,
-    /// The walk's leaves so far, by entry.
-    leaves: Vec<u32>,
+    /// How many leaves (with a call open) the walk has met.
+    leaves: u32,
+    /// The smallest entry among the leaves met from each point on: the
+    /// leaves (their number and entry) whose entry is below every later one's.
+    lows: Vec<(u32, u32)>,
     /// When each open call came into the list (a count of leaves), by call.
     since: HashMap<u32, u32>,
-    /// Each call's runs of leaves: (call, its entry, its depth, from, to).
-    runs: Vec<(u32, u32, u32, u32, u32)>,
+    /// The calls open at some leaf so far.
+    found: HashMap<u32, Open>,
     /// How many open calls have each id.
     counts: HashMap<&'l str, u32, IdHash>,
 }
@@ -195,15 +200,31 @@ impl<'l> Walker<'l> {
             depth: 0,
             open: vec![],
             closed: vec![],
-            leaves: vec![],
+            leaves: 0,
+            lows: vec![],
             since: HashMap::new(),
-            runs: vec![],
+            found: HashMap::new(),
             counts: HashMap::default(),
         }
     }
 
     fn now(&self) -> u32 {
-        self.leaves.len() as u32
+        self.leaves
+    }
+
+    /// A leaf with a call open.
+    fn leaf(&mut self, i: u32) {
+        while self.lows.last().is_some_and(|&(_, e)| e >= i) {
+            self.lows.pop();
+        }
+        self.lows.push((self.leaves, i));
+        self.leaves += 1;
+    }
+
+    /// The smallest entry among the leaves met since the `from`th.
+    fn lowest_since(&self, from: u32) -> u32 {
+        let k = self.lows.partition_point(|&(n, _)| n < from);
+        self.lows.get(k).map_or(NONE, |&(_, e)| e)
     }
 
     fn opened(&mut self, call: u32) {
@@ -211,13 +232,18 @@ impl<'l> Walker<'l> {
         *self.counts.entry(self.l.str(self.l.calls[call as usize].0)).or_insert(0) += 1;
     }
 
+    /// A call leaves the list: it was open at the leaves met since it came in.
     fn ended(&mut self, (call, entry, depth): (u32, u32, u32)) {
         if let Some(n) = self.counts.get_mut(self.l.str(self.l.calls[call as usize].0)) {
             *n -= 1;
         }
         let from = self.since.remove(&call).unwrap_or(0);
         if from < self.now() {
-            self.runs.push((call, entry, depth, from, self.now()));
+            let first = self.lowest_since(from);
+            let o = self.found.entry(call).or_insert(Open { call, entry, leaves: 0, first, rank: 0 });
+            o.leaves += (self.leaves - from) as usize;
+            o.first = o.first.min(first);
+            o.rank = u64::from(depth) << 32 | u64::from(call);
         }
     }
 
@@ -256,7 +282,7 @@ impl<'l> Walker<'l> {
             }
         }
         if !self.named.get(i) && !self.open.is_empty() {
-            self.leaves.push(i);
+            self.leaf(i);
         }
     }
 
@@ -281,52 +307,7 @@ impl<'l> Walker<'l> {
 
     /// Every call open at a leaf: how many, the first in file order, its place there.
     fn finish(self) -> Vec<Open> {
-        let mins = RangeMin::new(&self.leaves);
-        let mut by_call: HashMap<u32, Open> = HashMap::new();
-        for (call, entry, depth, from, to) in self.runs {
-            let first = mins.min(from as usize, to as usize);
-            let o = by_call.entry(call).or_insert(Open { call, entry, leaves: 0, first, rank: 0 });
-            o.leaves += (to - from) as usize;
-            o.first = o.first.min(first);
-            o.rank = u64::from(depth) << 32 | u64::from(call);
-        }
-        by_call.into_values().collect()
-    }
-}
-
-/// Minimums over runs of a list (a sparse table would be faster to ask, but a segment tree is 2 words an item).
-struct RangeMin {
-    n: usize,
-    tree: Vec<u32>,
-}
-
-impl RangeMin {
-    fn new(items: &[u32]) -> RangeMin {
-        let n = items.len();
-        let mut tree = vec![NONE; 2 * n];
-        tree[n..].copy_from_slice(items);
-        for k in (1..n).rev() {
-            tree[k] = tree[2 * k].min(tree[2 * k + 1]);
-        }
-        RangeMin { n, tree }
-    }
-
-    /// The minimum of `items[from..to]`.
-    fn min(&self, from: usize, to: usize) -> u32 {
-        let (mut a, mut b, mut m) = (from + self.n, to + self.n, NONE);
-        while a < b {
-            if a & 1 == 1 {
-                m = m.min(self.tree[a]);
-                a += 1;
-            }
-            if b & 1 == 1 {
-                b -= 1;
-                m = m.min(self.tree[b]);
-            }
-            a /= 2;
-            b /= 2;
-        }
-        m
+        self.found.into_values().collect()
     }
 }
 
