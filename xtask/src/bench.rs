@@ -69,6 +69,8 @@ struct Opts {
     pg_sessions: usize,
     /// `--tui`: the tree selector's bench (`arbor tui FILE --bench`).
     tui: bool,
+    /// `--append`: only the append rows (`bench_append.rs`).
+    append: bool,
 }
 
 fn parse_opts(args: &[String]) -> Result<Opts> {
@@ -93,6 +95,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         baseline: None,
         no_search: false,
         tui: false,
+        append: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -113,6 +116,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--html" => o.html = Some(value("--html")?.parse().context("--html")?),
             "--pg" => o.pg = true,
             "--tui" => o.tui = true,
+            "--append" => o.append = true,
             "--pg-sessions" => o.pg_sessions = value("--pg-sessions")?.parse().context("--pg-sessions")?,
             "--store-entries" => {
                 let v = value("--store-entries")?;
@@ -285,6 +289,15 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         let file = crate::bench_tui::session(&target, opts.file.as_ref(), entries, opts.seed)?;
         return crate::bench_tui::run(root, &arbor, &file, &target.join("bench-cache"));
     }
+    if opts.append {
+        let arbor = build_arbor(root, &target)?;
+        let mut sessions = vec![];
+        for entries in std::iter::once(100_000).chain(opts.huge.then_some(1_000_000)) {
+            let gen_opts = GenOptions { entries, seed: opts.seed, shape: Shape::Realistic };
+            sessions.push((cached_session(&target, gen_opts)?, Some(entries)));
+        }
+        return crate::bench_append::run(root, &arbor, &target, &sessions, opts.seed, opts.runs);
+    }
     if let Some(entries) = opts.html {
         let arbor = build_arbor(root, &target)?;
         return crate::bench_html::run(root, &arbor, &target, entries, opts.seed, opts.runs.max(1));
@@ -366,7 +379,7 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     };
 
     let mut summary = Vec::new();
-    for (file, generated) in sessions {
+    for (file, generated) in sessions.clone() {
         let file_bytes = fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?.len();
         // Warm the page cache so that every row (and every run) reads from memory.
         io::copy(&mut File::open(&file)?, &mut io::sink())?;
@@ -400,6 +413,9 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     }
     if summary.len() > 1 {
         report_summary(&summary);
+    }
+    if opts.all || opts.huge {
+        crate::bench_append::run(root, &bins.arbor, &target, &sessions, opts.seed, opts.runs)?;
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ use arbor_log::{
 
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
 use super::{Disk, Session, Slots};
-use crate::index::{self, IndexFile};
+use crate::index::{self, IndexFile, LazyIndex};
 use crate::labels::Labels;
 
 impl Session {
@@ -29,7 +29,7 @@ impl Session {
             .as_deref()
             .and_then(|dir| IndexFile::locate(dir, self.opts.store.as_ref(), &path, &*src));
         if let Some(index) = &index {
-            if self.load_indexed(index, &src)? {
+            if self.load_indexed(index, &src)? || self.load_grown(index, &src)? {
                 return Ok(true);
             }
         }
@@ -84,8 +84,15 @@ impl Session {
     /// Loads from the cached index; false when there is none usable. Only
     /// the index's columns are read now: the slots are built from the index
     /// when first asked for ([`super::Slots`]).
-    fn load_indexed(&mut self, index: &IndexFile, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
-        let Some(lazy) = index.open() else { return Ok(false) };
+    pub(super) fn load_indexed(&mut self, index: &IndexFile, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
+        match index.open() {
+            Some(lazy) => self.load_lazy(lazy, src),
+            None => Ok(false),
+        }
+    }
+
+    /// Loads from an opened index (see [`Session::load_indexed`]).
+    pub(super) fn load_lazy(&mut self, lazy: LazyIndex, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
         // The index holds each parent already resolved, and only clean files
         // (no duplicate ids, no cycles) are indexed: no id is hashed here.
         let header_bytes = lazy.header_bytes;
@@ -170,9 +177,13 @@ impl Session {
         self.push(Slot::decoded(entry, json, line, js_only))
     }
 
-    /// Appends a slot after the load: the id map, parents and children lists follow it.
+    /// Appends a slot after the load: the id map, parents and children lists
+    /// follow it. A fresh id the index vouches for needs no id map
+    /// ([`Session::fresh_parent`]).
     fn push(&mut self, slot: Slot) -> usize {
-        self.state.leaf = Some(slot.id.to_string());
+        if let Some(parent) = self.fresh_parent(&slot) {
+            return self.push_new(slot, parent);
+        }
         let mut by_id = self.state.by_id.take().unwrap_or_else(|| id_index(&self.state.slots));
         let mut unresolved = self.state.unresolved.take().unwrap_or_else(|| unresolved_parents(&self.state.slots));
         let i = self.state.slots.len();
@@ -182,31 +193,20 @@ impl Session {
             self.state.slots[prev].live = false;
         }
         let own = slot.parent_id.as_deref().and_then(|p| by_id.get(p).copied());
-        let i = self.push_loaded(slot, own.unwrap_or(NO_PARENT));
         // Entries naming this id as their parent now resolve to it (the later
         // line wins). Only possible when the id was taken before or was some
         // entry's unresolved parent; a fresh id (every append) skips the walk.
-        if prev.is_some() || unresolved.remove(&id) {
+        let adopts = prev.is_some() || unresolved.remove(&id);
+        self.state.by_id = OnceLock::from(by_id);
+        self.state.unresolved = OnceLock::from(unresolved);
+        let i = self.push_new(slot, own);
+        if adopts {
             for k in 0..i {
                 if self.state.slots[k].parent_id.as_ref() == Some(&id) {
                     self.state.slots.set_parent(k, i);
                 }
             }
         }
-        let parent = self.state.slots[i].parent_id.clone();
-        if let (None, Some(p)) = (own, &parent) {
-            unresolved.insert(p.clone());
-        }
-        if let (Some(children), Some(p)) = (self.state.children.get_mut(), parent) {
-            match children.get_mut(&p) {
-                Some(kids) => kids.push(i),
-                None => {
-                    children.insert(p, Kids::One(i));
-                }
-            }
-        }
-        self.state.by_id = OnceLock::from(by_id);
-        self.state.unresolved = OnceLock::from(unresolved);
         i
     }
 
@@ -236,11 +236,12 @@ impl Session {
     /// answered without the id map, so reading the context at the leaf of a
     /// file opened through its index hashes no id at all.
     pub(super) fn slot_of(&self, id: &str) -> Option<usize> {
-        match self.state.slots.last() {
-            // The last line holding an id is the one the id resolves to.
-            Some(last) if last.id == id => Some(self.state.slots.len() - 1),
-            _ => self.ids().get(id).copied(),
-        }
+        self.find(id)
+    }
+
+    /// True when some entry has the id `id`.
+    pub(super) fn has_id(&self, id: &str) -> bool {
+        self.slot_of(id).is_some()
     }
 
     /// Id → slot (the later line of an id wins), built on first use.
@@ -259,7 +260,7 @@ impl Session {
     }
 
     /// Adds a loaded slot whose parent resolves to `parent` (see [`Session::note_loaded`]).
-    fn push_loaded(&mut self, slot: Slot, parent: usize) -> usize {
+    pub(super) fn push_loaded(&mut self, slot: Slot, parent: usize) -> usize {
         let i = self.state.slots.len();
         self.state.slots.push(slot, parent);
         self.note_loaded(i);

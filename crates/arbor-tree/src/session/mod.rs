@@ -15,8 +15,10 @@
 //! - `open.rs`: the factories (`open`, `create`, `in_memory`,
 //!   `continue_recent`, `new_session`);
 //! - `load.rs`: filling a session from a scan, the index or a full read;
+//! - `grown.rs`: the index of a file that grew, and the lines after it;
 //! - `persist.rs`: what is on disk, locking, materialization;
 //! - `append.rs`: every append; `leaf.rs`: leaf moves;
+//! - `lookup.rs`: ids answered through the index's id rows, without the id map;
 //! - `query.rs`: reading by id (the user's vocabulary);
 //! - `positions.rs`: [`Position`] and reading by position, one or many at a
 //!   time on all cores (the fast paths' vocabulary);
@@ -27,8 +29,10 @@
 
 mod append;
 mod branched;
+mod grown;
 mod leaf;
 mod load;
+mod lookup;
 mod open;
 mod options;
 mod persist;
@@ -74,6 +78,8 @@ pub(crate) struct Entries {
     unresolved: OnceLock<HashSet<CompactString, IdHash>>,
     /// Resolved on first use (a context never needs them).
     labels: OnceLock<Labels>,
+    /// Ids looked up through the index's id rows so far (`lookup.rs`).
+    index_lookups: std::sync::atomic::AtomicUsize,
     leaf: Option<String>,
     leaf_moved: bool,
     has_assistant: bool,
