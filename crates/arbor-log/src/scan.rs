@@ -31,7 +31,7 @@ use serde_json::Value;
 use crate::clock::parse_iso_ms;
 use crate::diag::DiagnosticKind;
 use crate::entry::{Entry, NotAnEntry};
-use crate::fast_head::fast_head;
+use crate::fast_head::{fast_head, fast_head_detail, HeadDetail};
 use crate::json;
 use crate::reader::{parse_line, parse_line_detail, trim_line, Parsed};
 use crate::vocab::{EntryType, Role};
@@ -202,10 +202,22 @@ pub struct ScannedLine {
 /// `message`) is also decoded in full into [`RecordHead::entry`]: such
 /// records are small, and the tree needs some of them (labels) at once.
 pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind>) {
+    let (kind, note, _) = scan_line_with(bytes, decode, false);
+    (kind, note)
+}
+
+/// [`scan_line`], with `detail` also the line's [`HeadDetail`] when the fast
+/// validator read it (`None` when the line took the exact path: the caller
+/// reads the detail from the parsed value then).
+pub(crate) fn scan_line_with(
+    bytes: &[u8],
+    decode: bool,
+    detail: bool,
+) -> (ScanKind, Option<DiagnosticKind>, Option<HeadDetail<'_>>) {
     let terminated = bytes.last() == Some(&b'\n');
     let body = trim_line(bytes);
     if body.is_empty() {
-        return (ScanKind::Blank, None);
+        return (ScanKind::Blank, None, None);
     }
     let accept = |mut head: RecordHead, note: Option<DiagnosticKind>| {
         if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
@@ -216,8 +228,14 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
     };
     // The fast validator is sure or declines; serde_json has the word on the
     // rest, unless it would read a marker-range character (see `crate::json`).
-    if let Some(head) = fast_head(body) {
-        return accept(head, None);
+    if detail {
+        if let Some((head, d)) = fast_head_detail(body) {
+            let (kind, note) = accept(head, None);
+            return (kind, note, Some(d));
+        }
+    } else if let Some(head) = fast_head(body) {
+        let (kind, note) = accept(head, None);
+        return (kind, note, None);
     }
     let plain = json::is_plain(body);
     let (text, note) = match std::str::from_utf8(body) {
@@ -225,20 +243,21 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
         Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),
     };
     if let Some(HeadParse(head)) = plain.then(|| serde_json::from_str::<HeadParse>(&text).ok()).flatten() {
-        return accept(head, note);
+        let (kind, note) = accept(head, note);
+        return (kind, note, None);
     }
     // Whatever the light pass refused, the full reader has the final word.
     let (parsed, note, js_only) = parse_line_detail(bytes);
     match parsed {
-        Parsed::Blank => (ScanKind::Blank, note),
-        Parsed::Skipped(kind) => (ScanKind::Skipped(kind), note),
+        Parsed::Blank => (ScanKind::Blank, note, None),
+        Parsed::Skipped(kind) => (ScanKind::Skipped(kind), note, None),
         Parsed::Object(v) => {
             let mut head = RecordHead::from_value(&v);
             head.js_only = js_only;
             if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
                 head.entry = Entry::from_owned(v).ok().map(Box::new);
             }
-            (ScanKind::Object(head), note)
+            (ScanKind::Object(head), note, None)
         }
     }
 }
