@@ -8,6 +8,7 @@
 //! while a library is broken.
 
 mod bench;
+mod bench_append;
 mod bench_html;
 mod bench_pg;
 mod bench_store;
@@ -69,6 +70,10 @@ commands:
                                     terminal (first frame, reading, move, fold, filter switch, each
                                     search keystroke) with and without the index, next to wc -l, on
                                     --file or a generated realistic session (100k; 1M with --huge)
+      --append                      instead: only the append rows (one `arbor label` to a copy of a
+                                    1k, the 100k and, with --huge, the 1M session: the first append,
+                                    then appends through the index; time, CPU, peak RSS, ratios to the
+                                    1k); --all and --huge print them too
   ci                                run .ci/run (what CI runs)
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;

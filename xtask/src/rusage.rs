@@ -17,6 +17,8 @@ pub struct Run {
     pub wall: Duration,
     /// Peak resident set size in KiB (0 where the platform does not say).
     pub max_rss_kib: u64,
+    /// User plus system CPU time of the child (zero where the platform does not say).
+    pub cpu: Duration,
     /// Captured stdout (empty unless asked for).
     pub stdout: Vec<u8>,
 }
@@ -34,17 +36,17 @@ pub fn run_measured(cmd: &mut Command, capture_stdout: bool) -> io::Result<Run> 
             out.read_to_end(&mut buf).map(|_| buf)
         })
     });
-    let (status, max_rss_kib) = wait_with_rusage(&mut child)?;
+    let (status, max_rss_kib, cpu) = wait_with_rusage(&mut child)?;
     let wall = start.elapsed();
     let stdout = match reader {
         Some(handle) => handle.join().map_err(|_| io::Error::other("stdout reader panicked"))??,
         None => Vec::new(),
     };
-    Ok(Run { status, wall, max_rss_kib, stdout })
+    Ok(Run { status, wall, max_rss_kib, cpu, stdout })
 }
 
 #[cfg(unix)]
-fn wait_with_rusage(child: &mut Child) -> io::Result<(ExitStatus, u64)> {
+fn wait_with_rusage(child: &mut Child) -> io::Result<(ExitStatus, u64, Duration)> {
     use std::os::unix::process::ExitStatusExt;
     let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;
     let mut status: libc::c_int = 0;
@@ -65,12 +67,17 @@ fn wait_with_rusage(child: &mut Child) -> io::Result<(ExitStatus, u64)> {
     let max_rss = u64::try_from(usage.ru_maxrss).unwrap_or(0);
     // Linux and the BSDs report KiB; macOS reports bytes.
     let max_rss_kib = if cfg!(target_os = "macos") { max_rss / 1024 } else { max_rss };
-    Ok((ExitStatus::from_raw(status), max_rss_kib))
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    let cpu = time(usage.ru_utime) + time(usage.ru_stime);
+    Ok((ExitStatus::from_raw(status), max_rss_kib, cpu))
 }
 
 #[cfg(not(unix))]
-fn wait_with_rusage(child: &mut Child) -> io::Result<(ExitStatus, u64)> {
-    Ok((child.wait()?, 0))
+fn wait_with_rusage(child: &mut Child) -> io::Result<(ExitStatus, u64, Duration)> {
+    Ok((child.wait()?, 0, Duration::ZERO))
 }
 
 #[cfg(test)]

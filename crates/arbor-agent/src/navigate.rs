@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::abort::Op;
 use crate::agent::{emit, AgentSession};
-use crate::branch::collect_entries_for_branch_summary;
+use crate::branch::{collect_entries_for_branch_summary, BranchCollection};
 use crate::convert::editor_text;
 use crate::error::AgentError;
-use crate::hooks::{HookBus, HookEvent, HookFailure, HookResponse, HookSummary, TreeEvent, TreePreparation};
+use crate::hooks::{EventName, HookBus, HookEvent, HookFailure, HookResponse, HookSummary, TreeEvent, TreePreparation};
 use crate::summarizer::{BranchSummaryOutcome, BranchSummaryRequest, Summarizer};
 
 /// Options of [`AgentSession::navigate_tree`].
@@ -222,7 +222,14 @@ impl AgentSession {
         old_leaf_id: Option<String>,
         options: &NavigateOptions,
     ) -> TreePreparation {
-        let collected = collect_entries_for_branch_summary(&self.session, old_leaf_id.as_deref(), &target.id);
+        // Only a summary or a `session_before_tree` hook reads what the move
+        // leaves behind: without either, a move anywhere in a million-entry
+        // session decodes no entry of the two paths.
+        let wanted = options.summarize || self.opts.hooks.has_handlers(EventName::SessionBeforeTree);
+        let collected = match wanted {
+            true => collect_entries_for_branch_summary(&self.session, old_leaf_id.as_deref(), &target.id),
+            false => BranchCollection { entries: vec![], common_ancestor_id: None },
+        };
         TreePreparation {
             target_id: target.id.clone(),
             old_leaf_id,

@@ -194,8 +194,9 @@ pub fn build_context_from_entries(path: Vec<Entry>) -> SessionContext {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContextStep {
     /// A message the context makes up from an entry: the compaction summary,
-    /// a branch summary or a custom message.
-    Made(Value),
+    /// a branch summary or a custom message (boxed: a step of a million-entry
+    /// path is 16 bytes, not the 80 of a `Value`).
+    Made(Box<Value>),
     /// The message of the path's `message` entry at this position, as stored
     /// (what [`message_of_entry`] gives for the decoded entry; nothing when
     /// the entry is malformed).
@@ -222,7 +223,7 @@ impl ContextPlan {
         ctx.messages.reserve(self.steps.len());
         for step in self.steps {
             match step {
-                ContextStep::Made(m) => ctx.messages.push(m),
+                ContextStep::Made(m) => ctx.messages.push(*m),
                 ContextStep::Message(p) => ctx.messages.extend(message(p)),
             }
         }
@@ -370,7 +371,7 @@ pub fn plan_path_context<E: Borrow<Entry>>(
     match compaction {
         None => ranges.push(0..heads.len()),
         Some((k, r, c)) => {
-            steps.push(ContextStep::Made(compaction_summary_message(c, &read[r].1.timestamp)));
+            steps.push(ContextStep::Made(Box::new(compaction_summary_message(c, &read[r].1.timestamp))));
             if let Some(first) = c.first_kept_entry_id.as_deref() {
                 if let Some(start) = find_kept(first, k) {
                     ranges.push(start..k);
@@ -383,7 +384,7 @@ pub fn plan_path_context<E: Borrow<Entry>>(
         if *heads[p].entry_type == EntryType::Message {
             steps.push(ContextStep::Message(p));
         } else if let Ok(r) = read.binary_search_by_key(&p, |&(q, _)| q) {
-            steps.extend(entry_message(read[r].1).map(ContextStep::Made));
+            steps.extend(entry_message(read[r].1).map(|m| ContextStep::Made(Box::new(m))));
         }
     }
     ContextPlan { settings: ctx, steps }

@@ -84,9 +84,9 @@ fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -
             ContextStep::Made(_) => None,
         })
         .collect();
-    let ids: Vec<&str> = stored.iter().map(|&i| session.id_at(i).unwrap_or_default()).collect();
+    let ids: Vec<arbor_tree::EntryId<'_>> = stored.iter().map(|&i| session.id_at(i).unwrap_or_default()).collect();
     // The message's text as stored, or `None` when the entry must be decoded.
-    let copies = session.map_json_many(&stored, |k, line| stored_message(line, ids[k]).map(|m| m.as_bytes().to_vec()));
+    let copies = session.map_json_many(&stored, |k, line| stored_message(line, &ids[k]).map(|m| m.as_bytes().to_vec()));
     let mut copies = stored.iter().zip(copies);
     let mut texts = Vec::with_capacity(batch.len());
     for step in batch {
@@ -175,7 +175,7 @@ mod tests {
             let opts = SessionOptions { index_first, index_dir: None, ..Default::default() };
             let Ok(mut s) = Session::open(path, OpenMode::ReadOnly, opts) else { return 0 };
             let leaves: Vec<Option<String>> = std::iter::once(None)
-                .chain(s.positions().step_by((s.len() / 40).max(1)).map(|i| s.id_at(i).map(str::to_owned)))
+                .chain(s.positions().step_by((s.len() / 40).max(1)).map(|i| s.id_at(i).map(|id| id.to_string())))
                 .collect();
             for leaf in leaves {
                 if let Some(id) = &leaf {

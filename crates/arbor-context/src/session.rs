@@ -55,7 +55,7 @@ pub fn plan_session_context(session: &Session) -> SessionPlan {
         .iter()
         .filter_map(|&p| Some(PathKind { entry_type: session.entry_type_at(p)?, role: session.role_at(p) }))
         .collect();
-    let find_kept = |id: &str, k: usize| (0..k).rev().find(|&q| session.id_at(path[q]) == Some(id));
+    let find_kept = |id: &str, k: usize| (0..k).rev().find(|&q| session.id_at(path[q]).is_some_and(|x| *x == *id));
     let mut read = vec![];
     let plan = plan_path_context(&kinds, find_kept, |ps| {
         read = ps.iter().map(|&p| path[p]).collect();

@@ -39,6 +39,7 @@
 //! exactly as the reader does but keeps only what an index needs: type, id,
 //! parent, time, role, byte offsets, so bodies can be decoded on demand
 //! through positioned reads), [`writer`] (tail repair, backups, side files),
+//! [`stream`] (every line once, in order, with what `check` and `repair` need),
 //! [`idhash`] (maps keyed by entry ids) and [`json`] (JSON as JavaScript's
 //! `JSON.parse` reads it and `JSON.stringify` writes it: lone surrogates,
 //! numbers beyond `f64`, any depth).
@@ -71,6 +72,8 @@ mod message;
 mod migrate;
 pub mod reader;
 pub mod scan;
+mod scanned;
+pub mod stream;
 mod text;
 mod vocab;
 pub mod writer;

@@ -20,7 +20,6 @@
 //! [`parse_line`] reads them.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io;
@@ -30,14 +29,14 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::clock::parse_iso_ms;
-use crate::diag::{Diagnostic, DiagnosticKind};
-use crate::entry::{Entry, EntryKind, NotAnEntry};
-use crate::fast_head::fast_head;
-use crate::idhash::IdHash;
+use crate::diag::DiagnosticKind;
+use crate::entry::{Entry, NotAnEntry};
+use crate::fast_head::{fast_head, fast_head_detail, HeadDetail};
 use crate::json;
-use crate::log::SessionLog;
 use crate::reader::{parse_line, parse_line_detail, trim_line, Parsed};
 use crate::vocab::{EntryType, Role};
+
+pub use crate::scanned::{ScanTarget, ScannedEntry, ScannedLog};
 
 /// Positioned reads from a session file (or bytes standing in for one).
 ///
@@ -203,10 +202,22 @@ pub struct ScannedLine {
 /// `message`) is also decoded in full into [`RecordHead::entry`]: such
 /// records are small, and the tree needs some of them (labels) at once.
 pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind>) {
+    let (kind, note, _) = scan_line_with(bytes, decode, false);
+    (kind, note)
+}
+
+/// [`scan_line`], with `detail` also the line's [`HeadDetail`] when the fast
+/// validator read it (`None` when the line took the exact path: the caller
+/// reads the detail from the parsed value then).
+pub(crate) fn scan_line_with(
+    bytes: &[u8],
+    decode: bool,
+    detail: bool,
+) -> (ScanKind, Option<DiagnosticKind>, Option<HeadDetail<'_>>) {
     let terminated = bytes.last() == Some(&b'\n');
     let body = trim_line(bytes);
     if body.is_empty() {
-        return (ScanKind::Blank, None);
+        return (ScanKind::Blank, None, None);
     }
     let accept = |mut head: RecordHead, note: Option<DiagnosticKind>| {
         if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
@@ -217,8 +228,14 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
     };
     // The fast validator is sure or declines; serde_json has the word on the
     // rest, unless it would read a marker-range character (see `crate::json`).
-    if let Some(head) = fast_head(body) {
-        return accept(head, None);
+    if detail {
+        if let Some((head, d)) = fast_head_detail(body) {
+            let (kind, note) = accept(head, None);
+            return (kind, note, Some(d));
+        }
+    } else if let Some(head) = fast_head(body) {
+        let (kind, note) = accept(head, None);
+        return (kind, note, None);
     }
     let plain = json::is_plain(body);
     let (text, note) = match std::str::from_utf8(body) {
@@ -226,20 +243,21 @@ pub fn scan_line(bytes: &[u8], decode: bool) -> (ScanKind, Option<DiagnosticKind
         Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),
     };
     if let Some(HeadParse(head)) = plain.then(|| serde_json::from_str::<HeadParse>(&text).ok()).flatten() {
-        return accept(head, note);
+        let (kind, note) = accept(head, note);
+        return (kind, note, None);
     }
     // Whatever the light pass refused, the full reader has the final word.
     let (parsed, note, js_only) = parse_line_detail(bytes);
     match parsed {
-        Parsed::Blank => (ScanKind::Blank, note),
-        Parsed::Skipped(kind) => (ScanKind::Skipped(kind), note),
+        Parsed::Blank => (ScanKind::Blank, note, None),
+        Parsed::Skipped(kind) => (ScanKind::Skipped(kind), note, None),
         Parsed::Object(v) => {
             let mut head = RecordHead::from_value(&v);
             head.js_only = js_only;
             if decode && !head.is_lazy_message() && head.not_an_entry().is_none() {
                 head.entry = Entry::from_owned(v).ok().map(Box::new);
             }
-            (ScanKind::Object(head), note)
+            (ScanKind::Object(head), note, None)
         }
     }
 }
@@ -269,7 +287,27 @@ pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> 
 /// [`scan_source`]'s lines as one list per thread's range, in order and
 /// numbered through the file: callers that walk them once need no copy into
 /// one list (a line's head is a few hundred bytes; a million lines, hundreds of MB).
-fn scan_parts(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<Vec<ScannedLine>>> {
+pub(crate) fn scan_parts(
+    src: &dyn ReadAt,
+    len: u64,
+    threads: usize,
+    decode: bool,
+) -> io::Result<Vec<Vec<ScannedLine>>> {
+    scan_parts_as(src, len, threads, decode, &|l| l, &|l, base| l.number += base)
+}
+
+/// [`scan_parts`] with each line turned into a `T` by `keep` in the thread
+/// that scanned it (so what is kept of a million lines can be far smaller
+/// than their heads); `renumber(t, base)` adds `base` to a kept line's
+/// number, which counts from 1 within its thread's range until then.
+pub(crate) fn scan_parts_as<T: Send>(
+    src: &dyn ReadAt,
+    len: u64,
+    threads: usize,
+    decode: bool,
+    keep: &(dyn Fn(ScannedLine) -> T + Sync),
+    renumber: &dyn Fn(&mut T, usize),
+) -> io::Result<Vec<Vec<T>>> {
     let threads = threads.clamp(1, 64);
     // Small files are not worth a thread.
     let threads = if len < 1 << 20 { 1 } else { threads };
@@ -282,11 +320,12 @@ fn scan_parts(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::R
     bounds.push(len);
     bounds.dedup();
     let ranges: Vec<(u64, u64)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
-    let parts: Vec<io::Result<Vec<ScannedLine>>> = if ranges.len() <= 1 {
-        ranges.iter().map(|&(a, b)| scan_range(src, a, b, decode)).collect()
+    let parts: Vec<io::Result<(Vec<T>, usize)>> = if ranges.len() <= 1 {
+        ranges.iter().map(|&(a, b)| scan_range(src, a, b, decode, keep)).collect()
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> = ranges.iter().map(|&(a, b)| s.spawn(move || scan_range(src, a, b, decode))).collect();
+            let handles: Vec<_> =
+                ranges.iter().map(|&(a, b)| s.spawn(move || scan_range(src, a, b, decode, keep))).collect();
             handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("a scan thread panicked"))))
@@ -296,11 +335,11 @@ fn scan_parts(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::R
     let mut numbered = Vec::with_capacity(parts.len());
     let mut base = 0;
     for part in parts {
-        let mut part = part?;
+        let (mut part, lines) = part?;
         for l in &mut part {
-            l.number += base;
+            renumber(l, base);
         }
-        base += part.len();
+        base += lines;
         numbered.push(part);
     }
     Ok(numbered)
@@ -330,8 +369,15 @@ fn next_line_start(src: &dyn ReadAt, from: u64, len: u64) -> io::Result<u64> {
 /// Small enough that a chunk read is still in the core's cache when its lines are scanned.
 const CHUNK: usize = 256 << 10;
 
-/// Scans the lines of `[start, end)`; line numbers count from 1 within the range.
-fn scan_range(src: &dyn ReadAt, start: u64, end: u64, decode: bool) -> io::Result<Vec<ScannedLine>> {
+/// Scans the lines of `[start, end)`, each kept as `keep` makes it; line
+/// numbers count from 1 within the range. Also the number of lines.
+fn scan_range<T>(
+    src: &dyn ReadAt,
+    start: u64,
+    end: u64,
+    decode: bool,
+    keep: &(dyn Fn(ScannedLine) -> T + Sync),
+) -> io::Result<(Vec<T>, usize)> {
     let mut out = Vec::new();
     let mut buf: Vec<u8> = vec![0; CHUNK.min((end - start) as usize + 1).max(1)];
     // buf[..filled] holds bytes from file offset `base`.
@@ -365,7 +411,7 @@ fn scan_range(src: &dyn ReadAt, start: u64, end: u64, decode: bool) -> io::Resul
             let bytes = &buf[line_start..=nl];
             number += 1;
             let (kind, note) = scan_line(bytes, decode);
-            out.push(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note });
+            out.push(keep(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note }));
             line_start = nl + 1;
         }
         if eof || pos >= end {
@@ -374,129 +420,13 @@ fn scan_range(src: &dyn ReadAt, start: u64, end: u64, decode: bool) -> io::Resul
                 let bytes = &buf[line_start..filled];
                 number += 1;
                 let (kind, note) = scan_line(bytes, decode);
-                out.push(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note });
+                out.push(keep(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note }));
             }
-            return Ok(out);
+            return Ok((out, number));
         }
         buf.copy_within(line_start..filled, 0);
         filled -= line_start;
         base += line_start as u64;
-    }
-}
-
-/// One record after the header that the scan found to be an entry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScannedEntry {
-    /// 1-based line number.
-    pub line: usize,
-    /// Byte offset of the line.
-    pub offset: u64,
-    /// Length of the line in bytes, terminator included.
-    pub len: usize,
-    /// What the scan kept (with the decoded entry for all but message entries).
-    pub head: RecordHead,
-}
-
-/// A session file read by the light scan: the header lines read in full
-/// (as a [`SessionLog`] of just those lines), and every later entry as a
-/// [`ScannedEntry`], with the same diagnostics, in the same order, that
-/// [`SessionLog::diagnostics`] followed by [`SessionLog::entries_with_diagnostics`] give.
-#[derive(Debug, Clone)]
-pub struct ScannedLog {
-    /// The lines up to and including the header (or the first record), read in full.
-    pub prefix: SessionLog,
-    /// The entries after the header, in file order (none without a header).
-    pub entries: Vec<ScannedEntry>,
-    /// Line diagnostics, then entry diagnostics, each in line order.
-    pub diagnostics: Vec<Diagnostic>,
-    /// Physical lines in the file.
-    pub lines: usize,
-    /// Bytes scanned.
-    pub bytes: u64,
-}
-
-impl ScannedLog {
-    /// Scans `src` (see [`scan_source`]) and sorts its lines into header, entries and diagnostics.
-    pub fn read(src: &dyn ReadAt, threads: usize) -> io::Result<ScannedLog> {
-        let bytes = src.len()?;
-        let parts = scan_parts(src, bytes, threads, true)?;
-        ScannedLog::from_parts(src, bytes, parts)
-    }
-
-    /// Sorts scanned lines into header, entries and diagnostics (see [`ScannedLog`]).
-    pub fn from_lines(src: &dyn ReadAt, bytes: u64, lines: Vec<ScannedLine>) -> io::Result<ScannedLog> {
-        ScannedLog::from_parts(src, bytes, vec![lines])
-    }
-
-    /// [`ScannedLog::from_lines`] of the lists [`scan_parts`] gives, taken in turn.
-    fn from_parts(src: &dyn ReadAt, bytes: u64, parts: Vec<Vec<ScannedLine>>) -> io::Result<ScannedLog> {
-        let n_lines: usize = parts.iter().map(Vec::len).sum();
-        // The prefix ends with the first object that is not line 1's title slot candidate:
-        // read those lines in full so header rules live in one place (`SessionLog::read`).
-        let mut prefix_end = 0usize;
-        let mut prefix_bytes = 0u64;
-        for l in parts.iter().flatten() {
-            prefix_end += 1;
-            prefix_bytes = l.offset + l.len as u64;
-            if matches!(l.kind, ScanKind::Object(_)) {
-                let title_candidate = l.number == 1
-                    && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| t.as_str() == "title"));
-                if !title_candidate {
-                    break;
-                }
-            }
-        }
-        let raw = read_exact_at(src, 0, usize::try_from(prefix_bytes).unwrap_or(usize::MAX))?;
-        // A title slot candidate on line 1 and the object after it are both in the
-        // prefix: whether it is a title slot or the first record, `SessionLog` decides.
-        let prefix = SessionLog::read(&raw[..])?;
-        let mut diagnostics = prefix.diagnostics().to_vec();
-        let has_header = prefix.has_header();
-        let mut records = Vec::with_capacity(n_lines.saturating_sub(prefix_end));
-        for l in parts.into_iter().flatten().skip(prefix_end) {
-            let at = |kind| Diagnostic { line: l.number, offset: l.offset, kind };
-            if let Some(note) = l.note.clone() {
-                diagnostics.push(at(note));
-            }
-            match l.kind {
-                ScanKind::Blank => {}
-                ScanKind::Skipped(kind) => diagnostics.push(at(kind)),
-                ScanKind::Object(head) if head.entry_type.as_ref().is_some_and(|t| t.as_str() == "session") => {
-                    diagnostics.push(at(DiagnosticKind::ExtraHeader));
-                }
-                ScanKind::Object(head) => {
-                    records.push(ScannedEntry { line: l.number, offset: l.offset, len: l.len, head })
-                }
-            }
-        }
-        let mut entries = Vec::new();
-        if has_header {
-            // Ids borrowed from the records: checking for duplicates copies none.
-            let mut first_seen: HashMap<&str, usize, IdHash> = HashMap::default();
-            first_seen.reserve(records.len());
-            for e in &records {
-                let at = |kind| Diagnostic { line: e.line, offset: e.offset, kind };
-                if let Some(why) = e.head.not_an_entry() {
-                    diagnostics.push(at(DiagnosticKind::NotAnEntry { reason: why.to_string() }));
-                    continue;
-                }
-                if let Some(EntryKind::Malformed { entry_type, error, .. }) = e.head.entry.as_ref().map(|x| &x.kind) {
-                    diagnostics.push(at(DiagnosticKind::MalformedEntry {
-                        entry_type: entry_type.clone(),
-                        error: error.clone(),
-                    }));
-                }
-                let id = e.head.id.as_deref().unwrap_or_default();
-                if let Some(first) = first_seen.get(id) {
-                    diagnostics.push(at(DiagnosticKind::DuplicateId { id: id.to_owned(), first_line: *first }));
-                } else {
-                    first_seen.insert(id, e.line);
-                }
-            }
-            drop(first_seen);
-            entries = records.into_iter().filter(|e| e.head.not_an_entry().is_none()).collect();
-        }
-        Ok(ScannedLog { prefix, entries, diagnostics, lines: n_lines, bytes })
     }
 }
 
@@ -851,7 +781,7 @@ mod tests {
             let mut a = 0;
             for k in 1..=threads {
                 let b = if k == threads { len } else { next_line_start(&data, len / threads * k, len).unwrap() };
-                parts.extend(scan_range(&data, a, b, false).unwrap().into_iter().map(|mut l| {
+                parts.extend(scan_range(&data, a, b, false, &|l| l).unwrap().0.into_iter().map(|mut l| {
                     l.number = 0;
                     l
                 }));

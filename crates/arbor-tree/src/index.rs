@@ -16,34 +16,46 @@
 //! the scan); an unwritable cache directory means no index. Reading or
 //! writing it never fails an open.
 //!
-//! It is read lazily ([`LazyIndex`]): opening reads the fixed header and two
-//! small columns (each entry's resolved parent, type and role: 6 bytes an
-//! entry); the rest of an entry (its byte range, line, time, id) is read
-//! with positioned reads, a run of entries at a time, when something asks
-//! for it. So reopening a million-entry session and printing the context
-//! at its leaf reads a few MB of the index, whatever the session's size.
+//! It is read lazily ([`LazyIndex`]): opening reads the fixed header; the
+//! two small columns (each entry's resolved parent, type and role: 6 bytes
+//! an entry) are read and checked 16,384 entries at a time, and the rest of
+//! an entry (its byte range, line, time, id) a run of entries at a time,
+//! with positioned reads, when something asks for it. So reopening a
+//! million-entry session and printing the context at its leaf reads a few
+//! MB of the index, and an append a few hundred KB, whatever the session's size.
+//! Whether an id is taken is answered by the id rows (`ids.rs`); an index
+//! of a file that only grew since still answers for what it covers, and is
+//! extended by what was appended (`extend.rs`).
 //!
-//! Layout (little-endian): `ARBORIX5`, size u64, mtime ns i128, ctime ns
+//! Layout (little-endian): `ARBORIX6`, size u64, mtime ns i128, ctime ns
 //! i128, checksum u64, header bytes u64, entry count n u64, strings length
-//! u64; then the columns: n resolved parents (u32 position of the earlier
-//! entry the parent id resolves to, or `u32::MAX`), n kinds (type u8: its
-//! position in [`EntryType::ALL`] or 255 for a name in the strings; role
-//! u8: its position in [`Role::ALL`], 254 for none, 255 for a name in the
-//! strings), n records of 32 bytes (offset u64, length u32, line u32,
-//! timestamp ms i64, strings offset u32, flags u8 (1: has a timestamp, 2:
-//! only JavaScript's reading accepts the line), 3 zero bytes); then the
-//! strings, entry after entry: the id, and only when the parent is
+//! u64, id row count r u64; then the columns: n resolved parents (u32
+//! position of the earlier entry the parent id resolves to, or `u32::MAX`), n
+//! kinds (type u8: its position in [`EntryType::ALL`] or 255 for a name in
+//! the strings; role u8: its position in [`Role::ALL`], 254 for none, 255 for
+//! a name in the strings), n records of 32 bytes (offset u64, length u32,
+//! line u32, timestamp ms i64, strings offset u32, flags u8 (1: has a
+//! timestamp, 2: only JavaScript's reading accepts the line), 3 zero bytes);
+//! then the strings, entry after entry: the id, and only when the parent is
 //! `u32::MAX` the parent id (flag u8 + string), then a type name and a role
-//! name where the kinds say 255; a string is u16 length + UTF-8. A resolved
-//! parent's id is that entry's id, so it is not stored twice. An index of
-//! another version is ignored and rewritten.
+//! name where the kinds say 255; a string is u16 length + UTF-8; then r id
+//! rows of 12 bytes sorted (FNV-1a hash of a string u64, position u32): each
+//! entry's id at its position, each unresolved parent id at its child's
+//! position plus 2^31. A resolved parent's id is that entry's id, so it is
+//! not stored twice. An index of another version is ignored and rewritten.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use arbor_log::scan::{read_exact_at, ReadAt};
 use arbor_log::{atomic_write, EntryType, Role};
 
 use crate::store::Store;
+
+mod extend;
+mod ids;
+
+pub(crate) use ids::IdRows;
 
 /// The extension of an index file in the cache directory.
 const INDEX_EXTENSION: &str = "arbor-index";
@@ -51,11 +63,15 @@ const INDEX_EXTENSION: &str = "arbor-index";
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX5";
+const MAGIC: &[u8; 8] = b"ARBORIX6";
 
 const NAMED_STRING: u8 = 255;
 const NO_ROLE: u8 = 254;
 const NO_POSITION: u32 = u32::MAX;
+/// Set in an id row's position: the row is the unresolved parent id of the entry there.
+pub(crate) const NAMES_PARENT: u32 = 1 << 31;
+/// Bytes of one id row.
+pub(crate) const ROW: usize = 12;
 const EDGE: u64 = 64 * 1024;
 
 /// One entry as the index keeps it (its strings borrowed from the index bytes or the session).
@@ -95,7 +111,7 @@ pub(crate) struct Stamp {
 
 /// FNV-1a, 64 bits.
 #[derive(Debug, Clone, Copy)]
-struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Fnv {
     fn new() -> Fnv {
@@ -169,77 +185,139 @@ impl IndexFile {
     }
 }
 
-/// Bytes before the columns: magic, stamp, header bytes, entry count, strings length.
-const FIXED: u64 = 80;
+/// Bytes before the columns: magic, stamp, header bytes, entry count, strings length, id rows.
+const FIXED: u64 = 88;
 /// Bytes of one entry's fixed record.
 const RECORD: usize = 32;
 /// Bytes per entry in the columns and the records.
 const PER_ENTRY: u64 = 4 + 2 + RECORD as u64;
 
 /// The index's bytes; `None` when an entry does not fit the layout (a line of
-/// 4 GiB or more, a string of 64 KiB or more, strings of 4 GiB or more): such a
-/// file is not indexed.
+/// 4 GiB or more, a string of 64 KiB or more, strings of 4 GiB or more, 2^31
+/// entries or more): such a file is not indexed.
 pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
-    let n = index.entries.len();
-    let mut parents = Vec::with_capacity(n * 4);
-    let mut kinds = Vec::with_capacity(n * 2);
-    let mut records = Vec::with_capacity(n * RECORD);
-    let mut strings = Vec::with_capacity(n * 12);
-    fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
-        out.extend_from_slice(&u16::try_from(s.len()).ok()?.to_le_bytes());
-        out.extend_from_slice(s.as_bytes());
-        Some(())
+    let mut cols = Columns::of(&index.entries, 0, 0)?;
+    cols.rows.sort_unstable();
+    let head =
+        fixed(stamp, index.header_bytes, index.entries.len() as u64, cols.strings.len() as u64, cols.rows.len() as u64);
+    let mut out = Vec::with_capacity(
+        head.len()
+            + cols.parents.len()
+            + cols.kinds.len()
+            + cols.records.len()
+            + cols.strings.len()
+            + cols.rows.len() * ROW,
+    );
+    out.extend_from_slice(&head);
+    for part in [&cols.parents, &cols.kinds, &cols.records, &cols.strings] {
+        out.extend_from_slice(part);
     }
-    /// A known name's position in `known`, or 255 (its string goes to the strings).
-    fn code<T: PartialEq>(known: &[T], name: &T) -> u8 {
-        known.iter().position(|n| n == name).map_or(NAMED_STRING, |c| c as u8)
+    for row in &cols.rows {
+        out.extend_from_slice(&row_bytes(*row));
     }
-    for e in &index.entries {
-        let parent = match e.parent {
-            Some(p) => u32::try_from(p).ok().filter(|&p| p != NO_POSITION)?,
-            None => NO_POSITION,
-        };
-        parents.extend_from_slice(&parent.to_le_bytes());
-        let type_code = code(EntryType::ALL, &e.entry_type);
-        let role_code = e.role.as_ref().map_or(NO_ROLE, |r| code(Role::ALL, r));
-        kinds.extend_from_slice(&[type_code, role_code]);
-        records.extend_from_slice(&e.offset.to_le_bytes());
-        records.extend_from_slice(&e.len.to_le_bytes());
-        records.extend_from_slice(&e.line.to_le_bytes());
-        records.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
-        records.extend_from_slice(&u32::try_from(strings.len()).ok()?.to_le_bytes());
-        records.extend_from_slice(&[u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1, 0, 0, 0]);
-        put_str(&mut strings, e.id)?;
-        if parent == NO_POSITION {
-            match e.parent_id {
-                Some(id) => {
-                    strings.push(1);
-                    put_str(&mut strings, id)?;
-                }
-                None => strings.push(0),
-            }
-        }
-        if type_code == NAMED_STRING {
-            put_str(&mut strings, e.entry_type.as_str())?;
-        }
-        if role_code == NAMED_STRING {
-            put_str(&mut strings, e.role.as_ref()?.as_str())?;
-        }
-    }
-    u32::try_from(strings.len()).ok()?;
-    let mut out = Vec::with_capacity(FIXED as usize + parents.len() + kinds.len() + records.len() + strings.len());
+    Some(out)
+}
+
+/// The fixed part of an index: magic, stamp, header bytes, entry count, strings length, id rows.
+pub(crate) fn fixed(stamp: Stamp, header_bytes: u64, n: u64, strings_len: u64, rows: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(FIXED as usize);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&stamp.size.to_le_bytes());
     out.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
     out.extend_from_slice(&stamp.changed_ns.to_le_bytes());
     out.extend_from_slice(&stamp.checksum.to_le_bytes());
-    out.extend_from_slice(&index.header_bytes.to_le_bytes());
-    out.extend_from_slice(&(n as u64).to_le_bytes());
-    out.extend_from_slice(&(strings.len() as u64).to_le_bytes());
-    for part in [parents, kinds, records, strings] {
-        out.extend_from_slice(&part);
+    out.extend_from_slice(&header_bytes.to_le_bytes());
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&strings_len.to_le_bytes());
+    out.extend_from_slice(&rows.to_le_bytes());
+    out
+}
+
+/// The columns of a run of entries, the first at position `first`, its
+/// strings placed `strings_at` bytes into the index's strings.
+pub(crate) struct Columns {
+    pub parents: Vec<u8>,
+    pub kinds: Vec<u8>,
+    pub records: Vec<u8>,
+    pub strings: Vec<u8>,
+    /// The id rows (unsorted): each id's hash and position, and each
+    /// unresolved parent id's hash and its child's position with [`NAMES_PARENT`].
+    pub rows: Vec<(u64, u32)>,
+}
+
+impl Columns {
+    pub(crate) fn of(entries: &[IndexedEntry], first: usize, strings_at: u64) -> Option<Columns> {
+        let n = entries.len();
+        let mut c = Columns {
+            parents: Vec::with_capacity(n * 4),
+            kinds: Vec::with_capacity(n * 2),
+            records: Vec::with_capacity(n * RECORD),
+            strings: Vec::with_capacity(n * 12),
+            rows: Vec::with_capacity(n),
+        };
+        fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
+            out.extend_from_slice(&u16::try_from(s.len()).ok()?.to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+            Some(())
+        }
+        /// A known name's position in `known`, or 255 (its string goes to the strings).
+        fn code<T: PartialEq>(known: &[T], name: &T) -> u8 {
+            known.iter().position(|n| n == name).map_or(NAMED_STRING, |c| c as u8)
+        }
+        for (k, e) in entries.iter().enumerate() {
+            let pos = u32::try_from(first + k).ok().filter(|&p| p < NAMES_PARENT)?;
+            let parent = match e.parent {
+                Some(p) => u32::try_from(p).ok().filter(|&p| p != NO_POSITION)?,
+                None => NO_POSITION,
+            };
+            c.parents.extend_from_slice(&parent.to_le_bytes());
+            let type_code = code(EntryType::ALL, &e.entry_type);
+            let role_code = e.role.as_ref().map_or(NO_ROLE, |r| code(Role::ALL, r));
+            c.kinds.extend_from_slice(&[type_code, role_code]);
+            c.records.extend_from_slice(&e.offset.to_le_bytes());
+            c.records.extend_from_slice(&e.len.to_le_bytes());
+            c.records.extend_from_slice(&e.line.to_le_bytes());
+            c.records.extend_from_slice(&e.ts_ms.unwrap_or(0).to_le_bytes());
+            let at = strings_at.checked_add(c.strings.len() as u64)?;
+            c.records.extend_from_slice(&u32::try_from(at).ok()?.to_le_bytes());
+            c.records.extend_from_slice(&[u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1, 0, 0, 0]);
+            put_str(&mut c.strings, e.id)?;
+            c.rows.push((id_hash(e.id), pos));
+            if parent == NO_POSITION {
+                match e.parent_id {
+                    Some(id) => {
+                        c.strings.push(1);
+                        put_str(&mut c.strings, id)?;
+                        c.rows.push((id_hash(id), pos | NAMES_PARENT));
+                    }
+                    None => c.strings.push(0),
+                }
+            }
+            if type_code == NAMED_STRING {
+                put_str(&mut c.strings, e.entry_type.as_str())?;
+            }
+            if role_code == NAMED_STRING {
+                put_str(&mut c.strings, e.role.as_ref()?.as_str())?;
+            }
+        }
+        u32::try_from(strings_at.checked_add(c.strings.len() as u64)?).ok()?;
+        Some(c)
     }
-    Some(out)
+}
+
+/// The hash an id row is sorted by (FNV-1a: stable across processes and releases).
+pub(crate) fn id_hash(id: &str) -> u64 {
+    let mut h = Fnv::new();
+    h.feed(id.as_bytes());
+    h.0
+}
+
+/// One id row's bytes: hash, then position.
+pub(crate) fn row_bytes((hash, pos): (u64, u32)) -> [u8; ROW] {
+    let mut out = [0u8; ROW];
+    out[..8].copy_from_slice(&hash.to_le_bytes());
+    out[8..].copy_from_slice(&pos.to_le_bytes());
+    out
 }
 
 struct Cursor<'a>(&'a [u8]);
@@ -310,57 +388,91 @@ pub(crate) struct ReadEntry {
     pub parent: Option<usize>,
 }
 
-/// An index opened for reading: its columns in memory, the rest read on
-/// demand from the index file with positioned reads (see the module docs).
+/// An index opened for reading: its columns read a block at a time when
+/// first asked for, the rest on demand from the index file with positioned
+/// reads (see the module docs).
 #[derive(Debug)]
 pub(crate) struct LazyIndex {
     file: Box<dyn ReadAt>,
     /// The session file's size when indexed.
     size: u64,
     pub(crate) header_bytes: u64,
-    /// The columns as read: n parents (u32) then n kinds (type and role codes).
-    columns: Vec<u8>,
     n: usize,
     strings_len: u64,
+    /// The number of id rows (read on demand, `ids.rs`).
+    rows: u64,
+    /// The columns, [`BLOCK`] entries at a time, read and checked on first use.
+    blocks: Vec<OnceLock<Block>>,
+}
+
+/// Entries whose columns are read at once (96 KiB).
+const BLOCK: usize = 1 << 14;
+
+/// The columns of one block of entries: resolved parents, type and role codes.
+#[derive(Debug)]
+struct Block {
+    parents: Box<[u32]>,
+    kinds: Box<[[u8; 2]]>,
 }
 
 impl LazyIndex {
-    /// Opens an index whose stamp is `stamp`: reads its header and columns
-    /// and checks them; `None` when it is missing, stale, of another layout,
-    /// truncated or corrupt.
+    /// Opens an index whose stamp is `stamp`: reads its header and checks
+    /// its length against the counts it gives; `None` when it is missing,
+    /// stale, of another layout or truncated. The columns are read and
+    /// checked a block at a time, when first asked for.
     pub(crate) fn open(file: Box<dyn ReadAt>, stamp: Stamp) -> Option<LazyIndex> {
         let fixed = read_exact_at(&*file, 0, FIXED as usize).ok()?;
         if stamp_of(&fixed) != Some(stamp) {
             return None;
         }
         let mut c = Cursor(&fixed[56..]);
-        let (header_bytes, n, strings_len) = (c.u64()?, c.u64()?, c.u64()?);
-        let expected = n.checked_mul(PER_ENTRY)?.checked_add(FIXED)?.checked_add(strings_len)?;
-        if file.len().ok()? != expected || header_bytes > stamp.size || n >= u64::from(NO_POSITION) {
+        let (header_bytes, n, strings_len, rows) = (c.u64()?, c.u64()?, c.u64()?, c.u64()?);
+        let expected = n
+            .checked_mul(PER_ENTRY)?
+            .checked_add(FIXED)?
+            .checked_add(strings_len)?
+            .checked_add(rows.checked_mul(ROW as u64)?)?;
+        if file.len().ok()? != expected || header_bytes > stamp.size || n >= u64::from(NAMES_PARENT) {
             return None;
         }
         let n = usize::try_from(n).ok()?;
-        let columns = read_exact_at(&*file, FIXED, n * 6).ok()?;
-        if columns.len() != n * 6 {
-            return None;
-        }
-        let (p, k) = columns.split_at(n * 4);
-        for (i, b) in p.chunks_exact(4).enumerate() {
-            let parent = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            // A parent is an earlier entry (so the parents hold no cycle).
-            if parent != NO_POSITION && parent as usize >= i {
+        let blocks = (0..n.div_ceil(BLOCK)).map(|_| OnceLock::new()).collect();
+        Some(LazyIndex { file, size: stamp.size, header_bytes, n, strings_len, rows, blocks })
+    }
+
+    /// The columns of block `b`.
+    fn block(&self, b: usize) -> &Block {
+        self.blocks[b].get_or_init(|| self.read_block(b))
+    }
+
+    /// Reads and checks the columns of block `b`. A parent that is not an
+    /// earlier entry (which could make a cycle) or a code Arbor does not
+    /// know means the index is corrupt there: its entries then have no
+    /// parent in the column and their types and roles are read from the
+    /// strings, whose checks fail, so they read as changed lines (and the
+    /// session reads the file again, `Session::verify_lines`).
+    fn read_block(&self, b: usize) -> Block {
+        let start = b * BLOCK;
+        let count = BLOCK.min(self.n - start);
+        let parents = read_exact_at(&*self.file, FIXED + (start * 4) as u64, count * 4).ok();
+        let kinds = read_exact_at(&*self.file, FIXED + (self.n * 4 + start * 2) as u64, count * 2).ok();
+        let checked = parents.zip(kinds).and_then(|(p, k)| {
+            if p.len() != count * 4 || k.len() != count * 2 {
                 return None;
             }
-        }
-        for b in k.chunks_exact(2) {
-            let (t, r) = (b[0], b[1]);
-            let known_type = usize::from(t) < EntryType::ALL.len() || t == NAMED_STRING;
-            let known_role = usize::from(r) < Role::ALL.len() || r == NO_ROLE || r == NAMED_STRING;
-            if !known_type || !known_role {
-                return None;
-            }
-        }
-        Some(LazyIndex { file, size: stamp.size, header_bytes, columns, n, strings_len })
+            let parents: Box<[u32]> = p.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let kinds: Box<[[u8; 2]]> = k.chunks_exact(2).map(|b| [b[0], b[1]]).collect();
+            let earlier = parents.iter().enumerate().all(|(k, &p)| p == NO_POSITION || (p as usize) < start + k);
+            let known = kinds.iter().all(|&[t, r]| {
+                (usize::from(t) < EntryType::ALL.len() || t == NAMED_STRING)
+                    && (usize::from(r) < Role::ALL.len() || r == NO_ROLE || r == NAMED_STRING)
+            });
+            (earlier && known).then_some(Block { parents, kinds })
+        });
+        checked.unwrap_or_else(|| Block {
+            parents: vec![NO_POSITION; count].into_boxed_slice(),
+            kinds: vec![[NAMED_STRING, NAMED_STRING]; count].into_boxed_slice(),
+        })
     }
 
     /// The number of entries.
@@ -370,20 +482,21 @@ impl LazyIndex {
 
     /// The position the parent of entry `i` resolves to.
     pub(crate) fn parent(&self, i: usize) -> Option<usize> {
-        let b = self.columns.get(i * 4..i * 4 + 4).filter(|_| i < self.n)?;
-        let p = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        if i >= self.n {
+            return None;
+        }
+        let p = *self.block(i / BLOCK).parents.get(i % BLOCK)?;
         (p != NO_POSITION).then_some(p as usize)
     }
 
     /// The type and role codes of entry `i`.
     fn kind(&self, i: usize) -> Option<[u8; 2]> {
-        let at = self.n * 4 + i * 2;
-        self.columns.get(at..at + 2).filter(|_| i < self.n).map(|b| [b[0], b[1]])
+        (i < self.n).then(|| self.block(i / BLOCK).kinds.get(i % BLOCK).copied()).flatten()
     }
 
     /// Every entry's type and role codes.
     fn kinds(&self) -> impl Iterator<Item = [u8; 2]> + '_ {
-        self.columns[self.n * 4..].chunks_exact(2).map(|b| [b[0], b[1]])
+        (0..self.blocks.len()).flat_map(move |b| self.block(b).kinds.iter().copied())
     }
 
     /// The type of entry `i`, when the column names it (a name Arbor does not know is in the strings).
@@ -594,11 +707,15 @@ mod tests {
         let id = "x".repeat(70_000);
         long.entries[0].id = &id;
         assert_eq!(encode(stamp, &long), None);
-        // A parent that is not an earlier entry (which could make a cycle) is corruption.
+        // A parent that is not an earlier entry (which could make a cycle) is
+        // corruption: the column is not taken, and its entries cannot be read.
         for parent in [Some(1), Some(2)] {
             let mut forward = index.clone();
             forward.entries[1].parent = parent;
-            assert_eq!(decode(&encode(stamp, &forward).unwrap(), stamp), None, "parent {parent:?}");
+            let bytes = encode(stamp, &forward).unwrap();
+            assert_eq!(decode(&bytes, stamp), None, "parent {parent:?}");
+            let lazy = LazyIndex::open(Box::new(bytes), stamp).unwrap();
+            assert_eq!(lazy.parent(1), None, "parent {parent:?}");
         }
         // Lines out of order, or past the end of the file: corrupt where they are read.
         let mut swapped = index.clone();

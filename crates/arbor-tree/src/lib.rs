@@ -85,7 +85,7 @@ pub use listing::{
 };
 pub use lock::lock_path;
 pub use repair::{repair_file, RepairReport};
-pub use session::{OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
+pub use session::{EntryId, OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
 pub use store::{AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
 pub use tree::{sort_by_timestamp, Tree, TreeNode};
 

@@ -19,6 +19,7 @@ use arbor_log::files::{ensure_writable, is_link, resolve};
 use arbor_log::writer::{backup_copy, write_side};
 use arbor_log::{atomic_write, LineKind, LogLine, SeededIds, SessionLog};
 
+use crate::check::pass::{read_pass, Rejection};
 use crate::error::TreeError;
 use crate::store::{FileStore, Store};
 
@@ -51,7 +52,20 @@ pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> 
     let target = resolve(path)?;
     if write {
         ensure_writable(&target)?;
+    } else if let Some(report) = dry_run(path, &target)? {
+        return Ok(report);
     }
+    repair_with_log(path, &target, write)
+}
+
+/// [`repair_file`] reading every line into a [`SessionLog`] (what `--write`
+/// and files that need a migration take).
+#[cfg(test)]
+pub(crate) fn repair_in_full(path: &Path, write: bool) -> Result<RepairReport, TreeError> {
+    repair_with_log(path, &resolve(path)?, write)
+}
+
+fn repair_with_log(path: &Path, target: &Path, write: bool) -> Result<RepairReport, TreeError> {
     let _lock = if write { Some(FileStore.lock(path)?) } else { None };
     let mut log = SessionLog::read_path(path)?;
     let Some(header) = log.header() else {
@@ -81,11 +95,11 @@ pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> 
     if clean || !write {
         return Ok(out);
     }
-    let backup = backup_copy(&target, "backup")?;
+    let backup = backup_copy(target, "backup")?;
     if !rejected.is_empty() {
-        out.rejected_file = Some(write_side(&target, "rejected", &mut &rejected[..])?);
+        out.rejected_file = Some(write_side(target, "rejected", &mut &rejected[..])?);
     }
-    atomic_write(&target, |w| w.write_all(&kept))?;
+    atomic_write(target, |w| w.write_all(&kept))?;
     out.backup = Some(backup);
     Ok(out)
 }
@@ -159,4 +173,58 @@ fn sort_lines(log: &SessionLog, actions: &mut Vec<String>) -> Result<Sorted, Tre
         }
     }
     Ok(out)
+}
+
+/// A dry run over a current-version file in one streaming pass (see
+/// [`crate::check`]), holding a few integers per entry instead of every
+/// line; `None` when the file needs the full reader (no usable header, a
+/// migration).
+fn dry_run(path: &Path, target: &Path) -> Result<Option<RepairReport>, TreeError> {
+    let Some(src) = FileStore.open_at(path)? else { return Err(TreeError::Missing(path.to_owned())) };
+    let Some(pass) = read_pass(&*src).map_err(|e| TreeError::io(path, e))? else { return Ok(None) };
+    let l = &pass.ledger;
+    // Every line set aside, in file order: the pass's, and the earlier lines of repeated ids.
+    let mut moved: Vec<(usize, String)> = pass
+        .rejected
+        .iter()
+        .map(|(line, why)| {
+            let why = match why {
+                Rejection::Unreadable(why) => why.clone(),
+                Rejection::ExtraHeader => "extra session header".to_owned(),
+                Rejection::NotAnEntry => "not an entry".to_owned(),
+            };
+            (*line, why)
+        })
+        .collect();
+    for i in (0..l.len() as u32).filter(|&i| !l.live(i)) {
+        let id = l.id(i);
+        let last = l.lookup(id).map_or(0, |k| l.line(k));
+        moved.push((l.line(i), format!("id {id} appears again on line {last}")));
+    }
+    moved.sort_by_key(|m| m.0);
+    let mut actions: Vec<String> =
+        moved.iter().map(|(line, why)| format!("{line}: move to the side file: {why}")).collect();
+    let unterminated = pass.unterminated.filter(|(_, entry)| entry.is_none_or(|e| l.live(e)));
+    if let Some((line, _)) = unterminated {
+        actions.push(format!("{line}: add the missing newline at the end"));
+    }
+    if pass.blank > 0 {
+        actions.push(format!("0: drop {} blank lines", pass.blank));
+    }
+    let prefix_kept =
+        pass.prefix.lines().iter().filter(|l| !matches!(l.kind, LineKind::Blank | LineKind::Skipped)).count();
+    let live = (0..l.len() as u32).filter(|&i| l.live(i)).count();
+    let clean = moved.is_empty() && pass.blank == 0 && unterminated.is_none();
+    if !clean && is_link(path) {
+        let what = format!("0: {} is a symbolic link: its target {} is repaired", path.display(), target.display());
+        actions.insert(0, what);
+    }
+    Ok(Some(RepairReport {
+        actions,
+        kept: prefix_kept + live,
+        rejected: moved.len(),
+        clean,
+        backup: None,
+        rejected_file: None,
+    }))
 }

@@ -27,7 +27,7 @@ pub struct Tree<'a> {
     session: &'a Session,
     roots: Vec<Position>,
     /// The children of position `i` are `child_list[child_start[i]..child_start[i + 1]]`.
-    child_start: Vec<usize>,
+    child_start: Vec<u32>,
     child_list: Vec<Position>,
 }
 
@@ -54,51 +54,54 @@ pub fn sort_by_timestamp<T: Copy>(items: &mut [T], key: impl Fn(T) -> Option<i64
 
 impl<'a> Tree<'a> {
     pub(crate) fn build(session: &'a Session) -> Tree<'a> {
-        const NONE: usize = usize::MAX;
         let slots = &session.state.slots;
         let n = slots.len();
-        let mut roots = vec![];
-        // Each live slot's parent in the tree (NONE for a root or a dead slot), then
-        // the children laid out parent by parent in one list, in file order.
-        let mut parent_of = vec![NONE; n];
-        let mut child_start = vec![0usize; n + 1];
-        for (i, slot) in slots.iter().enumerate() {
-            if !slot.live {
-                continue;
+        // Each live slot's parent in the tree (`None` for a root or a dead slot).
+        let parent_in_tree = |i: usize| {
+            let slot = &slots[i];
+            if !slot.live() {
+                return None;
             }
-            let parent = match &slot.parent_id {
+            match slot.parent_id() {
                 Some(p)
-                    if *p != slot.id
+                    if p != slot.id()
                         && (session.state.cycle_roots.is_empty() || !session.state.cycle_roots.contains(&i)) =>
                 {
                     session.parent_of(i)
                 }
                 _ => None,
-            };
-            match parent {
-                Some(p) => {
-                    parent_of[i] = p;
-                    child_start[p + 1] += 1;
-                }
-                None => roots.push(Position::new(i)),
+            }
+        };
+        // The children laid out parent by parent in one list, in file order
+        // (a counting sort: 12 bytes an entry, whatever the shape).
+        let mut roots = vec![];
+        let mut child_start = vec![0u32; n + 1];
+        for i in 0..n {
+            match parent_in_tree(i) {
+                Some(p) => child_start[p + 1] += 1,
+                None if slots[i].live() => roots.push(Position::new(i)),
+                None => {}
             }
         }
         for k in 0..n {
             child_start[k + 1] += child_start[k];
         }
-        let mut fill = child_start.clone();
-        let mut child_list = vec![Position::new(0); child_start[n]];
-        for (i, &p) in parent_of.iter().enumerate() {
-            if p != NONE {
-                child_list[fill[p]] = Position::new(i);
-                fill[p] += 1;
+        let mut child_list = vec![Position::new(0); child_start[n] as usize];
+        // Filled from the back, each parent's end moving down to its start.
+        for i in (0..n).rev() {
+            if let Some(p) = parent_in_tree(i) {
+                let end = &mut child_start[p + 1];
+                *end -= 1;
+                child_list[*end as usize] = Position::new(i);
             }
         }
-        drop((parent_of, fill));
+        // child_start[p + 1] is now p's start: shift back by one.
+        child_start.rotate_left(1);
+        child_start[n] = child_list.len() as u32;
         for k in 0..n {
-            let list = &mut child_list[child_start[k]..child_start[k + 1]];
+            let list = &mut child_list[child_start[k] as usize..child_start[k + 1] as usize];
             if list.len() > 1 {
-                sort_by_timestamp(list, |p| slots[p.get()].ts_ms);
+                sort_by_timestamp(list, |p| slots[p.get()].ts_ms());
             }
         }
         Tree { session, roots, child_start, child_list }
@@ -112,7 +115,7 @@ impl<'a> Tree<'a> {
     pub fn node(&self, position: Position) -> TreeNode<'a> {
         let s = &self.session.state.slots[position.get()];
         let src = self.session.src();
-        TreeNode { position, entry: s.entry(src), json: s.json(src), label: self.session.get_label(&s.id) }
+        TreeNode { position, entry: s.entry(src), json: s.json(src), label: self.session.get_label(&s.id()) }
     }
 
     /// The roots, in file order.
@@ -130,7 +133,7 @@ impl<'a> Tree<'a> {
     pub fn child_positions(&self, position: Position) -> &[Position] {
         let i = position.get();
         match (self.child_start.get(i), self.child_start.get(i + 1)) {
-            (Some(&a), Some(&b)) => &self.child_list[a..b],
+            (Some(&a), Some(&b)) => &self.child_list[a as usize..b as usize],
             _ => &[],
         }
     }
@@ -149,18 +152,25 @@ impl<'a> Tree<'a> {
     /// "labelTimestamp": …}]`, `label` and `labelTimestamp` absent when none,
     /// entries as held. Iterative: any depth is fine.
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
-        // Each frame: the list being written and the position in it.
-        let mut stack: Vec<(&[Position], usize)> = vec![(&self.roots, 0)];
+        // Each frame: whose children are being written (`u32::MAX`: the roots)
+        // and how many are written; 8 bytes a level, for a path of any depth.
+        const ROOTS: u32 = u32::MAX;
+        let list_of = |owner: u32| match owner {
+            ROOTS => &self.roots[..],
+            p => self.child_positions(Position::new(p as usize)),
+        };
+        let mut stack: Vec<(u32, u32)> = vec![(ROOTS, 0)];
         let mut cursor = LineCursor::new(self.session.src());
         w.write_all(b"[")?;
-        while let Some((list, pos)) = stack.last_mut() {
-            if *pos == list.len() {
+        while let Some(&mut (owner, ref mut pos)) = stack.last_mut() {
+            let list = list_of(owner);
+            if *pos as usize == list.len() {
                 stack.pop();
                 w.write_all(b"]")?;
-                if let Some((plist, ppos)) = stack.last() {
+                if owner != ROOTS {
                     // Close the node whose children we just wrote.
-                    let id = &self.session.state.slots[plist[*ppos - 1].get()].id;
-                    if let Some(label) = self.session.label(id) {
+                    let id = self.session.state.slots[owner as usize].id();
+                    if let Some(label) = self.session.label(&id) {
                         w.write_all(b",\"label\":")?;
                         arbor_log::json::to_writer(&mut *w, &label.value)?;
                         if let Some(ts) = &label.timestamp {
@@ -172,7 +182,7 @@ impl<'a> Tree<'a> {
                 }
                 continue;
             }
-            let idx = list[*pos];
+            let idx = list[*pos as usize];
             if *pos > 0 {
                 w.write_all(b",")?;
             }
@@ -181,7 +191,7 @@ impl<'a> Tree<'a> {
             // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
             self.session.state.slots[idx.get()].with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
             w.write_all(b",\"children\":[")?;
-            stack.push((self.child_positions(idx), 0));
+            stack.push((idx.get() as u32, 0));
         }
         Ok(())
     }

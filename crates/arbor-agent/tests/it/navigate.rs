@@ -306,6 +306,28 @@ async fn a_hook_that_cancels_changes_nothing_and_clears_the_abort_state() {
 }
 
 #[tokio::test]
+async fn a_before_tree_hook_sees_the_abandoned_branch_even_without_a_summary() {
+    let mock = MockServer::start().await;
+    // The abandoned ids and the common ancestor the hook was shown.
+    type Seen = Option<(Vec<String>, Option<String>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let mut bus = HookBus::new();
+    let record = seen.clone();
+    bus.on(EventName::SessionBeforeTree, "watcher", move |event, _| {
+        if let HookEvent::BeforeTree(p) = &*event {
+            let ids = p.entries_to_summarize.iter().map(|e| e.id.clone()).collect();
+            *record.lock().unwrap() = Some((ids, p.common_ancestor_id.clone()));
+        }
+        async { Ok(None) }
+    });
+    let (s, ids) = two_turns();
+    let mut agent = agent(s, &mock, bus);
+    agent.navigate_tree(&ids[1], NavigateOptions::default()).await.unwrap();
+    let got = seen.lock().unwrap().clone();
+    assert_eq!(got, Some((vec![ids[2].clone(), ids[3].clone()], Some(ids[1].clone()))));
+}
+
+#[tokio::test]
 async fn a_hook_summary_is_used_only_when_a_summary_was_asked_for() {
     let mock = MockServer::start().await;
     let supplier = || {

@@ -270,7 +270,7 @@ mod tests {
         let f = branching();
         let forest = Forest::of_session(&f.s);
         let names: Vec<String> =
-            (0..forest.len() as u32).map(|k| f.name_of(f.s.id_at(forest.position(k))).unwrap()).collect();
+            (0..forest.len() as u32).map(|k| f.name_of(f.s.id_at(forest.position(k)).as_deref()).unwrap()).collect();
         assert_eq!(
             names,
             [

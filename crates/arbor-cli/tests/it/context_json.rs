@@ -88,3 +88,48 @@ fn context_json_parses_to_the_decoded_context_with_and_without_the_index() {
     assert_eq!(whole["thinkingLevel"], "high");
     assert_eq!(whole["model"]["modelId"], "m3981");
 }
+
+/// `arbor label` in a process of its own, through the index cache, with counter ids.
+fn label(path: &std::path::Path, cache: &std::path::Path, id: &str, text: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["label", path.to_str().unwrap(), id, text])
+        .env("ARBOR_CACHE_DIR", cache)
+        .env("ARBOR_IDS", "counter")
+        .env_remove("ARBOR_NO_INDEX")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn appends_by_processes_through_the_index_and_another_writer_keep_the_context_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let path = big_session(dir.path());
+    // The first run writes the index.
+    assert_eq!(context(&path, cache.path(), None, false), decoded(&path, None));
+    // Each process's counter starts again at 00000001: the ids taken before are skipped.
+    assert!(label(&path, cache.path(), "e100", "one").ends_with("(entry 00000001)\n"));
+    // Another writer appends between two of ours.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    writeln!(
+        f,
+        r#"{{"type":"message","id":"o1","parentId":"00000001","timestamp":"2025-01-02T00:00:00.000Z","message":{{"role":"user","content":"theirs"}}}}"#
+    )
+    .unwrap();
+    drop(f);
+    assert!(label(&path, cache.path(), "e2345", "two").ends_with("(entry 00000002)\n"));
+    assert!(label(&path, cache.path(), "o1", "three").ends_with("(entry 00000003)\n"));
+    for leaf in [None, Some("o1"), Some("e2345")] {
+        let want = decoded(&path, leaf);
+        assert_eq!(context(&path, cache.path(), leaf, false), want, "with the index, leaf {leaf:?}");
+        assert_eq!(context(&path, cache.path(), leaf, true), want, "no index, leaf {leaf:?}");
+    }
+    let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions { index_dir: None, ..SessionOptions::default() })
+        .unwrap();
+    let labels: Vec<(String, String)> = s.labels().map(|(t, l)| (t.to_owned(), l.to_owned())).collect();
+    assert_eq!(labels.len(), 3, "{labels:?}");
+    assert_eq!(s.leaf_id(), Some("00000003"));
+    assert_eq!(s.get_entry("o1").unwrap().parent_id.as_deref(), Some("00000001"));
+}

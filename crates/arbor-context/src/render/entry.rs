@@ -16,11 +16,85 @@ fn take_chars(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-/// The tool calls seen so far (`name` and `arguments`, by tool-call id), so
-/// that a tool result's line can name the call it answers.
+/// The tool calls seen so far (by tool-call id), so that a tool result's
+/// line can name the call it answers. Each is kept as the row shows it
+/// ([`CallRow`]), not with its arguments: a `write` call's arguments hold the
+/// whole file, and a path of a million entries sees hundreds of thousands of calls.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCalls {
-    calls: HashMap<String, (String, Value)>,
+    calls: HashMap<String, CallRow>,
+}
+
+/// A tool call as its row shows it, short of the home directory (which
+/// shortens the paths when the row is written): [`format_tool_call`] in two steps.
+#[derive(Debug, Clone, PartialEq)]
+enum CallRow {
+    /// `read`: the path, and the lines read.
+    Read { path: String, offset: Option<i64>, limit: Option<i64> },
+    /// A call whose row is `[name: path]` (`write`, `edit`).
+    Path { name: String, path: String },
+    /// `grep` or `find`: `[name: /pattern/ in path]` (`.` without a path).
+    Search { name: &'static str, pattern: String, path: Option<String> },
+    /// `ls`: `[ls: path]` (`.` without one).
+    Ls { path: Option<String> },
+    /// A row that names no path (`bash`, any other tool): as written.
+    Text(String),
+}
+
+impl CallRow {
+    /// The row of a call of `name` with `args`.
+    fn of(name: &str, args: &Value) -> CallRow {
+        let s = |k: &str| args.get(k).and_then(Value::as_str);
+        let path = || s("path").or_else(|| s("file_path")).unwrap_or("").to_owned();
+        match name {
+            "read" => CallRow::Read {
+                path: path(),
+                offset: args.get("offset").and_then(Value::as_i64),
+                limit: args.get("limit").and_then(Value::as_i64),
+            },
+            "write" | "edit" => CallRow::Path { name: name.to_owned(), path: path() },
+            "bash" => {
+                let raw = s("command").unwrap_or("");
+                let cmd = take_chars(&normalize(raw), 50);
+                let more = if raw.chars().count() > 50 { "..." } else { "" };
+                CallRow::Text(format!("[bash: {cmd}{more}]"))
+            }
+            "grep" | "find" => CallRow::Search {
+                name: if name == "grep" { "grep" } else { "find" },
+                pattern: s("pattern").unwrap_or("").to_owned(),
+                path: s("path").map(str::to_owned),
+            },
+            "ls" => CallRow::Ls { path: s("path").map(str::to_owned) },
+            _ => {
+                let json = arbor_log::json::to_string(args).unwrap_or_default();
+                let more = if json.chars().count() > 40 { "..." } else { "" };
+                CallRow::Text(format!("[{name}: {}{more}]", take_chars(&json, 40)))
+            }
+        }
+    }
+
+    /// The row, paths under `home` shortened to `~`.
+    fn text(&self, home: Option<&str>) -> String {
+        let dir = |p: &Option<String>| p.as_deref().map(|p| shorten_home(p, home)).unwrap_or_else(|| ".".into());
+        match self {
+            CallRow::Read { path, offset, limit } => {
+                let p = shorten_home(path, home);
+                match (offset, limit) {
+                    (o, Some(l)) => {
+                        let start = o.unwrap_or(1);
+                        format!("[read: {p}:{start}-{}]", start + l - 1)
+                    }
+                    (Some(o), None) => format!("[read: {p}:{o}]"),
+                    (None, None) => format!("[read: {p}]"),
+                }
+            }
+            CallRow::Path { name, path } => format!("[{name}: {}]", shorten_home(path, home)),
+            CallRow::Search { name: "grep", pattern, path } => format!("[grep: /{pattern}/ in {}]", dir(path)),
+            CallRow::Search { name, pattern, path } => format!("[{name}: {pattern} in {}]", dir(path)),
+            CallRow::Ls { path } => format!("[ls: {}]", dir(path)),
+            CallRow::Text(t) => t.clone(),
+        }
+    }
 }
 
 impl ToolCalls {
@@ -41,17 +115,12 @@ impl ToolCalls {
                     if let (Some(id), Some(name)) =
                         (b.get("id").and_then(Value::as_str), b.get("name").and_then(Value::as_str))
                     {
-                        let args = b.get("arguments").cloned().unwrap_or(Value::Null);
-                        self.calls.insert(id.to_owned(), (name.to_owned(), args));
+                        let row = CallRow::of(name, b.get("arguments").unwrap_or(&Value::Null));
+                        self.calls.insert(id.to_owned(), row);
                     }
                 }
             }
         }
-    }
-
-    /// The name and arguments of the call with this id.
-    pub fn get(&self, id: &str) -> Option<(&str, &Value)> {
-        self.calls.get(id).map(|(name, args)| (name.as_str(), args))
     }
 }
 
@@ -64,7 +133,7 @@ pub trait CallText {
 
 impl CallText for ToolCalls {
     fn call_text(&self, id: &str, home: Option<&str>) -> Option<String> {
-        self.get(id).map(|(name, args)| format_tool_call(name, args, home))
+        self.calls.get(id).map(|row| row.text(home))
     }
 }
 
@@ -88,46 +157,7 @@ fn shorten_home(p: &str, home: Option<&str>) -> String {
 
 /// One tool call as the selector shows it (docs/cli.md, "arbor tui").
 pub fn format_tool_call(name: &str, args: &Value, home: Option<&str>) -> String {
-    let s = |k: &str| args.get(k).and_then(Value::as_str);
-    let path = || shorten_home(s("path").or_else(|| s("file_path")).unwrap_or(""), home);
-    match name {
-        "read" => {
-            let p = path();
-            let offset = args.get("offset").and_then(Value::as_i64);
-            let limit = args.get("limit").and_then(Value::as_i64);
-            match (offset, limit) {
-                (o, Some(l)) => {
-                    let start = o.unwrap_or(1);
-                    format!("[read: {p}:{start}-{}]", start + l - 1)
-                }
-                (Some(o), None) => format!("[read: {p}:{o}]"),
-                (None, None) => format!("[read: {p}]"),
-            }
-        }
-        "write" | "edit" => format!("[{name}: {}]", path()),
-        "bash" => {
-            let raw = s("command").unwrap_or("");
-            let cmd = take_chars(&normalize(raw), 50);
-            let more = if raw.chars().count() > 50 { "..." } else { "" };
-            format!("[bash: {cmd}{more}]")
-        }
-        "grep" => format!(
-            "[grep: /{}/ in {}]",
-            s("pattern").unwrap_or(""),
-            s("path").map(|p| shorten_home(p, home)).unwrap_or_else(|| ".".into())
-        ),
-        "find" => format!(
-            "[find: {} in {}]",
-            s("pattern").unwrap_or(""),
-            s("path").map(|p| shorten_home(p, home)).unwrap_or_else(|| ".".into())
-        ),
-        "ls" => format!("[ls: {}]", s("path").map(|p| shorten_home(p, home)).unwrap_or_else(|| ".".into())),
-        _ => {
-            let json = arbor_log::json::to_string(args).unwrap_or_default();
-            let more = if json.chars().count() > 40 { "..." } else { "" };
-            format!("[{name}: {}{more}]", take_chars(&json, 40))
-        }
-    }
+    CallRow::of(name, args).text(home)
 }
 
 /// The one-line text of an entry (docs/cli.md, "arbor tui", with Arbor's `[session name: …]` and `[<type>]` rows).
@@ -198,5 +228,51 @@ pub fn entry_text(entry: &Entry, calls: &dyn CallText, home: Option<&str>) -> St
         EntryKind::Unknown { entry_type, .. } | EntryKind::Malformed { entry_type, .. } => {
             format!("[{}]", entry_type.as_str().replace('_', " "))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_kept_call_reads_as_the_call_itself_whatever_the_home() {
+        let long = "x".repeat(60);
+        let calls = [
+            ("read", json!({"path": "/h/a.rs", "offset": 3, "limit": 2}), "[read: ~/a.rs:3-4]"),
+            ("read", json!({"file_path": "/h/b", "offset": 7}), "[read: ~/b:7]"),
+            ("read", json!({"path": "/elsewhere"}), "[read: /elsewhere]"),
+            ("write", json!({"path": "/h/w", "content": long}), "[write: ~/w]"),
+            ("edit", json!({"file_path": "/h/e"}), "[edit: ~/e]"),
+            ("bash", json!({"command": format!("echo\n{long}")}), ""),
+            ("grep", json!({"pattern": "p", "path": "/h/g"}), "[grep: /p/ in ~/g]"),
+            ("find", json!({"pattern": "*.rs"}), "[find: *.rs in .]"),
+            ("ls", json!({"path": "/h/l"}), "[ls: ~/l]"),
+            ("ls", json!({}), "[ls: .]"),
+            ("other", json!({"k": long}), ""),
+            ("other", json!(null), "[other: null]"),
+        ];
+        let content: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(k, (name, args, _))| json!({"type": "toolCall", "id": format!("c{k}"), "name": name, "arguments": args}))
+            .collect();
+        let line = json!({"type": "message", "id": "a1", "parentId": null, "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "assistant", "content": content}});
+        let entry = Entry::from_owned(line).unwrap();
+        let mut kept = ToolCalls::new();
+        kept.record(&entry);
+        for (k, (name, args, shown)) in calls.iter().enumerate() {
+            for home in [Some("/h"), None, Some("")] {
+                let id = format!("c{k}");
+                assert_eq!(kept.call_text(&id, home), Some(format_tool_call(name, args, home)), "{name} {args}");
+            }
+            if !shown.is_empty() {
+                assert_eq!(format_tool_call(name, args, Some("/h")), *shown);
+            }
+        }
+        assert_eq!(format_tool_call("bash", &calls[5].1, None), format!("[bash: echo {}...]", &long[..45]));
+        assert_eq!(kept.call_text("missing", None), None);
     }
 }

@@ -71,7 +71,7 @@ fn same_through_the_index(file: &Path, step: usize) -> bool {
     assert_eq!(tree(&lazy), tree(&full), "{name}: the tree");
     let mut full = full;
     for (k, p) in full.positions().step_by(step).enumerate() {
-        let id = full.id_at(p).unwrap().to_owned();
+        let id = full.id_at(p).unwrap().to_string();
         full.branch(&id).unwrap();
         lazy.branch(&id).unwrap();
         assert_eq!(context(&lazy), context(&full), "{name}: the context at {id}");

@@ -21,12 +21,14 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
         // Every leaf of a small file; a spread of leaves of a large one.
         for leaf in s.positions().step_by((s.len() / 150).max(1)) {
             let Some(id) = s.id_at(leaf) else { continue };
-            let idx = s.branch_positions(Some(id));
+            let idx = s.branch_positions(Some(&id));
             let full: Vec<&Entry> = idx.iter().map(|&i| s.entry_at(i).unwrap()).collect();
+            let ids: Vec<_> = idx.iter().map(|&i| s.id_at(i).unwrap()).collect();
             let heads: Vec<PathHead> = idx
                 .iter()
-                .map(|&i| PathHead {
-                    id: s.id_at(i).unwrap(),
+                .zip(&ids)
+                .map(|(&i, id)| PathHead {
+                    id,
                     entry_type: s.entry_type_at(i).unwrap().clone(),
                     role: s.role_at(i).cloned(),
                 })

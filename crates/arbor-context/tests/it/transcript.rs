@@ -26,7 +26,7 @@ fn the_transcript_written_a_batch_at_a_time_is_the_whole_one() {
     for p in jsonl_under(&arbor_test_support::fixtures()) {
         let Ok(mut s) = Session::open(&p, OpenMode::ReadOnly, SessionOptions::default()) else { continue };
         let leaves: Vec<String> =
-            s.positions().step_by((s.len() / 20).max(1)).filter_map(|i| s.id_at(i).map(str::to_owned)).collect();
+            s.positions().step_by((s.len() / 20).max(1)).filter_map(|i| s.id_at(i).map(|id| id.to_string())).collect();
         for id in leaves {
             s.branch(&id).unwrap();
             for llm in [false, true] {

@@ -59,11 +59,11 @@ fn whole_tree(s: &Session) -> Vec<String> {
             }
         }
         let shown = parent.get(&i).and_then(|&p| s.id_at(p));
-        if shown == e.parent_id.as_deref() {
+        if shown.as_deref() == e.parent_id.as_deref() {
             out.push(json.to_owned());
         } else {
             let mut fixed = e.clone();
-            fixed.parent_id = shown.map(str::to_owned);
+            fixed.parent_id = shown.map(|p| p.to_string());
             out.push(text(&fixed.to_value()));
         }
     }

@@ -17,8 +17,7 @@ impl Session {
     /// Appends an entry with `kind` as a child of the leaf; returns its id.
     pub(super) fn append(&mut self, kind: EntryKind) -> Result<String, TreeError> {
         self.check_writable()?;
-        let by_id = self.ids();
-        let id = self.next_entry_id(&|s| by_id.contains_key(s));
+        let id = self.next_entry_id(&|s| self.has_id(s));
         let entry = Entry { id: id.clone(), parent_id: self.state.leaf.clone(), timestamp: self.now_iso(), kind };
         let json = entry_json(&entry);
         self.push_slot(entry, json, 0, false);
@@ -109,7 +108,7 @@ impl Session {
 
     /// Sets (or, with `None` or `""`, clears) the label of `target_id` by appending a `label` entry.
     pub fn append_label_change(&mut self, target_id: &str, label: Option<&str>) -> Result<String, TreeError> {
-        if !self.ids().contains_key(target_id) {
+        if !self.has_id(target_id) {
             return Err(TreeError::NotFound(target_id.to_owned()));
         }
         let label = label.filter(|l| !l.is_empty()).map(|l| serde_json::Value::String(l.to_owned()));
@@ -126,7 +125,7 @@ impl Session {
         from_hook: Option<bool>,
     ) -> Result<String, TreeError> {
         if let Some(id) = from {
-            if !self.ids().contains_key(id) {
+            if !self.has_id(id) {
                 return Err(TreeError::NotFound(id.to_owned()));
             }
         }

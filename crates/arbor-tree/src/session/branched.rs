@@ -80,18 +80,19 @@ impl Session {
         let mut kept: Vec<Kept> = Vec::with_capacity(path.len());
         for &i in path {
             let s = &self.state.slots[i];
-            if s.entry_type == EntryType::Label {
+            if s.entry_type() == &EntryType::Label {
                 continue;
             }
             let (mut entry, mut json) = (s.entry(src).clone(), Box::<str>::from(s.json(src)));
             // The parent is the path's entry before this one (or, in a cycle, one after it).
-            let parent_left_out = self.parent_of(i).is_some_and(|p| self.state.slots[p].entry_type == EntryType::Label);
+            let parent_left_out =
+                self.parent_of(i).is_some_and(|p| self.state.slots[p].entry_type() == &EntryType::Label);
             if parent_left_out {
                 let parent = kept.last().map(|(e, ..)| e.id.clone());
                 json = with_parent(&json, parent.as_deref()).into_boxed_str();
                 entry.parent_id = parent;
             }
-            kept.push((entry, json, s.line, s.js_only && !parent_left_out));
+            kept.push((entry, json, s.line(), s.js_only() && !parent_left_out));
         }
         kept
     }

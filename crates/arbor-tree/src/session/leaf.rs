@@ -7,7 +7,7 @@ use crate::error::TreeError;
 impl Session {
     /// Moves the leaf to `id` without writing anything.
     pub fn branch(&mut self, id: &str) -> Result<(), TreeError> {
-        if !self.ids().contains_key(id) {
+        if !self.has_id(id) {
             return Err(TreeError::NotFound(id.to_owned()));
         }
         self.state.leaf = Some(id.to_owned());

@@ -12,10 +12,13 @@ use arbor_log::{
     Diagnostic, DiagnosticKind, Entry, EntryKind, EntryType, OwnedLine, Role, SeededIds, SessionHeader, SessionLog,
     CURRENT_VERSION,
 };
+use compact_str::CompactString;
 
+use super::packed::IdTable;
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
+use super::slots::narrow;
 use super::{Disk, Session, Slots};
-use crate::index::{self, IndexFile};
+use crate::index::{self, IndexFile, LazyIndex};
 use crate::labels::Labels;
 
 impl Session {
@@ -29,12 +32,12 @@ impl Session {
             .as_deref()
             .and_then(|dir| IndexFile::locate(dir, self.opts.store.as_ref(), &path, &*src));
         if let Some(index) = &index {
-            if self.load_indexed(index, &src)? {
+            if self.load_indexed(index, &src)? || self.load_grown(index, &src)? {
                 return Ok(true);
             }
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        let scanned = ScannedLog::read(&*src, threads)?;
+        let scanned = ScannedLog::<Slot>::read_as(&*src, threads)?;
         let clean = scanned.diagnostics.is_empty() && !scanned.entries.is_empty();
         let header_bytes = scanned.prefix.lines().last().map_or(0, |l| l.offset + l.raw().len() as u64);
         if !self.load_scan(src, scanned)? {
@@ -43,23 +46,28 @@ impl Session {
         if let Some(index) =
             index.filter(|i| clean && i.stamp.size >= self.opts.index_min_bytes && self.diagnostics.is_empty())
         {
-            if let Some(bytes) = self.index_of_slots(header_bytes).and_then(|e| index::encode(index.stamp, &e)) {
+            if let Some(bytes) = self.index_of_slots(header_bytes, index.stamp) {
                 index.write(&bytes);
             }
         }
         Ok(true)
     }
 
-    /// The index of a loaded file; `None` when a parent comes after its child
+    /// The index of a loaded file, encoded; `None` when a parent comes after its child
     /// (the index keeps only parents that point back, so it can hold no cycle).
-    fn index_of_slots(&self, header_bytes: u64) -> Option<index::Index<'_>> {
-        let entries = self
-            .state
-            .slots
+    fn index_of_slots(&self, header_bytes: u64, stamp: index::Stamp) -> Option<Vec<u8>> {
+        let slots = &self.state.slots;
+        // The index borrows its ids, and the slots hold pi's packed: spell them out first.
+        let ids: Vec<(CompactString, Option<CompactString>)> = slots
             .iter()
+            .map(|s| (CompactString::from(&*s.id()), s.parent_id().map(|p| CompactString::from(&*p))))
+            .collect();
+        let entries = slots
+            .iter()
+            .zip(&ids)
             .enumerate()
-            .map(|(i, s)| {
-                let (offset, len) = s.src?;
+            .map(|(i, (s, (id, parent_id)))| {
+                let (offset, len) = s.src()?;
                 let parent = self.parent_of(i);
                 if parent.is_some_and(|p| p >= i) {
                     return None;
@@ -68,24 +76,31 @@ impl Session {
                     parent,
                     offset,
                     len: u32::try_from(len).ok()?,
-                    line: u32::try_from(s.line).ok()?,
-                    ts_ms: s.ts_ms,
-                    js_only: s.js_only,
-                    entry_type: s.entry_type.clone(),
-                    role: s.role.clone(),
-                    id: &s.id,
-                    parent_id: s.parent_id.as_deref(),
+                    line: u32::try_from(s.line()).ok()?,
+                    ts_ms: s.ts_ms(),
+                    js_only: s.js_only(),
+                    entry_type: s.entry_type().clone(),
+                    role: s.role().cloned(),
+                    id,
+                    parent_id: parent_id.as_deref(),
                 })
             })
             .collect::<Option<Vec<_>>>()?;
-        Some(index::Index { header_bytes, entries })
+        index::encode(stamp, &index::Index { header_bytes, entries })
     }
 
     /// Loads from the cached index; false when there is none usable. Only
     /// the index's columns are read now: the slots are built from the index
     /// when first asked for ([`super::Slots`]).
-    fn load_indexed(&mut self, index: &IndexFile, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
-        let Some(lazy) = index.open() else { return Ok(false) };
+    pub(super) fn load_indexed(&mut self, index: &IndexFile, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
+        match index.open() {
+            Some(lazy) => self.load_lazy(lazy, src),
+            None => Ok(false),
+        }
+    }
+
+    /// Loads from an opened index (see [`Session::load_indexed`]).
+    pub(super) fn load_lazy(&mut self, lazy: LazyIndex, src: &Arc<dyn ReadAt>) -> io::Result<bool> {
         // The index holds each parent already resolved, and only clean files
         // (no duplicate ids, no cycles) are indexed: no id is hashed here.
         let header_bytes = lazy.header_bytes;
@@ -102,12 +117,12 @@ impl Session {
     }
 
     /// Loads from a fresh scan; false when the file needs the full path.
-    fn load_scan(&mut self, src: Arc<dyn ReadAt>, scanned: ScannedLog) -> io::Result<bool> {
+    fn load_scan(&mut self, src: Arc<dyn ReadAt>, scanned: ScannedLog<Slot>) -> io::Result<bool> {
         let Some(header) = scanned.prefix.header() else { return Ok(false) };
         if header.version() < CURRENT_VERSION {
             return Ok(false);
         }
-        let slots = Slots::from_vec(scanned.entries.into_iter().map(Slot::scanned).collect());
+        let slots = Slots::from_vec(scanned.entries);
         Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, false))
     }
 
@@ -140,7 +155,7 @@ impl Session {
                 self.note_loaded(i);
             }
         }
-        self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
+        self.state.leaf = self.state.slots.last().map(|s| s.id().to_string());
         if !resolved {
             self.resolve_ids();
             self.find_cycles();
@@ -159,7 +174,7 @@ impl Session {
             // Parents are resolved once every slot is in.
             self.push_loaded(Slot::decoded(entry, json, line, owned.js_only), NO_PARENT);
         }
-        self.state.leaf = self.state.slots.last().map(|s| s.id.to_string());
+        self.state.leaf = self.state.slots.last().map(|s| s.id().to_string());
         self.resolve_ids();
         self.find_cycles();
         self.diagnostics.sort_by_key(|d| d.line);
@@ -170,43 +185,43 @@ impl Session {
         self.push(Slot::decoded(entry, json, line, js_only))
     }
 
-    /// Appends a slot after the load: the id map, parents and children lists follow it.
+    /// Appends a slot after the load: the id map, parents and children lists
+    /// follow it. A fresh id the index vouches for needs no id map
+    /// ([`Session::fresh_parent`]).
     fn push(&mut self, slot: Slot) -> usize {
-        self.state.leaf = Some(slot.id.to_string());
-        let mut by_id = self.state.by_id.take().unwrap_or_else(|| id_index(&self.state.slots));
-        let mut unresolved = self.state.unresolved.take().unwrap_or_else(|| unresolved_parents(&self.state.slots));
-        let i = self.state.slots.len();
-        let id = slot.id.clone();
-        let prev = by_id.insert(id.clone(), i);
-        if let Some(prev) = prev {
-            self.state.slots[prev].live = false;
+        if let Some(parent) = self.fresh_parent(&slot) {
+            return self.push_new(slot, parent);
         }
-        let own = slot.parent_id.as_deref().and_then(|p| by_id.get(p).copied());
-        let i = self.push_loaded(slot, own.unwrap_or(NO_PARENT));
+        let id = CompactString::from(&*slot.id());
+        let by_id = self.state.by_id.take().unwrap_or_else(|| id_index(&self.state.slots));
+        let mut unresolved = self.state.unresolved.take().unwrap_or_else(|| unresolved_parents(&self.state.slots));
+        let prev = by_id.get(&id, |k| self.state.slots[k].id());
+        if let Some(prev) = prev {
+            self.state.slots[prev].set_live(false);
+        }
+        // A parent naming the entry's own id resolves to the entry itself.
+        let own = match slot.parent_id() {
+            Some(p) if *p == *id => Some(self.state.slots.len()),
+            Some(p) => by_id.get(&p, |k| self.state.slots[k].id()),
+            None => None,
+        };
         // Entries naming this id as their parent now resolve to it (the later
         // line wins). Only possible when the id was taken before or was some
         // entry's unresolved parent; a fresh id (every append) skips the walk.
-        if prev.is_some() || unresolved.remove(&id) {
+        let adopts = prev.is_some() || unresolved.remove(&id);
+        self.state.unresolved = OnceLock::from(unresolved);
+        let i = self.push_new(slot, own);
+        // The map holds slot numbers: the slot is in before its id is.
+        let mut by_id = by_id;
+        by_id.insert(&id, i, |k| self.state.slots[k].id());
+        self.state.by_id = OnceLock::from(by_id);
+        if adopts {
             for k in 0..i {
-                if self.state.slots[k].parent_id.as_ref() == Some(&id) {
+                if self.state.slots[k].parent_id().is_some_and(|p| *p == *id) {
                     self.state.slots.set_parent(k, i);
                 }
             }
         }
-        let parent = self.state.slots[i].parent_id.clone();
-        if let (None, Some(p)) = (own, &parent) {
-            unresolved.insert(p.clone());
-        }
-        if let (Some(children), Some(p)) = (self.state.children.get_mut(), parent) {
-            match children.get_mut(&p) {
-                Some(kids) => kids.push(i),
-                None => {
-                    children.insert(p, Kids::One(i));
-                }
-            }
-        }
-        self.state.by_id = OnceLock::from(by_id);
-        self.state.unresolved = OnceLock::from(unresolved);
         i
     }
 
@@ -214,17 +229,17 @@ impl Session {
     /// ones are no longer live) and every slot's parent resolved through it.
     fn resolve_ids(&mut self) {
         let st = &mut self.state;
-        let mut by_id: IdMap<usize> = IdMap::default();
-        by_id.reserve(st.slots.len());
+        let by_id = id_index(&st.slots);
         for i in 0..st.slots.len() {
-            if let Some(prev) = by_id.insert(st.slots[i].id.clone(), i) {
-                st.slots[prev].live = false;
+            if by_id.get(&st.slots[i].id(), |k| st.slots[k].id()) != Some(i) {
+                st.slots[i].set_live(false);
             }
         }
         let parents = st
             .slots
             .iter()
-            .map(|s| s.parent_id.as_deref().and_then(|p| by_id.get(p).copied()).unwrap_or(NO_PARENT))
+            .map(|s| s.parent_id().and_then(|p| by_id.get(&p, |k| st.slots[k].id())).unwrap_or(NO_PARENT))
+            .map(narrow)
             .collect();
         st.slots.set_parents(parents);
         st.by_id = OnceLock::from(by_id);
@@ -236,15 +251,16 @@ impl Session {
     /// answered without the id map, so reading the context at the leaf of a
     /// file opened through its index hashes no id at all.
     pub(super) fn slot_of(&self, id: &str) -> Option<usize> {
-        match self.state.slots.last() {
-            // The last line holding an id is the one the id resolves to.
-            Some(last) if last.id == id => Some(self.state.slots.len() - 1),
-            _ => self.ids().get(id).copied(),
-        }
+        self.find(id)
+    }
+
+    /// True when some entry has the id `id`.
+    pub(super) fn has_id(&self, id: &str) -> bool {
+        self.slot_of(id).is_some()
     }
 
     /// Id → slot (the later line of an id wins), built on first use.
-    pub(super) fn ids(&self) -> &IdMap<usize> {
+    pub(super) fn ids(&self) -> &IdTable {
         self.state.by_id.get_or_init(|| id_index(&self.state.slots))
     }
 
@@ -259,7 +275,7 @@ impl Session {
     }
 
     /// Adds a loaded slot whose parent resolves to `parent` (see [`Session::note_loaded`]).
-    fn push_loaded(&mut self, slot: Slot, parent: usize) -> usize {
+    pub(super) fn push_loaded(&mut self, slot: Slot, parent: usize) -> usize {
         let i = self.state.slots.len();
         self.state.slots.push(slot, parent);
         self.note_loaded(i);
@@ -272,10 +288,10 @@ impl Session {
     fn note_loaded(&mut self, i: usize) {
         let st = &mut self.state;
         let slot = &st.slots[i];
-        if !st.has_assistant && slot.role == Some(Role::Assistant) {
+        if !st.has_assistant && slot.role() == Some(&Role::Assistant) {
             st.has_assistant = true;
         }
-        if slot.entry_type != EntryType::Label {
+        if slot.entry_type() != &EntryType::Label {
             return;
         }
         let src = st.source.as_deref();
@@ -302,7 +318,7 @@ impl Session {
         // 0 = unseen, 1 = on the current walk, 2 = done.
         let mut state = vec![0u8; n];
         for start in 0..n {
-            if !self.state.slots[start].live || state[start] != 0 {
+            if !self.state.slots[start].live() || state[start] != 0 {
                 continue;
             }
             let mut walk = vec![];
@@ -323,8 +339,8 @@ impl Session {
                 state[i] = 1;
                 walk.push(i);
                 let e = &self.state.slots[i];
-                cur = match &e.parent_id {
-                    Some(p) if *p != e.id => self.parent_of(i),
+                cur = match &e.parent_id() {
+                    Some(p) if *p != e.id() => self.parent_of(i),
                     _ => None,
                 };
             }
@@ -337,9 +353,9 @@ impl Session {
     fn note_cycle(&mut self, first: usize) {
         let slot = &self.state.slots[first];
         self.diagnostics.push(Diagnostic {
-            line: slot.line,
+            line: slot.line(),
             offset: 0,
-            kind: DiagnosticKind::ParentCycle { id: slot.id.to_string() },
+            kind: DiagnosticKind::ParentCycle { id: slot.id().to_string() },
         });
         self.state.cycle_roots.insert(first);
     }

@@ -15,22 +15,28 @@
 //! - `open.rs`: the factories (`open`, `create`, `in_memory`,
 //!   `continue_recent`, `new_session`);
 //! - `load.rs`: filling a session from a scan, the index or a full read;
+//! - `grown.rs`: the index of a file that grew, and the lines after it;
 //! - `persist.rs`: what is on disk, locking, materialization;
 //! - `append.rs`: every append; `leaf.rs`: leaf moves;
+//! - `lookup.rs`: ids answered through the index's id rows, without the id map;
 //! - `query.rs`: reading by id (the user's vocabulary);
 //! - `positions.rs`: [`Position`] and reading by position, one or many at a
 //!   time on all cores (the fast paths' vocabulary);
 //! - `branched.rs`: `create_branched_session` and `fork_from`;
-//! - `slot.rs`: one entry (`Slot`) and the line cursor;
+//! - `slot.rs`: one entry (`Slot`, packed into 40 bytes) and the line cursor;
+//! - `packed.rs`: ids held as integers ([`EntryId`]) and the id → slot table;
 //! - `slots.rs`: every entry in file order, read from the index on demand;
 //! - `verify.rs`: lines placed by the index checked against the file.
 
 mod append;
 mod branched;
+mod grown;
 mod leaf;
 mod load;
+mod lookup;
 mod open;
 mod options;
+mod packed;
 mod persist;
 mod positions;
 mod query;
@@ -52,6 +58,7 @@ use crate::labels::Labels;
 use crate::store::{AppendHandle, WriteLock};
 
 pub use options::{OpenMode, SessionOptions};
+pub use packed::EntryId;
 pub(crate) use persist::Disk;
 pub use positions::Position;
 pub(crate) use slot::LineCursor;
@@ -66,7 +73,7 @@ pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
 pub(crate) struct Entries {
     pub(crate) slots: Slots,
     /// Id → slot; built by a bulk load that hashes ids anyway, else on first use.
-    by_id: OnceLock<IdMap<usize>>,
+    by_id: OnceLock<packed::IdTable>,
     /// Built on first use.
     children: OnceLock<IdMap<slot::Kids>>,
     /// Parent ids naming no entry (built by the first append): an append
@@ -74,6 +81,8 @@ pub(crate) struct Entries {
     unresolved: OnceLock<HashSet<CompactString, IdHash>>,
     /// Resolved on first use (a context never needs them).
     labels: OnceLock<Labels>,
+    /// Ids looked up through the index's id rows so far (`lookup.rs`).
+    index_lookups: std::sync::atomic::AtomicUsize,
     leaf: Option<String>,
     leaf_moved: bool,
     has_assistant: bool,

@@ -9,6 +9,7 @@ use std::fmt;
 use arbor_log::{Entry, EntryType, Role};
 
 use super::slot::{LineCursor, Slot};
+use super::EntryId;
 use super::Session;
 
 /// A place in a session's file order: the n-th entry read or appended,
@@ -131,8 +132,8 @@ impl Session {
     }
 
     /// The id of the entry at `p` (no decoding).
-    pub fn id_at(&self, p: Position) -> Option<&str> {
-        self.slot_at(p).map(|s| s.id.as_str())
+    pub fn id_at(&self, p: Position) -> Option<EntryId<'_>> {
+        self.slot_at(p).map(Slot::id)
     }
 
     /// The `type` of the entry at `p` (no decoding).
@@ -147,12 +148,12 @@ impl Session {
 
     /// True unless a later line with the same id replaced the entry at `p`.
     pub fn is_live_at(&self, p: Position) -> bool {
-        self.slot_at(p).is_some_and(|s| s.live)
+        self.slot_at(p).is_some_and(|s| s.live())
     }
 
     /// The line the entry at `p` was read from (0 for one appended in this process).
     pub fn line_at(&self, p: Position) -> usize {
-        self.slot_at(p).map_or(0, |s| s.line)
+        self.slot_at(p).map_or(0, |s| s.line())
     }
 
     /// The JSON text of the entry at `p` (read on first use, then kept).

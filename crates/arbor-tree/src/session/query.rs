@@ -47,7 +47,7 @@ impl Session {
             .map(|v| {
                 v.as_slice()
                     .iter()
-                    .filter(|&&i| self.state.slots[i].id != parent_id)
+                    .filter(|&&i| self.state.slots[i].id() != parent_id)
                     .map(|&i| self.entry_of(i))
                     .collect()
             })
@@ -113,7 +113,7 @@ impl Session {
 
     /// The session name: the newest `session_info` with a non-empty name, on any branch.
     pub fn session_name(&self) -> Option<&str> {
-        self.state.slots.iter().rev().filter(|s| s.entry_type == EntryType::SessionInfo).find_map(|s| {
+        self.state.slots.iter().rev().filter(|s| s.entry_type() == &EntryType::SessionInfo).find_map(|s| {
             match &s.entry(self.src()).kind {
                 EntryKind::SessionInfo(SessionInfo { name: Some(n), .. }) if !n.is_empty() => Some(n.as_str()),
                 _ => None,
@@ -126,7 +126,7 @@ impl Session {
         self.state
             .slots
             .iter()
-            .filter(|s| s.live && s.role == Some(Role::User))
+            .filter(|s| s.live() && s.role() == Some(&Role::User))
             .filter_map(|s| {
                 let entry = s.entry(self.src());
                 let m = entry.message()?;

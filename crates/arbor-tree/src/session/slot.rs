@@ -7,13 +7,15 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use compact_str::CompactString;
+use once_cell::race::OnceBox;
 use serde_json::Value;
 
 use arbor_log::idhash::{IdHash, IdMap};
 use arbor_log::reader::trim_line;
-use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScannedEntry};
+use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget, ScannedEntry};
 use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
 
+use super::packed::{EntryId, IdTable, PackedId};
 use super::Slots;
 use crate::index::ReadEntry;
 
@@ -44,40 +46,157 @@ impl Kids {
 }
 
 /// One entry of the session. What the tree needs (id, parent, type, role,
-/// time) is always at hand; the decoded entry and its JSON text are filled in
-/// on first use from the line's place in the file (`src`), so opening a file
-/// costs a scan, not a decode of every body.
+/// time, line, place in the file) is always at hand, packed into 40 bytes
+/// (a million entries are 40 MB, not 200): pi's 8-hex-digit ids as `u32`s,
+/// the type and role as their codes, the place as one `u64`; whatever does
+/// not fit (another id, a name Arbor does not know, a line past 16 MiB) is
+/// kept in a box beside it. The decoded entry and its JSON text are filled
+/// in on first use from the line's place in the file (`src`), so opening a
+/// file costs a scan, not a decode of every body.
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
-    pub(crate) id: CompactString,
-    pub(crate) parent_id: Option<CompactString>,
-    pub(crate) entry_type: EntryType,
-    /// The `role` of a message entry's message.
-    pub(crate) role: Option<Role>,
-    /// The line the entry was read from (0 for an entry appended in this process).
-    pub(crate) line: usize,
-    pub(crate) ts_ms: Option<i64>,
-    /// False for an earlier line whose id a later line took over.
-    pub(crate) live: bool,
-    /// Only JavaScript's reading accepts the line (`arbor_log::reader::parse_line_detail`): its
-    /// text may not be what `JSON.stringify` writes for what it means (a number beyond `f64`
-    /// reads as `null`), so its JSON text is the line's value written again, never the line.
-    pub(crate) js_only: bool,
-    /// Where the line is in the session's source: (offset, length).
-    pub(crate) src: Option<(u64, usize)>,
-    /// The place came from the index cache, not from reading the file now:
-    /// the line is checked before it is used (see [`Slot::indexed_line`]).
-    pub(crate) from_index: bool,
+    /// Offset (low 40 bits) and length (high 24) of the line, when `PLACED`.
+    place: u64,
+    /// Epoch ms of `timestamp` (`NO_TIME`: none).
+    ts_ms: i64,
+    /// The id's value when `ID_HEX`.
+    id: u32,
+    /// The parent id's value when `PARENT_HEX`.
+    parent: u32,
+    /// The line the entry was read from (0 for an entry appended in this process; `u32::MAX`: in `more`).
+    line: u32,
+    /// The type's and the role's codes (see `type_code`, `role_code`).
+    kind: [u8; 2],
+    flags: u8,
+    /// What does not fit above, and the decoded entry and JSON text once read.
+    more: OnceBox<More>,
+}
+
+const LIVE: u8 = 1;
+const JS_ONLY: u8 = 2;
+const FROM_INDEX: u8 = 4;
+const HAS_PARENT: u8 = 8;
+const ID_HEX: u8 = 16;
+const PARENT_HEX: u8 = 32;
+const PLACED: u8 = 64;
+const NO_TIME: i64 = i64::MIN;
+/// A code saying the name is kept in `more`.
+const NAMED: u8 = 255;
+const NO_ROLE: u8 = 254;
+const LEN_BITS: u32 = 24;
+const OFFSET_BITS: u32 = 40;
+
+#[derive(Debug, Clone, Default)]
+struct More {
+    id: CompactString,
+    parent_id: Option<CompactString>,
+    entry_type: Option<EntryType>,
+    role: Option<Role>,
+    line: usize,
+    src: Option<(u64, usize)>,
     entry: OnceLock<Box<Entry>>,
     json: OnceLock<Box<str>>,
 }
 
+/// What a slot is made of, before it is packed.
+struct Parts<'a> {
+    id: &'a str,
+    parent_id: Option<&'a str>,
+    entry_type: &'a EntryType,
+    role: Option<&'a Role>,
+    line: usize,
+    ts_ms: Option<i64>,
+    js_only: bool,
+    src: Option<(u64, usize)>,
+    from_index: bool,
+}
+
+impl Parts<'_> {
+    fn pack(self, entry: Option<Box<Entry>>, json: Option<Box<str>>) -> Slot {
+        let mut more = More::default();
+        let mut odd = entry.is_some() || json.is_some();
+        let mut flags = LIVE;
+        let mut set = |on: bool, flag: u8| {
+            if on {
+                flags |= flag;
+            }
+        };
+        set(self.js_only, JS_ONLY);
+        set(self.from_index, FROM_INDEX);
+        set(self.parent_id.is_some(), HAS_PARENT);
+        let id = match PackedId::of(self.id) {
+            PackedId::Hex(v) => v,
+            PackedId::Other => {
+                more.id = self.id.into();
+                odd = true;
+                0
+            }
+        };
+        let parent = match self.parent_id.map(PackedId::of) {
+            Some(PackedId::Hex(v)) => v,
+            Some(PackedId::Other) => {
+                more.parent_id = self.parent_id.map(CompactString::from);
+                odd = true;
+                0
+            }
+            None => 0,
+        };
+        set(PackedId::of(self.id) != PackedId::Other, ID_HEX);
+        set(matches!(self.parent_id.map(PackedId::of), Some(PackedId::Hex(_))), PARENT_HEX);
+        let type_code = match EntryType::ALL.iter().position(|t| t == self.entry_type) {
+            Some(k) => k as u8,
+            None => {
+                more.entry_type = Some(self.entry_type.clone());
+                odd = true;
+                NAMED
+            }
+        };
+        let role_code = match self.role.map(|r| Role::ALL.iter().position(|x| x == r)) {
+            None => NO_ROLE,
+            Some(Some(k)) => k as u8,
+            Some(None) => {
+                more.role = self.role.cloned();
+                odd = true;
+                NAMED
+            }
+        };
+        let line = match u32::try_from(self.line) {
+            Ok(l) if l != u32::MAX => l,
+            _ => {
+                more.line = self.line;
+                odd = true;
+                u32::MAX
+            }
+        };
+        let place = match self.src {
+            Some((offset, len)) if offset >> OFFSET_BITS == 0 && len >> LEN_BITS == 0 => {
+                flags |= PLACED;
+                offset | (len as u64) << OFFSET_BITS
+            }
+            Some(src) => {
+                more.src = Some(src);
+                odd = true;
+                0
+            }
+            None => 0,
+        };
+        let ts_ms = self.ts_ms.filter(|&t| t != NO_TIME).unwrap_or(NO_TIME);
+        if let Some(e) = entry {
+            more.entry = OnceLock::from(e);
+        }
+        if let Some(j) = json {
+            more.json = OnceLock::from(j);
+        }
+        let more = if odd { OnceBox::with_value(Box::new(more)) } else { OnceBox::new() };
+        Slot { place, ts_ms, id, parent, line, kind: [type_code, role_code], flags, more }
+    }
+}
+
 /// Id → slot over `slots`, the later line of an id winning.
-pub(crate) fn id_index(slots: &Slots) -> IdMap<usize> {
-    let mut by_id: IdMap<usize> = IdMap::default();
-    by_id.reserve(slots.len());
+pub(crate) fn id_index(slots: &Slots) -> IdTable {
+    let mut by_id = IdTable::with_capacity(slots.len());
     for (i, s) in slots.iter().enumerate() {
-        by_id.insert(s.id.clone(), i);
+        by_id.insert(&s.id(), i, |k| slots[k].id());
     }
     by_id
 }
@@ -88,7 +207,7 @@ pub(crate) fn unresolved_parents(slots: &Slots) -> HashSet<CompactString, IdHash
         .iter()
         .enumerate()
         .filter(|&(i, _)| slots.parent(i).is_none())
-        .filter_map(|(_, s)| s.parent_id.clone())
+        .filter_map(|(_, s)| s.parent_id().map(|p| CompactString::from(&*p)))
         .collect()
 }
 
@@ -96,11 +215,11 @@ pub(crate) fn unresolved_parents(slots: &Slots) -> HashSet<CompactString, IdHash
 pub(crate) fn children_index(slots: &Slots) -> IdMap<Kids> {
     let mut children: IdMap<Kids> = IdMap::default();
     for (i, s) in slots.iter().enumerate() {
-        let Some(p) = s.parent_id.as_ref().filter(|_| s.live) else { continue };
-        match children.get_mut(p) {
+        let Some(p) = s.parent_id().filter(|_| s.live()) else { continue };
+        match children.get_mut(&*p) {
             Some(kids) => kids.push(i),
             None => {
-                children.insert(p.clone(), Kids::One(i));
+                children.insert(CompactString::from(&*p), Kids::One(i));
             }
         }
     }
@@ -110,113 +229,206 @@ pub(crate) fn children_index(slots: &Slots) -> IdMap<Kids> {
 impl Slot {
     /// A slot holding a decoded entry and its JSON text (appends, the slow path).
     pub(crate) fn decoded(entry: Entry, json: Box<str>, line: usize, js_only: bool) -> Slot {
-        Slot {
-            id: entry.id.as_str().into(),
-            parent_id: entry.parent_id.as_deref().map(CompactString::from),
-            entry_type: entry.entry_type(),
-            role: entry.message_role(),
+        let (entry_type, role) = (entry.entry_type(), entry.message_role());
+        let parts = Parts {
+            id: &entry.id,
+            parent_id: entry.parent_id.as_deref(),
+            entry_type: &entry_type,
+            role: role.as_ref(),
             line,
             ts_ms: parse_iso_ms(&entry.timestamp),
-            live: true,
             js_only,
             src: None,
             from_index: false,
-            entry: OnceLock::from(Box::new(entry)),
-            json: OnceLock::from(json),
-        }
+        };
+        let slot = Parts { ..parts }.pack(None, Some(json));
+        let _ = slot.caches().entry.set(Box::new(entry));
+        slot
     }
 
     /// A slot from the index: nothing decoded yet.
-    pub(crate) fn indexed(e: ReadEntry, parent_id: Option<CompactString>) -> Slot {
-        Slot {
-            id: e.id,
+    pub(crate) fn indexed(e: ReadEntry, parent_id: Option<&str>) -> Slot {
+        Parts {
+            id: &e.id,
             parent_id,
-            entry_type: e.entry_type,
-            role: e.role,
+            entry_type: &e.entry_type,
+            role: e.role.as_ref(),
             line: e.line as usize,
             ts_ms: e.ts_ms,
-            live: true,
             js_only: e.js_only,
             src: Some((e.offset, e.len as usize)),
             from_index: true,
-            entry: OnceLock::new(),
-            json: OnceLock::new(),
         }
+        .pack(None, None)
     }
 
     /// A slot the index placed but could not describe (it cannot be read
     /// there any more): no id, no line, so whatever reads it says the line
     /// changed, and a check of the lines reads the file again.
     pub(crate) fn unreadable() -> Slot {
-        Slot {
-            id: CompactString::default(),
+        Parts {
+            id: "",
             parent_id: None,
-            entry_type: EntryType::parse(""),
+            entry_type: &EntryType::parse(""),
             role: None,
             line: 0,
             ts_ms: None,
-            live: true,
             js_only: false,
             src: None,
             from_index: true,
-            entry: OnceLock::new(),
-            json: OnceLock::new(),
         }
+        .pack(None, None)
     }
 
     /// A slot for a scanned line; the entry is decoded now only when the scan did.
     pub(crate) fn scanned(e: ScannedEntry) -> Slot {
         let h = e.head;
-        let entry = match h.entry {
-            Some(entry) => OnceLock::from(entry),
-            None => OnceLock::new(),
-        };
-        Slot {
-            id: h.id.unwrap_or_default(),
-            parent_id: match h.parent {
+        // The scan keeps only records that are entries, and those have a type.
+        let entry_type = h.entry_type.unwrap_or_else(|| EntryType::parse(""));
+        Parts {
+            id: h.id.as_deref().unwrap_or_default(),
+            parent_id: match &h.parent {
                 ParentField::Id(p) => Some(p),
                 _ => None,
             },
-            // The scan keeps only records that are entries, and those have a type.
-            entry_type: h.entry_type.unwrap_or_else(|| EntryType::parse("")),
-            role: h.role,
+            entry_type: &entry_type,
+            role: h.role.as_ref(),
             line: e.line,
             ts_ms: h.ts_ms,
-            live: true,
             js_only: h.js_only,
             src: Some((e.offset, e.len)),
             from_index: false,
-            entry,
-            json: OnceLock::new(),
         }
+        .pack(h.entry, None)
+    }
+
+    /// The caches and the odd parts (made on first use when the slot had no odd part).
+    fn caches(&self) -> &More {
+        self.more.get_or_init(Box::default)
+    }
+
+    /// The odd parts (`None` when everything fits the packed fields).
+    fn odd(&self) -> Option<&More> {
+        self.more.get()
+    }
+
+    pub(crate) fn id(&self) -> EntryId<'_> {
+        if self.flags & ID_HEX != 0 {
+            return EntryId::hex(self.id);
+        }
+        EntryId::Text(self.odd().map_or("", |m| m.id.as_str()))
+    }
+
+    /// The `parentId` as written (`None`: none, or null).
+    pub(crate) fn parent_id(&self) -> Option<EntryId<'_>> {
+        if self.flags & HAS_PARENT == 0 {
+            return None;
+        }
+        if self.flags & PARENT_HEX != 0 {
+            return Some(EntryId::hex(self.parent));
+        }
+        Some(EntryId::Text(self.odd().and_then(|m| m.parent_id.as_deref()).unwrap_or_default()))
+    }
+
+    pub(crate) fn entry_type(&self) -> &EntryType {
+        static UNNAMED: std::sync::LazyLock<EntryType> = std::sync::LazyLock::new(|| EntryType::parse(""));
+        match EntryType::ALL.get(usize::from(self.kind[0])) {
+            Some(t) => t,
+            None => self.odd().and_then(|m| m.entry_type.as_ref()).unwrap_or(&UNNAMED),
+        }
+    }
+
+    /// The `role` of a message entry's message.
+    pub(crate) fn role(&self) -> Option<&Role> {
+        match self.kind[1] {
+            NO_ROLE => None,
+            NAMED => self.odd().and_then(|m| m.role.as_ref()),
+            code => Role::ALL.get(usize::from(code)),
+        }
+    }
+
+    /// The line the entry was read from (0 for an entry appended in this process).
+    pub(crate) fn line(&self) -> usize {
+        match self.line {
+            u32::MAX => self.odd().map_or(0, |m| m.line),
+            l => l as usize,
+        }
+    }
+
+    /// Adds `by` to the line number (a scanning thread counts lines from its range's start).
+    pub(crate) fn shift_line(&mut self, by: usize) {
+        let line = self.line() + by;
+        match u32::try_from(line) {
+            Ok(l) if l != u32::MAX => self.line = l,
+            _ => {
+                let mut more = self.odd().cloned().unwrap_or_default();
+                more.line = line;
+                self.line = u32::MAX;
+                self.more = OnceBox::with_value(Box::new(more));
+            }
+        }
+    }
+
+    pub(crate) fn ts_ms(&self) -> Option<i64> {
+        (self.ts_ms != NO_TIME).then_some(self.ts_ms)
+    }
+
+    /// False for an earlier line whose id a later line took over.
+    pub(crate) fn live(&self) -> bool {
+        self.flags & LIVE != 0
+    }
+
+    pub(crate) fn set_live(&mut self, live: bool) {
+        self.flags = if live { self.flags | LIVE } else { self.flags & !LIVE };
+    }
+
+    /// Only JavaScript's reading accepts the line (`arbor_log::reader::parse_line_detail`): its
+    /// text may not be what `JSON.stringify` writes for what it means (a number beyond `f64`
+    /// reads as `null`), so its JSON text is the line's value written again, never the line.
+    pub(crate) fn js_only(&self) -> bool {
+        self.flags & JS_ONLY != 0
+    }
+
+    /// Where the line is in the session's source: (offset, length).
+    pub(crate) fn src(&self) -> Option<(u64, usize)> {
+        if self.flags & PLACED != 0 {
+            return Some((self.place & ((1 << OFFSET_BITS) - 1), (self.place >> OFFSET_BITS) as usize));
+        }
+        self.odd().and_then(|m| m.src)
+    }
+
+    /// The place came from the index cache, not from reading the file now:
+    /// the line is checked before it is used (see [`Slot::indexed_line`]).
+    pub(crate) fn placed_by_index(&self) -> bool {
+        self.flags & FROM_INDEX != 0
     }
 
     /// The entry, decoded from the source on first use.
     pub(crate) fn entry(&self, src: Option<&dyn ReadAt>) -> &Entry {
-        self.entry.get_or_init(|| Box::new(self.decode(src)))
+        self.caches().entry.get_or_init(|| Box::new(self.decode(src)))
     }
 
     /// The entry as an owned value, without keeping a decoded copy (a copy when one is kept already).
     pub(crate) fn owned_entry(&self, src: Option<&dyn ReadAt>) -> Entry {
-        match self.entry.get() {
+        match self.odd().and_then(|m| m.entry.get()) {
             Some(e) => (**e).clone(),
             None => self.decode(src),
         }
     }
 
     fn read_line(&self, src: Option<&dyn ReadAt>) -> Result<Vec<u8>, String> {
-        let (Some(src), Some((offset, len))) = (src, self.src) else {
+        let (Some(src), Some((offset, len))) = (src, self.src()) else {
             return Err("the entry has no source line".to_owned());
         };
         // A line placed by the index is read with the byte before it, to check where it starts.
-        let before = usize::from(self.from_index);
+        let before = usize::from(self.placed_by_index());
         let Some(start) = offset.checked_sub(before as u64) else { return Err(self.changed()) };
         let mut bytes =
-            read_exact_at(src, start, len + before).map_err(|e| format!("cannot read line {}: {e}", self.line))?;
+            read_exact_at(src, start, len + before).map_err(|e| format!("cannot read line {}: {e}", self.line()))?;
         if bytes.len() != len + before {
-            return Err(format!("cannot read line {}: the file is shorter than when it was opened", self.line));
+            return Err(format!("cannot read line {}: the file is shorter than when it was opened", self.line()));
         }
-        if self.from_index {
+        if self.placed_by_index() {
             if self.indexed_line(&bytes).is_none() {
                 return Err(self.changed());
             }
@@ -226,7 +438,7 @@ impl Slot {
     }
 
     fn changed(&self) -> String {
-        format!("line {} changed on disk since the session was opened", self.line)
+        format!("line {} changed on disk since the session was opened", self.line())
     }
 
     /// For a slot placed by the index: the line in `raw` (which holds the
@@ -244,13 +456,13 @@ impl Slot {
         if text.first() != Some(&b'{') || text.last() != Some(&b'}') {
             return None;
         }
-        holds_id(text, &self.id).then_some(line)
+        holds_id(text, &self.id()).then_some(line)
     }
 
     /// The line of this slot through `cursor`, checked when the index placed it.
     fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
-        let (offset, len) = self.src?;
-        if !self.from_index {
+        let (offset, len) = self.src()?;
+        if !self.placed_by_index() {
             return cursor.line(offset, len);
         }
         let raw = cursor.line(offset.checked_sub(1)?, len + 1)?;
@@ -260,31 +472,31 @@ impl Slot {
     /// True when the line of this slot is where the index put it (always
     /// true for slots that did not come from the index).
     pub(crate) fn line_is_sound(&self, cursor: &mut LineCursor<'_>) -> bool {
-        !self.from_index || self.line_via(cursor).is_some()
+        !self.placed_by_index() || self.line_via(cursor).is_some()
     }
 
     fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
         let decoded = self.read_line(src).and_then(|bytes| {
             full_entry(&bytes)
-                .filter(|e| e.id == self.id)
-                .ok_or_else(|| format!("line {} changed on disk since the session was opened", self.line))
+                .filter(|e| *self.id() == *e.id)
+                .ok_or_else(|| format!("line {} changed on disk since the session was opened", self.line()))
         });
         match decoded {
             Ok(e) => *e,
             // The file changed under a reader: keep the tree whole and say why the body is missing.
             Err(error) => Entry {
-                id: self.id.to_string(),
-                parent_id: self.parent_id.as_ref().map(CompactString::to_string),
+                id: self.id().to_string(),
+                parent_id: self.parent_id().map(|p| p.to_string()),
                 timestamp: String::new(),
-                kind: EntryKind::Malformed { entry_type: self.entry_type.clone(), fields: Default::default(), error },
+                kind: EntryKind::Malformed { entry_type: self.entry_type().clone(), fields: Default::default(), error },
             },
         }
     }
 
     /// The JSON text, read from the source on first use.
     pub(crate) fn json(&self, src: Option<&dyn ReadAt>) -> &str {
-        self.json.get_or_init(|| match self.read_line(src) {
-            Ok(bytes) => line_json(bytes, self.js_only),
+        self.caches().json.get_or_init(|| match self.read_line(src) {
+            Ok(bytes) => line_json(bytes, self.js_only()),
             Err(_) => entry_json(self.entry(src)),
         })
     }
@@ -296,7 +508,7 @@ impl Slot {
 
     /// [`Slot::with_json`] reading the line through `cursor` (see [`LineCursor`]).
     pub(crate) fn with_json_via<R>(&self, cursor: &mut LineCursor<'_>, f: impl FnOnce(&str) -> R) -> R {
-        if let Some(j) = self.json.get() {
+        if let Some(j) = self.odd().and_then(|m| m.json.get()) {
             return f(j);
         }
         // A line the index placed wrongly is never copied: the entry decoded
@@ -308,13 +520,35 @@ impl Slot {
                     Ok(t) => Cow::Borrowed(t),
                     Err(_) => String::from_utf8_lossy(text),
                 };
-                match self.js_only.then(|| stringified(&text)).flatten() {
+                match self.js_only().then(|| stringified(&text)).flatten() {
                     Some(again) => f(&again),
                     None => f(&text),
                 }
             }
             None => f(&entry_json(self.entry(cursor.src))),
         }
+    }
+}
+
+/// A scan keeps each entry as a slot, made in the thread that scanned its line.
+impl ScanTarget for Slot {
+    type Id<'a> = EntryId<'a>;
+
+    fn from_scanned(e: ScannedEntry) -> Slot {
+        Slot::scanned(e)
+    }
+
+    fn shift_line(&mut self, by: usize) {
+        Slot::shift_line(self, by);
+    }
+
+    fn id(&self) -> EntryId<'_> {
+        Slot::id(self)
+    }
+
+    fn place(&self) -> (usize, u64, usize) {
+        let (offset, len) = self.src().unwrap_or_default();
+        (self.line(), offset, len)
     }
 }
 
@@ -458,6 +692,40 @@ pub(crate) fn value_json(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_is_packed_and_reads_back_what_it_was_made_of() {
+        assert!(std::mem::size_of::<Slot>() <= 40, "{} bytes", std::mem::size_of::<Slot>());
+        let odd_type = EntryType::parse("future_thing");
+        let odd_role = Role::parse("narrator");
+        let cases = [
+            ("0a1b2c3d", Some("ffffffff"), EntryType::Message, Some(Role::Assistant), 7, Some(-5), (10, 20)),
+            ("not-hex", Some("Also Not"), odd_type.clone(), Some(odd_role.clone()), 1 << 33, None, (1 << 41, 1 << 25)),
+            ("", None, EntryType::Label, None, 0, Some(i64::MAX), ((1 << 40) - 1, (1 << 24) - 1)),
+        ];
+        for (id, parent_id, entry_type, role, line, ts_ms, src) in cases {
+            for js_only in [false, true] {
+                let s = Parts {
+                    id,
+                    parent_id,
+                    entry_type: &entry_type,
+                    role: role.as_ref(),
+                    line,
+                    ts_ms,
+                    js_only,
+                    src: Some(src),
+                    from_index: js_only,
+                }
+                .pack(None, None);
+                assert_eq!(&*s.id(), id);
+                assert_eq!(s.parent_id().as_deref(), parent_id);
+                assert_eq!(s.entry_type(), &entry_type);
+                assert_eq!(s.role(), role.as_ref());
+                assert_eq!((s.line(), s.ts_ms(), s.src()), (line, ts_ms, Some(src)));
+                assert_eq!((s.js_only(), s.placed_by_index(), s.live()), (js_only, js_only, true));
+            }
+        }
+    }
 
     #[test]
     fn the_line_cursor_reads_what_is_asked_whatever_the_order() {

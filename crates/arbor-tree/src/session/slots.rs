@@ -27,8 +27,8 @@ pub(crate) struct Slots {
     indexed: Option<Indexed>,
     /// Every other slot: after `indexed`'s (appended in this process), or all of them.
     owned: Vec<Slot>,
-    /// For each owned slot, the slot its `parentId` resolves to (`NO_PARENT`: none).
-    owned_parents: Vec<usize>,
+    /// For each owned slot, the slot its `parentId` resolves to (`u32::MAX`: none).
+    owned_parents: Vec<u32>,
     /// Slots of the index whose parent was resolved again after the load
     /// (an appended entry took the id they name): slot → parent.
     repointed: HashMap<usize, usize>,
@@ -57,12 +57,12 @@ impl Indexed {
         let mut out: Vec<Slot> = Vec::with_capacity(entries.len());
         for e in entries {
             // A resolved parent's id is that entry's id: in this run, or read from the index.
-            let parent_id = match e.parent {
-                Some(p) if p >= start => out.get(p - start).map(|s| s.id.clone()),
+            let parent_id: Option<CompactString> = match e.parent {
+                Some(p) if p >= start => out.get(p - start).map(|s| CompactString::from(&*s.id())),
                 Some(p) => self.index.id(p).or_else(|| Some(CompactString::default())),
                 None => e.parent_id.clone(),
             };
-            out.push(Slot::indexed(e, parent_id));
+            out.push(Slot::indexed(e, parent_id.as_deref()));
         }
         out.into_boxed_slice()
     }
@@ -85,7 +85,7 @@ impl Slots {
         let n = self.indexed_len();
         let p = match &self.indexed {
             Some(x) if i < n => return self.repointed.get(&i).copied().or_else(|| x.index.parent(i)),
-            _ => self.owned_parents.get(i - n).copied()?,
+            _ => self.owned_parents.get(i - n).copied().map(widen)?,
         };
         (p != NO_PARENT).then_some(p)
     }
@@ -96,12 +96,12 @@ impl Slots {
         if i < n {
             self.repointed.insert(i, p);
         } else if let Some(slot) = self.owned_parents.get_mut(i - n) {
-            *slot = p;
+            *slot = narrow(p);
         }
     }
 
-    /// The parents of the slots held in memory (the index holds its own).
-    pub(crate) fn set_parents(&mut self, parents: Vec<usize>) {
+    /// The parents of the slots held in memory, narrowed ([`narrow`]; the index holds its own).
+    pub(crate) fn set_parents(&mut self, parents: Vec<u32>) {
         self.owned_parents = parents;
     }
 
@@ -152,7 +152,7 @@ impl Slots {
     /// Adds a slot whose parent resolves to `parent` (`NO_PARENT`: none).
     pub(crate) fn push(&mut self, slot: Slot, parent: usize) {
         self.owned.push(slot);
-        self.owned_parents.push(parent);
+        self.owned_parents.push(narrow(parent));
     }
 
     pub(crate) fn reserve_exact(&mut self, n: usize) {
@@ -173,7 +173,7 @@ impl Slots {
     pub(crate) fn entry_type(&self, i: usize) -> Option<&EntryType> {
         match self.indexed.as_ref().and_then(|x| x.index.entry_type(i)) {
             Some(t) => Some(t),
-            None => self.get(i).map(|s| &s.entry_type),
+            None => self.get(i).map(Slot::entry_type),
         }
     }
 
@@ -181,7 +181,7 @@ impl Slots {
     pub(crate) fn role(&self, i: usize) -> Option<&Role> {
         match self.indexed.as_ref().and_then(|x| x.index.role(i)) {
             Some(r) => r,
-            None => self.get(i).and_then(|s| s.role.as_ref()),
+            None => self.get(i).and_then(Slot::role),
         }
     }
 
@@ -192,8 +192,22 @@ impl Slots {
             Some(index) => index.positions_of(t).into_iter().filter(|&i| self.entry_type(i) == Some(t)).collect(),
             None => vec![],
         };
-        out.extend(self.owned.iter().enumerate().filter(|(_, s)| &s.entry_type == t).map(|(k, _)| n + k));
+        out.extend(self.owned.iter().enumerate().filter(|(_, s)| s.entry_type() == t).map(|(k, _)| n + k));
         out
+    }
+}
+
+/// A slot number as a parent column holds it (`NO_PARENT` as `u32::MAX`;
+/// a session of four billion entries would not fit in memory anyway).
+pub(crate) fn narrow(p: usize) -> u32 {
+    u32::try_from(p).unwrap_or(u32::MAX)
+}
+
+fn widen(p: u32) -> usize {
+    if p == u32::MAX {
+        NO_PARENT
+    } else {
+        p as usize
     }
 }
 

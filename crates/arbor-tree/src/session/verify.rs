@@ -18,7 +18,7 @@ impl Session {
     /// True when the session was opened through the index cache (its lines'
     /// places come from the index, not from reading the file now).
     pub fn opened_from_index(&self) -> bool {
-        self.state.slots.first().is_some_and(|s| s.from_index)
+        self.state.slots.first().is_some_and(|s| s.placed_by_index())
     }
 
     /// Checks that the lines at `positions` are where the index says (see

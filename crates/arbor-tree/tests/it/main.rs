@@ -4,6 +4,7 @@
 // Test helpers may unwrap: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod append_index;
 mod crash;
 mod index_first;
 mod lifecycle;

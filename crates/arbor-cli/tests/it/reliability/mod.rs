@@ -9,6 +9,7 @@ mod hooks;
 mod hostile;
 mod links;
 mod locks;
+mod memory;
 mod model_limits;
 mod stale_index;
 mod terminal;

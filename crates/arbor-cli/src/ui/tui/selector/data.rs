@@ -37,7 +37,7 @@ impl SelectorData {
         let mut kinds = Vec::with_capacity(n);
         for k in 0..n as u32 {
             let p = forest.position(k);
-            ids.push(CompactString::from(session.id_at(p).unwrap_or("")));
+            ids.push(CompactString::from(&*session.id_at(p).unwrap_or_default()));
             kinds.push(kind_of(session, p));
         }
         let mut labels = HashMap::new();

@@ -60,6 +60,31 @@ const MAX_DEPTH: u32 = 127;
 /// serde_json accepts, else `None` (also for invalid UTF-8, which the caller
 /// reads lossily).
 pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
+    fast_head_with(line, false).map(|(head, _)| head)
+}
+
+/// What `check` needs beyond the head, read in the same pass by
+/// [`fast_head_detail`]: the tool calls and tool result a message holds, and
+/// whether `parentId` is neither a string nor `null`. The fields mirror
+/// [`crate::MessageView`]'s reading: a later duplicate key wins, a value that
+/// is not a string is absent, and a string with an escape makes the line
+/// unsure (the exact path decodes it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct HeadDetail<'a> {
+    /// `message.toolCallId`, when `message` is an object and it is a string.
+    pub tool_call_id: Option<&'a str>,
+    /// The `toolCall` blocks of `message.content` (when it is an array), in order: `(id, name)`.
+    pub tool_calls: Vec<(Option<&'a str>, Option<&'a str>)>,
+    /// True when the last `parentId` is present and neither a string nor `null`.
+    pub parent_other: bool,
+}
+
+/// [`fast_head`] that also reads the [`HeadDetail`].
+pub(crate) fn fast_head_detail(line: &[u8]) -> Option<(RecordHead, HeadDetail<'_>)> {
+    fast_head_with(line, true)
+}
+
+fn fast_head_with(line: &[u8], detail: bool) -> Option<(RecordHead, HeadDetail<'_>)> {
     // Printable ASCII is UTF-8 without control bytes: one pass instead of two.
     // Plane 16's characters (F4 8F …) may be markers to `crate::json`: unsure.
     if !printable_ascii(line)
@@ -73,11 +98,13 @@ pub(crate) fn fast_head(line: &[u8]) -> Option<RecordHead> {
         depth: 0,
         block: usize::MAX / 2,
         masks: Masks { quotes: 0, backslashes: 0, escaped: 0 },
+        want_detail: detail,
+        detail: HeadDetail::default(),
     };
     p.ws();
     let head = p.top_object()?;
     p.ws();
-    (p.i == line.len()).then_some(head)
+    (p.i == line.len()).then_some((head, p.detail))
 }
 
 /// The quotes and backslashes of 64 bytes of a line, one bit per byte
@@ -185,6 +212,9 @@ struct Parser<'a> {
     /// The start of the 64-byte block whose quotes and backslashes `masks` holds.
     block: usize,
     masks: Masks,
+    /// Read the [`HeadDetail`] too.
+    want_detail: bool,
+    detail: HeadDetail<'a>,
 }
 
 impl<'a> Parser<'a> {
@@ -226,7 +256,9 @@ impl<'a> Parser<'a> {
                     b"type" => head.entry_type = self.field()?.str().map(EntryType::parse),
                     b"id" => head.id = self.field()?.str().map(CompactString::from),
                     b"parentId" => {
-                        head.parent = match self.field()? {
+                        let field = self.field()?;
+                        self.detail.parent_other = matches!(field, Field::Other);
+                        head.parent = match field {
                             Field::Str(s) => ParentField::Id(CompactString::from(s)),
                             Field::Null | Field::Other => ParentField::Root,
                         }
@@ -313,6 +345,8 @@ impl<'a> Parser<'a> {
 
     /// `message`'s value: its `role` and numeric `timestamp` when it is an object.
     fn message_head(&mut self) -> Option<(Option<&'a str>, Option<f64>)> {
+        // The last `message` is the one read.
+        (self.detail.tool_call_id, self.detail.tool_calls) = (None, vec![]);
         if self.peek()? != b'{' {
             self.value()?;
             return Some((None, None));
@@ -326,6 +360,8 @@ impl<'a> Parser<'a> {
                 match self.key()? {
                     b"role" => role = self.field()?.str(),
                     b"timestamp" => time = self.number_value()?,
+                    b"toolCallId" if self.want_detail => self.detail.tool_call_id = self.field()?.str(),
+                    b"content" if self.want_detail => self.detail.tool_calls = self.tool_calls()?,
                     _ => self.value()?,
                 }
                 if self.next_member(b'}')? {
@@ -335,6 +371,58 @@ impl<'a> Parser<'a> {
         }
         self.depth -= 1;
         Some((role, time))
+    }
+
+    /// `message.content`: the `toolCall` blocks when it is an array (see [`HeadDetail`]).
+    fn tool_calls(&mut self) -> Option<Vec<(Option<&'a str>, Option<&'a str>)>> {
+        let mut calls = vec![];
+        if self.peek()? != b'[' {
+            self.value()?;
+            return Some(calls);
+        }
+        self.i += 1;
+        self.enter()?;
+        self.ws();
+        if self.eat(b']').is_none() {
+            loop {
+                if self.peek()? == b'{' {
+                    if let Some(call) = self.block()? {
+                        calls.push(call);
+                    }
+                } else {
+                    self.value()?;
+                }
+                if self.next_member(b']')? {
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(calls)
+    }
+
+    /// One content block (an object): `Some((id, name))` when its `type` is `toolCall`.
+    #[allow(clippy::type_complexity)]
+    fn block(&mut self) -> Option<Option<(Option<&'a str>, Option<&'a str>)>> {
+        self.i += 1;
+        self.enter()?;
+        let (mut kind, mut id, mut name) = (None, None, None);
+        self.ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                match self.key()? {
+                    b"type" => kind = self.field()?.str(),
+                    b"id" => id = self.field()?.str(),
+                    b"name" => name = self.field()?.str(),
+                    _ => self.value()?,
+                }
+                if self.next_member(b'}')? {
+                    break;
+                }
+            }
+        }
+        self.depth -= 1;
+        Some((kind == Some("toolCall")).then_some((id, name)))
     }
 
     /// Any value, read as a number when it is one (`Value::as_f64`'s reading).
@@ -585,139 +673,4 @@ impl<'a> Parser<'a> {
 }
 
 #[cfg(test)]
-mod mask_tests {
-    use super::{escaped_by, Masks};
-
-    /// The masks byte by byte.
-    fn slow(b: &[u8], at: usize, c: u8) -> u64 {
-        (0..64).filter(|k| b.get(at + k) == Some(&c)).fold(0, |m, k| m | 1 << k)
-    }
-
-    #[track_caller]
-    fn check(hay: &[u8], at: usize) {
-        let m = Masks::of(hay, at);
-        assert_eq!(m.quotes, slow(hay, at, b'"'), "{hay:?} {at}");
-        assert_eq!(m.backslashes, slow(hay, at, b'\\'), "{hay:?} {at}");
-    }
-
-    /// `escaped_by` bit by bit.
-    fn slow_escaped(backslashes: u64, carry: bool) -> u64 {
-        let (mut escaped, mut pending) = (0, carry);
-        for k in 0..64 {
-            if pending {
-                escaped |= 1 << k;
-                pending = false;
-            } else {
-                pending = backslashes >> k & 1 == 1;
-            }
-        }
-        escaped
-    }
-
-    #[test]
-    fn escaped_bytes_follow_odd_runs_of_backslashes() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut masks = vec![0, u64::MAX, 1, 1 << 63, 0x5555_5555_5555_5555, 0xAAAA_AAAA_AAAA_AAAA];
-        for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // Sparse and dense runs both.
-            masks.push(x);
-            masks.push(x & x.rotate_left(7) & x.rotate_left(19));
-            masks.push(x | x.rotate_left(3));
-        }
-        for m in masks {
-            for carry in [false, true] {
-                assert_eq!(escaped_by(m, carry), slow_escaped(m, carry), "{m:064b} {carry}");
-            }
-        }
-        assert_eq!(super::SIMPLE_ESCAPE.iter().filter(|&&ok| ok).count(), 8);
-    }
-
-    #[test]
-    fn the_masks_flag_exactly_the_quotes_and_backslashes() {
-        // Every byte value at every position of a block, the block cut short at several lengths.
-        for c in 0..=255u8 {
-            for len in [0usize, 1, 15, 16, 17, 63, 64, 65, 100, 128, 129] {
-                let edges = [0, 1, 14, 15, 16, 17, 31, 32, 48, 62, 63, 64, 65, 127, 128];
-                for pos in edges.into_iter().chain([len.saturating_sub(1)]).filter(|&p| p < len) {
-                    let mut hay = vec![b'a'; len];
-                    hay[pos] = c;
-                    for at in [0, 1, pos, len.saturating_sub(64)] {
-                        check(&hay, at);
-                    }
-                }
-            }
-        }
-        let dense: Vec<u8> = (0..200).map(|k| [b'"', b'\\', 0x80 | b'"', 0x80 | b'\\', b'x'][k % 5]).collect();
-        for at in 0..=dense.len() + 1 {
-            check(&dense, at);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::reader::{parse_line, Parsed};
-
-    /// The head the full parser gives, or `None` when it refuses the line or it is not an object.
-    fn slow_head(line: &str) -> Option<RecordHead> {
-        match parse_line(line.as_bytes()).0 {
-            Parsed::Object(v) => Some(RecordHead::from_value(&v)),
-            _ => None,
-        }
-    }
-
-    #[track_caller]
-    fn sure(line: &str) {
-        let fast = fast_head(line.as_bytes());
-        assert!(fast.is_some(), "the fast path declined {line:?}");
-        assert_eq!(fast, slow_head(line), "{line:?}");
-    }
-
-    #[track_caller]
-    fn unsure(line: &str) {
-        assert_eq!(fast_head(line.as_bytes()), None, "{line:?}");
-    }
-
-    #[test]
-    fn ordinary_lines_take_the_fast_path() {
-        sure(r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#);
-        sure(
-            r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"a \"quoted\" C:\\path\nnext \u00e9 \ud83d\ude00"}],"usage":{"input":1200,"cost":{"total":0.0081,"x":-1.5e-3,"y":12E2}},"stopReason":"stop","timestamp":1767225600222}}"#,
-        );
-        sure(r#"{ "type" : "label" , "id" : "b" , "parentId" : "a1" , "label" : [ ] , "x" : { } }"#);
-        sure(r#"{"type":"t","type":"u","id":"i","id":5,"message":{"role":"user"},"message":[1]}"#);
-        sure(r#"{"message":{"role":"user","role":null},"parentId":7}"#);
-        sure(r#"{"a":[1e299,-0,0.5,123456789012345678901234567890,1E-400]}"#);
-        sure(&format!(r#"{{"a":{}1{}}}"#, "[".repeat(126), "]".repeat(126)));
-        sure("{}");
-        sure("{\"type\":\"é\",\"id\":\"😀\",\"x\":\"\u{7f}\"}");
-    }
-
-    #[test]
-    fn doubtful_lines_are_left_to_serde() {
-        // Refused by serde_json.
-        unsure(r#"{"a":"\ud83d"}"#);
-        unsure(r#"{"a":"\ude00\ud83d"}"#);
-        unsure(r#"{"a":"\ud83d\u0041"}"#);
-        unsure(&format!(r#"{{"a":{}1{}}}"#, "[".repeat(127), "]".repeat(127)));
-        unsure(r#"{"a":1e400}"#);
-        unsure(r#"{"a":01}"#);
-        unsure(r#"{"a":1,}"#);
-        unsure("{\"a\":\"x\ty\"}");
-        unsure(r#"{"a":1} x"#);
-        // Accepted by serde_json, but not worth the fast path's while.
-        unsure(r#"{"a":1e301}"#);
-        unsure(r#"{"a":1e0000001}"#);
-        unsure(r#"{"ty\u0070e":"x"}"#);
-        unsure(r#"{"type":"\u0078"}"#);
-        unsure(r#"{"$serde_json::private::RawValue":"1"}"#);
-        unsure("{\t}");
-        unsure("[1]");
-        assert_eq!(fast_head(b"{\"a\":\"\xFF\"}"), None, "invalid UTF-8 is read lossily");
-        assert_eq!(fast_head(b"{\"a\":\"\xC3\"}"), None);
-    }
-}
+mod tests;

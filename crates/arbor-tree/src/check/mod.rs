@@ -6,6 +6,12 @@
 //! without a result at a leaf) and sorts everything by severity. Each
 //! finding is reported once: a tool call unanswered on the paths to many
 //! leaves is one finding with the number of leaves as its `count`.
+//!
+//! A current-version file is read in one streaming pass ([`pass`]) into a
+//! [`ledger`] of a few integers per entry, and the tree is walked over entry
+//! numbers ([`walk`]): memory grows by some 30 bytes an entry, whatever the
+//! entries hold. Anything else is read in full (`check_in_full`), which is
+//! also what the streaming pass is tested against.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -17,6 +23,13 @@ use arbor_log::{DiagnosticKind, EntryKind, EntryType, LineKind, Role, SessionLog
 
 use crate::error::TreeError;
 use crate::session::{OpenMode, Position, Session, SessionOptions};
+
+pub(crate) mod ledger;
+pub(crate) mod pass;
+mod walk;
+
+#[cfg(test)]
+mod diff_tests;
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -100,19 +113,42 @@ pub fn check_file(path: &Path) -> Result<Vec<Finding>, TreeError> {
 
 /// Checks the session at `path` in `opts.store` (read-only, as [`check_file`]
 /// does for a local file).
+///
+/// A current-version file is read in one streaming pass (`pass`) that
+/// keeps a few integers per entry (`ledger`) and walks the tree over them
+/// (`walk`); anything else (no usable header, a migration) is read in full.
 pub fn check_session(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, TreeError> {
-    // A current-version file without a diagnostic: the session (opened by
-    // the light scan or through its index) tells all that the reader would,
-    // without holding every line decoded; anything else is read in full.
-    if let Ok(s) = Session::open(path, OpenMode::ReadOnly, opts.clone()) {
-        if s.diagnostics().is_empty() && !s.migration().migrated() {
-            let mut out = root_parents(&s);
-            out.extend(tree_findings(&s));
-            sort(&mut out);
-            return Ok(out);
-        }
+    let Some(src) = opts.store.open_at(path)? else { return Err(TreeError::Missing(path.to_owned())) };
+    match pass::read_pass(&*src).map_err(|e| TreeError::io(path, e))? {
+        Some(pass) => Ok(streamed_findings(pass)),
+        None => check_in_full(path, opts),
     }
-    check_in_full(path, opts)
+}
+
+/// The findings of a streamed pass: what [`check_in_full`] finds, from the
+/// pass's diagnostics and ledger.
+fn streamed_findings(mut pass: pass::Pass) -> Vec<Finding> {
+    let mut out: Vec<Finding> = pass
+        .diagnostics
+        .iter()
+        .filter_map(|d| {
+            from_diagnostic(&d.kind).map(|(severity, code)| Finding::new(d.line, severity, code, d.kind.to_string()))
+        })
+        .collect();
+    out.extend(pass.odd_parents.iter().map(|(line, parent)| odd_parent(*line, parent)));
+    let l = &pass.ledger;
+    for i in l.cycle_roots() {
+        let kind = DiagnosticKind::ParentCycle { id: l.id(i).to_owned() };
+        out.push(Finding::new(l.line(i), Severity::Error, "parent-cycle", kind.to_string()));
+    }
+    out.extend(walk::tree_findings(&mut pass.ledger));
+    sort(&mut out);
+    out
+}
+
+/// A record whose `parentId` is neither a string nor `null`.
+fn odd_parent(line: usize, parent: &serde_json::Value) -> Finding {
+    warn(line, "parent-not-a-string", format!("\"parentId\" is {parent}, neither a string nor null: read as a root"))
 }
 
 /// [`check_session`] reading every line in full (what a file with
@@ -162,35 +198,8 @@ fn non_string_parents(log: &SessionLog) -> impl Iterator<Item = Finding> + '_ {
     log.lines().iter().filter_map(|l| {
         let LineKind::Record(v) = &l.kind else { return None };
         let parent = v.get("parentId").filter(|p| !p.is_string() && !p.is_null())?;
-        Some(warn(
-            l.number,
-            "parent-not-a-string",
-            format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
-        ))
+        Some(odd_parent(l.number, parent))
     })
-}
-
-/// [`non_string_parents`] for a file without diagnostics, where every
-/// record is an entry: only an entry read as a root can hold one, so only
-/// those are read again.
-fn root_parents(s: &Session) -> Vec<Finding> {
-    let mut out = vec![];
-    for (i, slot) in s.state.slots.iter().enumerate() {
-        if slot.parent_id.is_some() {
-            continue;
-        }
-        let p = Position::new(i);
-        let value = s.with_json_at(p, |j| arbor_log::json::parse(j).ok()).flatten();
-        if let Some(parent) = value.as_ref().and_then(|v| v.get("parentId")).filter(|p| !p.is_string() && !p.is_null())
-        {
-            out.push(warn(
-                s.line_at(p),
-                "parent-not-a-string",
-                format!("\"parentId\" is {parent}, neither a string nor null: read as a root"),
-            ));
-        }
-    }
-    out
 }
 
 fn sort(v: &mut [Finding]) {
@@ -214,11 +223,11 @@ pub fn tree_findings(s: &Session) -> Vec<Finding> {
 fn entry_findings(s: &Session) -> Vec<Finding> {
     let mut out = vec![];
     for (k, slot) in s.state.slots.iter().enumerate() {
-        if !slot.live {
+        if !slot.live() {
             continue;
         }
-        let (i, line, id) = (Position::new(k), slot.line, &slot.id);
-        if let Some(p) = &slot.parent_id {
+        let (i, line, id) = (Position::new(k), slot.line(), &slot.id());
+        if let Some(p) = &slot.parent_id() {
             if p == id {
                 out.push(warn(line, "self-parent", format!("entry {id} is its own parent; shown as a root")));
             } else if s.position_of(p).is_none() {
@@ -226,7 +235,7 @@ fn entry_findings(s: &Session) -> Vec<Finding> {
             }
         }
         // Only labels and compactions are read further.
-        if slot.entry_type != EntryType::Label && slot.entry_type != EntryType::Compaction {
+        if slot.entry_type() != &EntryType::Label && slot.entry_type() != &EntryType::Compaction {
             continue;
         }
         let Some(e) = s.decode_at(i) else { continue };
@@ -237,7 +246,8 @@ fn entry_findings(s: &Session) -> Vec<Finding> {
                 format!("label {} targets a missing entry {}", e.id, l.target_id),
             )),
             EntryKind::Compaction(c) => {
-                let on_path = |k: &str| s.branch_positions(Some(&e.id)).iter().any(|&q| s.id_at(q) == Some(k));
+                let on_path =
+                    |k: &str| s.branch_positions(Some(&e.id)).iter().any(|&q| s.id_at(q).is_some_and(|x| *x == *k));
                 match c.first_kept_entry_id.as_deref() {
                     None => out.push(warn(
                         line,
@@ -265,7 +275,7 @@ fn entry_findings(s: &Session) -> Vec<Finding> {
 fn named_as_parent(s: &Session) -> Vec<bool> {
     let mut named = vec![false; s.len()];
     for slot in s.state.slots.iter() {
-        if let Some(q) = slot.parent_id.as_deref().filter(|_| slot.live).and_then(|p| s.position_of(p)) {
+        if let Some(q) = slot.parent_id().as_deref().filter(|_| slot.live()).and_then(|p| s.position_of(p)) {
             named[q.get()] = true;
         }
     }
@@ -324,12 +334,12 @@ fn report_unanswered(s: &Session, open_at_leaves: Vec<(Position, Vec<OpenCall>)>
     let mut index: HashMap<(String, String, String), usize> = HashMap::new();
     for (leaf, open) in open_at_leaves {
         for (call, name, at) in open {
-            let key = (call, name, s.id_at(at).unwrap_or_default().to_owned());
+            let key = (call, name, s.id_at(at).unwrap_or_default().to_string());
             match index.get(&key) {
                 Some(&i) => seen[i].1 += 1,
                 None => {
                     index.insert(key.clone(), seen.len());
-                    seen.push((key, 1, s.id_at(leaf).unwrap_or_default().to_owned()));
+                    seen.push((key, 1, s.id_at(leaf).unwrap_or_default().to_string()));
                 }
             }
         }
@@ -423,7 +433,7 @@ fn open_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<(Positi
     let mut out = vec![];
     for leaf in s.positions().filter(|&p| is_leaf(p)) {
         let mut open: Vec<OpenCall> = vec![];
-        for p in s.branch_positions(s.id_at(leaf)) {
+        for p in s.branch_positions(s.id_at(leaf).as_deref()) {
             let (calls, result) = tool_effect(s, p);
             if let Some(id) = result {
                 open.retain(|c| c.0 != id);

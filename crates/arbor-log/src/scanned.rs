@@ -1,0 +1,260 @@
+//! The light scan's lines sorted into a header, entries and diagnostics
+//! ([`ScannedLog`]), with each entry kept as the caller keeps it
+//! ([`ScanTarget`]): the scan's own [`ScannedEntry`], or something far
+//! smaller made in the thread that scanned the line (a session keeps a
+//! packed slot of 40 bytes, where a line's head is a few hundred), so a
+//! million entries never sit in memory as heads.
+
+use std::io;
+
+use hashbrown::HashTable;
+
+use crate::diag::{Diagnostic, DiagnosticKind};
+use crate::entry::EntryKind;
+use crate::idhash::IdHash;
+use crate::log::SessionLog;
+use crate::scan::{read_exact_at, scan_parts_as, ReadAt, RecordHead, ScanKind, ScannedLine};
+
+/// One record after the header that the scan found to be an entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScannedEntry {
+    /// 1-based line number.
+    pub line: usize,
+    /// Byte offset of the line.
+    pub offset: u64,
+    /// Length of the line in bytes, terminator included.
+    pub len: usize,
+    /// What the scan kept (with the decoded entry for all but message entries).
+    pub head: RecordHead,
+}
+
+/// What a [`ScannedLog`] keeps of each entry.
+pub trait ScanTarget: Sized + Send {
+    /// The entry's id as the target reads it back.
+    type Id<'a>: std::ops::Deref<Target = str>
+    where
+        Self: 'a;
+    /// Made from the scan's entry (in a scanning thread; its line counted
+    /// within the thread's range until [`ScanTarget::shift_line`]).
+    fn from_scanned(e: ScannedEntry) -> Self;
+    /// Adds `by` to the line number.
+    fn shift_line(&mut self, by: usize);
+    /// The entry's `id`.
+    fn id(&self) -> Self::Id<'_>;
+    /// The entry's line number, and the offset and length of the line.
+    fn place(&self) -> (usize, u64, usize);
+}
+
+impl ScanTarget for ScannedEntry {
+    type Id<'a> = &'a str;
+
+    fn from_scanned(e: ScannedEntry) -> Self {
+        e
+    }
+
+    fn shift_line(&mut self, by: usize) {
+        self.line += by;
+    }
+
+    fn id(&self) -> &str {
+        self.head.id.as_deref().unwrap_or_default()
+    }
+
+    fn place(&self) -> (usize, u64, usize) {
+        (self.line, self.offset, self.len)
+    }
+}
+
+/// A session file read by the light scan: the header lines read in full
+/// (as a [`SessionLog`] of just those lines), and every later entry as a
+/// `E` (by default the [`ScannedEntry`]), with the same diagnostics, in the
+/// same order, that [`SessionLog::diagnostics`] followed by
+/// [`SessionLog::entries_with_diagnostics`] give.
+#[derive(Debug, Clone)]
+pub struct ScannedLog<E = ScannedEntry> {
+    /// The lines up to and including the header (or the first record), read in full.
+    pub prefix: SessionLog,
+    /// The entries after the header, in file order (none without a header).
+    pub entries: Vec<E>,
+    /// Line diagnostics, then entry diagnostics, each in line order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Physical lines in the file.
+    pub lines: usize,
+    /// Bytes scanned.
+    pub bytes: u64,
+}
+
+/// A scanned line as a [`ScannedLog`] keeps it until the lines are sorted:
+/// a plain entry (an object with a type and an id that is not a header, not
+/// line 1's title slot candidate, not malformed, with nothing to report)
+/// already made into its target; any other line whole, boxed (they are few).
+enum Kept<E> {
+    Entry(E),
+    Other(Box<ScannedLine>),
+}
+
+impl<E: ScanTarget> Kept<E> {
+    fn of(l: ScannedLine) -> Kept<E> {
+        let plain = match &l.kind {
+            ScanKind::Object(h) => {
+                l.note.is_none()
+                    && h.not_an_entry().is_none()
+                    && h.entry_type.as_ref().is_some_and(|t| !matches!(t.as_str(), "session" | "title"))
+                    && !matches!(h.entry.as_ref().map(|e| &e.kind), Some(EntryKind::Malformed { .. }))
+            }
+            _ => false,
+        };
+        match l.kind {
+            ScanKind::Object(head) if plain => {
+                Kept::Entry(E::from_scanned(ScannedEntry { line: l.number, offset: l.offset, len: l.len, head }))
+            }
+            _ => Kept::Other(Box::new(l)),
+        }
+    }
+}
+
+impl ScannedLog {
+    /// Scans `src` (see [`crate::scan::scan_source`]) and sorts its lines into header, entries and diagnostics.
+    pub fn read(src: &dyn ReadAt, threads: usize) -> io::Result<ScannedLog> {
+        ScannedLog::read_as(src, threads)
+    }
+
+    /// Sorts scanned lines into header, entries and diagnostics (see [`ScannedLog`]).
+    pub fn from_lines(src: &dyn ReadAt, bytes: u64, lines: Vec<ScannedLine>) -> io::Result<ScannedLog> {
+        ScannedLog::from_parts(src, bytes, vec![lines.into_iter().map(Kept::of).collect()])
+    }
+}
+
+impl<E: ScanTarget> ScannedLog<E> {
+    /// [`ScannedLog::read`], each entry kept as an `E` made in the thread that scanned it.
+    pub fn read_as(src: &dyn ReadAt, threads: usize) -> io::Result<ScannedLog<E>> {
+        let bytes = src.len()?;
+        let renumber = |k: &mut Kept<E>, base: usize| match k {
+            Kept::Entry(e) => e.shift_line(base),
+            Kept::Other(l) => l.number += base,
+        };
+        let parts = scan_parts_as(src, bytes, threads, true, &Kept::of, &renumber)?;
+        ScannedLog::from_parts(src, bytes, parts)
+    }
+
+    /// [`ScannedLog::from_lines`] of the lists [`scan_parts_as`] gives, taken in turn.
+    fn from_parts(src: &dyn ReadAt, bytes: u64, parts: Vec<Vec<Kept<E>>>) -> io::Result<ScannedLog<E>> {
+        let n_lines: usize = parts.iter().map(Vec::len).sum();
+        let (prefix_end, prefix_bytes) = prefix_of(&parts);
+        let raw = read_exact_at(src, 0, usize::try_from(prefix_bytes).unwrap_or(usize::MAX))?;
+        // A title slot candidate on line 1 and the object after it are both in the
+        // prefix: whether it is a title slot or the first record, `SessionLog` decides.
+        let prefix = SessionLog::read(&raw[..])?;
+        let mut diagnostics = prefix.diagnostics().to_vec();
+        let has_header = prefix.has_header();
+        let mut entries: Vec<E> = Vec::with_capacity(if has_header { n_lines.saturating_sub(prefix_end) } else { 0 });
+        // Line diagnostics come first, then these (each in line order).
+        let mut entry_diagnostics = vec![];
+        // Positions in `entries` by id, the first line of each: what a duplicate names.
+        let hasher = IdHash::default();
+        let hash = |id: &str| std::hash::BuildHasher::hash_one(&hasher, id);
+        let mut first_seen: HashTable<u32> = HashTable::new();
+        if has_header {
+            first_seen.reserve(n_lines.saturating_sub(prefix_end), |_| 0);
+        }
+        for k in parts.into_iter().flatten().skip(prefix_end) {
+            let e = match k {
+                Kept::Entry(e) => e,
+                Kept::Other(l) => match other_line(*l, has_header, &mut diagnostics, &mut entry_diagnostics) {
+                    Some(e) => e,
+                    None => continue,
+                },
+            };
+            if !has_header {
+                continue;
+            }
+            let id = e.id();
+            let h = hash(&id);
+            match first_seen.find(h, |&k| *entries[k as usize].id() == *id) {
+                Some(&first) => {
+                    let (line, offset, _) = e.place();
+                    let kind = DiagnosticKind::DuplicateId {
+                        id: id.to_owned(),
+                        first_line: entries[first as usize].place().0,
+                    };
+                    entry_diagnostics.push(Diagnostic { line, offset, kind });
+                }
+                None => {
+                    let at = u32::try_from(entries.len()).unwrap_or(u32::MAX);
+                    first_seen.insert_unique(h, at, |&k| hash(&entries[k as usize].id()));
+                }
+            }
+            drop(id);
+            entries.push(e);
+        }
+        diagnostics.append(&mut entry_diagnostics);
+        Ok(ScannedLog { prefix, entries, diagnostics, lines: n_lines, bytes })
+    }
+}
+
+/// How many lines the prefix has and where it ends: it ends with the first
+/// object that is not line 1's title slot candidate (those lines are read in
+/// full, so header rules live in one place, `SessionLog::read`).
+fn prefix_of<E: ScanTarget>(parts: &[Vec<Kept<E>>]) -> (usize, u64) {
+    let mut prefix_end = 0usize;
+    let mut prefix_bytes = 0u64;
+    for k in parts.iter().flatten() {
+        prefix_end += 1;
+        let l = match k {
+            Kept::Entry(e) => {
+                // A plain entry is an object and never a title slot candidate: the prefix ends here.
+                let (_, offset, len) = e.place();
+                prefix_bytes = offset + len as u64;
+                break;
+            }
+            Kept::Other(l) => l,
+        };
+        prefix_bytes = l.offset + l.len as u64;
+        if matches!(l.kind, ScanKind::Object(_)) {
+            let title_candidate = l.number == 1
+                && matches!(&l.kind, ScanKind::Object(h) if h.entry_type.as_ref().is_some_and(|t| t.as_str() == "title"));
+            if !title_candidate {
+                break;
+            }
+        }
+    }
+    (prefix_end, prefix_bytes)
+}
+
+/// A line after the prefix that is not a plain entry: its line diagnostics
+/// and (with a header) its entry diagnostics noted; the entry, if it is one.
+fn other_line<E: ScanTarget>(
+    l: ScannedLine,
+    has_header: bool,
+    lines: &mut Vec<Diagnostic>,
+    entries: &mut Vec<Diagnostic>,
+) -> Option<E> {
+    let (line, offset, len) = (l.number, l.offset, l.len);
+    let at = |kind| Diagnostic { line, offset, kind };
+    if let Some(note) = l.note {
+        lines.push(at(note));
+    }
+    let head = match l.kind {
+        ScanKind::Blank => return None,
+        ScanKind::Skipped(kind) => {
+            lines.push(at(kind));
+            return None;
+        }
+        ScanKind::Object(head) if head.entry_type.as_ref().is_some_and(|t| t.as_str() == "session") => {
+            lines.push(at(DiagnosticKind::ExtraHeader));
+            return None;
+        }
+        ScanKind::Object(head) => head,
+    };
+    if !has_header {
+        return None;
+    }
+    if let Some(why) = head.not_an_entry() {
+        entries.push(at(DiagnosticKind::NotAnEntry { reason: why.to_string() }));
+        return None;
+    }
+    if let Some(EntryKind::Malformed { entry_type, error, .. }) = head.entry.as_ref().map(|x| &x.kind) {
+        entries.push(at(DiagnosticKind::MalformedEntry { entry_type: entry_type.clone(), error: error.clone() }));
+    }
+    Some(E::from_scanned(ScannedEntry { line, offset, len, head }))
+}
