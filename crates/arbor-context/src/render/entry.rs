@@ -18,7 +18,7 @@ fn take_chars(s: &str, n: usize) -> String {
 
 /// The tool calls seen so far (by tool-call id), so that a tool result's
 /// line can name the call it answers. Each is kept as the row shows it
-/// ([`CallRow`]), not with its arguments: a `write` call's arguments hold the
+/// (`CallRow`), not with its arguments: a `write` call's arguments hold the
 /// whole file, and a path of a million entries sees hundreds of thousands of calls.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCalls {
