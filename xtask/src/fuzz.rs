@@ -211,13 +211,21 @@ fn run_one(root: &Path, t: &Target, opts: &Options) -> Result<Outcome> {
     Ok(outcome)
 }
 
+/// Inputs of the kept corpus named `regression-…`: each a crash once found
+/// and fixed, kept whatever the merge says (docs/reliability.md names them).
+const REGRESSION: &str = "regression-";
+
 /// Replaces the kept corpus of `t` with the smallest set of the working
-/// corpus's inputs that covers every edge all of them cover (libFuzzer's merge).
+/// corpus's inputs that covers every edge all of them cover (libFuzzer's
+/// merge), and the [`REGRESSION`] inputs it held.
 fn minimize(root: &Path, t: &Target, working: &Path, opts: &Options) -> Result<usize> {
     let kept = root.join("fuzz/corpus").join(t.name);
     let fresh = root.join("target/fuzz-merged").join(t.name);
     let _ = fs::remove_dir_all(&fresh);
     fs::create_dir_all(&fresh)?;
+    let is_regression =
+        |p: &Path| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(REGRESSION));
+    copy_inputs(&kept, &fresh, &is_regression)?;
     let status = cargo_fuzz(root, opts)
         .arg(t.name)
         .arg(&fresh)
