@@ -223,8 +223,7 @@ fn minimize(root: &Path, t: &Target, working: &Path, opts: &Options) -> Result<u
     let fresh = root.join("target/fuzz-merged").join(t.name);
     let _ = fs::remove_dir_all(&fresh);
     fs::create_dir_all(&fresh)?;
-    let is_regression =
-        |p: &Path| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(REGRESSION));
+    let is_regression = |p: &Path| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(REGRESSION));
     copy_inputs(&kept, &fresh, &is_regression)?;
     let status = cargo_fuzz(root, opts)
         .arg(t.name)
