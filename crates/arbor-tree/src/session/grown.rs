@@ -84,14 +84,15 @@ impl Session {
 }
 
 /// A slot's id and parent id, spelled out.
-type Names = (CompactString, Option<CompactString>);
+pub(super) type Names = (CompactString, Option<CompactString>);
 
-fn names_of(s: &Slot) -> Names {
+pub(super) fn names_of(s: &Slot) -> Names {
     (CompactString::from(&*s.id()), s.parent_id().map(|p| CompactString::from(&*p)))
 }
 
-/// The index's record of a tail slot (whose id and parent id are `names`).
-fn indexed<'a>(s: &Slot, parent: Option<usize>, names: &'a Names) -> Option<IndexedEntry<'a>> {
+/// The index's record of a slot whose id and parent id are `names`; `None`
+/// when the slot has no place in the file or a field does not fit the index.
+pub(super) fn indexed<'a>(s: &Slot, parent: Option<usize>, names: &'a Names) -> Option<IndexedEntry<'a>> {
     let (offset, len) = s.src()?;
     Some(IndexedEntry {
         offset,

@@ -14,6 +14,7 @@ use arbor_log::{
 };
 use compact_str::CompactString;
 
+use super::grown::{indexed, names_of, Names};
 use super::packed::IdTable;
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
 use super::slots::narrow;
@@ -58,32 +59,17 @@ impl Session {
     fn index_of_slots(&self, header_bytes: u64, stamp: index::Stamp) -> Option<Vec<u8>> {
         let slots = &self.state.slots;
         // The index borrows its ids, and the slots hold pi's packed: spell them out first.
-        let ids: Vec<(CompactString, Option<CompactString>)> = slots
-            .iter()
-            .map(|s| (CompactString::from(&*s.id()), s.parent_id().map(|p| CompactString::from(&*p))))
-            .collect();
+        let ids: Vec<Names> = slots.iter().map(names_of).collect();
         let entries = slots
             .iter()
             .zip(&ids)
             .enumerate()
-            .map(|(i, (s, (id, parent_id)))| {
-                let (offset, len) = s.src()?;
+            .map(|(i, (s, names))| {
                 let parent = self.parent_of(i);
                 if parent.is_some_and(|p| p >= i) {
                     return None;
                 }
-                Some(index::IndexedEntry {
-                    parent,
-                    offset,
-                    len: u32::try_from(len).ok()?,
-                    line: u32::try_from(s.line()).ok()?,
-                    ts_ms: s.ts_ms(),
-                    js_only: s.js_only(),
-                    entry_type: s.entry_type().clone(),
-                    role: s.role().cloned(),
-                    id,
-                    parent_id: parent_id.as_deref(),
-                })
+                indexed(s, parent, names)
             })
             .collect::<Option<Vec<_>>>()?;
         index::encode(stamp, &index::Index { header_bytes, entries })
