@@ -156,7 +156,7 @@ impl Forest {
 
 /// The entries left visible, each attached to its nearest visible ancestor;
 /// all indexes here are into the visible list (`v`), except [`Visible::node`]'s answer.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Visible {
     /// The forest index of each visible entry, ascending (display order).
     nodes: Vec<u32>,
@@ -172,47 +172,146 @@ pub struct Visible {
 
 impl Visible {
     /// The visible part of `forest`: the entries `show` accepts, without the
-    /// subtrees under the entries `folded` names (pi folds by the real tree,
-    /// so a folded entry hides its subtree even where it is filtered out).
-    pub fn new(forest: &Forest, mut show: impl FnMut(u32) -> bool, folded: impl Fn(u32) -> bool) -> Visible {
-        let n = forest.len();
-        let mut v = Visible { last_root: NONE, ..Visible::default() };
-        // The visible ancestors of the entry being looked at, innermost last.
-        let mut open: Vec<u32> = vec![];
-        let mut k = 0u32;
-        while (k as usize) < n {
-            let fold = folded(k);
+    /// subtrees under the entries `folded` names (ascending; pi folds by the
+    /// real tree, so a folded entry hides its subtree even where it is filtered out).
+    pub fn new(forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) -> Visible {
+        let mut v = Visible::default();
+        v.rebuild(forest, show, folded);
+        v
+    }
+
+    /// The same as [`Visible::new`], in place: the buffers are reused, so a
+    /// recompute at a million entries touches no new memory.
+    pub fn rebuild(&mut self, forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) {
+        self.nodes.clear();
+        self.parent.clear();
+        self.kids.clear();
+        self.last_kid.clear();
+        let (roots, last_root) = self.push_range(forest, 0..idx(forest.len()), NONE, show, folded);
+        (self.roots, self.last_root) = (roots, last_root);
+    }
+
+    /// Pushes the visible rows of the forest entries `range`, all under the
+    /// visible row `under` ([`NONE`]: the top level) or one of them, as if
+    /// they came right after row `under` (their indexes count from
+    /// `self.len()` when `under` is [`NONE`], from `under + 1` otherwise).
+    /// Returns how many of them hang directly from `under`, and the last.
+    fn push_range(
+        &mut self,
+        forest: &Forest,
+        range: std::ops::Range<u32>,
+        under: u32,
+        mut show: impl FnMut(u32) -> bool,
+        folded: &[u32],
+    ) -> (u32, u32) {
+        let base = if under == NONE { idx(self.nodes.len()) } else { under + 1 };
+        let local = self.nodes.len() as u32;
+        let (mut top_kids, mut top_last) = (0u32, NONE);
+        // The visible ancestors of the entry being looked at, innermost last, with their subtrees' ends.
+        let mut open: Vec<(u32, u32)> = vec![];
+        let mut f = folded.partition_point(|&x| x < range.start);
+        let mut k = range.start;
+        while k < range.end {
+            while f < folded.len() && folded[f] < k {
+                f += 1;
+            }
+            let fold = folded.get(f) == Some(&k);
             if !show(k) {
                 k = if fold { forest.end(k) } else { k + 1 };
                 continue;
             }
-            let vk = idx(v.nodes.len());
-            while let Some(&top) = open.last() {
-                if forest.end(v.nodes[top as usize]) > k {
+            let vk = base + idx(self.nodes.len()) - local;
+            while let Some(&(_, end)) = open.last() {
+                if end > k {
                     break;
                 }
                 open.pop();
             }
-            let parent = open.last().copied().unwrap_or(NONE);
-            v.nodes.push(k);
-            v.parent.push(parent);
-            v.kids.push(0);
-            v.last_kid.push(NONE);
-            if parent == NONE {
-                v.roots += 1;
-                v.last_root = vk;
+            let parent = open.last().map_or(under, |&(p, _)| p);
+            self.nodes.push(k);
+            self.parent.push(parent);
+            self.kids.push(0);
+            self.last_kid.push(NONE);
+            if parent == under {
+                top_kids += 1;
+                top_last = vk;
             } else {
-                v.kids[parent as usize] += 1;
-                v.last_kid[parent as usize] = vk;
+                let at = (parent - base + local) as usize;
+                self.kids[at] += 1;
+                self.last_kid[at] = vk;
             }
             if fold {
                 k = forest.end(k);
             } else {
-                open.push(vk);
+                open.push((vk, forest.end(k)));
                 k += 1;
             }
         }
-        v
+        (top_kids, top_last)
+    }
+
+    /// The rows just past `v` that its subtree holds: `v + 1..` the returned end.
+    pub fn subtree_end(&self, forest: &Forest, v: u32) -> u32 {
+        let end = forest.end(self.node(v));
+        v + 1 + idx(self.nodes[v as usize + 1..].partition_point(|&k| k < end))
+    }
+
+    /// Row `v` folded: its subtree's rows `v + 1..w` removed (`w` from
+    /// [`Visible::subtree_end`]), as a fresh computation with `v`'s entry
+    /// folded would give. The rows before and after are copied into new
+    /// buffers; the previous state is returned (unfolding `v` right after
+    /// can put it back as it was).
+    pub fn fold(&mut self, v: u32, w: u32) -> Visible {
+        let m = w - v - 1;
+        let shift = |x: u32| if x != NONE && x >= w { x - m } else { x };
+        let cut = |a: &[u32], shifted: bool| -> Vec<u32> {
+            let mut out = Vec::with_capacity(a.len() - m as usize);
+            out.extend_from_slice(&a[..=v as usize]);
+            if shifted {
+                out.iter_mut().for_each(|x| *x = shift(*x));
+                out.extend(a[w as usize..].iter().map(|&x| shift(x)));
+            } else {
+                out.extend_from_slice(&a[w as usize..]);
+            }
+            out
+        };
+        let mut new = Visible {
+            nodes: cut(&self.nodes, false),
+            parent: cut(&self.parent, true),
+            kids: cut(&self.kids, false),
+            last_kid: cut(&self.last_kid, true),
+            roots: self.roots,
+            last_root: shift(self.last_root),
+        };
+        new.kids[v as usize] = 0;
+        new.last_kid[v as usize] = NONE;
+        std::mem::replace(self, new)
+    }
+
+    /// Row `v` unfolded (its entry just left `folded`): the visible rows of
+    /// its subtree inserted after it, as a fresh computation would give.
+    /// Returns how many.
+    pub fn unfold(&mut self, forest: &Forest, v: u32, show: impl FnMut(u32) -> bool, folded: &[u32]) -> u32 {
+        let k = self.node(v);
+        let mut sub = Visible::default();
+        let (kids, last) = sub.push_range(forest, k + 1..forest.end(k), v, show, folded);
+        let m = idx(sub.len());
+        let shift = |x: &mut u32| {
+            if *x != NONE && *x > v {
+                *x += m;
+            }
+        };
+        self.parent[v as usize + 1..].iter_mut().for_each(shift);
+        self.last_kid.iter_mut().for_each(shift);
+        shift(&mut self.last_root);
+        self.kids[v as usize] = kids;
+        self.last_kid[v as usize] = last;
+        let at = v as usize + 1;
+        self.nodes.splice(at..at, sub.nodes);
+        self.parent.splice(at..at, sub.parent);
+        self.kids.splice(at..at, sub.kids);
+        self.last_kid.splice(at..at, sub.last_kid);
+        m
     }
 
     /// The number of visible entries.
@@ -289,14 +388,14 @@ mod tests {
         let f = branching();
         let forest = Forest::of_session(&f.s);
         // Hide asst-2 (index 3): both branches hang from user-2.
-        let v = Visible::new(&forest, |k| k != 3, |_| false);
+        let v = Visible::new(&forest, |k| k != 3, &[]);
         assert_eq!(v.len(), 10);
         assert_eq!(v.parent(3), Some(2));
         assert_eq!(v.parent(7), Some(2));
         assert_eq!(v.kids(2), 2);
         assert!(v.is_last(7) && !v.is_last(3));
         // Fold user-3a (index 4): its subtree is skipped.
-        let v = Visible::new(&forest, |_| true, |k| k == 4);
+        let v = Visible::new(&forest, |_| true, &[4]);
         assert_eq!(v.len(), 8);
         assert_eq!(v.node(5), 8);
         assert_eq!(v.kids(4), 0);
