@@ -158,16 +158,35 @@ impl Forest {
 /// all indexes here are into the visible list (`v`), except [`Visible::node`]'s answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Visible {
-    /// The forest index of each visible entry, ascending (display order).
-    nodes: Vec<u32>,
-    /// Each visible entry's nearest visible ancestor.
-    parent: Vec<u32>,
-    /// How many visible children each has.
-    kids: Vec<u32>,
-    /// The last visible child of each, and at `roots_last`, the last root.
-    last_kid: Vec<u32>,
+    /// The visible entries in display order.
+    rows: Vec<Row>,
     roots: u32,
     last_root: u32,
+}
+
+/// One visible entry (one array of these: a row is written and read at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Row {
+    /// The forest index (ascending along the rows).
+    node: u32,
+    /// The nearest visible ancestor.
+    parent: u32,
+    /// How many visible children it has.
+    kids: u32,
+    /// The last visible child.
+    last_kid: u32,
+}
+
+impl Row {
+    /// Moves the row indexes of this row by `by` where `moved` says.
+    fn shift(&mut self, moved: impl Fn(u32) -> bool, by: impl Fn(u32) -> u32) {
+        if self.parent != NONE && moved(self.parent) {
+            self.parent = by(self.parent);
+        }
+        if self.last_kid != NONE && moved(self.last_kid) {
+            self.last_kid = by(self.last_kid);
+        }
+    }
 }
 
 impl Visible {
@@ -180,13 +199,10 @@ impl Visible {
         v
     }
 
-    /// The same as [`Visible::new`], in place: the buffers are reused, so a
+    /// The same as [`Visible::new`], in place: the buffer is reused, so a
     /// recompute at a million entries touches no new memory.
     pub fn rebuild(&mut self, forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) {
-        self.nodes.clear();
-        self.parent.clear();
-        self.kids.clear();
-        self.last_kid.clear();
+        self.rows.clear();
         let (roots, last_root) = self.push_range(forest, 0..idx(forest.len()), NONE, show, folded);
         (self.roots, self.last_root) = (roots, last_root);
     }
@@ -204,23 +220,27 @@ impl Visible {
         mut show: impl FnMut(u32) -> bool,
         folded: &[u32],
     ) -> (u32, u32) {
-        let base = if under == NONE { idx(self.nodes.len()) } else { under + 1 };
-        let local = self.nodes.len() as u32;
+        let base = if under == NONE { idx(self.rows.len()) } else { under + 1 };
+        let local = idx(self.rows.len());
         let (mut top_kids, mut top_last) = (0u32, NONE);
         // The visible ancestors of the entry being looked at, innermost last, with their subtrees' ends.
         let mut open: Vec<(u32, u32)> = vec![];
         let mut f = folded.partition_point(|&x| x < range.start);
+        // The next folded entry (past the range when there is none).
+        let mut next_fold = folded.get(f).copied().unwrap_or(NONE);
         let mut k = range.start;
         while k < range.end {
-            while f < folded.len() && folded[f] < k {
+            // Past the folded entries before `k` (some in subtrees skipped).
+            while next_fold < k {
                 f += 1;
+                next_fold = folded.get(f).copied().unwrap_or(NONE);
             }
-            let fold = folded.get(f) == Some(&k);
+            let fold = k == next_fold;
             if !show(k) {
                 k = if fold { forest.end(k) } else { k + 1 };
                 continue;
             }
-            let vk = base + idx(self.nodes.len()) - local;
+            let vk = base + idx(self.rows.len()) - local;
             while let Some(&(_, end)) = open.last() {
                 if end > k {
                     break;
@@ -228,17 +248,14 @@ impl Visible {
                 open.pop();
             }
             let parent = open.last().map_or(under, |&(p, _)| p);
-            self.nodes.push(k);
-            self.parent.push(parent);
-            self.kids.push(0);
-            self.last_kid.push(NONE);
+            self.rows.push(Row { node: k, parent, kids: 0, last_kid: NONE });
             if parent == under {
                 top_kids += 1;
                 top_last = vk;
             } else {
-                let at = (parent - base + local) as usize;
-                self.kids[at] += 1;
-                self.last_kid[at] = vk;
+                let row = &mut self.rows[(parent - base + local) as usize];
+                row.kids += 1;
+                row.last_kid = vk;
             }
             if fold {
                 k = forest.end(k);
@@ -253,39 +270,26 @@ impl Visible {
     /// The rows just past `v` that its subtree holds: `v + 1..` the returned end.
     pub fn subtree_end(&self, forest: &Forest, v: u32) -> u32 {
         let end = forest.end(self.node(v));
-        v + 1 + idx(self.nodes[v as usize + 1..].partition_point(|&k| k < end))
+        v + 1 + idx(self.rows[v as usize + 1..].partition_point(|r| r.node < end))
     }
 
     /// Row `v` folded: its subtree's rows `v + 1..w` removed (`w` from
     /// [`Visible::subtree_end`]), as a fresh computation with `v`'s entry
-    /// folded would give. The rows before and after are copied into new
-    /// buffers; the previous state is returned (unfolding `v` right after
+    /// folded would give. The rows before and after are copied into a new
+    /// buffer; the previous state is returned (unfolding `v` right after
     /// can put it back as it was).
     pub fn fold(&mut self, v: u32, w: u32) -> Visible {
         let m = w - v - 1;
-        let shift = |x: u32| if x != NONE && x >= w { x - m } else { x };
-        let cut = |a: &[u32], shifted: bool| -> Vec<u32> {
-            let mut out = Vec::with_capacity(a.len() - m as usize);
-            out.extend_from_slice(&a[..=v as usize]);
-            if shifted {
-                out.iter_mut().for_each(|x| *x = shift(*x));
-                out.extend(a[w as usize..].iter().map(|&x| shift(x)));
-            } else {
-                out.extend_from_slice(&a[w as usize..]);
-            }
-            out
-        };
-        let mut new = Visible {
-            nodes: cut(&self.nodes, false),
-            parent: cut(&self.parent, true),
-            kids: cut(&self.kids, false),
-            last_kid: cut(&self.last_kid, true),
-            roots: self.roots,
-            last_root: shift(self.last_root),
-        };
-        new.kids[v as usize] = 0;
-        new.last_kid[v as usize] = NONE;
-        std::mem::replace(self, new)
+        let mut rows = Vec::with_capacity(self.rows.len() - m as usize);
+        rows.extend_from_slice(&self.rows[..=v as usize]);
+        rows.extend_from_slice(&self.rows[w as usize..]);
+        for r in &mut rows {
+            r.shift(|x| x >= w, |x| x - m);
+        }
+        rows[v as usize].kids = 0;
+        rows[v as usize].last_kid = NONE;
+        let last_root = if self.last_root != NONE && self.last_root >= w { self.last_root - m } else { self.last_root };
+        std::mem::replace(self, Visible { rows, roots: self.roots, last_root })
     }
 
     /// Row `v` unfolded (its entry just left `folded`): the visible rows of
@@ -296,47 +300,42 @@ impl Visible {
         let mut sub = Visible::default();
         let (kids, last) = sub.push_range(forest, k + 1..forest.end(k), v, show, folded);
         let m = idx(sub.len());
-        let shift = |x: &mut u32| {
-            if *x != NONE && *x > v {
-                *x += m;
-            }
-        };
-        self.parent[v as usize + 1..].iter_mut().for_each(shift);
-        self.last_kid.iter_mut().for_each(shift);
-        shift(&mut self.last_root);
-        self.kids[v as usize] = kids;
-        self.last_kid[v as usize] = last;
+        for r in &mut self.rows {
+            r.shift(|x| x > v, |x| x + m);
+        }
+        if self.last_root != NONE && self.last_root > v {
+            self.last_root += m;
+        }
+        self.rows[v as usize].kids = kids;
+        self.rows[v as usize].last_kid = last;
         let at = v as usize + 1;
-        self.nodes.splice(at..at, sub.nodes);
-        self.parent.splice(at..at, sub.parent);
-        self.kids.splice(at..at, sub.kids);
-        self.last_kid.splice(at..at, sub.last_kid);
+        self.rows.splice(at..at, sub.rows);
         m
     }
 
     /// The number of visible entries.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.rows.len()
     }
 
     /// True when nothing is visible.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.rows.is_empty()
     }
 
     /// The forest index of visible entry `v`.
     pub fn node(&self, v: u32) -> u32 {
-        self.nodes[v as usize]
+        self.rows[v as usize].node
     }
 
     /// The nearest visible ancestor of `v`.
     pub fn parent(&self, v: u32) -> Option<u32> {
-        Some(self.parent[v as usize]).filter(|&p| p != NONE)
+        Some(self.rows[v as usize].parent).filter(|&p| p != NONE)
     }
 
     /// How many visible children `v` has.
     pub fn kids(&self, v: u32) -> u32 {
-        self.kids[v as usize]
+        self.rows[v as usize].kids
     }
 
     /// The number of visible roots.
@@ -347,14 +346,14 @@ impl Visible {
     /// True when `v` is the last visible child of its visible parent (or the last root).
     pub fn is_last(&self, v: u32) -> bool {
         match self.parent(v) {
-            Some(p) => self.last_kid[p as usize] == v,
+            Some(p) => self.rows[p as usize].last_kid == v,
             None => self.last_root == v,
         }
     }
 
     /// The visible index of forest entry `k`, if it is visible.
     pub fn find(&self, k: u32) -> Option<u32> {
-        self.nodes.binary_search(&k).ok().map(idx)
+        self.rows.binary_search_by_key(&k, |r| r.node).ok().map(idx)
     }
 }
 

@@ -191,12 +191,14 @@ pub struct Search {
     answers: Vec<(Vec<String>, Bits)>,
     /// The last answer's entries, with where its last token first occurs in each.
     hits: Vec<Hit>,
+    /// True when each of `hits` is at the last token's first occurrence (false: at or before it).
+    hits_exact: bool,
 }
 
 impl Search {
     /// A search over `total` entries whose texts are still to come.
     pub fn new(total: usize) -> Search {
-        Search { index: TextIndex::new(total), answers: vec![], hits: vec![] }
+        Search { index: TextIndex::new(total), answers: vec![], hits: vec![], hits_exact: false }
     }
 
     /// The index being filled.
@@ -234,13 +236,18 @@ impl Search {
                 // Back to an earlier answer (Backspace): where its tokens occur is not kept.
                 self.answers.truncate(i + 1);
                 self.hits = self.answers[i].1.ones().map(|k| Hit { k, at: 0 }).collect();
+                self.hits_exact = false;
             }
             return;
         }
         let from = self.answers.iter().rposition(|(t, _)| narrows(t, tokens));
         let total = self.index.total;
         self.hits = match from {
-            Some(i) if Some(i) == last && extends_last(&self.answers[i].0, tokens) => self.extend(tokens),
+            Some(i) if Some(i) == last && extends_last(&self.answers[i].0, tokens) => {
+                // The shorter token is at `at` in each hit (or `at` is 0, after a Backspace: nothing is known there).
+                let from = if self.hits_exact { self.answers[i].0.last().map_or(0, String::len) } else { 0 };
+                self.extend(tokens, from)
+            }
             Some(i) if self.answers[i].1.count() * 16 < total => {
                 let within: Vec<u32> = self.answers[i].1.ones().collect();
                 self.keep(within.into_iter(), tokens)
@@ -254,6 +261,7 @@ impl Search {
                 }
             },
         };
+        self.hits_exact = true;
         self.answers.truncate(from.map_or(0, |i| i + 1));
         let mut bits = Bits::new(total);
         for h in &self.hits {
@@ -263,16 +271,19 @@ impl Search {
     }
 
     /// The last answer's entries that hold `tokens`, whose last token extends
-    /// the last answer's (see [`extends_last`]): each is looked at from where
-    /// the shorter token first occurs.
-    fn extend(&self, tokens: &[String]) -> Vec<Hit> {
+    /// the last answer's (see [`extends_last`]) of `from` bytes: each is
+    /// looked at from where the shorter token first occurs (where only the
+    /// added bytes need a look).
+    fn extend(&self, tokens: &[String], from: usize) -> Vec<Hit> {
         let token = tokens.last().map_or(&[][..], |t| t.as_bytes());
+        let (len, added) = (token.len(), &token[from.min(token.len())..]);
         let finder = Finder::new(token);
         let mut out = Vec::with_capacity(self.hits.len());
         for &Hit { k, at } in &self.hits {
             let text = self.index.text(k);
             let at = at as usize;
-            if text.get(at..at + token.len()) == Some(token) {
+            let here = text.len() >= at + len && text[at + from..at + len].iter().zip(added).all(|(a, b)| a == b);
+            if here {
                 out.push(Hit { k, at: at as u32 });
             } else if let Some(i) = text.get(at + 1..).and_then(|rest| finder.find(rest)) {
                 out.push(Hit { k, at: (at + 1 + i) as u32 });
