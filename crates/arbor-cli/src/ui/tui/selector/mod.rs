@@ -620,11 +620,11 @@ impl TreeSelector {
 /// Which entries `mode` and the search's answer `matched` show (docs/cli.md, "arbor tui").
 fn shows<'a>(data: &'a SelectorData, mode: FilterMode, matched: Option<&'a Bits>) -> impl Fn(u32) -> bool + 'a {
     let leaf = data.forest.leaf();
-    // Only the labeled-only mode asks about labels: no lookup per entry otherwise.
-    let ask_labels = mode == FilterMode::LabeledOnly && !data.labels.is_empty();
+    // Only the labeled-only mode asks about labels, through bits: no hash lookup per entry.
+    let labelled = (mode == FilterMode::LabeledOnly).then(|| Bits::of(data.len(), data.labels.keys().copied()));
     move |k: u32| {
-        let labelled = ask_labels && data.labels.contains_key(&k);
-        mode.shows(data.kinds[k as usize], labelled, Some(k) == leaf) && matched.is_none_or(|m| m.get(k))
+        let is_labelled = labelled.as_ref().is_some_and(|l| l.get(k));
+        mode.shows(data.kinds[k as usize], is_labelled, Some(k) == leaf) && matched.is_none_or(|m| m.get(k))
     }
 }
 

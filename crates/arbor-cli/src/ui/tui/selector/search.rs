@@ -30,6 +30,13 @@ impl Bits {
         Bits(vec![0; n.div_ceil(64)])
     }
 
+    /// The set of `ks` among `n` entries.
+    pub fn of(n: usize, ks: impl Iterator<Item = u32>) -> Bits {
+        let mut b = Bits::new(n);
+        ks.for_each(|k| b.set(k, true));
+        b
+    }
+
     /// True when entry `k` is in the set.
     pub fn get(&self, k: u32) -> bool {
         self.0.get(k as usize / 64).is_some_and(|w| w >> (k % 64) & 1 == 1)
@@ -263,10 +270,7 @@ impl Search {
         };
         self.hits_exact = true;
         self.answers.truncate(from.map_or(0, |i| i + 1));
-        let mut bits = Bits::new(total);
-        for h in &self.hits {
-            bits.set(h.k, true);
-        }
+        let bits = Bits::of(total, self.hits.iter().map(|h| h.k));
         self.answers.push((tokens.to_vec(), bits));
     }
 
