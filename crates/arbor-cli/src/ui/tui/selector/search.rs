@@ -146,20 +146,27 @@ impl TextIndex {
         }
         let part = n.div_ceil(threads);
         let finder = &finder;
-        let parts: Vec<Vec<Hit>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = (0..n)
+        // The first part's hits go straight into the answer, the others' after them.
+        let mut out = Vec::with_capacity(n);
+        let rest: Vec<Vec<Hit>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = (part..n)
                 .step_by(part)
                 .map(|lo| {
                     sc.spawn(move || {
-                        let mut out = vec![];
-                        self.scan_part(finder, lo, (lo + part).min(n), &mut out);
+                        let hi = (lo + part).min(n);
+                        let mut out = Vec::with_capacity(hi - lo);
+                        self.scan_part(finder, lo, hi, &mut out);
                         out
                     })
                 })
                 .collect();
+            self.scan_part(finder, 0, part.min(n), &mut out);
             handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
         });
-        parts.concat()
+        for r in rest {
+            out.extend_from_slice(&r);
+        }
+        out
     }
 }
 
