@@ -9,9 +9,10 @@
 //! the next, and a token is found in every text at once by one `memmem` scan
 //! of the buffer, split over the cores, which jumps to the next text after
 //! each hit, noting where the hit is. The answers along the query as it is
-//! typed are kept: a keystroke that extends the last token only looks again
-//! at the last answer's entries, from where the shorter token first occurred
-//! in each (any occurrence of the longer token is one of the shorter); a
+//! typed are kept: a keystroke that extends the last token, when at most half
+//! the entries hit, only looks again at the last answer's entries, from where
+//! the shorter token first occurred in each (any occurrence of the longer
+//! token is one of the shorter); a
 //! query that narrows another way looks among the last answer's entries when
 //! they are few; Backspace goes back to an answer already made. Labels, which
 //! change while the selector is open, are matched apart: labelled entries are
@@ -257,7 +258,8 @@ impl Search {
         let from = self.answers.iter().rposition(|(t, _)| narrows(t, tokens));
         let total = self.index.total;
         self.hits = match from {
-            Some(i) if Some(i) == last && extends_last(&self.answers[i].0, tokens) => {
+            // Extending looks again at each hit, which costs more than one scan of every text when most entries hit.
+            Some(i) if Some(i) == last && self.hits.len() * 2 <= total && extends_last(&self.answers[i].0, tokens) => {
                 // The shorter token is at `at` in each hit (or `at` is 0, after a Backspace: nothing is known there).
                 let from = if self.hits_exact { self.answers[i].0.last().map_or(0, String::len) } else { 0 };
                 self.extend(tokens, from)
