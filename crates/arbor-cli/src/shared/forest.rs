@@ -200,7 +200,7 @@ impl Visible {
     }
 
     /// The same as [`Visible::new`], in place: the buffer is reused, so a
-    /// recompute at a million entries touches no new memory.
+    /// recompute touches no new memory once it has held as many rows.
     pub fn rebuild(&mut self, forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) {
         self.rows.clear();
         let (roots, last_root) = self.push_range(forest, 0..idx(forest.len()), NONE, show, folded);
