@@ -389,12 +389,18 @@ impl TreeSelector {
 
     /// Unfolds visible row `v` (its entry just left `folded`): back to the
     /// state before its fold if nothing changed since, else its subtree's
-    /// rows computed and inserted.
+    /// rows computed and inserted (or, for a subtree of most entries, all
+    /// rows recomputed in place, which costs less than inserting them).
     fn unfold_rows(&mut self, v: u32) {
         let k = self.vis.node(v);
         if let Some((_, vis, layout)) = self.undo.take().filter(|(f, _, _)| *f == k) {
             (self.vis, self.layout) = (vis, layout);
             return;
+        }
+        let forest = &self.data.forest;
+        if (forest.end(k) - k) as usize * 2 > forest.len() {
+            // The rows before `v` stay: the selection keeps its row.
+            return self.recompute();
         }
         let matched = self.matched();
         let show = shows(&self.data, self.mode, matched.as_ref());
