@@ -203,6 +203,8 @@ impl Visible {
     /// recompute touches no new memory once it has held as many rows.
     pub fn rebuild(&mut self, forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) {
         self.rows.clear();
+        // Room for every entry at once (after a fold the buffer is small): no copies as it grows.
+        self.rows.reserve(forest.len());
         let (roots, last_root) = self.push_range(forest, 0..idx(forest.len()), NONE, show, folded);
         (self.roots, self.last_root) = (roots, last_root);
     }
