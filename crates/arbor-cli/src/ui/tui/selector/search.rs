@@ -118,56 +118,67 @@ impl TextIndex {
         &self.text[a..b - 1]
     }
 
-    /// The entries in `lo..hi` whose text holds `token`, each with where
-    /// it first occurs in the text, appended to `out`.
-    fn scan_part(&self, finder: &Finder<'_>, lo: usize, hi: usize, out: &mut Vec<Hit>) {
+    /// The entries in `lo..hi` whose text holds `token`, as bits from
+    /// `lo` on in `words`, and each with where the token first occurs in
+    /// its text in `out`, while they are at most half the part (else `out`
+    /// is dropped: an answer that large is not narrowed hit by hit).
+    fn scan_part(&self, finder: &Finder<'_>, (lo, hi): (usize, usize), words: &mut [u64], out: &mut Option<Vec<Hit>>) {
         let end = self.starts[hi] as usize;
         let mut at = self.starts[lo] as usize;
         let mut k = lo;
+        let most = (hi - lo) / 2;
         while at < end {
             let Some(i) = finder.find(&self.text[at..end]) else { break };
             let hit = (at + i) as u64;
             while self.starts[k + 1] <= hit {
                 k += 1;
             }
-            out.push(Hit { k: k as u32, at: (hit - self.starts[k]) as u32 });
+            words[(k - lo) / 64] |= 1 << ((k - lo) % 64);
+            if let Some(v) = out {
+                if v.len() < most {
+                    v.push(Hit { k: k as u32, at: (hit - self.starts[k]) as u32 });
+                } else {
+                    *out = None;
+                }
+            }
             at = self.starts[k + 1] as usize;
         }
     }
 
-    /// Every entry whose text holds `token`, one scan of the buffer per core.
-    fn scan(&self, token: &str) -> Vec<Hit> {
+    /// Every entry whose text holds `token`, one scan of the buffer per
+    /// core: the bits, and the hits with where it first occurs when they are
+    /// at most half the entries.
+    fn scan(&self, token: &str) -> (Bits, Option<Vec<Hit>>) {
         let n = self.total;
         let finder = Finder::new(token.as_bytes());
         let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
+        let mut bits = Bits::new(n);
         if threads < 2 || n < 4096 {
-            let mut out = vec![];
-            self.scan_part(&finder, 0, n, &mut out);
-            return out;
+            let mut out = Some(vec![]);
+            self.scan_part(&finder, (0, n), &mut bits.0, &mut out);
+            return (bits, out);
         }
-        let part = n.div_ceil(threads);
+        // Parts start at multiples of 64 entries, so each fills whole words.
+        let part = n.div_ceil(threads).div_ceil(64).max(1) * 64;
         let finder = &finder;
-        // The first part's hits go straight into the answer, the others' after them.
-        let mut out = Vec::with_capacity(n);
-        let rest: Vec<Vec<Hit>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = (part..n)
-                .step_by(part)
-                .map(|lo| {
+        let parts: Vec<Option<Vec<Hit>>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = bits
+                .0
+                .chunks_mut(part / 64)
+                .enumerate()
+                .map(|(p, words)| {
+                    let lo = p * part;
                     sc.spawn(move || {
-                        let hi = (lo + part).min(n);
-                        let mut out = Vec::with_capacity(hi - lo);
-                        self.scan_part(finder, lo, hi, &mut out);
+                        let mut out = Some(vec![]);
+                        self.scan_part(finder, (lo, (lo + part).min(n)), words, &mut out);
                         out
                     })
                 })
                 .collect();
-            self.scan_part(finder, 0, part.min(n), &mut out);
-            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+            handles.into_iter().map(|h| h.join().ok().flatten()).collect()
         });
-        for r in rest {
-            out.extend_from_slice(&r);
-        }
-        out
+        let hits = parts.into_iter().collect::<Option<Vec<Vec<Hit>>>>().map(|v| v.concat());
+        (bits, hits)
     }
 }
 
@@ -205,7 +216,8 @@ pub struct Search {
     /// narrower than the one before; the last is the current answer.
     answers: Vec<(Vec<String>, Bits)>,
     /// The last answer's entries, with where its last token first occurs in each.
-    hits: Vec<Hit>,
+    /// `None` when they are more than half the entries (the next keystroke scans every text).
+    hits: Option<Vec<Hit>>,
     /// True when each of `hits` is at the last token's first occurrence (false: at or before it).
     hits_exact: bool,
 }
@@ -213,7 +225,7 @@ pub struct Search {
 impl Search {
     /// A search over `total` entries whose texts are still to come.
     pub fn new(total: usize) -> Search {
-        Search { index: TextIndex::new(total), answers: vec![], hits: vec![], hits_exact: false }
+        Search { index: TextIndex::new(total), answers: vec![], hits: None, hits_exact: false }
     }
 
     /// The index being filled.
@@ -246,40 +258,42 @@ impl Search {
     /// Makes the answer for `tokens` the last of [`Search::answers`].
     fn answer(&mut self, tokens: &[String]) {
         let last = self.answers.len().checked_sub(1);
+        let total = self.index.total;
         if let Some(i) = self.answers.iter().rposition(|(t, _)| t == tokens) {
             if Some(i) != last {
                 // Back to an earlier answer (Backspace): where its tokens occur is not kept.
                 self.answers.truncate(i + 1);
-                self.hits = self.answers[i].1.ones().map(|k| Hit { k, at: 0 }).collect();
+                let bits = &self.answers[i].1;
+                self.hits = (bits.count() * 2 <= total).then(|| bits.ones().map(|k| Hit { k, at: 0 }).collect());
                 self.hits_exact = false;
             }
             return;
         }
         let from = self.answers.iter().rposition(|(t, _)| narrows(t, tokens));
-        let total = self.index.total;
-        self.hits = match from {
-            // Extending looks again at each hit, which costs more than one scan of every text when most entries hit.
-            Some(i) if Some(i) == last && self.hits.len() * 2 <= total && extends_last(&self.answers[i].0, tokens) => {
+        let listed = |hits: Vec<Hit>| (Bits::of(total, hits.iter().map(|h| h.k)), Some(hits));
+        let (bits, hits) = match (from, &self.hits) {
+            // Extending looks again at each hit: only while they are at most half the entries.
+            (Some(i), Some(hits)) if Some(i) == last && extends_last(&self.answers[i].0, tokens) => {
                 // The shorter token is at `at` in each hit (or `at` is 0, after a Backspace: nothing is known there).
                 let from = if self.hits_exact { self.answers[i].0.last().map_or(0, String::len) } else { 0 };
-                self.extend(tokens, from)
+                listed(self.extend(hits, tokens, from))
             }
-            Some(i) if self.answers[i].1.count() * 16 < total => {
+            (Some(i), _) if self.answers[i].1.count() * 16 < total => {
                 let within: Vec<u32> = self.answers[i].1.ones().collect();
-                self.keep(within.into_iter(), tokens)
+                listed(self.keep(within.into_iter(), tokens))
             }
             _ => match tokens.split_last() {
-                None => vec![],
+                None => listed(vec![]),
                 Some((last, [])) => self.index.scan(last),
                 Some((last, _)) => {
-                    let first = self.index.scan(last);
-                    self.keep(first.into_iter().map(|h| h.k), tokens)
+                    let (first, _) = self.index.scan(last);
+                    listed(self.keep(first.ones(), tokens))
                 }
             },
         };
+        self.hits = hits;
         self.hits_exact = true;
         self.answers.truncate(from.map_or(0, |i| i + 1));
-        let bits = Bits::of(total, self.hits.iter().map(|h| h.k));
         self.answers.push((tokens.to_vec(), bits));
     }
 
@@ -287,12 +301,12 @@ impl Search {
     /// the last answer's (see [`extends_last`]) of `from` bytes: each is
     /// looked at from where the shorter token first occurs (where only the
     /// added bytes need a look).
-    fn extend(&self, tokens: &[String], from: usize) -> Vec<Hit> {
+    fn extend(&self, hits: &[Hit], tokens: &[String], from: usize) -> Vec<Hit> {
         let token = tokens.last().map_or(&[][..], |t| t.as_bytes());
         let (len, added) = (token.len(), &token[from.min(token.len())..]);
         let finder = Finder::new(token);
-        let mut out = Vec::with_capacity(self.hits.len());
-        for &Hit { k, at } in &self.hits {
+        let mut out = Vec::with_capacity(hits.len());
+        for &Hit { k, at } in hits {
             let text = self.index.text(k);
             let at = at as usize;
             let here = text.len() >= at + len && text[at + from..at + len].iter().zip(added).all(|(a, b)| a == b);
