@@ -156,88 +156,188 @@ impl Forest {
 
 /// The entries left visible, each attached to its nearest visible ancestor;
 /// all indexes here are into the visible list (`v`), except [`Visible::node`]'s answer.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Visible {
-    /// The forest index of each visible entry, ascending (display order).
-    nodes: Vec<u32>,
-    /// Each visible entry's nearest visible ancestor.
-    parent: Vec<u32>,
-    /// How many visible children each has.
-    kids: Vec<u32>,
-    /// The last visible child of each, and at `roots_last`, the last root.
-    last_kid: Vec<u32>,
+    /// The visible entries in display order.
+    rows: Vec<Row>,
     roots: u32,
     last_root: u32,
 }
 
+/// One visible entry (one array of these: a row is written and read at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Row {
+    /// The forest index (ascending along the rows).
+    node: u32,
+    /// The nearest visible ancestor.
+    parent: u32,
+    /// How many visible children it has.
+    kids: u32,
+    /// The last visible child.
+    last_kid: u32,
+}
+
+impl Row {
+    /// Moves the row indexes of this row by `by` where `moved` says.
+    fn shift(&mut self, moved: impl Fn(u32) -> bool, by: impl Fn(u32) -> u32) {
+        if self.parent != NONE && moved(self.parent) {
+            self.parent = by(self.parent);
+        }
+        if self.last_kid != NONE && moved(self.last_kid) {
+            self.last_kid = by(self.last_kid);
+        }
+    }
+}
+
 impl Visible {
     /// The visible part of `forest`: the entries `show` accepts, without the
-    /// subtrees under the entries `folded` names (pi folds by the real tree,
-    /// so a folded entry hides its subtree even where it is filtered out).
-    pub fn new(forest: &Forest, mut show: impl FnMut(u32) -> bool, folded: impl Fn(u32) -> bool) -> Visible {
-        let n = forest.len();
-        let mut v = Visible { last_root: NONE, ..Visible::default() };
-        // The visible ancestors of the entry being looked at, innermost last.
-        let mut open: Vec<u32> = vec![];
-        let mut k = 0u32;
-        while (k as usize) < n {
-            let fold = folded(k);
+    /// subtrees under the entries `folded` names (ascending; pi folds by the
+    /// real tree, so a folded entry hides its subtree even where it is filtered out).
+    pub fn new(forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) -> Visible {
+        let mut v = Visible::default();
+        v.rebuild(forest, show, folded);
+        v
+    }
+
+    /// The same as [`Visible::new`], in place: the buffer is reused, so a
+    /// recompute touches no new memory once it has held as many rows.
+    pub fn rebuild(&mut self, forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) {
+        self.rows.clear();
+        // Room for every entry at once (after a fold the buffer is small): no copies as it grows.
+        self.rows.reserve(forest.len());
+        let (roots, last_root) = self.push_range(forest, 0..idx(forest.len()), NONE, show, folded);
+        (self.roots, self.last_root) = (roots, last_root);
+    }
+
+    /// Pushes the visible rows of the forest entries `range`, all under the
+    /// visible row `under` ([`NONE`]: the top level) or one of them, as if
+    /// they came right after row `under` (their indexes count from
+    /// `self.len()` when `under` is [`NONE`], from `under + 1` otherwise).
+    /// Returns how many of them hang directly from `under`, and the last.
+    fn push_range(
+        &mut self,
+        forest: &Forest,
+        range: std::ops::Range<u32>,
+        under: u32,
+        mut show: impl FnMut(u32) -> bool,
+        folded: &[u32],
+    ) -> (u32, u32) {
+        let base = if under == NONE { idx(self.rows.len()) } else { under + 1 };
+        let local = idx(self.rows.len());
+        let (mut top_kids, mut top_last) = (0u32, NONE);
+        // The visible ancestors of the entry being looked at, innermost last, with their subtrees' ends.
+        let mut open: Vec<(u32, u32)> = vec![];
+        let mut f = folded.partition_point(|&x| x < range.start);
+        // The next folded entry (past the range when there is none).
+        let mut next_fold = folded.get(f).copied().unwrap_or(NONE);
+        let mut k = range.start;
+        while k < range.end {
+            // Past the folded entries before `k` (some in subtrees skipped).
+            while next_fold < k {
+                f += 1;
+                next_fold = folded.get(f).copied().unwrap_or(NONE);
+            }
+            let fold = k == next_fold;
             if !show(k) {
                 k = if fold { forest.end(k) } else { k + 1 };
                 continue;
             }
-            let vk = idx(v.nodes.len());
-            while let Some(&top) = open.last() {
-                if forest.end(v.nodes[top as usize]) > k {
+            let vk = base + idx(self.rows.len()) - local;
+            while let Some(&(_, end)) = open.last() {
+                if end > k {
                     break;
                 }
                 open.pop();
             }
-            let parent = open.last().copied().unwrap_or(NONE);
-            v.nodes.push(k);
-            v.parent.push(parent);
-            v.kids.push(0);
-            v.last_kid.push(NONE);
-            if parent == NONE {
-                v.roots += 1;
-                v.last_root = vk;
+            let parent = open.last().map_or(under, |&(p, _)| p);
+            self.rows.push(Row { node: k, parent, kids: 0, last_kid: NONE });
+            if parent == under {
+                top_kids += 1;
+                top_last = vk;
             } else {
-                v.kids[parent as usize] += 1;
-                v.last_kid[parent as usize] = vk;
+                let row = &mut self.rows[(parent - base + local) as usize];
+                row.kids += 1;
+                row.last_kid = vk;
             }
             if fold {
                 k = forest.end(k);
             } else {
-                open.push(vk);
+                open.push((vk, forest.end(k)));
                 k += 1;
             }
         }
-        v
+        (top_kids, top_last)
+    }
+
+    /// The rows just past `v` that its subtree holds: `v + 1..` the returned end.
+    pub fn subtree_end(&self, forest: &Forest, v: u32) -> u32 {
+        let end = forest.end(self.node(v));
+        v + 1 + idx(self.rows[v as usize + 1..].partition_point(|r| r.node < end))
+    }
+
+    /// Row `v` folded: its subtree's rows `v + 1..w` removed (`w` from
+    /// [`Visible::subtree_end`]), as a fresh computation with `v`'s entry
+    /// folded would give. The rows before and after are copied into a new
+    /// buffer; the previous state is returned (unfolding `v` right after
+    /// can put it back as it was).
+    pub fn fold(&mut self, v: u32, w: u32) -> Visible {
+        let m = w - v - 1;
+        let mut rows = Vec::with_capacity(self.rows.len() - m as usize);
+        rows.extend_from_slice(&self.rows[..=v as usize]);
+        rows.extend_from_slice(&self.rows[w as usize..]);
+        for r in &mut rows {
+            r.shift(|x| x >= w, |x| x - m);
+        }
+        rows[v as usize].kids = 0;
+        rows[v as usize].last_kid = NONE;
+        let last_root = if self.last_root != NONE && self.last_root >= w { self.last_root - m } else { self.last_root };
+        std::mem::replace(self, Visible { rows, roots: self.roots, last_root })
+    }
+
+    /// Row `v` unfolded (its entry just left `folded`): the visible rows of
+    /// its subtree inserted after it, as a fresh computation would give.
+    /// Returns how many.
+    pub fn unfold(&mut self, forest: &Forest, v: u32, show: impl FnMut(u32) -> bool, folded: &[u32]) -> u32 {
+        let k = self.node(v);
+        let mut sub = Visible::default();
+        let (kids, last) = sub.push_range(forest, k + 1..forest.end(k), v, show, folded);
+        let m = idx(sub.len());
+        for r in &mut self.rows {
+            r.shift(|x| x > v, |x| x + m);
+        }
+        if self.last_root != NONE && self.last_root > v {
+            self.last_root += m;
+        }
+        self.rows[v as usize].kids = kids;
+        self.rows[v as usize].last_kid = last;
+        let at = v as usize + 1;
+        self.rows.splice(at..at, sub.rows);
+        m
     }
 
     /// The number of visible entries.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.rows.len()
     }
 
     /// True when nothing is visible.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.rows.is_empty()
     }
 
     /// The forest index of visible entry `v`.
     pub fn node(&self, v: u32) -> u32 {
-        self.nodes[v as usize]
+        self.rows[v as usize].node
     }
 
     /// The nearest visible ancestor of `v`.
     pub fn parent(&self, v: u32) -> Option<u32> {
-        Some(self.parent[v as usize]).filter(|&p| p != NONE)
+        Some(self.rows[v as usize].parent).filter(|&p| p != NONE)
     }
 
     /// How many visible children `v` has.
     pub fn kids(&self, v: u32) -> u32 {
-        self.kids[v as usize]
+        self.rows[v as usize].kids
     }
 
     /// The number of visible roots.
@@ -248,14 +348,14 @@ impl Visible {
     /// True when `v` is the last visible child of its visible parent (or the last root).
     pub fn is_last(&self, v: u32) -> bool {
         match self.parent(v) {
-            Some(p) => self.last_kid[p as usize] == v,
+            Some(p) => self.rows[p as usize].last_kid == v,
             None => self.last_root == v,
         }
     }
 
     /// The visible index of forest entry `k`, if it is visible.
     pub fn find(&self, k: u32) -> Option<u32> {
-        self.nodes.binary_search(&k).ok().map(idx)
+        self.rows.binary_search_by_key(&k, |r| r.node).ok().map(idx)
     }
 }
 
@@ -289,14 +389,14 @@ mod tests {
         let f = branching();
         let forest = Forest::of_session(&f.s);
         // Hide asst-2 (index 3): both branches hang from user-2.
-        let v = Visible::new(&forest, |k| k != 3, |_| false);
+        let v = Visible::new(&forest, |k| k != 3, &[]);
         assert_eq!(v.len(), 10);
         assert_eq!(v.parent(3), Some(2));
         assert_eq!(v.parent(7), Some(2));
         assert_eq!(v.kids(2), 2);
         assert!(v.is_last(7) && !v.is_last(3));
         // Fold user-3a (index 4): its subtree is skipped.
-        let v = Visible::new(&forest, |_| true, |k| k == 4);
+        let v = Visible::new(&forest, |_| true, &[4]);
         assert_eq!(v.len(), 8);
         assert_eq!(v.node(5), 8);
         assert_eq!(v.kids(4), 0);

@@ -101,7 +101,7 @@ pub struct Prefix {
 }
 
 /// The levels and connectors of a visible forest's rows.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layout {
     budget: u32,
     level: Vec<u32>,
@@ -115,22 +115,34 @@ pub struct Layout {
 impl Layout {
     /// Lays out `vis` (a visible part of `forest`) in `style`, showing at most `budget` levels.
     pub fn new(forest: &Forest, vis: &Visible, style: Style, budget: usize) -> Layout {
+        let mut l = Layout::default();
+        l.rebuild(forest, vis, style, budget);
+        l
+    }
+
+    /// The same as [`Layout::new`], in place, reusing the buffers.
+    pub fn rebuild(&mut self, forest: &Forest, vis: &Visible, style: Style, budget: usize) {
         let n = vis.len();
-        let mut l = Layout {
-            budget: u32::try_from(budget.max(1)).unwrap_or(u32::MAX),
-            level: Vec::with_capacity(n),
-            flags: Vec::with_capacity(n),
-            conn_anc: Vec::with_capacity(n),
-            first_rail: NONE,
-            last_rail: NONE,
-        };
+        self.budget = u32::try_from(budget.max(1)).unwrap_or(u32::MAX);
+        self.level.clear();
+        self.flags.clear();
+        self.conn_anc.clear();
+        self.level.resize(n, 0);
+        self.flags.resize(n, 0);
+        self.conn_anc.resize(n, NONE);
+        self.lay_rows(forest, vis, style, 0..n as u32);
+        self.find_rails();
+    }
+
+    /// Lays out rows `rows` of `vis`, whose ancestors are laid out already.
+    fn lay_rows(&mut self, forest: &Forest, vis: &Visible, style: Style, rows: std::ops::Range<u32>) {
         let multiple_roots = vis.roots() > 1;
-        for v in 0..n as u32 {
+        for v in rows {
             let spine = style == Style::Compact && forest.is_active(vis.node(v));
             let (level, mut flags, anc) = match vis.parent(v) {
                 None => (0, if multiple_roots { JB } else { 0 }, NONE),
                 Some(p) => {
-                    let (pl, pf) = (l.level[p as usize], l.flags[p as usize]);
+                    let (pl, pf) = (self.level[p as usize], self.flags[p as usize]);
                     let branching = vis.kids(p) > 1;
                     let step = u32::from(pf & JB != 0);
                     if pf & SPINE != 0 {
@@ -141,7 +153,7 @@ impl Layout {
                             (false, _) => (pl + step, 0, NONE),
                         }
                     } else {
-                        let anc = if pf & CONN != 0 && pf & RAIL == 0 { p } else { l.conn_anc[p as usize] };
+                        let anc = if pf & CONN != 0 && pf & RAIL == 0 { p } else { self.conn_anc[p as usize] };
                         let flags = if branching { CONN | JB } else { 0 };
                         (pl + u32::from(branching || step == 1), flags, anc)
                     }
@@ -150,17 +162,56 @@ impl Layout {
             if spine {
                 flags |= SPINE;
             }
-            if flags & RAIL != 0 {
-                if l.first_rail == NONE {
-                    l.first_rail = v;
-                }
-                l.last_rail = v;
-            }
-            l.level.push(level);
-            l.flags.push(flags);
-            l.conn_anc.push(anc);
+            self.level[v as usize] = level;
+            self.flags[v as usize] = flags;
+            self.conn_anc[v as usize] = anc;
         }
-        l
+    }
+
+    /// The first and last rows on the rail.
+    fn find_rails(&mut self) {
+        let rail = |f: &u8| f & RAIL != 0;
+        self.first_rail = self.flags.iter().position(rail).map_or(NONE, |v| v as u32);
+        self.last_rail = self.flags.iter().rposition(rail).map_or(NONE, |v| v as u32);
+    }
+
+    /// Follows [`Visible::fold`]: rows `v + 1..w` (row `v`'s subtree) are
+    /// gone. No other row's level or connector changes: their parents and
+    /// their parents' children stay. Returns the previous layout.
+    pub fn fold(&mut self, v: u32, w: u32) -> Layout {
+        let m = w - v - 1;
+        let (a, b) = (v as usize + 1, w as usize);
+        let mut new = Layout {
+            budget: self.budget,
+            level: [&self.level[..a], &self.level[b..]].concat(),
+            flags: [&self.flags[..a], &self.flags[b..]].concat(),
+            conn_anc: [&self.conn_anc[..a], &self.conn_anc[b..]].concat(),
+            first_rail: NONE,
+            last_rail: NONE,
+        };
+        for x in &mut new.conn_anc[a..] {
+            if *x != NONE && *x >= w {
+                *x -= m;
+            }
+        }
+        new.find_rails();
+        std::mem::replace(self, new)
+    }
+
+    /// Follows [`Visible::unfold`]: `m` rows were inserted after row `v` of `vis`.
+    pub fn unfold(&mut self, forest: &Forest, vis: &Visible, style: Style, v: u32, m: u32) {
+        let at = v as usize + 1;
+        for x in &mut self.conn_anc[at..] {
+            if *x != NONE && *x > v {
+                *x += m;
+            }
+        }
+        let gap = m as usize;
+        self.level.splice(at..at, std::iter::repeat_n(0, gap));
+        self.flags.splice(at..at, std::iter::repeat_n(0, gap));
+        self.conn_anc.splice(at..at, std::iter::repeat_n(NONE, gap));
+        self.lay_rows(forest, vis, style, v + 1..v + 1 + m);
+        self.find_rails();
     }
 
     /// The level of row `v` (how many cells its prefix would have without the budget).

@@ -107,7 +107,7 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
     let (made_in, hidden) = assistant_facts(s, &forest, opts.filter.is_some());
     let leaf = forest.leaf();
     let vis = match opts.filter {
-        None => Visible::new(&forest, |_| true, |_| false),
+        None => Visible::new(&forest, |_| true, &[]),
         Some(mode) => {
             let labelled: HashSet<u32> = {
                 let by = forest.index_by_position(s.len());
@@ -122,7 +122,7 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
                     }
                     mode.shows(bits, labelled.contains(&k), Some(k) == leaf)
                 },
-                |_| false,
+                &[],
             )
         }
     };

@@ -21,7 +21,7 @@ fn forest(parents: &[Option<usize>], leaf: Option<usize>) -> Forest {
 
 /// Every row drawn by the engine: (forest index, prefix with `*` for the glyph cell).
 fn engine(f: &Forest, show: &dyn Fn(u32) -> bool, style: Style, budget: usize) -> Vec<(usize, Prefix)> {
-    let vis = Visible::new(f, show, |_| false);
+    let vis = Visible::new(f, show, &[]);
     let l = Layout::new(f, &vis, style, budget);
     (0..vis.len() as u32).map(|v| (vis.node(v) as usize, l.prefix(&vis, v))).collect()
 }

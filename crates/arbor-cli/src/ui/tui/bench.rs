@@ -2,7 +2,8 @@
 //! the selector driven through its state machine, its loader and its view,
 //! drawn into a 120×40 buffer with no terminal, timing what a user waits
 //! for: the first frame, the reading of every entry that follows it, moves,
-//! folds, filter switches and each keystroke of a search. One JSON object per
+//! folds, filter switches and each keystroke of a search. Each input's line
+//! names its kind (`move`, `fold`, `filter`, `search`), which says its target. One JSON object per
 //! line on stdout: `{"step": …, "ms": …}`, then a summary line.
 
 use std::io::Write;
@@ -45,14 +46,17 @@ impl Bench<'_> {
         view::draw_selector(&self.sel, &self.title, None, buf.area, &mut buf);
     }
 
-    /// One input and the frame after it; the time both took.
-    fn input(&mut self, step: &str, input: Input) -> Result<Duration> {
+    /// One input of a `kind` (what its target is: a move, a fold or a
+    /// filter switch answer within a frame, a search keystroke in 50 ms) and
+    /// the frame after it; the time both took.
+    fn input(&mut self, kind: &'static str, step: &str, input: Input) -> Result<(&'static str, Duration)> {
         let t = Instant::now();
         self.sel.handle(input);
         self.frame();
         let took = t.elapsed();
-        self.report(step, took, json!({"rows": self.sel.visible_len(), "footer": self.sel.footer().trim()}))?;
-        Ok(took)
+        let extra = json!({"kind": kind, "rows": self.sel.visible_len(), "footer": self.sel.footer().trim()});
+        self.report(step, took, extra)?;
+        Ok((kind, took))
     }
 
     fn report(&mut self, step: &str, took: Duration, extra: serde_json::Value) -> Result<()> {
@@ -97,28 +101,34 @@ pub fn run(file: &Path, globals: &Globals, out: &mut dyn Write) -> Result<ExitCo
     b.report("read every entry (between keystrokes)", reading, json!({"steps": steps, "longest step ms": longest_ms}))?;
     let mut worst = vec![];
     for _ in 0..20 {
-        worst.push(("move", b.input("down", Input::Down)?));
+        worst.push(b.input("move", "down", Input::Down)?);
     }
-    worst.push(("move", b.input("page down", Input::PageDown)?));
-    worst.push(("move", b.input("end", Input::End)?));
-    worst.push(("move", b.input("home", Input::Home)?));
-    worst.push(("move", b.input("up (wraps to the end)", Input::Up)?));
-    worst.push(("fold", b.input("home", Input::Home)?));
-    worst.push(("fold", b.input("fold at the root", Input::FoldOrUp)?));
-    worst.push(("fold", b.input("unfold at the root", Input::UnfoldOrDown)?));
-    worst.push(("fold", b.input("jump down the branch", Input::UnfoldOrDown)?));
-    worst.push(("fold", b.input("fold there", Input::FoldOrUp)?));
+    worst.push(b.input("move", "page down", Input::PageDown)?);
+    worst.push(b.input("move", "end", Input::End)?);
+    worst.push(b.input("move", "home", Input::Home)?);
+    worst.push(b.input("move", "up (wraps to the end)", Input::Up)?);
+    worst.push(b.input("move", "home", Input::Home)?);
+    worst.push(b.input("fold", "fold at the root", Input::FoldOrUp)?);
+    worst.push(b.input("fold", "unfold at the root", Input::UnfoldOrDown)?);
+    worst.push(b.input("move", "jump down the branch", Input::UnfoldOrDown)?);
+    worst.push(b.input("fold", "fold there", Input::FoldOrUp)?);
+    // Back there past another fold, so its unfold makes its rows (not the state before the fold).
+    worst.push(b.input("move", "home", Input::Home)?);
+    worst.push(b.input("fold", "fold at the root", Input::FoldOrUp)?);
+    worst.push(b.input("fold", "unfold at the root", Input::UnfoldOrDown)?);
+    worst.push(b.input("move", "jump down the branch", Input::UnfoldOrDown)?);
+    worst.push(b.input("fold", "unfold there", Input::UnfoldOrDown)?);
     for _ in 0..5 {
-        worst.push(("filter", b.input("next filter", Input::CycleFilter { forward: true })?));
+        worst.push(b.input("filter", "next filter", Input::CycleFilter { forward: true })?);
     }
     // Search for the entry type word the compaction rows carry.
     for c in EntryType::Compaction.as_str().chars() {
-        worst.push(("search", b.input(&format!("type {c:?}"), Input::Char(c))?));
+        worst.push(b.input("search", &format!("type {c:?}"), Input::Char(c))?);
     }
     for _ in 0..3 {
-        worst.push(("search", b.input("backspace", Input::Backspace)?));
+        worst.push(b.input("search", "backspace", Input::Backspace)?);
     }
-    worst.push(("search", b.input("escape (clear the search)", Input::Escape)?));
+    worst.push(b.input("search", "escape (clear the search)", Input::Escape)?);
     let max = |what: &str| {
         worst.iter().filter(|(w, _)| *w == what).map(|(_, d)| d.as_secs_f64() * 1000.0).fold(0.0, f64::max)
     };

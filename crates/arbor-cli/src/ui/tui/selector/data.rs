@@ -12,8 +12,30 @@ use compact_str::CompactString;
 use arbor_tree::Session;
 
 use crate::shared::filter::{kind, kind_of};
-use crate::shared::forest::{Forest, NONE};
+use crate::shared::forest::Forest;
 use crate::shared::layout::pi_depth;
+
+/// Each label by the display index of its entry. A label names its entry
+/// by id, and the later line of an id wins; the ids are matched here against
+/// the forest's, so no id map of the whole session is built for a few labels.
+fn labels_by_index(session: &Session, forest: &Forest, ids: &[CompactString]) -> HashMap<u32, String> {
+    let wanted: foldhash::HashMap<&str, &str> = session.labels().collect();
+    if wanted.is_empty() {
+        return HashMap::new();
+    }
+    // The display index of the latest line of each labelled id.
+    let mut found: foldhash::HashMap<&str, u32> = foldhash::HashMap::default();
+    for (k, id) in ids.iter().enumerate() {
+        if let Some((&target, _)) = wanted.get_key_value(id.as_str()) {
+            let k = k as u32;
+            let later = |&old: &u32| forest.position(k).get() > forest.position(old).get();
+            if found.get(target).is_none_or(later) {
+                found.insert(target, k);
+            }
+        }
+    }
+    found.into_iter().map(|(id, k)| (k, wanted[id].to_owned())).collect()
+}
 
 /// The selector's data about every entry, by display index.
 #[derive(Debug, Clone, Default)]
@@ -40,15 +62,7 @@ impl SelectorData {
             ids.push(CompactString::from(&*session.id_at(p).unwrap_or_default()));
             kinds.push(kind_of(session, p));
         }
-        let mut labels = HashMap::new();
-        let mut by_position = None;
-        for (id, label) in session.labels() {
-            let Some(p) = session.position_of(id) else { continue };
-            let by = by_position.get_or_insert_with(|| forest.index_by_position(session.len()));
-            if let Some(&k) = by.get(p.get()).filter(|&&k| k != NONE) {
-                labels.insert(k, label.to_owned());
-            }
-        }
+        let labels = labels_by_index(session, &forest, &ids);
         let unknown = kinds.iter().filter(|&&k| k & kind::UNKNOWN != 0).count();
         SelectorData { pi_depth: pi_depth(&forest), forest, ids, kinds, labels, unknown }
     }

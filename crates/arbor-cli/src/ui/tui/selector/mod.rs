@@ -9,18 +9,20 @@
 //! content arrives later from the caller ([`TreeSelector::classify`],
 //! [`TreeSelector::add_text`], [`TreeSelector::set_row_text`]), so the first
 //! screen does not wait for a million entries to be read. Each change of
-//! filter, search or folds recomputes the visible rows in one pass over flat
-//! arrays ([`Visible`], [`Layout`]); a row's prefix and text are made only
-//! when it is drawn; a search keystroke narrows the last answer
-//! ([`search::Search`]).
+//! filter or search recomputes the visible rows in one pass over flat arrays
+//! ([`Visible`], [`Layout`]), in place; a fold cuts its subtree's rows out
+//! and an unfold puts back the rows before that fold or makes only its
+//! subtree's rows (tests: the same as a recompute); a row's prefix and text
+//! are made only when it is drawn; a search keystroke narrows the last
+//! answer ([`search::Search`]).
 
 mod data;
 mod search;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 pub use data::SelectorData;
-use search::{tokens, Search};
+use search::{tokens, Bits, Search};
 
 pub use crate::shared::filter::FilterMode;
 use crate::shared::forest::Visible;
@@ -118,11 +120,14 @@ pub struct TreeSelector {
     search: Search,
     mode: FilterMode,
     query: String,
-    folded: HashSet<u32>,
+    /// The folded entries (display indexes), ascending.
+    folded: Vec<u32>,
     width: usize,
     page: usize,
     vis: Visible,
     layout: Layout,
+    /// The rows and layout before the last fold (of this entry), while nothing else changed.
+    undo: Option<(u32, Visible, Layout)>,
     /// The selected row (an index into the visible rows).
     selected: u32,
     /// The last entry selected (a display index), kept across filters.
@@ -144,11 +149,12 @@ impl TreeSelector {
             search: Search::new(n),
             mode,
             query: String::new(),
-            folded: HashSet::new(),
+            folded: Vec::new(),
             width,
             page: page.max(1),
             vis: Visible::default(),
             layout: Layout::default(),
+            undo: None,
             selected: 0,
             last_selected: None,
             label_edit: None,
@@ -273,7 +279,7 @@ impl TreeSelector {
             .map(|v| {
                 let v = v as u32;
                 let k = self.vis.node(v);
-                let folded = self.folded.contains(&k);
+                let folded = self.is_folded(k);
                 let p = self.layout.prefix(&self.vis, v);
                 let glyph = if folded {
                     Some('⊞')
@@ -348,31 +354,59 @@ impl TreeSelector {
 
     /// Filter, search, fold, then rebuild the visual structure (docs/cli.md, "arbor tui").
     fn recompute(&mut self) {
-        let toks = tokens(&self.query);
-        let matched = if toks.is_empty() {
-            None
-        } else {
-            // While the texts are still read, a search shows nothing yet.
-            Some(self.search.matches(&toks, &self.data.labels).unwrap_or_default())
-        };
-        let (data, mode, folded) = (&self.data, self.mode, &self.folded);
-        let leaf = data.forest.leaf();
-        // Only the labeled-only mode asks about labels: no lookup per entry otherwise.
-        let ask_labels = mode == FilterMode::LabeledOnly && !data.labels.is_empty();
-        let show = |k: u32| {
-            let labelled = ask_labels && data.labels.contains_key(&k);
-            mode.shows(data.kinds[k as usize], labelled, Some(k) == leaf) && matched.as_ref().is_none_or(|m| m.get(k))
-        };
-        self.vis = if folded.is_empty() {
-            Visible::new(&data.forest, show, |_| false)
-        } else {
-            Visible::new(&data.forest, show, |k| folded.contains(&k))
-        };
+        let matched = self.matched();
+        let show = shows(&self.data, self.mode, matched.as_ref());
+        self.vis.rebuild(&self.data.forest, show, &self.folded);
         self.relayout();
     }
 
+    /// The entries the search leaves (`None`: no search). While the texts
+    /// are still read, a search shows nothing yet.
+    fn matched(&mut self) -> Option<Bits> {
+        let toks = tokens(&self.query);
+        (!toks.is_empty()).then(|| self.search.matches(&toks, &self.data.labels).unwrap_or_default())
+    }
+
     fn relayout(&mut self) {
-        self.layout = Layout::new(&self.data.forest, &self.vis, self.style(), level_budget(self.width));
+        self.undo = None;
+        self.layout.rebuild(&self.data.forest, &self.vis, self.style(), level_budget(self.width));
+    }
+
+    /// True when entry `k` is folded.
+    fn is_folded(&self, k: u32) -> bool {
+        self.folded.binary_search(&k).is_ok()
+    }
+
+    /// Folds visible row `v` (its entry just joined `folded`): its subtree's
+    /// rows go, nothing else changes (the same as a recompute; see the tests).
+    fn fold_rows(&mut self, v: u32) {
+        let k = self.vis.node(v);
+        let w = self.vis.subtree_end(&self.data.forest, v);
+        let vis = self.vis.fold(v, w);
+        let layout = self.layout.fold(v, w);
+        self.undo = Some((k, vis, layout));
+    }
+
+    /// Unfolds visible row `v` (its entry just left `folded`): back to the
+    /// state before its fold if nothing changed since, else its subtree's
+    /// rows computed and inserted (or, for a subtree of most entries, all
+    /// rows recomputed in place, which costs less than inserting them).
+    fn unfold_rows(&mut self, v: u32) {
+        let k = self.vis.node(v);
+        if let Some((_, vis, layout)) = self.undo.take().filter(|(f, _, _)| *f == k) {
+            (self.vis, self.layout) = (vis, layout);
+            return;
+        }
+        let forest = &self.data.forest;
+        if (forest.end(k) - k) as usize * 2 > forest.len() {
+            // The rows before `v` stay: the selection keeps its row.
+            return self.recompute();
+        }
+        let matched = self.matched();
+        let show = shows(&self.data, self.mode, matched.as_ref());
+        let m = self.vis.unfold(&self.data.forest, v, show, &self.folded);
+        let style = self.style();
+        self.layout.unfold(&self.data.forest, &self.vis, style, v, m);
     }
 
     /// Re-filters and restores the selection (docs/cli.md, "arbor tui").
@@ -435,9 +469,11 @@ impl TreeSelector {
     fn fold_or_up(&mut self) {
         let Some(k) = self.node_at(self.selected) else { return };
         let v = self.selected;
-        if self.is_foldable(v) && !self.folded.contains(&k) {
-            self.folded.insert(k);
-            self.refilter();
+        if self.is_foldable(v) && !self.is_folded(k) {
+            if let Err(at) = self.folded.binary_search(&k) {
+                self.folded.insert(at, k);
+            }
+            self.fold_rows(v);
             return;
         }
         let mut cur = v;
@@ -456,8 +492,9 @@ impl TreeSelector {
 
     fn unfold_or_down(&mut self) {
         let Some(k) = self.node_at(self.selected) else { return };
-        if self.folded.remove(&k) {
-            self.refilter();
+        if let Ok(at) = self.folded.binary_search(&k) {
+            self.folded.remove(at);
+            self.unfold_rows(self.selected);
             return;
         }
         let mut cur = self.selected;
@@ -585,6 +622,17 @@ impl TreeSelector {
     /// True when `id` is the leaf the selector was opened with.
     pub fn is_leaf(&self, id: &str) -> bool {
         self.data.forest.leaf().is_some_and(|l| self.data.ids[l as usize] == id)
+    }
+}
+
+/// Which entries `mode` and the search's answer `matched` show (docs/cli.md, "arbor tui").
+fn shows<'a>(data: &'a SelectorData, mode: FilterMode, matched: Option<&'a Bits>) -> impl Fn(u32) -> bool + 'a {
+    let leaf = data.forest.leaf();
+    // Only the labeled-only mode asks about labels, through bits: no hash lookup per entry.
+    let labelled = (mode == FilterMode::LabeledOnly).then(|| Bits::of(data.len(), data.labels.keys().copied()));
+    move |k: u32| {
+        let is_labelled = labelled.as_ref().is_some_and(|l| l.get(k));
+        mode.shows(data.kinds[k as usize], is_labelled, Some(k) == leaf) && matched.is_none_or(|m| m.get(k))
     }
 }
 

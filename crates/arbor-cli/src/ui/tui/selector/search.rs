@@ -8,8 +8,13 @@
 //! Query tokens hold no white space, so no match can run from one text into
 //! the next, and a token is found in every text at once by one `memmem` scan
 //! of the buffer, split over the cores, which jumps to the next text after
-//! each hit. A query that only narrows the last one (each old token is part
-//! of a new one) looks only among the last answer's entries. Labels, which
+//! each hit, noting where the hit is. The answers along the query as it is
+//! typed are kept: a keystroke that extends the last token, when at most half
+//! the entries hit, only looks again at the last answer's entries, from where
+//! the shorter token first occurred in each (any occurrence of the longer
+//! token is one of the shorter); a
+//! query that narrows another way looks among the last answer's entries when
+//! they are few; Backspace goes back to an answer already made. Labels, which
 //! change while the selector is open, are matched apart: labelled entries are
 //! few.
 
@@ -24,6 +29,13 @@ pub struct Bits(Vec<u64>);
 impl Bits {
     fn new(n: usize) -> Bits {
         Bits(vec![0; n.div_ceil(64)])
+    }
+
+    /// The set of `ks` among `n` entries.
+    pub fn of(n: usize, ks: impl Iterator<Item = u32>) -> Bits {
+        let mut b = Bits::new(n);
+        ks.for_each(|k| b.set(k, true));
+        b
     }
 
     /// True when entry `k` is in the set.
@@ -43,12 +55,6 @@ impl Bits {
 
     fn count(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
-    }
-
-    fn and(&mut self, other: &Bits) {
-        for (a, b) in self.0.iter_mut().zip(&other.0) {
-            *a &= b;
-        }
     }
 
     fn ones(&self) -> impl Iterator<Item = u32> + '_ {
@@ -112,44 +118,75 @@ impl TextIndex {
         &self.text[a..b - 1]
     }
 
-    /// The entries in `lo..hi` whose text holds `token`, as bits over the whole index.
-    fn scan_part(&self, finder: &Finder<'_>, lo: usize, hi: usize, out: &mut [u64]) {
+    /// The entries in `lo..hi` whose text holds `token`, as bits from
+    /// `lo` on in `words`, and each with where the token first occurs in
+    /// its text in `out`, while they are at most half the part (else `out`
+    /// is dropped: an answer that large is not narrowed hit by hit).
+    fn scan_part(&self, finder: &Finder<'_>, (lo, hi): (usize, usize), words: &mut [u64], out: &mut Option<Vec<Hit>>) {
         let end = self.starts[hi] as usize;
         let mut at = self.starts[lo] as usize;
         let mut k = lo;
+        let most = (hi - lo) / 2;
         while at < end {
             let Some(i) = finder.find(&self.text[at..end]) else { break };
             let hit = (at + i) as u64;
             while self.starts[k + 1] <= hit {
                 k += 1;
             }
-            out[(k - lo) / 64] |= 1 << ((k - lo) % 64);
+            words[(k - lo) / 64] |= 1 << ((k - lo) % 64);
+            if let Some(v) = out {
+                if v.len() < most {
+                    v.push(Hit { k: k as u32, at: (hit - self.starts[k]) as u32 });
+                } else {
+                    *out = None;
+                }
+            }
             at = self.starts[k + 1] as usize;
         }
     }
 
-    /// Every entry whose text holds `token`, one scan of the buffer per core.
-    fn scan(&self, token: &str) -> Bits {
+    /// Every entry whose text holds `token`, one scan of the buffer per
+    /// core: the bits, and the hits with where it first occurs when they are
+    /// at most half the entries.
+    fn scan(&self, token: &str) -> (Bits, Option<Vec<Hit>>) {
         let n = self.total;
         let finder = Finder::new(token.as_bytes());
         let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
-        // Parts start at multiples of 64 entries, so each fills whole words.
-        let part = n.div_ceil(threads).div_ceil(64).max(1) * 64;
         let mut bits = Bits::new(n);
         if threads < 2 || n < 4096 {
-            self.scan_part(&finder, 0, n, &mut bits.0);
-            return bits;
+            let mut out = Some(vec![]);
+            self.scan_part(&finder, (0, n), &mut bits.0, &mut out);
+            return (bits, out);
         }
-        std::thread::scope(|sc| {
-            let finder = &finder;
-            for (p, words) in bits.0.chunks_mut(part / 64).enumerate() {
-                let lo = p * part;
-                let hi = (lo + part).min(n);
-                sc.spawn(move || self.scan_part(finder, lo, hi, words));
-            }
+        // Parts start at multiples of 64 entries, so each fills whole words.
+        let part = n.div_ceil(threads).div_ceil(64).max(1) * 64;
+        let finder = &finder;
+        let parts: Vec<Option<Vec<Hit>>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = bits
+                .0
+                .chunks_mut(part / 64)
+                .enumerate()
+                .map(|(p, words)| {
+                    let lo = p * part;
+                    sc.spawn(move || {
+                        let mut out = Some(vec![]);
+                        self.scan_part(finder, (lo, (lo + part).min(n)), words, &mut out);
+                        out
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().ok().flatten()).collect()
         });
-        bits
+        let hits = parts.into_iter().collect::<Option<Vec<Vec<Hit>>>>().map(|v| v.concat());
+        (bits, hits)
     }
+}
+
+/// An entry a token was found in, and where it first occurs in the entry's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hit {
+    k: u32,
+    at: u32,
 }
 
 /// True when every token of `narrow` can only match where `wide` matched:
@@ -158,22 +195,37 @@ fn narrows(wide: &[String], narrow: &[String]) -> bool {
     wide.iter().all(|w| narrow.iter().any(|t| t.contains(w.as_str())))
 }
 
+/// True when `new` is `old` with its last token longer at its end: every
+/// occurrence of the new last token is one of the old, at the same place.
+fn extends_last(old: &[String], new: &[String]) -> bool {
+    match (old.split_last(), new.split_last()) {
+        (Some((o, o_rest)), Some((t, t_rest))) => o_rest == t_rest && t.starts_with(o.as_str()),
+        _ => false,
+    }
+}
+
 fn holds(text: &[u8], token: &str) -> bool {
     memchr::memmem::find(text, token.as_bytes()).is_some()
 }
 
-/// The search: the index and the last answer, which the next keystroke narrows.
+/// The search: the index and the answers along the query as typed.
 #[derive(Debug, Clone)]
 pub struct Search {
     index: TextIndex,
-    /// The last tokens and the entries whose text (labels aside) holds them all.
-    last: Option<(Vec<String>, Bits)>,
+    /// Tokens and the entries whose text (labels aside) holds them all, each
+    /// narrower than the one before; the last is the current answer.
+    answers: Vec<(Vec<String>, Bits)>,
+    /// The last answer's entries, with where its last token first occurs in each.
+    /// `None` when they are more than half the entries (the next keystroke scans every text).
+    hits: Option<Vec<Hit>>,
+    /// True when each of `hits` is at the last token's first occurrence (false: at or before it).
+    hits_exact: bool,
 }
 
 impl Search {
     /// A search over `total` entries whose texts are still to come.
     pub fn new(total: usize) -> Search {
-        Search { index: TextIndex::new(total), last: None }
+        Search { index: TextIndex::new(total), answers: vec![], hits: None, hits_exact: false }
     }
 
     /// The index being filled.
@@ -192,47 +244,93 @@ impl Search {
         if !self.index.is_complete() {
             return None;
         }
-        let text_hits = match self.last.take() {
-            Some((old, hits)) if old == tokens => hits,
-            Some((old, hits)) if narrows(&old, tokens) => self.narrow(hits, tokens),
-            _ => self.fresh(tokens),
-        };
-        let mut hits = text_hits.clone();
+        self.answer(tokens);
+        let mut hits = self.answers.last().map(|(_, b)| b.clone()).unwrap_or_default();
         for (&k, label) in labels {
             let mut text = label.to_lowercase().into_bytes();
             text.push(b' ');
             text.extend_from_slice(self.index.text(k));
             hits.set(k, tokens.iter().all(|t| holds(&text, t)));
         }
-        self.last = Some((tokens.to_vec(), text_hits));
         Some(hits)
     }
 
-    fn fresh(&self, tokens: &[String]) -> Bits {
-        let Some(longest) = tokens.iter().max_by_key(|t| t.len()) else {
-            return Bits::new(self.index.total);
+    /// Makes the answer for `tokens` the last of [`Search::answers`].
+    fn answer(&mut self, tokens: &[String]) {
+        let last = self.answers.len().checked_sub(1);
+        let total = self.index.total;
+        if let Some(i) = self.answers.iter().rposition(|(t, _)| t == tokens) {
+            if Some(i) != last {
+                // Back to an earlier answer (Backspace): where its tokens occur is not kept.
+                self.answers.truncate(i + 1);
+                let bits = &self.answers[i].1;
+                self.hits = (bits.count() * 2 <= total).then(|| bits.ones().map(|k| Hit { k, at: 0 }).collect());
+                self.hits_exact = false;
+            }
+            return;
+        }
+        let from = self.answers.iter().rposition(|(t, _)| narrows(t, tokens));
+        let listed = |hits: Vec<Hit>| (Bits::of(total, hits.iter().map(|h| h.k)), Some(hits));
+        let (bits, hits) = match (from, &self.hits) {
+            // Extending looks again at each hit: only while they are at most half the entries.
+            (Some(i), Some(hits)) if Some(i) == last && extends_last(&self.answers[i].0, tokens) => {
+                // The shorter token is at `at` in each hit (or `at` is 0, after a Backspace: nothing is known there).
+                let from = if self.hits_exact { self.answers[i].0.last().map_or(0, String::len) } else { 0 };
+                listed(self.extend(hits, tokens, from))
+            }
+            (Some(i), _) if self.answers[i].1.count() * 16 < total => {
+                let within: Vec<u32> = self.answers[i].1.ones().collect();
+                listed(self.keep(within.into_iter(), tokens))
+            }
+            _ => match tokens.split_last() {
+                None => listed(vec![]),
+                Some((last, [])) => self.index.scan(last),
+                Some((last, _)) => {
+                    let (first, _) = self.index.scan(last);
+                    listed(self.keep(first.ones(), tokens))
+                }
+            },
         };
-        let mut hits = self.index.scan(longest);
-        self.keep(&mut hits, tokens.iter().filter(|t| *t != longest));
-        hits
+        self.hits = hits;
+        self.hits_exact = true;
+        self.answers.truncate(from.map_or(0, |i| i + 1));
+        self.answers.push((tokens.to_vec(), bits));
     }
 
-    fn narrow(&self, mut hits: Bits, tokens: &[String]) -> Bits {
-        if hits.count() * 16 < self.index.total {
-            self.keep(&mut hits, tokens.iter());
-        } else {
-            let fresh = self.fresh(tokens);
-            hits.and(&fresh);
+    /// The last answer's entries that hold `tokens`, whose last token extends
+    /// the last answer's (see [`extends_last`]) of `from` bytes: each is
+    /// looked at from where the shorter token first occurs (where only the
+    /// added bytes need a look).
+    fn extend(&self, hits: &[Hit], tokens: &[String], from: usize) -> Vec<Hit> {
+        let token = tokens.last().map_or(&[][..], |t| t.as_bytes());
+        let (len, added) = (token.len(), &token[from.min(token.len())..]);
+        let finder = Finder::new(token);
+        let mut out = Vec::with_capacity(hits.len());
+        for &Hit { k, at } in hits {
+            let text = self.index.text(k);
+            let at = at as usize;
+            let here = text.len() >= at + len && text[at + from..at + len].iter().zip(added).all(|(a, b)| a == b);
+            if here {
+                out.push(Hit { k, at: at as u32 });
+            } else if let Some(i) = text.get(at + 1..).and_then(|rest| finder.find(rest)) {
+                out.push(Hit { k, at: (at + 1 + i) as u32 });
+            }
         }
-        hits
+        out
     }
 
-    /// Keeps only the entries of `hits` whose text holds every one of `tokens`.
-    fn keep<'t>(&self, hits: &mut Bits, tokens: impl Iterator<Item = &'t String> + Clone) {
-        let gone: Vec<u32> = hits.ones().filter(|&k| !tokens.clone().all(|t| holds(self.index.text(k), t))).collect();
-        for k in gone {
-            hits.set(k, false);
-        }
+    /// The entries among `within` whose text holds every one of `tokens`,
+    /// with where the last token first occurs.
+    fn keep(&self, within: impl Iterator<Item = u32>, tokens: &[String]) -> Vec<Hit> {
+        let finders: Vec<Finder<'_>> = tokens.iter().map(|t| Finder::new(t.as_bytes())).collect();
+        let Some((last, rest)) = finders.split_last() else { return vec![] };
+        within
+            .filter_map(|k| {
+                let text = self.index.text(k);
+                let at = last.find(text)?;
+                rest.iter().all(|f| f.find(text).is_some()).then_some(Hit { k, at: at as u32 })
+            })
+            .collect()
     }
 }
 
@@ -284,6 +382,47 @@ mod tests {
         }
         assert!(narrows(&tokens("al"), &tokens("alph 4")));
         assert!(!narrows(&tokens("alph 4"), &tokens("alph")));
+    }
+
+    /// Random texts over a few letters (so tokens hit often and overlap),
+    /// random typing: extending the last token, starting another, Backspace,
+    /// a query replaced at once. Every answer, made from the last one or
+    /// from scratch, is what a plain filter of the texts answers.
+    #[test]
+    fn incremental_answers_agree_with_a_fresh_filter_over_random_typing() {
+        let mut rng = arbor_test_support::Rng(0x5DEE_CE66_D1CE_4E5B);
+        for round in 0..40 {
+            let n = [50, 700, 6_000][round % 3];
+            let texts: Vec<String> = (0..n)
+                .map(|_| (0..rng.below(40)).map(|_| ['a', 'b', 'c', 'd', ' ', '-'][rng.below(6)]).collect())
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let mut s = Search::new(n);
+            for t in &refs {
+                s.push(t);
+            }
+            let mut labels = HashMap::new();
+            for _ in 0..rng.below(4) {
+                labels.insert(rng.below(n) as u32, ["Ab", "cd dc", "x"][rng.below(3)].to_owned());
+            }
+            let mut query = String::new();
+            for step in 0..60 {
+                match rng.below(10) {
+                    0..=5 => query.push(['a', 'b', 'c', 'd', 'A'][rng.below(5)]),
+                    6 => query.push(' '),
+                    7 | 8 => {
+                        query.pop();
+                    }
+                    _ => query = ["ab", "b c", "dd", "abc a", ""][rng.below(5)].to_owned(),
+                }
+                let toks = tokens(&query);
+                if toks.is_empty() {
+                    continue;
+                }
+                let got: Vec<u32> = s.matches(&toks, &labels).unwrap().ones().collect();
+                assert_eq!(got, plain(&refs, &labels, &query), "round {round} step {step} {query:?}");
+            }
+        }
     }
 
     #[test]
