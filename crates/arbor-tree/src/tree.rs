@@ -56,13 +56,17 @@ impl<'a> Tree<'a> {
     pub(crate) fn build(session: &'a Session) -> Tree<'a> {
         let slots = &session.state.slots;
         let n = slots.len();
-        // Each live slot's parent in the tree (`None` for a root or a dead slot).
-        let parent_in_tree = |i: usize| {
-            let slot = &slots[i];
+        // Read in passing: building the tree of a session opened through
+        // its index builds none of its slots.
+        let mut passing = slots.passing();
+        // Each live slot's parent in the tree (`None` for a root or a dead
+        // slot), and whether it is live.
+        let mut parent_in_tree = |i: usize| {
+            let Some(slot) = passing.get(i) else { return (None, false) };
             if !slot.live() {
-                return None;
+                return (None, false);
             }
-            match slot.parent_id() {
+            let parent = match slot.parent_id() {
                 Some(p)
                     if p != slot.id()
                         && (session.state.cycle_roots.is_empty() || !session.state.cycle_roots.contains(&i)) =>
@@ -70,7 +74,8 @@ impl<'a> Tree<'a> {
                     session.parent_of(i)
                 }
                 _ => None,
-            }
+            };
+            (parent, true)
         };
         // The children laid out parent by parent in one list, in file order
         // (a counting sort: 12 bytes an entry, whatever the shape).
@@ -78,9 +83,9 @@ impl<'a> Tree<'a> {
         let mut child_start = vec![0u32; n + 1];
         for i in 0..n {
             match parent_in_tree(i) {
-                Some(p) => child_start[p + 1] += 1,
-                None if slots[i].live() => roots.push(Position::new(i)),
-                None => {}
+                (Some(p), _) => child_start[p + 1] += 1,
+                (None, true) => roots.push(Position::new(i)),
+                (None, false) => {}
             }
         }
         for k in 0..n {
@@ -89,7 +94,7 @@ impl<'a> Tree<'a> {
         let mut child_list = vec![Position::new(0); child_start[n] as usize];
         // Filled from the back, each parent's end moving down to its start.
         for i in (0..n).rev() {
-            if let Some(p) = parent_in_tree(i) {
+            if let (Some(p), _) = parent_in_tree(i) {
                 let end = &mut child_start[p + 1];
                 *end -= 1;
                 child_list[*end as usize] = Position::new(i);
@@ -161,6 +166,9 @@ impl<'a> Tree<'a> {
         };
         let mut stack: Vec<(u32, u32)> = vec![(ROOTS, 0)];
         let mut cursor = LineCursor::new(self.session.src());
+        // In passing: writing every entry keeps none of their slots.
+        let mut slots = self.session.state.slots.passing();
+        let labelled = self.session.has_labels();
         w.write_all(b"[")?;
         while let Some(&mut (owner, ref mut pos)) = stack.last_mut() {
             let list = list_of(owner);
@@ -169,8 +177,11 @@ impl<'a> Tree<'a> {
                 w.write_all(b"]")?;
                 if owner != ROOTS {
                     // Close the node whose children we just wrote.
-                    let id = self.session.state.slots[owner as usize].id();
-                    if let Some(label) = self.session.label(&id) {
+                    let label = match slots.get(owner as usize) {
+                        Some(s) if labelled => self.session.label(&s.id()),
+                        _ => None,
+                    };
+                    if let Some(label) = label {
                         w.write_all(b",\"label\":")?;
                         arbor_log::json::to_writer(&mut *w, &label.value)?;
                         if let Some(ts) = &label.timestamp {
@@ -189,7 +200,9 @@ impl<'a> Tree<'a> {
             *pos += 1;
             w.write_all(b"{\"entry\":")?;
             // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
-            self.session.state.slots[idx.get()].with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
+            if let Some(s) = slots.get(idx.get()) {
+                s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
+            }
             w.write_all(b",\"children\":[")?;
             stack.push((idx.get() as u32, 0));
         }
