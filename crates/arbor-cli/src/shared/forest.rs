@@ -162,8 +162,9 @@ pub struct Visible {
     nodes: Vec<u32>,
     /// Each visible entry's nearest visible ancestor.
     parent: Vec<u32>,
-    /// How many visible children each has.
-    kids: Vec<u32>,
+    /// How many visible children each has, up to 255 (what the views ask
+    /// is whether there are none, one or more: a byte an entry, not four).
+    kids: Vec<u8>,
     /// The last visible child of each, and at `roots_last`, the last root.
     last_kid: Vec<u32>,
     roots: u32,
@@ -202,7 +203,8 @@ impl Visible {
                 v.roots += 1;
                 v.last_root = vk;
             } else {
-                v.kids[parent as usize] += 1;
+                let kids = &mut v.kids[parent as usize];
+                *kids = kids.saturating_add(1);
                 v.last_kid[parent as usize] = vk;
             }
             if fold {
@@ -235,9 +237,9 @@ impl Visible {
         Some(self.parent[v as usize]).filter(|&p| p != NONE)
     }
 
-    /// How many visible children `v` has.
+    /// How many visible children `v` has (255 for 255 or more).
     pub fn kids(&self, v: u32) -> u32 {
-        self.kids[v as usize]
+        u32::from(self.kids[v as usize])
     }
 
     /// The number of visible roots.
