@@ -171,7 +171,14 @@ impl Slots {
 
     /// A reader of slots in passing (see [`Passing`]).
     pub(crate) fn passing(&self) -> Passing<'_> {
-        Passing { slots: self, held: Vec::with_capacity(HELD), next: 0 }
+        // Where every slot costs less than a twentieth of its line (entries
+        // of kilobytes), the runs are kept as they are built: a walk that
+        // comes back costs no second build, and memory stays far under the file's.
+        let keep = self.indexed.as_ref().is_some_and(|x| {
+            let slots = (x.index.len() as u64).saturating_mul(std::mem::size_of::<Slot>() as u64);
+            slots.saturating_mul(20) <= x.index.file_size()
+        });
+        Passing { slots: self, held: Vec::with_capacity(HELD), next: 0, keep }
     }
 
     /// The type of slot `i`, from the index's column when it has not been built.
@@ -210,13 +217,17 @@ const HELD: usize = 8;
 /// moved on (it holds the last [`HELD`] runs), so a walk over every entry
 /// of a million-entry session opened through its index (a tree, a path, a
 /// check of every line) holds a few hundred slots, not a million. Slots
-/// already built (or held in memory) are read where they are.
+/// already built (or held in memory) are read where they are; in a session
+/// of large entries, where all its slots are a small part of the file, the
+/// runs are built into the session as usual (each is built once).
 #[derive(Debug)]
 pub(crate) struct Passing<'s> {
     slots: &'s Slots,
     /// (run number, its slots), replaced oldest first.
     held: Vec<(usize, Box<[Slot]>)>,
     next: usize,
+    /// Build runs into the session (kept) instead of for this reader alone.
+    keep: bool,
 }
 
 impl<'s> Passing<'s> {
@@ -228,6 +239,9 @@ impl<'s> Passing<'s> {
             _ => return self.slots.owned.get(i - n),
         };
         let r = i / RUN;
+        if self.keep {
+            return x.run(r).get(i % RUN);
+        }
         if let Some(run) = x.runs[r].get() {
             return run.get(i % RUN);
         }
