@@ -49,7 +49,7 @@ fn chat(pad: &str) -> impl Fn(usize) -> String + '_ {
 /// Tool calls and their results in turn (`arbor path` names each result's call).
 fn tool_calls(i: usize) -> String {
     let call = format!("toolu_{:016x}", i / 2);
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         format!(
             r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"{call}","name":"read","arguments":{{"path":"src/file{i}.rs"}}}}],"stopReason":"toolUse","timestamp":1}}"#
         )
