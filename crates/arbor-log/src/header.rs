@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::message::Extra;
+use crate::version::{version_in_line, version_of};
 
 /// The current format version that Arbor writes.
 pub const CURRENT_VERSION: u64 = 3;
@@ -15,8 +16,10 @@ pub struct SessionHeader {
     /// Always `"session"`.
     #[serde(rename = "type")]
     pub record_type: String,
-    /// Absent in v1 files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Absent in v1 files. A number beyond the `f64` range reads as `null`
+    /// here, as everywhere ([`crate::json`]); [`SessionHeader::version`]
+    /// still compares it as pi does when the header came from a line.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub version: Option<Value>,
     /// The session id (pi: a UUID v4; any string is accepted).
     pub id: String,
@@ -32,6 +35,10 @@ pub struct SessionHeader {
     /// Everything else (v1's provider/modelId/thinkingLevel/branchedFrom, omp's title, …).
     #[serde(flatten)]
     pub extra: Extra,
+    /// The version as read from the header's line ([`version_in_line`]),
+    /// where the value alone cannot tell (`1e400`, held as `null`).
+    #[serde(skip)]
+    pub(crate) line_version: Option<u64>,
 }
 
 impl SessionHeader {
@@ -45,12 +52,22 @@ impl SessionHeader {
             cwd: Some(cwd),
             parent_session,
             extra: Map::new(),
+            line_version: None,
         }
     }
 
-    /// The format version as the reference reads it (`version ?? 1`).
+    /// The version that says which migrations the session needs, compared
+    /// as the reference compares it ([`version_of`]): 1, 2 or [`CURRENT_VERSION`].
     pub fn version(&self) -> u64 {
-        version_of(self.version.as_ref())
+        self.line_version.unwrap_or_else(|| version_of(self.version.as_ref()))
+    }
+
+    /// Decodes the header record parsed from `line` ([`SessionHeader::from_value`]),
+    /// reading its version from the line where the value cannot tell.
+    pub fn from_line(v: &Value, line: &[u8]) -> Option<SessionHeader> {
+        let mut h = SessionHeader::from_value(v)?;
+        h.line_version = Some(version_in_line(h.version.as_ref(), line));
+        Some(h)
     }
 
     /// Decodes a header from a JSON value: an object with `type: "session"` and a string `id`.
@@ -67,19 +84,14 @@ impl SessionHeader {
     }
 }
 
+/// A field that is present, `null` included (serde reads a `null` option as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 /// True when `v` is a usable session header: `type: "session"` with a string `id`.
 pub fn is_header(v: &Value) -> bool {
     v.get("type").and_then(Value::as_str) == Some("session") && v.get("id").is_some_and(Value::is_string)
-}
-
-/// `version ?? 1`, for a raw header value's `version`.
-pub fn version_of(v: Option<&Value>) -> u64 {
-    match v {
-        None | Some(Value::Null) => 1,
-        Some(Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().map(|f| f.max(0.0) as u64)).unwrap_or(1),
-        Some(Value::String(s)) => s.trim().parse().unwrap_or(1),
-        Some(_) => 1,
-    }
 }
 
 #[cfg(test)]

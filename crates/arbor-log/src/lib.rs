@@ -75,6 +75,7 @@ pub mod scan;
 mod scanned;
 pub mod stream;
 mod text;
+mod version;
 mod vocab;
 pub mod writer;
 
@@ -85,11 +86,12 @@ pub use entry::{
     ModelChange, NotAnEntry, SessionInfo, ThinkingLevelChange, TtsrInjection,
 };
 pub use error::LogError;
-pub use header::{is_header, version_of, SessionHeader, CURRENT_VERSION};
+pub use header::{is_header, SessionHeader, CURRENT_VERSION};
 pub use ids::{is_pi_entry_id, CounterIds, IdGenerator, RandomIds, SeededIds};
 pub use log::{is_title_slot, LineKind, LogLine, OwnedLine, SessionLog};
 pub use message::{content_text, Block, Extra, MessageView, ToolCall};
 pub use migrate::{migrate, v1_to_v2, v2_to_v3, MigrationReport, MigrationStep};
 pub use text::searchable_text;
+pub use version::{version_in_line, version_of};
 pub use vocab::{EntryType, Role};
 pub use writer::{atomic_write, Appender, Durability, TailRepair};

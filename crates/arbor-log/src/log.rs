@@ -16,8 +16,9 @@ use crate::entry::{Entry, EntryKind};
 use crate::error::LogError;
 use crate::header::{is_header, SessionHeader};
 use crate::ids::IdGenerator;
-use crate::migrate::{migrate, MigrationReport};
+use crate::migrate::{is_session, migrate_from, MigrationReport};
 use crate::reader::{parse_line_detail, LineReader, Parsed};
+use crate::version::version_in_line;
 
 /// What a physical line holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,11 +154,9 @@ impl SessionLog {
 
     /// The logical header: the header record with an omp-S title slot folded in.
     pub fn header(&self) -> Option<SessionHeader> {
-        let v = match &self.lines.get(self.header?)?.kind {
-            LineKind::Header(v) => v,
-            _ => return None,
-        };
-        let mut h = SessionHeader::from_value(v)?;
+        let line = self.lines.get(self.header?)?;
+        let LineKind::Header(v) = &line.kind else { return None };
+        let mut h = SessionHeader::from_line(v, &line.raw)?;
         if let Some(LineKind::TitleSlot(slot)) = self.title_slot.and_then(|i| self.lines.get(i)).map(|l| &l.kind) {
             match slot.get("title").and_then(Value::as_str) {
                 Some("") | None => {
@@ -199,7 +198,13 @@ impl SessionLog {
             .map(|(i, _)| i)
             .collect();
         let mut values: Vec<Value> = slots.iter().map(|&i| self.take_value(i)).collect();
-        let report = migrate(&mut values, ids);
+        // The version as pi compares it, read from the line where the value cannot tell.
+        let version = values
+            .iter()
+            .zip(&slots)
+            .find(|(v, _)| is_session(v))
+            .map(|(v, &i)| version_in_line(v.get("version"), &self.lines[i].raw));
+        let report = migrate_from(&mut values, version, ids);
         for (k, (slot, v)) in slots.iter().zip(values).enumerate() {
             self.put_value(*slot, v);
             if report.changed.contains(&k) {

@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::header::{version_of, CURRENT_VERSION};
+use crate::header::CURRENT_VERSION;
 use crate::ids::IdGenerator;
+use crate::version::version_of;
 
 /// What one migration step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +43,15 @@ impl MigrationReport {
 
 /// Runs every step the records need. See the module docs.
 pub fn migrate(records: &mut [Value], ids: &mut dyn IdGenerator) -> MigrationReport {
+    let version = records.iter().find(|r| is_session(r)).map(|h| version_of(h.get("version")));
+    migrate_from(records, version, ids)
+}
+
+/// [`migrate`] from `version` ([`crate::version_of`] of the first session
+/// record, `None` without one), for a caller that read it from the line.
+pub(crate) fn migrate_from(records: &mut [Value], version: Option<u64>, ids: &mut dyn IdGenerator) -> MigrationReport {
     let mut report = MigrationReport::default();
-    let Some(version) = records.iter().find(|r| is_session(r)).map(|h| version_of(h.get("version"))) else {
+    let Some(version) = version else {
         return report;
     };
     report.from_version = Some(version);
@@ -56,7 +64,7 @@ pub fn migrate(records: &mut [Value], ids: &mut dyn IdGenerator) -> MigrationRep
     report
 }
 
-fn is_session(v: &Value) -> bool {
+pub(crate) fn is_session(v: &Value) -> bool {
     v.get("type").and_then(Value::as_str) == Some("session")
 }
 

@@ -117,7 +117,7 @@ impl ListingFacts {
         self.cwd = text("cwd").unwrap_or_default();
         self.parent_session = text("parentSession");
         self.created = text("timestamp").unwrap_or_default();
-        self.version = arbor_log::version_of(v.get("version"));
+        self.version = arbor_log::version_in_line(v.get("version"), bytes);
     }
 
     fn record(&mut self, bytes: &[u8], texts: Option<&mut Vec<String>>) {

@@ -87,6 +87,7 @@ struct Features {
     non_objects: bool,
     idless: bool,
     torn: bool,
+    odd_versions: bool,
 }
 
 impl Features {
@@ -118,6 +119,7 @@ impl Features {
             non_objects: on(0.03, "non-object-lines"),
             idless: on(0.03, "entries-without-id"),
             torn: on(0.08, "torn-tail"),
+            odd_versions: on(0.1, "odd-header-versions"),
         }
     }
 }
@@ -209,7 +211,11 @@ impl Builder<'_> {
         let id = format!("{:08x}-0000-4000-8000-{:012x}", self.rng.next() as u32, self.rng.next() >> 16);
         let mut h = Map::new();
         h.insert("type".into(), "session".into());
-        if self.version > 1 {
+        if self.f.odd_versions {
+            if let Some(v) = self.odd_version() {
+                h.insert("version".into(), v);
+            }
+        } else if self.version > 1 {
             h.insert("version".into(), self.version.into());
         }
         h.insert("id".into(), id.into());
@@ -220,6 +226,59 @@ impl Builder<'_> {
             h.insert("modelId".into(), "claude-sonnet-4-5".into());
         }
         self.push(Value::Object(h));
+    }
+
+    /// The header's `version` written another way that pi reads as the
+    /// same version (`Number(x)` compared with 2 and 3); `None`: absent.
+    fn odd_version(&mut self) -> Option<Value> {
+        let forms = match self.version {
+            1 => vec![
+                json!(null),
+                json!(0),
+                json!(1),
+                json!(1.5),
+                json!(-7),
+                json!("1"),
+                json!(""),
+                json!(" "),
+                json!("0b1"),
+                json!("-Infinity"),
+                json!(false),
+                json!(true),
+                json!([]),
+                json!([null]),
+                json!("@@N:-1e400@@"),
+            ],
+            2 => vec![
+                json!(2),
+                json!(2.5),
+                json!("2"),
+                json!(" 2 "),
+                json!("2.5"),
+                json!("0x2"),
+                json!([2]),
+                json!(["2.9"]),
+            ],
+            _ => vec![
+                json!(3),
+                json!(3.5),
+                json!(7),
+                json!("3"),
+                json!("0x3"),
+                json!("3e0"),
+                json!("Infinity"),
+                json!("abc"),
+                json!("NaN"),
+                json!("1_0"),
+                json!([3]),
+                json!([true]),
+                json!([1, 2]),
+                json!({}),
+                json!("@@N:1e400@@"),
+            ],
+        };
+        let pick = self.rng.below(forms.len() + usize::from(self.version == 1));
+        forms.get(pick).cloned()
     }
 
     fn push(&mut self, v: Value) {

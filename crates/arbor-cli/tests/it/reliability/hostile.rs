@@ -110,3 +110,33 @@ fn a_header_only_javascript_reads_is_the_header() {
     let o = arbor_in(d.path(), &["dump", "h0.jsonl", "--json"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains(&deep), "the deep value is kept whole");
 }
+
+/// A header `version` beyond the `f64` range is compared as pi compares
+/// the Infinity `JSON.parse` makes of it: `1e400` is a current file, read
+/// and appended to as it is (its ids kept, nothing rewritten); `-1e400` is a
+/// version 1 file, migrated (new ids). Before: both were read as version 1.
+#[test]
+fn a_version_beyond_f64_is_compared_as_pi_compares_it() {
+    let d = tempfile::tempdir().unwrap();
+    let lines = |version: &str| {
+        format!(
+            "{}\n{}\n",
+            format_args!(
+                r#"{{"type":"session","version":{version},"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}}"#
+            ),
+            r#"{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#
+        )
+    };
+    let current = lines("1e400");
+    fs::write(d.path().join("inf.jsonl"), &current).unwrap();
+    let tree = |name: &str| String::from_utf8_lossy(&arbor_in(d.path(), &["tree", name]).stdout).into_owned();
+    assert!(tree("inf.jsonl").contains("aaaaaaaa"), "the ids are kept: {}", tree("inf.jsonl"));
+    let o = arbor_in(d.path(), &["label", "inf.jsonl", "aaaaaaaa", "kept"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = fs::read_to_string(d.path().join("inf.jsonl")).unwrap();
+    assert!(after.starts_with(&current), "appended to, not rewritten:\n{after}");
+    assert_eq!(after.lines().count(), 3, "{after}");
+
+    fs::write(d.path().join("neg.jsonl"), lines("-1e400")).unwrap();
+    assert!(!tree("neg.jsonl").contains("aaaaaaaa"), "a version 1 file gets new ids: {}", tree("neg.jsonl"));
+}
