@@ -380,6 +380,9 @@ pub fn plan_path_context<E: Borrow<Entry>>(
             ranges.push(k + 1..heads.len());
         }
     }
+    // At most a step a position (and the summary): reserved at once, so a
+    // million steps never sit in a list grown to twice their size.
+    steps.reserve_exact(ranges.iter().map(ExactSizeIterator::len).sum());
     for p in ranges.into_iter().flatten() {
         if *heads[p].entry_type == EntryType::Message {
             steps.push(ContextStep::Message(p));

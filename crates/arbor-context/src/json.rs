@@ -84,9 +84,9 @@ fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -
             ContextStep::Made(_) => None,
         })
         .collect();
-    let ids: Vec<arbor_tree::EntryId<'_>> = stored.iter().map(|&i| session.id_at(i).unwrap_or_default()).collect();
     // The message's text as stored, or `None` when the entry must be decoded.
-    let copies = session.map_json_many(&stored, |k, line| stored_message(line, &ids[k]).map(|m| m.as_bytes().to_vec()));
+    let copies =
+        session.map_id_json_many(&stored, |_, id, line| stored_message(line, id).map(|m| m.as_bytes().to_vec()));
     let mut copies = stored.iter().zip(copies);
     let mut texts = Vec::with_capacity(batch.len());
     for step in batch {

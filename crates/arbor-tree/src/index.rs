@@ -480,6 +480,11 @@ impl LazyIndex {
         self.n
     }
 
+    /// The size of the session file when it was indexed.
+    pub(crate) fn file_size(&self) -> u64 {
+        self.size
+    }
+
     /// The position the parent of entry `i` resolves to.
     pub(crate) fn parent(&self, i: usize) -> Option<usize> {
         if i >= self.n {

@@ -45,6 +45,10 @@ impl Labels {
         self.0.get(id)
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Every label, in the order its target got it.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &Label)> + '_ {
         self.0.iter().map(|(k, v)| (k.as_str(), v))

@@ -56,31 +56,40 @@ impl<'a> Tree<'a> {
     pub(crate) fn build(session: &'a Session) -> Tree<'a> {
         let slots = &session.state.slots;
         let n = slots.len();
-        // Each live slot's parent in the tree (`None` for a root or a dead slot).
-        let parent_in_tree = |i: usize| {
-            let slot = &slots[i];
-            if !slot.live() {
-                return None;
-            }
-            match slot.parent_id() {
-                Some(p)
-                    if p != slot.id()
-                        && (session.state.cycle_roots.is_empty() || !session.state.cycle_roots.contains(&i)) =>
-                {
-                    session.parent_of(i)
+        // Each slot's parent in the tree, read once and in passing (building
+        // the tree of a session opened through its index builds none of its
+        // slots): `ROOT` for a live root, `DEAD` for a slot a later line replaced.
+        const ROOT: u32 = u32::MAX - 1;
+        const DEAD: u32 = u32::MAX;
+        let mut passing = slots.passing();
+        let up: Vec<u32> = (0..n)
+            .map(|i| {
+                let Some(slot) = passing.get(i) else { return DEAD };
+                if !slot.live() {
+                    return DEAD;
                 }
-                _ => None,
-            }
-        };
+                let parent = match slot.parent_id() {
+                    Some(p)
+                        if p != slot.id()
+                            && (session.state.cycle_roots.is_empty() || !session.state.cycle_roots.contains(&i)) =>
+                    {
+                        session.parent_of(i)
+                    }
+                    _ => None,
+                };
+                parent.map_or(ROOT, |p| p as u32)
+            })
+            .collect();
+        drop(passing);
         // The children laid out parent by parent in one list, in file order
-        // (a counting sort: 12 bytes an entry, whatever the shape).
+        // (a counting sort: 8 bytes an entry, whatever the shape).
         let mut roots = vec![];
         let mut child_start = vec![0u32; n + 1];
-        for i in 0..n {
-            match parent_in_tree(i) {
-                Some(p) => child_start[p + 1] += 1,
-                None if slots[i].live() => roots.push(Position::new(i)),
-                None => {}
+        for (i, &p) in up.iter().enumerate() {
+            match p {
+                ROOT => roots.push(Position::new(i)),
+                DEAD => {}
+                p => child_start[p as usize + 1] += 1,
             }
         }
         for k in 0..n {
@@ -88,13 +97,14 @@ impl<'a> Tree<'a> {
         }
         let mut child_list = vec![Position::new(0); child_start[n] as usize];
         // Filled from the back, each parent's end moving down to its start.
-        for i in (0..n).rev() {
-            if let Some(p) = parent_in_tree(i) {
-                let end = &mut child_start[p + 1];
+        for (i, &p) in up.iter().enumerate().rev() {
+            if p < ROOT {
+                let end = &mut child_start[p as usize + 1];
                 *end -= 1;
                 child_list[*end as usize] = Position::new(i);
             }
         }
+        drop(up);
         // child_start[p + 1] is now p's start: shift back by one.
         child_start.rotate_left(1);
         child_start[n] = child_list.len() as u32;
@@ -160,17 +170,26 @@ impl<'a> Tree<'a> {
             p => self.child_positions(Position::new(p as usize)),
         };
         let mut stack: Vec<(u32, u32)> = vec![(ROOTS, 0)];
+        // Whether each open node has a label (looked up when it is opened).
+        let mut labelled: Vec<bool> = vec![false];
         let mut cursor = LineCursor::new(self.session.src());
+        // In passing: writing every entry keeps none of their slots.
+        let mut slots = self.session.state.slots.passing();
+        let any_label = self.session.has_labels();
         w.write_all(b"[")?;
         while let Some(&mut (owner, ref mut pos)) = stack.last_mut() {
             let list = list_of(owner);
             if *pos as usize == list.len() {
                 stack.pop();
+                let has_label = labelled.pop().unwrap_or(false);
                 w.write_all(b"]")?;
                 if owner != ROOTS {
                     // Close the node whose children we just wrote.
-                    let id = self.session.state.slots[owner as usize].id();
-                    if let Some(label) = self.session.label(&id) {
+                    let label = match has_label {
+                        true => slots.get(owner as usize).and_then(|s| self.session.label(&s.id())),
+                        false => None,
+                    };
+                    if let Some(label) = label {
                         w.write_all(b",\"label\":")?;
                         arbor_log::json::to_writer(&mut *w, &label.value)?;
                         if let Some(ts) = &label.timestamp {
@@ -189,9 +208,14 @@ impl<'a> Tree<'a> {
             *pos += 1;
             w.write_all(b"{\"entry\":")?;
             // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
-            self.session.state.slots[idx.get()].with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
+            let mut has_label = false;
+            if let Some(s) = slots.get(idx.get()) {
+                has_label = any_label && self.session.label(&s.id()).is_some();
+                s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
+            }
             w.write_all(b",\"children\":[")?;
             stack.push((idx.get() as u32, 0));
+            labelled.push(has_label);
         }
         Ok(())
     }

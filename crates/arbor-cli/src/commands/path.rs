@@ -29,14 +29,14 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(id) = &args.id {
         require_entry(&mut s, id, &args.file)?;
     }
-    let path = s.branch_positions(args.id.as_deref());
+    let mut idx = s.branch_positions(args.id.as_deref());
     // A stale index read again may not hold the entry any more.
-    if check_lines(&mut s, Some(&path))? {
+    if check_lines(&mut s, Some(&idx))? {
         if let Some(id) = &args.id {
             require_entry(&mut s, id, &args.file)?;
         }
+        idx = s.branch_positions(args.id.as_deref());
     }
-    let idx = s.branch_positions(args.id.as_deref());
     if args.json {
         write_entries_json(out, &s, &idx)?;
         out.write_all(b"\n")?;

@@ -99,12 +99,11 @@ pub fn kind_of(session: &Session, p: Position) -> u8 {
 
 /// The facts of the entries at `positions`, in order, read on all cores.
 pub fn facts_of(session: &Session, positions: &[Position], home: Option<&str>) -> Vec<EntryFacts> {
-    // The ids of the message entries, which are read from their lines (the session stays on this thread).
-    let messages: Vec<Option<arbor_tree::EntryId<'_>>> = positions
-        .iter()
-        .map(|&p| if session.entry_type_at(p) == Some(&EntryType::Message) { session.id_at(p) } else { None })
-        .collect();
-    let fast = session.map_json_many(positions, |i, json| message_facts(json, &messages[i]?, home));
+    // The message entries, whose facts are read from their lines (the session stays on this thread).
+    let messages: Vec<bool> =
+        positions.iter().map(|&p| session.entry_type_at(p) == Some(&EntryType::Message)).collect();
+    let fast =
+        session.map_id_json_many(positions, |i, id, json| messages[i].then(|| message_facts(json, id, home)).flatten());
     fast.into_iter()
         .zip(positions)
         .map(|(f, &p)| match f.flatten() {

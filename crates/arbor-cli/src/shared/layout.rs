@@ -39,28 +39,32 @@ pub fn level_budget(width: usize) -> usize {
 /// The deepest level pi's layout would give any entry of `forest`.
 pub fn pi_depth(forest: &Forest) -> u32 {
     let n = forest.len();
-    let mut kids = vec![0u32; n];
+    // Children counted up to 2 (whether a parent branches is all that
+    // matters): a byte an entry.
+    let mut kids = vec![0u8; n];
     let mut roots = 0;
     for k in 0..n as u32 {
         match forest.parent(k) {
-            Some(p) => kids[p as usize] += 1,
+            Some(p) => kids[p as usize] = kids[p as usize].saturating_add(1).min(2),
             None => roots += 1,
         }
     }
-    // (level, just branched) of each entry, parents first.
-    let mut state = vec![(0u32, false); n];
+    // The level of each entry, parents first, with "just branched" in the
+    // top bit (4 bytes an entry).
+    const JUST: u32 = 1 << 31;
+    let mut state = vec![0u32; n];
     let mut deepest = 0;
     for k in 0..n as u32 {
-        let here = match forest.parent(k) {
+        let (level, jb) = match forest.parent(k) {
             None => (0, roots > 1),
             Some(p) => {
-                let (level, jb) = state[p as usize];
+                let (level, jb) = (state[p as usize] & !JUST, state[p as usize] & JUST != 0);
                 let branching = kids[p as usize] > 1;
                 (level + u32::from(branching || jb), branching)
             }
         };
-        deepest = deepest.max(here.0);
-        state[k as usize] = here;
+        deepest = deepest.max(level);
+        state[k as usize] = level | if jb { JUST } else { 0 };
     }
     deepest
 }

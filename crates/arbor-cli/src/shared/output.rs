@@ -1,12 +1,14 @@
 //! How results are printed: errors on one line, entries one per line, JSON
 //! lists of stored entries (the tree: [`super::tree_text`]).
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
+use compact_str::CompactString;
 
-use arbor_context::render::{entry_text, ToolCalls};
+use arbor_context::render::{entry_text, CallText, ToolCalls};
 use arbor_log::Entry;
 use arbor_tree::{Position, Session};
 
@@ -51,7 +53,7 @@ pub fn home() -> Option<String> {
 }
 
 /// `ID PARENT TYPE TEXT`: an entry as `arbor dump` and `arbor path` print it.
-pub fn entry_line(e: &Entry, calls: &ToolCalls, home: Option<&str>) -> String {
+pub fn entry_line(e: &Entry, calls: &dyn CallText, home: Option<&str>) -> String {
     format!("{} {} {} {}", e.id, e.parent_id.as_deref().unwrap_or("-"), e.entry_type(), entry_text(e, calls, home))
 }
 
@@ -76,17 +78,49 @@ pub fn write_entries_json(out: &mut dyn Write, s: &Session, positions: &[Positio
 }
 
 /// Writes an [`entry_line`] for each entry at `positions`, decoded a batch
-/// at a time (on all cores) without being kept in the session.
+/// at a time (on all cores) without being kept in the session. A tool
+/// result's row names its call ([`CallsAt`]): where each call seen so far
+/// was made is all that is kept of it.
 pub fn write_entry_lines(out: &mut dyn Write, s: &Session, positions: &[Position]) -> Result<()> {
     let home = home();
-    let mut calls = ToolCalls::new();
+    let mut made_at: HashMap<CompactString, Position> = HashMap::new();
     for batch in positions.chunks(BATCH) {
-        for e in s.decode_many(batch).into_iter().flatten() {
-            calls.record(&e);
-            writeln!(out, "{}", entry_line(&e, &calls, home.as_deref()))?;
+        let entries = s.decode_many(batch);
+        let decoded: HashMap<Position, &Entry> =
+            batch.iter().zip(&entries).filter_map(|(&p, e)| Some((p, e.as_ref()?))).collect();
+        for (&p, e) in batch.iter().zip(&entries) {
+            let Some(e) = e else { continue };
+            made_at.extend(ToolCalls::ids_of(e).map(|id| (CompactString::from(id), p)));
+            let calls = CallsAt { session: s, made_at: &made_at, batch: &decoded };
+            writeln!(out, "{}", entry_line(e, &calls, home.as_deref()))?;
         }
     }
     Ok(())
+}
+
+/// A tool result's call, found through where each call was made (by call
+/// id): in the batch being written (its assistant message is nearly always
+/// the result's parent), else decoded again. A million calls so cost a few
+/// bytes each, not their rows.
+pub struct CallsAt<'a> {
+    /// The session the calls were made in.
+    pub session: &'a Session,
+    /// The position of the assistant entry that made each call.
+    pub made_at: &'a HashMap<CompactString, Position>,
+    /// The entries decoded for the batch being written.
+    pub batch: &'a HashMap<Position, &'a Entry>,
+}
+
+impl CallText for CallsAt<'_> {
+    fn call_text(&self, id: &str, home: Option<&str>) -> Option<String> {
+        let p = *self.made_at.get(id)?;
+        let mut calls = ToolCalls::new();
+        match self.batch.get(&p) {
+            Some(e) => calls.record(e),
+            None => calls.record(&self.session.decode_at(p)?),
+        }
+        calls.call_text(id, home)
+    }
 }
 
 /// Writes a JSON value as `JSON.stringify` writes it, and a newline.

@@ -14,14 +14,14 @@ use anyhow::Result;
 use compact_str::CompactString;
 use unicode_width::UnicodeWidthChar;
 
-use arbor_context::render::{entry_text, CallText, ToolCalls};
+use arbor_context::render::entry_text;
 use arbor_log::{Entry, Role};
 use arbor_tree::{Position, Session};
 
 use super::filter::{facts_of, kind, kind_of, FilterMode};
 use super::forest::{Forest, Visible};
 use super::layout::{level_budget, style_for, Layout};
-use super::output::home;
+use super::output::{home, CallsAt};
 
 /// The width the depth budget assumes when the output has none (a pipe, a file).
 pub const DEFAULT_WIDTH: usize = 120;
@@ -56,7 +56,11 @@ fn cut(line: &str, width: usize) -> &str {
 /// message, by call id; in display order the last one wins, as in pi's
 /// selector) and, when `hidden` is asked for, the assistant messages pi hides;
 /// read a few thousand at a time without decoding them.
-fn assistant_facts(s: &Session, forest: &Forest, want_hidden: bool) -> (HashMap<CompactString, u32>, HashSet<u32>) {
+fn assistant_facts(
+    s: &Session,
+    forest: &Forest,
+    want_hidden: bool,
+) -> (HashMap<CompactString, Position>, HashSet<u32>) {
     let mut calls = HashMap::new();
     let mut hidden = HashSet::new();
     let assistants: Vec<u32> =
@@ -67,32 +71,10 @@ fn assistant_facts(s: &Session, forest: &Forest, want_hidden: bool) -> (HashMap<
             if want_hidden && f.hidden {
                 hidden.insert(k);
             }
-            calls.extend(f.calls.into_iter().map(|(id, _)| (CompactString::from(id), k)));
+            calls.extend(f.calls.into_iter().map(|(id, _)| (CompactString::from(id), forest.position(k))));
         }
     }
     (calls, hidden)
-}
-
-/// A tool result's call, found through [`assistant_facts`]'s map: in the
-/// batch being written (its assistant message is nearly always its parent),
-/// else decoded again.
-struct Calls<'a> {
-    session: &'a Session,
-    forest: &'a Forest,
-    made_in: &'a HashMap<CompactString, u32>,
-    batch: HashMap<u32, &'a Entry>,
-}
-
-impl CallText for Calls<'_> {
-    fn call_text(&self, id: &str, home: Option<&str>) -> Option<String> {
-        let k = *self.made_in.get(id)?;
-        let mut calls = ToolCalls::new();
-        match self.batch.get(&k) {
-            Some(e) => calls.record(e),
-            None => calls.record(&self.session.decode_at(self.forest.position(k))?),
-        }
-        calls.call_text(id, home)
-    }
 }
 
 /// Writes the tree of `s` as `arbor tree` does: one row per entry, the
@@ -126,27 +108,26 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
             )
         }
     };
-    let id_width = (0..vis.len() as u32)
-        .filter_map(|v| s.id_at(forest.position(vis.node(v))))
-        .map(|id| id.chars().count())
-        .max()
-        .unwrap_or(8);
+    // Read in passing: a session opened through its index builds no slot for this.
+    let mut widest = None;
+    s.for_each_id((0..vis.len() as u32).map(|v| forest.position(vis.node(v))), |_, id| {
+        widest = widest.max(Some(id.chars().count()));
+    });
+    let id_width = widest.unwrap_or(8);
     let budget = opts
         .depth
         .unwrap_or_else(|| level_budget(opts.width.unwrap_or(DEFAULT_WIDTH).saturating_sub(id_width + 2)))
         .max(1);
     let layout = Layout::new(&forest, &vis, style_for(&forest, budget), budget);
-    let rows: Vec<u32> = (0..vis.len() as u32).collect();
     let mut line = String::new();
-    for batch in rows.chunks(BATCH) {
+    for start in (0..vis.len() as u32).step_by(BATCH) {
+        let batch: Vec<u32> = (start..(start + BATCH as u32).min(vis.len() as u32)).collect();
+        let batch = &batch[..];
         let positions: Vec<Position> = batch.iter().map(|&v| forest.position(vis.node(v))).collect();
         let entries = s.decode_many(&positions);
-        let calls = Calls {
-            session: s,
-            forest: &forest,
-            made_in: &made_in,
-            batch: batch.iter().zip(&entries).filter_map(|(&v, e)| Some((vis.node(v), e.as_ref()?))).collect(),
-        };
+        let decoded: HashMap<Position, &Entry> =
+            positions.iter().zip(&entries).filter_map(|(&p, e)| Some((p, e.as_ref()?))).collect();
+        let calls = CallsAt { session: s, made_at: &made_in, batch: &decoded };
         for (&v, e) in batch.iter().zip(&entries) {
             let Some(e) = e else { continue };
             let k = vis.node(v);

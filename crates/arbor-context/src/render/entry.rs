@@ -105,23 +105,30 @@ impl ToolCalls {
 
     /// Records the tool calls of an assistant entry (any other entry adds nothing).
     pub fn record(&mut self, entry: &Entry) {
-        let Some(m) = entry.message() else { return };
-        if m.role() != Some(Role::Assistant) {
-            return;
-        }
-        if let Some(Value::Array(blocks)) = m.message.get("content") {
-            for b in blocks {
-                if b.get("type").and_then(Value::as_str) == Some("toolCall") {
-                    if let (Some(id), Some(name)) =
-                        (b.get("id").and_then(Value::as_str), b.get("name").and_then(Value::as_str))
-                    {
-                        let row = CallRow::of(name, b.get("arguments").unwrap_or(&Value::Null));
-                        self.calls.insert(id.to_owned(), row);
-                    }
-                }
-            }
+        for (id, name, args) in calls_of(entry) {
+            self.calls.insert(id.to_owned(), CallRow::of(name, args));
         }
     }
+
+    /// The ids of the tool calls [`ToolCalls::record`] takes from `entry`, in order.
+    pub fn ids_of(entry: &Entry) -> impl Iterator<Item = &str> + '_ {
+        calls_of(entry).map(|(id, _, _)| id)
+    }
+}
+
+/// The tool calls of an assistant entry: (id, name, arguments).
+fn calls_of(entry: &Entry) -> impl Iterator<Item = (&str, &str, &Value)> + '_ {
+    let blocks = match entry.message() {
+        Some(m) if m.role() == Some(Role::Assistant) => match m.message.get("content") {
+            Some(Value::Array(blocks)) => &blocks[..],
+            _ => &[],
+        },
+        _ => &[],
+    };
+    blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall")).filter_map(|b| {
+        let (id, name) = (b.get("id").and_then(Value::as_str)?, b.get("name").and_then(Value::as_str)?);
+        Some((id, name, b.get("arguments").unwrap_or(&Value::Null)))
+    })
 }
 
 /// Where a tool result's line finds the call it answers: the call as

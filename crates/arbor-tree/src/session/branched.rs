@@ -28,8 +28,7 @@ impl Session {
     /// (see `kept_for_fork`).
     pub fn create_branched_session(&mut self, leaf_id: &str) -> Result<Option<PathBuf>, TreeError> {
         // The fork copies the path's lines: never on the word of a stale index.
-        let lines: Vec<super::Position> =
-            self.path_slots(Some(leaf_id)).into_iter().map(super::Position::new).collect();
+        let lines = self.path_as(Some(leaf_id), super::Position::new);
         self.verify_lines(&lines)?;
         let path = self.path_slots(Some(leaf_id));
         if path.is_empty() {

@@ -17,23 +17,26 @@ use super::Session;
 /// Valid for the session that gave it, until its entries are replaced
 /// (`new_session`, `create_branched_session`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Position(usize);
+///
+/// Held as a `u32` (lists of positions as long as the session cost 4 bytes
+/// an entry): a session of four billion entries would not fit in memory.
+pub struct Position(u32);
 
 impl Position {
     /// The position of the `index`-th entry in file order.
     pub const fn new(index: usize) -> Position {
-        Position(index)
+        Position(index as u32)
     }
 
     /// The index in file order.
     pub const fn get(self) -> usize {
-        self.0
+        self.0 as usize
     }
 }
 
 impl From<Position> for usize {
     fn from(p: Position) -> usize {
-        p.0
+        p.get()
     }
 }
 
@@ -45,27 +48,27 @@ impl fmt::Display for Position {
 
 impl Session {
     fn slot_at(&self, p: Position) -> Option<&Slot> {
-        self.state.slots.get(p.0)
+        self.state.slots.get(p.get())
     }
 
     /// Every position, in file order.
     pub fn positions(&self) -> impl DoubleEndedIterator<Item = Position> + ExactSizeIterator {
-        (0..self.state.slots.len()).map(Position)
+        (0..self.state.slots.len()).map(Position::new)
     }
 
     /// The position of the entry an id resolves to (the later line wins on duplicates).
     pub fn position_of(&self, id: &str) -> Option<Position> {
-        self.slot_of(id).map(Position)
+        self.slot_of(id).map(Position::new)
     }
 
     /// [`Session::get_branch`] as positions, root first.
     pub fn branch_positions(&self, from: Option<&str>) -> Vec<Position> {
-        self.path_slots(from).into_iter().map(Position).collect()
+        self.path_as(from, Position::new)
     }
 
     /// The position the entry's `parentId` resolves to (none for a root or an orphan).
     pub fn parent_at(&self, p: Position) -> Option<Position> {
-        self.parent_of(p.0).map(Position)
+        self.parent_of(p.get()).map(Position::new)
     }
 
     /// The entry at `p`, decoded on first use (and then kept).
@@ -98,6 +101,21 @@ impl Session {
         self.map_slots(positions, |k, s, cursor| s.with_json_via(cursor, |j| f(k, j)))
     }
 
+    /// [`Session::map_json_many`] with each entry's id: `f(k, id, text)`.
+    /// The ids are read with the texts, so a session opened through its
+    /// index builds none of the slots it reads (where [`Session::id_at`]
+    /// for each position would build them all).
+    pub fn map_id_json_many<R: Send>(
+        &self,
+        positions: &[Position],
+        f: impl Fn(usize, &str, &str) -> R + Sync,
+    ) -> Vec<Option<R>> {
+        self.map_slots(positions, |k, s, cursor| {
+            let id = s.id();
+            s.with_json_via(cursor, |j| f(k, &id, j))
+        })
+    }
+
     /// `one(k, slot, cursor)` for the slot at each of `positions`, on all
     /// cores, in order; each core reads through its own cursor.
     fn map_slots<R: Send>(
@@ -108,7 +126,9 @@ impl Session {
         let (slots, src) = (&self.state.slots, self.src());
         let run = |base: usize, part: &[Position]| -> Vec<Option<R>> {
             let mut cursor = LineCursor::new(src);
-            part.iter().enumerate().map(|(k, p)| slots.get(p.0).map(|s| one(base + k, s, &mut cursor))).collect()
+            // In passing: what is read here is not kept in the session.
+            let mut slots = slots.passing();
+            part.iter().enumerate().map(|(k, p)| slots.get(p.get()).map(|s| one(base + k, s, &mut cursor))).collect()
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
         if threads < 2 || positions.len() < 64 {
@@ -136,14 +156,27 @@ impl Session {
         self.slot_at(p).map(Slot::id)
     }
 
+    /// Calls `f` with the position and id of each entry at `positions`
+    /// (no decoding), without keeping what was read to answer it: over
+    /// every entry of a session opened through its index, this builds none
+    /// of its slots (where [`Session::id_at`] would build them all).
+    pub fn for_each_id(&self, positions: impl IntoIterator<Item = Position>, mut f: impl FnMut(Position, &str)) {
+        let mut slots = self.state.slots.passing();
+        for p in positions {
+            if let Some(s) = slots.get(p.get()) {
+                f(p, &s.id());
+            }
+        }
+    }
+
     /// The `type` of the entry at `p` (no decoding).
     pub fn entry_type_at(&self, p: Position) -> Option<&EntryType> {
-        self.state.slots.entry_type(p.0)
+        self.state.slots.entry_type(p.get())
     }
 
     /// The message `role` of the message entry at `p` (no decoding).
     pub fn role_at(&self, p: Position) -> Option<&Role> {
-        self.state.slots.role(p.0)
+        self.state.slots.role(p.get())
     }
 
     /// True unless a later line with the same id replaced the entry at `p`.

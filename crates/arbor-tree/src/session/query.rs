@@ -64,6 +64,11 @@ impl Session {
         self.resolved_labels().get(id)
     }
 
+    /// True when some entry has a resolved label.
+    pub(crate) fn has_labels(&self) -> bool {
+        !self.resolved_labels().is_empty()
+    }
+
     /// Every resolved label, in the order the targets first got one.
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
         self.resolved_labels().iter().map(|(k, v)| (k, v.text.as_str()))
@@ -77,6 +82,12 @@ impl Session {
 
     /// The slots of [`Session::get_branch`], root first.
     pub(super) fn path_slots(&self, from: Option<&str>) -> Vec<usize> {
+        self.path_as(from, |i| i)
+    }
+
+    /// The slots of [`Session::get_branch`], root first, each made into a `T`
+    /// (a position list is 4 bytes an entry, not 8).
+    pub(super) fn path_as<T>(&self, from: Option<&str>, make: impl Fn(usize) -> T) -> Vec<T> {
         let Some(start) = from.or(self.state.leaf.as_deref()).and_then(|id| self.slot_of(id)) else {
             return vec![];
         };
@@ -87,16 +98,16 @@ impl Session {
         let mut cur = Some(start);
         while let Some(i) = cur {
             if out.len() == self.state.slots.len() {
-                return self.path_slots_with_cycle(start);
+                return self.path_with_cycle(start, make);
             }
-            out.push(i);
+            out.push(make(i));
             cur = self.parent_of(i);
         }
         out.reverse();
         out
     }
 
-    fn path_slots_with_cycle(&self, start: usize) -> Vec<usize> {
+    fn path_with_cycle<T>(&self, start: usize, make: impl Fn(usize) -> T) -> Vec<T> {
         let mut seen: HashSet<usize, IdHash> = HashSet::default();
         let mut out = vec![];
         let mut cur = Some(start);
@@ -104,7 +115,7 @@ impl Session {
             if !seen.insert(i) {
                 break;
             }
-            out.push(i);
+            out.push(make(i));
             cur = self.parent_of(i);
         }
         out.reverse();

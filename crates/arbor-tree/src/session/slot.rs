@@ -124,7 +124,8 @@ impl Parts<'_> {
         set(self.js_only, JS_ONLY);
         set(self.from_index, FROM_INDEX);
         set(self.parent_id.is_some(), HAS_PARENT);
-        let id = match PackedId::of(self.id) {
+        let (packed_id, packed_parent) = (PackedId::of(self.id), self.parent_id.map(PackedId::of));
+        let id = match packed_id {
             PackedId::Hex(v) => v,
             PackedId::Other => {
                 more.id = self.id.into();
@@ -132,7 +133,7 @@ impl Parts<'_> {
                 0
             }
         };
-        let parent = match self.parent_id.map(PackedId::of) {
+        let parent = match packed_parent {
             Some(PackedId::Hex(v)) => v,
             Some(PackedId::Other) => {
                 more.parent_id = self.parent_id.map(CompactString::from);
@@ -141,8 +142,8 @@ impl Parts<'_> {
             }
             None => 0,
         };
-        set(PackedId::of(self.id) != PackedId::Other, ID_HEX);
-        set(matches!(self.parent_id.map(PackedId::of), Some(PackedId::Hex(_))), PARENT_HEX);
+        set(packed_id != PackedId::Other, ID_HEX);
+        set(matches!(packed_parent, Some(PackedId::Hex(_))), PARENT_HEX);
         let type_code = match EntryType::ALL.iter().position(|t| t == self.entry_type) {
             Some(k) => k as u8,
             None => {

@@ -169,6 +169,18 @@ impl Slots {
         (start..self.len()).map(move |i| &self[i])
     }
 
+    /// A reader of slots in passing (see [`Passing`]).
+    pub(crate) fn passing(&self) -> Passing<'_> {
+        // Where every slot costs less than a twentieth of its line (entries
+        // of kilobytes), the runs are kept as they are built: a walk that
+        // comes back costs no second build, and memory stays far under the file's.
+        let keep = self.indexed.as_ref().is_some_and(|x| {
+            let slots = (x.index.len() as u64).saturating_mul(std::mem::size_of::<Slot>() as u64);
+            slots.saturating_mul(20) <= x.index.file_size()
+        });
+        Passing { slots: self, held: Vec::with_capacity(HELD), next: 0, keep }
+    }
+
     /// The type of slot `i`, from the index's column when it has not been built.
     pub(crate) fn entry_type(&self, i: usize) -> Option<&EntryType> {
         match self.indexed.as_ref().and_then(|x| x.index.entry_type(i)) {
@@ -194,6 +206,59 @@ impl Slots {
         };
         out.extend(self.owned.iter().enumerate().filter(|(_, s)| s.entry_type() == t).map(|(k, _)| n + k));
         out
+    }
+}
+
+/// Runs a [`Passing`] reader holds at once.
+const HELD: usize = 8;
+
+/// Reads slots without keeping them in the session: a run the index has
+/// not built yet is built for this reader alone and dropped once it has
+/// moved on (it holds the last [`HELD`] runs), so a walk over every entry
+/// of a million-entry session opened through its index (a tree, a path, a
+/// check of every line) holds a few hundred slots, not a million. Slots
+/// already built (or held in memory) are read where they are; in a session
+/// of large entries, where all its slots are a small part of the file, the
+/// runs are built into the session as usual (each is built once).
+#[derive(Debug)]
+pub(crate) struct Passing<'s> {
+    slots: &'s Slots,
+    /// (run number, its slots), replaced oldest first.
+    held: Vec<(usize, Box<[Slot]>)>,
+    next: usize,
+    /// Build runs into the session (kept) instead of for this reader alone.
+    keep: bool,
+}
+
+impl<'s> Passing<'s> {
+    /// Slot `i`, or `None` past the end.
+    pub(crate) fn get(&mut self, i: usize) -> Option<&Slot> {
+        let n = self.slots.indexed_len();
+        let x = match &self.slots.indexed {
+            Some(x) if i < n => x,
+            _ => return self.slots.owned.get(i - n),
+        };
+        let r = i / RUN;
+        if self.keep {
+            return x.run(r).get(i % RUN);
+        }
+        if let Some(run) = x.runs[r].get() {
+            return run.get(i % RUN);
+        }
+        let k = match self.held.iter().position(|(h, _)| *h == r) {
+            Some(k) => k,
+            None if self.held.len() < HELD => {
+                self.held.push((r, x.build(r)));
+                self.held.len() - 1
+            }
+            None => {
+                let k = self.next;
+                self.next = (k + 1) % HELD;
+                self.held[k] = (r, x.build(r));
+                k
+            }
+        };
+        self.held[k].1.get(i % RUN)
     }
 }
 

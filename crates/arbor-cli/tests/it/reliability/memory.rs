@@ -11,34 +11,53 @@ use std::process::{Command, Stdio};
 
 const TIME: &str = "/usr/bin/time";
 
-/// A chain of `n` user and assistant messages of about 450 bytes a line
-/// (the size of `cargo xtask gen-session --small`'s entries).
-fn write_chain(path: &Path, n: usize) -> u64 {
+/// A chain of `n` messages after a header, entry `i` holding `message(i)`.
+fn write_chain(path: &Path, n: usize, message: impl Fn(usize) -> String) -> u64 {
     let mut out = std::io::BufWriter::new(fs::File::create(path).unwrap());
     writeln!(
         out,
         r#"{{"type":"session","version":3,"id":"00000000-0000-4000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}}"#
     )
     .unwrap();
-    let pad = "lorem ipsum dolor sit amet ".repeat(10);
     for i in 0..n {
         let id = format!("{:08x}", i + 1);
         let parent = if i == 0 { "null".to_owned() } else { format!("\"{:08x}\"", i) };
-        let message = if i % 2 == 0 {
-            format!(r#"{{"role":"user","content":"hi {i} {pad}","timestamp":1}}"#)
-        } else {
-            format!(
-                r#"{{"role":"assistant","content":[{{"type":"text","text":"ok {i} {pad}"}}],"stopReason":"stop","timestamp":1}}"#
-            )
-        };
         writeln!(
             out,
-            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{message}}}"#
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{}}}"#,
+            message(i)
         )
         .unwrap();
     }
     out.into_inner().unwrap().sync_all().unwrap();
     fs::metadata(path).unwrap().len()
+}
+
+/// User and assistant messages in turn, `pad` in every text.
+fn chat(pad: &str) -> impl Fn(usize) -> String + '_ {
+    move |i| {
+        if i % 2 == 0 {
+            format!(r#"{{"role":"user","content":"hi {i} {pad}","timestamp":1}}"#)
+        } else {
+            format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"ok {i} {pad}"}}],"stopReason":"stop","timestamp":1}}"#
+            )
+        }
+    }
+}
+
+/// Tool calls and their results in turn (`arbor path` names each result's call).
+fn tool_calls(i: usize) -> String {
+    let call = format!("toolu_{:016x}", i / 2);
+    if i.is_multiple_of(2) {
+        format!(
+            r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"{call}","name":"read","arguments":{{"path":"src/file{i}.rs"}}}}],"stopReason":"toolUse","timestamp":1}}"#
+        )
+    } else {
+        format!(
+            r#"{{"role":"toolResult","toolCallId":"{call}","toolName":"read","content":[{{"type":"text","text":"fn f() {{}}"}}],"isError":false,"timestamp":1}}"#
+        )
+    }
 }
 
 /// Peak RSS in KB of `arbor args file`, its output thrown away; without
@@ -68,51 +87,96 @@ fn peak_kb(cache: Option<&Path>, args: &[&str], file: &Path) -> u64 {
     err.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or_else(|| panic!("no peak RSS in {err:?}"))
 }
 
-#[test]
-fn peak_memory_grows_with_the_file_by_at_most_three_tenths_of_it() {
-    if !Path::new(TIME).exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{TIME} is missing: install the Debian package `time` (.ci/run does)"
-        );
-        eprintln!("skipped: {TIME} is missing (Debian package `time`)");
-        return;
+/// Every reading command through the index (the first read writes it).
+const INDEXED: [&[&str]; 10] = [
+    &["tree"],
+    &["tree", "--json"],
+    &["path"],
+    &["path", "--json"],
+    &["context"],
+    &["context", "--json"],
+    &["context", "--json", "--llm"],
+    &["dump", "--json"],
+    &["check"],
+    &["repair"],
+];
+
+/// True when GNU time is there to measure with (CI installs it).
+fn can_measure() -> bool {
+    if Path::new(TIME).exists() {
+        return true;
     }
+    assert!(std::env::var_os("CI").is_none(), "{TIME} is missing: install the Debian package `time` (.ci/run does)");
+    eprintln!("skipped: {TIME} is missing (Debian package `time`)");
+    false
+}
+
+/// Writes sessions of `n` and `2n` entries with `message`, and returns the
+/// runs (`(with the index?, args)`) whose peak memory grew by more than
+/// 0.3x the file's growth between them.
+fn over_three_tenths(n: usize, message: impl Fn(usize) -> String, runs: &[(bool, &[&str])]) -> Vec<String> {
     let d = tempfile::tempdir().unwrap();
     let (small, large) = (d.path().join("n.jsonl"), d.path().join("2n.jsonl"));
-    let n = 20_000;
-    let grown_kb = (write_chain(&large, 2 * n) - write_chain(&small, n)) / 1024;
+    let grown_kb = (write_chain(&large, 2 * n, &message) - write_chain(&small, n, &message)) / 1024;
     let cache = d.path().join("cache");
-    let cache = Some(cache.as_path());
-    // Through the index, every reading command; without it (a first read,
-    // or the index turned off), the scan they all share, under two of them.
-    let runs: [(Option<&Path>, &[&str]); 10] = [
-        (cache, &["tree"]),
-        (cache, &["tree", "--json"]),
-        (cache, &["path"]),
-        (cache, &["path", "--json"]),
-        (cache, &["context"]),
-        (cache, &["context", "--json"]),
-        (cache, &["context", "--json", "--llm"]),
-        (cache, &["dump", "--json"]),
-        (None, &["tree", "--json"]),
-        (None, &["context", "--json"]),
-    ];
     // The first read writes the index the others open.
     for file in [&small, &large] {
-        peak_kb(cache, &["path", "--json"], file);
+        peak_kb(Some(&cache), &["path", "--json"], file);
     }
     let mut over = vec![];
-    // The lower of two runs: a peak is sometimes caught a few hundred KB high.
-    let low = |cache, args, file| peak_kb(cache, args, file).min(peak_kb(cache, args, file));
-    for (cache, args) in runs {
-        let growth = low(cache, args, &large).saturating_sub(low(cache, args, &small));
+    for &(indexed, args) in runs {
+        let cache = indexed.then_some(cache.as_path());
+        // The lower of two runs: a peak is sometimes caught a few hundred KB high.
+        let low = |file| peak_kb(cache, args, file).min(peak_kb(cache, args, file));
+        let growth = low(&large).saturating_sub(low(&small));
         let ratio = growth as f64 / grown_kb as f64;
-        let what = format!("arbor {}{}", args.join(" "), if cache.is_none() { " (no index)" } else { "" });
+        let what = format!("arbor {}{}", args.join(" "), if indexed { "" } else { " (no index)" });
         eprintln!("{what}: +{growth} KB for +{grown_kb} KB of file ({ratio:.2}x)");
         if ratio > 0.3 {
             over.push(format!("{what}: {ratio:.2}x"));
         }
     }
+    over
+}
+
+#[test]
+fn peak_memory_grows_with_the_file_by_at_most_three_tenths_of_it() {
+    if !can_measure() {
+        return;
+    }
+    // Entries of about 450 bytes a line (the size of `cargo xtask
+    // gen-session --small`'s). Through the index, every reading command;
+    // without it (a first read, or the index turned off), the scan they all
+    // share, under two of them.
+    let runs: Vec<(bool, &[&str])> = INDEXED[..8]
+        .iter()
+        .map(|&a| (true, a))
+        .chain([(false, &["tree", "--json"][..]), (false, &["context", "--json"][..])])
+        .collect();
+    let over = over_three_tenths(20_000, chat(&"lorem ipsum dolor sit amet ".repeat(10)), &runs);
+    assert!(over.is_empty(), "peak memory grows faster than 0.3x the file: {over:?}");
+}
+
+#[test]
+fn tiny_entries_too_peak_memory_grows_by_at_most_three_tenths_of_the_file() {
+    if !can_measure() {
+        return;
+    }
+    // Entries of about 180 bytes a line: a million of them are a 180 MB
+    // file, so whatever a command keeps per entry must stay under ~55 bytes.
+    let runs: Vec<(bool, &[&str])> = INDEXED.iter().map(|&a| (true, a)).collect();
+    let over = over_three_tenths(100_000, chat(""), &runs);
+    assert!(over.is_empty(), "peak memory grows faster than 0.3x the file: {over:?}");
+}
+
+#[test]
+fn text_path_keeps_a_few_bytes_per_tool_call() {
+    if !can_measure() {
+        return;
+    }
+    // Every other entry a tool call its next entry answers: the result's
+    // row names the call, so `path` and `dump` remember where each was made.
+    let runs: [(bool, &[&str]); 1] = [(true, &["path"])];
+    let over = over_three_tenths(50_000, tool_calls, &runs);
     assert!(over.is_empty(), "peak memory grows faster than 0.3x the file: {over:?}");
 }
