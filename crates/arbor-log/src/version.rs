@@ -45,10 +45,17 @@ fn steps_version(n: f64) -> u64 {
     }
 }
 
+const BOM: &[u8] = "\u{feff}".as_bytes();
+
 /// The number the line's top-level `version` is written as, when it is one
 /// (the last of repeated keys, as `JSON.parse` keeps).
 fn raw_version(line: &[u8]) -> Option<f64> {
-    let fields: std::collections::HashMap<String, &RawValue> = serde_json::from_slice(line.trim_ascii()).ok()?;
+    // The line as the reader takes it: white space and byte-order marks around it dropped.
+    let mut line = line.trim_ascii();
+    while let Some(rest) = line.strip_prefix(BOM).or_else(|| line.strip_suffix(BOM)) {
+        line = rest.trim_ascii();
+    }
+    let fields: std::collections::HashMap<String, &RawValue> = serde_json::from_slice(line).ok()?;
     let text = fields.get("version")?.get();
     text.starts_with(|c: char| c == '-' || c.is_ascii_digit()).then(|| text.parse().ok())?
 }
@@ -178,6 +185,9 @@ mod tests {
         assert_eq!(version_in_line(null, br#"{"type":"session","version":null,"version":1e400,"id":"s"}"#), 3);
         // A lone surrogate elsewhere on the line does not stop the reading.
         assert_eq!(version_in_line(null, br#"{"type":"session","version":1e400,"id":"\ud800"}"#), 3);
+        // A byte-order mark before the header (the first line of a file) or around a line.
+        assert_eq!(version_in_line(null, format!("\u{feff}{}\r\n", line("1e400")).as_bytes()), 3);
+        assert_eq!(version_in_line(null, format!("{}\u{feff}", line("1e400")).as_bytes()), 3);
         assert_eq!(version_in_line(Some(&json!(2)), line("1e400").as_bytes()), 2);
         assert_eq!(version_in_line(None, b"not json"), 1);
     }
