@@ -123,7 +123,12 @@ function arborsReading(text) {
     }
     if (header === null) {
       header = value;
-    } else if (value.type !== "session" && (typeof value.type !== "string" || ((header.version ?? 1) >= 2 && typeof value.id !== "string"))) {
+    } else if (
+      value.type !== "session" &&
+      // Outside a file pi migrates as version 1 (whose migration gives every record an id);
+      // a version that reads as NaN is not one, so `!(v < 2)` and not `v >= 2`.
+      (typeof value.type !== "string" || (!((header.version ?? 1) < 2) && typeof value.id !== "string"))
+    ) {
       found.add("entries-without-id");
       continue;
     }
