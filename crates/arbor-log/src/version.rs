@@ -119,10 +119,10 @@ fn string_number(s: &str) -> f64 {
     t.parse().unwrap_or(f64::NAN)
 }
 
-/// JavaScript's `WhiteSpace` and `LineTerminator`, which `Number()` trims.
+/// JavaScript's `WhiteSpace` and `LineTerminator`, which `Number()` trims:
+/// Unicode's white space without NEL (U+0085), and the byte-order mark.
 fn is_js_space(c: char) -> bool {
-    matches!(c, '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | '\u{feff}' | '\u{2028}' | '\u{2029}')
-        || c.is_whitespace() && c != '\u{85}'
+    c == '\u{feff}' || (c.is_whitespace() && c != '\u{85}')
 }
 
 #[cfg(test)]
@@ -143,6 +143,8 @@ mod tests {
             (json!(-4), 1),
             (json!("3"), 3),
             (json!(" 2 "), 2),
+            (json!("\u{feff}\u{a0}2\u{2028}"), 2),
+            (json!("\u{85}2"), 3),
             (json!("2.5"), 2),
             (json!("0x3"), 3),
             (json!("0b10"), 2),
