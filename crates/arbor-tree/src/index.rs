@@ -151,20 +151,22 @@ impl IndexFile {
     /// file and stamp it and the file ends with a newline (an index never
     /// covers a half-written line).
     pub(crate) fn locate(dir: &Path, store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<IndexFile> {
-        let file = store.stamp(path)?;
-        if src.len().ok()? != file.size || file.size == 0 {
-            return None;
-        }
-        if read_exact_at(src, file.size - 1, 1).ok()? != b"\n" {
-            return None;
-        }
-        let checksum = checksum(src, file.size).ok()?;
+        let (stamp, identity) = stamp_file(store, path, src)?;
         let mut name = Fnv::new();
-        name.feed(file.identity.as_bytes());
-        Some(IndexFile {
-            path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)),
-            stamp: Stamp { size: file.size, mtime_ns: file.mtime_ns, changed_ns: file.changed_ns, checksum },
-        })
+        name.feed(identity.as_bytes());
+        Some(IndexFile { path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)), stamp })
+    }
+
+    /// Writes the index ([`IndexFile::write_with`]) and opens it for reading.
+    pub(crate) fn write_and_open(
+        &self,
+        write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+    ) -> Option<LazyIndex> {
+        if self.write_with(write) {
+            self.open()
+        } else {
+            None
+        }
     }
 
     /// The index, opened for lazy reading, when there is one whose stamp matches.
@@ -185,6 +187,37 @@ impl IndexFile {
         let Some(dir) = self.path.parent() else { return false };
         std::fs::create_dir_all(dir).is_ok() && atomic_write_file(&self.path, write).is_ok()
     }
+}
+
+/// The stamp of the file at `path` and what names it (see [`IndexFile::locate`]).
+fn stamp_file(store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<(Stamp, String)> {
+    let file = store.stamp(path)?;
+    if src.len().ok()? != file.size || file.size == 0 {
+        return None;
+    }
+    if read_exact_at(src, file.size - 1, 1).ok()? != b"\n" {
+        return None;
+    }
+    let checksum = checksum(src, file.size).ok()?;
+    let stamp = Stamp { size: file.size, mtime_ns: file.mtime_ns, changed_ns: file.changed_ns, checksum };
+    Some((stamp, file.identity))
+}
+
+/// An index of the file at `path` that only this process reads: written
+/// by `write` to a temporary file that has no name (it is gone when the
+/// index is dropped), for a file that gets no index in the cache (no cache
+/// directory, or one that cannot be written), so that reading it holds what
+/// reading through the cache's index holds.
+pub(crate) fn private_index(
+    store: &dyn Store,
+    path: &Path,
+    src: &dyn ReadAt,
+    write: impl FnOnce(&mut std::fs::File, Stamp) -> std::io::Result<()>,
+) -> Option<LazyIndex> {
+    let (stamp, _) = stamp_file(store, path, src)?;
+    let mut file = tempfile::tempfile().ok()?;
+    write(&mut file, stamp).ok()?;
+    LazyIndex::open(Box::new(file), stamp)
 }
 
 /// Bytes before the columns: magic, stamp, header bytes, entry count, strings length, id rows.

@@ -47,56 +47,56 @@ impl Session {
         if !self.load_scan(src.clone(), scanned)? {
             return Ok(false);
         }
-        let Some(index) =
-            index.filter(|i| clean && i.stamp.size >= self.opts.index_min_bytes && self.diagnostics.is_empty())
-        else {
+        if !clean || !self.diagnostics.is_empty() || src.len()? < self.opts.index_min_bytes {
             return Ok(true);
-        };
-        // The id map is made again when asked for: the index answers most lookups.
+        }
+        // Read on through an index, as a later open does: the slots made by
+        // the scan go, and what the command builds comes on top of the
+        // index's few bytes an entry, not the slots' 40. The cache's index
+        // when it can be written; else one only this process reads.
         self.state.by_id = OnceLock::new();
-        if self.write_index(header_bytes, &index) {
-            // Read on through the index just written, as a later open does:
-            // the slots made by the scan go, and what the command builds
-            // comes on top of the index's few bytes an entry, not the slots' 40.
-            if let Some(lazy) = index.open() {
-                self.state.slots = Slots::from_index(lazy);
-            }
+        let write = |file: &mut std::fs::File, stamp| self.write_index(file, stamp, header_bytes);
+        let lazy = match &index {
+            Some(index) => index.write_and_open(|file| write(file, index.stamp)),
+            None => None,
+        }
+        .or_else(|| index::private_index(self.opts.store.as_ref(), &path, &*src, write));
+        if let Some(lazy) = lazy {
+            self.state.slots = Slots::from_index(lazy);
         }
         Ok(true)
     }
 
-    /// Writes the index of a loaded file, a run of slots at a time; false
-    /// (nothing written) when a parent comes after its child (the index keeps
-    /// only parents that point back, so it can hold no cycle) or an entry does
-    /// not fit the index's layout.
-    fn write_index(&self, header_bytes: u64, index: &IndexFile) -> bool {
+    /// Writes the index of a loaded file into `file`, a run of slots at a
+    /// time; fails (the file is then dropped) when a parent comes after its
+    /// child (the index keeps only parents that point back, so it can hold no
+    /// cycle) or an entry does not fit the index's layout.
+    fn write_index(&self, file: &mut std::fs::File, stamp: index::Stamp, header_bytes: u64) -> io::Result<()> {
         let slots = &self.state.slots;
         let n = slots.len();
         let unfit = || io::Error::other("an entry does not fit the index");
-        index.write_with(|file| {
-            let mut w = IndexWriter::new(file, n);
-            for start in (0..n).step_by(WRITE_RUN) {
-                let end = (start + WRITE_RUN).min(n);
-                // The index borrows its ids, and the slots hold pi's packed: spell them out first.
-                let ids: Vec<Names> = (start..end).map(|i| names_of(&slots[i])).collect();
-                let entries = (start..end)
-                    .zip(&ids)
-                    .map(|(i, names)| match self.parent_of(i) {
-                        Some(p) if p >= i => None,
-                        parent => indexed(&slots[i], parent, names),
-                    })
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(unfit)?;
-                let cols = Columns::of(&entries, start, w.strings_len()).ok_or_else(unfit)?;
-                w.put(start, &cols)?;
+        let mut w = IndexWriter::new(file, n);
+        for start in (0..n).step_by(WRITE_RUN) {
+            let end = (start + WRITE_RUN).min(n);
+            // The index borrows its ids, and the slots hold pi's packed: spell them out first.
+            let ids: Vec<Names> = (start..end).map(|i| names_of(&slots[i])).collect();
+            let entries = (start..end)
+                .zip(&ids)
+                .map(|(i, names)| match self.parent_of(i) {
+                    Some(p) if p >= i => None,
+                    parent => indexed(&slots[i], parent, names),
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(unfit)?;
+            let cols = Columns::of(&entries, start, w.strings_len()).ok_or_else(unfit)?;
+            w.put(start, &cols)?;
+        }
+        w.finish(stamp, header_bytes, &|emit| {
+            for (i, s) in slots.iter().enumerate() {
+                let unresolved = if self.parent_of(i).is_none() { s.parent_id() } else { None };
+                // Positions fit: the columns were made.
+                index::id_rows(i as u32, &s.id(), unresolved.as_deref(), emit);
             }
-            w.finish(index.stamp, header_bytes, &|emit| {
-                for (i, s) in slots.iter().enumerate() {
-                    let unresolved = if self.parent_of(i).is_none() { s.parent_id() } else { None };
-                    // Positions fit: the columns were made.
-                    index::id_rows(i as u32, &s.id(), unresolved.as_deref(), emit);
-                }
-            })
         })
     }
 
