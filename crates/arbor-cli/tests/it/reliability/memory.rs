@@ -215,3 +215,54 @@ fn text_path_keeps_a_few_bytes_per_tool_call() {
     let over = over_three_tenths(50_000, tool_calls, &runs);
     assert!(over.is_empty(), "peak memory grows faster than 0.3x the file: {over:?}");
 }
+
+/// Peak RSS in KB of `arbor ls --all` over the sessions under `root`, with
+/// the catalog in `cache` (empty: the first listing reads every session).
+fn ls_peak_kb(root: &Path, cache: &Path) -> u64 {
+    let o = Command::new(TIME)
+        .args(["-f", "%M", env!("CARGO_BIN_EXE_arbor"), "ls", "--all", "--sessions-dir"])
+        .arg(root)
+        .env("ARBOR_CACHE_DIR", cache)
+        .env("HOME", "/nonexistent-home")
+        .env("MALLOC_ARENA_MAX", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "arbor ls --all failed: {err}");
+    err.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or_else(|| panic!("no peak RSS in {err:?}"))
+}
+
+#[test]
+fn ls_all_holds_a_few_mb_and_the_listing_not_the_sessions() {
+    if !can_measure() {
+        return;
+    }
+    // 24 and then 48 sessions of ~2 MB each: the listing grows by 24 rows,
+    // the sessions by ~48 MB. A listing that held what it read would grow
+    // with the sessions (478 MB for 450 MB of sessions, before).
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("sessions");
+    let dir = root.join("--p--");
+    fs::create_dir_all(&dir).unwrap();
+    let pad = "lorem ipsum dolor sit amet ".repeat(10);
+    let mut total = 0u64;
+    let mut peaks = vec![];
+    for round in 0..2 {
+        for k in 0..24 {
+            total += write_chain(&dir.join(format!("s{round}-{k}.jsonl")), 5_000, chat(&pad));
+        }
+        let fresh = tempfile::tempdir().unwrap();
+        let first = ls_peak_kb(&root, fresh.path()).min(ls_peak_kb(&root, tempfile::tempdir().unwrap().path()));
+        let again = ls_peak_kb(&root, fresh.path()).min(ls_peak_kb(&root, fresh.path()));
+        peaks.push((total / 1024, first, again));
+    }
+    let (grown_kb, first, again) =
+        (peaks[1].0 - peaks[0].0, peaks[1].1.saturating_sub(peaks[0].1), peaks[1].2.saturating_sub(peaks[0].2));
+    eprintln!("ls --all: +{first} KB first, +{again} KB from the catalog, for +{grown_kb} KB of sessions; {peaks:?}");
+    assert!(first * 20 < grown_kb, "the first listing grew by {first} KB for {grown_kb} KB of sessions");
+    assert!(again * 20 < grown_kb, "a listing from the catalog grew by {again} KB for {grown_kb} KB of sessions");
+    assert!(peaks[1].1 < 40 * 1024, "a few MB and the listing: {} KB", peaks[1].1);
+}
