@@ -207,7 +207,9 @@ fn stamp_file(store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<(Stamp
 /// by `write` to a temporary file that has no name (it is gone when the
 /// index is dropped), for a file that gets no index in the cache (no cache
 /// directory, or one that cannot be written), so that reading it holds what
-/// reading through the cache's index holds.
+/// reading through the cache's index holds. It goes to Arbor's cache
+/// directory where there is one (on disk, where the index would be), else
+/// to the system's temporary directory.
 pub(crate) fn private_index(
     store: &dyn Store,
     path: &Path,
@@ -215,7 +217,8 @@ pub(crate) fn private_index(
     write: impl FnOnce(&mut std::fs::File, Stamp) -> std::io::Result<()>,
 ) -> Option<LazyIndex> {
     let (stamp, _) = stamp_file(store, path, src)?;
-    let mut file = tempfile::tempfile().ok()?;
+    let in_cache = crate::paths::cache_dir().filter(|d| d.is_dir()).and_then(|d| tempfile::tempfile_in(d).ok());
+    let mut file = in_cache.or_else(|| tempfile::tempfile().ok())?;
     write(&mut file, stamp).ok()?;
     LazyIndex::open(Box::new(file), stamp)
 }
