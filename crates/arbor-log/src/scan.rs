@@ -291,6 +291,12 @@ pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> 
 /// keeps, about one range's lines, not the whole file's.
 pub(crate) const RANGE: u64 = 8 << 20;
 
+/// At most this many ranges (larger files get larger ones): a range's list
+/// then stays large enough for the allocator to map it apart and grow it in
+/// place, where thousands of small lists (a few thousand 3 KB lines in 8
+/// MiB) would leave each list's outgrown copies behind in the heap.
+const MAX_RANGES: u64 = 64;
+
 /// What a scan keeps of one range's lines ([`scan_parts`]), made in the
 /// thread that scanned them (so what is kept of a million lines can be far
 /// smaller than their heads).
@@ -319,7 +325,7 @@ impl ScanPart for Vec<ScannedLine> {
 pub(crate) fn scan_parts<P: ScanPart>(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<P>> {
     // Small files are not worth a thread.
     let threads = if len < 1 << 20 { 1 } else { threads.clamp(1, 64) };
-    let ranges = usize::try_from(len.div_ceil(RANGE)).unwrap_or(usize::MAX).max(threads).max(1);
+    let ranges = usize::try_from(len.div_ceil(RANGE).min(MAX_RANGES)).unwrap_or(1).max(threads).max(1);
     // Range k is the lines that start in [k·len/ranges, (k+1)·len/ranges): each
     // thread finds its ranges' bounds itself.
     let guess = |k: usize| if k == ranges { len } else { (u128::from(len) * k as u128 / ranges as u128) as u64 };
