@@ -16,8 +16,9 @@ pub struct SessionPlan {
     pub path: Vec<Position>,
     /// The [`plan_context`](crate::plan_context) of that path: its positions index [`SessionPlan::path`].
     pub plan: ContextPlan,
-    /// The positions decoded for the plan (settings, compactions, made-up
-    /// messages, the last assistant message), in file order.
+    /// The positions decoded for the plan (the settings that count, the
+    /// last compaction, the made-up messages it shows, the last assistant
+    /// message), in file order.
     pub read: Vec<Position>,
 }
 
@@ -58,9 +59,12 @@ pub fn plan_session_context(session: &Session) -> SessionPlan {
     let find_kept = |id: &str, k: usize| (0..k).rev().find(|&q| session.id_at(path[q]).is_some_and(|x| *x == *id));
     let mut read = vec![];
     let plan = plan_path_context(&kinds, find_kept, |ps| {
-        read = ps.iter().map(|&p| path[p]).collect();
-        session.decode_many(&read)
+        let wanted: Vec<Position> = ps.iter().map(|&p| path[p]).collect();
+        read.extend_from_slice(&wanted);
+        session.decode_many(&wanted)
     });
+    read.sort_unstable();
+    read.dedup();
     SessionPlan { path, plan, read }
 }
 
