@@ -301,9 +301,23 @@ pub struct PathKind<'a> {
 pub fn plan_path_context<E: Borrow<Entry>>(
     heads: &[PathKind<'_>],
     find_kept: impl FnOnce(&str, usize) -> Option<usize>,
+    decode: impl FnMut(&[usize]) -> Vec<Option<E>>,
+) -> ContextPlan {
+    plan_kinds_context(heads.len(), |p| heads[p], find_kept, decode)
+}
+
+/// [`plan_path_context`] with the path's heads asked for one at a time:
+/// `kind_at(p)` is the head of position `p < len`. A caller that reads the
+/// heads from columns (a session opened through its index) so lists none
+/// of them; the path is walked once from its end, and from the start only
+/// where the context shows messages.
+pub fn plan_kinds_context<'k, E: Borrow<Entry>>(
+    len: usize,
+    kind_at: impl Fn(usize) -> PathKind<'k>,
+    find_kept: impl FnOnce(&str, usize) -> Option<usize>,
     mut decode: impl FnMut(&[usize]) -> Vec<Option<E>>,
 ) -> ContextPlan {
-    let mut read = reads::settings_entries(heads, &mut decode);
+    let mut read = reads::settings_entries(len, &kind_at, &mut decode);
     // The path ranges whose entries give messages: after the last
     // compaction, and from the entry it keeps.
     let mut ranges = Vec::with_capacity(2);
@@ -312,15 +326,15 @@ pub fn plan_path_context<E: Borrow<Entry>>(
         _ => None,
     });
     match last_compaction {
-        None => ranges.push(0..heads.len()),
+        None => ranges.push(0..len),
         Some((k, first)) => {
             if let Some(start) = first.as_deref().and_then(|first| find_kept(first, k)) {
                 ranges.push(start..k);
             }
-            ranges.push(k + 1..heads.len());
+            ranges.push(k + 1..len);
         }
     }
-    reads::add_made_up(heads, ranges.iter().cloned().flatten(), &mut read, &mut decode);
+    reads::add_made_up(&kind_at, ranges.iter().cloned().flatten(), &mut read, &mut decode);
     let read: Vec<(usize, &Entry)> = read.iter().map(|(p, e)| (*p, e.borrow())).collect();
 
     let (ctx, compaction) = settings_of(&read);
@@ -334,9 +348,10 @@ pub fn plan_path_context<E: Borrow<Entry>>(
     // million steps never sit in a list grown to twice their size.
     steps.reserve_exact(ranges.iter().map(ExactSizeIterator::len).sum());
     for p in ranges.into_iter().flatten() {
-        if *heads[p].entry_type == EntryType::Message {
+        let t = kind_at(p).entry_type;
+        if *t == EntryType::Message {
             steps.push(ContextStep::Message(p));
-        } else if !reads::made_up(heads[p].entry_type) {
+        } else if !reads::made_up(t) {
             // Settings, compactions, labels and the like show nothing.
         } else if let Ok(r) = read.binary_search_by_key(&p, |&(q, _)| q) {
             steps.extend(entry_message(read[r].1).map(|m| ContextStep::Made(Box::new(m))));

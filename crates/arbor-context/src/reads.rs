@@ -60,15 +60,28 @@ pub(crate) fn made_up(t: &EntryType) -> bool {
 }
 
 /// The entries the settings of a path depend on, decoded through `decode`
-/// (see the module docs), as `(position, entry)` in path order. Processing
-/// them in order gives the settings (and the last compaction) that
-/// processing every entry of the path gives.
-pub(crate) fn settings_entries<E: Borrow<Entry>>(
-    heads: &[PathKind<'_>],
+/// (see the module docs), as `(position, entry)` in path order. `kind_at(p)`
+/// is the head of path position `p < len`; the path is walked once, from
+/// its end. Processing the entries in order gives the settings (and the
+/// last compaction) that processing every entry of the path gives.
+pub(crate) fn settings_entries<'k, E: Borrow<Entry>>(
+    len: usize,
+    kind_at: &impl Fn(usize) -> PathKind<'k>,
     decode: &mut impl FnMut(&[usize]) -> Vec<Option<E>>,
 ) -> Vec<(usize, E)> {
-    let mut last: Vec<Option<usize>> = Last::ALL.iter().map(|&s| heads.iter().rposition(|h| s.head(h))).collect();
-    let mut wanted: Vec<usize> = (0..heads.len()).filter(|&p| each_counts(heads[p].entry_type)).collect();
+    let mut last: [Option<usize>; Last::ALL.len()] = [None; Last::ALL.len()];
+    let mut wanted = vec![];
+    for p in (0..len).rev() {
+        let h = kind_at(p);
+        if each_counts(h.entry_type) {
+            wanted.push(p);
+        }
+        for (k, s) in Last::ALL.into_iter().enumerate() {
+            if last[k].is_none() && s.head(&h) {
+                last[k] = Some(p);
+            }
+        }
+    }
     wanted.extend(last.iter().flatten());
     let mut out: Vec<(usize, E)> = Vec::with_capacity(wanted.len());
     while !wanted.is_empty() {
@@ -81,7 +94,7 @@ pub(crate) fn settings_entries<E: Borrow<Entry>>(
             // does not set it, the entry before of the same kind is read.
             for (k, s) in Last::ALL.into_iter().enumerate() {
                 if last[k] == Some(p) && !e.as_ref().is_some_and(|e| s.sets(e.borrow())) {
-                    last[k] = heads[..p].iter().rposition(|h| s.head(h));
+                    last[k] = (0..p).rev().find(|&q| s.head(&kind_at(q)));
                     again.extend(last[k]);
                 }
             }
@@ -95,13 +108,13 @@ pub(crate) fn settings_entries<E: Borrow<Entry>>(
 
 /// Decodes the made-up messages' entries among `positions` and adds them
 /// to `read` (kept in path order).
-pub(crate) fn add_made_up<E: Borrow<Entry>>(
-    heads: &[PathKind<'_>],
+pub(crate) fn add_made_up<'k, E: Borrow<Entry>>(
+    kind_at: &impl Fn(usize) -> PathKind<'k>,
     positions: impl Iterator<Item = usize>,
     read: &mut Vec<(usize, E)>,
     decode: &mut impl FnMut(&[usize]) -> Vec<Option<E>>,
 ) {
-    let wanted: Vec<usize> = positions.filter(|&p| made_up(heads[p].entry_type)).collect();
+    let wanted: Vec<usize> = positions.filter(|&p| made_up(kind_at(p).entry_type)).collect();
     if wanted.is_empty() {
         return;
     }
