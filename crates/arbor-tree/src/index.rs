@@ -408,11 +408,31 @@ pub(crate) struct LazyIndex {
 /// Entries whose columns are read at once (96 KiB).
 const BLOCK: usize = 1 << 14;
 
-/// The columns of one block of entries: resolved parents, type and role codes.
+/// The columns of one block of entries as the index holds them (kept as
+/// read: no second copy): resolved parents (4 bytes each, little-endian),
+/// type and role codes (2 bytes each).
 #[derive(Debug)]
 struct Block {
-    parents: Box<[u32]>,
-    kinds: Box<[[u8; 2]]>,
+    parents: Box<[u8]>,
+    kinds: Box<[u8]>,
+}
+
+impl Block {
+    /// The parent column's value for the `k`-th entry of the block.
+    fn parent(&self, k: usize) -> Option<u32> {
+        let b = self.parents.get(k * 4..k * 4 + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The type and role codes of the `k`-th entry of the block.
+    fn kind(&self, k: usize) -> Option<[u8; 2]> {
+        let b = self.kinds.get(k * 2..k * 2 + 2)?;
+        Some([b[0], b[1]])
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = [u8; 2]> + '_ {
+        self.kinds.chunks_exact(2).map(|b| [b[0], b[1]])
+    }
 }
 
 impl LazyIndex {
@@ -460,18 +480,18 @@ impl LazyIndex {
             if p.len() != count * 4 || k.len() != count * 2 {
                 return None;
             }
-            let parents: Box<[u32]> = p.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            let kinds: Box<[[u8; 2]]> = k.chunks_exact(2).map(|b| [b[0], b[1]]).collect();
-            let earlier = parents.iter().enumerate().all(|(k, &p)| p == NO_POSITION || (p as usize) < start + k);
-            let known = kinds.iter().all(|&[t, r]| {
+            let block = Block { parents: p.into_boxed_slice(), kinds: k.into_boxed_slice() };
+            let earlier =
+                (0..count).all(|k| block.parent(k).is_some_and(|p| p == NO_POSITION || (p as usize) < start + k));
+            let known = block.kinds().all(|[t, r]| {
                 (usize::from(t) < EntryType::ALL.len() || t == NAMED_STRING)
                     && (usize::from(r) < Role::ALL.len() || r == NO_ROLE || r == NAMED_STRING)
             });
-            (earlier && known).then_some(Block { parents, kinds })
+            (earlier && known).then_some(block)
         });
         checked.unwrap_or_else(|| Block {
-            parents: vec![NO_POSITION; count].into_boxed_slice(),
-            kinds: vec![[NAMED_STRING, NAMED_STRING]; count].into_boxed_slice(),
+            parents: NO_POSITION.to_le_bytes().repeat(count).into_boxed_slice(),
+            kinds: [NAMED_STRING, NAMED_STRING].repeat(count).into_boxed_slice(),
         })
     }
 
@@ -490,18 +510,37 @@ impl LazyIndex {
         if i >= self.n {
             return None;
         }
-        let p = *self.block(i / BLOCK).parents.get(i % BLOCK)?;
+        let p = self.block(i / BLOCK).parent(i % BLOCK)?;
         (p != NO_POSITION).then_some(p as usize)
+    }
+
+    /// Calls `f` with entry `i`, its parent, and so on up to its root, as
+    /// [`LazyIndex::parent`] resolves them, reading each block's column once
+    /// (a parent is always an earlier entry, so the walk ends).
+    pub(crate) fn walk_up(&self, mut i: usize, f: &mut impl FnMut(usize)) {
+        while i < self.n {
+            let (block, base) = (self.block(i / BLOCK), i / BLOCK * BLOCK);
+            loop {
+                f(i);
+                match block.parent(i - base) {
+                    Some(p) if p != NO_POSITION => i = p as usize,
+                    _ => return,
+                }
+                if i < base {
+                    break;
+                }
+            }
+        }
     }
 
     /// The type and role codes of entry `i`.
     fn kind(&self, i: usize) -> Option<[u8; 2]> {
-        (i < self.n).then(|| self.block(i / BLOCK).kinds.get(i % BLOCK).copied()).flatten()
+        (i < self.n).then(|| self.block(i / BLOCK).kind(i % BLOCK)).flatten()
     }
 
     /// Every entry's type and role codes.
     fn kinds(&self) -> impl Iterator<Item = [u8; 2]> + '_ {
-        (0..self.blocks.len()).flat_map(move |b| self.block(b).kinds.iter().copied())
+        (0..self.blocks.len()).flat_map(move |b| self.block(b).kinds())
     }
 
     /// The type of entry `i`, when the column names it (a name Arbor does not know is in the strings).
@@ -631,6 +670,11 @@ mod tests {
         for (i, e) in all.iter().enumerate() {
             assert_eq!(lazy.id(i).as_ref(), Some(&e.id));
             assert_eq!(lazy.parent(i), e.parent);
+            // The walk up reads the same parents.
+            let mut walked = vec![];
+            lazy.walk_up(i, &mut |k| walked.push(k));
+            let one_by_one: Vec<usize> = std::iter::successors(Some(i), |&k| lazy.parent(k)).collect();
+            assert_eq!(walked, one_by_one, "the walk up from {i}");
         }
         Some((lazy.header_bytes, all))
     }
@@ -729,5 +773,41 @@ mod tests {
         let mut past = index.clone();
         past.entries[2].len = 5;
         assert_eq!(decode(&encode(stamp, &past).unwrap(), stamp), None);
+    }
+
+    /// Walks up across blocks of the parents column: a chain over three
+    /// blocks whose parents jump back across them, with roots along it.
+    #[test]
+    fn walks_up_across_blocks() {
+        let n = BLOCK * 2 + 100;
+        let ids: Vec<String> = (0..n).map(|i| format!("{i:x}")).collect();
+        let parent = |i: usize| match i % 5000 {
+            0 => None,
+            7 => Some(i / 3),
+            _ => Some(i - 1),
+        };
+        let entries = (0..n)
+            .map(|i| IndexedEntry {
+                offset: 10 + i as u64,
+                len: 1,
+                line: i as u32 + 2,
+                ts_ms: None,
+                js_only: false,
+                entry_type: EntryType::Message,
+                role: Some(Role::User),
+                id: &ids[i],
+                parent_id: None,
+                parent: parent(i),
+            })
+            .collect();
+        let stamp = Stamp { size: 10 + n as u64, mtime_ns: 1, changed_ns: 1, checksum: 1 };
+        let bytes = encode(stamp, &Index { header_bytes: 10, entries }).unwrap();
+        let lazy = LazyIndex::open(Box::new(bytes), stamp).unwrap();
+        for i in [0, 1, BLOCK - 1, BLOCK, BLOCK + 7, 2 * BLOCK + 3, n - 1] {
+            let mut walked = vec![];
+            lazy.walk_up(i, &mut |k| walked.push(k));
+            let want: Vec<usize> = std::iter::successors(Some(i), |&k| parent(k)).collect();
+            assert_eq!(walked, want, "from {i}");
+        }
     }
 }
