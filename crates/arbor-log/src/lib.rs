@@ -94,4 +94,4 @@ pub use migrate::{migrate, v1_to_v2, v2_to_v3, MigrationReport, MigrationStep};
 pub use text::searchable_text;
 pub use version::{version_in_line, version_of};
 pub use vocab::{EntryType, Role};
-pub use writer::{atomic_write, Appender, Durability, TailRepair};
+pub use writer::{atomic_write, atomic_write_file, Appender, Durability, TailRepair};

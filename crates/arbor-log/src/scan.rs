@@ -273,10 +273,11 @@ pub fn full_entry(bytes: &[u8]) -> Option<Box<Entry>> {
 /// Scans `len` bytes of `src` from the start, on up to `threads` threads, and
 /// returns every physical line in order (see [`scan_line`] for `decode`).
 ///
-/// The file is split at line boundaries into one range per thread; each range
-/// is read in 256 KiB positioned reads, so memory stays bounded whatever the file size.
+/// The file is split at line boundaries into ranges of about [`RANGE`]
+/// bytes, shared out among the threads; each range is read in 256 KiB
+/// positioned reads, so memory stays bounded whatever the file size.
 pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<ScannedLine>> {
-    let mut parts = scan_parts(src, len, threads, decode)?.into_iter();
+    let mut parts = scan_parts::<Vec<ScannedLine>>(src, len, threads, decode)?.into_iter();
     let mut out = parts.next().unwrap_or_default();
     for mut part in parts {
         out.append(&mut part);
@@ -284,63 +285,92 @@ pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> 
     Ok(out)
 }
 
-/// [`scan_source`]'s lines as one list per thread's range, in order and
-/// numbered through the file: callers that walk them once need no copy into
-/// one list (a line's head is a few hundred bytes; a million lines, hundreds of MB).
-pub(crate) fn scan_parts(
-    src: &dyn ReadAt,
-    len: u64,
-    threads: usize,
-    decode: bool,
-) -> io::Result<Vec<Vec<ScannedLine>>> {
-    scan_parts_as(src, len, threads, decode, &|l| l, &|l, base| l.number += base)
+/// Bytes of the file per range of a scan. Ranges are scanned apart and
+/// kept apart until the caller walks them in order, so a caller that takes
+/// what it keeps out of a range and drops the range holds, beside what it
+/// keeps, about one range's lines, not the whole file's.
+pub(crate) const RANGE: u64 = 8 << 20;
+
+/// What a scan keeps of one range's lines ([`scan_parts`]), made in the
+/// thread that scanned them (so what is kept of a million lines can be far
+/// smaller than their heads).
+pub(crate) trait ScanPart: Default + Send {
+    /// Keeps a line of the range (lines come in order, numbered from 1 within the range).
+    fn keep(&mut self, line: ScannedLine);
+    /// Adds `by` to the number of every line kept.
+    fn shift_lines(&mut self, by: usize);
 }
 
-/// [`scan_parts`] with each line turned into a `T` by `keep` in the thread
-/// that scanned it (so what is kept of a million lines can be far smaller
-/// than their heads); `renumber(t, base)` adds `base` to a kept line's
-/// number, which counts from 1 within its thread's range until then.
-pub(crate) fn scan_parts_as<T: Send>(
-    src: &dyn ReadAt,
-    len: u64,
-    threads: usize,
-    decode: bool,
-    keep: &(dyn Fn(ScannedLine) -> T + Sync),
-    renumber: &dyn Fn(&mut T, usize),
-) -> io::Result<Vec<Vec<T>>> {
-    let threads = threads.clamp(1, 64);
-    // Small files are not worth a thread.
-    let threads = if len < 1 << 20 { 1 } else { threads };
-    let mut bounds = vec![0u64];
-    for k in 1..threads {
-        let guess = len / threads as u64 * k as u64;
-        let start = next_line_start(src, guess.max(*bounds.last().unwrap_or(&0)), len)?;
-        bounds.push(start);
+impl ScanPart for Vec<ScannedLine> {
+    fn keep(&mut self, line: ScannedLine) {
+        self.push(line);
     }
-    bounds.push(len);
-    bounds.dedup();
-    let ranges: Vec<(u64, u64)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
-    let parts: Vec<io::Result<(Vec<T>, usize)>> = if ranges.len() <= 1 {
-        ranges.iter().map(|&(a, b)| scan_range(src, a, b, decode, keep)).collect()
+
+    fn shift_lines(&mut self, by: usize) {
+        for l in self {
+            l.number += by;
+        }
+    }
+}
+
+/// [`scan_source`]'s lines as one `P` per range, in order and numbered
+/// through the file: callers that walk them once need no copy into one
+/// list (a line's head is a few hundred bytes; a million lines, hundreds of MB).
+pub(crate) fn scan_parts<P: ScanPart>(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<P>> {
+    // Small files are not worth a thread.
+    let threads = if len < 1 << 20 { 1 } else { threads.clamp(1, 64) };
+    let ranges = usize::try_from(len.div_ceil(RANGE)).unwrap_or(usize::MAX).max(threads).max(1);
+    // Range k is the lines that start in [k·len/ranges, (k+1)·len/ranges): each
+    // thread finds its ranges' bounds itself.
+    let guess = |k: usize| if k == ranges { len } else { (u128::from(len) * k as u128 / ranges as u128) as u64 };
+    let scan = |k: usize| -> io::Result<(P, usize)> {
+        let start = next_line_start(src, guess(k), len)?;
+        let end = if k + 1 == ranges { len } else { next_line_start(src, guess(k + 1), len)? };
+        scan_range(src, start, end, decode)
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = vec![];
+        loop {
+            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if k >= ranges {
+                return done;
+            }
+            let part = scan(k);
+            let failed = part.is_err();
+            done.push((k, part));
+            if failed {
+                return done;
+            }
+        }
+    };
+    let mut scanned: Vec<(usize, io::Result<(P, usize)>)> = if threads == 1 {
+        work()
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> =
-                ranges.iter().map(|&(a, b)| s.spawn(move || scan_range(src, a, b, decode, keep))).collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("a scan thread panicked"))))
-                .collect()
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            let mut all = vec![];
+            for h in handles {
+                match h.join() {
+                    Ok(done) => all.extend(done),
+                    Err(_) => all.push((0, Err(io::Error::other("a scan thread panicked")))),
+                }
+            }
+            all
         })
     };
-    let mut numbered = Vec::with_capacity(parts.len());
+    scanned.sort_by_key(|(k, _)| *k);
+    let mut numbered = Vec::with_capacity(ranges);
     let mut base = 0;
-    for part in parts {
+    for (_, part) in scanned {
         let (mut part, lines) = part?;
-        for l in &mut part {
-            renumber(l, base);
-        }
+        part.shift_lines(base);
         base += lines;
         numbered.push(part);
+    }
+    if numbered.len() < ranges {
+        // A thread stopped at an error: it is above, in range order.
+        return Err(io::Error::other("a scan range was not read"));
     }
     Ok(numbered)
 }
@@ -352,7 +382,7 @@ fn next_line_start(src: &dyn ReadAt, from: u64, len: u64) -> io::Result<u64> {
     }
     // Start one byte early: a split that lands right after a `\n` is a line start.
     let mut pos = from - 1;
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; 16 * 1024];
     while pos < len {
         let n = src.read_at(&mut buf, pos)?;
         if n == 0 {
@@ -369,16 +399,13 @@ fn next_line_start(src: &dyn ReadAt, from: u64, len: u64) -> io::Result<u64> {
 /// Small enough that a chunk read is still in the core's cache when its lines are scanned.
 const CHUNK: usize = 256 << 10;
 
-/// Scans the lines of `[start, end)`, each kept as `keep` makes it; line
-/// numbers count from 1 within the range. Also the number of lines.
-fn scan_range<T>(
-    src: &dyn ReadAt,
-    start: u64,
-    end: u64,
-    decode: bool,
-    keep: &(dyn Fn(ScannedLine) -> T + Sync),
-) -> io::Result<(Vec<T>, usize)> {
-    let mut out = Vec::new();
+/// Scans the lines of `[start, end)` into a `P`; line numbers count from 1
+/// within the range. Also the number of lines.
+fn scan_range<P: ScanPart>(src: &dyn ReadAt, start: u64, end: u64, decode: bool) -> io::Result<(P, usize)> {
+    let mut out = P::default();
+    if start >= end {
+        return Ok((out, 0));
+    }
     let mut buf: Vec<u8> = vec![0; CHUNK.min((end - start) as usize + 1).max(1)];
     // buf[..filled] holds bytes from file offset `base`.
     let mut base = start;
@@ -411,7 +438,7 @@ fn scan_range<T>(
             let bytes = &buf[line_start..=nl];
             number += 1;
             let (kind, note) = scan_line(bytes, decode);
-            out.push(keep(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note }));
+            out.keep(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note });
             line_start = nl + 1;
         }
         if eof || pos >= end {
@@ -420,7 +447,7 @@ fn scan_range<T>(
                 let bytes = &buf[line_start..filled];
                 number += 1;
                 let (kind, note) = scan_line(bytes, decode);
-                out.push(keep(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note }));
+                out.keep(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note });
             }
             return Ok((out, number));
         }
@@ -781,7 +808,7 @@ mod tests {
             let mut a = 0;
             for k in 1..=threads {
                 let b = if k == threads { len } else { next_line_start(&data, len / threads * k, len).unwrap() };
-                parts.extend(scan_range(&data, a, b, false, &|l| l).unwrap().0.into_iter().map(|mut l| {
+                parts.extend(scan_range::<Vec<ScannedLine>>(&data, a, b, false).unwrap().0.into_iter().map(|mut l| {
                     l.number = 0;
                     l
                 }));

@@ -13,7 +13,7 @@ use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::EntryKind;
 use crate::idhash::IdHash;
 use crate::log::SessionLog;
-use crate::scan::{read_exact_at, scan_parts_as, ReadAt, RecordHead, ScanKind, ScannedLine};
+use crate::scan::{read_exact_at, scan_parts, ReadAt, RecordHead, ScanKind, ScanPart, ScannedLine};
 
 /// One record after the header that the scan found to be an entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,30 +87,83 @@ pub struct ScannedLog<E = ScannedEntry> {
 /// A scanned line as a [`ScannedLog`] keeps it until the lines are sorted:
 /// a plain entry (an object with a type and an id that is not a header, not
 /// line 1's title slot candidate, not malformed, with nothing to report)
-/// already made into its target; any other line whole, boxed (they are few).
-enum Kept<E> {
+/// already made into its target; any other line whole (they are few).
+enum Kept<E, L> {
     Entry(E),
-    Other(Box<ScannedLine>),
+    Other(L),
 }
 
-impl<E: ScanTarget> Kept<E> {
-    fn of(l: ScannedLine) -> Kept<E> {
-        let plain = match &l.kind {
-            ScanKind::Object(h) => {
-                l.note.is_none()
-                    && h.not_an_entry().is_none()
-                    && h.entry_type.as_ref().is_some_and(|t| !matches!(t.as_str(), "session" | "title"))
-                    && !matches!(h.entry.as_ref().map(|e| &e.kind), Some(EntryKind::Malformed { .. }))
-            }
-            _ => false,
-        };
-        match l.kind {
-            ScanKind::Object(head) if plain => {
-                Kept::Entry(E::from_scanned(ScannedEntry { line: l.number, offset: l.offset, len: l.len, head }))
-            }
-            _ => Kept::Other(Box::new(l)),
+/// Whether a scanned line is a plain entry (see [`Kept`]).
+fn is_plain(l: &ScannedLine) -> bool {
+    match &l.kind {
+        ScanKind::Object(h) => {
+            l.note.is_none()
+                && h.not_an_entry().is_none()
+                && h.entry_type.as_ref().is_some_and(|t| !matches!(t.as_str(), "session" | "title"))
+                && !matches!(h.entry.as_ref().map(|e| &e.kind), Some(EntryKind::Malformed { .. }))
         }
+        _ => false,
     }
+}
+
+/// One range's lines as a [`ScannedLog`] keeps them until they are sorted:
+/// the plain entries as targets, in one list (as many bytes an entry as the
+/// target holds, nothing beside), and the other lines, each with the number
+/// of plain entries before it in the range.
+struct Part<E> {
+    entries: Vec<E>,
+    others: Vec<(usize, Box<ScannedLine>)>,
+}
+
+impl<E> Default for Part<E> {
+    fn default() -> Self {
+        Part { entries: vec![], others: vec![] }
+    }
+}
+
+impl<E: ScanTarget> ScanPart for Part<E> {
+    fn keep(&mut self, l: ScannedLine) {
+        if !is_plain(&l) {
+            self.others.push((self.entries.len(), Box::new(l)));
+            return;
+        }
+        let ScanKind::Object(head) = l.kind else { return };
+        self.entries.push(E::from_scanned(ScannedEntry { line: l.number, offset: l.offset, len: l.len, head }));
+    }
+
+    fn shift_lines(&mut self, by: usize) {
+        self.entries.iter_mut().for_each(|e| e.shift_line(by));
+        self.others.iter_mut().for_each(|(_, l)| l.number += by);
+    }
+}
+
+impl<E> Part<E> {
+    /// The range's lines in file order (the part's lists freed when the walk ends).
+    fn into_lines(self) -> impl Iterator<Item = Kept<E, Box<ScannedLine>>> {
+        in_order(self.entries.into_iter(), self.others.into_iter())
+    }
+
+    /// [`Part::into_lines`], borrowed.
+    fn lines(&self) -> impl Iterator<Item = Kept<&E, &ScannedLine>> {
+        in_order(self.entries.iter(), self.others.iter().map(|(at, l)| (*at, &**l)))
+    }
+}
+
+/// Entries and other lines merged back into file order: each other line
+/// comes after the number of entries it was kept with.
+fn in_order<E, L>(
+    mut entries: impl Iterator<Item = E>,
+    others: impl Iterator<Item = (usize, L)>,
+) -> impl Iterator<Item = Kept<E, L>> {
+    let mut others = others.peekable();
+    let mut taken = 0usize;
+    std::iter::from_fn(move || {
+        if let Some((_, l)) = others.next_if(|(at, _)| *at == taken) {
+            return Some(Kept::Other(l));
+        }
+        taken += 1;
+        entries.next().map(Kept::Entry)
+    })
 }
 
 impl ScannedLog {
@@ -121,7 +174,9 @@ impl ScannedLog {
 
     /// Sorts scanned lines into header, entries and diagnostics (see [`ScannedLog`]).
     pub fn from_lines(src: &dyn ReadAt, bytes: u64, lines: Vec<ScannedLine>) -> io::Result<ScannedLog> {
-        ScannedLog::from_parts(src, bytes, vec![lines.into_iter().map(Kept::of).collect()])
+        let mut part = Part::default();
+        lines.into_iter().for_each(|l| part.keep(l));
+        ScannedLog::from_parts(src, bytes, vec![part])
     }
 }
 
@@ -129,17 +184,13 @@ impl<E: ScanTarget> ScannedLog<E> {
     /// [`ScannedLog::read`], each entry kept as an `E` made in the thread that scanned it.
     pub fn read_as(src: &dyn ReadAt, threads: usize) -> io::Result<ScannedLog<E>> {
         let bytes = src.len()?;
-        let renumber = |k: &mut Kept<E>, base: usize| match k {
-            Kept::Entry(e) => e.shift_line(base),
-            Kept::Other(l) => l.number += base,
-        };
-        let parts = scan_parts_as(src, bytes, threads, true, &Kept::of, &renumber)?;
+        let parts = scan_parts::<Part<E>>(src, bytes, threads, true)?;
         ScannedLog::from_parts(src, bytes, parts)
     }
 
     /// [`ScannedLog::from_lines`] of the lists [`scan_parts_as`] gives, taken in turn.
-    fn from_parts(src: &dyn ReadAt, bytes: u64, parts: Vec<Vec<Kept<E>>>) -> io::Result<ScannedLog<E>> {
-        let n_lines: usize = parts.iter().map(Vec::len).sum();
+    fn from_parts(src: &dyn ReadAt, bytes: u64, parts: Vec<Part<E>>) -> io::Result<ScannedLog<E>> {
+        let n_lines: usize = parts.iter().map(|p| p.entries.len() + p.others.len()).sum();
         let (prefix_end, prefix_bytes) = prefix_of(&parts);
         let raw = read_exact_at(src, 0, usize::try_from(prefix_bytes).unwrap_or(usize::MAX))?;
         // A title slot candidate on line 1 and the object after it are both in the
@@ -157,7 +208,8 @@ impl<E: ScanTarget> ScannedLog<E> {
         if has_header {
             first_seen.reserve(n_lines.saturating_sub(prefix_end), |_| 0);
         }
-        for k in parts.into_iter().flatten().skip(prefix_end) {
+        // Each range's lists are freed once walked: beside the entries, one range is held.
+        for k in parts.into_iter().flat_map(Part::into_lines).skip(prefix_end) {
             let e = match k {
                 Kept::Entry(e) => e,
                 Kept::Other(l) => match other_line(*l, has_header, &mut diagnostics, &mut entry_diagnostics) {
@@ -195,10 +247,10 @@ impl<E: ScanTarget> ScannedLog<E> {
 /// How many lines the prefix has and where it ends: it ends with the first
 /// object that is not line 1's title slot candidate (those lines are read in
 /// full, so header rules live in one place, `SessionLog::read`).
-fn prefix_of<E: ScanTarget>(parts: &[Vec<Kept<E>>]) -> (usize, u64) {
+fn prefix_of<E: ScanTarget>(parts: &[Part<E>]) -> (usize, u64) {
     let mut prefix_end = 0usize;
     let mut prefix_bytes = 0u64;
-    for k in parts.iter().flatten() {
+    for k in parts.iter().flat_map(Part::lines) {
         prefix_end += 1;
         let l = match k {
             Kept::Entry(e) => {

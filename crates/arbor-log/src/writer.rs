@@ -203,6 +203,19 @@ pub fn backup_copy(path: &Path, what: &str) -> Result<PathBuf, LogError> {
 /// Replaces `path` with `contents` atomically: a temporary file in the same
 /// directory, fsync, rename over the target, fsync of the directory.
 pub fn atomic_write(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), LogError> {
+    atomic_write_file(path, |file| {
+        let mut w = std::io::BufWriter::new(file);
+        write(&mut w).and_then(|_| w.flush())
+    })
+}
+
+/// [`atomic_write`] for a writer that places its bytes itself: `write` gets
+/// the temporary file (positioned writes, `std::os::unix::fs::FileExt`),
+/// which then replaces `path` as [`atomic_write`]'s does.
+pub fn atomic_write_file(
+    path: &Path,
+    write: impl FnOnce(&mut fs::File) -> std::io::Result<()>,
+) -> Result<(), LogError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
@@ -221,10 +234,7 @@ pub fn atomic_write(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::
     if let Some(p) = perms {
         tmp.as_file().set_permissions(p).map_err(|e| LogError::io(path, e))?;
     }
-    {
-        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-        write(&mut w).and_then(|_| w.flush()).map_err(|e| LogError::io(path, e))?;
-    }
+    write(tmp.as_file_mut()).map_err(|e| LogError::io(path, e))?;
     tmp.as_file().sync_all().map_err(|e| LogError::io(path, e))?;
     tmp.persist(path).map_err(|e| LogError::io(path, e.error))?;
     sync_dir(&dir).map_err(|e| LogError::io(&dir, e))?;

@@ -48,14 +48,16 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use arbor_log::scan::{read_exact_at, ReadAt};
-use arbor_log::{atomic_write, EntryType, Role};
+use arbor_log::{atomic_write_file, EntryType, Role};
 
 use crate::store::Store;
 
 mod extend;
 mod ids;
+mod write;
 
 pub(crate) use ids::IdRows;
+pub(crate) use write::IndexWriter;
 
 /// The extension of an index file in the cache directory.
 const INDEX_EXTENSION: &str = "arbor-index";
@@ -92,6 +94,7 @@ pub(crate) struct IndexedEntry<'a> {
     pub parent: Option<usize>,
 }
 
+#[cfg(test)]
 /// What the index says about the file as a whole.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Index<'a> {
@@ -148,20 +151,22 @@ impl IndexFile {
     /// file and stamp it and the file ends with a newline (an index never
     /// covers a half-written line).
     pub(crate) fn locate(dir: &Path, store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<IndexFile> {
-        let file = store.stamp(path)?;
-        if src.len().ok()? != file.size || file.size == 0 {
-            return None;
-        }
-        if read_exact_at(src, file.size - 1, 1).ok()? != b"\n" {
-            return None;
-        }
-        let checksum = checksum(src, file.size).ok()?;
+        let (stamp, identity) = stamp_file(store, path, src)?;
         let mut name = Fnv::new();
-        name.feed(file.identity.as_bytes());
-        Some(IndexFile {
-            path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)),
-            stamp: Stamp { size: file.size, mtime_ns: file.mtime_ns, changed_ns: file.changed_ns, checksum },
-        })
+        name.feed(identity.as_bytes());
+        Some(IndexFile { path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)), stamp })
+    }
+
+    /// Writes the index ([`IndexFile::write_with`]) and opens it for reading.
+    pub(crate) fn write_and_open(
+        &self,
+        write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+    ) -> Option<LazyIndex> {
+        if self.write_with(write) {
+            self.open()
+        } else {
+            None
+        }
     }
 
     /// The index, opened for lazy reading, when there is one whose stamp matches.
@@ -175,14 +180,44 @@ impl IndexFile {
         let _ = std::fs::remove_file(&self.path);
     }
 
-    /// Writes the index atomically; a cache, so failing changes nothing.
-    pub(crate) fn write(&self, bytes: &[u8]) {
-        if let Some(dir) = self.path.parent() {
-            if std::fs::create_dir_all(dir).is_ok() {
-                let _ = atomic_write(&self.path, |w| w.write_all(bytes));
-            }
-        }
+    /// Writes the index atomically, `write` placing its bytes in the
+    /// temporary file ([`IndexWriter`]); a cache, so failing changes
+    /// nothing. True when written.
+    pub(crate) fn write_with(&self, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> bool {
+        let Some(dir) = self.path.parent() else { return false };
+        std::fs::create_dir_all(dir).is_ok() && atomic_write_file(&self.path, write).is_ok()
     }
+}
+
+/// The stamp of the file at `path` and what names it (see [`IndexFile::locate`]).
+fn stamp_file(store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<(Stamp, String)> {
+    let file = store.stamp(path)?;
+    if src.len().ok()? != file.size || file.size == 0 {
+        return None;
+    }
+    if read_exact_at(src, file.size - 1, 1).ok()? != b"\n" {
+        return None;
+    }
+    let checksum = checksum(src, file.size).ok()?;
+    let stamp = Stamp { size: file.size, mtime_ns: file.mtime_ns, changed_ns: file.changed_ns, checksum };
+    Some((stamp, file.identity))
+}
+
+/// An index of the file at `path` that only this process reads: written
+/// by `write` to a temporary file that has no name (it is gone when the
+/// index is dropped), for a file that gets no index in the cache (no cache
+/// directory, or one that cannot be written), so that reading it holds what
+/// reading through the cache's index holds.
+pub(crate) fn private_index(
+    store: &dyn Store,
+    path: &Path,
+    src: &dyn ReadAt,
+    write: impl FnOnce(&mut std::fs::File, Stamp) -> std::io::Result<()>,
+) -> Option<LazyIndex> {
+    let (stamp, _) = stamp_file(store, path, src)?;
+    let mut file = tempfile::tempfile().ok()?;
+    write(&mut file, stamp).ok()?;
+    LazyIndex::open(Box::new(file), stamp)
 }
 
 /// Bytes before the columns: magic, stamp, header bytes, entry count, strings length, id rows.
@@ -195,6 +230,7 @@ const PER_ENTRY: u64 = 4 + 2 + RECORD as u64;
 /// The index's bytes; `None` when an entry does not fit the layout (a line of
 /// 4 GiB or more, a string of 64 KiB or more, strings of 4 GiB or more, 2^31
 /// entries or more): such a file is not indexed.
+#[cfg(test)]
 pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
     let mut cols = Columns::of(&index.entries, 0, 0)?;
     cols.rows.sort_unstable();
@@ -282,13 +318,13 @@ impl Columns {
             c.records.extend_from_slice(&u32::try_from(at).ok()?.to_le_bytes());
             c.records.extend_from_slice(&[u8::from(e.ts_ms.is_some()) | u8::from(e.js_only) << 1, 0, 0, 0]);
             put_str(&mut c.strings, e.id)?;
-            c.rows.push((id_hash(e.id), pos));
+            let unresolved = if parent == NO_POSITION { e.parent_id } else { None };
+            id_rows(pos, e.id, unresolved, &mut |row| c.rows.push(row));
             if parent == NO_POSITION {
                 match e.parent_id {
                     Some(id) => {
                         c.strings.push(1);
                         put_str(&mut c.strings, id)?;
-                        c.rows.push((id_hash(id), pos | NAMES_PARENT));
                     }
                     None => c.strings.push(0),
                 }
@@ -302,6 +338,15 @@ impl Columns {
         }
         u32::try_from(strings_at.checked_add(c.strings.len() as u64)?).ok()?;
         Some(c)
+    }
+}
+
+/// The id rows of the entry at `pos`: its id, and the parent id it names
+/// when that resolves to no entry (`unresolved_parent`).
+pub(crate) fn id_rows(pos: u32, id: &str, unresolved_parent: Option<&str>, emit: &mut dyn FnMut((u64, u32))) {
+    emit((id_hash(id), pos));
+    if let Some(parent) = unresolved_parent {
+        emit((id_hash(parent), pos | NAMES_PARENT));
     }
 }
 

@@ -19,8 +19,11 @@ use super::packed::IdTable;
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
 use super::slots::narrow;
 use super::{Disk, Session, Slots};
-use crate::index::{self, IndexFile, LazyIndex};
+use crate::index::{self, Columns, IndexFile, IndexWriter, LazyIndex};
 use crate::labels::Labels;
+
+/// Slots whose index columns are made at once while the index is written.
+const WRITE_RUN: usize = 8192;
 
 impl Session {
     /// The index-first load: true when done, false when the file needs the full
@@ -41,38 +44,60 @@ impl Session {
         let scanned = ScannedLog::<Slot>::read_as(&*src, threads)?;
         let clean = scanned.diagnostics.is_empty() && !scanned.entries.is_empty();
         let header_bytes = scanned.prefix.lines().last().map_or(0, |l| l.offset + l.raw().len() as u64);
-        if !self.load_scan(src, scanned)? {
+        if !self.load_scan(src.clone(), scanned)? {
             return Ok(false);
         }
-        if let Some(index) =
-            index.filter(|i| clean && i.stamp.size >= self.opts.index_min_bytes && self.diagnostics.is_empty())
-        {
-            if let Some(bytes) = self.index_of_slots(header_bytes, index.stamp) {
-                index.write(&bytes);
-            }
+        if !clean || !self.diagnostics.is_empty() || src.len()? < self.opts.index_min_bytes {
+            return Ok(true);
+        }
+        // Read on through an index, as a later open does: the slots made by
+        // the scan go, and what the command builds comes on top of the
+        // index's few bytes an entry, not the slots' 40. The cache's index
+        // when it can be written; else one only this process reads.
+        self.state.by_id = OnceLock::new();
+        let write = |file: &mut std::fs::File, stamp| self.write_index(file, stamp, header_bytes);
+        let lazy = match &index {
+            Some(index) => index.write_and_open(|file| write(file, index.stamp)),
+            None => None,
+        }
+        .or_else(|| index::private_index(self.opts.store.as_ref(), &path, &*src, write));
+        if let Some(lazy) = lazy {
+            self.state.slots = Slots::from_index(lazy);
         }
         Ok(true)
     }
 
-    /// The index of a loaded file, encoded; `None` when a parent comes after its child
-    /// (the index keeps only parents that point back, so it can hold no cycle).
-    fn index_of_slots(&self, header_bytes: u64, stamp: index::Stamp) -> Option<Vec<u8>> {
+    /// Writes the index of a loaded file into `file`, a run of slots at a
+    /// time; fails (the file is then dropped) when a parent comes after its
+    /// child (the index keeps only parents that point back, so it can hold no
+    /// cycle) or an entry does not fit the index's layout.
+    fn write_index(&self, file: &mut std::fs::File, stamp: index::Stamp, header_bytes: u64) -> io::Result<()> {
         let slots = &self.state.slots;
-        // The index borrows its ids, and the slots hold pi's packed: spell them out first.
-        let ids: Vec<Names> = slots.iter().map(names_of).collect();
-        let entries = slots
-            .iter()
-            .zip(&ids)
-            .enumerate()
-            .map(|(i, (s, names))| {
-                let parent = self.parent_of(i);
-                if parent.is_some_and(|p| p >= i) {
-                    return None;
-                }
-                indexed(s, parent, names)
-            })
-            .collect::<Option<Vec<_>>>()?;
-        index::encode(stamp, &index::Index { header_bytes, entries })
+        let n = slots.len();
+        let unfit = || io::Error::other("an entry does not fit the index");
+        let mut w = IndexWriter::new(file, n);
+        for start in (0..n).step_by(WRITE_RUN) {
+            let end = (start + WRITE_RUN).min(n);
+            // The index borrows its ids, and the slots hold pi's packed: spell them out first.
+            let ids: Vec<Names> = (start..end).map(|i| names_of(&slots[i])).collect();
+            let entries = (start..end)
+                .zip(&ids)
+                .map(|(i, names)| match self.parent_of(i) {
+                    Some(p) if p >= i => None,
+                    parent => indexed(&slots[i], parent, names),
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(unfit)?;
+            let cols = Columns::of(&entries, start, w.strings_len()).ok_or_else(unfit)?;
+            w.put(start, &cols)?;
+        }
+        w.finish(stamp, header_bytes, &|emit| {
+            for (i, s) in slots.iter().enumerate() {
+                let unresolved = if self.parent_of(i).is_none() { s.parent_id() } else { None };
+                // Positions fit: the columns were made.
+                index::id_rows(i as u32, &s.id(), unresolved.as_deref(), emit);
+            }
+        })
     }
 
     /// Loads from the cached index; false when there is none usable. Only

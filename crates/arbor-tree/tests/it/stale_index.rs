@@ -36,10 +36,12 @@ fn an_edit_in_place_that_keeps_size_and_time_is_not_read_through_the_index() {
     let p = d.path().join("s.jsonl");
     let text = write_big_session(&p, 4000, 300);
     open_in(&p, Some(cache.path()));
-    the_index(cache.path());
+    let stale = fs::read(the_index(cache.path())).unwrap();
     let edited = edit_in_place(&p, &text, 2000, 2500);
     let s = open_in(&p, Some(cache.path()));
-    assert!(!s.opened_from_index(), "the stamp noticed the edit");
+    // The stamp noticed the edit: the file was scanned, and read on through a fresh index.
+    assert_ne!(fs::read(the_index(cache.path())).unwrap(), stale, "the stale index was replaced");
+    assert!(s.notices().is_empty(), "{:?}", s.notices());
     let want: Vec<String> = edited.lines().skip(1).map(str::to_owned).collect();
     assert_eq!(texts(&s), want);
 }
@@ -81,7 +83,8 @@ fn lines_a_forged_index_misplaces_are_never_copied_and_the_file_is_read_again() 
 
     // Checked first: the index is dropped and the file read as it is.
     assert!(s.verify_all_lines().unwrap());
-    assert!(!s.opened_from_index());
+    // Read again, then on through a fresh index of the file as it is now.
+    assert!(!s.verify_all_lines().unwrap());
     let notice = s.notices().join("\n");
     assert!(notice.contains("the index in the cache did not match the file"), "{notice}");
     let want: Vec<String> = edited.lines().skip(1).map(str::to_owned).collect();
