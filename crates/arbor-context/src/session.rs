@@ -55,9 +55,9 @@ pub fn plan_session_context(session: &Session) -> SessionPlan {
     // Read from the session's columns as the plan asks (a position the
     // session just gave always has a type; one that gives the context
     // nothing stands in otherwise).
-    let kind_at = |p: usize| PathKind {
-        entry_type: session.entry_type_at(path[p]).unwrap_or(&EntryType::Custom),
-        role: session.role_at(path[p]),
+    let kind_at = |p: usize| match session.head_at(path[p]) {
+        Some((entry_type, role)) => PathKind { entry_type, role },
+        None => PathKind { entry_type: &EntryType::Custom, role: None },
     };
     let find_kept = |id: &str, k: usize| (0..k).rev().find(|&q| session.id_at(path[q]).is_some_and(|x| *x == *id));
     let mut read = vec![];

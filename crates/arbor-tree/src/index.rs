@@ -601,6 +601,17 @@ impl LazyIndex {
         }
     }
 
+    /// The type and role of entry `i` at once ([`LazyIndex::entry_type`],
+    /// [`LazyIndex::role`]); `None` when the column does not name both.
+    pub(crate) fn head(&self, i: usize) -> Option<(&'static EntryType, Option<&'static Role>)> {
+        let [t, r] = self.kind(i)?;
+        let role = match r {
+            NO_ROLE => None,
+            code => Some(Role::ALL.get(usize::from(code))?),
+        };
+        Some((EntryType::ALL.get(usize::from(t))?, role))
+    }
+
     /// True when some entry's role is `role` (no entry is read).
     pub(crate) fn has_role(&self, role: &Role) -> bool {
         let Some(code) = Role::ALL.iter().position(|r| r == role) else { return false };

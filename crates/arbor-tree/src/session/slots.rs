@@ -222,6 +222,14 @@ impl Slots {
         }
     }
 
+    /// The type and role of slot `i` ([`Slots::entry_type`], [`Slots::role`]) with one look at the index's column.
+    pub(crate) fn head(&self, i: usize) -> Option<(&EntryType, Option<&Role>)> {
+        match self.indexed.as_ref().and_then(|x| x.index.head(i)) {
+            Some(h) => Some(h),
+            None => Some((self.entry_type(i)?, self.role(i))),
+        }
+    }
+
     /// The positions of the slots of type `t`, from the index's column where it can.
     pub(crate) fn positions_of(&self, t: &EntryType) -> Vec<usize> {
         let n = self.indexed_len();
