@@ -18,7 +18,8 @@
 //!
 //! It is read lazily ([`LazyIndex`]): opening reads the fixed header; the
 //! two small columns (each entry's resolved parent, type and role: 6 bytes
-//! an entry) are read and checked 16,384 entries at a time, and the rest of
+//! an entry) are read and checked 16,384 entries at a time (`block.rs`, which
+//! also walks a path up the parents column), and the rest of
 //! an entry (its byte range, line, time, id) a run of entries at a time,
 //! with positioned reads, when something asks for it. So reopening a
 //! million-entry session and printing the context at its leaf reads a few
@@ -52,9 +53,12 @@ use arbor_log::{atomic_write_file, EntryType, Role};
 
 use crate::store::Store;
 
+mod block;
 mod extend;
 mod ids;
 mod write;
+
+use block::{Block, BLOCK};
 
 pub(crate) use ids::IdRows;
 pub(crate) use write::IndexWriter;
@@ -450,36 +454,6 @@ pub(crate) struct LazyIndex {
     blocks: Vec<OnceLock<Block>>,
 }
 
-/// Entries whose columns are read at once (96 KiB).
-const BLOCK: usize = 1 << 14;
-
-/// The columns of one block of entries as the index holds them (kept as
-/// read: no second copy): resolved parents (4 bytes each, little-endian),
-/// type and role codes (2 bytes each).
-#[derive(Debug)]
-struct Block {
-    parents: Box<[u8]>,
-    kinds: Box<[u8]>,
-}
-
-impl Block {
-    /// The parent column's value for the `k`-th entry of the block.
-    fn parent(&self, k: usize) -> Option<u32> {
-        let b = self.parents.get(k * 4..k * 4 + 4)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    /// The type and role codes of the `k`-th entry of the block.
-    fn kind(&self, k: usize) -> Option<[u8; 2]> {
-        let b = self.kinds.get(k * 2..k * 2 + 2)?;
-        Some([b[0], b[1]])
-    }
-
-    fn kinds(&self) -> impl Iterator<Item = [u8; 2]> + '_ {
-        self.kinds.chunks_exact(2).map(|b| [b[0], b[1]])
-    }
-}
-
 impl LazyIndex {
     /// Opens an index whose stamp is `stamp`: reads its header and checks
     /// its length against the counts it gives; `None` when it is missing,
@@ -510,34 +484,9 @@ impl LazyIndex {
         self.blocks[b].get_or_init(|| self.read_block(b))
     }
 
-    /// Reads and checks the columns of block `b`. A parent that is not an
-    /// earlier entry (which could make a cycle) or a code Arbor does not
-    /// know means the index is corrupt there: its entries then have no
-    /// parent in the column and their types and roles are read from the
-    /// strings, whose checks fail, so they read as changed lines (and the
-    /// session reads the file again, `Session::verify_lines`).
+    /// Reads and checks the columns of block `b` ([`Block::read`]).
     fn read_block(&self, b: usize) -> Block {
-        let start = b * BLOCK;
-        let count = BLOCK.min(self.n - start);
-        let parents = read_exact_at(&*self.file, FIXED + (start * 4) as u64, count * 4).ok();
-        let kinds = read_exact_at(&*self.file, FIXED + (self.n * 4 + start * 2) as u64, count * 2).ok();
-        let checked = parents.zip(kinds).and_then(|(p, k)| {
-            if p.len() != count * 4 || k.len() != count * 2 {
-                return None;
-            }
-            let block = Block { parents: p.into_boxed_slice(), kinds: k.into_boxed_slice() };
-            let earlier =
-                (0..count).all(|k| block.parent(k).is_some_and(|p| p == NO_POSITION || (p as usize) < start + k));
-            let known = block.kinds().all(|[t, r]| {
-                (usize::from(t) < EntryType::ALL.len() || t == NAMED_STRING)
-                    && (usize::from(r) < Role::ALL.len() || r == NO_ROLE || r == NAMED_STRING)
-            });
-            (earlier && known).then_some(block)
-        });
-        checked.unwrap_or_else(|| Block {
-            parents: NO_POSITION.to_le_bytes().repeat(count).into_boxed_slice(),
-            kinds: [NAMED_STRING, NAMED_STRING].repeat(count).into_boxed_slice(),
-        })
+        Block::read(&*self.file, self.n, b)
     }
 
     /// The number of entries.
@@ -557,25 +506,6 @@ impl LazyIndex {
         }
         let p = self.block(i / BLOCK).parent(i % BLOCK)?;
         (p != NO_POSITION).then_some(p as usize)
-    }
-
-    /// Calls `f` with entry `i`, its parent, and so on up to its root, as
-    /// [`LazyIndex::parent`] resolves them, reading each block's column once
-    /// (a parent is always an earlier entry, so the walk ends).
-    pub(crate) fn walk_up(&self, mut i: usize, f: &mut impl FnMut(usize)) {
-        while i < self.n {
-            let (block, base) = (self.block(i / BLOCK), i / BLOCK * BLOCK);
-            loop {
-                f(i);
-                match block.parent(i - base) {
-                    Some(p) if p != NO_POSITION => i = p as usize,
-                    _ => return,
-                }
-                if i < base {
-                    break;
-                }
-            }
-        }
     }
 
     /// The type and role codes of entry `i`.
@@ -829,41 +759,5 @@ mod tests {
         let mut past = index.clone();
         past.entries[2].len = 5;
         assert_eq!(decode(&encode(stamp, &past).unwrap(), stamp), None);
-    }
-
-    /// Walks up across blocks of the parents column: a chain over three
-    /// blocks whose parents jump back across them, with roots along it.
-    #[test]
-    fn walks_up_across_blocks() {
-        let n = BLOCK * 2 + 100;
-        let ids: Vec<String> = (0..n).map(|i| format!("{i:x}")).collect();
-        let parent = |i: usize| match i % 5000 {
-            0 => None,
-            7 => Some(i / 3),
-            _ => Some(i - 1),
-        };
-        let entries = (0..n)
-            .map(|i| IndexedEntry {
-                offset: 10 + i as u64,
-                len: 1,
-                line: i as u32 + 2,
-                ts_ms: None,
-                js_only: false,
-                entry_type: EntryType::Message,
-                role: Some(Role::User),
-                id: &ids[i],
-                parent_id: None,
-                parent: parent(i),
-            })
-            .collect();
-        let stamp = Stamp { size: 10 + n as u64, mtime_ns: 1, changed_ns: 1, checksum: 1 };
-        let bytes = encode(stamp, &Index { header_bytes: 10, entries }).unwrap();
-        let lazy = LazyIndex::open(Box::new(bytes), stamp).unwrap();
-        for i in [0, 1, BLOCK - 1, BLOCK, BLOCK + 7, 2 * BLOCK + 3, n - 1] {
-            let mut walked = vec![];
-            lazy.walk_up(i, &mut |k| walked.push(k));
-            let want: Vec<usize> = std::iter::successors(Some(i), |&k| parent(k)).collect();
-            assert_eq!(walked, want, "from {i}");
-        }
     }
 }
