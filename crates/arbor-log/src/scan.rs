@@ -273,8 +273,8 @@ pub fn full_entry(bytes: &[u8]) -> Option<Box<Entry>> {
 /// Scans `len` bytes of `src` from the start, on up to `threads` threads, and
 /// returns every physical line in order (see [`scan_line`] for `decode`).
 ///
-/// The file is split at line boundaries into ranges of about [`RANGE`]
-/// bytes, shared out among the threads; each range is read in 256 KiB
+/// The file is split at line boundaries into ranges of about 8 MiB,
+/// shared out among the threads; each range is read in 256 KiB
 /// positioned reads, so memory stays bounded whatever the file size.
 pub fn scan_source(src: &dyn ReadAt, len: u64, threads: usize, decode: bool) -> io::Result<Vec<ScannedLine>> {
     let mut parts = scan_parts::<Vec<ScannedLine>>(src, len, threads, decode)?.into_iter();

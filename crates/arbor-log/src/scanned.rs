@@ -7,11 +7,9 @@
 
 use std::io;
 
-use hashbrown::HashTable;
-
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::EntryKind;
-use crate::idhash::IdHash;
+use crate::idhash::IdTable;
 use crate::log::SessionLog;
 use crate::scan::{read_exact_at, scan_parts, ReadAt, RecordHead, ScanKind, ScanPart, ScannedLine};
 
@@ -78,6 +76,9 @@ pub struct ScannedLog<E = ScannedEntry> {
     pub entries: Vec<E>,
     /// Line diagnostics, then entry diagnostics, each in line order.
     pub diagnostics: Vec<Diagnostic>,
+    /// The position in `entries` of the first entry of each id (what a
+    /// duplicate id names; with no duplicate, where each id is).
+    pub ids: IdTable,
     /// Physical lines in the file.
     pub lines: usize,
     /// Bytes scanned.
@@ -202,12 +203,7 @@ impl<E: ScanTarget> ScannedLog<E> {
         // Line diagnostics come first, then these (each in line order).
         let mut entry_diagnostics = vec![];
         // Positions in `entries` by id, the first line of each: what a duplicate names.
-        let hasher = IdHash::default();
-        let hash = |id: &str| std::hash::BuildHasher::hash_one(&hasher, id);
-        let mut first_seen: HashTable<u32> = HashTable::new();
-        if has_header {
-            first_seen.reserve(n_lines.saturating_sub(prefix_end), |_| 0);
-        }
+        let mut ids = IdTable::with_capacity(if has_header { n_lines.saturating_sub(prefix_end) } else { 0 });
         // Each range's lists are freed once walked: beside the entries, one range is held.
         for k in parts.into_iter().flat_map(Part::into_lines).skip(prefix_end) {
             let e = match k {
@@ -221,26 +217,16 @@ impl<E: ScanTarget> ScannedLog<E> {
                 continue;
             }
             let id = e.id();
-            let h = hash(&id);
-            match first_seen.find(h, |&k| *entries[k as usize].id() == *id) {
-                Some(&first) => {
-                    let (line, offset, _) = e.place();
-                    let kind = DiagnosticKind::DuplicateId {
-                        id: id.to_owned(),
-                        first_line: entries[first as usize].place().0,
-                    };
-                    entry_diagnostics.push(Diagnostic { line, offset, kind });
-                }
-                None => {
-                    let at = u32::try_from(entries.len()).unwrap_or(u32::MAX);
-                    first_seen.insert_unique(h, at, |&k| hash(&entries[k as usize].id()));
-                }
+            if let Some(first) = ids.insert_first(&id, entries.len(), |k| entries[k].id()) {
+                let (line, offset, _) = e.place();
+                let kind = DiagnosticKind::DuplicateId { id: id.to_owned(), first_line: entries[first].place().0 };
+                entry_diagnostics.push(Diagnostic { line, offset, kind });
             }
             drop(id);
             entries.push(e);
         }
         diagnostics.append(&mut entry_diagnostics);
-        Ok(ScannedLog { prefix, entries, diagnostics, lines: n_lines, bytes })
+        Ok(ScannedLog { prefix, entries, diagnostics, ids, lines: n_lines, bytes })
     }
 }
 

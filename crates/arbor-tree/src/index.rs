@@ -161,6 +161,13 @@ impl IndexFile {
         Some(IndexFile { path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)), stamp })
     }
 
+    /// The same index with the file's stamp taken again (the file may have
+    /// changed since [`IndexFile::locate`]).
+    pub(crate) fn stamped_again(self, store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<IndexFile> {
+        let (stamp, _) = stamp_file(store, path, src)?;
+        Some(IndexFile { stamp, ..self })
+    }
+
     /// Writes the index ([`IndexFile::write_with`]) and opens it for reading.
     pub(crate) fn write_and_open(
         &self,
@@ -211,15 +218,21 @@ fn stamp_file(store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<(Stamp
 /// by `write` to a temporary file that has no name (it is gone when the
 /// index is dropped), for a file that gets no index in the cache (no cache
 /// directory, or one that cannot be written), so that reading it holds what
-/// reading through the cache's index holds.
+/// reading through the cache's index holds; `scanned`: the bytes the scan
+/// read, which the index covers. It goes to Arbor's cache
+/// directory where there is one (on disk, where the index would be), else
+/// to the system's temporary directory.
 pub(crate) fn private_index(
     store: &dyn Store,
     path: &Path,
     src: &dyn ReadAt,
+    scanned: u64,
     write: impl FnOnce(&mut std::fs::File, Stamp) -> std::io::Result<()>,
 ) -> Option<LazyIndex> {
-    let (stamp, _) = stamp_file(store, path, src)?;
-    let mut file = tempfile::tempfile().ok()?;
+    // Only for the bytes the scan read: a file that grew since gets none.
+    let (stamp, _) = stamp_file(store, path, src).filter(|(s, _)| s.size == scanned)?;
+    let in_cache = crate::paths::cache_dir().filter(|d| d.is_dir()).and_then(|d| tempfile::tempfile_in(d).ok());
+    let mut file = in_cache.or_else(|| tempfile::tempfile().ok())?;
     write(&mut file, stamp).ok()?;
     LazyIndex::open(Box::new(file), stamp)
 }

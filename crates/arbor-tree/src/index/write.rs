@@ -1,6 +1,6 @@
 //! Writing an index a run of entries at a time ([`IndexWriter`]): each
 //! column's part placed in the file with positioned writes, the id rows
-//! sorted a part at a time, so that indexing a million entries on their
+//! sorted an eighth at a time, so that indexing a million entries on their
 //! first read holds far less than the index itself (docs/performance.md,
 //! "Memory bounded by the file").
 
@@ -11,10 +11,12 @@ use super::{fixed, row_bytes, Columns, Stamp, FIXED, PER_ENTRY, RECORD};
 /// Where a caller gives id rows: `(hash, position)`, in any order.
 pub(crate) type EmitRow<'a> = &'a mut dyn FnMut((u64, u32));
 
-/// Id rows sorted at once while an index is written: a quarter of them (by
-/// the top two bits of their hash), so writing the index of a million
-/// entries holds 4 MB of rows, not 16.
-const ROW_PARTS: u64 = 4;
+/// Id rows sorted at once while an index is written: an eighth of them (by
+/// the top three bits of their hash), so writing the index of a million
+/// entries holds 2 MB of rows, not 16.
+const ROW_PARTS: u64 = 8;
+/// The shift that leaves a hash's part number ([`ROW_PARTS`] is a power of two).
+const PART_SHIFT: u32 = 64 - ROW_PARTS.trailing_zeros();
 
 /// Writes an index a run of entries at a time, each column's part at its
 /// place in the file, so that the index of a million entries is written
@@ -60,7 +62,7 @@ impl<'f> IndexWriter<'f> {
         for part in 0..ROW_PARTS {
             let mut kept = vec![];
             rows(&mut |row| {
-                if row.0 >> 62 == part {
+                if row.0 >> PART_SHIFT == part {
                     kept.push(row);
                 }
             });

@@ -6,7 +6,7 @@
 use std::io;
 use std::sync::{Arc, OnceLock};
 
-use arbor_log::idhash::IdMap;
+use arbor_log::idhash::{IdMap, IdTable};
 use arbor_log::scan::{read_exact_at, ReadAt, ScannedLog};
 use arbor_log::{
     Diagnostic, DiagnosticKind, Entry, EntryKind, EntryType, OwnedLine, Role, SeededIds, SessionHeader, SessionLog,
@@ -15,12 +15,22 @@ use arbor_log::{
 use compact_str::CompactString;
 
 use super::grown::{indexed, names_of, Names};
-use super::packed::IdTable;
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
 use super::slots::narrow;
 use super::{Disk, Session, Slots};
 use crate::index::{self, Columns, IndexFile, IndexWriter, LazyIndex};
 use crate::labels::Labels;
+
+/// The slot the parent of slot `i` resolves to in a load where no id is
+/// taken twice (`ids` its id map): the slot before it when that is its
+/// parent (each entry of a chain), else through the map.
+fn parent_in(slots: &Slots, ids: &IdTable, i: usize) -> Option<usize> {
+    let p = slots[i].parent_id()?;
+    if i > 0 && slots[i - 1].id() == p {
+        return Some(i - 1);
+    }
+    ids.get(&p, |k| slots[k].id())
+}
 
 /// Slots whose index columns are made at once while the index is written.
 const WRITE_RUN: usize = 8192;
@@ -41,50 +51,74 @@ impl Session {
             }
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        let scanned = ScannedLog::<Slot>::read_as(&*src, threads)?;
+        let mut scanned = ScannedLog::<Slot>::read_as(&*src, threads)?;
         let clean = scanned.diagnostics.is_empty() && !scanned.entries.is_empty();
+        let dup_free = !scanned.diagnostics.iter().any(|d| matches!(d.kind, DiagnosticKind::DuplicateId { .. }));
+        // The scan's table of the first entry of each id is the id map when no id is taken twice.
+        let ids = std::mem::take(&mut scanned.ids);
         let header_bytes = scanned.prefix.lines().last().map_or(0, |l| l.offset + l.raw().len() as u64);
+        let scanned_bytes = scanned.bytes;
         if !self.load_scan(src.clone(), scanned)? {
             return Ok(false);
         }
-        if !clean || !self.diagnostics.is_empty() || src.len()? < self.opts.index_min_bytes {
-            return Ok(true);
+        // Stamped again after the scan: an index says what the scan read, and
+        // a file that grew meanwhile (a writer beside this reader) gets none now.
+        let index = index.and_then(|i| i.stamped_again(self.opts.store.as_ref(), &path, &*src));
+        let still = index.as_ref().is_none_or(|i| i.stamp.size == scanned_bytes);
+        if clean && still && scanned_bytes >= self.opts.index_min_bytes {
+            // Read on through an index, as a later open does: the slots made
+            // by the scan go, and what the command builds comes on top of the
+            // index's few bytes an entry, not the slots' 40. The cache's index
+            // when it can be written; else one only this process reads.
+            let write = |file: &mut std::fs::File, stamp| self.write_index(file, stamp, header_bytes, &ids);
+            let lazy = match &index {
+                Some(index) => index.write_and_open(|file| write(file, index.stamp)),
+                None => None,
+            }
+            .or_else(|| index::private_index(self.opts.store.as_ref(), &path, &*src, scanned_bytes, write));
+            if let Some(lazy) = lazy {
+                self.state.slots = Slots::from_index(lazy);
+                return Ok(true);
+            }
         }
-        // Read on through an index, as a later open does: the slots made by
-        // the scan go, and what the command builds comes on top of the
-        // index's few bytes an entry, not the slots' 40. The cache's index
-        // when it can be written; else one only this process reads.
-        self.state.by_id = OnceLock::new();
-        let write = |file: &mut std::fs::File, stamp| self.write_index(file, stamp, header_bytes);
-        let lazy = match &index {
-            Some(index) => index.write_and_open(|file| write(file, index.stamp)),
-            None => None,
-        }
-        .or_else(|| index::private_index(self.opts.store.as_ref(), &path, &*src, write));
-        if let Some(lazy) = lazy {
-            self.state.slots = Slots::from_index(lazy);
-        }
+        self.resolve_ids(dup_free.then_some(ids));
+        self.find_cycles();
+        self.diagnostics.sort_by_key(|d| d.line);
         Ok(true)
     }
 
-    /// Writes the index of a loaded file into `file`, a run of slots at a
-    /// time; fails (the file is then dropped) when a parent comes after its
-    /// child (the index keeps only parents that point back, so it can hold no
-    /// cycle) or an entry does not fit the index's layout.
-    fn write_index(&self, file: &mut std::fs::File, stamp: index::Stamp, header_bytes: u64) -> io::Result<()> {
+    /// Writes the index of a loaded file without duplicate ids (`ids` its id
+    /// map) into `file`, a run of slots at a time; fails (the file is then
+    /// dropped) when a parent comes after its child (the index keeps only
+    /// parents that point back, so it can hold no cycle) or an entry does not
+    /// fit the index's layout.
+    fn write_index(
+        &self,
+        file: &mut std::fs::File,
+        stamp: index::Stamp,
+        header_bytes: u64,
+        ids: &IdTable,
+    ) -> io::Result<()> {
         let slots = &self.state.slots;
         let n = slots.len();
         let unfit = || io::Error::other("an entry does not fit the index");
         let mut w = IndexWriter::new(file, n);
+        // Entries whose parent id resolves to none (the index keeps that id).
+        let mut unresolved = vec![];
         for start in (0..n).step_by(WRITE_RUN) {
             let end = (start + WRITE_RUN).min(n);
             // The index borrows its ids, and the slots hold pi's packed: spell them out first.
-            let ids: Vec<Names> = (start..end).map(|i| names_of(&slots[i])).collect();
+            let names: Vec<Names> = (start..end).map(|i| names_of(&slots[i])).collect();
             let entries = (start..end)
-                .zip(&ids)
-                .map(|(i, names)| match self.parent_of(i) {
+                .zip(&names)
+                .map(|(i, names)| match parent_in(slots, ids, i) {
                     Some(p) if p >= i => None,
-                    parent => indexed(&slots[i], parent, names),
+                    parent => {
+                        if parent.is_none() && names.1.is_some() {
+                            unresolved.push(i);
+                        }
+                        indexed(&slots[i], parent, names)
+                    }
                 })
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(unfit)?;
@@ -92,10 +126,11 @@ impl Session {
             w.put(start, &cols)?;
         }
         w.finish(stamp, header_bytes, &|emit| {
+            let mut unresolved = unresolved.iter().peekable();
             for (i, s) in slots.iter().enumerate() {
-                let unresolved = if self.parent_of(i).is_none() { s.parent_id() } else { None };
+                let parent = if unresolved.next_if_eq(&&i).is_some() { s.parent_id() } else { None };
                 // Positions fit: the columns were made.
-                index::id_rows(i as u32, &s.id(), unresolved.as_deref(), emit);
+                index::id_rows(i as u32, &s.id(), parent.as_deref(), emit);
             }
         })
     }
@@ -134,7 +169,8 @@ impl Session {
             return Ok(false);
         }
         let slots = Slots::from_vec(scanned.entries);
-        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, false))
+        // Parents are resolved by the caller: through the index it writes, or the id map.
+        Ok(self.load_slots(scanned.prefix, header, scanned.diagnostics, src, slots, true))
     }
 
     /// Takes a v3 prefix's header and the loaded slots; false (nothing
@@ -168,7 +204,7 @@ impl Session {
         }
         self.state.leaf = self.state.slots.last().map(|s| s.id().to_string());
         if !resolved {
-            self.resolve_ids();
+            self.resolve_ids(None);
             self.find_cycles();
         }
         self.diagnostics.sort_by_key(|d| d.line);
@@ -186,7 +222,7 @@ impl Session {
             self.push_loaded(Slot::decoded(entry, json, line, owned.js_only), NO_PARENT);
         }
         self.state.leaf = self.state.slots.last().map(|s| s.id().to_string());
-        self.resolve_ids();
+        self.resolve_ids(None);
         self.find_cycles();
         self.diagnostics.sort_by_key(|d| d.line);
     }
@@ -238,22 +274,35 @@ impl Session {
 
     /// After a bulk load: the id map (the later line of an id wins, earlier
     /// ones are no longer live) and every slot's parent resolved through it.
-    fn resolve_ids(&mut self) {
+    /// `dup_free`: the id map of a load where no id is taken twice (every
+    /// slot is live, and a parent that is the slot before needs no lookup).
+    fn resolve_ids(&mut self, dup_free: Option<IdTable>) {
         let st = &mut self.state;
-        let by_id = id_index(&st.slots);
-        for i in 0..st.slots.len() {
-            if by_id.get(&st.slots[i].id(), |k| st.slots[k].id()) != Some(i) {
-                st.slots[i].set_live(false);
+        let parents = match &dup_free {
+            Some(ids) => {
+                (0..st.slots.len()).map(|i| parent_in(&st.slots, ids, i).unwrap_or(NO_PARENT)).map(narrow).collect()
             }
-        }
-        let parents = st
-            .slots
-            .iter()
-            .map(|s| s.parent_id().and_then(|p| by_id.get(&p, |k| st.slots[k].id())).unwrap_or(NO_PARENT))
-            .map(narrow)
-            .collect();
+            None => {
+                let by_id = id_index(&st.slots);
+                for i in 0..st.slots.len() {
+                    if by_id.get(&st.slots[i].id(), |k| st.slots[k].id()) != Some(i) {
+                        st.slots[i].set_live(false);
+                    }
+                }
+                let parents = st
+                    .slots
+                    .iter()
+                    .map(|s| s.parent_id().and_then(|p| by_id.get(&p, |k| st.slots[k].id())).unwrap_or(NO_PARENT))
+                    .map(narrow)
+                    .collect();
+                st.by_id = OnceLock::from(by_id);
+                parents
+            }
+        };
         st.slots.set_parents(parents);
-        st.by_id = OnceLock::from(by_id);
+        if let Some(ids) = dup_free {
+            st.by_id = OnceLock::from(ids);
+        }
         st.children = OnceLock::new();
         st.unresolved = OnceLock::new();
     }

@@ -73,7 +73,7 @@ pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
 pub(crate) struct Entries {
     pub(crate) slots: Slots,
     /// Id → slot; built by a bulk load that hashes ids anyway, else on first use.
-    by_id: OnceLock<packed::IdTable>,
+    by_id: OnceLock<arbor_log::idhash::IdTable>,
     /// Built on first use.
     children: OnceLock<IdMap<slot::Kids>>,
     /// Parent ids naming no entry (built by the first append): an append

@@ -10,12 +10,12 @@ use compact_str::CompactString;
 use once_cell::race::OnceBox;
 use serde_json::Value;
 
-use arbor_log::idhash::{IdHash, IdMap};
+use arbor_log::idhash::{IdHash, IdMap, IdTable};
 use arbor_log::reader::trim_line;
 use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget, ScannedEntry};
 use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
 
-use super::packed::{EntryId, IdTable, PackedId};
+use super::packed::{EntryId, PackedId};
 use super::Slots;
 use crate::index::ReadEntry;
 

@@ -60,13 +60,36 @@ fn tool_calls(i: usize) -> String {
     }
 }
 
-/// Peak RSS in KB of `arbor args file`, its output thrown away; without
-/// `cache`, with the index turned off (every open scans the file).
-fn peak_kb(cache: Option<&Path>, args: &[&str], file: &Path) -> u64 {
+/// How a run finds the index.
+#[derive(Clone, Copy, PartialEq)]
+enum Index {
+    /// Through the index in the cache (an earlier read wrote it).
+    Cached,
+    /// A first read: a fresh cache, which the run scans the file into.
+    First,
+    /// The cache turned off (`ARBOR_NO_INDEX`): every run scans the file.
+    Off,
+}
+
+impl Index {
+    fn says(self) -> &'static str {
+        match self {
+            Index::Cached => "",
+            Index::First => " (first read)",
+            Index::Off => " (no index)",
+        }
+    }
+}
+
+/// Peak RSS in KB of `arbor args file`, its output thrown away, finding
+/// the index as `index` says (`cache`: the cache an earlier read filled).
+fn peak_kb(index: Index, cache: &Path, args: &[&str], file: &Path) -> u64 {
+    let fresh = tempfile::tempdir().unwrap();
     let mut c = Command::new(TIME);
-    match cache {
-        Some(dir) => c.env("ARBOR_CACHE_DIR", dir).env_remove("ARBOR_NO_INDEX"),
-        None => c.env("ARBOR_NO_INDEX", "1"),
+    match index {
+        Index::Cached => c.env("ARBOR_CACHE_DIR", cache).env_remove("ARBOR_NO_INDEX"),
+        Index::First => c.env("ARBOR_CACHE_DIR", fresh.path()).env_remove("ARBOR_NO_INDEX"),
+        Index::Off => c.env("ARBOR_NO_INDEX", "1"),
     };
     let o = c
         .args(["-f", "%M", env!("CARGO_BIN_EXE_arbor")])
@@ -112,25 +135,24 @@ fn can_measure() -> bool {
 }
 
 /// Writes sessions of `n` and `2n` entries with `message`, and returns the
-/// runs (`(with the index?, args)`) whose peak memory grew by more than
-/// 0.3x the file's growth between them.
-fn over_three_tenths(n: usize, message: impl Fn(usize) -> String, runs: &[(bool, &[&str])]) -> Vec<String> {
+/// runs (`(how the index is found, args)`) whose peak memory grew by more
+/// than 0.3x the file's growth between them.
+fn over_three_tenths(n: usize, message: impl Fn(usize) -> String, runs: &[(Index, &[&str])]) -> Vec<String> {
     let d = tempfile::tempdir().unwrap();
     let (small, large) = (d.path().join("n.jsonl"), d.path().join("2n.jsonl"));
     let grown_kb = (write_chain(&large, 2 * n, &message) - write_chain(&small, n, &message)) / 1024;
     let cache = d.path().join("cache");
     // The first read writes the index the others open.
     for file in [&small, &large] {
-        peak_kb(Some(&cache), &["path", "--json"], file);
+        peak_kb(Index::Cached, &cache, &["path", "--json"], file);
     }
     let mut over = vec![];
-    for &(indexed, args) in runs {
-        let cache = indexed.then_some(cache.as_path());
+    for &(index, args) in runs {
         // The lower of two runs: a peak is sometimes caught a few hundred KB high.
-        let low = |file| peak_kb(cache, args, file).min(peak_kb(cache, args, file));
+        let low = |file| peak_kb(index, &cache, args, file).min(peak_kb(index, &cache, args, file));
         let growth = low(&large).saturating_sub(low(&small));
         let ratio = growth as f64 / grown_kb as f64;
-        let what = format!("arbor {}{}", args.join(" "), if indexed { "" } else { " (no index)" });
+        let what = format!("arbor {}{}", args.join(" "), index.says());
         eprintln!("{what}: +{growth} KB for +{grown_kb} KB of file ({ratio:.2}x)");
         if ratio > 0.3 {
             over.push(format!("{what}: {ratio:.2}x"));
@@ -148,10 +170,10 @@ fn peak_memory_grows_with_the_file_by_at_most_three_tenths_of_it() {
     // gen-session --small`'s). Through the index, every reading command;
     // without it (a first read, or the index turned off), the scan they all
     // share, under two of them.
-    let runs: Vec<(bool, &[&str])> = INDEXED[..8]
+    let runs: Vec<(Index, &[&str])> = INDEXED[..8]
         .iter()
-        .map(|&a| (true, a))
-        .chain([(false, &["tree", "--json"][..]), (false, &["context", "--json"][..])])
+        .map(|&a| (Index::Cached, a))
+        .chain([(Index::Off, &["tree", "--json"][..]), (Index::Off, &["context", "--json"][..])])
         .collect();
     let over = over_three_tenths(20_000, chat(&"lorem ipsum dolor sit amet ".repeat(10)), &runs);
     assert!(over.is_empty(), "peak memory grows faster than 0.3x the file: {over:?}");
@@ -164,7 +186,20 @@ fn tiny_entries_too_peak_memory_grows_by_at_most_three_tenths_of_the_file() {
     }
     // Entries of about 180 bytes a line: a million of them are a 180 MB
     // file, so whatever a command keeps per entry must stay under ~55 bytes.
-    let runs: Vec<(bool, &[&str])> = INDEXED.iter().map(|&a| (true, a)).collect();
+    // Every command through the index. A first read scans, writes the index
+    // a run at a time and reads on through it; with the cache turned off the
+    // same goes through an index only the process reads: that load is the
+    // same under every command, so it is measured under the command that
+    // holds most after it (the text tree) and under a few others.
+    let first: [&[&str]; 5] =
+        [&["tree"], &["tree", "--json"], &["path", "--json"], &["context", "--json"], &["dump", "--json"]];
+    let off: [&[&str]; 2] = [&["tree"], &["context", "--json"]];
+    let runs: Vec<(Index, &[&str])> = INDEXED
+        .iter()
+        .map(|&a| (Index::Cached, a))
+        .chain(first.iter().map(|&a| (Index::First, a)))
+        .chain(off.iter().map(|&a| (Index::Off, a)))
+        .collect();
     let over = over_three_tenths(100_000, chat(""), &runs);
     assert!(over.is_empty(), "peak memory grows faster than 0.3x the file: {over:?}");
 }
@@ -176,7 +211,58 @@ fn text_path_keeps_a_few_bytes_per_tool_call() {
     }
     // Every other entry a tool call its next entry answers: the result's
     // row names the call, so `path` and `dump` remember where each was made.
-    let runs: [(bool, &[&str]); 1] = [(true, &["path"])];
+    let runs: [(Index, &[&str]); 1] = [(Index::Cached, &["path"])];
     let over = over_three_tenths(50_000, tool_calls, &runs);
     assert!(over.is_empty(), "peak memory grows faster than 0.3x the file: {over:?}");
+}
+
+/// Peak RSS in KB of `arbor ls --all` over the sessions under `root`, with
+/// the catalog in `cache` (empty: the first listing reads every session).
+fn ls_peak_kb(root: &Path, cache: &Path) -> u64 {
+    let o = Command::new(TIME)
+        .args(["-f", "%M", env!("CARGO_BIN_EXE_arbor"), "ls", "--all", "--sessions-dir"])
+        .arg(root)
+        .env("ARBOR_CACHE_DIR", cache)
+        .env("HOME", "/nonexistent-home")
+        .env("MALLOC_ARENA_MAX", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "arbor ls --all failed: {err}");
+    err.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or_else(|| panic!("no peak RSS in {err:?}"))
+}
+
+#[test]
+fn ls_all_holds_a_few_mb_and_the_listing_not_the_sessions() {
+    if !can_measure() {
+        return;
+    }
+    // 24 and then 48 sessions of ~2 MB each: the listing grows by 24 rows,
+    // the sessions by ~48 MB. A listing that held what it read would grow
+    // with the sessions (478 MB for 450 MB of sessions, before).
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("sessions");
+    let dir = root.join("--p--");
+    fs::create_dir_all(&dir).unwrap();
+    let pad = "lorem ipsum dolor sit amet ".repeat(10);
+    let mut total = 0u64;
+    let mut peaks = vec![];
+    for round in 0..2 {
+        for k in 0..24 {
+            total += write_chain(&dir.join(format!("s{round}-{k}.jsonl")), 5_000, chat(&pad));
+        }
+        let fresh = tempfile::tempdir().unwrap();
+        let first = ls_peak_kb(&root, fresh.path()).min(ls_peak_kb(&root, tempfile::tempdir().unwrap().path()));
+        let again = ls_peak_kb(&root, fresh.path()).min(ls_peak_kb(&root, fresh.path()));
+        peaks.push((total / 1024, first, again));
+    }
+    let (grown_kb, first, again) =
+        (peaks[1].0 - peaks[0].0, peaks[1].1.saturating_sub(peaks[0].1), peaks[1].2.saturating_sub(peaks[0].2));
+    eprintln!("ls --all: +{first} KB first, +{again} KB from the catalog, for +{grown_kb} KB of sessions; {peaks:?}");
+    assert!(first * 20 < grown_kb, "the first listing grew by {first} KB for {grown_kb} KB of sessions");
+    assert!(again * 20 < grown_kb, "a listing from the catalog grew by {again} KB for {grown_kb} KB of sessions");
+    assert!(peaks[1].1 < 40 * 1024, "a few MB and the listing: {} KB", peaks[1].1);
 }
