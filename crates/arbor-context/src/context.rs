@@ -11,6 +11,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::reads;
+
 /// The provider and model id that a session context selects (`{provider, modelId}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -258,40 +260,24 @@ impl<'a> PathHead<'a> {
     }
 }
 
-/// True for the entry types whose decoded body the context reads; every
-/// other non-`message` type (`custom`, `label`, `session_info`, unknown ones)
-/// gives it nothing. Exhaustive: a new entry type must be placed here.
-fn context_reads(t: &EntryType) -> bool {
-    match t {
-        EntryType::ThinkingLevelChange
-        | EntryType::ModelChange
-        | EntryType::Compaction
-        | EntryType::CustomMessage
-        | EntryType::BranchSummary
-        | EntryType::TtsrInjection
-        | EntryType::ModeChange => true,
-        EntryType::Message | EntryType::Custom | EntryType::Label | EntryType::SessionInfo | EntryType::Other(_) => {
-            false
-        }
-    }
-}
-
 /// Plans the context of a root-first path from its heads (docs/architecture.md,
 /// "Building the context"), decoding only the entries the answer depends on.
 ///
-/// `decode` is called once, with the ascending positions it needs: every
-/// entry whose type the context reads (settings, compactions, custom
-/// messages, branch summaries) and the last assistant message (it alone
-/// decides the model among messages: each one overwrites the last). It
-/// returns the entries in the same order (`None`: not available, read as no
-/// entry). Every other `message` entry is left to the caller as a
-/// [`ContextStep::Message`], so its message can be taken as stored.
+/// `decode` is called with ascending positions and returns the entries in
+/// the same order (`None`: not available, read as no entry); it is called
+/// a few times, for what each step finds it needs: the settings' entries
+/// (of the thinking levels, modes and compactions only the last, of the
+/// assistant messages the last, which alone decides the model among
+/// messages; every model change and rule injection), then the custom
+/// messages and branch summaries the context shows. Every other `message`
+/// entry is left to the caller as a [`ContextStep::Message`], so its
+/// message can be taken as stored.
 ///
 /// The settings and the steps are what [`build_context_from_path`] gives for
 /// the whole path (see there for the rules).
 pub fn plan_context<E: Borrow<Entry>>(
     heads: &[PathHead<'_>],
-    decode: impl FnOnce(&[usize]) -> Vec<Option<E>>,
+    decode: impl FnMut(&[usize]) -> Vec<Option<E>>,
 ) -> ContextPlan {
     let kinds: Vec<PathKind<'_>> =
         heads.iter().map(|h| PathKind { entry_type: &h.entry_type, role: h.role.as_ref() }).collect();
@@ -315,20 +301,71 @@ pub struct PathKind<'a> {
 pub fn plan_path_context<E: Borrow<Entry>>(
     heads: &[PathKind<'_>],
     find_kept: impl FnOnce(&str, usize) -> Option<usize>,
-    decode: impl FnOnce(&[usize]) -> Vec<Option<E>>,
+    decode: impl FnMut(&[usize]) -> Vec<Option<E>>,
 ) -> ContextPlan {
-    let last_assistant =
-        heads.iter().rposition(|h| *h.entry_type == EntryType::Message && h.role == Some(&Role::Assistant));
-    let wanted: Vec<usize> =
-        (0..heads.len()).filter(|&p| context_reads(heads[p].entry_type) || Some(p) == last_assistant).collect();
-    let decoded = decode(&wanted);
-    let read: Vec<(usize, &Entry)> =
-        wanted.iter().zip(&decoded).filter_map(|(&p, e)| e.as_ref().map(|e| (p, Borrow::<Entry>::borrow(e)))).collect();
+    plan_kinds_context(heads.len(), |p| heads[p], find_kept, decode)
+}
 
+/// [`plan_path_context`] with the path's heads asked for one at a time:
+/// `kind_at(p)` is the head of position `p < len`. A caller that reads the
+/// heads from columns (a session opened through its index) so lists none
+/// of them; the path is walked once from its end, and from the start only
+/// where the context shows messages.
+pub fn plan_kinds_context<'k, E: Borrow<Entry>>(
+    len: usize,
+    kind_at: impl Fn(usize) -> PathKind<'k>,
+    find_kept: impl FnOnce(&str, usize) -> Option<usize>,
+    mut decode: impl FnMut(&[usize]) -> Vec<Option<E>>,
+) -> ContextPlan {
+    let mut read = reads::settings_entries(len, &kind_at, &mut decode);
+    // The path ranges whose entries give messages: after the last
+    // compaction, and from the entry it keeps.
+    let mut ranges = Vec::with_capacity(2);
+    let last_compaction = read.iter().rev().find_map(|(p, e)| match &e.borrow().kind {
+        EntryKind::Compaction(c) => Some((*p, c.first_kept_entry_id.clone())),
+        _ => None,
+    });
+    match last_compaction {
+        None => ranges.push(0..len),
+        Some((k, first)) => {
+            if let Some(start) = first.as_deref().and_then(|first| find_kept(first, k)) {
+                ranges.push(start..k);
+            }
+            ranges.push(k + 1..len);
+        }
+    }
+    reads::add_made_up(&kind_at, ranges.iter().cloned().flatten(), &mut read, &mut decode);
+    let read: Vec<(usize, &Entry)> = read.iter().map(|(p, e)| (*p, e.borrow())).collect();
+
+    let (ctx, compaction) = settings_of(&read);
+    let mut steps = Vec::new();
+    if let Some(r) = compaction {
+        if let EntryKind::Compaction(c) = &read[r].1.kind {
+            steps.push(ContextStep::Made(Box::new(compaction_summary_message(c, &read[r].1.timestamp))));
+        }
+    }
+    // At most a step a position (and the summary): reserved at once, so a
+    // million steps never sit in a list grown to twice their size.
+    steps.reserve_exact(ranges.iter().map(ExactSizeIterator::len).sum());
+    for p in ranges.into_iter().flatten() {
+        let t = kind_at(p).entry_type;
+        if *t == EntryType::Message {
+            steps.push(ContextStep::Message(p));
+        } else if !reads::made_up(t) {
+            // Settings, compactions, labels and the like show nothing.
+        } else if let Ok(r) = read.binary_search_by_key(&p, |&(q, _)| q) {
+            steps.extend(entry_message(read[r].1).map(|m| ContextStep::Made(Box::new(m))));
+        }
+    }
+    ContextPlan { settings: ctx, steps }
+}
+
+/// The settings the entries `read` (in path order) give, and the place in
+/// `read` of the last compaction.
+fn settings_of(read: &[(usize, &Entry)]) -> (SessionContext, Option<usize>) {
     let mut ctx = SessionContext::empty();
-    // The last compaction: its position on the path, and its place in `read`.
-    let mut compaction: Option<(usize, usize, &Compaction)> = None;
-    for (r, &(p, entry)) in read.iter().enumerate() {
+    let mut compaction = None;
+    for (r, &(_, entry)) in read.iter().enumerate() {
         match &entry.kind {
             EntryKind::ThinkingLevelChange(t) => {
                 ctx.thinking_level = t.level().unwrap_or("off").to_owned();
@@ -342,7 +379,7 @@ pub fn plan_path_context<E: Borrow<Entry>>(
                 ctx.model = Some(ModelRef { provider, model_id });
                 ctx.model_value = model_value(m.message.get("provider"), m.message.get("model"));
             }
-            EntryKind::Compaction(c) => compaction = Some((p, r, c)),
+            EntryKind::Compaction(_) => compaction = Some(r),
             EntryKind::TtsrInjection(t) => {
                 for rule in &t.injected_rules {
                     if !ctx.injected_ttsr_rules.contains(rule) {
@@ -364,33 +401,7 @@ pub fn plan_path_context<E: Borrow<Entry>>(
             | EntryKind::Malformed { .. } => {}
         }
     }
-
-    let mut steps = Vec::new();
-    // The path ranges whose entries give messages.
-    let mut ranges = Vec::with_capacity(2);
-    match compaction {
-        None => ranges.push(0..heads.len()),
-        Some((k, r, c)) => {
-            steps.push(ContextStep::Made(Box::new(compaction_summary_message(c, &read[r].1.timestamp))));
-            if let Some(first) = c.first_kept_entry_id.as_deref() {
-                if let Some(start) = find_kept(first, k) {
-                    ranges.push(start..k);
-                }
-            }
-            ranges.push(k + 1..heads.len());
-        }
-    }
-    // At most a step a position (and the summary): reserved at once, so a
-    // million steps never sit in a list grown to twice their size.
-    steps.reserve_exact(ranges.iter().map(ExactSizeIterator::len).sum());
-    for p in ranges.into_iter().flatten() {
-        if *heads[p].entry_type == EntryType::Message {
-            steps.push(ContextStep::Message(p));
-        } else if let Ok(r) = read.binary_search_by_key(&p, |&(q, _)| q) {
-            steps.extend(entry_message(read[r].1).map(|m| ContextStep::Made(Box::new(m))));
-        }
-    }
-    ContextPlan { settings: ctx, steps }
+    (ctx, compaction)
 }
 
 fn apply_model_change(ctx: &mut SessionContext, m: &ModelChange) {

@@ -15,7 +15,7 @@ use crate::llm::convert_message;
 use crate::session::{for_each_plan_message, plan_session_context, SessionPlan};
 
 /// Steps of the plan whose messages are read (and held) at once.
-pub(crate) const BATCH: usize = 2048;
+pub(crate) const BATCH: usize = 512;
 
 /// Writes the context at the session's leaf as pi's `SessionContext` JSON:
 /// what `arbor_log::json::to_writer(out, &session_context(session))` writes, up

@@ -72,6 +72,7 @@ mod context;
 mod js;
 mod json;
 mod llm;
+mod reads;
 pub mod render;
 mod serialize;
 mod session;
@@ -79,8 +80,8 @@ mod tokens;
 
 pub use context::{
     branch_summary_message, build_context_from_entries, build_context_from_path, build_session_context,
-    compaction_summary_message, custom_message, message_of_entry, plan_context, plan_path_context, timestamp_ms,
-    walk_to_root, ContextPlan, ContextStep, Leaf, ModelRef, PathHead, PathKind, SessionContext,
+    compaction_summary_message, custom_message, message_of_entry, plan_context, plan_kinds_context, plan_path_context,
+    timestamp_ms, walk_to_root, ContextPlan, ContextStep, Leaf, ModelRef, PathHead, PathKind, SessionContext,
 };
 pub use json::{write_context_json, write_plan_json, write_plan_llm_json};
 pub use llm::{

@@ -2,11 +2,12 @@
 //! the answer needs: the path's heads (no decoding), then the entries the
 //! context reads, on all cores.
 
+use arbor_log::EntryType;
 use arbor_tree::{Position, Session};
 
 use serde_json::Value;
 
-use crate::context::{message_of_entry, plan_path_context, ContextPlan, ContextStep, PathKind, SessionContext};
+use crate::context::{message_of_entry, plan_kinds_context, ContextPlan, ContextStep, PathKind, SessionContext};
 use crate::json::BATCH;
 
 /// The plan of a session's context at its leaf ([`plan_session_context`]).
@@ -16,8 +17,9 @@ pub struct SessionPlan {
     pub path: Vec<Position>,
     /// The [`plan_context`](crate::plan_context) of that path: its positions index [`SessionPlan::path`].
     pub plan: ContextPlan,
-    /// The positions decoded for the plan (settings, compactions, made-up
-    /// messages, the last assistant message), in file order.
+    /// The positions decoded for the plan (the settings that count, the
+    /// last compaction, the made-up messages it shows, the last assistant
+    /// message), in file order.
     pub read: Vec<Position>,
 }
 
@@ -50,17 +52,22 @@ pub fn context_of_plan(session: &Session, plan: SessionPlan) -> SessionContext {
 /// from the compaction.
 pub fn plan_session_context(session: &Session) -> SessionPlan {
     let path = session.branch_positions(None);
-    // Positions the session just gave: each has a type.
-    let kinds: Vec<PathKind> = path
-        .iter()
-        .filter_map(|&p| Some(PathKind { entry_type: session.entry_type_at(p)?, role: session.role_at(p) }))
-        .collect();
+    // Read from the session's columns as the plan asks (a position the
+    // session just gave always has a type; one that gives the context
+    // nothing stands in otherwise).
+    let kind_at = |p: usize| match session.head_at(path[p]) {
+        Some((entry_type, role)) => PathKind { entry_type, role },
+        None => PathKind { entry_type: &EntryType::Custom, role: None },
+    };
     let find_kept = |id: &str, k: usize| (0..k).rev().find(|&q| session.id_at(path[q]).is_some_and(|x| *x == *id));
     let mut read = vec![];
-    let plan = plan_path_context(&kinds, find_kept, |ps| {
-        read = ps.iter().map(|&p| path[p]).collect();
-        session.decode_many(&read)
+    let plan = plan_kinds_context(path.len(), kind_at, find_kept, |ps| {
+        let wanted: Vec<Position> = ps.iter().map(|&p| path[p]).collect();
+        read.extend_from_slice(&wanted);
+        session.decode_many(&wanted)
     });
+    read.sort_unstable();
+    read.dedup();
     SessionPlan { path, plan, read }
 }
 

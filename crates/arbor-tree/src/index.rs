@@ -18,7 +18,8 @@
 //!
 //! It is read lazily ([`LazyIndex`]): opening reads the fixed header; the
 //! two small columns (each entry's resolved parent, type and role: 6 bytes
-//! an entry) are read and checked 16,384 entries at a time, and the rest of
+//! an entry) are read and checked 16,384 entries at a time (`block.rs`, which
+//! also walks a path up the parents column), and the rest of
 //! an entry (its byte range, line, time, id) a run of entries at a time,
 //! with positioned reads, when something asks for it. So reopening a
 //! million-entry session and printing the context at its leaf reads a few
@@ -52,9 +53,12 @@ use arbor_log::{atomic_write_file, EntryType, Role};
 
 use crate::store::Store;
 
+mod block;
 mod extend;
 mod ids;
 mod write;
+
+use block::{Block, BLOCK};
 
 pub(crate) use ids::IdRows;
 pub(crate) use write::IndexWriter;
@@ -463,16 +467,6 @@ pub(crate) struct LazyIndex {
     blocks: Vec<OnceLock<Block>>,
 }
 
-/// Entries whose columns are read at once (96 KiB).
-const BLOCK: usize = 1 << 14;
-
-/// The columns of one block of entries: resolved parents, type and role codes.
-#[derive(Debug)]
-struct Block {
-    parents: Box<[u32]>,
-    kinds: Box<[[u8; 2]]>,
-}
-
 impl LazyIndex {
     /// Opens an index whose stamp is `stamp`: reads its header and checks
     /// its length against the counts it gives; `None` when it is missing,
@@ -503,34 +497,9 @@ impl LazyIndex {
         self.blocks[b].get_or_init(|| self.read_block(b))
     }
 
-    /// Reads and checks the columns of block `b`. A parent that is not an
-    /// earlier entry (which could make a cycle) or a code Arbor does not
-    /// know means the index is corrupt there: its entries then have no
-    /// parent in the column and their types and roles are read from the
-    /// strings, whose checks fail, so they read as changed lines (and the
-    /// session reads the file again, `Session::verify_lines`).
+    /// Reads and checks the columns of block `b` ([`Block::read`]).
     fn read_block(&self, b: usize) -> Block {
-        let start = b * BLOCK;
-        let count = BLOCK.min(self.n - start);
-        let parents = read_exact_at(&*self.file, FIXED + (start * 4) as u64, count * 4).ok();
-        let kinds = read_exact_at(&*self.file, FIXED + (self.n * 4 + start * 2) as u64, count * 2).ok();
-        let checked = parents.zip(kinds).and_then(|(p, k)| {
-            if p.len() != count * 4 || k.len() != count * 2 {
-                return None;
-            }
-            let parents: Box<[u32]> = p.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            let kinds: Box<[[u8; 2]]> = k.chunks_exact(2).map(|b| [b[0], b[1]]).collect();
-            let earlier = parents.iter().enumerate().all(|(k, &p)| p == NO_POSITION || (p as usize) < start + k);
-            let known = kinds.iter().all(|&[t, r]| {
-                (usize::from(t) < EntryType::ALL.len() || t == NAMED_STRING)
-                    && (usize::from(r) < Role::ALL.len() || r == NO_ROLE || r == NAMED_STRING)
-            });
-            (earlier && known).then_some(Block { parents, kinds })
-        });
-        checked.unwrap_or_else(|| Block {
-            parents: vec![NO_POSITION; count].into_boxed_slice(),
-            kinds: vec![[NAMED_STRING, NAMED_STRING]; count].into_boxed_slice(),
-        })
+        Block::read(&*self.file, self.n, b)
     }
 
     /// The number of entries.
@@ -548,18 +517,18 @@ impl LazyIndex {
         if i >= self.n {
             return None;
         }
-        let p = *self.block(i / BLOCK).parents.get(i % BLOCK)?;
+        let p = self.block(i / BLOCK).parent(i % BLOCK)?;
         (p != NO_POSITION).then_some(p as usize)
     }
 
     /// The type and role codes of entry `i`.
     fn kind(&self, i: usize) -> Option<[u8; 2]> {
-        (i < self.n).then(|| self.block(i / BLOCK).kinds.get(i % BLOCK).copied()).flatten()
+        (i < self.n).then(|| self.block(i / BLOCK).kind(i % BLOCK)).flatten()
     }
 
     /// Every entry's type and role codes.
     fn kinds(&self) -> impl Iterator<Item = [u8; 2]> + '_ {
-        (0..self.blocks.len()).flat_map(move |b| self.block(b).kinds.iter().copied())
+        (0..self.blocks.len()).flat_map(move |b| self.block(b).kinds())
     }
 
     /// The type of entry `i`, when the column names it (a name Arbor does not know is in the strings).
@@ -573,6 +542,17 @@ impl LazyIndex {
             NO_ROLE => Some(None),
             code => Role::ALL.get(usize::from(code)).map(Some),
         }
+    }
+
+    /// The type and role of entry `i` at once ([`LazyIndex::entry_type`],
+    /// [`LazyIndex::role`]); `None` when the column does not name both.
+    pub(crate) fn head(&self, i: usize) -> Option<(&'static EntryType, Option<&'static Role>)> {
+        let [t, r] = self.kind(i)?;
+        let role = match r {
+            NO_ROLE => None,
+            code => Some(Role::ALL.get(usize::from(code))?),
+        };
+        Some((EntryType::ALL.get(usize::from(t))?, role))
     }
 
     /// True when some entry's role is `role` (no entry is read).
@@ -689,6 +669,11 @@ mod tests {
         for (i, e) in all.iter().enumerate() {
             assert_eq!(lazy.id(i).as_ref(), Some(&e.id));
             assert_eq!(lazy.parent(i), e.parent);
+            // The walk up reads the same parents.
+            let mut walked = vec![];
+            lazy.walk_up(i, &mut |k| walked.push(k));
+            let one_by_one: Vec<usize> = std::iter::successors(Some(i), |&k| lazy.parent(k)).collect();
+            assert_eq!(walked, one_by_one, "the walk up from {i}");
         }
         Some((lazy.header_bytes, all))
     }

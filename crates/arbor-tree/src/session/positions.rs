@@ -174,6 +174,12 @@ impl Session {
         self.state.slots.entry_type(p.get())
     }
 
+    /// The `type` and message `role` of the entry at `p` at once (no
+    /// decoding): [`Session::entry_type_at`] and [`Session::role_at`].
+    pub fn head_at(&self, p: Position) -> Option<(&EntryType, Option<&Role>)> {
+        self.state.slots.head(p.get())
+    }
+
     /// The message `role` of the message entry at `p` (no decoding).
     pub fn role_at(&self, p: Position) -> Option<&Role> {
         self.state.slots.role(p.get())

@@ -95,13 +95,8 @@ impl Session {
         // without bookkeeping, and only a walk that gets longer (a parent
         // cycle) is walked again with a set of the slots seen.
         let mut out = vec![];
-        let mut cur = Some(start);
-        while let Some(i) = cur {
-            if out.len() == self.state.slots.len() {
-                return self.path_with_cycle(start, make);
-            }
-            out.push(make(i));
-            cur = self.parent_of(i);
+        if !self.state.slots.walk_up(start, self.state.slots.len(), &mut |i| out.push(make(i))) {
+            return self.path_with_cycle(start, make);
         }
         out.reverse();
         out

@@ -90,6 +90,31 @@ impl Slots {
         (p != NO_PARENT).then_some(p)
     }
 
+    /// Calls `f` with slot `i`, the slot its parent resolves to, and so on
+    /// up to a root, as [`Slots::parent`] resolves them, for at most `limit`
+    /// slots; returns false when the walk was cut there (a parent cycle
+    /// among appended slots). Inside the index, whose parents are always
+    /// earlier entries, it reads the parents column a block at a time.
+    pub(crate) fn walk_up(&self, mut i: usize, limit: usize, f: &mut impl FnMut(usize)) -> bool {
+        let n = self.indexed_len();
+        let mut walked = 0;
+        loop {
+            if let Some(x) = self.indexed.as_ref().filter(|_| i < n && self.repointed.is_empty()) {
+                x.index.walk_up(i, f);
+                return true;
+            }
+            if walked == limit {
+                return false;
+            }
+            f(i);
+            walked += 1;
+            match self.parent(i) {
+                Some(p) => i = p,
+                None => return true,
+            }
+        }
+    }
+
     /// Resolves the parent of slot `i` to slot `p` (`NO_PARENT`: none).
     pub(crate) fn set_parent(&mut self, i: usize, p: usize) {
         let n = self.indexed_len();
@@ -194,6 +219,14 @@ impl Slots {
         match self.indexed.as_ref().and_then(|x| x.index.role(i)) {
             Some(r) => r,
             None => self.get(i).and_then(Slot::role),
+        }
+    }
+
+    /// The type and role of slot `i` ([`Slots::entry_type`], [`Slots::role`]) with one look at the index's column.
+    pub(crate) fn head(&self, i: usize) -> Option<(&EntryType, Option<&Role>)> {
+        match self.indexed.as_ref().and_then(|x| x.index.head(i)) {
+            Some(h) => Some(h),
+            None => Some((self.entry_type(i)?, self.role(i))),
         }
     }
 
