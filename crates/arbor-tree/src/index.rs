@@ -161,23 +161,23 @@ impl IndexFile {
         Some(IndexFile { path: dir.join(format!("{:016x}.{INDEX_EXTENSION}", name.0)), stamp })
     }
 
-    /// The same index with the file's stamp taken again (the file may have
-    /// changed since [`IndexFile::locate`]).
-    pub(crate) fn stamped_again(self, store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<IndexFile> {
-        let (stamp, _) = stamp_file(store, path, src)?;
-        Some(IndexFile { stamp, ..self })
+    /// The same index for the file as `stamp` says it is now (the file may
+    /// have changed since [`IndexFile::locate`]).
+    pub(crate) fn with_stamp(self, stamp: Stamp) -> IndexFile {
+        IndexFile { stamp, ..self }
     }
 
-    /// Writes the index ([`IndexFile::write_with`]) and opens it for reading.
+    /// Writes the index atomically, `write` placing its bytes in the
+    /// temporary file ([`IndexWriter`]), and opens it for reading; a cache,
+    /// so failing changes nothing.
     pub(crate) fn write_and_open(
         &self,
         write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
     ) -> Option<LazyIndex> {
-        if self.write_with(write) {
-            self.open()
-        } else {
-            None
-        }
+        let dir = self.path.parent()?;
+        std::fs::create_dir_all(dir).ok()?;
+        atomic_write_file(&self.path, write).ok()?;
+        self.open()
     }
 
     /// The index, opened for lazy reading, when there is one whose stamp matches.
@@ -190,14 +190,11 @@ impl IndexFile {
     pub(crate) fn remove(&self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
 
-    /// Writes the index atomically, `write` placing its bytes in the
-    /// temporary file ([`IndexWriter`]); a cache, so failing changes
-    /// nothing. True when written.
-    pub(crate) fn write_with(&self, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> bool {
-        let Some(dir) = self.path.parent() else { return false };
-        std::fs::create_dir_all(dir).is_ok() && atomic_write_file(&self.path, write).is_ok()
-    }
+/// The stamp of the file at `path` as it is now (see [`IndexFile::locate`]).
+pub(crate) fn stamp_now(store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<Stamp> {
+    stamp_file(store, path, src).map(|(stamp, _)| stamp)
 }
 
 /// The stamp of the file at `path` and what names it (see [`IndexFile::locate`]).
@@ -214,26 +211,20 @@ fn stamp_file(store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<(Stamp
     Some((stamp, file.identity))
 }
 
-/// An index of the file at `path` that only this process reads: written
-/// by `write` to a temporary file that has no name (it is gone when the
-/// index is dropped), for a file that gets no index in the cache (no cache
-/// directory, or one that cannot be written), so that reading it holds what
-/// reading through the cache's index holds; `scanned`: the bytes the scan
-/// read, which the index covers. It goes to Arbor's cache
+/// An index that only this process reads, of the file `stamp` describes:
+/// written by `write` to a temporary file that has no name (it is gone when
+/// the index is dropped), for a file that gets no index in the cache (no
+/// cache directory, or one that cannot be written), so that reading it holds
+/// what reading through the cache's index holds. It goes to Arbor's cache
 /// directory where there is one (on disk, where the index would be), else
 /// to the system's temporary directory.
 pub(crate) fn private_index(
-    store: &dyn Store,
-    path: &Path,
-    src: &dyn ReadAt,
-    scanned: u64,
-    write: impl FnOnce(&mut std::fs::File, Stamp) -> std::io::Result<()>,
+    stamp: Stamp,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Option<LazyIndex> {
-    // Only for the bytes the scan read: a file that grew since gets none.
-    let (stamp, _) = stamp_file(store, path, src).filter(|(s, _)| s.size == scanned)?;
     let in_cache = crate::paths::cache_dir().filter(|d| d.is_dir()).and_then(|d| tempfile::tempfile_in(d).ok());
     let mut file = in_cache.or_else(|| tempfile::tempfile().ok())?;
-    write(&mut file, stamp).ok()?;
+    write(&mut file).ok()?;
     LazyIndex::open(Box::new(file), stamp)
 }
 

@@ -21,12 +21,13 @@ use super::{Disk, Session, Slots};
 use crate::index::{self, Columns, IndexFile, IndexWriter, LazyIndex};
 use crate::labels::Labels;
 
-/// The slot the parent of slot `i` resolves to in a load where no id is
-/// taken twice (`ids` its id map): the slot before it when that is its
-/// parent (each entry of a chain), else through the map.
+/// The slot the parent of slot `i` resolves to through the id map `ids`
+/// (the later line of an id live): the slot before it when that is its
+/// parent (each entry of a chain) and live, without a lookup.
 fn parent_in(slots: &Slots, ids: &IdTable, i: usize) -> Option<usize> {
     let p = slots[i].parent_id()?;
-    if i > 0 && slots[i - 1].id() == p {
+    // A live slot is the one its id resolves to.
+    if i > 0 && slots[i - 1].live() && slots[i - 1].id() == p {
         return Some(i - 1);
     }
     ids.get(&p, |k| slots[k].id())
@@ -61,21 +62,18 @@ impl Session {
         if !self.load_scan(src.clone(), scanned)? {
             return Ok(false);
         }
-        // Stamped again after the scan: an index says what the scan read, and
-        // a file that grew meanwhile (a writer beside this reader) gets none now.
-        let index = index.and_then(|i| i.stamped_again(self.opts.store.as_ref(), &path, &*src));
-        let still = index.as_ref().is_none_or(|i| i.stamp.size == scanned_bytes);
-        if clean && still && scanned_bytes >= self.opts.index_min_bytes {
+        // Stamped after the scan: an index says what the scan read, and a file
+        // that grew meanwhile (a writer beside this reader) gets none now.
+        let stamp = index::stamp_now(self.opts.store.as_ref(), &path, &*src).filter(|s| s.size == scanned_bytes);
+        if let Some(stamp) = stamp.filter(|_| clean && scanned_bytes >= self.opts.index_min_bytes) {
             // Read on through an index, as a later open does: the slots made
             // by the scan go, and what the command builds comes on top of the
             // index's few bytes an entry, not the slots' 40. The cache's index
             // when it can be written; else one only this process reads.
-            let write = |file: &mut std::fs::File, stamp| self.write_index(file, stamp, header_bytes, &ids);
-            let lazy = match &index {
-                Some(index) => index.write_and_open(|file| write(file, index.stamp)),
-                None => None,
-            }
-            .or_else(|| index::private_index(self.opts.store.as_ref(), &path, &*src, scanned_bytes, write));
+            let write = |file: &mut std::fs::File| self.write_index(file, stamp, header_bytes, &ids);
+            let lazy = index
+                .and_then(|i| i.with_stamp(stamp).write_and_open(write))
+                .or_else(|| index::private_index(stamp, write));
             if let Some(lazy) = lazy {
                 self.state.slots = Slots::from_index(lazy);
                 return Ok(true);
@@ -278,31 +276,19 @@ impl Session {
     /// slot is live, and a parent that is the slot before needs no lookup).
     fn resolve_ids(&mut self, dup_free: Option<IdTable>) {
         let st = &mut self.state;
-        let parents = match &dup_free {
-            Some(ids) => {
-                (0..st.slots.len()).map(|i| parent_in(&st.slots, ids, i).unwrap_or(NO_PARENT)).map(narrow).collect()
-            }
-            None => {
-                let by_id = id_index(&st.slots);
-                for i in 0..st.slots.len() {
-                    if by_id.get(&st.slots[i].id(), |k| st.slots[k].id()) != Some(i) {
-                        st.slots[i].set_live(false);
-                    }
+        let by_id = dup_free.unwrap_or_else(|| {
+            let by_id = id_index(&st.slots);
+            for i in 0..st.slots.len() {
+                if by_id.get(&st.slots[i].id(), |k| st.slots[k].id()) != Some(i) {
+                    st.slots[i].set_live(false);
                 }
-                let parents = st
-                    .slots
-                    .iter()
-                    .map(|s| s.parent_id().and_then(|p| by_id.get(&p, |k| st.slots[k].id())).unwrap_or(NO_PARENT))
-                    .map(narrow)
-                    .collect();
-                st.by_id = OnceLock::from(by_id);
-                parents
             }
-        };
+            by_id
+        });
+        let parents =
+            (0..st.slots.len()).map(|i| parent_in(&st.slots, &by_id, i).unwrap_or(NO_PARENT)).map(narrow).collect();
         st.slots.set_parents(parents);
-        if let Some(ids) = dup_free {
-            st.by_id = OnceLock::from(ids);
-        }
+        st.by_id = OnceLock::from(by_id);
         st.children = OnceLock::new();
         st.unresolved = OnceLock::new();
     }
