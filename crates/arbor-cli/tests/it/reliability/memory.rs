@@ -85,26 +85,33 @@ impl Index {
 /// the index as `index` says (`cache`: the cache an earlier read filled).
 fn peak_kb(index: Index, cache: &Path, args: &[&str], file: &Path) -> u64 {
     let fresh = tempfile::tempdir().unwrap();
-    let mut c = Command::new(TIME);
+    let mut c = arbor_under_time(args);
     match index {
         Index::Cached => c.env("ARBOR_CACHE_DIR", cache).env_remove("ARBOR_NO_INDEX"),
         Index::First => c.env("ARBOR_CACHE_DIR", fresh.path()).env_remove("ARBOR_NO_INDEX"),
         Index::Off => c.env("ARBOR_NO_INDEX", "1"),
     };
-    let o = c
-        .args(["-f", "%M", env!("CARGO_BIN_EXE_arbor")])
+    peak_of(c.arg(file).env_remove("ARBOR_SESSIONS_DIR"), args)
+}
+
+/// `arbor args` run under GNU time, its output thrown away.
+fn arbor_under_time(args: &[&str]) -> Command {
+    let mut c = Command::new(TIME);
+    c.args(["-f", "%M", env!("CARGO_BIN_EXE_arbor")])
         .args(args)
-        .arg(file)
         .env("HOME", "/nonexistent-home")
-        .env_remove("ARBOR_SESSIONS_DIR")
         // One heap for every thread: the peak then counts what the session
         // holds, not how many per-thread heaps the allocator happened to open.
         .env("MALLOC_ARENA_MAX", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Runs `c` (made by [`arbor_under_time`] for `args`) and reads its peak RSS in KB.
+fn peak_of(c: &mut Command, args: &[&str]) -> u64 {
+    let o = c.output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "arbor {args:?} failed: {err}");
     err.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or_else(|| panic!("no peak RSS in {err:?}"))
@@ -219,20 +226,8 @@ fn text_path_keeps_a_few_bytes_per_tool_call() {
 /// Peak RSS in KB of `arbor ls --all` over the sessions under `root`, with
 /// the catalog in `cache` (empty: the first listing reads every session).
 fn ls_peak_kb(root: &Path, cache: &Path) -> u64 {
-    let o = Command::new(TIME)
-        .args(["-f", "%M", env!("CARGO_BIN_EXE_arbor"), "ls", "--all", "--sessions-dir"])
-        .arg(root)
-        .env("ARBOR_CACHE_DIR", cache)
-        .env("HOME", "/nonexistent-home")
-        .env("MALLOC_ARENA_MAX", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "arbor ls --all failed: {err}");
-    err.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or_else(|| panic!("no peak RSS in {err:?}"))
+    let args = ["ls", "--all", "--sessions-dir"];
+    peak_of(arbor_under_time(&args).arg(root).env("ARBOR_CACHE_DIR", cache), &args)
 }
 
 #[test]
