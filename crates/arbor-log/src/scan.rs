@@ -328,7 +328,7 @@ pub(crate) fn scan_parts<P: ScanPart>(src: &dyn ReadAt, len: u64, threads: usize
     let ranges = usize::try_from(len.div_ceil(RANGE).min(MAX_RANGES)).unwrap_or(1).max(threads).max(1);
     // Range k is the lines that start in [k·len/ranges, (k+1)·len/ranges): each
     // thread finds its ranges' bounds itself.
-    let guess = |k: usize| if k == ranges { len } else { (u128::from(len) * k as u128 / ranges as u128) as u64 };
+    let guess = |k: usize| (u128::from(len) * k as u128 / ranges as u128) as u64;
     let scan = |k: usize| -> io::Result<(P, usize)> {
         let start = next_line_start(src, guess(k), len)?;
         let end = if k + 1 == ranges { len } else { next_line_start(src, guess(k + 1), len)? };
