@@ -37,7 +37,8 @@ pub mod kind {
 }
 
 impl FilterMode {
-    const CYCLE: [FilterMode; 5] =
+    /// Every mode, in the order of Ctrl+O's cycle.
+    pub const CYCLE: [FilterMode; 5] =
         [FilterMode::Default, FilterMode::NoTools, FilterMode::UserOnly, FilterMode::LabeledOnly, FilterMode::All];
 
     /// The footer suffix naming the mode.

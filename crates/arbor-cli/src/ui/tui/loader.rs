@@ -11,7 +11,8 @@
 //!    each line without decoding it (`arbor_context::render::message_facts`).
 //!
 //! Until step 2 is done the count may still change and a search waits; the
-//! rows on screen are exact from the first draw.
+//! rows on screen are exact from the first draw. Then, a step at a time,
+//! each filter mode's list is made and kept ([`TreeSelector::warm`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -91,16 +92,23 @@ impl Loader {
         (Loader::new(home), TreeSelector::new(data, page, width, &at, mode))
     }
 
-    /// True when every entry's facts are read.
+    /// True when every entry's facts are read and nothing is left to do between keystrokes.
     pub fn is_done(&self, sel: &TreeSelector) -> bool {
+        self.read_all(sel) && !sel.wants_warm()
+    }
+
+    /// True when every entry's facts are read.
+    fn read_all(&self, sel: &TreeSelector) -> bool {
         self.next as usize >= sel.data().len()
     }
 
-    /// Reads the next entries' facts for about [`STEP`]; false once all are read.
+    /// Reads the next entries' facts for about [`STEP`], or once all are
+    /// read makes one filter mode's list ([`TreeSelector::warm`]); false once
+    /// there is nothing left to do.
     pub fn step(&mut self, session: &Session, sel: &mut TreeSelector) -> bool {
         let n = sel.data().len() as u32;
         if self.next >= n {
-            return false;
+            return sel.warm() && sel.wants_warm();
         }
         let start = Instant::now();
         let end = (self.next as usize + self.chunk).min(n as usize) as u32;
@@ -126,9 +134,15 @@ impl Loader {
             // Every entry is known: the count is final, and rows get their calls from the whole session.
             sel.refresh();
             sel.clear_row_texts();
-            return false;
+            return sel.wants_warm();
         }
         true
+    }
+
+    /// Reads `chunk` entries a step from now on (tests: steps of a few entries).
+    #[cfg(test)]
+    pub fn set_chunk(&mut self, chunk: usize) {
+        self.chunk = chunk;
     }
 
     /// Reads everything now (tests).
@@ -168,7 +182,7 @@ impl Loader {
         }
         let positions: Vec<Position> = missing.iter().map(|&k| sel.data().forest().position(k)).collect();
         let entries = session.decode_many(&positions);
-        let complete = self.is_done(sel);
+        let complete = self.read_all(sel);
         for (k, e) in missing.into_iter().zip(entries) {
             let Some(e) = e else { continue };
             let text = if complete {

@@ -224,7 +224,9 @@ pub fn select(
             None if !tree.loader.is_done(&tree.sel) => match next(Some(Duration::ZERO))? {
                 Some(e) => e,
                 None => {
-                    if !tree.loader.step(host.session(), &mut tree.sel) {
+                    let reading = tree.sel.reading().is_some();
+                    // Drawn again once the reading is done (the count is final) and once all is done.
+                    if !tree.loader.step(host.session(), &mut tree.sel) || (reading && tree.sel.reading().is_none()) {
                         drawn = None;
                     }
                     continue;

@@ -17,11 +17,13 @@
 //! answer ([`search::Search`]).
 
 mod data;
+mod kept;
 mod search;
 
 use std::collections::HashMap;
 
 pub use data::SelectorData;
+use kept::{Kept, List};
 use search::{tokens, Bits, Search};
 
 pub use crate::shared::filter::FilterMode;
@@ -126,8 +128,16 @@ pub struct TreeSelector {
     page: usize,
     vis: Visible,
     layout: Layout,
-    /// The rows and layout before the last fold (of this entry), while nothing else changed.
-    undo: Option<(u32, Visible, Layout)>,
+    /// The rows and layout before the last fold (of this entry), while
+    /// nothing else changed, and the mode whose clean list they are (see `clean`).
+    undo: Option<(u32, Visible, Layout, Option<FilterMode>)>,
+    /// The mode whose list with no search and no folds `vis` and `layout`
+    /// hold, as fresh as a recompute's; `None` when they hold another list.
+    clean: Option<FilterMode>,
+    /// The clean lists of other modes, kept once made ([`kept`]).
+    kept: Kept,
+    /// The buffers of a list no longer needed, for the next recompute.
+    spare: Option<List>,
     /// The selected row (an index into the visible rows).
     selected: u32,
     /// The last entry selected (a display index), kept across filters.
@@ -155,6 +165,9 @@ impl TreeSelector {
             vis: Visible::default(),
             layout: Layout::default(),
             undo: None,
+            clean: None,
+            kept: Kept::default(),
+            spare: None,
             selected: 0,
             last_selected: None,
             label_edit: None,
@@ -251,7 +264,10 @@ impl TreeSelector {
         self.page = page.max(1);
         if width != self.width {
             self.width = width;
-            self.relayout();
+            // Every kept layout was made for the old width; the current list stays clean.
+            self.kept.clear();
+            self.undo = None;
+            self.layout.rebuild(&self.data.forest, &self.vis, self.style(), level_budget(self.width));
         }
     }
 
@@ -310,7 +326,40 @@ impl TreeSelector {
     /// Records whether assistant entry `k` is one pi always hides; true when
     /// that is news. The rows are recomputed by [`TreeSelector::refresh`].
     pub fn classify(&mut self, k: u32, hidden: bool) -> bool {
-        self.data.classify(k, hidden)
+        let news = self.data.classify(k, hidden);
+        if news && hidden {
+            // Every list may have shown it (an entry not yet known is shown).
+            self.kept.clear();
+            self.clean = None;
+            if let Some(undo) = &mut self.undo {
+                undo.3 = None;
+            }
+        }
+        news
+    }
+
+    /// Once every entry is read: makes the clean list (no search, no folds)
+    /// of one more filter mode and keeps it, so that switching to it is a
+    /// swap. False when there is none left to make (nothing was done).
+    pub fn warm(&mut self) -> bool {
+        let Some(mode) = self.to_warm() else { return false };
+        let list = compute(&self.data, mode, None, &[], self.style(), level_budget(self.width), List::default());
+        self.kept.put(mode, list);
+        true
+    }
+
+    /// The next mode [`TreeSelector::warm`] would make the list of.
+    fn to_warm(&self) -> Option<FilterMode> {
+        if !self.search.index().is_complete() {
+            return None;
+        }
+        let undone = self.undo.as_ref().and_then(|u| u.3);
+        FilterMode::CYCLE.into_iter().find(|&m| self.clean != Some(m) && undone != Some(m) && !self.kept.has(m))
+    }
+
+    /// True when [`TreeSelector::warm`] has a list left to make.
+    pub fn wants_warm(&self) -> bool {
+        self.to_warm().is_some()
     }
 
     /// Adds the searchable text of the next entry in display order; when the
@@ -343,6 +392,14 @@ impl TreeSelector {
     }
 
     fn set_label_at(&mut self, k: u32, label: Option<String>) {
+        // Only the labeled-only list depends on labels.
+        self.kept.forget(FilterMode::LabeledOnly);
+        if self.clean == Some(FilterMode::LabeledOnly) {
+            self.clean = None;
+        }
+        if let Some(undo) = self.undo.as_mut().filter(|u| u.3 == Some(FilterMode::LabeledOnly)) {
+            undo.3 = None;
+        }
         match label {
             Some(l) => self.data.labels.insert(k, l),
             None => self.data.labels.remove(&k),
@@ -352,12 +409,43 @@ impl TreeSelector {
         }
     }
 
-    /// Filter, search, fold, then rebuild the visual structure (docs/cli.md, "arbor tui").
+    /// Filter, search, fold, then rebuild the visual structure (docs/cli.md,
+    /// "arbor tui"). A list with no search and no folds is kept when left
+    /// and swapped back in when wanted again ([`kept`]).
     fn recompute(&mut self) {
-        let matched = self.matched();
-        let show = shows(&self.data, self.mode, matched.as_ref());
-        self.vis.rebuild(&self.data.forest, show, &self.folded);
-        self.relayout();
+        self.drop_undo();
+        let target = self.clean_target();
+        if target.is_some() && self.clean == target {
+            return;
+        }
+        let old = (std::mem::take(&mut self.vis), std::mem::take(&mut self.layout));
+        match self.clean.take() {
+            Some(m) => self.kept.put(m, old),
+            None => self.spare = Some(old),
+        }
+        let list = match target.and_then(|m| self.kept.take(m)) {
+            Some(list) => list,
+            None => {
+                let matched = self.matched();
+                let (style, budget) = (self.style(), level_budget(self.width));
+                let into = self.spare.take().unwrap_or_default();
+                compute(&self.data, self.mode, matched.as_ref(), &self.folded, style, budget, into)
+            }
+        };
+        (self.vis, self.layout) = list;
+        self.clean = target;
+    }
+
+    /// The mode whose clean list the state shows: `None` with a search or a fold.
+    fn clean_target(&self) -> Option<FilterMode> {
+        (self.folded.is_empty() && tokens(&self.query).is_empty()).then_some(self.mode)
+    }
+
+    /// Forgets the state before the last fold, keeping it when it is a clean list.
+    fn drop_undo(&mut self) {
+        if let Some((_, vis, layout, Some(m))) = self.undo.take() {
+            self.kept.put(m, (vis, layout));
+        }
     }
 
     /// The entries the search leaves (`None`: no search). While the texts
@@ -365,11 +453,6 @@ impl TreeSelector {
     fn matched(&mut self) -> Option<Bits> {
         let toks = tokens(&self.query);
         (!toks.is_empty()).then(|| self.search.matches(&toks, &self.data.labels).unwrap_or_default())
-    }
-
-    fn relayout(&mut self) {
-        self.undo = None;
-        self.layout.rebuild(&self.data.forest, &self.vis, self.style(), level_budget(self.width));
     }
 
     /// True when entry `k` is folded.
@@ -384,7 +467,8 @@ impl TreeSelector {
         let w = self.vis.subtree_end(&self.data.forest, v);
         let vis = self.vis.fold(v, w);
         let layout = self.layout.fold(v, w);
-        self.undo = Some((k, vis, layout));
+        self.drop_undo();
+        self.undo = Some((k, vis, layout, self.clean.take()));
     }
 
     /// Unfolds visible row `v` (its entry just left `folded`): back to the
@@ -393,10 +477,11 @@ impl TreeSelector {
     /// rows recomputed in place, which costs less than inserting them).
     fn unfold_rows(&mut self, v: u32) {
         let k = self.vis.node(v);
-        if let Some((_, vis, layout)) = self.undo.take().filter(|(f, _, _)| *f == k) {
-            (self.vis, self.layout) = (vis, layout);
+        if let Some((_, vis, layout, clean)) = self.undo.take_if(|u| u.0 == k) {
+            (self.vis, self.layout, self.clean) = (vis, layout, clean);
             return;
         }
+        self.drop_undo();
         let forest = &self.data.forest;
         if (forest.end(k) - k) as usize * 2 > forest.len() {
             // The rows before `v` stay: the selection keeps its row.
@@ -407,6 +492,8 @@ impl TreeSelector {
         let m = self.vis.unfold(&self.data.forest, v, show, &self.folded);
         let style = self.style();
         self.layout.unfold(&self.data.forest, &self.vis, style, v, m);
+        // The same as a recompute's (the tests say so): clean when that was the last fold.
+        self.clean = self.clean_target();
     }
 
     /// Re-filters and restores the selection (docs/cli.md, "arbor tui").
@@ -623,6 +710,23 @@ impl TreeSelector {
     pub fn is_leaf(&self, id: &str) -> bool {
         self.data.forest.leaf().is_some_and(|l| self.data.ids[l as usize] == id)
     }
+}
+
+/// The list of `data` that `mode`, the search's answer `matched` and the
+/// folds `folded` leave, made from scratch in the buffers of `into`.
+fn compute(
+    data: &SelectorData,
+    mode: FilterMode,
+    matched: Option<&Bits>,
+    folded: &[u32],
+    style: Style,
+    budget: usize,
+    into: List,
+) -> List {
+    let (mut vis, mut layout) = into;
+    vis.rebuild(&data.forest, shows(data, mode, matched), folded);
+    layout.rebuild(&data.forest, &vis, style, budget);
+    (vis, layout)
 }
 
 /// Which entries `mode` and the search's answer `matched` show (docs/cli.md, "arbor tui").

@@ -25,6 +25,42 @@ impl TreeSelector {
         loader.render(session, &mut sel, all);
         sel
     }
+
+    /// The rows and layout a computation from scratch gives for the state as it is.
+    fn fresh(&self) -> List {
+        let mut s = self.clone();
+        let matched = s.matched();
+        compute(&s.data, s.mode, matched.as_ref(), &s.folded, s.style(), level_budget(s.width), List::default())
+    }
+
+    /// Checks that the rows and layout are a fresh computation's, and so is
+    /// every list kept or marked clean (what a later swap would show).
+    fn assert_fresh(&self, at: &str) {
+        assert_eq!((self.vis.clone(), self.layout.clone()), self.fresh(), "{at}");
+        self.assert_kept_fresh(at);
+    }
+
+    /// Checks that every list kept or marked clean is a fresh computation's
+    /// (the rows themselves may wait for a refresh while entries are read).
+    fn assert_kept_fresh(&self, at: &str) {
+        let clean_list = |mode: FilterMode| {
+            let mut s = self.clone();
+            (s.mode, s.query, s.folded) = (mode, String::new(), vec![]);
+            s.fresh()
+        };
+        if let Some(m) = self.clean {
+            assert_eq!(self.clean_target(), Some(m), "{at}: marked clean");
+            assert_eq!((self.vis.clone(), self.layout.clone()), clean_list(m), "{at}: clean");
+        }
+        if let Some((_, vis, layout, Some(m))) = &self.undo {
+            assert_eq!((vis.clone(), layout.clone()), clean_list(*m), "{at}: undo of {m:?}");
+        }
+        for m in FilterMode::CYCLE {
+            if let Some(list) = self.kept.clone().take(m) {
+                assert_eq!(list, clean_list(m), "{at}: kept {m:?}");
+            }
+        }
+    }
 }
 
 /// A session whose entries are known by test names.
@@ -633,6 +669,39 @@ fn the_state_machine_agrees_with_the_plain_computation() {
     }
 }
 
+/// Read a few entries at a time with filter switches between (lists kept
+/// while entries found hidden change them), every list kept or marked clean
+/// is a fresh computation's, on every fixture.
+#[test]
+fn lists_kept_while_entries_are_read_stay_fresh() {
+    let mut files = crate::fixture_logs();
+    files.push(arbor_test_support::fixtures().join("demo/demo.jsonl"));
+    let mut rng = arbor_test_support::Rng(0x2545_F491_4F6C_DD1D);
+    for file in files {
+        let Ok(s) = Session::open(&file, arbor_tree::OpenMode::ReadOnly, SessionOptions::default()) else { continue };
+        if s.get_tree().is_empty() {
+            continue;
+        }
+        let at = file.display().to_string();
+        let (mut loader, mut sel) = Loader::open(&s, None, (8, 120), &[], FilterMode::Default);
+        loader.set_chunk(1 + rng.below(6));
+        loader.prepare(&s, &mut sel);
+        while loader.step(&s, &mut sel) {
+            sel.assert_kept_fresh(&at);
+            if rng.below(3) == 0 {
+                sel.handle(Input::CycleFilter { forward: true });
+            }
+            loader.prepare(&s, &mut sel);
+            sel.assert_kept_fresh(&at);
+        }
+        sel.assert_fresh(&at);
+        for _ in 0..5 {
+            sel.handle(Input::CycleFilter { forward: true });
+            sel.assert_fresh(&at);
+        }
+    }
+}
+
 /// Opened lazily (texts and kinds read as a screen would, a few at a time),
 /// the selector ends where the whole computation is, on every fixture.
 #[test]
@@ -673,8 +742,11 @@ fn the_lazy_open_ends_where_the_full_one_is() {
 
 /// Folds and unfolds (incremental: a fold removes the subtree's rows, an
 /// unfold puts back the state before the fold or inserts the subtree's rows)
-/// leave exactly the rows and layout a fresh computation gives, after every
-/// input of random sessions, between filter switches, searches and moves.
+/// and the lists kept per filter mode (swapped in on a filter switch, an
+/// Escape, the last unfold) leave exactly the rows and layout a fresh
+/// computation gives, after every input of random sessions, between filter
+/// switches, searches, label edits, resizes and moves; every kept list is a
+/// fresh computation's too.
 #[test]
 fn incremental_folds_agree_with_a_fresh_recompute() {
     let mut rng = arbor_test_support::Rng(0x1405_7B7E_F767_814F);
@@ -692,9 +764,25 @@ fn incremental_folds_agree_with_a_fresh_recompute() {
             if matches!(sel.handle(input.clone()), Outcome::Cancel | Outcome::Select(_)) {
                 break;
             }
-            let mut fresh = sel.clone();
-            fresh.recompute();
-            assert_eq!((&sel.vis, &sel.layout), (&fresh.vis, &fresh.layout), "round {round} step {step} {input:?}");
+            sel.assert_fresh(&format!("round {round} step {step} {input:?}"));
+            // Now and then a resize (every kept layout is forgotten), a mode's list made ahead, a label edit.
+            match rng.below(16) {
+                0 => sel.set_size(sel.page(), [40, 120][rng.below(2)]),
+                1 | 2 => {
+                    sel.warm();
+                }
+                // A label set or cleared on the selected row (only the labeled-only list depends on labels).
+                3 | 4 if sel.query().is_empty() && sel.label_edit().is_none() => {
+                    sel.handle(Input::Char('L'));
+                    let value = if rng.below(2) == 0 { "x" } else { "" };
+                    if let Some(edit) = sel.label_edit.as_mut() {
+                        edit.value = value.to_owned();
+                    }
+                    sel.handle(Input::Enter);
+                }
+                _ => continue,
+            }
+            sel.assert_fresh(&format!("round {round} step {step}, resized, warmed or labelled"));
         }
     }
 }
