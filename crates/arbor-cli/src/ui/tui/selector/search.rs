@@ -16,7 +16,10 @@
 //! query that narrows another way looks among the last answer's entries when
 //! they are few; Backspace goes back to an answer already made. Labels, which
 //! change while the selector is open, are matched apart: labelled entries are
-//! few.
+//! few. A query's first keystroke, a one-byte token that most texts hold,
+//! is answered without the scan: each entry keeps a 64-bit mask of the
+//! letters, digits and common punctuation its text holds ([`MASK_BYTES`]),
+//! so the token's answer is one pass over a word an entry.
 
 use std::collections::HashMap;
 
@@ -72,12 +75,29 @@ impl Bits {
     }
 }
 
+/// The bytes an entry's mask notes, one bit each (a one-byte token of any
+/// other byte is found by the scan).
+const MASK_BYTES: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyz0123456789-_./:()[]{}=,'\"<>!?#$%&*+;@|";
+
+/// Each byte's bit in the masks (0 for a byte not in [`MASK_BYTES`]).
+const MASK_OF: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut i = 0;
+    while i < MASK_BYTES.len() {
+        t[MASK_BYTES[i] as usize] = 1 << i;
+        i += 1;
+    }
+    t
+};
+
 /// The searchable texts of the entries, in display order (see the module docs).
 #[derive(Debug, Clone)]
 pub struct TextIndex {
     text: Vec<u8>,
     /// Where each entry's text starts; one more, the end, once complete.
     starts: Vec<u64>,
+    /// The bits of [`MASK_BYTES`] each entry's text holds.
+    masks: Vec<u64>,
     total: usize,
 }
 
@@ -89,7 +109,7 @@ pub fn tokens(query: &str) -> Vec<String> {
 impl TextIndex {
     /// An empty index for `total` entries, to be filled in display order.
     pub fn new(total: usize) -> TextIndex {
-        TextIndex { text: Vec::new(), starts: Vec::with_capacity(total + 1), total }
+        TextIndex { text: Vec::new(), starts: Vec::with_capacity(total + 1), masks: Vec::with_capacity(total), total }
     }
 
     /// Adds the next entry's text.
@@ -97,6 +117,7 @@ impl TextIndex {
         self.starts.push(self.text.len() as u64);
         self.text.extend_from_slice(text.as_bytes());
         self.text.push(b'\n');
+        self.masks.push(text.bytes().fold(0, |m, b| m | MASK_OF[b as usize]));
         if self.starts.len() == self.total {
             self.starts.push(self.text.len() as u64);
             self.text.shrink_to_fit();
@@ -143,6 +164,27 @@ impl TextIndex {
             }
             at = self.starts[k + 1] as usize;
         }
+    }
+
+    /// Every entry whose text holds `token`: [`TextIndex::scan`]'s answer,
+    /// or for a one-byte token the masks' (its hits, while at most half the
+    /// entries, at 0: at or before the first occurrence), and whether each
+    /// hit is at the first occurrence.
+    fn holding(&self, token: &str) -> (Bits, Option<Vec<Hit>>, bool) {
+        let bit = match token.as_bytes() {
+            &[b] => MASK_OF[b as usize],
+            _ => 0,
+        };
+        if bit == 0 {
+            let (bits, hits) = self.scan(token);
+            return (bits, hits, true);
+        }
+        let mut bits = Bits::new(self.total);
+        for (word, masks) in bits.0.iter_mut().zip(self.masks.chunks(64)) {
+            *word = masks.iter().enumerate().fold(0, |w, (i, &m)| w | (u64::from(m & bit != 0) << i));
+        }
+        let hits = (bits.count() * 2 <= self.total).then(|| bits.ones().map(|k| Hit { k, at: 0 }).collect());
+        (bits, hits, false)
     }
 
     /// Every entry whose text holds `token`, one scan of the buffer per
@@ -270,8 +312,8 @@ impl Search {
             return;
         }
         let from = self.answers.iter().rposition(|(t, _)| narrows(t, tokens));
-        let listed = |hits: Vec<Hit>| (Bits::of(total, hits.iter().map(|h| h.k)), Some(hits));
-        let (bits, hits) = match (from, &self.hits) {
+        let listed = |hits: Vec<Hit>| (Bits::of(total, hits.iter().map(|h| h.k)), Some(hits), true);
+        let (bits, hits, exact) = match (from, &self.hits) {
             // Extending looks again at each hit: only while they are at most half the entries.
             (Some(i), Some(hits)) if Some(i) == last && extends_last(&self.answers[i].0, tokens) => {
                 // The shorter token is at `at` in each hit (or `at` is 0, after a Backspace: nothing is known there).
@@ -284,15 +326,15 @@ impl Search {
             }
             _ => match tokens.split_last() {
                 None => listed(vec![]),
-                Some((last, [])) => self.index.scan(last),
+                Some((last, [])) => self.index.holding(last),
                 Some((last, _)) => {
-                    let (first, _) = self.index.scan(last);
+                    let (first, _, _) = self.index.holding(last);
                     listed(self.keep(first.ones(), tokens))
                 }
             },
         };
         self.hits = hits;
-        self.hits_exact = true;
+        self.hits_exact = exact;
         self.answers.truncate(from.map_or(0, |i| i + 1));
         self.answers.push((tokens.to_vec(), bits));
     }
@@ -386,16 +428,20 @@ mod tests {
 
     /// Random texts over a few letters (so tokens hit often and overlap),
     /// random typing: extending the last token, starting another, Backspace,
-    /// a query replaced at once. Every answer, made from the last one or
-    /// from scratch, is what a plain filter of the texts answers.
+    /// a query replaced at once, one-byte tokens answered from the masks
+    /// and bytes they do not note (`^`, `é`). Every answer, made from the
+    /// last one or from scratch, is what a plain filter of the texts answers.
     #[test]
     fn incremental_answers_agree_with_a_fresh_filter_over_random_typing() {
         let mut rng = arbor_test_support::Rng(0x5DEE_CE66_D1CE_4E5B);
+        // Few letters (most texts hold each) and more letters in shorter texts (few do).
+        let few = ['a', 'b', 'c', 'd', ' ', '-', '^', 'é'];
+        let more = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', ' ', '-', '^', 'é'];
         for round in 0..40 {
             let n = [50, 700, 6_000][round % 3];
-            let texts: Vec<String> = (0..n)
-                .map(|_| (0..rng.below(40)).map(|_| ['a', 'b', 'c', 'd', ' ', '-'][rng.below(6)]).collect())
-                .collect();
+            let (letters, long): (&[char], usize) = if round % 2 == 0 { (&few, 40) } else { (&more, 12) };
+            let texts: Vec<String> =
+                (0..n).map(|_| (0..rng.below(long)).map(|_| letters[rng.below(letters.len())]).collect()).collect();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let mut s = Search::new(n);
             for t in &refs {
@@ -408,7 +454,10 @@ mod tests {
             let mut query = String::new();
             for step in 0..60 {
                 match rng.below(10) {
-                    0..=5 => query.push(['a', 'b', 'c', 'd', 'A'][rng.below(5)]),
+                    0..=5 => query.push(match rng.below(letters.len() + 1) {
+                        0 => 'A',
+                        i => letters[i - 1],
+                    }),
                     6 => query.push(' '),
                     7 | 8 => {
                         query.pop();
