@@ -10,7 +10,8 @@
 //! [`TreeSelector::add_text`], [`TreeSelector::set_row_text`]), so the first
 //! screen does not wait for a million entries to be read. Each change of
 //! filter or search recomputes the visible rows in one pass over flat arrays
-//! ([`Visible`], [`Layout`]), in place; a fold cuts its subtree's rows out
+//! ([`Visible`], [`Layout`]), in place, except that each mode's list with no
+//! search and no folds is kept once made and swapped back in ([`kept`]); a fold cuts its subtree's rows out
 //! and an unfold puts back the rows before that fold or makes only its
 //! subtree's rows (tests: the same as a recompute); a row's prefix and text
 //! are made only when it is drawn; a search keystroke narrows the last
