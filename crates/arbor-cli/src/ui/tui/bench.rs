@@ -4,7 +4,8 @@
 //! for: the first frame, the reading of every entry that follows it, moves,
 //! folds, filter switches and each keystroke of a search. Each input's line
 //! names its kind (`move`, `fold`, `filter`, `search`), which says its target. One JSON object per
-//! line on stdout: `{"step": …, "ms": …}`, then a summary line.
+//! line on stdout: `{"step": …, "ms": …}` (an input's line also has `input ms`, the
+//! state machine's part, before the frame's), then a summary line.
 
 use std::io::Write;
 use std::path::Path;
@@ -52,9 +53,15 @@ impl Bench<'_> {
     fn input(&mut self, kind: &'static str, step: &str, input: Input) -> Result<(&'static str, Duration)> {
         let t = Instant::now();
         self.sel.handle(input);
+        let handled = t.elapsed();
         self.frame();
         let took = t.elapsed();
-        let extra = json!({"kind": kind, "rows": self.sel.visible_len(), "footer": self.sel.footer().trim()});
+        let extra = json!({
+            "kind": kind,
+            "rows": self.sel.visible_len(),
+            "footer": self.sel.footer().trim(),
+            "input ms": handled.as_secs_f64() * 1000.0,
+        });
         self.report(step, took, extra)?;
         Ok((kind, took))
     }

@@ -341,21 +341,33 @@ impl TreeSelector {
 
     /// Once every entry is read: makes the clean list (no search, no folds)
     /// of one more filter mode and keeps it, so that switching to it is a
-    /// swap. False when there is none left to make (nothing was done).
+    /// swap; then spare buffers for a whole list, so that the first search
+    /// keystroke does not wait for fresh memory. False when there is
+    /// nothing left to make (nothing was done).
     pub fn warm(&mut self) -> bool {
-        let Some(mode) = self.to_warm() else { return false };
-        let list = compute(&self.data, mode, None, &[], self.style(), level_budget(self.width), List::default());
-        self.kept.put(mode, list);
+        let (style, budget) = (self.style(), level_budget(self.width));
+        match self.to_warm() {
+            None => return false,
+            Some(Some(mode)) => {
+                self.kept.put(mode, compute(&self.data, mode, None, &[], style, budget, List::default()))
+            }
+            Some(None) => {
+                self.spare = Some(compute(&self.data, FilterMode::All, None, &[], style, budget, List::default()));
+            }
+        }
         true
     }
 
-    /// The next mode [`TreeSelector::warm`] would make the list of.
-    fn to_warm(&self) -> Option<FilterMode> {
+    /// What [`TreeSelector::warm`] would make: a mode's list, or (`Some(None)`) the spare buffers.
+    fn to_warm(&self) -> Option<Option<FilterMode>> {
         if !self.search.index().is_complete() {
             return None;
         }
         let undone = self.undo.as_ref().and_then(|u| u.3);
-        FilterMode::CYCLE.into_iter().find(|&m| self.clean != Some(m) && undone != Some(m) && !self.kept.has(m))
+        match FilterMode::CYCLE.into_iter().find(|&m| self.clean != Some(m) && undone != Some(m) && !self.kept.has(m)) {
+            Some(m) => Some(Some(m)),
+            None => self.spare.is_none().then_some(None),
+        }
     }
 
     /// True when [`TreeSelector::warm`] has a list left to make.
@@ -420,16 +432,25 @@ impl TreeSelector {
             return;
         }
         let old = (std::mem::take(&mut self.vis), std::mem::take(&mut self.layout));
-        match self.clean.take() {
-            Some(m) => self.kept.put(m, old),
-            None => self.spare = Some(old),
-        }
+        // The buffers to compute in: the spare ones when the old list is kept, else the old list's.
+        let buffers = match self.clean.take() {
+            Some(m) => {
+                self.kept.put(m, old);
+                self.spare.take()
+            }
+            None => Some(old),
+        };
         let list = match target.and_then(|m| self.kept.take(m)) {
-            Some(list) => list,
+            Some(list) => {
+                if self.spare.is_none() {
+                    self.spare = buffers;
+                }
+                list
+            }
             None => {
                 let matched = self.matched();
                 let (style, budget) = (self.style(), level_budget(self.width));
-                let into = self.spare.take().unwrap_or_default();
+                let into = buffers.unwrap_or_default();
                 compute(&self.data, self.mode, matched.as_ref(), &self.folded, style, budget, into)
             }
         };
