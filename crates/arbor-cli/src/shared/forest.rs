@@ -189,6 +189,46 @@ impl Row {
     }
 }
 
+/// Which forest entries show, for [`Visible::push_range`].
+trait Shown {
+    /// The first shown entry in `from..end`, or `end` (or `from`, when past `end`).
+    fn next(&mut self, from: u32, end: u32) -> u32;
+}
+
+/// Shown entries as a predicate, asked of each entry in turn.
+struct ByFn<F>(F);
+
+impl<F: FnMut(u32) -> bool> Shown for ByFn<F> {
+    fn next(&mut self, mut from: u32, end: u32) -> u32 {
+        while from < end && !(self.0)(from) {
+            from += 1;
+        }
+        from
+    }
+}
+
+/// Shown entries as bits (bit `k % 64` of word `k / 64`): the hidden ones
+/// are passed a word at a time, with no branch an entry.
+struct ByBits<'a>(&'a [u64]);
+
+impl Shown for ByBits<'_> {
+    fn next(&mut self, from: u32, end: u32) -> u32 {
+        let mut w = from as usize / 64;
+        let Some(&first) = self.0.get(w) else { return end.max(from) };
+        let mut word = first & (!0u64 << (from % 64));
+        loop {
+            if word != 0 {
+                return (idx(w * 64) + word.trailing_zeros()).min(end.max(from));
+            }
+            w += 1;
+            match self.0.get(w) {
+                Some(&x) if idx(w * 64) < end => word = x,
+                _ => return end.max(from),
+            }
+        }
+    }
+}
+
 impl Visible {
     /// The visible part of `forest`: the entries `show` accepts, without the
     /// subtrees under the entries `folded` names (ascending; pi folds by the
@@ -202,6 +242,16 @@ impl Visible {
     /// The same as [`Visible::new`], in place: the buffer is reused, so a
     /// recompute touches no new memory once it has held as many rows.
     pub fn rebuild(&mut self, forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) {
+        self.rebuild_with(forest, ByFn(show), folded);
+    }
+
+    /// The same as [`Visible::rebuild`], with the entries shown as bits
+    /// (bit `k % 64` of word `k / 64`): faster when many are hidden here and there.
+    pub fn rebuild_shown(&mut self, forest: &Forest, shown: &[u64], folded: &[u32]) {
+        self.rebuild_with(forest, ByBits(shown), folded);
+    }
+
+    fn rebuild_with(&mut self, forest: &Forest, show: impl Shown, folded: &[u32]) {
         self.rows.clear();
         // Room for every entry at once (after a fold the buffer is small): no copies as it grows.
         self.rows.reserve(forest.len());
@@ -219,7 +269,7 @@ impl Visible {
         forest: &Forest,
         range: std::ops::Range<u32>,
         under: u32,
-        mut show: impl FnMut(u32) -> bool,
+        mut show: impl Shown,
         folded: &[u32],
     ) -> (u32, u32) {
         let base = if under == NONE { idx(self.rows.len()) } else { under + 1 };
@@ -228,20 +278,21 @@ impl Visible {
         // The visible ancestors of the entry being looked at, innermost last, with their subtrees' ends.
         let mut open: Vec<(u32, u32)> = vec![];
         let mut f = folded.partition_point(|&x| x < range.start);
-        // The next folded entry (past the range when there is none).
-        let mut next_fold = folded.get(f).copied().unwrap_or(NONE);
-        let mut k = range.start;
-        while k < range.end {
-            // Past the folded entries before `k` (some in subtrees skipped).
-            while next_fold < k {
+        let mut from = range.start;
+        loop {
+            let mut k = show.next(from, range.end);
+            // A folded entry passed on the way hides its subtree, shown or not: `k` may be in it.
+            while let Some(&x) = folded.get(f).filter(|&&x| x < k) {
                 f += 1;
-                next_fold = folded.get(f).copied().unwrap_or(NONE);
+                if x >= from && forest.end(x) > k {
+                    from = forest.end(x);
+                    k = show.next(from, range.end);
+                }
             }
-            let fold = k == next_fold;
-            if !show(k) {
-                k = if fold { forest.end(k) } else { k + 1 };
-                continue;
+            if k >= range.end {
+                break;
             }
+            let fold = folded.get(f) == Some(&k);
             let vk = base + idx(self.rows.len()) - local;
             while let Some(&(_, end)) = open.last() {
                 if end > k {
@@ -260,10 +311,10 @@ impl Visible {
                 row.last_kid = vk;
             }
             if fold {
-                k = forest.end(k);
+                from = forest.end(k);
             } else {
                 open.push((vk, forest.end(k)));
-                k += 1;
+                from = k + 1;
             }
         }
         (top_kids, top_last)
@@ -300,7 +351,7 @@ impl Visible {
     pub fn unfold(&mut self, forest: &Forest, v: u32, show: impl FnMut(u32) -> bool, folded: &[u32]) -> u32 {
         let k = self.node(v);
         let mut sub = Visible::default();
-        let (kids, last) = sub.push_range(forest, k + 1..forest.end(k), v, show, folded);
+        let (kids, last) = sub.push_range(forest, k + 1..forest.end(k), v, ByFn(show), folded);
         let m = idx(sub.len());
         for r in &mut self.rows {
             r.shift(|x| x > v, |x| x + m);
@@ -382,6 +433,39 @@ mod tests {
         assert!(forest.is_active(7) && !forest.is_active(8));
         assert_eq!((forest.end(3), forest.end(4), forest.end(8)), (11, 8, 11));
         assert_eq!(forest.parent(8), Some(3));
+    }
+
+    /// The rows made with the shown entries as bits (passed a word at a
+    /// time) are the rows made asking each entry in turn, on random forests,
+    /// shown sets from sparse to dense, and folds.
+    #[test]
+    fn shown_as_bits_or_asked_in_turn_gives_the_same_rows() {
+        let mut rng = arbor_test_support::Rng(0x6A09_E667_F3BC_C908);
+        for round in 0..300 {
+            let n = 1 + rng.below(400);
+            let mut kids = vec![vec![]; n];
+            let mut roots = vec![];
+            for p in 0..n {
+                match (p > 0 && rng.below(10) != 0).then(|| rng.below(p)) {
+                    Some(q) => kids[q].push(p),
+                    None => roots.push(p),
+                }
+            }
+            let forest = Forest::build(n, &roots, |p| kids[p].clone().into_iter(), Some(rng.below(n)));
+            let hidden = rng.below(5);
+            let shown: Vec<bool> = (0..n).map(|_| rng.below(4) >= hidden).collect();
+            let mut words = vec![0u64; n.div_ceil(64)];
+            for k in (0..n).filter(|&k| shown[k]) {
+                words[k / 64] |= 1 << (k % 64);
+            }
+            let mut folded: Vec<u32> = (0..rng.below(6)).map(|_| rng.below(n) as u32).collect();
+            folded.sort_unstable();
+            folded.dedup();
+            let asked = Visible::new(&forest, |k| shown[k as usize], &folded);
+            let mut bits = Visible::default();
+            bits.rebuild_shown(&forest, &words, &folded);
+            assert_eq!(bits, asked, "round {round}");
+        }
     }
 
     #[test]

@@ -746,9 +746,37 @@ fn compute(
     into: List,
 ) -> List {
     let (mut vis, mut layout) = into;
-    vis.rebuild(&data.forest, shows(data, mode, matched), folded);
+    vis.rebuild_shown(&data.forest, show_bits(data, mode, matched).words(), folded);
     layout.rebuild(&data.forest, &vis, style, budget);
     (vis, layout)
+}
+
+/// The entries [`shows`] accepts, as bits, made a word at a time from the
+/// kinds (the leaf and, in labeled-only mode, the labelled entries asked apart).
+fn show_bits(data: &SelectorData, mode: FilterMode, matched: Option<&Bits>) -> Bits {
+    let by_kind: [bool; 256] = std::array::from_fn(|kind| mode.shows(kind as u8, false, false));
+    let mut words: Vec<u64> = data
+        .kinds
+        .chunks(64)
+        .map(|c| c.iter().enumerate().fold(0, |w, (i, &kind)| w | u64::from(by_kind[kind as usize]) << i))
+        .collect();
+    let show = shows(data, mode, None);
+    let mut ask = |k: u32| {
+        let (w, bit) = (k as usize / 64, 1u64 << (k % 64));
+        if show(k) {
+            words[w] |= bit;
+        } else {
+            words[w] &= !bit;
+        }
+    };
+    data.forest.leaf().into_iter().for_each(&mut ask);
+    if mode == FilterMode::LabeledOnly {
+        data.labels.keys().copied().for_each(&mut ask);
+    }
+    if let Some(m) = matched {
+        words.iter_mut().zip(m.words()).for_each(|(w, m)| *w &= m);
+    }
+    Bits::from_words(words)
 }
 
 /// Which entries `mode` and the search's answer `matched` show (docs/cli.md, "arbor tui").

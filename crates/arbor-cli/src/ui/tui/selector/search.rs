@@ -42,6 +42,16 @@ impl Bits {
         b
     }
 
+    /// The set as words: bit `k % 64` of word `k / 64`.
+    pub fn words(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// The set of these words (see [`Bits::words`]).
+    pub fn from_words(words: Vec<u64>) -> Bits {
+        Bits(words)
+    }
+
     /// True when entry `k` is in the set.
     pub fn get(&self, k: u32) -> bool {
         self.0.get(k as usize / 64).is_some_and(|w| w >> (k % 64) & 1 == 1)

@@ -26,11 +26,14 @@ impl TreeSelector {
         sel
     }
 
-    /// The rows and layout a computation from scratch gives for the state as it is.
+    /// The rows and layout a computation from scratch gives for the state
+    /// as it is (each entry asked in turn, not through [`show_bits`]).
     fn fresh(&self) -> List {
         let mut s = self.clone();
         let matched = s.matched();
-        compute(&s.data, s.mode, matched.as_ref(), &s.folded, s.style(), level_budget(s.width), List::default())
+        let vis = Visible::new(&s.data.forest, shows(&s.data, s.mode, matched.as_ref()), &s.folded);
+        let layout = Layout::new(&s.data.forest, &vis, s.style(), level_budget(s.width));
+        (vis, layout)
     }
 
     /// Checks that the rows and layout are a fresh computation's, and so is
