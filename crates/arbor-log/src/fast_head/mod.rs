@@ -96,7 +96,7 @@ fn fast_head_with(line: &[u8], detail: bool) -> Option<(RecordHead, HeadDetail<'
     // Plane 16's characters (F4 8F …) may be markers to `crate::json`: unsure.
     let sure_bytes = match bytes {
         Bytes::PrintableAscii => true,
-        Bytes::NoControl => std::str::from_utf8(line).is_ok() && memchr::memchr(0xF4, line).is_none(),
+        Bytes::NoControl => simdutf8::basic::from_utf8(line).is_ok() && memchr::memchr(0xF4, line).is_none(),
         Bytes::Control => false,
     };
     let mut p = Parser {
