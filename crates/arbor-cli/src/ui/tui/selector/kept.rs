@@ -47,3 +47,46 @@ impl Kept {
         self.lists.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use arbor_tree::{Session, SessionOptions};
+
+    use super::super::{FilterMode, Input};
+    use crate::ui::tui::loader::Loader;
+
+    /// Read a few entries at a time with filter switches between (lists kept
+    /// while entries found hidden change them), every list kept or marked clean
+    /// is a fresh computation's, on every fixture.
+    #[test]
+    fn lists_kept_while_entries_are_read_stay_fresh() {
+        let mut files = crate::fixture_logs();
+        files.push(arbor_test_support::fixtures().join("demo/demo.jsonl"));
+        let mut rng = arbor_test_support::Rng(0x2545_F491_4F6C_DD1D);
+        for file in files {
+            let Ok(s) = Session::open(&file, arbor_tree::OpenMode::ReadOnly, SessionOptions::default()) else {
+                continue;
+            };
+            if s.get_tree().is_empty() {
+                continue;
+            }
+            let at = file.display().to_string();
+            let (mut loader, mut sel) = Loader::open(&s, None, (8, 120), &[], FilterMode::Default);
+            loader.set_chunk(1 + rng.below(6));
+            loader.prepare(&s, &mut sel);
+            while loader.step(&s, &mut sel) {
+                sel.assert_kept_fresh(&at);
+                if rng.below(3) == 0 {
+                    sel.handle(Input::CycleFilter { forward: true });
+                }
+                loader.prepare(&s, &mut sel);
+                sel.assert_kept_fresh(&at);
+            }
+            sel.assert_fresh(&at);
+            for _ in 0..5 {
+                sel.handle(Input::CycleFilter { forward: true });
+                sel.assert_fresh(&at);
+            }
+        }
+    }
+}
