@@ -119,13 +119,18 @@ pub fn write_plan_transcript<W: Write + ?Sized>(
     llm: bool,
 ) -> io::Result<()> {
     let mut t = Transcript::default();
-    for batch in plan.plan.steps.chunks(BATCH) {
+    for batch in plan.plan.steps.chunks(TEXT_BATCH) {
         for w in written_batch(session, &plan.path, batch, llm) {
             t.write(out, &w)?;
         }
     }
     t.finish(out, &plan.plan.settings)
 }
+
+/// Steps of the plan whose messages are read at once. Only their lines are
+/// held (a few hundred bytes a message), and the entries decoded instead
+/// are decoded [`BATCH`] at a time.
+const TEXT_BATCH: usize = 8 * BATCH;
 
 /// The messages a batch of steps gives, written, in order (a malformed
 /// `message` entry gives none).
@@ -141,7 +146,10 @@ fn written_batch(session: &Session, path: &[Position], batch: &[ContextStep], ll
     // The entries the text could not be read from are decoded (on all cores).
     let again: Vec<Position> =
         stored.iter().zip(&read).filter(|(_, r)| !matches!(r, Some(Some(_)))).map(|(&p, _)| p).collect();
-    let mut decoded = session.decode_many(&again).into_iter();
+    let mut decoded = again.chunks(BATCH).flat_map(|part| {
+        let entries = session.decode_many(part).into_iter();
+        entries.map(|e| e.and_then(message_of_entry).map(|m| Written::of_value(&m, llm))).collect::<Vec<_>>()
+    });
     let mut read = read.into_iter();
     let mut out = Vec::with_capacity(batch.len());
     for step in batch {
@@ -149,7 +157,7 @@ fn written_batch(session: &Session, path: &[Position], batch: &[ContextStep], ll
             ContextStep::Made(m) => Some(Written::of_value(m, llm)),
             ContextStep::Message(_) => match read.next().flatten().flatten() {
                 Some(w) => Some(w),
-                None => decoded.next().flatten().and_then(message_of_entry).map(|m| Written::of_value(&m, llm)),
+                None => decoded.next().flatten(),
             },
         };
         out.extend(w);
