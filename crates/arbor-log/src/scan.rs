@@ -238,7 +238,7 @@ pub(crate) fn scan_line_with(
         return (kind, note, None);
     }
     let plain = json::is_plain(body);
-    let (text, note) = match std::str::from_utf8(body) {
+    let (text, note) = match simdutf8::basic::from_utf8(body) {
         Ok(s) => (Cow::Borrowed(s), None),
         Err(_) => (Cow::Owned(String::from_utf8_lossy(body).into_owned()), Some(DiagnosticKind::InvalidUtf8)),
     };

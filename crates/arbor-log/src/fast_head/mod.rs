@@ -40,14 +40,19 @@
 //! clears the field.
 //!
 //! Strings, most of a session's bytes, are read 64 bytes at a time: vector
-//! compares give masks of a block's quotes and backslashes ([`Masks`]),
-//! [`escaped_by`] marks the bytes backslashes escape, and a string ends at
-//! its first unescaped quote; its escaped bytes must be simple escapes
-//! (`\"`, `\n`, …), else the string is read one escape at a time, which
+//! compares give masks of a block's quotes and backslashes, [`escaped_by`]
+//! marks the bytes backslashes escape, and a string ends at its first
+//! unescaped quote. One pass over the line ([`line`]) makes these masks for
+//! every block and checks every escape and byte at once; a string is then a
+//! search for the next set bit. In a line with an escape that is not a
+//! simple one (`\"`, `\n`, …), strings are read a block at a time
+//! ([`Masks`]) and a string with such an escape one escape at a time, which
 //! decides `\u` escapes and refuses invalid ones exactly as before.
 
 use compact_str::CompactString;
 use wide::u8x16;
+
+use line::{Bytes, LineMasks};
 
 use crate::clock::parse_iso_ms;
 use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
@@ -85,26 +90,29 @@ pub(crate) fn fast_head_detail(line: &[u8]) -> Option<(RecordHead, HeadDetail<'_
 }
 
 fn fast_head_with(line: &[u8], detail: bool) -> Option<(RecordHead, HeadDetail<'_>)> {
-    // Printable ASCII is UTF-8 without control bytes: one pass instead of two.
+    let mut masks = LineMasks::take();
+    let (simple, bytes) = masks.fill(line);
+    // Printable ASCII is UTF-8 without control bytes.
     // Plane 16's characters (F4 8F …) may be markers to `crate::json`: unsure.
-    if !printable_ascii(line)
-        && (std::str::from_utf8(line).is_err() || !no_control_bytes(line) || memchr::memchr(0xF4, line).is_some())
-    {
-        return None;
-    }
+    let sure_bytes = match bytes {
+        Bytes::PrintableAscii => true,
+        Bytes::NoControl => simdutf8::basic::from_utf8(line).is_ok() && memchr::memchr(0xF4, line).is_none(),
+        Bytes::Control => false,
+    };
     let mut p = Parser {
         b: line,
         i: 0,
         depth: 0,
         block: usize::MAX / 2,
         masks: Masks { quotes: 0, backslashes: 0, escaped: 0 },
+        line: masks,
+        simple,
         want_detail: detail,
         detail: HeadDetail::default(),
     };
-    p.ws();
-    let head = p.top_object()?;
-    p.ws();
-    (p.i == line.len()).then_some((head, p.detail))
+    let head = sure_bytes.then(|| p.top()).flatten();
+    std::mem::take(&mut p.line).give_back();
+    head.map(|head| (head, p.detail))
 }
 
 /// The quotes and backslashes of 64 bytes of a line, one bit per byte
@@ -170,17 +178,6 @@ const SIMPLE_ESCAPE: [bool; 256] = {
     t
 };
 
-/// True when every byte is in 0x20..=0x7F. Branch-free so that it vectorizes.
-fn printable_ascii(b: &[u8]) -> bool {
-    let (lo, hi) = b.iter().fold((0xFFu8, 0u8), |(lo, hi), &c| (lo.min(c), hi.max(c)));
-    lo >= 0x20 && hi < 0x80
-}
-
-/// True when no byte is below 0x20. Branch-free so that it vectorizes.
-fn no_control_bytes(b: &[u8]) -> bool {
-    b.iter().fold(0xFFu8, |m, &c| m.min(c)) >= 0x20
-}
-
 /// A value the head keeps: a string without escapes, `null`, or anything else.
 enum Field<'a> {
     Str(&'a str),
@@ -212,6 +209,9 @@ struct Parser<'a> {
     /// The start of the 64-byte block whose quotes and backslashes `masks` holds.
     block: usize,
     masks: Masks,
+    /// The whole line's masks, when `simple`: every escape in it is a simple one.
+    line: LineMasks,
+    simple: bool,
     /// Read the [`HeadDetail`] too.
     want_detail: bool,
     detail: HeadDetail<'a>,
@@ -240,6 +240,14 @@ impl<'a> Parser<'a> {
     fn enter(&mut self) -> Option<()> {
         self.depth += 1;
         (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    /// The line: one object between optional whitespace.
+    fn top(&mut self) -> Option<RecordHead> {
+        self.ws();
+        let head = self.top_object()?;
+        self.ws();
+        (self.i == self.b.len()).then_some(head)
     }
 
     /// The top-level object, keeping the head fields.
@@ -499,6 +507,11 @@ impl<'a> Parser<'a> {
     /// ones) the string is read again one escape at a time.
     fn string(&mut self) -> Option<StrSpan> {
         let start = self.i;
+        if self.simple {
+            let (end, escaped) = self.line.string_at(start)?;
+            self.i = end + 1;
+            return Some(StrSpan { start, end, escaped });
+        }
         let mut escaped = false;
         loop {
             self.load_block();
@@ -672,5 +685,6 @@ impl<'a> Parser<'a> {
     }
 }
 
+mod line;
 #[cfg(test)]
 mod tests;

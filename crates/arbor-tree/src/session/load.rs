@@ -36,6 +36,14 @@ fn parent_in(slots: &Slots, ids: &IdTable, i: usize) -> Option<usize> {
 /// Slots whose index columns are made at once while the index is written.
 const WRITE_RUN: usize = 8192;
 
+/// What an entry's slot costs held in memory: the slot, its parent and its row of the id table.
+const HELD_PER_ENTRY: u64 = 64;
+/// Without the cache's index, the scan's slots are kept when they hold at
+/// most this fraction (1/16) of the file's bytes, entries of a kilobyte or
+/// more: writing a private index for them would cost time and save little.
+/// Smaller entries are read on through a private index.
+const HELD_SHARE: u64 = 16;
+
 impl Session {
     /// The index-first load: true when done, false when the file needs the full
     /// path (no usable header, or an old version that needs a migration).
@@ -71,9 +79,11 @@ impl Session {
             // index's few bytes an entry, not the slots' 40. The cache's index
             // when it can be written; else one only this process reads.
             let write = |file: &mut std::fs::File| self.write_index(file, stamp, header_bytes, &ids);
-            let lazy = index
-                .and_then(|i| i.with_stamp(stamp).write_and_open(write))
-                .or_else(|| index::private_index(stamp, write));
+            let private = || {
+                let held = self.state.slots.len() as u64 * HELD_PER_ENTRY;
+                (held > scanned_bytes / HELD_SHARE).then(|| index::private_index(stamp, write)).flatten()
+            };
+            let lazy = index.and_then(|i| i.with_stamp(stamp).write_and_open(write)).or_else(private);
             if let Some(lazy) = lazy {
                 self.state.slots = Slots::from_index(lazy);
                 return Ok(true);

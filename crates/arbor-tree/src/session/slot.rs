@@ -517,7 +517,8 @@ impl Slot {
         match self.line_via(cursor) {
             Some(bytes) => {
                 let text = trim_line(bytes);
-                let text = match std::str::from_utf8(text) {
+                // Whole lines: the vector check (a million lines on the way out of `tree --json`).
+                let text = match simdutf8::basic::from_utf8(text) {
                     Ok(t) => Cow::Borrowed(t),
                     Err(_) => String::from_utf8_lossy(text),
                 };
