@@ -71,7 +71,9 @@ fn line_for(m: &Value, out: &mut Vec<String>) {
             out.push(format!("  ← {name}{err}: {} ({n} lines)", clip(&text, WIDTH - 20)));
         }
         Role::BashExecution => out.push(format!("bash: $ {}", clip(s("command").unwrap_or(""), WIDTH))),
-        Role::Custom => out.push(format!("[{}]: {}", s("customType").unwrap_or("custom"), clip(&text, WIDTH))),
+        Role::Custom => {
+            out.push(format!("[{}]: {}", s("customType").unwrap_or(Role::Custom.as_str()), clip(&text, WIDTH)))
+        }
         Role::BranchSummary => out.push(format!("[branch summary]: {}", clip(s("summary").unwrap_or(""), WIDTH))),
         Role::CompactionSummary => {
             let before = m.get("tokensBefore").and_then(Value::as_f64).unwrap_or(0.0);
