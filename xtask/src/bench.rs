@@ -34,7 +34,7 @@ print(n)
 const MB: f64 = 1_000_000.0;
 
 /// Label of the python yardstick row.
-const PYTHON: &str = "python3 json.loads";
+pub(crate) const PYTHON: &str = "python3 json.loads";
 
 #[derive(Debug)]
 struct Opts {
@@ -240,11 +240,11 @@ pub fn bench_command(dir: &Path, cmd: &BenchCmd, runs: usize) -> Result<Measured
     Ok(Measured { cmd: cmd.clone(), runs: out })
 }
 
-fn secs(d: Duration) -> f64 {
+pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-fn kib_to_mb(kib: u64) -> f64 {
+pub(crate) fn kib_to_mb(kib: u64) -> f64 {
     kib as f64 * 1024.0 / MB
 }
 
@@ -406,6 +406,7 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         }
         report(&file, file_bytes, generated, &opts, &results);
         report_targets(file_bytes, &results);
+        crate::bench_targets::report(file_bytes, generated, &results);
         if file_bytes <= APPEND_MAX_BYTES {
             appends(root, &bins, &file)?;
         }
@@ -416,6 +417,11 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     }
     if opts.all || opts.huge {
         crate::bench_append::run(root, &bins.arbor, &target, &sessions, opts.seed, opts.runs)?;
+    }
+    // Target 4: the tree selector on the million-entry session.
+    if opts.huge && opts.file.is_none() {
+        let gen_opts = GenOptions { entries: 1_000_000, seed: opts.seed, shape: Shape::Realistic };
+        crate::bench_tui::run(root, &bins.arbor, &cached_session(&target, gen_opts)?, &bins.cache)?;
     }
     Ok(())
 }
@@ -464,11 +470,11 @@ struct Bins {
 /// Labels of the built-in arbor rows.
 const SCAN: &str = "arbor-log scan (light)";
 const FULL_SCAN: &str = "arbor-log scan (full decode)";
-const CONTEXT: &str = "arbor context --json (scan)";
-const TREE: &str = "arbor tree --json (scan)";
+pub(crate) const CONTEXT: &str = "arbor context --json (scan)";
+pub(crate) const TREE: &str = "arbor tree --json (scan)";
 const CONTEXT_INDEXED: &str = "arbor context --json (index)";
 const TREE_INDEXED: &str = "arbor tree --json (index)";
-const TREE_TEXT: &str = "arbor tree (text, index)";
+pub(crate) const TREE_TEXT: &str = "arbor tree (text, index)";
 const CONTEXT_TEXT: &str = "arbor context (text, index)";
 const CHECK: &str = "arbor check";
 const REPAIR: &str = "arbor repair (dry run)";
@@ -527,6 +533,9 @@ fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
         } else {
             eprintln!("(python3 not found: no python yardstick)");
         }
+        let bytes = fs::metadata(file).with_context(|| format!("reading {}", file.display()))?.len();
+        let scratch = bins.cache.parent().unwrap_or(Path::new("."));
+        rows.extend(crate::bench_targets::pi_row(file, bytes, scratch)?);
     }
     Ok(rows)
 }

@@ -12,6 +12,7 @@ mod bench_append;
 mod bench_html;
 mod bench_pg;
 mod bench_store;
+mod bench_targets;
 mod bench_tui;
 mod fuzz;
 mod gen;
