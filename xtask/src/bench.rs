@@ -642,11 +642,12 @@ fn report_targets(file_bytes: u64, results: &[Measured]) {
     let wc = find("wc -l").map(|m| secs(m.median()));
     let file_mb = file_bytes as f64 / MB;
     println!();
-    if let Some(m) = find(CONTEXT_INDEXED) {
+    for (label, how) in TARGET_1_ROWS {
+        let Some(m) = find(label) else { continue };
         let t = secs(m.median());
         let met = if t <= TARGET_1_SECS { "met" } else { "not met" };
         println!(
-            "target: reopen with the index and print the context in <= 50 ms: {:.0} ms, peak RSS {:.0} MB ({met})",
+            "target: reopen with the index and print the context ({how}) in <= 50 ms: {:.0} ms, peak RSS {:.0} MB ({met})",
             t * 1000.0,
             kib_to_mb(m.peak_rss_kib())
         );
@@ -672,6 +673,9 @@ fn report_targets(file_bytes: u64, results: &[Measured]) {
 /// printing its context, whatever its size or the depth of its path.
 const TARGET_1_SECS: f64 = 0.050;
 
+/// The rows target 1 holds to the time above: the context as JSON and as text.
+const TARGET_1_ROWS: [(&str, &str); 2] = [(CONTEXT_INDEXED, "--json"), (CONTEXT_TEXT, "text")];
+
 /// One line per session: the ratios the performance issue sets targets for;
 /// then target 1 on every session side by side (the 1M small-entry session's
 /// active path is nearly all of its million entries, the realistic one's 167k).
@@ -680,12 +684,16 @@ fn report_summary(all: &[(PathBuf, u64, Vec<Measured>)]) {
     let mut met = true;
     let parts: Vec<String> = all
         .iter()
-        .filter_map(|(file, _, results)| {
-            let m = results.iter().find(|m| m.cmd.label == CONTEXT_INDEXED)?;
-            let t = secs(m.median());
-            met &= t <= TARGET_1_SECS;
+        .flat_map(|(file, _, results)| {
             let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            Some(format!("{name} {:.0} ms ({:.0} MB)", t * 1000.0, kib_to_mb(m.peak_rss_kib())))
+            TARGET_1_ROWS.iter().filter_map(move |(label, how)| {
+                let m = results.iter().find(|m| m.cmd.label == *label)?;
+                Some((format!("{name} {how}"), secs(m.median()), kib_to_mb(m.peak_rss_kib())))
+            })
+        })
+        .map(|(name, t, mb)| {
+            met &= t <= TARGET_1_SECS;
+            format!("{name} {:.0} ms ({mb:.0} MB)", t * 1000.0)
         })
         .collect();
     if !parts.is_empty() {
@@ -744,7 +752,8 @@ mod tests {
 
     #[test]
     fn options() {
-        let args: Vec<String> = ["--quick", "--runs", "5", "--cmd", "tree=arbor tree {file} --json"]
+        // Without the yardsticks: pi's row reads the file's size, and /d/s.jsonl is not there.
+        let args: Vec<String> = ["--quick", "--no-yardsticks", "--runs", "5", "--cmd", "tree=arbor tree {file} --json"]
             .iter()
             .map(|s| s.to_string())
             .collect();

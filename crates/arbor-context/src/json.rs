@@ -141,7 +141,7 @@ fn stored_message<'a>(line: &'a str, id: &str) -> Option<&'a str> {
 /// it has `RawValue`, or a `\u` escape of one of its letters (`\u005x`,
 /// `\u006x`, `\u007x`; an escape of any other character of the key leaves
 /// `RawValue` in the text).
-fn may_name_raw_value_marker(text: &str) -> bool {
+pub(crate) fn may_name_raw_value_marker(text: &str) -> bool {
     // `contains` searches short needles with SIMD: a few passes cost less than one walk over every `\u`.
     text.contains("RawValue")
         || text.contains("\\u00") && ["\\u005", "\\u006", "\\u007"].iter().any(|n| text.contains(n))

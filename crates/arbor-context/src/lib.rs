@@ -72,6 +72,7 @@ mod context;
 mod js;
 mod json;
 mod llm;
+mod parts;
 mod reads;
 pub mod render;
 mod serialize;

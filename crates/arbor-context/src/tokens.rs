@@ -2,10 +2,13 @@
 //!
 //! "Characters" are JavaScript string lengths, that is UTF-16 code units.
 
-use arbor_log::{MessageView, Role};
+use std::borrow::Cow;
+
+use arbor_log::Role;
 use serde_json::Value;
 
 use crate::js;
+use crate::parts::{Content, Parts, Usage};
 
 /// What an image counts for, in characters (pi: "4800 chars, or 1200 tokens").
 const IMAGE_CHARS: usize = 4800;
@@ -21,65 +24,79 @@ const IMAGE_CHARS: usize = 4800;
 /// | `branchSummary`, `compactionSummary` | `summary` |
 /// | any other | 0 |
 pub fn estimate_tokens(message: &Value) -> u64 {
-    let Some(role) = MessageView::new(message).role() else { return 0 };
-    let chars = match role {
-        Role::User => content_chars(message.get("content"), 0),
-        Role::Assistant => assistant_chars(message),
-        Role::Custom | Role::ToolResult => content_chars(message.get("content"), IMAGE_CHARS),
-        Role::BashExecution => str_len(message.get("command")) + str_len(message.get("output")),
-        Role::BranchSummary | Role::CompactionSummary => str_len(message.get("summary")),
-        Role::HookMessage | Role::Developer | Role::Other(_) => 0,
-    };
-    chars.div_ceil(4) as u64
+    Parts::of_value(message).estimate_tokens()
 }
 
-fn str_len(v: Option<&Value>) -> usize {
-    v.and_then(Value::as_str).map_or(0, js::len)
-}
-
-fn blocks(content: Option<&Value>) -> &[Value] {
-    content.and_then(Value::as_array).map_or(&[], Vec::as_slice)
-}
-
-fn block_type(b: &Value) -> Option<&str> {
-    b.get("type").and_then(Value::as_str)
-}
-
-/// A string's length, or the text blocks' lengths plus `image_chars` per image.
-fn content_chars(content: Option<&Value>, image_chars: usize) -> usize {
-    if let Some(Value::String(s)) = content {
-        return js::len(s);
+impl Parts<'_> {
+    /// [`estimate_tokens`] of the message these are the parts of.
+    pub(crate) fn estimate_tokens(&self) -> u64 {
+        let Some(role) = self.role() else { return 0 };
+        let chars = match role {
+            Role::User => self.content_chars(0),
+            Role::Assistant => self.assistant_chars(),
+            Role::Custom | Role::ToolResult => self.content_chars(IMAGE_CHARS),
+            Role::BashExecution => str_len(&self.command) + str_len(&self.output),
+            Role::BranchSummary | Role::CompactionSummary => str_len(&self.summary),
+            Role::HookMessage | Role::Developer | Role::Other(_) => 0,
+        };
+        chars.div_ceil(4) as u64
     }
-    blocks(content)
-        .iter()
-        .map(|b| match block_type(b) {
-            Some("text") => str_len(b.get("text")),
-            Some("image") => image_chars,
-            _ => 0,
-        })
-        .sum()
+
+    /// A string's length, or the text blocks' lengths plus `image_chars` per image.
+    fn content_chars(&self, image_chars: usize) -> usize {
+        if let Content::Text(s) = &self.content {
+            return js::len(s);
+        }
+        self.blocks()
+            .iter()
+            .map(|b| match b.kind.as_deref() {
+                Some("text") => str_len(&b.text),
+                Some("image") => image_chars,
+                _ => 0,
+            })
+            .sum()
+    }
+
+    fn assistant_chars(&self) -> usize {
+        self.blocks()
+            .iter()
+            .map(|b| match b.kind.as_deref() {
+                Some("text") => str_len(&b.text),
+                Some("thinking") => str_len(&b.thinking),
+                Some("toolCall") => str_len(&b.name) + b.arguments.as_ref().map_or(0, |a| js::len(&js::stringify(a))),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// The context size the usage of an assistant message that is neither
+    /// aborted nor an error reports ([`calculate_context_tokens`]).
+    pub(crate) fn usable_usage(&self) -> Option<u64> {
+        if self.role() != Some(Role::Assistant) || matches!(self.stop_reason.as_deref(), Some("aborted" | "error")) {
+            return None;
+        }
+        self.usage.map(|u| u.tokens())
+    }
 }
 
-fn assistant_chars(message: &Value) -> usize {
-    blocks(message.get("content"))
-        .iter()
-        .map(|b| match block_type(b) {
-            Some("text") => str_len(b.get("text")),
-            Some("thinking") => str_len(b.get("thinking")),
-            Some("toolCall") => str_len(b.get("name")) + b.get("arguments").map_or(0, |a| js::len(&js::stringify(a))),
-            _ => 0,
-        })
-        .sum()
+fn str_len(s: &Option<Cow<'_, str>>) -> usize {
+    s.as_deref().map_or(0, js::len)
 }
 
 /// The context size an assistant's usage reports: `totalTokens`, or (when it
 /// is missing or 0) `input + output + cacheRead + cacheWrite`.
 pub fn calculate_context_tokens(usage: &Value) -> u64 {
-    let n = |k: &str| usage.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-    let total = n("totalTokens");
-    let tokens = if total != 0.0 { total } else { n("input") + n("output") + n("cacheRead") + n("cacheWrite") };
-    // Token counts are whole numbers; a negative or fractional one is bad data, clamped.
-    tokens.max(0.0) as u64
+    Usage::of_value(usage).tokens()
+}
+
+impl Usage {
+    /// [`calculate_context_tokens`] of this usage.
+    pub(crate) fn tokens(&self) -> u64 {
+        let total = self.total;
+        let tokens = if total != 0.0 { total } else { self.input + self.output + self.cache_read + self.cache_write };
+        // Token counts are whole numbers; a negative or fractional one is bad data, clamped.
+        tokens.max(0.0) as u64
+    }
 }
 
 /// The estimated size of a context (pi's `ContextUsageEstimate`).
@@ -95,29 +112,16 @@ pub struct ContextTokens {
     pub last_usage_index: Option<usize>,
 }
 
-/// The usage of an assistant message that is neither aborted nor an error.
-fn assistant_usage(m: &Value) -> Option<&Value> {
-    if MessageView::new(m).role() != Some(Role::Assistant) {
-        return None;
-    }
-    let stop = m.get("stopReason").and_then(Value::as_str);
-    if matches!(stop, Some("aborted") | Some("error")) {
-        return None;
-    }
-    m.get("usage").filter(|u| js::truthy(Some(u)))
-}
-
 /// Estimates the tokens of a whole context: the last usable assistant usage
 /// plus the estimates of the messages after it, or the sum of all estimates.
 pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
-    let last = messages.iter().enumerate().rev().find_map(|(i, m)| assistant_usage(m).map(|u| (i, u)));
+    let last = messages.iter().enumerate().rev().find_map(|(i, m)| Parts::of_value(m).usable_usage().map(|u| (i, u)));
     match last {
         None => {
             let total = messages.iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
             ContextTokens { tokens: total, usage_tokens: 0, trailing_tokens: total, last_usage_index: None }
         }
-        Some((index, usage)) => {
-            let usage_tokens = calculate_context_tokens(usage);
+        Some((index, usage_tokens)) => {
             let trailing_tokens = messages[index + 1..].iter().map(estimate_tokens).fold(0u64, u64::saturating_add);
             ContextTokens {
                 // A usage from a damaged file can be near u64::MAX: saturate, never overflow.
@@ -161,21 +165,23 @@ pub struct TokenTally {
 impl TokenTally {
     /// Adds the next message of the context.
     pub fn add(&mut self, m: &Value) {
-        if self.count == 0 && MessageView::new(m).role() == Some(Role::CompactionSummary) {
-            self.compacted_at = m.get("timestamp").and_then(Value::as_f64);
+        self.add_counted(Counted::of(&Parts::of_value(m)));
+    }
+
+    /// Adds the next message of the context, as [`Counted`].
+    pub(crate) fn add_counted(&mut self, m: Counted) {
+        if self.count == 0 && m.compaction {
+            self.compacted_at = m.timestamp;
         }
-        let estimate = estimate_tokens(m);
-        self.total = self.total.saturating_add(estimate);
+        self.total = self.total.saturating_add(m.estimate);
         // After a compaction, a usage measured before it is stale.
-        let fresh = |m: &Value| {
-            self.compacted_at.is_none_or(|at| m.get("timestamp").and_then(Value::as_f64).is_some_and(|t| t > at))
-        };
-        match assistant_usage(m).filter(|_| fresh(m)) {
+        let fresh = self.compacted_at.is_none_or(|at| m.timestamp.is_some_and(|t| t > at));
+        match m.usage.filter(|_| fresh) {
             Some(usage) => {
-                self.last = Some((self.count, calculate_context_tokens(usage)));
+                self.last = Some((self.count, usage));
                 self.trailing = 0;
             }
-            None => self.trailing = self.trailing.saturating_add(estimate),
+            None => self.trailing = self.trailing.saturating_add(m.estimate),
         }
         self.count += 1;
     }
@@ -197,6 +203,28 @@ impl TokenTally {
                 trailing_tokens: self.trailing,
                 last_usage_index: Some(index),
             },
+        }
+    }
+}
+
+/// What a [`TokenTally`] reads of one message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Counted {
+    /// The message is a compaction summary.
+    compaction: bool,
+    timestamp: Option<f64>,
+    estimate: u64,
+    /// The context size its usage reports, when it is a usable assistant usage.
+    usage: Option<u64>,
+}
+
+impl Counted {
+    pub(crate) fn of(m: &Parts<'_>) -> Counted {
+        Counted {
+            compaction: m.role() == Some(Role::CompactionSummary),
+            timestamp: m.timestamp,
+            estimate: m.estimate_tokens(),
+            usage: m.usable_usage(),
         }
     }
 }

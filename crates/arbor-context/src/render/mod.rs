@@ -11,3 +11,6 @@ mod transcript;
 pub use entry::{entry_text, format_tool_call, normalize, CallText, ToolCalls};
 pub use facts::{entry_facts, message_facts, EntryFacts, SEARCH_CHARS};
 pub use transcript::{write_plan_transcript, write_transcript};
+
+#[cfg(test)]
+mod oracle;

@@ -5,95 +5,93 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use arbor_log::{content_text, MessageView, Role};
-use arbor_tree::Session;
+use arbor_log::Role;
+use arbor_tree::{Position, Session};
 
-use super::entry::{format_tool_call, normalize};
-use crate::context::SessionContext;
+use super::entry::format_tool_call;
+use crate::context::{message_of_entry, ContextStep, SessionContext};
+use crate::json::BATCH;
 use crate::llm::convert_message;
-use crate::session::{for_each_plan_message, SessionPlan};
-use crate::tokens::TokenTally;
+use crate::parts::{stored_parts, Parts};
+use crate::session::SessionPlan;
+use crate::tokens::{Counted, TokenTally};
 
 const WIDTH: usize = 160;
 
+/// `normalize(s)` cut to `n` characters (the last one `…` when cut), reading
+/// only the first `n` characters of a long text (and trimming it from the end).
 fn clip(s: &str, n: usize) -> String {
-    let s = normalize(s);
-    if s.chars().count() <= n {
-        return s;
+    // `normalize` turns newlines and tabs, which are white space, into spaces
+    // and trims: the same as trimming first.
+    let s = s.trim();
+    let cut = s.char_indices().nth(n).map(|_| s.char_indices().nth(n.saturating_sub(1)).map_or(0, |(i, _)| i));
+    let shown = cut.map_or(s, |at| &s[..at]);
+    let mut out = shown.replace(['\n', '\t'], " ");
+    if cut.is_some() {
+        out.push('…');
     }
-    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
-    out.push('…');
     out
 }
 
-fn blocks(m: &Value) -> &[Value] {
-    m.get("content").and_then(Value::as_array).map_or(&[], Vec::as_slice)
-}
-
-fn line_for(m: &Value, out: &mut Vec<String>) {
-    let Some(role) = MessageView::new(m).role() else {
-        out.push(format!("?: {}", clip(&content_text(m.get("content"), " "), WIDTH)));
-        return;
-    };
-    let text = content_text(m.get("content"), " ");
-    match role {
-        Role::Assistant => {
-            let thinking: usize = blocks(m)
+/// Appends the lines of message `m` to `out`, each ending in a newline.
+fn lines_of(m: &Parts<'_>, out: &mut String) {
+    use std::fmt::Write as _;
+    let text = m.text();
+    // Writing to a String cannot fail.
+    let _ = match m.role() {
+        None => writeln!(out, "?: {}", clip(&text, WIDTH)),
+        Some(Role::Assistant) => {
+            let thinking: usize = m
+                .blocks()
                 .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("thinking"))
-                .filter_map(|b| b.get("thinking").and_then(Value::as_str))
+                .filter(|b| b.is("thinking"))
+                .filter_map(|b| b.thinking.as_deref())
                 .map(|t| t.chars().count())
                 .sum();
-            let mut head = format!("assistant: {}", clip(&text, WIDTH));
-            if text.trim().is_empty() {
-                head = match m.get("stopReason").and_then(Value::as_str) {
-                    Some("aborted") => "assistant: (aborted)".into(),
-                    Some("error") => format!(
-                        "assistant: (error) {}",
-                        clip(m.get("errorMessage").and_then(Value::as_str).unwrap_or(""), WIDTH)
-                    ),
-                    _ => "assistant:".into(),
+            if !text.trim().is_empty() {
+                let _ = write!(out, "assistant: {}", clip(&text, WIDTH));
+            } else {
+                let _ = match m.stop_reason.as_deref() {
+                    Some("aborted") => write!(out, "assistant: (aborted)"),
+                    Some("error") => {
+                        write!(out, "assistant: (error) {}", clip(m.error_message.as_deref().unwrap_or(""), WIDTH))
+                    }
+                    _ => write!(out, "assistant:"),
                 };
             }
             if thinking > 0 {
-                head.push_str(&format!("  [thinking: {thinking} chars]"));
+                let _ = write!(out, "  [thinking: {thinking} chars]");
             }
-            out.push(head);
-            for b in blocks(m) {
-                if b.get("type").and_then(Value::as_str) == Some("toolCall") {
-                    let name = b.get("name").and_then(Value::as_str).unwrap_or("tool");
-                    let args = b.get("arguments").cloned().unwrap_or(Value::Null);
-                    out.push(format!("  → {}", format_tool_call(name, &args, None)));
-                }
+            out.push('\n');
+            for b in m.blocks().iter().filter(|b| b.is("toolCall")) {
+                let name = b.name.as_deref().unwrap_or("tool");
+                let args = b.arguments.as_deref().unwrap_or(&Value::Null);
+                let _ = writeln!(out, "  → {}", format_tool_call(name, args, None));
             }
+            Ok(())
         }
-        Role::ToolResult => {
-            let name = m.get("toolName").and_then(Value::as_str).unwrap_or("tool");
-            let err = if m.get("isError").and_then(Value::as_bool) == Some(true) { " (error)" } else { "" };
+        Some(Role::ToolResult) => {
+            let name = m.tool_name.as_deref().unwrap_or("tool");
+            let err = if m.is_error == Some(true) { " (error)" } else { "" };
             let n = text.lines().count();
-            out.push(format!("  ← {name}{err}: {} ({n} lines)", clip(&text, WIDTH - 20)));
+            writeln!(out, "  ← {name}{err}: {} ({n} lines)", clip(&text, WIDTH - 20))
         }
-        Role::BashExecution => {
-            let cmd = m.get("command").and_then(Value::as_str).unwrap_or("");
-            out.push(format!("bash: $ {}", clip(cmd, WIDTH)));
+        Some(Role::BashExecution) => writeln!(out, "bash: $ {}", clip(m.command.as_deref().unwrap_or(""), WIDTH)),
+        Some(Role::Custom) => {
+            let t = m.custom_type.as_deref().unwrap_or(Role::Custom.as_str());
+            writeln!(out, "[{t}]: {}", clip(&text, WIDTH))
         }
-        Role::Custom => {
-            let t = m.get("customType").and_then(Value::as_str).unwrap_or(Role::Custom.as_str());
-            out.push(format!("[{t}]: {}", clip(&text, WIDTH)));
+        Some(Role::BranchSummary) => {
+            writeln!(out, "[branch summary]: {}", clip(m.summary.as_deref().unwrap_or(""), WIDTH))
         }
-        Role::BranchSummary => {
-            let s = m.get("summary").and_then(Value::as_str).unwrap_or("");
-            out.push(format!("[branch summary]: {}", clip(s, WIDTH)));
+        Some(Role::CompactionSummary) => {
+            let before = m.tokens_before.unwrap_or(0.0);
+            writeln!(out, "[compaction, {before} tokens before]: {}", clip(m.summary.as_deref().unwrap_or(""), WIDTH))
         }
-        Role::CompactionSummary => {
-            let s = m.get("summary").and_then(Value::as_str).unwrap_or("");
-            let before = m.get("tokensBefore").and_then(Value::as_f64).unwrap_or(0.0);
-            out.push(format!("[compaction, {before} tokens before]: {}", clip(s, WIDTH)));
+        Some(role @ (Role::User | Role::HookMessage | Role::Developer | Role::Other(_))) => {
+            writeln!(out, "{role}: {}", clip(&text, WIDTH))
         }
-        Role::User | Role::HookMessage | Role::Developer | Role::Other(_) => {
-            out.push(format!("{role}: {}", clip(&text, WIDTH)))
-        }
-    }
+    };
 }
 
 /// Writes one or more lines per message of `ctx` (after [`convert_to_llm`]
@@ -101,60 +99,125 @@ fn line_for(m: &Value, out: &mut Vec<String>) {
 ///
 /// [`convert_to_llm`]: crate::convert_to_llm
 pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, llm: bool) -> io::Result<()> {
-    let mut t = Transcript::new(llm);
+    let mut t = Transcript::default();
     for m in &ctx.messages {
-        t.write_message(out, m)?;
+        t.write(out, &Written::of_value(m, llm))?;
     }
     t.finish(out, ctx)
 }
 
 /// [`write_transcript`] of the context a plan of the session's context
-/// describes, holding one batch of its messages at a time: the stored
-/// messages are decoded a batch at a time (on all cores), written and
-/// dropped, so a context of a million messages is never all in memory.
+/// describes, holding one batch of its messages at a time: the lines of the
+/// stored messages are read and their lines written on all cores, straight
+/// from the JSON text where it can be ([`stored_parts`]; the entry is
+/// decoded otherwise), then written out in order and dropped, so a context
+/// of a million messages is never all in memory.
 pub fn write_plan_transcript<W: Write + ?Sized>(
     session: &Session,
     plan: &SessionPlan,
     out: &mut W,
     llm: bool,
 ) -> io::Result<()> {
-    let mut t = Transcript::new(llm);
-    for_each_plan_message(session, plan, |m| t.write_message(out, m))?;
+    let mut t = Transcript::default();
+    for batch in plan.plan.steps.chunks(TEXT_BATCH) {
+        for w in written_batch(session, &plan.path, batch, llm) {
+            t.write(out, &w)?;
+        }
+    }
     t.finish(out, &plan.plan.settings)
+}
+
+/// Steps of the plan whose messages are read at once. Only their lines are
+/// held (a few hundred bytes a message), and the entries decoded instead
+/// are decoded [`BATCH`] at a time.
+const TEXT_BATCH: usize = 8 * BATCH;
+
+/// The messages a batch of steps gives, written, in order (a malformed
+/// `message` entry gives none).
+fn written_batch(session: &Session, path: &[Position], batch: &[ContextStep], llm: bool) -> Vec<Written> {
+    let stored: Vec<Position> = batch
+        .iter()
+        .filter_map(|step| match step {
+            ContextStep::Message(p) => Some(path[*p]),
+            ContextStep::Made(_) => None,
+        })
+        .collect();
+    let read = session.map_id_json_many(&stored, |_, id, line| Written::of_line(line, id, llm));
+    // The entries the text could not be read from are decoded (on all cores).
+    let again: Vec<Position> =
+        stored.iter().zip(&read).filter(|(_, r)| !matches!(r, Some(Some(_)))).map(|(&p, _)| p).collect();
+    let mut decoded = again.chunks(BATCH).flat_map(|part| {
+        let entries = session.decode_many(part).into_iter();
+        entries.map(|e| e.and_then(message_of_entry).map(|m| Written::of_value(&m, llm))).collect::<Vec<_>>()
+    });
+    let mut read = read.into_iter();
+    let mut out = Vec::with_capacity(batch.len());
+    for step in batch {
+        let w = match step {
+            ContextStep::Made(m) => Some(Written::of_value(m, llm)),
+            ContextStep::Message(_) => match read.next().flatten().flatten() {
+                Some(w) => Some(w),
+                None => decoded.next().flatten(),
+            },
+        };
+        out.extend(w);
+    }
+    out
+}
+
+/// One message of a transcript: its lines (none when the mapping for the
+/// model drops it) and what the token tally counts of it.
+struct Written {
+    lines: Option<String>,
+    counted: Counted,
+}
+
+impl Written {
+    /// Message `m` (shown after pi's convertToLlm when `llm`; the tokens
+    /// count the message as stored).
+    fn of_value(m: &Value, llm: bool) -> Written {
+        let counted = Counted::of(&Parts::of_value(m));
+        let lines = if llm {
+            convert_message(m).map(|c| lines(&Parts::of_value(&c)))
+        } else {
+            Some(lines(&Parts::of_value(m)))
+        };
+        Written { lines, counted }
+    }
+
+    /// The message of a `message` entry's JSON `line` with id `id`, when
+    /// it can be read from the text ([`stored_parts`]) and (when `llm`) the
+    /// mapping for the model passes it through unchanged.
+    fn of_line(line: &str, id: &str, llm: bool) -> Option<Written> {
+        let m = stored_parts(line, id)?;
+        if llm && !matches!(m.role(), Some(Role::User | Role::Assistant | Role::ToolResult)) {
+            return None;
+        }
+        Some(Written { lines: Some(lines(&m)), counted: Counted::of(&m) })
+    }
+}
+
+fn lines(m: &Parts<'_>) -> String {
+    let mut out = String::new();
+    lines_of(m, &mut out);
+    out
 }
 
 /// A transcript written one message at a time: the lines of each message,
 /// then (at [`Transcript::finish`]) the footer, which counts what was shown.
+#[derive(Default)]
 struct Transcript {
-    llm: bool,
     shown: usize,
     tokens: TokenTally,
 }
 
 impl Transcript {
-    fn new(llm: bool) -> Self {
-        Self { llm, shown: 0, tokens: TokenTally::default() }
-    }
-
-    /// Writes the lines of the context's next message (after pi's
-    /// convertToLlm when `llm`; the tokens count the message as stored).
-    fn write_message<W: Write + ?Sized>(&mut self, out: &mut W, m: &Value) -> io::Result<()> {
-        self.tokens.add(m);
-        let converted;
-        let shown = if self.llm {
-            converted = convert_message(m);
-            match &converted {
-                Some(c) => c,
-                None => return Ok(()),
-            }
-        } else {
-            m
-        };
-        self.shown += 1;
-        let mut lines = vec![];
-        line_for(shown, &mut lines);
-        for l in lines {
-            writeln!(out, "{l}")?;
+    /// Writes the lines of the context's next message.
+    fn write<W: Write + ?Sized>(&mut self, out: &mut W, m: &Written) -> io::Result<()> {
+        self.tokens.add_counted(m.counted);
+        if let Some(lines) = &m.lines {
+            self.shown += 1;
+            out.write_all(lines.as_bytes())?;
         }
         Ok(())
     }

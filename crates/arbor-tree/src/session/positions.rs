@@ -118,7 +118,7 @@ impl Session {
 
     /// `one(k, slot, cursor)` for the slot at each of `positions`, on all
     /// cores, in order; each core reads through its own cursor.
-    fn map_slots<R: Send>(
+    pub(super) fn map_slots<R: Send>(
         &self,
         positions: &[Position],
         one: impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync,

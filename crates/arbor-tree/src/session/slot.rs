@@ -593,7 +593,7 @@ pub(crate) struct LineCursor<'s> {
 }
 
 impl<'s> LineCursor<'s> {
-    const MAX_WINDOW: usize = 4 << 20;
+    const MAX_WINDOW: usize = 1 << 20;
     const MIN_WINDOW: usize = 16 << 10;
     /// How far past the window a request still counts as moving forward.
     const SLACK: u64 = 64 << 10;

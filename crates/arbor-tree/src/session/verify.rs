@@ -29,14 +29,18 @@ impl Session {
         if !self.opened_from_index() {
             return Ok(false);
         }
-        // Read in file order (a path is, nearly always: then without a copy).
+        // Read in file order (a path is, nearly always: then without a
+        // copy), on all cores, each through its own cursor.
+        let sound_all = |order: &[Position]| {
+            self.map_slots(order, |_, s, cursor| s.line_is_sound(cursor)).into_iter().all(|ok| ok.is_none_or(|ok| ok))
+        };
         let sound = if positions.windows(2).all(|w| w[0] < w[1]) {
-            self.lines_sound(positions.iter().map(|p| p.get()))
+            sound_all(positions)
         } else {
             let mut order: Vec<Position> = positions.to_vec();
             order.sort_unstable();
             order.dedup();
-            self.lines_sound(order.iter().map(|p| p.get()))
+            sound_all(&order)
         };
         if sound {
             return Ok(false);
