@@ -109,7 +109,7 @@ pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, ll
 /// [`write_transcript`] of the context a plan of the session's context
 /// describes, holding one batch of its messages at a time: the lines of the
 /// stored messages are read and their lines written on all cores, straight
-/// from the JSON text where it can be ([`stored_parts`]; the entry is
+/// from the JSON text where it can be (`parts::stored_parts`; the entry is
 /// decoded otherwise), then written out in order and dropped, so a context
 /// of a million messages is never all in memory.
 pub fn write_plan_transcript<W: Write + ?Sized>(
