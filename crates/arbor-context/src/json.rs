@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::context::{message_of_entry, ContextStep};
 use crate::llm::convert_message;
-use crate::session::{for_each_plan_message, plan_session_context, SessionPlan};
+use crate::session::{for_each_plan_message, plan_session_context, stored_positions, SessionPlan};
 
 /// Steps of the plan whose messages are read (and held) at once.
 pub(crate) const BATCH: usize = 512;
@@ -77,13 +77,7 @@ pub fn write_plan_llm_json<W: Write + ?Sized>(session: &Session, plan: &SessionP
 /// The JSON text of each message a batch of steps gives, in order (a
 /// malformed `message` entry gives none).
 fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -> io::Result<Vec<Vec<u8>>> {
-    let stored: Vec<Position> = batch
-        .iter()
-        .filter_map(|step| match step {
-            ContextStep::Message(p) => Some(path[*p]),
-            ContextStep::Made(_) => None,
-        })
-        .collect();
+    let stored = stored_positions(path, batch);
     // The message's text as stored, or `None` when the entry must be decoded.
     let copies =
         session.map_id_json_many(&stored, |_, id, line| stored_message(line, id).map(|m| m.as_bytes().to_vec()));
@@ -123,18 +117,24 @@ fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -
 /// is: duplicate keys inside it (every parser keeps the last), escapes,
 /// whitespace and the spelling of numbers.
 fn stored_message<'a>(line: &'a str, id: &str) -> Option<&'a str> {
+    let m = message_of_line::<&RawValue>(line, id)?.get();
+    (!may_name_raw_value_marker(m)).then_some(m)
+}
+
+/// The `message` of a `message` entry's JSON `line` read as `M`: `None`
+/// unless the line is an object with exactly one `type` (`"message"`), one
+/// `id` (`id`) and one `message` key, whose value reads as `M`.
+pub(crate) fn message_of_line<'a, M: Deserialize<'a>>(line: &'a str, id: &str) -> Option<M> {
     #[derive(Deserialize)]
-    struct Stored<'a> {
+    struct Stored<'a, M> {
         #[serde(rename = "type", borrow)]
         entry_type: Cow<'a, str>,
         #[serde(borrow)]
         id: Cow<'a, str>,
-        #[serde(borrow)]
-        message: &'a RawValue,
+        message: M,
     }
-    let e: Stored = serde_json::from_str(line).ok()?;
-    let m = e.message.get();
-    (e.entry_type == EntryType::Message.as_str() && e.id == id && !may_name_raw_value_marker(m)).then_some(m)
+    let e: Stored<M> = serde_json::from_str(line).ok()?;
+    (e.entry_type == EntryType::Message.as_str() && e.id == id).then_some(e.message)
 }
 
 /// True when JSON text may hold the key `$serde_json::private::RawValue`:

@@ -15,13 +15,12 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize as DeriveDeserialize;
 use serde_json::Value;
 
-use arbor_log::{EntryType, Role};
+use arbor_log::Role;
 
 use crate::js;
-use crate::json::may_name_raw_value_marker;
+use crate::json::{may_name_raw_value_marker, message_of_line};
 
 /// What the transcript and the token estimate read of one agent message.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -188,20 +187,10 @@ fn str_of(v: Option<&Value>) -> Option<Cow<'_, str>> {
 /// - it may hold serde_json's raw-value marker key, which a decoded `Value`
 ///   replaces by the JSON its string holds.
 pub(crate) fn stored_parts<'a>(line: &'a str, id: &str) -> Option<Parts<'a>> {
-    #[derive(DeriveDeserialize)]
-    struct Stored<'a> {
-        #[serde(rename = "type", borrow)]
-        entry_type: Cow<'a, str>,
-        #[serde(borrow)]
-        id: Cow<'a, str>,
-        #[serde(borrow)]
-        message: Object<Parts<'a>>,
-    }
     if !arbor_log::json::is_plain(line.as_bytes()) || may_name_raw_value_marker(line) {
         return None;
     }
-    let e: Stored = serde_json::from_str(line).ok()?;
-    (e.entry_type == EntryType::Message.as_str() && e.id == id).then_some(e.message.0?)
+    message_of_line::<Object<Parts<'a>>>(line, id)?.0
 }
 
 /// How a loose reading takes each JSON value: what it does not take reads

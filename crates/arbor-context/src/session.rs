@@ -82,13 +82,7 @@ pub fn for_each_plan_message<E>(
 ) -> Result<(), E> {
     let SessionPlan { path, plan, .. } = plan;
     for batch in plan.steps.chunks(BATCH) {
-        let wanted: Vec<Position> = batch
-            .iter()
-            .filter_map(|step| match step {
-                ContextStep::Message(p) => Some(path[*p]),
-                ContextStep::Made(_) => None,
-            })
-            .collect();
+        let wanted = stored_positions(path, batch);
         let mut decoded = session.decode_many(&wanted).into_iter();
         for step in batch {
             match step {
@@ -114,4 +108,16 @@ impl SessionPlan {
         all.dedup();
         all
     }
+}
+
+/// The positions (in the session) of the stored messages among `steps`, in
+/// order; `path` is the plan's path, which the steps index.
+pub(crate) fn stored_positions(path: &[Position], steps: &[ContextStep]) -> Vec<Position> {
+    steps
+        .iter()
+        .filter_map(|step| match step {
+            ContextStep::Message(p) => Some(path[*p]),
+            ContextStep::Made(_) => None,
+        })
+        .collect()
 }

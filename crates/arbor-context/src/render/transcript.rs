@@ -13,7 +13,7 @@ use crate::context::{message_of_entry, ContextStep, SessionContext};
 use crate::json::BATCH;
 use crate::llm::convert_message;
 use crate::parts::{stored_parts, Parts};
-use crate::session::SessionPlan;
+use crate::session::{stored_positions, SessionPlan};
 use crate::tokens::{Counted, TokenTally};
 
 const WIDTH: usize = 160;
@@ -135,13 +135,7 @@ const TEXT_BATCH: usize = 8 * BATCH;
 /// The messages a batch of steps gives, written, in order (a malformed
 /// `message` entry gives none).
 fn written_batch(session: &Session, path: &[Position], batch: &[ContextStep], llm: bool) -> Vec<Written> {
-    let stored: Vec<Position> = batch
-        .iter()
-        .filter_map(|step| match step {
-            ContextStep::Message(p) => Some(path[*p]),
-            ContextStep::Made(_) => None,
-        })
-        .collect();
+    let stored = stored_positions(path, batch);
     let read = session.map_id_json_many(&stored, |_, id, line| Written::of_line(line, id, llm));
     // The entries the text could not be read from are decoded (on all cores).
     let again: Vec<Position> =
