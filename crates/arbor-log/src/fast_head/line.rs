@@ -16,7 +16,7 @@ use std::cell::Cell;
 
 use wide::u8x16;
 
-use super::escaped_by;
+use super::{block_at, block_masks, escaped_by};
 
 /// What the pass learned of a line's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,29 +60,17 @@ impl LineMasks {
         self.quotes.clear();
         self.backslashes.clear();
         let (mut lo, mut hi) = (u8x16::splat(0xFF), u8x16::splat(0));
-        let (quote, backslash) = (u8x16::splat(b'"'), u8x16::splat(b'\\'));
         // The first byte of the next block is escaped.
         let mut carry = false;
         // Escaped bytes that are not a simple escape's letter.
         let mut not_simple = 0u64;
         let mut pad = [b' '; 64];
         for chunk in line.chunks(64) {
-            let block: &[u8; 64] = match chunk.first_chunk::<64>() {
-                Some(block) => block,
-                None => {
-                    // The line's last bytes; spaces after them are neither quotes nor backslashes.
-                    pad[..chunk.len()].copy_from_slice(chunk);
-                    &pad
-                }
-            };
-            let (mut q, mut b) = (0u64, 0u64);
-            for (j, lane) in block.chunks_exact(16).enumerate() {
-                let v = u8x16::new(lane.try_into().unwrap_or_default());
+            let block = block_at(chunk, &mut pad);
+            let (q, b) = block_masks(block, |v| {
                 lo = lo.min(v);
                 hi = hi.max(v);
-                q |= u64::from(v.simd_eq(quote).to_bitmask()) << (16 * j);
-                b |= u64::from(v.simd_eq(backslash).to_bitmask()) << (16 * j);
-            }
+            });
             let escaped = escaped_by(b, carry);
             carry = (b & !escaped) >> 63 == 1;
             // Escaped quotes and backslashes are simple escapes; the others are looked at only when there are any.

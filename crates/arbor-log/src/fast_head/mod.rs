@@ -131,25 +131,39 @@ struct Masks {
 
 impl Masks {
     fn of(b: &[u8], at: usize) -> Masks {
-        let rest = b.get(at..).unwrap_or_default();
-        let mut pad = [0u8; 64];
-        let block: &[u8; 64] = match rest.first_chunk::<64>() {
-            Some(block) => block,
-            None => {
-                pad[..rest.len()].copy_from_slice(rest);
-                &pad
-            }
-        };
-        let (mut quotes, mut backslashes) = (0u64, 0u64);
-        for (j, lane) in block.chunks_exact(16).enumerate() {
-            let v = u8x16::new(lane.try_into().unwrap_or_default());
-            quotes |= u64::from(v.simd_eq(u8x16::splat(b'"')).to_bitmask()) << (16 * j);
-            backslashes |= u64::from(v.simd_eq(u8x16::splat(b'\\')).to_bitmask()) << (16 * j);
-        }
+        let mut pad = [b' '; 64];
+        let block = block_at(b.get(at..).unwrap_or_default(), &mut pad);
+        let (quotes, backslashes) = block_masks(block, |_| {});
         // The run of backslashes before the block, if any, decides whether its first byte is escaped.
         let run = b[..at.min(b.len())].iter().rev().take_while(|&&c| c == b'\\').count();
         Masks { quotes, backslashes, escaped: escaped_by(backslashes, run % 2 == 1) }
     }
+}
+
+/// The first 64 bytes of `bytes`, or all of them followed by spaces (neither
+/// quotes nor backslashes, nor control bytes) in `pad`.
+fn block_at<'a>(bytes: &'a [u8], pad: &'a mut [u8; 64]) -> &'a [u8; 64] {
+    match bytes.first_chunk::<64>() {
+        Some(block) => block,
+        None => {
+            pad[..bytes.len()].copy_from_slice(bytes);
+            pad
+        }
+    }
+}
+
+/// The quotes and backslashes of a block, bit `k` for byte `k`. Each of its
+/// four 16-byte lanes is also given to `lane`, for a caller that reads more
+/// of the bytes in the same loop.
+fn block_masks(block: &[u8; 64], mut lane: impl FnMut(u8x16)) -> (u64, u64) {
+    let (mut quotes, mut backslashes) = (0u64, 0u64);
+    for (j, bytes) in block.chunks_exact(16).enumerate() {
+        let v = u8x16::new(bytes.try_into().unwrap_or_default());
+        lane(v);
+        quotes |= u64::from(v.simd_eq(u8x16::splat(b'"')).to_bitmask()) << (16 * j);
+        backslashes |= u64::from(v.simd_eq(u8x16::splat(b'\\')).to_bitmask()) << (16 * j);
+    }
+    (quotes, backslashes)
 }
 
 /// Bit `k` set when byte `k` of a block is escaped: it follows a backslash
