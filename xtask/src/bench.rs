@@ -393,7 +393,7 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         if !status.success() {
             bail!("arbor tree {} failed ({status})", file.display());
         }
-        let commands = rows(&bins, &file, &opts)?;
+        let commands = rows(&bins, &file, file_bytes, &opts)?;
         eprintln!("== {} runs of {} command(s) on {}", opts.runs, commands.len(), file.display());
         // Round by round, every row once per round: on a shared machine a
         // change of load then reaches every row alike.
@@ -479,8 +479,8 @@ const CONTEXT_TEXT: &str = "arbor context (text, index)";
 const CHECK: &str = "arbor check";
 const REPAIR: &str = "arbor repair (dry run)";
 
-/// The rows of the table, arbor's first. Add new built-in rows here.
-fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
+/// The rows of the table for `file` (`bytes` long), arbor's first. Add new built-in rows here.
+fn rows(bins: &Bins, file: &Path, bytes: u64, opts: &Opts) -> Result<Vec<BenchCmd>> {
     let (scan, arbor, f) = (bins.scan.as_os_str(), bins.arbor.as_os_str(), file.as_os_str());
     let cache = bins.cache.to_string_lossy();
     let mut rows = vec![
@@ -533,7 +533,6 @@ fn rows(bins: &Bins, file: &Path, opts: &Opts) -> Result<Vec<BenchCmd>> {
         } else {
             eprintln!("(python3 not found: no python yardstick)");
         }
-        let bytes = fs::metadata(file).with_context(|| format!("reading {}", file.display()))?.len();
         let scratch = bins.cache.parent().unwrap_or(Path::new("."));
         rows.extend(crate::bench_targets::pi_row(file, bytes, scratch)?);
     }
@@ -752,7 +751,7 @@ mod tests {
 
     #[test]
     fn options() {
-        // Without the yardsticks: pi's row reads the file's size, and /d/s.jsonl is not there.
+        // Without the yardsticks: pi's row would install pi's package and copy /d/s.jsonl, which is not there.
         let args: Vec<String> = ["--quick", "--no-yardsticks", "--runs", "5", "--cmd", "tree=arbor tree {file} --json"]
             .iter()
             .map(|s| s.to_string())
@@ -761,7 +760,7 @@ mod tests {
         assert!(o.quick);
         assert_eq!(o.runs, 5);
         let bins = Bins { scan: "scan".into(), arbor: "arbor".into(), append: "append".into(), cache: "cache".into() };
-        let rows = rows(&bins, Path::new("/d/s.jsonl"), &o).unwrap();
+        let rows = rows(&bins, Path::new("/d/s.jsonl"), 0, &o).unwrap();
         assert_eq!(rows[0].label, CONTEXT);
         assert_eq!(rows[0].argv, ["arbor", "context", "/d/s.jsonl", "--json"].map(OsString::from));
         let extra = rows.iter().find(|r| r.label == "tree").unwrap();

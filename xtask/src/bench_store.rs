@@ -197,13 +197,8 @@ struct PiRun {
 const PI_RUNS: usize = 3;
 
 fn pi_list_all(store: &Path) -> Result<Option<PiRun>> {
-    let pi = match crate::pi::ensure_pi() {
-        Ok(pi) => pi,
-        Err(e) if e.downcast_ref::<crate::pi::PiUnavailable>().is_some() => {
-            eprintln!("(skipping pi's listAll: {e})");
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
+    let Some(pi) = crate::pi::ensure_pi_or_skip(|why| eprintln!("(skipping pi's listAll: {why})"))? else {
+        return Ok(None);
     };
     eprintln!("== pi's SessionManager.listAll() on the same store ({PI_RUNS} runs)");
     let mut runs = vec![];

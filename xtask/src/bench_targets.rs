@@ -39,13 +39,8 @@ pub fn pi_row(file: &Path, bytes: u64, scratch: &Path) -> Result<Option<BenchCmd
         eprintln!("(no pi row for {}: {} MB is more than pi holds)", file.display(), bytes / 1_000_000);
         return Ok(None);
     }
-    let pi = match crate::pi::ensure_pi() {
-        Ok(pi) => pi,
-        Err(e) if e.downcast_ref::<crate::pi::PiUnavailable>().is_some() => {
-            eprintln!("(no pi row: {e})");
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
+    let Some(pi) = crate::pi::ensure_pi_or_skip(|why| eprintln!("(no pi row: {why})"))? else {
+        return Ok(None);
     };
     let copy = copy_for_pi(file, scratch)?;
     let cmd = crate::pi::node(&pi, "bench-open.mjs", PI_OPEN)?;

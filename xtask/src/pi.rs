@@ -77,6 +77,21 @@ pub fn ensure_pi() -> Result<PathBuf> {
     }
 }
 
+/// [`ensure_pi`] for callers that skip pi when node or npm is missing:
+/// `None` after `skip` is told why; any other failure is an error.
+pub fn ensure_pi_or_skip(skip: impl FnOnce(&PiUnavailable)) -> Result<Option<PathBuf>> {
+    match ensure_pi() {
+        Ok(dir) => Ok(Some(dir)),
+        Err(e) => match e.downcast_ref::<PiUnavailable>() {
+            Some(why) => {
+                skip(why);
+                Ok(None)
+            }
+            None => Err(e),
+        },
+    }
+}
+
 fn installed_version(manifest: &Path) -> Option<String> {
     let text = std::fs::read_to_string(manifest).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;

@@ -21,7 +21,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::pi::{ensure_pi, node, PiUnavailable};
+use crate::pi::{ensure_pi_or_skip, node};
 
 const SCRIPT: &str = include_str!("pi_diff.mjs");
 
@@ -102,13 +102,8 @@ struct Case {
 /// `cargo xtask pi-diff …`
 pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     let o = parse(args)?;
-    let pi = match ensure_pi() {
-        Ok(dir) => dir,
-        Err(e) if e.downcast_ref::<PiUnavailable>().is_some() => {
-            println!("pi-diff: skipped: {e}");
-            return Ok(());
-        }
-        Err(e) => return Err(e),
+    let Some(pi) = ensure_pi_or_skip(|why| println!("pi-diff: skipped: {why}"))? else {
+        return Ok(());
     };
     let arbor = match &o.arbor {
         Some(bin) => bin.clone(),
