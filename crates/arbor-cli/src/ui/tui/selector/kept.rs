@@ -50,7 +50,6 @@ impl Kept {
 
 #[cfg(test)]
 mod tests {
-    use arbor_tree::{Session, SessionOptions};
 
     use super::super::{FilterMode, Input};
     use crate::ui::tui::loader::Loader;
@@ -60,16 +59,8 @@ mod tests {
     /// is a fresh computation's, on every fixture.
     #[test]
     fn lists_kept_while_entries_are_read_stay_fresh() {
-        let mut files = crate::fixture_logs();
-        files.push(arbor_test_support::fixtures().join("demo/demo.jsonl"));
         let mut rng = arbor_test_support::Rng(0x2545_F491_4F6C_DD1D);
-        for file in files {
-            let Ok(s) = Session::open(&file, arbor_tree::OpenMode::ReadOnly, SessionOptions::default()) else {
-                continue;
-            };
-            if s.get_tree().is_empty() {
-                continue;
-            }
+        for (file, s) in super::super::tests::fixture_sessions() {
             let at = file.display().to_string();
             let (mut loader, mut sel) = Loader::open(&s, None, (8, 120), &[], FilterMode::Default);
             loader.set_chunk(1 + rng.below(6));

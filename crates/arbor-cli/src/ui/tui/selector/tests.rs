@@ -672,18 +672,22 @@ fn the_state_machine_agrees_with_the_plain_computation() {
     }
 }
 
+/// Every fixture and the demo session that opens with a tree, with its path.
+pub(crate) fn fixture_sessions() -> impl Iterator<Item = (std::path::PathBuf, Session)> {
+    let mut files = crate::fixture_logs();
+    files.push(arbor_test_support::fixtures().join("demo/demo.jsonl"));
+    files.into_iter().filter_map(|file| {
+        let s = Session::open(&file, arbor_tree::OpenMode::ReadOnly, SessionOptions::default()).ok()?;
+        (!s.get_tree().is_empty()).then_some((file, s))
+    })
+}
+
 /// Opened lazily (texts and kinds read as a screen would, a few at a time),
 /// the selector ends where the whole computation is, on every fixture.
 #[test]
 fn the_lazy_open_ends_where_the_full_one_is() {
-    let mut files = crate::fixture_logs();
-    files.push(arbor_test_support::fixtures().join("demo/demo.jsonl"));
     let mut rng = arbor_test_support::Rng(0x9E37_79B9_7F4A_7C15);
-    for file in files {
-        let Ok(s) = Session::open(&file, arbor_tree::OpenMode::ReadOnly, SessionOptions::default()) else { continue };
-        if s.get_tree().is_empty() {
-            continue;
-        }
+    for (file, s) in fixture_sessions() {
         let (mut loader, mut sel) = Loader::open(&s, None, (8, 120), &[], FilterMode::Default);
         loader.prepare(&s, &mut sel);
         let first = sel.rows(sel.window().0, sel.window().1);
