@@ -61,7 +61,7 @@ const BLOCK: usize = 2 << 20;
 
 /// Ranges scanned ahead of the caller, per thread, at most: memory stays a
 /// few ranges' lines whatever the file's size.
-const AHEAD: usize = 3;
+const AHEAD: usize = 2;
 
 /// Streams every line of `src` to `line`, in file order, on up to `threads`
 /// threads, until `line` breaks; returns the offset just past the last line
