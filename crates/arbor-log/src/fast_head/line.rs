@@ -37,7 +37,7 @@ pub(super) struct LineMasks {
     /// Per block: the backslashes.
     pub backslashes: Vec<u64>,
     /// The blocks with escapes other than `\"` and `\\`: the block and those
-    /// escaped bytes (the first of `others.len()` slots are used: see [`LineMasks::fill`]).
+    /// escaped bytes (the first few slots hold the line's: see [`LineMasks::fill`]).
     others: Vec<(usize, u64)>,
 }
 
@@ -62,8 +62,11 @@ impl LineMasks {
     pub fn fill(&mut self, line: &[u8]) -> (bool, Bytes) {
         self.quotes.clear();
         self.backslashes.clear();
-        self.others.clear();
-        self.others.resize(line.len().div_ceil(64), (0, 0));
+        // Room for a slot a block, kept from line to line (never cleared: slots are written before they are read).
+        let blocks = line.len().div_ceil(64);
+        if self.others.len() < blocks {
+            self.others.resize(blocks, (0, 0));
+        }
         let (mut lo, mut hi) = (u8x16::splat(0xFF), u8x16::splat(0));
         // The first byte of the next block is escaped.
         let mut carry = false;
