@@ -51,19 +51,20 @@ impl Indexed {
     fn build(&self, r: usize) -> Box<[Slot]> {
         let start = r * RUN;
         let end = (start + RUN).min(self.index.len());
-        // The entry before the run is read with it: it is the parent of the
-        // run's first entry in a chain, whose id would cost two more reads.
-        let before = start.saturating_sub(1);
+        // The run before is read with it (in the same two reads): the parents
+        // of a run's entries are mostly there or in the run itself (a chain,
+        // and the branches forking off it), and each other one costs two reads.
+        let before = start.saturating_sub(RUN);
         let Some(mut entries) = self.index.entries(before..end) else {
             return (start..end).map(|_| Slot::unreadable()).collect();
         };
-        let before_id = if before < start { Some(entries.remove(0).id) } else { None };
+        let earlier: Vec<CompactString> = entries.drain(..start - before).map(|e| e.id).collect();
         let mut out: Vec<Slot> = Vec::with_capacity(entries.len());
         for e in entries {
             // A resolved parent's id is that entry's id: in this run, the one before, or read from the index.
             let parent_id: Option<CompactString> = match e.parent {
                 Some(p) if p >= start => out.get(p - start).map(|s| CompactString::from(&*s.id())),
-                Some(p) if p == before => before_id.clone(),
+                Some(p) if p >= before => earlier.get(p - before).cloned(),
                 Some(p) => self.index.id(p).or_else(|| Some(CompactString::default())),
                 None => e.parent_id.clone(),
             };
