@@ -5,7 +5,8 @@
 //! The hasher is `foldhash`'s fast one (the default of `hashbrown`): keyed
 //! per process from a random seed, so a file cannot be crafted in advance to
 //! make every id land in one bucket, though it is not a cryptographic hash
-//! like SipHash.
+//! like SipHash. [`IdTable`] places ids by 32 bits of that hash (spread
+//! again over 64), which it can keep beside a position while it is made.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -40,7 +41,7 @@ impl IdTable {
     }
 
     fn hash(&self, id: &str) -> u64 {
-        self.hasher.hash_one(id)
+        spread(short_hash(&self.hasher, id))
     }
 
     /// The position `id` resolves to.
@@ -84,40 +85,41 @@ impl IdTable {
     /// gives, built faster: inserted in position order, a million ids land
     /// at random in a table of megabytes, a cache miss each. Here the
     /// positions are first grouped by the part of the table their hash falls
-    /// in (a counting sort, stable, so the positions of one id stay in order),
-    /// and each part is filled while it is in the cache.
+    /// in (a counting sort, stable, so the positions of one id stay in
+    /// order), each with its 4-byte hash (what the table's hash is made
+    /// from), and each part is filled while it is in the cache: 8 bytes an
+    /// entry held while the table is made.
     pub fn first_positions<D: Deref<Target = str>>(
         n: usize,
         id_of: impl Fn(usize) -> D,
     ) -> (IdTable, Vec<(usize, usize)>) {
         let mut t = IdTable::with_capacity(n);
-        let hashes: Vec<u64> = (0..n).map(|i| t.hasher.hash_one(&*id_of(i))).collect();
+        let short = |i: usize| short_hash(&t.hasher, &id_of(i));
         // hashbrown starts probing at `hash & (buckets - 1)`: group by the top bits of that.
         let buckets = (t.table.capacity() / 7 * 8).next_power_of_two().max(1);
         let shift = buckets.trailing_zeros().saturating_sub(PART_BITS);
-        let part = |h: u64| ((h as usize & (buckets - 1)) >> shift) & ((1 << PART_BITS) - 1);
+        let part = |h: u32| ((spread(h) as usize & (buckets - 1)) >> shift) & ((1 << PART_BITS) - 1);
         let mut starts = vec![0usize; (1 << PART_BITS) + 1];
-        for &h in &hashes {
-            starts[part(h) + 1] += 1;
+        for i in 0..n {
+            starts[part(short(i)) + 1] += 1;
         }
         for k in 1..starts.len() {
             starts[k] += starts[k - 1];
         }
-        // Each position with its hash: the hashes are read in order too.
-        let mut order = vec![(0u64, 0u32); n];
-        for (i, &h) in hashes.iter().enumerate() {
+        let mut order = vec![(0u32, 0u32); n];
+        for i in 0..n {
+            let h = short(i);
             let at = &mut starts[part(h)];
             order[*at] = (h, position(i));
             *at += 1;
         }
-        drop(hashes);
         let mut repeats = vec![];
         let hasher = &t.hasher;
-        for &(hash, i) in &order {
+        for &(h, i) in &order {
             // Ids are read (at random) only when two hashes meet: rarely but for a repeated id.
             let same = |&k: &u32| *id_of(k as usize) == *id_of(i as usize);
-            let rehash = |&k: &u32| hasher.hash_one(&*id_of(k as usize));
-            match t.table.entry(hash, same, rehash) {
+            let rehash = |&k: &u32| spread(short_hash(hasher, &id_of(k as usize)));
+            match t.table.entry(spread(h), same, rehash) {
                 Entry::Occupied(e) => repeats.push((i as usize, *e.get() as usize)),
                 Entry::Vacant(e) => {
                     e.insert(i);
@@ -129,14 +131,27 @@ impl IdTable {
     }
 
     fn entry<D: Deref<Target = str>>(&mut self, id: &str, id_of: impl Fn(usize) -> D) -> Entry<'_, u32> {
-        let hash = self.hasher.hash_one(id);
+        let hash = self.hash(id);
         let hasher = &self.hasher;
-        self.table.entry(hash, |&k| *id_of(k as usize) == *id, |&k| hasher.hash_one(&*id_of(k as usize)))
+        self.table.entry(hash, |&k| *id_of(k as usize) == *id, |&k| spread(short_hash(hasher, &id_of(k as usize))))
     }
 }
 
 /// [`IdTable::first_positions`] fills the table in `2^PART_BITS` parts.
 const PART_BITS: u32 = 12;
+
+/// An id's 4-byte hash: what the table keeps beside a position while it is
+/// made ([`IdTable::first_positions`]), and what its 8-byte hash is made of.
+fn short_hash(hasher: &IdHash, id: &str) -> u32 {
+    let h = hasher.hash_one(id);
+    (h ^ (h >> 32)) as u32
+}
+
+/// The table's hash of a 4-byte hash: spread over 64 bits (hashbrown reads
+/// the low bits for where to look and the top 7 for a tag).
+fn spread(h: u32) -> u64 {
+    u64::from(h).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
 
 fn position(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
@@ -188,9 +203,9 @@ mod tests {
                     repeats.push((i, first));
                 }
             }
+            assert_eq!(n > 12, !repeats.is_empty());
             let (t, got) = IdTable::first_positions(n, id_of);
             assert_eq!(got, repeats, "{n} ids");
-            assert_eq!(n > 12, !repeats.is_empty());
             for (i, id) in ids.iter().enumerate() {
                 assert_eq!(t.get(id, id_of), one_by_one.get(id, id_of), "{n} ids, {i}");
             }

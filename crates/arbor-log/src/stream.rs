@@ -68,7 +68,7 @@ const AHEAD: usize = 2;
 /// handed over. Each line is lent, not moved (a line's head is a few hundred
 /// bytes): take what you keep.
 ///
-/// The file is cut into ranges of [`BLOCK`] bytes; the threads read and scan
+/// The file is cut into ranges of 2 MiB; the threads read and scan
 /// them (each its own ranges, by positioned reads) while this thread hands
 /// the scanned ranges' lines to `line` in order.
 pub fn stream_lines(
