@@ -69,8 +69,9 @@ commands:
                                     default 20-400), push again, pull --all, next to cp -r
       --tui                         instead: the tree selector through its state machine and view, no
                                     terminal (first frame, reading, move, fold, filter switch, each
-                                    search keystroke) with and without the index, next to wc -l, on
-                                    --file or a generated realistic session (100k; 1M with --huge)
+                                    search keystroke), and the chat's first screen (no model), with
+                                    and without the index, next to wc -l, on --file or a generated
+                                    realistic session (100k; 1M with --huge)
       --append                      instead: only the append rows (one `arbor label` to a copy of a
                                     1k, the 100k and, with --huge, the 1M session: the first append,
                                     then appends through the index; time, CPU, peak RSS, ratios to the

@@ -93,7 +93,9 @@ pub use serialize::{
     compute_file_lists, extract_file_ops_from_message, format_file_operations, serialize_conversation, FileOps,
     PathSet, TOOL_RESULT_MAX_CHARS,
 };
-pub use session::{context_of_plan, for_each_plan_message, plan_session_context, session_context, SessionPlan};
+pub use session::{
+    context_of_plan, for_each_plan_message, plan_session_context, session_context, Checked, SessionPlan,
+};
 pub use tokens::{
     calculate_context_tokens, current_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens,
     TokenTally,

@@ -2,6 +2,8 @@
 //! the answer needs: the path's heads (no decoding), then the entries the
 //! context reads, on all cores.
 
+use std::io::{self, Write};
+
 use arbor_log::EntryType;
 use arbor_tree::{Position, Session};
 
@@ -120,6 +122,85 @@ impl SessionPlan {
     }
 }
 
+/// What writing the context of a session opened through its index did
+/// (the lines are checked as they are read: [`Session::map_id_json_sound`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Checked {
+    /// The context was written.
+    Written,
+    /// A line the context reads is not where the session's index put it
+    /// (the file was changed in place): nothing was written. Read the file
+    /// again ([`Session::read_again_without_index`]), plan the context
+    /// again and write it.
+    Moved,
+}
+
+/// Output held back (up to this many bytes) until every line it is made of
+/// is known to be where the index put it: a transcript of some 25,000
+/// messages, a constant beside the file (a million-entry session's
+/// transcript is about 1 MB).
+const HOLD: usize = 4 << 20;
+
+/// Writes the steps of a plan a batch of `batch` at a time through
+/// `write(steps, check, sink)`, which reads the batch's lines, checking
+/// each the index placed when `check` ([`Session::map_id_json_sound`]), and
+/// answers false when one is not where the index put it.
+///
+/// Each line is read once: the output is held until every line is checked,
+/// and written then. Past [`HOLD`] bytes of it, the lines still to come are
+/// checked on their own first ([`Session::lines_sound`]), and the rest of
+/// the output is written as it comes, so output of any size is never all
+/// held. Nothing is written when a line has moved ([`Checked::Moved`]).
+pub(crate) fn write_checked(
+    session: &Session,
+    plan: &SessionPlan,
+    out: &mut dyn Write,
+    batch: usize,
+    write: impl FnMut(&[ContextStep], bool, &mut dyn Write) -> io::Result<bool>,
+) -> io::Result<Checked> {
+    write_checked_holding(session, plan, out, batch, HOLD, write)
+}
+
+/// [`write_checked`] holding at most `hold` bytes.
+fn write_checked_holding(
+    session: &Session,
+    plan: &SessionPlan,
+    out: &mut dyn Write,
+    batch: usize,
+    hold: usize,
+    mut write: impl FnMut(&[ContextStep], bool, &mut dyn Write) -> io::Result<bool>,
+) -> io::Result<Checked> {
+    let SessionPlan { path, plan: steps, read } = plan;
+    // The entries read for the plan itself (settings, made-up messages) first.
+    let mut held = session.opened_from_index().then(Vec::new);
+    if held.is_some() && !session.lines_sound(read) {
+        return Ok(Checked::Moved);
+    }
+    let batch = batch.max(1);
+    for (n, part) in steps.steps.chunks(batch).enumerate() {
+        let check = held.is_some();
+        let sink: &mut dyn Write = match &mut held {
+            Some(h) => h,
+            None => out,
+        };
+        if !write(part, check, sink)? {
+            return Ok(Checked::Moved);
+        }
+        if held.as_ref().is_some_and(|h| h.len() > hold) {
+            let rest = stored_positions(path, steps.steps.get((n + 1) * batch..).unwrap_or_default());
+            if !session.lines_sound(&rest) {
+                return Ok(Checked::Moved);
+            }
+            out.write_all(&held.take().unwrap_or_default())?;
+        }
+    }
+    if let Some(h) = held {
+        out.write_all(&h)?;
+    }
+    Ok(Checked::Written)
+}
+
 /// The positions (in the session) of the stored messages among `steps`, in
 /// order; `path` is the plan's path, which the steps index.
 pub(crate) fn stored_positions(path: &[Position], steps: &[ContextStep]) -> Vec<Position> {
@@ -130,4 +211,72 @@ pub(crate) fn stored_positions(path: &[Position], steps: &[ContextStep]) -> Vec<
             ContextStep::Made(_) => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::path::Path;
+
+    use arbor_test_support::{edit_in_place, forged_index, write_big_session};
+    use arbor_tree::{FileStore, OpenMode, SessionOptions};
+
+    fn open_in(path: &Path, index_dir: Option<&Path>) -> Session {
+        let opts = SessionOptions { index_dir: index_dir.map(Path::to_owned), ..SessionOptions::default() };
+        Session::open(path, OpenMode::ReadOnly, opts.with_store(FileStore)).unwrap()
+    }
+
+    /// A line per stored message (its id and length), `batch` steps at a
+    /// time through [`write_checked_holding`], holding up to `hold` bytes.
+    fn written(s: &Session, batch: usize, hold: usize) -> (Checked, Vec<u8>) {
+        let plan = plan_session_context(s);
+        let mut out = vec![];
+        let checked = write_checked_holding(s, &plan, &mut out, batch, hold, |steps, check, sink| {
+            let stored = stored_positions(&plan.path, steps);
+            let f = |_, id: &str, line: &str| format!("{id} {}\n", line.len());
+            let read = if check {
+                match s.map_id_json_sound(&stored, f) {
+                    Some(read) => read,
+                    None => return Ok(false),
+                }
+            } else {
+                s.map_id_json_many(&stored, f)
+            };
+            read.into_iter().flatten().try_for_each(|line| sink.write_all(line.as_bytes()))?;
+            Ok(true)
+        })
+        .unwrap();
+        (checked, out)
+    }
+
+    #[test]
+    fn a_checked_write_writes_nothing_until_every_line_is_found_where_the_index_put_it() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        let text = write_big_session(&p, 4000, 300);
+        let (checked, want) = written(&open_in(&p, None), 100, HOLD);
+        assert_eq!(checked, Checked::Written);
+        assert!(want.len() > 30_000, "{} bytes", want.len());
+        // Through a sound index: the same, held whole, streamed past a
+        // small hold after checking the lines to come, or past none at all.
+        open_in(&p, Some(cache.path()));
+        let s = open_in(&p, Some(cache.path()));
+        assert!(s.opened_from_index());
+        for hold in [HOLD, want.len() / 2, 0] {
+            assert_eq!(written(&s, 100, hold), (Checked::Written, want.clone()), "hold {hold}");
+        }
+        // Lines moved behind the index (its stamp forged to match): nothing
+        // is written, whether the moved lines come in a batch read held or
+        // among the lines to come checked before streaming.
+        let index = std::fs::read_dir(cache.path()).unwrap().next().unwrap().unwrap().path();
+        edit_in_place(&p, &text, 2000, 2500);
+        std::fs::write(&index, forged_index(&index, &p)).unwrap();
+        let s = open_in(&p, Some(cache.path()));
+        assert!(s.opened_from_index(), "the forged index is used");
+        for hold in [HOLD, want.len() / 4, 0] {
+            assert_eq!(written(&s, 100, hold), (Checked::Moved, vec![]), "hold {hold}");
+        }
+    }
 }

@@ -33,9 +33,16 @@ pub struct Args {
     /// The settings file (default: $ARBOR_CONFIG, else ~/.config/arbor/config.toml when it exists).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Time the first screen on FILE without a terminal or a model (`cargo xtask bench --tui`):
+    /// JSON lines on stdout.
+    #[arg(long, hide = true, requires = "file", conflicts_with = "new")]
+    bench: bool,
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
+    if let (true, Some(file)) = (args.bench, &args.file) {
+        return chat::bench::run(&g.session(file)?, g, out);
+    }
     let target = match args.file {
         Some(path) => Target::File { path, new: args.new },
         None if args.new => Target::New,

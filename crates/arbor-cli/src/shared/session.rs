@@ -132,6 +132,17 @@ pub fn check_lines(s: &mut Session, positions: Option<&[Position]>) -> Result<bo
     Ok(reloaded)
 }
 
+/// Reads `s` again from its file after a line was found not where its index
+/// put it (a writer that checks lines as it reads them said so): the index
+/// is dropped, which one line on stderr says. Positions taken before are stale.
+pub fn read_again(s: &mut Session) -> Result<()> {
+    s.read_again_without_index()?;
+    if let Some(n) = s.notices().last() {
+        say!("arbor: {n}");
+    }
+    Ok(())
+}
+
 /// Refuses an `id` that names no entry of `file`'s session `s`. A session
 /// opened through its index checks every line first when the index does
 /// not know `id` (a stale index is read again, [`check_lines`]), so an id

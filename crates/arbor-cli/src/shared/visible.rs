@@ -92,6 +92,11 @@ impl<W: Write> Visible<W> {
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
+            // Printable ASCII, newline and tab: most of any text, shown as they are.
+            if (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t' {
+                i += 1;
+                continue;
+            }
             let len = match b {
                 0x00..=0x7f => 1,
                 0xc0..=0xdf => 2,
@@ -108,7 +113,12 @@ impl<W: Write> Visible<W> {
                 self.pending.extend_from_slice(&bytes[i..]);
                 return Ok(());
             }
-            let escaped = std::str::from_utf8(&bytes[i..i + len]).ok().and_then(|s| s.chars().next()).and_then(escape);
+            // Only the controls, and characters whose UTF-8 starts C2 (U+0080..=U+00BF) or
+            // E2 (U+2000..=U+2FFF), may be escaped: the rest is not even decoded.
+            let may_escape = len == 1 || b == 0xc2 || b == 0xe2;
+            let escaped = may_escape
+                .then(|| std::str::from_utf8(&bytes[i..i + len]).ok().and_then(|s| s.chars().next()).and_then(escape))
+                .flatten();
             if let Some(e) = escaped {
                 self.inner.write_all(&bytes[start..i])?;
                 self.inner.write_all(e.as_bytes())?;
@@ -188,6 +198,18 @@ mod tests {
             }
             assert_eq!(String::from_utf8(out).unwrap(), "é\\x1b[31m红\\u{9b}\\u{202e}x\\r\n", "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn the_writer_escapes_what_visible_escapes_for_every_character_it_may() {
+        // Every character up to U+3000 (all the escaped ones among them) and a few past it.
+        let text: String = (0..0x3000u32).chain([0xfeff, 0x1f600, 0x10ffff]).filter_map(char::from_u32).collect();
+        let mut out = Vec::new();
+        {
+            let mut w = Visible::new(&mut out);
+            w.write_all(text.as_bytes()).unwrap();
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), visible(&text));
     }
 
     #[test]

@@ -537,3 +537,34 @@ fn hooks_from_the_settings_fire_in_the_chat() {
     assert!(!dump_entries(&file).iter().any(|e| e["type"] == "compaction"));
     assert_eq!(server.requests().len(), 2, "the hook's summary is used instead of the model");
 }
+
+/// `arbor chat FILE --bench` (what `cargo xtask bench --tui` times): the
+/// chat's first screen drawn with no terminal and no model, its steps
+/// timed, the context it was set up with the file's, nothing written.
+#[test]
+fn the_chat_bench_draws_the_first_screen_without_a_terminal_or_a_model() {
+    let file = "pi/before-compaction.jsonl";
+    let dir = arbor_test_support::fixtures().join("pi");
+    let before = arbor_test_support::DirSnapshot::of(&dir);
+    let o = arbor(&["chat", file, "--bench"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let steps: Vec<&str> = lines.iter().filter_map(|l| l["step"].as_str()).collect();
+    assert_eq!(
+        steps,
+        [
+            "open the session",
+            "the chat over it (the context at the leaf)",
+            "the first screen drawn",
+            "first frame (from the start)"
+        ]
+    );
+    assert!(lines.iter().filter(|l| l.get("step").is_some()).all(|l| l["ms"].as_f64().is_some_and(|ms| ms >= 0.0)));
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["summary"], true);
+    let context = json(&arbor(&["context", file, "--json"]));
+    assert_eq!(summary["context messages"], context["messages"].as_array().unwrap().len());
+    assert!(lines[2]["shown"].as_u64().unwrap() > 0, "{lines:?}");
+    assert_eq!(arbor_test_support::DirSnapshot::of(&dir), before, "the bench wrote beside the file");
+}

@@ -213,7 +213,8 @@ mod tests {
                     let mut whole = vec![];
                     write_transcript(&mut whole, &ctx, llm).unwrap();
                     let mut batched = vec![];
-                    write_plan_transcript(&s, &plan_session_context(&s), &mut batched, llm).unwrap();
+                    let checked = write_plan_transcript(&s, &plan_session_context(&s), &mut batched, llm).unwrap();
+                    assert_eq!(checked, crate::Checked::Written);
                     let at = format!("{} at {id:?} (llm {llm}, index {})", path.display(), dir.is_some());
                     assert_eq!(String::from_utf8(whole).unwrap(), want, "{at}: the whole context's");
                     assert_eq!(String::from_utf8(batched).unwrap(), want, "{at}: the plan's");

@@ -13,7 +13,7 @@ use crate::context::{message_of_entry, ContextStep, SessionContext};
 use crate::json::BATCH;
 use crate::llm::convert_message;
 use crate::parts::{stored_parts, Parts};
-use crate::session::{stored_positions, SessionPlan};
+use crate::session::{stored_positions, write_checked, Checked, SessionPlan};
 use crate::tokens::{Counted, TokenTally};
 
 const WIDTH: usize = 160;
@@ -31,6 +31,13 @@ fn clip(s: &str, n: usize) -> String {
         out.push('…');
     }
     out
+}
+
+/// `text.lines().count()`, counted as newline bytes (a loop the compiler
+/// turns into vector code: tool outputs of megabytes are counted whole).
+fn line_count(text: &str) -> usize {
+    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 /// Appends the lines of message `m` to `out`, each ending in a newline.
@@ -73,7 +80,7 @@ fn lines_of(m: &Parts<'_>, out: &mut String) {
         Some(Role::ToolResult) => {
             let name = m.tool_name.as_deref().unwrap_or("tool");
             let err = if m.is_error == Some(true) { " (error)" } else { "" };
-            let n = text.lines().count();
+            let n = line_count(&text);
             writeln!(out, "  ← {name}{err}: {} ({n} lines)", clip(&text, WIDTH - 20))
         }
         Some(Role::BashExecution) => writeln!(out, "bash: $ {}", clip(m.command.as_deref().unwrap_or(""), WIDTH)),
@@ -112,19 +119,29 @@ pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, ll
 /// from the JSON text where it can be (`parts::stored_parts`; the entry is
 /// decoded otherwise), then written out in order and dropped, so a context
 /// of a million messages is never all in memory.
+///
+/// Each line is read once, and checked as it is read when the session was
+/// opened through its index: the transcript is written once every line is
+/// known to be where the index put it (see [`Checked`]; past 4 MiB of
+/// text, the lines still to come are checked first and the rest streams).
 pub fn write_plan_transcript<W: Write + ?Sized>(
     session: &Session,
     plan: &SessionPlan,
-    out: &mut W,
+    mut out: &mut W,
     llm: bool,
-) -> io::Result<()> {
+) -> io::Result<Checked> {
     let mut t = Transcript::default();
-    for batch in plan.plan.steps.chunks(TEXT_BATCH) {
-        for w in written_batch(session, &plan.path, batch, llm) {
-            t.write(out, &w)?;
+    let checked = write_checked(session, plan, &mut out, TEXT_BATCH, |batch, check, sink| {
+        let Some(written) = written_batch(session, &plan.path, batch, llm, check) else { return Ok(false) };
+        for w in written {
+            t.write(sink, &w)?;
         }
+        Ok(true)
+    })?;
+    if checked == Checked::Written {
+        t.finish(out, &plan.plan.settings)?;
     }
-    t.finish(out, &plan.plan.settings)
+    Ok(checked)
 }
 
 /// Steps of the plan whose messages are read at once. Only their lines are
@@ -133,10 +150,19 @@ pub fn write_plan_transcript<W: Write + ?Sized>(
 const TEXT_BATCH: usize = 8 * BATCH;
 
 /// The messages a batch of steps gives, written, in order (a malformed
-/// `message` entry gives none).
-fn written_batch(session: &Session, path: &[Position], batch: &[ContextStep], llm: bool) -> Vec<Written> {
+/// `message` entry gives none); `None` when `check` and a line is not where
+/// the session's index put it.
+fn written_batch(
+    session: &Session,
+    path: &[Position],
+    batch: &[ContextStep],
+    llm: bool,
+    check: bool,
+) -> Option<Vec<Written>> {
     let stored = stored_positions(path, batch);
-    let read = session.map_id_json_many(&stored, |_, id, line| Written::of_line(line, id, llm));
+    let of_line = |_, id: &str, line: &str| Written::of_line(line, id, llm);
+    let read =
+        if check { session.map_id_json_sound(&stored, of_line)? } else { session.map_id_json_many(&stored, of_line) };
     // The entries the text could not be read from are decoded (on all cores).
     let again: Vec<Position> =
         stored.iter().zip(&read).filter(|(_, r)| !matches!(r, Some(Some(_)))).map(|(&p, _)| p).collect();
@@ -156,7 +182,7 @@ fn written_batch(session: &Session, path: &[Position], batch: &[ContextStep], ll
         };
         out.extend(w);
     }
-    out
+    Some(out)
 }
 
 /// One message of a transcript: its lines (none when the mapping for the
@@ -230,5 +256,17 @@ impl Transcript {
             settings.thinking_level,
             self.tokens.tokens().tokens
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_counted_as_str_lines_counts_them() {
+        for text in ["", "\n", "a", "a\n", "a\nb", "\n\n", "a\r\nb\r\n", "\r", "x\n\ny", "é\n红"] {
+            assert_eq!(line_count(text), text.lines().count(), "{text:?}");
+        }
     }
 }

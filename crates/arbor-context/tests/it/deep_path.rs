@@ -15,7 +15,7 @@ use std::path::Path;
 use arbor_context::render::write_plan_transcript;
 use arbor_context::{
     branch_summary_message, compaction_summary_message, custom_message, plan_session_context, session_context,
-    write_context_json, write_plan_llm_json, SessionContext,
+    write_context_json, write_plan_llm_json, Checked, SessionContext,
 };
 use arbor_log::{Entry, EntryKind, Role};
 use arbor_test_support::Rng;
@@ -256,8 +256,8 @@ fn printed(s: &Session) -> [Vec<u8>; 4] {
     let mut out: [Vec<u8>; 4] = Default::default();
     write_context_json(s, &mut out[0]).unwrap();
     write_plan_llm_json(s, &plan, &mut out[1]).unwrap();
-    write_plan_transcript(s, &plan, &mut out[2], false).unwrap();
-    write_plan_transcript(s, &plan, &mut out[3], true).unwrap();
+    assert_eq!(write_plan_transcript(s, &plan, &mut out[2], false).unwrap(), Checked::Written);
+    assert_eq!(write_plan_transcript(s, &plan, &mut out[3], true).unwrap(), Checked::Written);
     out
 }
 

@@ -7,7 +7,7 @@
 //! message list (`write_plan_llm_json`).
 
 use arbor_context::render::{write_plan_transcript, write_transcript};
-use arbor_context::{current_context_tokens, plan_session_context, session_context, TokenTally};
+use arbor_context::{current_context_tokens, plan_session_context, session_context, Checked, TokenTally};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use arbor_test_support::{jsonl_under, write_big_session};
@@ -16,7 +16,8 @@ fn both(s: &Session, llm: bool) -> (String, String) {
     let mut whole = vec![];
     write_transcript(&mut whole, &session_context(s), llm).unwrap();
     let mut batched = vec![];
-    write_plan_transcript(s, &plan_session_context(s), &mut batched, llm).unwrap();
+    let checked = write_plan_transcript(s, &plan_session_context(s), &mut batched, llm).unwrap();
+    assert_eq!(checked, Checked::Written);
     (String::from_utf8(whole).unwrap(), String::from_utf8(batched).unwrap())
 }
 

@@ -10,8 +10,9 @@ use serde_json::{Map, Value};
 
 use arbor_log::{Entry, EntryType, SessionHeader};
 
+use super::cursor::LineCursor;
 use super::open::absolute;
-use super::slot::{value_json, with_parent, LineCursor};
+use super::slot::{value_json, with_parent};
 use super::{OpenMode, Session, SessionOptions};
 use crate::error::TreeError;
 use crate::labels::Label;

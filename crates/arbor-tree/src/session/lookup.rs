@@ -8,7 +8,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::slot::{LineCursor, Slot, NO_PARENT};
+use super::cursor::LineCursor;
+use super::slot::{Slot, NO_PARENT};
 use super::Session;
 use crate::index::IdRows;
 

@@ -23,13 +23,15 @@
 //! - `positions.rs`: [`Position`] and reading by position, one or many at a
 //!   time on all cores (the fast paths' vocabulary);
 //! - `branched.rs`: `create_branched_session` and `fork_from`;
-//! - `slot.rs`: one entry (`Slot`, packed into 40 bytes) and the line cursor;
+//! - `slot.rs`: one entry (`Slot`, packed into 40 bytes);
+//! - `cursor.rs`: the line cursor, many lines read through one buffer;
 //! - `packed.rs`: ids held as integers ([`EntryId`]) and the id → slot table;
 //! - `slots.rs`: every entry in file order, read from the index on demand;
 //! - `verify.rs`: lines placed by the index checked against the file.
 
 mod append;
 mod branched;
+mod cursor;
 mod grown;
 mod leaf;
 mod load;
@@ -57,11 +59,11 @@ use arbor_log::{format_iso_ms, Diagnostic, MigrationReport, SessionHeader};
 use crate::labels::Labels;
 use crate::store::{AppendHandle, WriteLock};
 
+pub(crate) use cursor::LineCursor;
 pub use options::{OpenMode, SessionOptions};
 pub use packed::EntryId;
 pub(crate) use persist::Disk;
 pub use positions::Position;
-pub(crate) use slot::LineCursor;
 pub(crate) use slots::Slots;
 
 /// The `customType` of the hidden entry that makes a leaf move durable.

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use arbor_log::{SessionLog, TailRepair};
 
-use super::slot::LineCursor;
+use super::cursor::LineCursor;
 use super::Session;
 use crate::error::TreeError;
 

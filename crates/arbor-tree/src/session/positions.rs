@@ -8,7 +8,8 @@ use std::fmt;
 
 use arbor_log::{Entry, EntryType, Role};
 
-use super::slot::{LineCursor, Slot};
+use super::cursor::LineCursor;
+use super::slot::Slot;
 use super::EntryId;
 use super::Session;
 
@@ -45,6 +46,11 @@ impl fmt::Display for Position {
         write!(f, "#{}", self.0)
     }
 }
+
+/// Positions whose lines a cursor is told of at once, and the runs of
+/// slots held meanwhile (a run is built once for both readings).
+const PLANNED: usize = 4096;
+const PLANNED_RUNS: usize = 64;
 
 impl Session {
     fn slot_at(&self, p: Position) -> Option<&Slot> {
@@ -117,7 +123,9 @@ impl Session {
     }
 
     /// `one(k, slot, cursor)` for the slot at each of `positions`, on all
-    /// cores, in order; each core reads through its own cursor.
+    /// cores, in order; each core reads through its own cursor, told a
+    /// stretch of lines ahead where they are (so it reads the lines and the
+    /// short gaps between them, not whole windows of other branches).
     pub(super) fn map_slots<R: Send>(
         &self,
         positions: &[Position],
@@ -126,9 +134,23 @@ impl Session {
         let (slots, src) = (&self.state.slots, self.src());
         let run = |base: usize, part: &[Position]| -> Vec<Option<R>> {
             let mut cursor = LineCursor::new(src);
-            // In passing: what is read here is not kept in the session.
-            let mut slots = slots.passing();
-            part.iter().enumerate().map(|(k, p)| slots.get(p.get()).map(|s| one(base + k, s, &mut cursor))).collect()
+            let mut out = Vec::with_capacity(part.len());
+            let mut rest = part;
+            while !rest.is_empty() {
+                // A stretch whose slots are built once though each is read twice.
+                let n = slots.fitting(rest.iter().take(PLANNED).map(|p| p.get()), PLANNED_RUNS);
+                let (now, later) = rest.split_at(n);
+                // In passing: what is read here is not kept in the session.
+                let mut held = slots.passing_holding(PLANNED_RUNS);
+                // Where the lines are first, so the cursor reads them and little more.
+                cursor.plan(now.iter().filter_map(|p| held.get(p.get()).and_then(Slot::span)));
+                for p in now {
+                    let k = base + out.len();
+                    out.push(held.get(p.get()).map(|s| one(k, s, &mut cursor)));
+                }
+                rest = later;
+            }
+            out
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
         if threads < 2 || positions.len() < 64 {

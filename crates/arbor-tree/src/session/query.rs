@@ -119,11 +119,11 @@ impl Session {
 
     /// The session name: the newest `session_info` with a non-empty name, on any branch.
     pub fn session_name(&self) -> Option<&str> {
-        self.state.slots.iter().rev().filter(|s| s.entry_type() == &EntryType::SessionInfo).find_map(|s| {
-            match &s.entry(self.src()).kind {
-                EntryKind::SessionInfo(SessionInfo { name: Some(n), .. }) if !n.is_empty() => Some(n.as_str()),
-                _ => None,
-            }
+        // The `session_info` entries from the index's types column, not a build of every slot.
+        let infos = self.state.slots.positions_of(&EntryType::SessionInfo);
+        infos.into_iter().rev().find_map(|i| match &self.state.slots.get(i)?.entry(self.src()).kind {
+            EntryKind::SessionInfo(SessionInfo { name: Some(n), .. }) if !n.is_empty() => Some(n.as_str()),
+            _ => None,
         })
     }
 

@@ -1,6 +1,5 @@
-//! One entry of a session ([`Slot`]), the maps over many slots (ids,
-//! children, unresolved parents) and the [`LineCursor`] that reads many
-//! slots' lines through one window of the file.
+//! One entry of a session ([`Slot`]) and the maps over many slots (ids,
+//! children, unresolved parents).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -15,6 +14,7 @@ use arbor_log::reader::trim_line;
 use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget, ScannedEntry};
 use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
 
+use super::cursor::LineCursor;
 use super::packed::{EntryId, PackedId};
 use super::Slots;
 use crate::index::ReadEntry;
@@ -460,13 +460,23 @@ impl Slot {
         holds_id(text, &self.id()).then_some(line)
     }
 
-    /// The line of this slot through `cursor`, checked when the index placed it.
-    fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
+    /// The bytes [`Slot::line_via`] reads, as `(offset, len)`: the line,
+    /// with the byte before it when the index placed it.
+    pub(crate) fn span(&self) -> Option<(u64, usize)> {
         let (offset, len) = self.src()?;
         if !self.placed_by_index() {
-            return cursor.line(offset, len);
+            return Some((offset, len));
         }
-        let raw = cursor.line(offset.checked_sub(1)?, len + 1)?;
+        Some((offset.checked_sub(1)?, len + 1))
+    }
+
+    /// The line of this slot through `cursor`, checked when the index placed it.
+    fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
+        let (offset, len) = self.span()?;
+        let raw = cursor.line(offset, len)?;
+        if !self.placed_by_index() {
+            return Some(raw);
+        }
         self.indexed_line(raw)
     }
 
@@ -576,70 +586,6 @@ fn holds_id(text: &[u8], id: &str) -> bool {
     })
 }
 
-/// Reads the lines of many slots through one window of the source, so that a
-/// walk that mostly moves forward through the file (a tree written depth
-/// first, a session copied whole) costs a few large reads instead of one read
-/// per entry. The window doubles (up to 4 MiB) while requests land just ahead
-/// of it and drops to single lines when they jump elsewhere, so a walk that
-/// hops between short side branches reads little more than their lines.
-#[derive(Debug)]
-pub(crate) struct LineCursor<'s> {
-    pub(crate) src: Option<&'s dyn ReadAt>,
-    /// `buf[..filled]` holds the file from `start` on; the rest is spare room.
-    buf: Vec<u8>,
-    filled: usize,
-    start: u64,
-    window: usize,
-}
-
-impl<'s> LineCursor<'s> {
-    const MAX_WINDOW: usize = 1 << 20;
-    const MIN_WINDOW: usize = 16 << 10;
-    /// How far past the window a request still counts as moving forward.
-    const SLACK: u64 = 64 << 10;
-
-    /// A cursor whose first read is just the line asked for (one line read
-    /// through a fresh cursor costs what a single read does).
-    pub(crate) fn new(src: Option<&'s dyn ReadAt>) -> LineCursor<'s> {
-        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: 0 }
-    }
-
-    /// The `len` bytes at `offset`; `None` when there is no source or the file is shorter now.
-    fn line(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
-        let end = self.start + self.filled as u64;
-        let inside = offset >= self.start && offset + len as u64 <= end;
-        if !inside {
-            let src = self.src?;
-            // Ahead of the window, or starting inside it and running past
-            // its end (a line read with the byte before it), is forward.
-            let forward = self.filled > 0
-                && offset >= self.start
-                && offset.saturating_sub(end) <= Self::SLACK.max(self.window as u64);
-            self.window = if forward { (self.window * 2).clamp(Self::MIN_WINDOW, Self::MAX_WINDOW) } else { 0 };
-            let want = len.max(self.window);
-            if self.buf.len() < want {
-                self.buf.resize(want, 0);
-            }
-            let mut filled = 0;
-            while filled < want {
-                match src.read_at(&mut self.buf[filled..want], offset + filled as u64) {
-                    Ok(0) => break,
-                    Ok(n) => filled += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            self.filled = filled;
-            self.start = offset;
-            if filled < len {
-                return None;
-            }
-        }
-        let at = usize::try_from(offset - self.start).ok()?;
-        Some(&self.buf[at..at + len])
-    }
-}
-
 /// A line's bytes as the JSON text of its entry: trimmed as the reader trims
 /// it, without a copy in the common case of clean UTF-8 ending in `\n`; a
 /// line only JavaScript reads is written again as `JSON.stringify` would.
@@ -727,36 +673,5 @@ mod tests {
                 assert_eq!((s.js_only(), s.placed_by_index(), s.live()), (js_only, js_only, true));
             }
         }
-    }
-
-    #[test]
-    fn the_line_cursor_reads_what_is_asked_whatever_the_order() {
-        // Lines of every size from 1 byte to past the largest window.
-        let mut file = Vec::new();
-        let mut lines = Vec::new();
-        let mut len = 1usize;
-        while file.len() < 12 << 20 {
-            let start = file.len();
-            file.extend((0..len).map(|k| b'a' + ((start + k) % 26) as u8));
-            lines.push((start as u64, len));
-            len = (len * 7 + 3) % (5 << 20) + 1;
-        }
-        let src: &dyn ReadAt = &file;
-        let mut cursor = LineCursor::new(Some(src));
-        let check = |cursor: &mut LineCursor<'_>, i: usize| {
-            let (offset, len) = lines[i];
-            let got = cursor.line(offset, len).expect("inside the file");
-            assert_eq!(got, &file[offset as usize..offset as usize + len], "line {i}");
-        };
-        // Forward, backward, jumping, and the same line twice.
-        let n = lines.len();
-        let order: Vec<usize> =
-            (0..n).chain((0..n).rev()).chain((0..n).map(|k| k * 7919 % n)).chain([3, 3, 0]).collect();
-        for i in order {
-            check(&mut cursor, i);
-        }
-        // Past the end of the file (it shrank since it was opened): nothing.
-        assert!(cursor.line(file.len() as u64 - 2, 5).is_none());
-        assert!(LineCursor::new(None).line(0, 1).is_none());
     }
 }

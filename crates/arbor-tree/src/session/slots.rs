@@ -202,14 +202,45 @@ impl Slots {
 
     /// A reader of slots in passing (see [`Passing`]).
     pub(crate) fn passing(&self) -> Passing<'_> {
-        // Where every slot costs less than a twentieth of its line (entries
-        // of kilobytes), the runs are kept as they are built: a walk that
-        // comes back costs no second build, and memory stays far under the file's.
-        let keep = self.indexed.as_ref().is_some_and(|x| {
+        self.passing_holding(HELD)
+    }
+
+    /// A reader of slots in passing that holds up to `runs` runs.
+    pub(crate) fn passing_holding(&self, runs: usize) -> Passing<'_> {
+        Passing { slots: self, held: Vec::with_capacity(runs), cap: runs.max(1), next: 0, keep: self.keeps_runs() }
+    }
+
+    /// True when readers in passing build runs into the session: where
+    /// every slot costs less than a twentieth of its line (entries of
+    /// kilobytes), the runs are kept as they are built: a walk that comes
+    /// back costs no second build, and memory stays far under the file's.
+    fn keeps_runs(&self) -> bool {
+        self.indexed.as_ref().is_some_and(|x| {
             let slots = (x.index.len() as u64).saturating_mul(std::mem::size_of::<Slot>() as u64);
             slots.saturating_mul(20) <= x.index.file_size()
-        });
-        Passing { slots: self, held: Vec::with_capacity(HELD), next: 0, keep }
+        })
+    }
+
+    /// How many of the slots `order` names, from the first (at least one),
+    /// a reader in passing that holds `runs` runs reads with each of their
+    /// runs built once, however often it reads each slot.
+    pub(crate) fn fitting(&self, order: impl Iterator<Item = usize>, runs: usize) -> usize {
+        let keep = self.keeps_runs();
+        let built = |x: &Indexed, r: usize| keep || x.runs[r].get().is_some();
+        let mut seen: Vec<usize> = Vec::with_capacity(runs);
+        let mut n = 0;
+        for i in order {
+            let r = i / RUN;
+            let to_build = self.indexed.as_ref().is_some_and(|x| i < x.index.len() && !built(x, r));
+            if to_build && !seen.iter().rev().any(|&s| s == r) {
+                if seen.len() == runs {
+                    break;
+                }
+                seen.push(r);
+            }
+            n += 1;
+        }
+        n.max(1)
     }
 
     /// The type of slot `i`, from the index's column when it has not been built.
@@ -264,6 +295,8 @@ pub(crate) struct Passing<'s> {
     slots: &'s Slots,
     /// (run number, its slots), replaced oldest first.
     held: Vec<(usize, Box<[Slot]>)>,
+    /// How many runs it holds at most.
+    cap: usize,
     next: usize,
     /// Build runs into the session (kept) instead of for this reader alone.
     keep: bool,
@@ -284,15 +317,16 @@ impl<'s> Passing<'s> {
         if let Some(run) = x.runs[r].get() {
             return run.get(i % RUN);
         }
-        let k = match self.held.iter().position(|(h, _)| *h == r) {
+        // The run read last is nearly always the one wanted, and the last held.
+        let k = match self.held.iter().rposition(|(h, _)| *h == r) {
             Some(k) => k,
-            None if self.held.len() < HELD => {
+            None if self.held.len() < self.cap => {
                 self.held.push((r, x.build(r)));
                 self.held.len() - 1
             }
             None => {
                 let k = self.next;
-                self.next = (k + 1) % HELD;
+                self.next = (k + 1) % self.cap;
                 self.held[k] = (r, x.build(r));
                 k
             }

@@ -9,7 +9,7 @@
 //! the line changed, is written instead); checking first is what lets a
 //! command print the file as it is now rather than placeholders.
 
-use super::slot::LineCursor;
+use super::cursor::LineCursor;
 use super::{OpenMode, Position, Session};
 use crate::error::TreeError;
 use crate::index::IndexFile;
@@ -26,40 +26,64 @@ impl Session {
     /// again and returns true (positions taken before are then stale: take
     /// them again). A session not opened through its index is not read.
     pub fn verify_lines(&mut self, positions: &[Position]) -> Result<bool, TreeError> {
-        if !self.opened_from_index() {
+        if self.lines_sound(positions) {
             return Ok(false);
+        }
+        self.read_again_without_index()?;
+        Ok(true)
+    }
+
+    /// True when the lines at `positions` are where the index says (always
+    /// true for a session not opened through its index, which is not read):
+    /// [`Session::verify_lines`] without its answer to a line that is not.
+    pub fn lines_sound(&self, positions: &[Position]) -> bool {
+        if !self.opened_from_index() {
+            return true;
         }
         // Read in file order (a path is, nearly always: then without a
         // copy), on all cores, each through its own cursor.
         let sound_all = |order: &[Position]| {
             self.map_slots(order, |_, s, cursor| s.line_is_sound(cursor)).into_iter().all(|ok| ok.is_none_or(|ok| ok))
         };
-        let sound = if positions.windows(2).all(|w| w[0] < w[1]) {
-            sound_all(positions)
-        } else {
-            let mut order: Vec<Position> = positions.to_vec();
-            order.sort_unstable();
-            order.dedup();
-            sound_all(&order)
-        };
-        if sound {
-            return Ok(false);
+        if positions.is_sorted_by(|a, b| a < b) {
+            return sound_all(positions);
         }
-        self.reload_without_index()?;
-        Ok(true)
+        let mut order: Vec<Position> = positions.to_vec();
+        order.sort_unstable();
+        order.dedup();
+        sound_all(&order)
+    }
+
+    /// [`Session::map_id_json_many`] that checks each line the index placed
+    /// as it reads it: `None` when one is not where the index says (the
+    /// caller then reads the file again, [`Session::read_again_without_index`]),
+    /// so a writer reads each line once to check and to copy it.
+    pub fn map_id_json_sound<R: Send>(
+        &self,
+        positions: &[Position],
+        f: impl Fn(usize, &str, &str) -> R + Sync,
+    ) -> Option<Vec<Option<R>>> {
+        let read = self.map_slots(positions, |k, s, cursor| {
+            if !s.line_is_sound(cursor) {
+                return None;
+            }
+            let id = s.id();
+            Some(s.with_json_via(cursor, |j| f(k, &id, j)))
+        });
+        read.into_iter().map(|r| r.map_or(Some(None), |r| r.map(Some))).collect()
     }
 
     /// [`Session::verify_lines`] for every entry.
     pub fn verify_all_lines(&mut self) -> Result<bool, TreeError> {
-        if !self.opened_from_index() || self.lines_sound(0..self.state.slots.len()) {
+        if !self.opened_from_index() || self.all_lines_sound(0..self.state.slots.len()) {
             return Ok(false);
         }
-        self.reload_without_index()?;
+        self.read_again_without_index()?;
         Ok(true)
     }
 
     /// True when the lines of the slots `order` names are where the index says.
-    fn lines_sound(&self, order: impl Iterator<Item = usize>) -> bool {
+    fn all_lines_sound(&self, order: impl Iterator<Item = usize>) -> bool {
         let mut cursor = LineCursor::new(self.src());
         // In passing: checking every line builds no slot.
         let mut slots = self.state.slots.passing();
@@ -67,8 +91,10 @@ impl Session {
     }
 
     /// Drops the index of this session's file and reads the file again (the
-    /// lock, the file name and what was said so far stay).
-    fn reload_without_index(&mut self) -> Result<(), TreeError> {
+    /// lock, the file name and what was said so far stay), with a notice:
+    /// for a line found not where the index says. Positions taken before
+    /// are then stale.
+    pub fn read_again_without_index(&mut self) -> Result<(), TreeError> {
         let Some(path) = self.file.clone() else { return Ok(()) };
         if let (Some(dir), Some(src)) = (self.opts.index_dir.as_deref(), self.state.source.clone()) {
             if let Some(index) = IndexFile::locate(dir, self.opts.store.as_ref(), &path, &*src) {

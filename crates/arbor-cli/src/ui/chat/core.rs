@@ -116,24 +116,6 @@ async fn drive<T>(
 impl Chat {
     /// Opens (or creates) the session and sets up the model, hooks and settings.
     pub fn open(target: Target, flags: &ModelFlags, settings: Settings, globals: &Globals) -> Result<Chat> {
-        let rt = runtime()?;
-        let mut notices: Vec<String> = settings.warnings.clone();
-        let limits = client_options(settings.reply_timeout_secs, settings.max_reply_bytes)?;
-        let mut opts = AgentOptions::default().with_client_options(limits);
-        let hooks = flags.hooks.clone().or_else(|| settings.hooks.clone());
-        if let Some(h) = &hooks {
-            load_hooks(h, &mut opts.hooks)?;
-        }
-        opts.compaction = CompactionSettings {
-            enabled: settings.compaction_enabled,
-            reserve_tokens: settings.compaction_reserve_tokens,
-            keep_recent_tokens: settings.keep_recent_tokens,
-        };
-        opts.branch_summary_reserve_tokens = settings.branch_reserve_tokens;
-
-        let mut models = Models::load();
-        notices.append(&mut models.notices);
-
         let session_opts = globals.options()?;
         let store = session_opts.store.clone();
         let (session, created) = match &target {
@@ -158,6 +140,30 @@ impl Chat {
                 (s, created)
             }
         };
+        Chat::of_session(session, created, flags, settings)
+    }
+
+    /// The chat over an open session (`created`: new, its start is recorded):
+    /// the model, hooks and settings set up, the context at its leaf built.
+    pub fn of_session(session: Session, created: bool, flags: &ModelFlags, settings: Settings) -> Result<Chat> {
+        let rt = runtime()?;
+        let mut notices: Vec<String> = settings.warnings.clone();
+        let limits = client_options(settings.reply_timeout_secs, settings.max_reply_bytes)?;
+        let mut opts = AgentOptions::default().with_client_options(limits);
+        let hooks = flags.hooks.clone().or_else(|| settings.hooks.clone());
+        if let Some(h) = &hooks {
+            load_hooks(h, &mut opts.hooks)?;
+        }
+        opts.compaction = CompactionSettings {
+            enabled: settings.compaction_enabled,
+            reserve_tokens: settings.compaction_reserve_tokens,
+            keep_recent_tokens: settings.keep_recent_tokens,
+        };
+        opts.branch_summary_reserve_tokens = settings.branch_reserve_tokens;
+
+        let mut models = Models::load();
+        notices.append(&mut models.notices);
+
         for d in session.diagnostics() {
             let name = session.session_file().map(|p| p.display().to_string()).unwrap_or_default();
             notices.push(d.with_file(&name).to_string());

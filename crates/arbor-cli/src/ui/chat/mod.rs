@@ -7,8 +7,10 @@
 //! completion; its state in [`view`], drawn by [`draw`] from the path's
 //! messages as [`transcript`] shows them) and [`line`](mod@line) when standard
 //! input is not a terminal (one line per prompt, command or answer: scripts,
-//! pipes and tests). Settings come from one file ([`settings`]).
+//! pipes and tests). Settings come from one file ([`settings`]). [`bench`](mod@bench)
+//! times the first screen with no terminal (`arbor chat FILE --bench`).
 
+pub mod bench;
 mod commands;
 mod core;
 mod draw;

@@ -138,6 +138,17 @@ fn snapshot(chat: &Chat) -> (Vec<Value>, Bar) {
     (path_messages(chat.session()), bar_of(chat))
 }
 
+/// What the first screen draws: the view (the chat's notices, and ↑ starting
+/// with the prompts already on the path), the conversation and the status bar.
+pub(super) fn first_screen(chat: &mut Chat) -> (ChatView, Vec<Value>, Bar) {
+    let mut view = ChatView { notes: std::mem::take(&mut chat.notices), ..ChatView::default() };
+    let (messages, bar) = snapshot(chat);
+    for m in messages.iter().filter(|m| arbor_log::MessageView::new(m).role() == Some(arbor_log::Role::User)) {
+        view.remember(&arbor_log::content_text(m.get("content"), ""));
+    }
+    (view, messages, bar)
+}
+
 /// Runs the chat in the terminal until the user leaves.
 pub fn run(chat: &mut Chat) -> Result<()> {
     let _guard = TerminalGuard::enter()?;
@@ -151,14 +162,9 @@ pub fn run(chat: &mut Chat) -> Result<()> {
             }
         }
     });
-    let mut screen = Screen { term, events: rx, view: ChatView::default() };
-    screen.view.notes = std::mem::take(&mut chat.notices);
     // What the conversation shows; taken again only after something that can change the session.
-    let (mut messages, mut bar) = snapshot(chat);
-    // ↑ starts with the prompts already on the path.
-    for m in messages.iter().filter(|m| arbor_log::MessageView::new(m).role() == Some(arbor_log::Role::User)) {
-        screen.view.remember(&arbor_log::content_text(m.get("content"), ""));
-    }
+    let (view, mut messages, mut bar) = first_screen(chat);
+    let mut screen = Screen { term, events: rx, view };
     loop {
         screen.redraw(&messages, &bar)?;
         let key = match screen.next_event()? {

@@ -6,7 +6,7 @@
 
 use arbor_context::render::format_tool_call;
 use arbor_context::{branch_summary_message, compaction_summary_message, custom_message};
-use arbor_log::{EntryKind, MessageView, Role};
+use arbor_log::{Entry, EntryKind, MessageView, Role};
 use arbor_tree::Session;
 use ratatui::style::{Color, Modifier, Style};
 use serde_json::Value;
@@ -22,30 +22,36 @@ const TOOL_RESULT_LINES: usize = 3;
 /// The newest messages on the session's path, oldest first: messages,
 /// shown extension messages, branch summaries and compactions (as
 /// `compactionSummary` at their place), at most [`TRANSCRIPT_ENTRIES`] entries back.
+///
+/// The path is walked up by position from the leaf (its parents as the
+/// session resolved them): a session opened through its index looks up one
+/// id, not one per entry (past a few hundred it would build a map of every id).
 pub fn path_messages(session: &Session) -> Vec<Value> {
-    let mut entries = vec![];
+    let mut path = vec![];
     let mut seen = std::collections::HashSet::new();
-    let mut at = session.leaf_entry();
-    while let Some(e) = at {
-        if entries.len() >= TRANSCRIPT_ENTRIES || !seen.insert(e.id.as_str()) {
+    let mut at = session.leaf_id().and_then(|id| session.position_of(id));
+    while let Some(p) = at {
+        if path.len() >= TRANSCRIPT_ENTRIES || !seen.insert(p) {
             break;
         }
-        entries.push(e);
-        at = e.parent_id.as_deref().and_then(|p| session.get_entry(p));
+        path.push(p);
+        at = session.parent_at(p);
     }
-    entries
-        .into_iter()
-        .rev()
-        .filter_map(|e| match &e.kind {
-            EntryKind::Message(m) => Some(m.message.clone()),
-            EntryKind::CustomMessage(c) if arbor_log::json::truthy(c.display.as_ref()) => {
-                Some(custom_message(c, &e.timestamp))
-            }
-            EntryKind::BranchSummary(b) => Some(branch_summary_message(b, &e.timestamp)),
-            EntryKind::Compaction(c) => Some(compaction_summary_message(c, &e.timestamp)),
-            _ => None,
-        })
-        .collect()
+    path.into_iter().rev().filter_map(|p| session.entry_at(p)).filter_map(shown_message).collect()
+}
+
+/// The message the chat shows for a path entry, if any: messages, shown
+/// extension messages, branch summaries and compactions.
+fn shown_message(e: &Entry) -> Option<Value> {
+    match &e.kind {
+        EntryKind::Message(m) => Some(m.message.clone()),
+        EntryKind::CustomMessage(c) if arbor_log::json::truthy(c.display.as_ref()) => {
+            Some(custom_message(c, &e.timestamp))
+        }
+        EntryKind::BranchSummary(b) => Some(branch_summary_message(b, &e.timestamp)),
+        EntryKind::Compaction(c) => Some(compaction_summary_message(c, &e.timestamp)),
+        _ => None,
+    }
 }
 
 /// The last exchange: from the last user message on, as plain text.
@@ -148,6 +154,42 @@ mod tests {
         assert_eq!(paragraphs(&result)[0].0, "← 1\n2\n3\n… (2 more lines)");
         let compaction = json!({"role": "compactionSummary", "summary": "long", "tokensBefore": 9314});
         assert_eq!(paragraphs(&compaction)[0].0, "── compaction: 9314 tokens summarized ──");
+    }
+
+    /// The path's newest entries walked up by id, as the chat did before it
+    /// walked by position: the leaf's entry, then each entry's parent by id.
+    fn walked_by_id(session: &Session) -> Vec<String> {
+        let mut ids = vec![];
+        let mut seen = std::collections::HashSet::new();
+        let mut at = session.leaf_entry();
+        while let Some(e) = at {
+            if ids.len() >= TRANSCRIPT_ENTRIES || !seen.insert(e.id.clone()) {
+                break;
+            }
+            ids.push(e.id.clone());
+            at = e.parent_id.as_deref().and_then(|p| session.get_entry(p));
+        }
+        ids.reverse();
+        ids
+    }
+
+    #[test]
+    fn the_path_walked_by_position_is_the_path_walked_by_id_in_every_fixture() {
+        use arbor_tree::{OpenMode, SessionOptions};
+        let cache = tempfile::tempdir().unwrap();
+        let mut checked = 0;
+        for file in arbor_test_support::jsonl_under(&arbor_test_support::fixtures()) {
+            // Read in full, then through the index the first open wrote.
+            for _ in 0..2 {
+                let opts = SessionOptions { index_dir: Some(cache.path().to_owned()), ..SessionOptions::default() };
+                let Ok(s) = Session::open(&file, OpenMode::ReadOnly, opts) else { continue };
+                let shown: Vec<Value> =
+                    walked_by_id(&s).iter().filter_map(|id| s.get_entry(id)).filter_map(shown_message).collect();
+                assert_eq!(path_messages(&s), shown, "{}", file.display());
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "{checked} sessions");
     }
 
     #[test]

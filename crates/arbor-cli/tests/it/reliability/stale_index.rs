@@ -98,7 +98,8 @@ fn an_index_whose_stamp_still_matches_is_dropped_with_one_line() {
 }
 
 /// A stale index read again keeps what the command was asked: `context
-/// --leaf`, `tree --leaf` and `path ID` answer at the entry they were
+/// --leaf` (as JSON, checked first, and as text, checked as it is read),
+/// `tree --leaf` and `path ID` answer at the entry they were
 /// given, and `dump` shows the file as it is, byte for byte as without the
 /// index. An id only the file knows (the index is older) is found; one only
 /// the index knows is refused, as without the index.
@@ -113,8 +114,11 @@ fn a_stale_index_read_again_keeps_the_leaf_and_the_entry_asked_for() {
     // Lines moved and e2500 renamed f2500; the index's stamp forged to match.
     edit_in_place(&p, &text, 2000, 2500);
     let forged = forged_index(&index, &p);
-    let cases: [&[&str]; 9] = [
+    let cases: [&[&str]; 12] = [
         &["context", "s.jsonl", "--json", "--leaf", "e3000"],
+        &["context", "s.jsonl", "--leaf", "e3000"],
+        &["context", "s.jsonl", "--llm", "--leaf", "f2500"],
+        &["context", "s.jsonl"],
         &["context", "s.jsonl", "--json", "--leaf", "f2500"],
         &["context", "s.jsonl", "--json", "--leaf", "e2500"],
         &["tree", "s.jsonl", "--json", "--leaf", "e2100"],

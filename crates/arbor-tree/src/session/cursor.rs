@@ -1,0 +1,212 @@
+//! The [`LineCursor`]: the lines of many slots read through one buffer of
+//! the file, so that many lines cost a few large reads instead of one read
+//! each.
+
+use arbor_log::scan::ReadAt;
+
+/// Reads the lines of many slots through one window of the source.
+///
+/// Told where the next lines are ([`LineCursor::plan`]), a read takes in
+/// the planned lines after the one asked for while the gaps between them
+/// are short ([`LineCursor::GAP`]), up to 1 MiB: the lines of a context,
+/// a few kilobytes each among other branches' lines, are read with little
+/// more than themselves, and a run of adjacent lines in a few large reads.
+///
+/// Without a plan, the window doubles (up to 1 MiB) while requests land
+/// just ahead of it and drops to single lines when they jump elsewhere, so
+/// a walk that mostly moves forward through the file (a tree written depth
+/// first) costs a few large reads, and one that hops between short side
+/// branches reads little more than their lines.
+#[derive(Debug)]
+pub(crate) struct LineCursor<'s> {
+    pub(crate) src: Option<&'s dyn ReadAt>,
+    /// `buf[..filled]` holds the file from `start` on; the rest is spare room.
+    buf: Vec<u8>,
+    filled: usize,
+    start: u64,
+    window: usize,
+    /// The spans the next requests ask for, as `(start, end)` in file order.
+    plan: Vec<(u64, u64)>,
+}
+
+impl<'s> LineCursor<'s> {
+    const MAX_WINDOW: usize = 1 << 20;
+    const MIN_WINDOW: usize = 16 << 10;
+    /// How far past the window a request still counts as moving forward.
+    const SLACK: u64 = 64 << 10;
+    /// The longest gap between planned lines a read goes through: reading
+    /// it costs about what a read of its own does.
+    const GAP: u64 = 16 << 10;
+
+    /// A cursor whose first read is just the line asked for (one line read
+    /// through a fresh cursor costs what a single read does).
+    pub(crate) fn new(src: Option<&'s dyn ReadAt>) -> LineCursor<'s> {
+        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: 0, plan: Vec::new() }
+    }
+
+    /// Says where the next lines asked for are, as `(offset, len)` (in any
+    /// order): reads take in the planned lines close after the one asked
+    /// for, and no more. Asking for another line still reads it.
+    pub(crate) fn plan(&mut self, spans: impl IntoIterator<Item = (u64, usize)>) {
+        self.plan.clear();
+        self.plan.extend(spans.into_iter().map(|(offset, len)| (offset, offset + len as u64)));
+        if !self.plan.is_sorted() {
+            self.plan.sort_unstable();
+        }
+    }
+
+    /// The `len` bytes at `offset`; `None` when there is no source or the file is shorter now.
+    pub(crate) fn line(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+        let end = self.start + self.filled as u64;
+        let inside = offset >= self.start && offset + len as u64 <= end;
+        if !inside {
+            let src = self.src?;
+            let want = if self.plan.is_empty() {
+                self.window = self.next_window(offset);
+                len.max(self.window)
+            } else {
+                usize::try_from(self.planned_end(offset, offset + len as u64) - offset).unwrap_or(len)
+            };
+            if self.buf.len() < want {
+                self.buf.resize(want, 0);
+            }
+            let mut filled = 0;
+            while filled < want {
+                match src.read_at(&mut self.buf[filled..want], offset + filled as u64) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            self.filled = filled;
+            self.start = offset;
+            if filled < len {
+                return None;
+            }
+        }
+        let at = usize::try_from(offset - self.start).ok()?;
+        Some(&self.buf[at..at + len])
+    }
+
+    /// The window of an unplanned read at `offset`: doubled when the read
+    /// moves forward, none (just the line) when it jumps.
+    fn next_window(&self, offset: u64) -> usize {
+        let end = self.start + self.filled as u64;
+        // Ahead of the window, or starting inside it and running past
+        // its end (a line read with the byte before it), is forward.
+        let forward = self.filled > 0
+            && offset >= self.start
+            && offset.saturating_sub(end) <= Self::SLACK.max(self.window as u64);
+        if forward {
+            (self.window * 2).clamp(Self::MIN_WINDOW, Self::MAX_WINDOW)
+        } else {
+            0
+        }
+    }
+
+    /// The end of a read from `offset` that must reach `end`: it goes on
+    /// through the planned spans after it while each starts at most
+    /// [`LineCursor::GAP`] after the last and the read stays within 1 MiB.
+    fn planned_end(&self, offset: u64, mut end: u64) -> u64 {
+        let cap = offset + Self::MAX_WINDOW as u64;
+        let from = self.plan.partition_point(|&(_, e)| e <= end);
+        for &(s, e) in &self.plan[from..] {
+            if s > end + Self::GAP || e > cap {
+                break;
+            }
+            end = end.max(e);
+        }
+        end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A file that counts the reads made of it and the bytes they return.
+    #[derive(Debug)]
+    struct Counted {
+        file: Vec<u8>,
+        reads: AtomicU64,
+        bytes: AtomicU64,
+    }
+
+    impl ReadAt for Counted {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            let n = self.file.read_at(buf, offset)?;
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            Ok(n)
+        }
+        fn len(&self) -> std::io::Result<u64> {
+            Ok(self.file.len() as u64)
+        }
+    }
+
+    /// Lines of every size from 1 byte to past the largest window, and their places.
+    fn lines_file() -> (Vec<u8>, Vec<(u64, usize)>) {
+        let mut file = Vec::new();
+        let mut lines = Vec::new();
+        let mut len = 1usize;
+        while file.len() < 12 << 20 {
+            let start = file.len();
+            file.extend((0..len).map(|k| b'a' + ((start + k) % 26) as u8));
+            lines.push((start as u64, len));
+            len = (len * 7 + 3) % (5 << 20) + 1;
+        }
+        (file, lines)
+    }
+
+    #[test]
+    fn the_line_cursor_reads_what_is_asked_whatever_the_order_or_the_plan() {
+        let (file, lines) = lines_file();
+        let src: &dyn ReadAt = &file;
+        let n = lines.len();
+        // Forward, backward, jumping, and the same line twice.
+        let order: Vec<usize> =
+            (0..n).chain((0..n).rev()).chain((0..n).map(|k| k * 7919 % n)).chain([3, 3, 0]).collect();
+        // No plan, the plan of what is asked, a plan of other lines.
+        let plans: [Vec<(u64, usize)>; 3] =
+            [vec![], order.iter().map(|&i| lines[i]).collect(), (0..n).step_by(3).map(|i| lines[i]).collect()];
+        for plan in plans {
+            let mut cursor = LineCursor::new(Some(src));
+            cursor.plan(plan.iter().copied());
+            for &i in &order {
+                let (offset, len) = lines[i];
+                let got = cursor.line(offset, len).expect("inside the file");
+                assert_eq!(got, &file[offset as usize..offset as usize + len], "line {i}");
+            }
+            // Past the end of the file (it shrank since it was opened): nothing.
+            assert!(cursor.line(file.len() as u64 - 2, 5).is_none());
+        }
+        assert!(LineCursor::new(None).line(0, 1).is_none());
+    }
+
+    #[test]
+    fn planned_reads_take_in_close_lines_and_skip_far_gaps() {
+        // Lines of 3 kB: runs of 10 adjacent ones, between the runs gaps of
+        // 100 kB (read around), and inside some runs gaps of 1 kB (read through).
+        let mut wanted = vec![];
+        let mut at = 0u64;
+        for run in 0..100u64 {
+            for k in 0..10u64 {
+                wanted.push((at, 3000usize));
+                at += 3000 + if run % 2 == 0 && k == 4 { 1000 } else { 0 };
+            }
+            at += 100_000;
+        }
+        let counted = Counted { file: vec![b'x'; at as usize], reads: AtomicU64::new(0), bytes: AtomicU64::new(0) };
+        let mut cursor = LineCursor::new(Some(&counted));
+        cursor.plan(wanted.iter().copied());
+        for &(offset, len) in &wanted {
+            assert_eq!(cursor.line(offset, len).map(<[u8]>::len), Some(len));
+        }
+        // One read per run, and just the runs' bytes.
+        assert_eq!(counted.reads.load(Ordering::Relaxed), 100);
+        assert_eq!(counted.bytes.load(Ordering::Relaxed), 100 * 30_000 + 50 * 1000);
+    }
+}
