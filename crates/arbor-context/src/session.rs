@@ -47,9 +47,10 @@ pub fn context_of_plan(session: &Session, plan: SessionPlan) -> SessionContext {
 ///
 /// Only the path's types and roles are read for the plan (the session
 /// answers them without building its entries when it was opened through
-/// its index), and ids only between a compaction and the entry it keeps
-/// from: the path holds each id once, so that entry is searched for back
-/// from the compaction.
+/// its index), and the id of the entry a compaction keeps from is looked
+/// up once: but for the leaf, the path holds only entries that ids resolve
+/// to (parents), so the entry with that id before the compaction, if any,
+/// is the one the id resolves to. No id of the path is read.
 pub fn plan_session_context(session: &Session) -> SessionPlan {
     let path = session.branch_positions(None);
     // Read from the session's columns as the plan asks (a position the
@@ -59,7 +60,16 @@ pub fn plan_session_context(session: &Session) -> SessionPlan {
         Some((entry_type, role)) => PathKind { entry_type, role },
         None => PathKind { entry_type: &EntryType::Custom, role: None },
     };
-    let find_kept = |id: &str, k: usize| (0..k).rev().find(|&q| session.id_at(path[q]).is_some_and(|x| *x == *id));
+    let find_kept = |id: &str, k: usize| {
+        let p = session.position_of(id)?;
+        let before = &path[..k];
+        // The path runs forward through the file but for parents written after their children.
+        if before.is_sorted() {
+            before.binary_search(&p).ok()
+        } else {
+            before.iter().rposition(|&q| q == p)
+        }
+    };
     let mut read = vec![];
     let plan = plan_kinds_context(path.len(), kind_at, find_kept, |ps| {
         let wanted: Vec<Position> = ps.iter().map(|&p| path[p]).collect();

@@ -73,6 +73,7 @@ mod migrate;
 pub mod reader;
 pub mod scan;
 mod scanned;
+mod span;
 pub mod stream;
 mod text;
 mod version;

@@ -34,6 +34,7 @@ use crate::entry::{Entry, NotAnEntry};
 use crate::fast_head::{fast_head, fast_head_detail, HeadDetail};
 use crate::json;
 use crate::reader::{parse_line, parse_line_detail, trim_line, Parsed};
+use crate::span::lines_starting_in;
 use crate::vocab::{EntryType, Role};
 
 pub use crate::scanned::{ScanTarget, ScannedEntry, ScannedLog};
@@ -326,14 +327,9 @@ pub(crate) fn scan_parts<P: ScanPart>(src: &dyn ReadAt, len: u64, threads: usize
     // Small files are not worth a thread.
     let threads = if len < 1 << 20 { 1 } else { threads.clamp(1, 64) };
     let ranges = usize::try_from(len.div_ceil(RANGE).min(MAX_RANGES)).unwrap_or(1).max(threads).max(1);
-    // Range k is the lines that start in [k·len/ranges, (k+1)·len/ranges): each
-    // thread finds its ranges' bounds itself.
+    // Range k is the lines that start in [k·len/ranges, (k+1)·len/ranges).
     let guess = |k: usize| (u128::from(len) * k as u128 / ranges as u128) as u64;
-    let scan = |k: usize| -> io::Result<(P, usize)> {
-        let start = next_line_start(src, guess(k), len)?;
-        let end = if k + 1 == ranges { len } else { next_line_start(src, guess(k + 1), len)? };
-        scan_range(src, start, end, decode)
-    };
+    let scan = |k: usize| scan_range(src, (guess(k), guess(k + 1)), len, decode);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let work = || {
         let mut done = vec![];
@@ -381,86 +377,17 @@ pub(crate) fn scan_parts<P: ScanPart>(src: &dyn ReadAt, len: u64, threads: usize
     Ok(numbered)
 }
 
-/// The offset just after the first `\n` at or after `from` (or `len`).
-fn next_line_start(src: &dyn ReadAt, from: u64, len: u64) -> io::Result<u64> {
-    if from == 0 {
-        return Ok(0);
-    }
-    // Start one byte early: a split that lands right after a `\n` is a line start.
-    let mut pos = from - 1;
-    let mut buf = vec![0u8; 16 * 1024];
-    while pos < len {
-        let n = src.read_at(&mut buf, pos)?;
-        if n == 0 {
-            break;
-        }
-        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
-            return Ok((pos + i as u64 + 1).min(len));
-        }
-        pos += n as u64;
-    }
-    Ok(len)
-}
-
-/// Small enough that a chunk read is still in the core's cache when its lines are scanned.
-const CHUNK: usize = 256 << 10;
-
-/// Scans the lines of `[start, end)` into a `P`; line numbers count from 1
-/// within the range. Also the number of lines.
-fn scan_range<P: ScanPart>(src: &dyn ReadAt, start: u64, end: u64, decode: bool) -> io::Result<(P, usize)> {
+/// Scans the lines that start in `range` (of the first `len` bytes) into a `P`; line numbers
+/// count from 1 within the range. Also the number of lines.
+fn scan_range<P: ScanPart>(src: &dyn ReadAt, range: (u64, u64), len: u64, decode: bool) -> io::Result<(P, usize)> {
     let mut out = P::default();
-    if start >= end {
-        return Ok((out, 0));
-    }
-    let mut buf: Vec<u8> = vec![0; CHUNK.min((end - start) as usize + 1).max(1)];
-    // buf[..filled] holds bytes from file offset `base`.
-    let mut base = start;
-    let mut filled = 0usize;
-    let mut pos = start;
     let mut number = 0usize;
-    loop {
-        if filled == buf.len() {
-            // One line longer than the buffer: grow.
-            buf.resize(buf.len() * 2, 0);
-        }
-        let want = (buf.len() - filled).min((end - pos) as usize);
-        let mut eof = want == 0;
-        if want > 0 {
-            let n = loop {
-                match src.read_at(&mut buf[filled..filled + want], pos) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    r => break r?,
-                }
-            };
-            if n == 0 {
-                eof = true;
-            }
-            filled += n;
-            pos += n as u64;
-        }
-        // Whole lines in the buffer.
-        let mut line_start = 0usize;
-        for nl in memchr::memchr_iter(b'\n', &buf[..filled]) {
-            let bytes = &buf[line_start..=nl];
-            number += 1;
-            let (kind, note) = scan_line(bytes, decode);
-            out.keep(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note });
-            line_start = nl + 1;
-        }
-        if eof || pos >= end {
-            if line_start < filled {
-                // The last line of the range without a newline (only the file's last line can be one).
-                let bytes = &buf[line_start..filled];
-                number += 1;
-                let (kind, note) = scan_line(bytes, decode);
-                out.keep(ScannedLine { number, offset: base + line_start as u64, len: bytes.len(), kind, note });
-            }
-            return Ok((out, number));
-        }
-        buf.copy_within(line_start..filled, 0);
-        filled -= line_start;
-        base += line_start as u64;
-    }
+    lines_starting_in(src, range, len, &mut |bytes, offset| {
+        number += 1;
+        let (kind, note) = scan_line(bytes, decode);
+        out.keep(ScannedLine { number, offset, len: bytes.len(), kind, note });
+    })?;
+    Ok((out, number))
 }
 
 // ---- the light parse ----
@@ -813,11 +740,13 @@ mod tests {
             let len = data.len() as u64;
             let mut a = 0;
             for k in 1..=threads {
-                let b = if k == threads { len } else { next_line_start(&data, len / threads * k, len).unwrap() };
-                parts.extend(scan_range::<Vec<ScannedLine>>(&data, a, b, false).unwrap().0.into_iter().map(|mut l| {
-                    l.number = 0;
-                    l
-                }));
+                let b = if k == threads { len } else { len / threads * k };
+                parts.extend(scan_range::<Vec<ScannedLine>>(&data, (a, b), len, false).unwrap().0.into_iter().map(
+                    |mut l| {
+                        l.number = 0;
+                        l
+                    },
+                ));
                 a = b;
             }
             let expect: Vec<ScannedLine> = one

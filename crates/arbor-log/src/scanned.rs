@@ -202,8 +202,6 @@ impl<E: ScanTarget> ScannedLog<E> {
         let mut entries: Vec<E> = Vec::with_capacity(if has_header { n_lines.saturating_sub(prefix_end) } else { 0 });
         // Line diagnostics come first, then these (each in line order).
         let mut entry_diagnostics = vec![];
-        // Positions in `entries` by id, the first line of each: what a duplicate names.
-        let mut ids = IdTable::with_capacity(if has_header { n_lines.saturating_sub(prefix_end) } else { 0 });
         // Each range's lists are freed once walked: beside the entries, one range is held.
         for k in parts.into_iter().flat_map(Part::into_lines).skip(prefix_end) {
             let e = match k {
@@ -213,18 +211,20 @@ impl<E: ScanTarget> ScannedLog<E> {
                     None => continue,
                 },
             };
-            if !has_header {
-                continue;
+            if has_header {
+                entries.push(e);
             }
-            let id = e.id();
-            if let Some(first) = ids.insert_first(&id, entries.len(), |k| entries[k].id()) {
-                let (line, offset, _) = e.place();
-                let kind = DiagnosticKind::DuplicateId { id: id.to_owned(), first_line: entries[first].place().0 };
-                entry_diagnostics.push(Diagnostic { line, offset, kind });
-            }
-            drop(id);
-            entries.push(e);
         }
+        // Positions in `entries` by id, the first line of each: what a duplicate names.
+        let (ids, repeats) = IdTable::first_positions(entries.len(), |k| entries[k].id());
+        for (later, first) in repeats {
+            let (line, offset, _) = entries[later].place();
+            let id = entries[later].id().to_owned();
+            let kind = DiagnosticKind::DuplicateId { id, first_line: entries[first].place().0 };
+            entry_diagnostics.push(Diagnostic { line, offset, kind });
+        }
+        // In line order (a line's own diagnostic before its duplicate id's).
+        entry_diagnostics.sort_by_key(|d| d.line);
         diagnostics.append(&mut entry_diagnostics);
         Ok(ScannedLog { prefix, entries, diagnostics, ids, lines: n_lines, bytes })
     }
@@ -295,4 +295,64 @@ fn other_line<E: ScanTarget>(
         entries.push(at(DiagnosticKind::MalformedEntry { entry_type: entry_type.clone(), error: error.clone() }));
     }
     Some(E::from_scanned(ScannedEntry { line, offset, len, head }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `.jsonl` file under `fixtures/`, recursively.
+    fn fixture_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(read) = std::fs::read_dir(dir) else { return };
+        for e in read.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                fixture_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// The scan's diagnostics and entries, repeated ids included, are the
+    /// full reader's, in the same order, on every fixture and on a file with
+    /// repeated ids among bad lines.
+    #[test]
+    fn the_scan_reports_what_the_full_reader_reports() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let mut files = vec![];
+        fixture_files(&root, &mut files);
+        assert!(files.len() > 20, "{files:?}");
+        let mut bodies: Vec<(String, Vec<u8>)> =
+            files.iter().map(|p| (p.display().to_string(), std::fs::read(p).unwrap_or_default())).collect();
+        let mut mixed =
+            br#"{"type":"session","version":3,"id":"s","timestamp":"2024-01-01T00:00:00Z","cwd":"/"}"#.to_vec();
+        for i in 0..3000 {
+            let id = if i % 7 == 6 { format!("{:x}", i % 50) } else { format!("{i:x}") };
+            let line = match i % 11 {
+                3 => format!(r#"{{"type":"label","id":"{id}","parentId":null,"targetId":5}}"#),
+                5 => "{not json".to_owned(),
+                _ => format!(r#"{{"type":"custom","id":"{id}","parentId":null,"timestamp":"x"}}"#),
+            };
+            mixed.push(b'\n');
+            mixed.extend_from_slice(line.as_bytes());
+        }
+        mixed.push(b'\n');
+        bodies.push(("repeated ids among bad lines".into(), mixed));
+        for (name, body) in bodies {
+            let full = SessionLog::read(&body[..]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let scanned = ScannedLog::read(&body, 2).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (entries, entry_diagnostics) = full.entries_with_diagnostics();
+            let mut want = full.diagnostics().to_vec();
+            if full.has_header() {
+                want.extend(entry_diagnostics);
+            }
+            assert_eq!(scanned.diagnostics, want, "{name}");
+            let lines: Vec<usize> = scanned.entries.iter().map(|e| e.line).collect();
+            let want_lines: Vec<usize> = entries.iter().map(|(line, _)| *line).collect();
+            if full.has_header() {
+                assert_eq!(lines, want_lines, "{name}");
+            }
+        }
+    }
 }

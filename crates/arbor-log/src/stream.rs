@@ -5,12 +5,16 @@
 //! the same pass: the tool calls an assistant message makes, the call a tool
 //! result answers, and a `parentId` that is neither a string nor `null`.
 //!
-//! Nothing is kept: the file is read a block at a time, each block's lines
-//! are scanned on all cores, and each line is handed to the caller in file
-//! order, then dropped. Memory is a few blocks, whatever the file's size.
+//! Nothing is kept: the file is cut into ranges that all cores read and
+//! scan, and each line is handed to the caller in file order, then dropped.
+//! Memory is a few ranges' lines, whatever the file's size.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::ops::ControlFlow;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use compact_str::CompactString;
 use serde_json::Value;
@@ -20,6 +24,7 @@ use crate::fast_head::HeadDetail;
 use crate::message::MessageView;
 use crate::reader::{parse_line, Parsed};
 use crate::scan::{scan_line_with, ReadAt, ScanKind};
+use crate::span::lines_starting_in;
 use crate::vocab::{EntryType, Role};
 
 /// A tool call: its `id` and its tool's `name`, each absent when not a string.
@@ -50,140 +55,167 @@ pub struct StreamedLine {
     pub odd_parent: Option<Box<Value>>,
 }
 
-/// Bytes read per block: each block's lines are split among the threads.
+/// Bytes of the file per range: the lines that start in a range are scanned
+/// together on one thread, and handed to the caller a range at a time.
 const BLOCK: usize = 2 << 20;
 
+/// Ranges scanned ahead of the caller, per thread, at most: memory stays a
+/// few ranges' lines whatever the file's size.
+const AHEAD: usize = 2;
+
 /// Streams every line of `src` to `line`, in file order, on up to `threads`
-/// threads, until `line` breaks; returns the bytes read. Each line is lent,
-/// not moved (a line's head is a few hundred bytes): take what you keep.
+/// threads, until `line` breaks; returns the offset just past the last line
+/// handed over. Each line is lent, not moved (a line's head is a few hundred
+/// bytes): take what you keep.
 ///
-/// A pipeline of two blocks: while the lines of one block go to `line` on
-/// this thread, the next block is already being scanned.
+/// The file is cut into ranges of [`BLOCK`] bytes; the threads read and scan
+/// them (each its own ranges, by positioned reads) while this thread hands
+/// the scanned ranges' lines to `line` in order.
 pub fn stream_lines(
     src: &dyn ReadAt,
     threads: usize,
     line: &mut dyn FnMut(&mut StreamedLine) -> ControlFlow<()>,
 ) -> io::Result<u64> {
     let len = src.len()?;
-    let threads = threads.clamp(1, 64);
-    let mut blocks = Blocks { src, pos: 0, carry: vec![], eof: false };
+    let ranges = usize::try_from(len.div_ceil(BLOCK as u64)).unwrap_or(usize::MAX).max(1);
+    let threads = threads.clamp(1, 64).min(ranges);
+    let scan = |k: usize| -> io::Result<Vec<StreamedLine>> {
+        let from = k as u64 * BLOCK as u64;
+        let mut out = vec![];
+        lines_starting_in(src, (from, from + BLOCK as u64), len, &mut |bytes, offset| {
+            let mut l = streamed_line(bytes);
+            l.offset = offset;
+            out.push(l);
+        })?;
+        Ok(out)
+    };
+    let mut handed = Handed { number: 0, end: 0 };
+    if threads == 1 {
+        for k in 0..ranges {
+            if handed.hand(&mut scan(k)?, line).is_break() {
+                break;
+            }
+        }
+        return Ok(handed.end);
+    }
+    let queue = Queue::new(threads * AHEAD);
     std::thread::scope(|s| {
-        let mut number = 0usize;
-        let mut pending = None;
-        let mut spare: Vec<u8> = vec![];
-        loop {
-            let next = blocks.next(std::mem::take(&mut spare))?;
-            let scanning = next.map(|(at, block)| {
-                (
-                    at,
-                    s.spawn(move || {
-                        let lines = scan_block(&block, threads);
-                        (block, lines)
-                    }),
-                )
-            });
-            if let Some((at, scan)) = pending.take() {
-                let scan: std::thread::ScopedJoinHandle<'_, (Vec<u8>, Vec<Vec<StreamedLine>>)> = scan;
-                let (block, mut lines) = scan.join().map_err(|_| io::Error::other("a scan thread panicked"))?;
-                spare = block;
-                for l in lines.iter_mut().flatten() {
-                    number += 1;
-                    l.number = number;
-                    l.offset += at;
-                    if line(l).is_break() {
-                        return Ok(blocks.pos);
-                    }
+        for _ in 0..threads {
+            s.spawn(|| queue.work(ranges, &scan));
+        }
+        let mut read = || -> io::Result<()> {
+            for k in 0..ranges {
+                if handed.hand(&mut queue.take(k)?, line).is_break() {
+                    break;
                 }
             }
-            match scanning {
-                Some(next) => pending = Some(next),
-                None => return Ok(len.max(blocks.pos)),
-            }
-        }
-    })
+            Ok(())
+        };
+        let done = read();
+        queue.stop();
+        done
+    })?;
+    Ok(handed.end)
 }
 
-/// The file in blocks of whole lines.
-struct Blocks<'a> {
-    src: &'a dyn ReadAt,
-    /// Where the next block starts (the carried bytes are its first).
-    pos: u64,
-    /// The start of a line the last block cut.
-    carry: Vec<u8>,
-    eof: bool,
+/// What [`stream_lines`] has handed to its caller so far.
+struct Handed {
+    number: usize,
+    /// The offset just past the last line handed over.
+    end: u64,
 }
 
-impl Blocks<'_> {
-    /// The next block (its offset and bytes) in `buf`: whole lines, and at
-    /// the end of the file whatever is left. A line longer than a block
-    /// grows it.
-    fn next(&mut self, mut buf: Vec<u8>) -> io::Result<Option<(u64, Vec<u8>)>> {
-        if self.eof && self.carry.is_empty() {
-            return Ok(None);
+impl Handed {
+    /// Numbers a range's lines and hands them over, until the caller breaks.
+    fn hand(
+        &mut self,
+        lines: &mut [StreamedLine],
+        line: &mut dyn FnMut(&mut StreamedLine) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        for l in lines {
+            self.number += 1;
+            l.number = self.number;
+            self.end = l.offset + l.len as u64;
+            line(l)?;
         }
-        buf.clear();
-        buf.append(&mut self.carry);
-        let at = self.pos;
+        ControlFlow::Continue(())
+    }
+}
+
+/// The ranges scanned and not yet handed over, by range number.
+struct Queue {
+    state: Mutex<QueueState>,
+    /// Signalled when a range is scanned.
+    scanned: Condvar,
+    /// Signalled when a range is handed over (or the stream stops).
+    taken: Condvar,
+    /// The next range to scan.
+    next: AtomicUsize,
+    ahead: usize,
+}
+
+type Scanned = io::Result<Vec<StreamedLine>>;
+
+struct QueueState {
+    done: BTreeMap<usize, Scanned>,
+    /// The ranges handed over so far.
+    taken: usize,
+    stopped: bool,
+}
+
+impl Queue {
+    fn new(ahead: usize) -> Queue {
+        let state = QueueState { done: BTreeMap::new(), taken: 0, stopped: false };
+        Queue {
+            state: Mutex::new(state),
+            scanned: Condvar::new(),
+            taken: Condvar::new(),
+            next: AtomicUsize::new(0),
+            ahead,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A scanning thread: claims the next range, waits until it is no more
+    /// than `ahead` ranges ahead of the caller, scans it, queues it.
+    fn work(&self, ranges: usize, scan: &(dyn Fn(usize) -> Scanned + Sync)) {
         loop {
-            let mut got = buf.len();
-            let want = BLOCK.max(got * 2);
-            buf.resize(want, 0);
-            while got < want && !self.eof {
-                match self.src.read_at(&mut buf[got..want], at + got as u64) {
-                    Ok(0) => self.eof = true,
-                    Ok(n) => got += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
+            let k = self.next.fetch_add(1, Ordering::Relaxed);
+            if k >= ranges {
+                return;
             }
-            buf.truncate(got);
-            if self.eof {
-                self.pos = at + got as u64;
-                return Ok((got > 0).then_some((at, buf)));
+            let state = self.lock();
+            let state = self.taken.wait_while(state, |st| !st.stopped && k >= st.taken + self.ahead);
+            if state.unwrap_or_else(PoisonError::into_inner).stopped {
+                return;
             }
-            if let Some(i) = memchr::memrchr(b'\n', &buf) {
-                self.carry.extend_from_slice(&buf[i + 1..]);
-                buf.truncate(i + 1);
-                self.pos = at + buf.len() as u64;
-                return Ok(Some((at, buf)));
-            }
+            let lines = std::panic::catch_unwind(AssertUnwindSafe(|| scan(k)))
+                .unwrap_or_else(|_| Err(io::Error::other("a scan thread panicked")));
+            self.lock().done.insert(k, lines);
+            self.scanned.notify_one();
         }
     }
-}
 
-/// The lines of a block of whole lines, scanned on up to `threads` threads
-/// (this one and `threads - 1` more), in order (a list per thread).
-fn scan_block(block: &[u8], threads: usize) -> Vec<Vec<StreamedLine>> {
-    let mut bounds = vec![0usize];
-    for k in 1..threads {
-        let guess = (block.len() / threads * k).max(*bounds.last().unwrap_or(&0));
-        let start = memchr::memchr(b'\n', &block[guess..]).map_or(block.len(), |i| guess + i + 1);
-        bounds.push(start);
+    /// Range `k`'s lines, once scanned.
+    fn take(&self, k: usize) -> Scanned {
+        let state = self.lock();
+        let mut state =
+            self.scanned.wait_while(state, |st| !st.done.contains_key(&k)).unwrap_or_else(PoisonError::into_inner);
+        let lines = state.done.remove(&k).unwrap_or_else(|| Ok(vec![]));
+        state.taken = k + 1;
+        drop(state);
+        self.taken.notify_all();
+        lines
     }
-    bounds.push(block.len());
-    bounds.dedup();
-    let ranges: Vec<(&[u8], usize)> = bounds.windows(2).map(|w| (&block[w[0]..w[1]], w[0])).collect();
-    let Some((&(first, _), rest)) = ranges.split_first() else { return vec![] };
-    std::thread::scope(|s| {
-        let handles: Vec<_> = rest.iter().map(|&(r, at)| s.spawn(move || scan_lines(r, at))).collect();
-        let mut out = vec![scan_lines(first, 0)];
-        out.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
-        out
-    })
-}
 
-/// The lines of `bytes` (whole lines; the last may lack its newline), offsets counted from `at`.
-fn scan_lines(bytes: &[u8], at: usize) -> Vec<StreamedLine> {
-    let mut out = vec![];
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i + 1);
-        let mut l = streamed_line(&bytes[start..end]);
-        l.offset = (at + start) as u64;
-        out.push(l);
-        start = end;
+    /// No more ranges are wanted: the scanning threads finish.
+    fn stop(&self) {
+        self.lock().stopped = true;
+        self.taken.notify_all();
     }
-    out
 }
 
 /// One line, read as [`stream_lines`] reads it (number and offset left 0).

@@ -331,3 +331,84 @@ fn last_settings_that_do_not_decode_give_way_to_the_ones_before() {
     assert_eq!(want["messages"][0]["role"], "compactionSummary", "an earlier compaction counts");
     assert!(session_context(&s).mode.is_some(), "an earlier mode counts");
 }
+
+/// A compaction's kept entry is looked up by its id (no id of the path is
+/// read): on a side branch, written twice (the path goes through the later
+/// line, before or after the compaction in the file) or missing, the
+/// context through the index and from the full load is what the pure
+/// reading of every entry gives.
+#[test]
+fn the_kept_entry_is_found_by_its_id_wherever_it_is() {
+    let head = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00Z","cwd":"/"}"#;
+    let m = |id: &str, parent: Option<&str>, role: &str, text: &str| {
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:00Z","message":{{"role":"{role}","content":"{text}","timestamp":1}}}}"#
+        )
+    };
+    let c = |id: &str, parent: &str, kept: &str| {
+        format!(
+            r#"{{"type":"compaction","id":"{id}","parentId":"{parent}","timestamp":"2025-01-01T00:00:00Z","summary":"S","firstKeptEntryId":"{kept}","tokensBefore":1}}"#
+        )
+    };
+    let cases: Vec<(&str, Vec<String>, Vec<&str>)> = vec![
+        (
+            "kept on a side branch",
+            vec![
+                m("1", None, "user", "a"),
+                m("2", Some("1"), "assistant", "b"),
+                m("k", Some("1"), "user", "side"),
+                c("c", "2", "k"),
+                m("4", Some("c"), "user", "d"),
+            ],
+            vec!["S", "d"],
+        ),
+        (
+            "kept written twice, the later line on the path",
+            vec![
+                m("1", None, "user", "a"),
+                m("k", Some("1"), "user", "old"),
+                m("2", Some("1"), "assistant", "b"),
+                m("k", Some("2"), "user", "new"),
+                m("3", Some("k"), "assistant", "e"),
+                c("c", "3", "k"),
+                m("4", Some("c"), "user", "d"),
+            ],
+            vec!["S", "new", "e", "d"],
+        ),
+        (
+            "kept written again after the compaction, which its child's parent names",
+            vec![
+                m("1", None, "user", "a"),
+                m("k", Some("1"), "user", "first"),
+                m("2", Some("k"), "assistant", "b"),
+                c("c", "2", "k"),
+                m("4", Some("c"), "user", "d"),
+                m("k", Some("1"), "user", "later"),
+                m("5", Some("4"), "assistant", "f"),
+            ],
+            vec!["S", "later", "b", "d", "f"],
+        ),
+        (
+            "kept missing",
+            vec![m("1", None, "user", "a"), c("c", "1", "nowhere"), m("4", Some("c"), "user", "d")],
+            vec!["S", "d"],
+        ),
+    ];
+    let d = tempfile::tempdir().unwrap();
+    for (name, lines, want) in cases {
+        let file = d.path().join("kept.jsonl");
+        std::fs::write(&file, format!("{head}\n{}\n", lines.join("\n"))).unwrap();
+        let log = arbor_log::SessionLog::read(&std::fs::read(&file).unwrap()[..]).unwrap();
+        let entries: Vec<Entry> = log.entries().filter_map(|(_, e)| e.ok()).collect();
+        let pure = arbor_context::build_session_context(&entries, arbor_context::Leaf::Default);
+        let texts: Vec<String> = pure.messages.iter().map(crate::text_of).collect();
+        assert_eq!(texts, want, "{name}: the pure reading");
+        let cache = tempfile::tempdir().unwrap();
+        drop(open_indexed(&file, cache.path()));
+        for s in [open_full(&file), open_indexed(&file, cache.path())] {
+            assert_eq!(session_context(&s), pure, "{name}");
+            assert!(printed(&s) == printed(&open_full(&file)), "{name}: printed");
+        }
+    }
+}

@@ -36,6 +36,9 @@ pub(super) struct LineMasks {
     pub quotes: Vec<u64>,
     /// Per block: the backslashes.
     pub backslashes: Vec<u64>,
+    /// The blocks with escapes other than `\"` and `\\`: the block and those
+    /// escaped bytes (the first few slots hold the line's: see [`LineMasks::fill`]).
+    others: Vec<(usize, u64)>,
 }
 
 thread_local! {
@@ -59,13 +62,18 @@ impl LineMasks {
     pub fn fill(&mut self, line: &[u8]) -> (bool, Bytes) {
         self.quotes.clear();
         self.backslashes.clear();
+        // Room for a slot a block, kept from line to line (never cleared: slots are written before they are read).
+        let blocks = line.len().div_ceil(64);
+        if self.others.len() < blocks {
+            self.others.resize(blocks, (0, 0));
+        }
         let (mut lo, mut hi) = (u8x16::splat(0xFF), u8x16::splat(0));
         // The first byte of the next block is escaped.
         let mut carry = false;
-        // Escaped bytes that are not a simple escape's letter.
-        let mut not_simple = 0u64;
+        // Blocks in `others` so far.
+        let mut n = 0;
         let mut pad = [b' '; 64];
-        for chunk in line.chunks(64) {
+        for (k, chunk) in line.chunks(64).enumerate() {
             let block = block_at(chunk, &mut pad);
             let (q, b) = block_masks(block, |v| {
                 lo = lo.min(v);
@@ -73,13 +81,21 @@ impl LineMasks {
             });
             let escaped = escaped_by(b, carry);
             carry = (b & !escaped) >> 63 == 1;
-            // Escaped quotes and backslashes are simple escapes; the others are looked at only when there are any.
+            // Escaped quotes and backslashes are simple escapes; the blocks
+            // with others are listed without a branch (about every other
+            // block of code has one, which a branch would guess wrong) and
+            // looked at after the pass.
             let others = escaped & !(q | b);
-            if others != 0 {
-                not_simple |= others & !simple_escape_letters(block);
-            }
+            self.others[n] = (k, others);
+            n += usize::from(others != 0);
             self.quotes.push(q & !escaped);
             self.backslashes.push(b);
+        }
+        // Escaped bytes that are not a simple escape's letter.
+        let mut not_simple = 0u64;
+        for &(k, others) in &self.others[..n] {
+            let block = block_at(&line[k * 64..line.len().min(k * 64 + 64)], &mut pad);
+            not_simple |= others & !simple_escape_letters(block);
         }
         // A backslash ending the line escapes nothing there is: not simple.
         let simple = not_simple == 0 && !carry;

@@ -51,14 +51,19 @@ impl Indexed {
     fn build(&self, r: usize) -> Box<[Slot]> {
         let start = r * RUN;
         let end = (start + RUN).min(self.index.len());
-        let Some(entries) = self.index.entries(start..end) else {
+        // The entry before the run is read with it: it is the parent of the
+        // run's first entry in a chain, whose id would cost two more reads.
+        let before = start.saturating_sub(1);
+        let Some(mut entries) = self.index.entries(before..end) else {
             return (start..end).map(|_| Slot::unreadable()).collect();
         };
+        let before_id = if before < start { Some(entries.remove(0).id) } else { None };
         let mut out: Vec<Slot> = Vec::with_capacity(entries.len());
         for e in entries {
-            // A resolved parent's id is that entry's id: in this run, or read from the index.
+            // A resolved parent's id is that entry's id: in this run, the one before, or read from the index.
             let parent_id: Option<CompactString> = match e.parent {
                 Some(p) if p >= start => out.get(p - start).map(|s| CompactString::from(&*s.id())),
+                Some(p) if p == before => before_id.clone(),
                 Some(p) => self.index.id(p).or_else(|| Some(CompactString::default())),
                 None => e.parent_id.clone(),
             };

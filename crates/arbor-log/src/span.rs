@@ -1,0 +1,168 @@
+//! The lines that start in a byte range of a file, read a chunk at a time by
+//! positioned reads: how the parallel scans ([`crate::scan`] and
+//! [`crate::stream`]) share a file out among threads without reading any of
+//! it twice.
+//!
+//! A line belongs to the range its first byte is in, so ranges cut at any
+//! byte offsets split the file's lines between them: a range reads the line
+//! that straddles its end whole, and the next range skips it.
+
+use std::io;
+
+use crate::scan::ReadAt;
+
+/// Small enough that a chunk read is still in the core's cache when its lines are scanned.
+pub(crate) const CHUNK: usize = 256 << 10;
+
+/// Bytes read at a time past a range's end, to finish the line that straddles it.
+const TAIL: usize = 16 << 10;
+
+/// Calls `line(bytes, offset)` for each line whose first byte is in
+/// `[from, to)`, in order, reading nothing at or past `len` (the file's
+/// length when the read began: bytes appended since are not read, so the
+/// last line may lack its `\n`); returns how many lines there were.
+pub(crate) fn lines_starting_in(
+    src: &dyn ReadAt,
+    (from, to): (u64, u64),
+    len: u64,
+    line: &mut dyn FnMut(&[u8], u64),
+) -> io::Result<usize> {
+    let to = to.min(len);
+    if from >= to {
+        return Ok(0);
+    }
+    // Start one byte early: a range whose first byte follows a `\n` starts with a line.
+    let mut pos = from.saturating_sub(1);
+    let mut skip = from > 0;
+    let first = usize::try_from(to - pos).map_or(CHUNK, |n| n.saturating_add(1).min(CHUNK));
+    let mut buf = vec![0u8; first.max(1)];
+    // buf[..filled] holds the file from offset `base`.
+    let mut base = pos;
+    let mut filled = 0usize;
+    let mut count = 0usize;
+    loop {
+        if filled == buf.len() {
+            // One line longer than the buffer: grow.
+            buf.resize(buf.len() * 2, 0);
+        }
+        let room = buf.len() - filled;
+        let left = usize::try_from(len.saturating_sub(pos)).unwrap_or(usize::MAX);
+        let want = if pos < to { room.min(usize::try_from(to - pos).unwrap_or(usize::MAX)) } else { room.min(TAIL) };
+        let want = want.min(left);
+        let n = if want == 0 { 0 } else { read_some(src, &mut buf[filled..filled + want], pos)? };
+        let eof = n == 0;
+        filled += n;
+        pos += n as u64;
+        let mut start = 0usize;
+        if skip {
+            // The bytes up to the first line start are the end of the range before's last line.
+            match memchr::memchr(b'\n', &buf[..filled]) {
+                Some(i) => {
+                    start = i + 1;
+                    skip = false;
+                }
+                None if eof => return Ok(0),
+                None => {
+                    base += filled as u64;
+                    filled = 0;
+                    continue;
+                }
+            }
+        }
+        let scanned_from = start;
+        for nl in memchr::memchr_iter(b'\n', &buf[scanned_from..filled]) {
+            let at = base + start as u64;
+            if at >= to {
+                return Ok(count);
+            }
+            let end = scanned_from + nl + 1;
+            line(&buf[start..end], at);
+            count += 1;
+            start = end;
+        }
+        let at = base + start as u64;
+        if at >= to {
+            return Ok(count);
+        }
+        if eof {
+            if start < filled {
+                line(&buf[start..filled], at);
+                count += 1;
+            }
+            return Ok(count);
+        }
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+        base = at;
+    }
+}
+
+/// One positioned read, retried when interrupted.
+fn read_some(src: &dyn ReadAt, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    loop {
+        match src.read_at(buf, at) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(data: &[u8], from: u64, to: u64) -> Vec<(u64, Vec<u8>)> {
+        let mut out = vec![];
+        let len = data.len() as u64;
+        let n = lines_starting_in(&data.to_vec(), (from, to), len, &mut |b, at| out.push((at, b.to_vec()))).unwrap();
+        assert_eq!(n, out.len());
+        out
+    }
+
+    /// Ranges cut at every offset split the lines between them: each line
+    /// once, whole, in order, whatever the cuts.
+    #[test]
+    fn ranges_cut_anywhere_split_the_lines() {
+        let data = b"ab\n\ncdef\n{\"x\":1}\nno newline".to_vec();
+        let all = lines_of(&data, 0, u64::MAX);
+        let starts: Vec<u64> = all.iter().map(|(at, _)| *at).collect();
+        assert_eq!(starts, [0, 3, 4, 9, 17]);
+        assert_eq!(all.iter().map(|(_, b)| b.len()).sum::<usize>(), data.len());
+        for a in 0..=data.len() as u64 {
+            for b in a..=data.len() as u64 + 2 {
+                let mut got = lines_of(&data, 0, a);
+                got.extend(lines_of(&data, a, b));
+                got.extend(lines_of(&data, b, u64::MAX));
+                assert_eq!(got, all, "cut at {a} and {b}");
+            }
+        }
+    }
+
+    /// A line longer than a chunk, straddling the range's end, is read whole.
+    #[test]
+    fn a_long_line_across_the_end_is_read_whole() {
+        let mut data = b"short\n".to_vec();
+        data.extend(std::iter::repeat_n(b'y', 3 * CHUNK));
+        data.extend_from_slice(b"\nlast\n");
+        let got = lines_of(&data, 0, 7);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].1.len(), 3 * CHUNK + 1);
+        assert_eq!(lines_of(&data, 7, u64::MAX), vec![(data.len() as u64 - 5, b"last\n".to_vec())]);
+    }
+
+    /// Nothing at or past `len` is read: a line cut there ends there.
+    #[test]
+    fn nothing_past_the_length_is_read() {
+        let data = b"one
+two
+three
+"
+        .to_vec();
+        let mut got = vec![];
+        lines_starting_in(&data, (0, u64::MAX), 10, &mut |b, at| got.push((at, b.to_vec()))).unwrap();
+        assert_eq!(got, [(0, b"one\n".to_vec()), (4, b"two\n".to_vec()), (8, b"th".to_vec())]);
+        got.clear();
+        lines_starting_in(&data, (5, 9), 10, &mut |b, at| got.push((at, b.to_vec()))).unwrap();
+        assert_eq!(got, [(8, b"th".to_vec())]);
+    }
+}
