@@ -233,7 +233,7 @@ impl Visible {
         self.rebuild_with(forest, ByFn(show), folded);
     }
 
-    /// The same as [`Visible::rebuild`], with the entries shown as bits
+    /// The same as `Visible::rebuild` (in tests), with the entries shown as bits
     /// (bit `k % 64` of word `k / 64`): faster when many are hidden here and there.
     pub fn rebuild_shown(&mut self, forest: &Forest, shown: &[u64], folded: &[u32]) {
         self.rebuild_with(forest, ByBits(shown), folded);

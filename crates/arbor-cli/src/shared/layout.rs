@@ -126,7 +126,7 @@ impl Layout {
         l
     }
 
-    /// The same as [`Layout::new`], in place, reusing the buffers.
+    /// Lays out `vis` (a visible part of `forest`) in `style`, showing at most `budget` levels, reusing the buffers.
     pub fn rebuild(&mut self, forest: &Forest, vis: &Visible, style: Style, budget: usize) {
         let n = vis.len();
         self.budget = u32::try_from(budget.max(1)).unwrap_or(u32::MAX);
