@@ -111,7 +111,12 @@ impl<'a> Tree<'a> {
         for k in 0..n {
             let list = &mut child_list[child_start[k] as usize..child_start[k + 1] as usize];
             if list.len() > 1 {
-                sort_by_timestamp(list, |p| slots[p.get()].ts_ms());
+                // Each time read once (from the index's record, nothing kept).
+                let mut timed: Vec<(Position, Option<i64>)> = list.iter().map(|&p| (p, slots.ts_ms(p.get()))).collect();
+                sort_by_timestamp(&mut timed, |(_, t)| t);
+                for (to, (p, _)) in list.iter_mut().zip(timed) {
+                    *to = p;
+                }
             }
         }
         Tree { session, roots, child_start, child_list }

@@ -114,11 +114,6 @@ impl Forest {
         self.pos.len()
     }
 
-    /// True when the tree has no entries.
-    pub fn is_empty(&self) -> bool {
-        self.pos.is_empty()
-    }
-
     /// The session position of the entry at display index `k`.
     pub fn position(&self, k: u32) -> Position {
         Position::new(self.pos[k as usize] as usize)
@@ -142,15 +137,6 @@ impl Forest {
     /// The leaf's index (the last entry of the active path).
     pub fn leaf(&self) -> Option<u32> {
         self.active_len.checked_sub(1)
-    }
-
-    /// The display index of every session position (`NONE` for an entry not in the tree).
-    pub fn index_by_position(&self, positions: usize) -> Vec<u32> {
-        let mut by = vec![NONE; positions];
-        for (k, &p) in self.pos.iter().enumerate() {
-            by[p as usize] = idx(k);
-        }
-        by
     }
 }
 
@@ -233,6 +219,7 @@ impl Visible {
     /// The visible part of `forest`: the entries `show` accepts, without the
     /// subtrees under the entries `folded` names (ascending; pi folds by the
     /// real tree, so a folded entry hides its subtree even where it is filtered out).
+    #[cfg(test)]
     pub fn new(forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) -> Visible {
         let mut v = Visible::default();
         v.rebuild(forest, show, folded);
@@ -241,11 +228,12 @@ impl Visible {
 
     /// The same as [`Visible::new`], in place: the buffer is reused, so a
     /// recompute touches no new memory once it has held as many rows.
+    #[cfg(test)]
     pub fn rebuild(&mut self, forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) {
         self.rebuild_with(forest, ByFn(show), folded);
     }
 
-    /// The same as [`Visible::rebuild`], with the entries shown as bits
+    /// The same as `Visible::rebuild` (in tests), with the entries shown as bits
     /// (bit `k % 64` of word `k / 64`): faster when many are hidden here and there.
     pub fn rebuild_shown(&mut self, forest: &Forest, shown: &[u64], folded: &[u32]) {
         self.rebuild_with(forest, ByBits(shown), folded);

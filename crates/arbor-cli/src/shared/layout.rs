@@ -70,6 +70,7 @@ pub fn pi_depth(forest: &Forest) -> u32 {
 }
 
 /// The style for a session: pi's when its whole tree fits in `budget` levels.
+#[cfg(test)]
 pub fn style_for(forest: &Forest, budget: usize) -> Style {
     if pi_depth(forest) as usize <= budget {
         Style::Pi
@@ -118,13 +119,14 @@ pub struct Layout {
 
 impl Layout {
     /// Lays out `vis` (a visible part of `forest`) in `style`, showing at most `budget` levels.
+    #[cfg(test)]
     pub fn new(forest: &Forest, vis: &Visible, style: Style, budget: usize) -> Layout {
         let mut l = Layout::default();
         l.rebuild(forest, vis, style, budget);
         l
     }
 
-    /// The same as [`Layout::new`], in place, reusing the buffers.
+    /// Lays out `vis` (a visible part of `forest`) in `style`, showing at most `budget` levels, reusing the buffers.
     pub fn rebuild(&mut self, forest: &Forest, vis: &Visible, style: Style, budget: usize) {
         let n = vis.len();
         self.budget = u32::try_from(budget.max(1)).unwrap_or(u32::MAX);
@@ -143,32 +145,16 @@ impl Layout {
         let multiple_roots = vis.roots() > 1;
         for v in rows {
             let spine = style == Style::Compact && forest.is_active(vis.node(v));
-            let (level, mut flags, anc) = match vis.parent(v) {
-                None => (0, if multiple_roots { JB } else { 0 }, NONE),
-                Some(p) => {
-                    let (pl, pf) = (self.level[p as usize], self.flags[p as usize]);
-                    let branching = vis.kids(p) > 1;
-                    let step = u32::from(pf & JB != 0);
-                    if pf & SPINE != 0 {
-                        // Under the active path: its branch points use the rail.
-                        match (branching, spine) {
-                            (true, true) => (1, CONN | RAIL, NONE),
-                            (true, false) => (1, CONN | RAIL | JB, NONE),
-                            (false, _) => (pl + step, 0, NONE),
-                        }
-                    } else {
-                        let anc = if pf & CONN != 0 && pf & RAIL == 0 { p } else { self.conn_anc[p as usize] };
-                        let flags = if branching { CONN | JB } else { 0 };
-                        (pl + u32::from(branching || step == 1), flags, anc)
-                    }
-                }
-            };
-            if spine {
-                flags |= SPINE;
-            }
+            let parent = vis.parent(v);
+            let above = parent.map(|p| (self.level[p as usize], self.flags[p as usize], vis.kids(p) > 1));
+            let (level, flags, from) = lay_row(above, spine, multiple_roots);
             self.level[v as usize] = level;
             self.flags[v as usize] = flags;
-            self.conn_anc[v as usize] = anc;
+            self.conn_anc[v as usize] = match (from, parent) {
+                (Gutter::Parent, Some(p)) => p,
+                (Gutter::Parents, Some(p)) => self.conn_anc[p as usize],
+                _ => NONE,
+            };
         }
     }
 
@@ -225,47 +211,115 @@ impl Layout {
 
     /// Draws row `v`'s prefix; `vis` is the visible forest the layout was made for.
     pub fn prefix(&self, vis: &Visible, v: u32) -> Prefix {
-        let level = self.level(v);
-        if level == 0 {
-            return Prefix { text: String::new(), glyph_at: None };
-        }
-        let marker = (level > self.budget).then(|| level_marker(level, self.budget));
-        let first = marker.as_ref().map_or(0, |(_, cells)| level - self.budget + cells);
-        // One entry per drawn level: Some(true) a gutter line, Some(false) a blank gutter.
-        let mut cells: Vec<Option<bool>> = vec![None; (level - first) as usize];
-        let mut a = self.conn_anc[v as usize];
-        while a != NONE {
-            let at = self.level[a as usize] - 1;
-            if at < first {
-                break;
-            }
-            cells[(at - first) as usize] = Some(!vis.is_last(a));
-            a = self.conn_anc[a as usize];
-        }
         let flags = self.flags[v as usize];
-        let rail = self.first_rail != NONE && first == 0;
-        let mut text = String::with_capacity(cells.len() * 3 + 4);
-        let mut glyph_at = None;
-        if let Some((m, _)) = &marker {
-            text.push_str(m);
-        }
-        for (i, cell) in cells.iter().enumerate() {
-            let at = first + i as u32;
-            let own = flags & CONN != 0 && at == level - 1;
-            let last = if flags & RAIL != 0 { v == self.last_rail } else { vis.is_last(v) };
-            match cell {
-                Some(true) => text.push_str("│  "),
-                Some(false) => text.push_str("   "),
-                None if own => {
-                    glyph_at = Some(text.chars().count() + 1);
-                    text.push_str(if last { "└─ " } else { "├─ " });
+        let gutter =
+            std::iter::successors(Some(self.conn_anc[v as usize]), |&a| self.conn_anc.get(a as usize).copied())
+                .take_while(|&a| a != NONE)
+                .map(|a| (self.level[a as usize], vis.is_last(a)));
+        let last = if flags & RAIL != 0 { v == self.last_rail } else { vis.is_last(v) };
+        let on_rail = self.first_rail != NONE && v > self.first_rail && v < self.last_rail;
+        draw_prefix(self.level(v), self.budget, flags, gutter, last, on_rail)
+    }
+}
+
+/// Where a row's gutter comes from ([`lay_row`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gutter {
+    /// No gutter: a root, or a row under the active path's column.
+    None,
+    /// The parent draws a connector: it and its own gutter.
+    Parent,
+    /// The parent's gutter.
+    Parents,
+}
+
+/// One row's level, flags and gutter, from its visible parent's level,
+/// flags and whether that parent branches (`None` for a root); `spine` when
+/// the row is on the active path's column ([`Style::Compact`]).
+pub(crate) fn lay_row(parent: Option<(u32, u8, bool)>, spine: bool, multiple_roots: bool) -> (u32, u8, Gutter) {
+    let (level, mut flags, from) = match parent {
+        None => (0, if multiple_roots { JB } else { 0 }, Gutter::None),
+        Some((pl, pf, branching)) => {
+            let step = u32::from(pf & JB != 0);
+            if pf & SPINE != 0 {
+                // Under the active path: its branch points use the rail.
+                match (branching, spine) {
+                    (true, true) => (1, CONN | RAIL, Gutter::None),
+                    (true, false) => (1, CONN | RAIL | JB, Gutter::None),
+                    (false, _) => (pl + step, 0, Gutter::None),
                 }
-                None if at == 0 && rail && v > self.first_rail && v < self.last_rail => text.push_str("│  "),
-                None => text.push_str("   "),
+            } else {
+                let from = if pf & CONN != 0 && pf & RAIL == 0 { Gutter::Parent } else { Gutter::Parents };
+                let flags = if branching { CONN | JB } else { 0 };
+                (pl + u32::from(branching || step == 1), flags, from)
             }
         }
-        Prefix { text, glyph_at }
+    };
+    if spine {
+        flags |= SPINE;
     }
+    (level, flags, from)
+}
+
+/// True when a row of these flags is on the rail.
+pub(crate) fn on_rail(flags: u8) -> bool {
+    flags & RAIL != 0
+}
+
+/// True when a row of these flags draws a connector its children's gutter
+/// shows ([`Gutter::Parent`]): one off the rail and off the active path's column.
+pub(crate) fn draws_gutter(flags: u8) -> bool {
+    flags & CONN != 0 && flags & (RAIL | SPINE) == 0
+}
+
+/// Draws a row's prefix: its `level` within `budget`, its `flags`
+/// ([`lay_row`]), its gutter (the level of each ancestor that draws a
+/// connector, nearest first, and whether it is its parent's last child),
+/// whether the row is the last of its parent (for a row on the rail: the
+/// rail's last row) and whether it lies between the rail's first and last rows.
+pub(crate) fn draw_prefix(
+    level: u32,
+    budget: u32,
+    flags: u8,
+    gutter: impl Iterator<Item = (u32, bool)>,
+    last: bool,
+    on_rail: bool,
+) -> Prefix {
+    if level == 0 {
+        return Prefix { text: String::new(), glyph_at: None };
+    }
+    let marker = (level > budget).then(|| level_marker(level, budget));
+    let first = marker.as_ref().map_or(0, |(_, cells)| level - budget + cells);
+    // One entry per drawn level: Some(true) a gutter line, Some(false) a blank gutter.
+    let mut cells: Vec<Option<bool>> = vec![None; (level - first) as usize];
+    for (a_level, a_last) in gutter {
+        let at = a_level - 1;
+        if at < first {
+            break;
+        }
+        cells[(at - first) as usize] = Some(!a_last);
+    }
+    let rail = on_rail && first == 0;
+    let mut text = String::with_capacity(cells.len() * 3 + 4);
+    let mut glyph_at = None;
+    if let Some((m, _)) = &marker {
+        text.push_str(m);
+    }
+    for (i, cell) in cells.iter().enumerate() {
+        let at = first + i as u32;
+        let own = flags & CONN != 0 && at == level - 1;
+        match cell {
+            Some(true) => text.push_str("│  "),
+            Some(false) => text.push_str("   "),
+            None if own => {
+                glyph_at = Some(text.chars().count() + 1);
+                text.push_str(if last { "└─ " } else { "├─ " });
+            }
+            None if at == 0 && rail => text.push_str("│  "),
+            None => text.push_str("   "),
+        }
+    }
+    Prefix { text, glyph_at }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! ([`models`]), the catalog of the sessions root opened and
 //! refreshed ([`catalog`]), following a session as others write it
 //! ([`follow`]), and how results are printed ([`output`]; [`forest`],
-//! [`filter`], [`layout`] and [`tree_text`] for the tree; [`progress`] for a
+//! [`filter`], [`layout`], [`tree_walk`] and [`tree_text`] for the tree; [`progress`] for a
 //! spinner while something slow runs; [`visible`] for text from files on a
 //! terminal).
 //!
@@ -22,4 +22,5 @@ pub mod output;
 pub mod progress;
 pub mod session;
 pub mod tree_text;
+pub mod tree_walk;
 pub mod visible;

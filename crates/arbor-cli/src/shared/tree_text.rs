@@ -1,17 +1,18 @@
 //! `arbor tree`'s text: one row per entry, laid out as the selector lays it
 //! out ([`super::layout`]), written as it is made.
 //!
-//! Nothing grows with the output: the rows are laid out as a few integers
-//! each, and their entries are decoded a batch at a time (on all cores) and
-//! dropped once written. Before the first row, one pass reads the assistant
-//! messages' tool calls (a tool result's row names its call) without
-//! decoding them, and, with a filter, which of them pi hides.
+//! Nothing grows with the output: the rows are made one at a time by a walk
+//! over the children lists ([`super::tree_walk`]), and their entries are
+//! decoded a batch at a time (on all cores) and dropped once written.
+//! Before the first row, one pass reads the assistant messages' tool calls
+//! (a tool result's row names its call) without decoding them, keeping a
+//! hash of each call's id and where it was made, and, with a filter, which
+//! of them pi hides (a bit an entry).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use anyhow::Result;
-use compact_str::CompactString;
 use unicode_width::UnicodeWidthChar;
 
 use arbor_context::render::entry_text;
@@ -19,9 +20,10 @@ use arbor_log::{Entry, Role};
 use arbor_tree::{Position, Session};
 
 use super::filter::{facts_of, kind, kind_of, FilterMode};
-use super::forest::{Forest, Visible};
-use super::layout::{level_budget, style_for, Layout};
-use super::output::{home, CallsAt};
+use super::forest::NONE;
+use super::layout::{level_budget, Style};
+use super::output::{home, CallTable, CallsAt};
+use super::tree_walk::{pi_depth, Bits, Row, Shape, Walk};
 
 /// The width the depth budget assumes when the output has none (a pipe, a file).
 pub const DEFAULT_WIDTH: usize = 120;
@@ -52,65 +54,73 @@ fn cut(line: &str, width: usize) -> &str {
     line
 }
 
-/// Where every tool call is made (the display index of its assistant
-/// message, by call id; in display order the last one wins, as in pi's
-/// selector) and, when `hidden` is asked for, the assistant messages pi hides;
-/// read a few thousand at a time without decoding them.
-fn assistant_facts(
-    s: &Session,
-    forest: &Forest,
-    want_hidden: bool,
-) -> (HashMap<CompactString, Position>, HashSet<u32>) {
-    let mut calls = HashMap::new();
-    let mut hidden = HashSet::new();
-    let assistants: Vec<u32> =
-        (0..forest.len() as u32).filter(|&k| s.role_at(forest.position(k)) == Some(&Role::Assistant)).collect();
-    for part in assistants.chunks(BATCH * 4) {
-        let positions: Vec<Position> = part.iter().map(|&k| forest.position(k)).collect();
-        for (&k, f) in part.iter().zip(facts_of(s, &positions, None)) {
+/// Where every tool call is made (the assistant messages in display order,
+/// where the last one wins, as in pi's selector) and, when `want_hidden`
+/// is asked for, the assistant messages pi hides; read a few thousand at a
+/// time without decoding them.
+fn assistant_facts(s: &Session, shape: &Shape<'_>, want_hidden: bool) -> (CallTable, Bits) {
+    let mut calls = CallTable::default();
+    let mut hidden = Bits::new(if want_hidden { s.len() } else { 0 });
+    let mut walk = Walk::new(shape, Style::Pi, 1);
+    let mut assistants = std::iter::from_fn(|| walk.next_row())
+        .map(|row| row.position)
+        .filter(|&p| s.role_at(p) == Some(&Role::Assistant));
+    loop {
+        let part: Vec<Position> = assistants.by_ref().take(BATCH * 4).collect();
+        if part.is_empty() {
+            break;
+        }
+        for (&p, f) in part.iter().zip(facts_of(s, &part, None)) {
             if want_hidden && f.hidden {
-                hidden.insert(k);
+                hidden.insert(p.get());
             }
-            calls.extend(f.calls.into_iter().map(|(id, _)| (CompactString::from(id), forest.position(k))));
+            for (id, _) in &f.calls {
+                calls.push(id, p);
+            }
         }
     }
-    (calls, hidden)
+    (calls.sorted(), hidden)
+}
+
+/// The positions `mode` shows.
+fn shown(s: &Session, mode: FilterMode, hidden: &Bits, leaf: Option<Position>) -> Bits {
+    let labelled: HashSet<Position> = s.labels().filter_map(|(id, _)| s.position_of(id)).collect();
+    let mut shown = Bits::new(s.len());
+    for p in s.positions() {
+        let mut bits = kind_of(s, p) & !kind::UNKNOWN;
+        if hidden.contains(p.get()) {
+            bits |= kind::HIDDEN;
+        }
+        if mode.shows(bits, labelled.contains(&p), Some(p) == leaf) {
+            shown.insert(p.get());
+        }
+    }
+    shown
 }
 
 /// Writes the tree of `s` as `arbor tree` does: one row per entry, the
 /// active path marked, labels and the leaf.
 pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<()> {
-    let forest = Forest::of_session(s);
-    if forest.is_empty() {
+    let tree = s.get_tree();
+    if tree.is_empty() {
         writeln!(out, "(no entries)")?;
         return Ok(());
     }
     let home = home();
-    let (made_in, hidden) = assistant_facts(s, &forest, opts.filter.is_some());
-    let leaf = forest.leaf();
-    let vis = match opts.filter {
-        None => Visible::new(&forest, |_| true, &[]),
+    let shape = Shape::new(&tree, s.len(), s.leaf_id().and_then(|id| s.position_of(id)));
+    let (made_in, hidden) = assistant_facts(s, &shape, opts.filter.is_some());
+    let shape = match opts.filter {
+        None => shape,
         Some(mode) => {
-            let labelled: HashSet<u32> = {
-                let by = forest.index_by_position(s.len());
-                s.labels().filter_map(|(id, _)| s.position_of(id)).map(|p| by[p.get()]).collect()
-            };
-            Visible::new(
-                &forest,
-                |k| {
-                    let mut bits = kind_of(s, forest.position(k)) & !kind::UNKNOWN;
-                    if hidden.contains(&k) {
-                        bits |= kind::HIDDEN;
-                    }
-                    mode.shows(bits, labelled.contains(&k), Some(k) == leaf)
-                },
-                &[],
-            )
+            let leaf = shape.leaf();
+            shape.with_shown(shown(s, mode, &hidden, leaf))
         }
     };
+    drop(hidden);
     // Read in passing: a session opened through its index builds no slot for this.
     let mut widest = None;
-    s.for_each_id((0..vis.len() as u32).map(|v| forest.position(vis.node(v))), |_, id| {
+    let mut walk = Walk::new(&shape, Style::Pi, 1);
+    s.for_each_id(std::iter::from_fn(|| walk.next_row()).map(|row| row.position), |_, id| {
         widest = widest.max(Some(id.chars().count()));
     });
     let id_width = widest.unwrap_or(8);
@@ -118,25 +128,37 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
         .depth
         .unwrap_or_else(|| level_budget(opts.width.unwrap_or(DEFAULT_WIDTH).saturating_sub(id_width + 2)))
         .max(1);
-    let layout = Layout::new(&forest, &vis, style_for(&forest, budget), budget);
+    let style = if pi_depth(&shape) as usize <= budget { Style::Pi } else { Style::Compact };
+    let rails = match style {
+        Style::Pi => (NONE, NONE),
+        Style::Compact => Walk::rails(&shape, style),
+    };
+    let mut walk = Walk::new(&shape, style, budget).with_rails(rails);
     let mut line = String::new();
-    for start in (0..vis.len() as u32).step_by(BATCH) {
-        let batch: Vec<u32> = (start..(start + BATCH as u32).min(vis.len() as u32)).collect();
-        let batch = &batch[..];
-        let positions: Vec<Position> = batch.iter().map(|&v| forest.position(vis.node(v))).collect();
+    loop {
+        // A batch of rows, each with its prefix drawn while the walk is there.
+        let batch: Vec<(Row, String)> = std::iter::from_fn(|| {
+            let row = walk.next_row()?;
+            Some((row, walk.prefix(&row).text))
+        })
+        .take(BATCH)
+        .collect();
+        if batch.is_empty() {
+            break;
+        }
+        let positions: Vec<Position> = batch.iter().map(|(row, _)| row.position).collect();
         let entries = s.decode_many(&positions);
         let decoded: HashMap<Position, &Entry> =
             positions.iter().zip(&entries).filter_map(|(&p, e)| Some((p, e.as_ref()?))).collect();
         let calls = CallsAt { session: s, made_at: &made_in, batch: &decoded };
-        for (&v, e) in batch.iter().zip(&entries) {
+        for ((row, prefix), e) in batch.iter().zip(&entries) {
             let Some(e) = e else { continue };
-            let k = vis.node(v);
             line.clear();
             // Padded by hand: a width beyond `u16::MAX` (an id that long) is past what `{:<width$}` takes.
             line.push_str(&e.id);
             line.push_str(&" ".repeat(id_width.saturating_sub(e.id.chars().count()) + 2));
-            line.push_str(&layout.prefix(&vis, v).text);
-            if forest.is_active(k) {
+            line.push_str(prefix);
+            if row.active {
                 line.push_str("• ");
             }
             if let Some(l) = s.get_label(&e.id) {
@@ -144,7 +166,7 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
             }
             line.push_str(&entry_text(e, &calls, home.as_deref()));
             // A cut line keeps the leaf's mark: the text gives way.
-            let mark = if Some(k) == leaf { "  ◀ leaf" } else { "" };
+            let mark = if row.leaf { "  ◀ leaf" } else { "" };
             let shown = match opts.width {
                 Some(w) => cut(&line, w.saturating_sub(mark.chars().count())),
                 None => &line,

@@ -361,8 +361,12 @@ impl Session {
         self.state.labels.get_or_init(|| {
             let mut labels = Labels::default();
             let src = self.src();
+            // In passing: a label every few hundred entries would otherwise keep a run of slots each.
+            let mut slots = self.state.slots.passing();
             for i in self.state.slots.positions_of(&EntryType::Label) {
-                apply_label(&mut labels, &self.state.slots[i], src);
+                if let Some(slot) = slots.get(i) {
+                    apply_label(&mut labels, slot, src);
+                }
             }
             labels
         })

@@ -243,6 +243,19 @@ impl Slots {
         n.max(1)
     }
 
+    /// The timestamp of slot `i`, read from the index's record when its run
+    /// has not been built (nothing is kept: a tree sorts the children of
+    /// every branch point by time, scattered over the whole file).
+    pub(crate) fn ts_ms(&self, i: usize) -> Option<i64> {
+        let n = self.indexed_len();
+        if let Some(x) = self.indexed.as_ref().filter(|x| i < n && x.runs[i / RUN].get().is_none()) {
+            if let Some(e) = x.index.entries(i..i + 1).and_then(|mut e| e.pop()) {
+                return e.ts_ms;
+            }
+        }
+        self.get(i).and_then(Slot::ts_ms)
+    }
+
     /// The type of slot `i`, from the index's column when it has not been built.
     pub(crate) fn entry_type(&self, i: usize) -> Option<&EntryType> {
         match self.indexed.as_ref().and_then(|x| x.index.entry_type(i)) {
