@@ -41,7 +41,7 @@ impl IdTable {
     }
 
     fn hash(&self, id: &str) -> u64 {
-        spread(short_hash(&self.hasher, id))
+        table_hash(&self.hasher, id)
     }
 
     /// The position `id` resolves to.
@@ -118,7 +118,7 @@ impl IdTable {
         for &(h, i) in &order {
             // Ids are read (at random) only when two hashes meet: rarely but for a repeated id.
             let same = |&k: &u32| *id_of(k as usize) == *id_of(i as usize);
-            let rehash = |&k: &u32| spread(short_hash(hasher, &id_of(k as usize)));
+            let rehash = |&k: &u32| table_hash(hasher, &id_of(k as usize));
             match t.table.entry(spread(h), same, rehash) {
                 Entry::Occupied(e) => repeats.push((i as usize, *e.get() as usize)),
                 Entry::Vacant(e) => {
@@ -133,7 +133,7 @@ impl IdTable {
     fn entry<D: Deref<Target = str>>(&mut self, id: &str, id_of: impl Fn(usize) -> D) -> Entry<'_, u32> {
         let hash = self.hash(id);
         let hasher = &self.hasher;
-        self.table.entry(hash, |&k| *id_of(k as usize) == *id, |&k| spread(short_hash(hasher, &id_of(k as usize))))
+        self.table.entry(hash, |&k| *id_of(k as usize) == *id, |&k| table_hash(hasher, &id_of(k as usize)))
     }
 }
 
@@ -145,6 +145,11 @@ const PART_BITS: u32 = 12;
 fn short_hash(hasher: &IdHash, id: &str) -> u32 {
     let h = hasher.hash_one(id);
     (h ^ (h >> 32)) as u32
+}
+
+/// The table's hash of an id: its 4-byte hash, spread.
+fn table_hash(hasher: &IdHash, id: &str) -> u64 {
+    spread(short_hash(hasher, id))
 }
 
 /// The table's hash of a 4-byte hash: spread over 64 bits (hashbrown reads

@@ -79,7 +79,7 @@ pub fn stream_lines(
     let len = src.len()?;
     let ranges = usize::try_from(len.div_ceil(BLOCK as u64)).unwrap_or(usize::MAX).max(1);
     let threads = threads.clamp(1, 64).min(ranges);
-    let scan = |k: usize| -> io::Result<Vec<StreamedLine>> {
+    let scan = |k: usize| -> Scanned {
         let from = k as u64 * BLOCK as u64;
         let mut out = vec![];
         lines_starting_in(src, (from, from + BLOCK as u64), len, &mut |bytes, offset| {
@@ -89,57 +89,40 @@ pub fn stream_lines(
         })?;
         Ok(out)
     };
-    let mut handed = Handed { number: 0, end: 0 };
     if threads == 1 {
-        for k in 0..ranges {
-            if handed.hand(&mut scan(k)?, line).is_break() {
-                break;
-            }
-        }
-        return Ok(handed.end);
+        return hand_ranges(ranges, scan, line);
     }
     let queue = Queue::new(threads * AHEAD);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| queue.work(ranges, &scan));
         }
-        let mut read = || -> io::Result<()> {
-            for k in 0..ranges {
-                if handed.hand(&mut queue.take(k)?, line).is_break() {
-                    break;
-                }
-            }
-            Ok(())
-        };
-        let done = read();
+        let done = hand_ranges(ranges, |k| queue.take(k), line);
         queue.stop();
         done
-    })?;
-    Ok(handed.end)
+    })
 }
 
-/// What [`stream_lines`] has handed to its caller so far.
-struct Handed {
-    number: usize,
-    /// The offset just past the last line handed over.
-    end: u64,
-}
-
-impl Handed {
-    /// Numbers a range's lines and hands them over, until the caller breaks.
-    fn hand(
-        &mut self,
-        lines: &mut [StreamedLine],
-        line: &mut dyn FnMut(&mut StreamedLine) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        for l in lines {
-            self.number += 1;
-            l.number = self.number;
-            self.end = l.offset + l.len as u64;
-            line(l)?;
+/// Hands the lines of ranges `0..ranges` (each from `next`) to `line` in
+/// order, numbered, until `line` breaks; the offset just past the last line
+/// handed over.
+fn hand_ranges(
+    ranges: usize,
+    mut next: impl FnMut(usize) -> Scanned,
+    line: &mut dyn FnMut(&mut StreamedLine) -> ControlFlow<()>,
+) -> io::Result<u64> {
+    let (mut number, mut end) = (0usize, 0u64);
+    for k in 0..ranges {
+        for l in &mut next(k)? {
+            number += 1;
+            l.number = number;
+            end = l.offset + l.len as u64;
+            if line(l).is_break() {
+                return Ok(end);
+            }
         }
-        ControlFlow::Continue(())
     }
+    Ok(end)
 }
 
 /// The ranges scanned and not yet handed over, by range number.
