@@ -339,19 +339,9 @@ fn last_settings_that_do_not_decode_give_way_to_the_ones_before() {
 /// reading of every entry gives.
 #[test]
 fn the_kept_entry_is_found_by_its_id_wherever_it_is() {
-    let head = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00Z","cwd":"/"}"#;
-    let m = |id: &str, parent: Option<&str>, role: &str, text: &str| {
-        let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
-        format!(
-            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2025-01-01T00:00:00Z","message":{{"role":"{role}","content":"{text}","timestamp":1}}}}"#
-        )
-    };
-    let c = |id: &str, parent: &str, kept: &str| {
-        format!(
-            r#"{{"type":"compaction","id":"{id}","parentId":"{parent}","timestamp":"2025-01-01T00:00:00Z","summary":"S","firstKeptEntryId":"{kept}","tokensBefore":1}}"#
-        )
-    };
-    let cases: Vec<(&str, Vec<String>, Vec<&str>)> = vec![
+    let m = crate::msg;
+    let c = |id, parent, kept| crate::compaction(id, Some(parent), "S", kept);
+    let cases: Vec<(&str, Vec<Entry>, Vec<&str>)> = vec![
         (
             "kept on a side branch",
             vec![
@@ -395,12 +385,13 @@ fn the_kept_entry_is_found_by_its_id_wherever_it_is() {
             vec!["S", "d"],
         ),
     ];
+    let header = json!({"type": "session", "version": 3, "id": "s", "timestamp": crate::TS, "cwd": "/"});
     let d = tempfile::tempdir().unwrap();
-    for (name, lines, want) in cases {
+    for (name, entries, want) in cases {
         let file = d.path().join("kept.jsonl");
-        std::fs::write(&file, format!("{head}\n{}\n", lines.join("\n"))).unwrap();
-        let log = arbor_log::SessionLog::read(&std::fs::read(&file).unwrap()[..]).unwrap();
-        let entries: Vec<Entry> = log.entries().filter_map(|(_, e)| e.ok()).collect();
+        let lines: Vec<String> =
+            std::iter::once(header.clone()).chain(entries.iter().map(Entry::to_value)).map(|v| v.to_string()).collect();
+        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
         let pure = arbor_context::build_session_context(&entries, arbor_context::Leaf::Default);
         let texts: Vec<String> = pure.messages.iter().map(crate::text_of).collect();
         assert_eq!(texts, want, "{name}: the pure reading");
