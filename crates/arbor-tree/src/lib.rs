@@ -87,7 +87,7 @@ pub use lock::lock_path;
 pub use repair::{repair_file, RepairReport};
 pub use session::{EntryId, OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
 pub use store::{AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
-pub use tree::{sort_by_timestamp, Tree, TreeNode};
+pub use tree::{sort_by_timestamp, Step, Tree, TreeNode, Walk};
 
 /// The log format crate, for what the root does not re-export.
 pub use arbor_log as log;

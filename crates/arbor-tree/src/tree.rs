@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use arbor_log::Entry;
 
-use crate::session::{LineCursor, Position, Session};
+use crate::session::{LineCursor, Position, Session, Slot};
 
 /// One node of the tree: an entry, its JSON text and its resolved label.
 #[derive(Debug, Clone, Copy)]
@@ -163,35 +163,61 @@ impl<'a> Tree<'a> {
         self.roots.is_empty()
     }
 
+    /// The tree depth first, as steps: each node entered before its
+    /// children and left after them, roots in file order, children oldest
+    /// first. Iterative: any depth is fine.
+    pub fn walk(&self) -> Walk<'_, 'a> {
+        Walk { tree: self, stack: vec![(Walk::ROOTS, 0)] }
+    }
+
+    /// The children of `owner` ([`Walk::ROOTS`]: the roots).
+    fn list_of(&self, owner: u32) -> &[Position] {
+        match owner {
+            Walk::ROOTS => &self.roots,
+            p => self.child_positions(Position::new(p as usize)),
+        }
+    }
+
     /// Writes pi's `getTree()` JSON: `[{"entry": …, "children": […], "label": …,
     /// "labelTimestamp": …}]`, `label` and `labelTimestamp` absent when none,
     /// entries as held. Iterative: any depth is fine.
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
-        // Each frame: whose children are being written (`u32::MAX`: the roots)
-        // and how many are written; 8 bytes a level, for a path of any depth.
-        const ROOTS: u32 = u32::MAX;
-        let list_of = |owner: u32| match owner {
-            ROOTS => &self.roots[..],
-            p => self.child_positions(Position::new(p as usize)),
-        };
-        let mut stack: Vec<(u32, u32)> = vec![(ROOTS, 0)];
-        // Whether each open node has a label (looked up when it is opened).
-        let mut labelled: Vec<bool> = vec![false];
-        let mut cursor = LineCursor::new(self.session.src());
+        let slots = &self.session.state.slots;
         // In passing: writing every entry keeps none of their slots.
-        let mut slots = self.session.state.slots.passing();
+        let mut out = slots.passing();
+        let mut cursor = LineCursor::new(self.session.src());
+        // Every line is asked for in the walk's order: told it, the cursor
+        // reads each run of lines that are written one after the other once.
+        let mut ahead = slots.passing();
+        cursor.follow(self.walk().filter_map(move |step| match step {
+            Step::Enter { position, .. } => ahead.get(position.get()).and_then(Slot::json_span),
+            Step::Leave(_) => None,
+        }));
         let any_label = self.session.has_labels();
+        // Whether each open node has a label (looked up when it is entered).
+        let mut labelled: Vec<bool> = vec![];
         w.write_all(b"[")?;
-        while let Some(&mut (owner, ref mut pos)) = stack.last_mut() {
-            let list = list_of(owner);
-            if *pos as usize == list.len() {
-                stack.pop();
-                let has_label = labelled.pop().unwrap_or(false);
-                w.write_all(b"]")?;
-                if owner != ROOTS {
-                    // Close the node whose children we just wrote.
-                    let label = match has_label {
-                        true => slots.get(owner as usize).and_then(|s| self.session.label(&s.id())),
+        for step in self.walk() {
+            match step {
+                Step::Enter { position, first } => {
+                    if !first {
+                        w.write_all(b",")?;
+                    }
+                    w.write_all(b"{\"entry\":")?;
+                    // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
+                    let mut has_label = false;
+                    if let Some(s) = out.get(position.get()) {
+                        has_label = any_label && self.session.label(&s.id()).is_some();
+                        s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
+                    }
+                    w.write_all(b",\"children\":[")?;
+                    labelled.push(has_label);
+                }
+                Step::Leave(None) => w.write_all(b"]")?,
+                Step::Leave(Some(position)) => {
+                    w.write_all(b"]")?;
+                    let label = match labelled.pop().unwrap_or(false) {
+                        true => out.get(position.get()).and_then(|s| self.session.label(&s.id())),
                         false => None,
                     };
                     if let Some(label) = label {
@@ -204,25 +230,56 @@ impl<'a> Tree<'a> {
                     }
                     w.write_all(b"}")?;
                 }
-                continue;
             }
-            let idx = list[*pos as usize];
-            if *pos > 0 {
-                w.write_all(b",")?;
-            }
-            *pos += 1;
-            w.write_all(b"{\"entry\":")?;
-            // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
-            let mut has_label = false;
-            if let Some(s) = slots.get(idx.get()) {
-                has_label = any_label && self.session.label(&s.id()).is_some();
-                s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
-            }
-            w.write_all(b",\"children\":[")?;
-            stack.push((idx.get() as u32, 0));
-            labelled.push(has_label);
         }
         Ok(())
+    }
+}
+
+/// One step of a walk of the tree ([`Tree::walk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The walk enters the node at `position`; `first` when it is the
+    /// first of its parent's children (or the first root).
+    Enter {
+        /// The node's position in the session.
+        position: Position,
+        /// True for the first child of a parent, and for the first root.
+        first: bool,
+    },
+    /// The walk is done with the children of this node (`None`: with the roots).
+    Leave(Option<Position>),
+}
+
+/// The tree depth first ([`Tree::walk`]): 8 bytes a level of the path it is
+/// on, whatever the session's size.
+#[derive(Debug, Clone)]
+pub struct Walk<'t, 'a> {
+    tree: &'t Tree<'a>,
+    /// Each level: whose children are walked ([`Walk::ROOTS`]: the roots) and how many are entered.
+    stack: Vec<(u32, u32)>,
+}
+
+impl Walk<'_, '_> {
+    /// The owner of the list of roots.
+    const ROOTS: u32 = u32::MAX;
+}
+
+impl Iterator for Walk<'_, '_> {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        let (owner, entered) = self.stack.last_mut()?;
+        let list = self.tree.list_of(*owner);
+        let Some(&position) = list.get(*entered as usize) else {
+            let owner = *owner;
+            self.stack.pop();
+            return Some(Step::Leave((owner != Walk::ROOTS).then(|| Position::new(owner as usize))));
+        };
+        let first = *entered == 0;
+        *entered += 1;
+        self.stack.push((position.get() as u32, 0));
+        Some(Step::Enter { position, first })
     }
 }
 

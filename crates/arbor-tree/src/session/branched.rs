@@ -150,6 +150,7 @@ impl Session {
             slot.with_json_via(&mut cursor, |j| bytes.push_str(j));
             bytes.push('\n');
         }
+        drop(cursor);
         drop(src);
         fork.opts.store.rewrite(&path, bytes.as_bytes())?;
         let opts = fork.opts.clone();

@@ -2,6 +2,9 @@
 //! the file, so that many lines cost a few large reads instead of one read
 //! each.
 
+use std::fmt;
+use std::iter::Peekable;
+
 use arbor_log::scan::ReadAt;
 
 /// Reads the lines of many slots through one window of the source.
@@ -17,6 +20,12 @@ use arbor_log::scan::ReadAt;
 /// a walk that mostly moves forward through the file (a tree written depth
 /// first) costs a few large reads, and one that hops between short side
 /// branches reads little more than their lines.
+///
+/// Told the order every next line will be asked in ([`LineCursor::follow`]),
+/// a read takes in the lines asked for next while each starts where the one
+/// before ends (or a short gap after), up to 1 MiB: a walk that comes back
+/// to lines it passed (a tree written depth first, branch after branch)
+/// reads each line once.
 #[derive(Debug)]
 pub(crate) struct LineCursor<'s> {
     pub(crate) src: Option<&'s dyn ReadAt>,
@@ -27,6 +36,51 @@ pub(crate) struct LineCursor<'s> {
     window: usize,
     /// The spans the next requests ask for, as `(start, end)` in file order.
     plan: Vec<(u64, u64)>,
+    /// The order of the requests to come, when told.
+    order: Option<Order<'s>>,
+}
+
+/// The spans of the requests to come, in the order they come.
+struct Order<'s> {
+    /// The spans not yet taken into the window, as `(offset, len)`.
+    next: Peekable<Box<dyn Iterator<Item = (u64, usize)> + 's>>,
+    /// Spans taken into the window whose requests have not come yet.
+    read: usize,
+}
+
+impl fmt::Debug for Order<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Order").field("read", &self.read).finish_non_exhaustive()
+    }
+}
+
+impl Order<'_> {
+    /// Takes the request for `(offset, len)` off the order; false when it
+    /// is not the one the order says comes next (then the order is wrong).
+    fn ask(&mut self, offset: u64, len: usize, inside: bool) -> bool {
+        if self.read > 0 {
+            self.read -= 1;
+            return inside;
+        }
+        self.next.next_if_eq(&(offset, len)).is_some()
+    }
+
+    /// The end of a read from `offset` to `end`, taking in the requests that
+    /// follow while each starts inside the read or a short gap after its
+    /// end (the spans of lines placed by the index overlap by a byte), and
+    /// the read stays within `max` bytes.
+    fn read_on(&mut self, offset: u64, mut end: u64, gap: u64, max: u64) -> u64 {
+        while let Some(&(o, l)) = self.next.peek() {
+            let e = o.saturating_add(l as u64);
+            if o < offset || o > end + gap || e > offset + max {
+                break;
+            }
+            end = end.max(e);
+            self.next.next();
+            self.read += 1;
+        }
+        end
+    }
 }
 
 impl<'s> LineCursor<'s> {
@@ -41,7 +95,16 @@ impl<'s> LineCursor<'s> {
     /// A cursor whose first read is just the line asked for (one line read
     /// through a fresh cursor costs what a single read does).
     pub(crate) fn new(src: Option<&'s dyn ReadAt>) -> LineCursor<'s> {
-        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: 0, plan: Vec::new() }
+        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: 0, plan: Vec::new(), order: None }
+    }
+
+    /// Says the order of every request from now on, as `(offset, len)`:
+    /// each read then takes in the requests that come next while they are
+    /// adjacent in the file. A request out of that order is still answered,
+    /// and the cursor stops following the order.
+    pub(crate) fn follow(&mut self, order: impl Iterator<Item = (u64, usize)> + 's) {
+        let next: Box<dyn Iterator<Item = (u64, usize)> + 's> = Box::new(order);
+        self.order = Some(Order { next: next.peekable(), read: 0 });
     }
 
     /// Says where the next lines asked for are, as `(offset, len)` (in any
@@ -59,9 +122,15 @@ impl<'s> LineCursor<'s> {
     pub(crate) fn line(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
         let end = self.start + self.filled as u64;
         let inside = offset >= self.start && offset + len as u64 <= end;
+        if self.order.as_mut().is_some_and(|o| !o.ask(offset, len, inside)) {
+            self.order = None;
+        }
         if !inside {
             let src = self.src?;
-            let want = if self.plan.is_empty() {
+            let want = if let Some(order) = &mut self.order {
+                let end = order.read_on(offset, offset + len as u64, Self::GAP, Self::MAX_WINDOW as u64);
+                usize::try_from(end - offset).unwrap_or(len)
+            } else if self.plan.is_empty() {
                 self.window = self.next_window(offset);
                 len.max(self.window)
             } else {
@@ -208,5 +277,47 @@ mod tests {
         // One read per run, and just the runs' bytes.
         assert_eq!(counted.reads.load(Ordering::Relaxed), 100);
         assert_eq!(counted.bytes.load(Ordering::Relaxed), 100 * 30_000 + 50 * 1000);
+    }
+
+    #[test]
+    fn following_the_order_reads_each_run_of_lines_asked_in_turn_once() {
+        // 3 kB lines, asked for the way a depth-first walk asks: lines 0..40,
+        // then a branch written later (200..230), then back to 40..200. Lines
+        // placed by the index are asked with the `\n` before them, so that
+        // each span overlaps the one before by a byte.
+        let (n, size) = (230u64, 3000u64);
+        let order: Vec<u64> = (0..40).chain(200..n).chain(40..200).collect();
+        let counted =
+            Counted { file: vec![b'x'; (n * size) as usize], reads: AtomicU64::new(0), bytes: AtomicU64::new(0) };
+        for overlap in [0, 1] {
+            let spans: Vec<(u64, usize)> =
+                order.iter().map(|&k| ((k * size).saturating_sub(overlap), (size + overlap) as usize)).collect();
+            counted.reads.store(0, Ordering::Relaxed);
+            counted.bytes.store(0, Ordering::Relaxed);
+            let mut cursor = LineCursor::new(Some(&counted));
+            cursor.follow(spans.clone().into_iter());
+            for &(offset, len) in &spans {
+                assert_eq!(cursor.line(offset, len).map(<[u8]>::len), Some(len));
+            }
+            // One read per run (the last run is 480 kB: under the 1 MiB cap),
+            // every byte read once (but the bytes the runs share).
+            assert_eq!(counted.reads.load(Ordering::Relaxed), 3, "overlap {overlap}");
+            assert!(counted.bytes.load(Ordering::Relaxed) <= n * size + 3 * overlap, "overlap {overlap}");
+        }
+    }
+
+    #[test]
+    fn a_request_out_of_the_order_is_answered_and_the_order_dropped() {
+        let (file, lines) = lines_file();
+        let src: &dyn ReadAt = &file;
+        let mut cursor = LineCursor::new(Some(src));
+        cursor.follow(lines.clone().into_iter());
+        // In order, then a line the order does not say comes next, then on in order.
+        let asked = [0, 1, 2, 7, 3, 4, 5, 6, 8];
+        for &i in &asked {
+            let (offset, len) = lines[i];
+            assert_eq!(cursor.line(offset, len), Some(&file[offset as usize..offset as usize + len]), "line {i}");
+        }
+        assert!(cursor.order.is_none(), "an order that proved wrong is not followed");
     }
 }

@@ -64,6 +64,7 @@ pub use options::{OpenMode, SessionOptions};
 pub use packed::EntryId;
 pub(crate) use persist::Disk;
 pub use positions::Position;
+pub(crate) use slot::Slot;
 pub(crate) use slots::Slots;
 
 /// The `customType` of the hidden entry that makes a leaf move durable.

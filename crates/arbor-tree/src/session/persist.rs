@@ -96,6 +96,7 @@ impl Session {
             s.with_json_via(&mut cursor, |j| bytes.push_str(j));
             bytes.push('\n');
         }
+        drop(cursor);
         if let Some(dir) = path.parent() {
             self.opts.store.create_dir_all(dir)?;
         }

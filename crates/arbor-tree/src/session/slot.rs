@@ -517,6 +517,15 @@ impl Slot {
         self.with_json_via(&mut LineCursor::new(src), f)
     }
 
+    /// The span [`Slot::with_json_via`] asks its cursor for: none when the
+    /// JSON text is held (or the slot has no line).
+    pub(crate) fn json_span(&self) -> Option<(u64, usize)> {
+        match self.odd().and_then(|m| m.json.get()) {
+            Some(_) => None,
+            None => self.span(),
+        }
+    }
+
     /// [`Slot::with_json`] reading the line through `cursor` (see [`LineCursor`]).
     pub(crate) fn with_json_via<R>(&self, cursor: &mut LineCursor<'_>, f: impl FnOnce(&str) -> R) -> R {
         if let Some(j) = self.odd().and_then(|m| m.json.get()) {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use arbor_log::{format_iso_ms, parse_iso_ms, Clock, CounterIds, EntryKind, FixedClock, SessionLog};
-use arbor_tree::{Session, SessionOptions, Tree, TreeError, TreeNode, LEAF_MARKER_TYPE};
+use arbor_tree::{Session, SessionOptions, Step, Tree, TreeError, TreeNode, LEAF_MARKER_TYPE};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -334,6 +334,41 @@ fn render_real(s: &Session) -> String {
     out
 }
 
+/// The same rendering from the tree's depth-first walk ([`Tree::walk`]).
+fn render_walked(s: &Session) -> String {
+    let t = s.get_tree();
+    let mut out = String::new();
+    // Per node entered and not left: whether its children's list is open.
+    let mut open: Vec<bool> = vec![];
+    for step in t.walk() {
+        match step {
+            Step::Enter { position, first } => {
+                match open.last_mut() {
+                    Some(listed) => {
+                        out.push(if first { '(' } else { ',' });
+                        *listed = true;
+                    }
+                    None if !first => out.push(' '),
+                    None => {}
+                }
+                let n = t.node(position);
+                out.push_str(&n.entry.id);
+                if let Some(l) = n.label {
+                    out.push_str(&format!("[{l}]"));
+                }
+                open.push(false);
+            }
+            Step::Leave(Some(_)) => {
+                if open.pop() == Some(true) {
+                    out.push(')');
+                }
+            }
+            Step::Leave(None) => assert!(open.is_empty(), "the roots are left last"),
+        }
+    }
+    out
+}
+
 fn ids_of(entries: &[&arbor_log::Entry]) -> Vec<String> {
     entries.iter().map(|e| e.id.clone()).collect()
 }
@@ -618,6 +653,7 @@ impl Case {
             prop_assert_eq!(s.get_label(&id).map(str::to_owned), m.label_of(&id));
         }
         prop_assert_eq!(render_real(s), m.tree(), "tree after {}", after);
+        prop_assert_eq!(render_walked(s), m.tree(), "walk after {}", after);
         let labels: Vec<(String, String, Option<i64>)> = s
             .labels()
             .map(|(t, l)| {
