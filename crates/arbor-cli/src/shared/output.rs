@@ -1,6 +1,7 @@
 //! How results are printed: errors on one line, entries one per line, JSON
 //! lists of stored entries (the tree: [`super::tree_text`]).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -178,23 +179,56 @@ pub struct CallsAt<'a> {
     /// The session the calls were made in.
     pub session: &'a Session,
     /// The positions of the assistant entries that made each call.
-    pub made_at: &'a dyn CallSites,
+    pub made_at: &'a (dyn CallSites + Sync),
     /// The entries decoded for the batch being written.
     pub batch: &'a HashMap<Position, &'a Entry>,
 }
 
 impl CallText for CallsAt<'_> {
     fn call_text(&self, id: &str, home: Option<&str>) -> Option<String> {
-        // The last site whose entry holds the call (only a hash's other calls come before it).
-        self.made_at.sites(id).into_iter().find_map(|p| {
-            let mut calls = ToolCalls::new();
-            match self.batch.get(&p) {
-                Some(e) => calls.record(e),
-                None => calls.record(&self.session.decode_at(p)?),
-            }
-            calls.call_text(id, home)
+        find_call(self.made_at, self.batch, id, home, |p| self.session.decode_at(p))
+    }
+}
+
+/// [`CallsAt`] without the session, for rows made on other threads: a call
+/// made outside the batch is not read, and `missed` says so (the row is
+/// then made again through [`CallsAt`]).
+pub struct CallsInBatch<'a> {
+    /// The positions of the assistant entries that made each call.
+    pub made_at: &'a (dyn CallSites + Sync),
+    /// The entries decoded for the batch being written.
+    pub batch: &'a HashMap<Position, &'a Entry>,
+    /// Set when a site of a call was outside the batch.
+    pub missed: Cell<bool>,
+}
+
+impl CallText for CallsInBatch<'_> {
+    fn call_text(&self, id: &str, home: Option<&str>) -> Option<String> {
+        find_call(self.made_at, self.batch, id, home, |_| {
+            self.missed.set(true);
+            None
         })
     }
+}
+
+/// The text of call `id`: from the last site whose entry holds the call
+/// (only a hash's other calls come before it), each site's entry taken
+/// from `batch`, else from `outside`.
+fn find_call(
+    made_at: &(dyn CallSites + Sync),
+    batch: &HashMap<Position, &Entry>,
+    id: &str,
+    home: Option<&str>,
+    outside: impl Fn(Position) -> Option<Entry>,
+) -> Option<String> {
+    made_at.sites(id).into_iter().find_map(|p| {
+        let mut calls = ToolCalls::new();
+        match batch.get(&p) {
+            Some(e) => calls.record(e),
+            None => calls.record(&outside(p)?),
+        }
+        calls.call_text(id, home)
+    })
 }
 
 /// Writes a JSON value as `JSON.stringify` writes it, and a newline.

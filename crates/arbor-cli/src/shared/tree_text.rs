@@ -3,12 +3,15 @@
 //!
 //! Nothing grows with the output: the rows are made one at a time by a walk
 //! over the children lists ([`super::tree_walk`]), and their entries are
-//! decoded a batch at a time (on all cores) and dropped once written.
+//! decoded a batch at a time, each core decoding its share of the batch,
+//! making those rows' texts and dropping the entries ([`Session::decode_shares`]);
+//! the lines are then written in order.
 //! Before the first row, one pass reads the assistant messages' tool calls
 //! (a tool result's row names its call) without decoding them, keeping a
 //! hash of each call's id and where it was made, and, with a filter, which
 //! of them pi hides (a bit an entry).
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
@@ -22,7 +25,7 @@ use arbor_tree::{Position, Session};
 use super::filter::{facts_of, kind, kind_of, FilterMode};
 use super::forest::NONE;
 use super::layout::{level_budget, Style};
-use super::output::{home, CallTable, CallsAt};
+use super::output::{home, CallTable, CallsAt, CallsInBatch};
 use super::tree_walk::{pi_depth, Bits, Row, Shape, Walk};
 
 /// The width the depth budget assumes when the output has none (a pipe, a file).
@@ -134,7 +137,7 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
         Style::Compact => Walk::rails(&shape, style),
     };
     let mut walk = Walk::new(&shape, style, budget).with_rails(rails);
-    let mut line = String::new();
+    let rows = RowWriter { s, made_in: &made_in, home: home.as_deref(), id_width, width: opts.width };
     loop {
         // A batch of rows, each with its prefix drawn while the walk is there.
         let batch: Vec<(Row, String)> = std::iter::from_fn(|| {
@@ -146,28 +149,58 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
         if batch.is_empty() {
             break;
         }
+        rows.write(&batch, out)?;
+    }
+    Ok(())
+}
+
+/// Writes rows a batch at a time: what every row of the tree shares.
+struct RowWriter<'a> {
+    s: &'a Session,
+    /// Where each tool call was made.
+    made_in: &'a CallTable,
+    home: Option<&'a str>,
+    /// The width of the id column.
+    id_width: usize,
+    /// The width every line is cut to, if any.
+    width: Option<usize>,
+}
+
+impl RowWriter<'_> {
+    /// Writes a batch of rows (each with its prefix): the entries decoded
+    /// and their texts made on all cores, the lines written in order.
+    fn write(&self, batch: &[(Row, String)], out: &mut dyn Write) -> Result<()> {
+        let s = self.s;
         let positions: Vec<Position> = batch.iter().map(|(row, _)| row.position).collect();
-        let entries = s.decode_many(&positions);
-        let decoded: HashMap<Position, &Entry> =
-            positions.iter().zip(&entries).filter_map(|(&p, e)| Some((p, e.as_ref()?))).collect();
-        let calls = CallsAt { session: s, made_at: &made_in, batch: &decoded };
-        for ((row, prefix), e) in batch.iter().zip(&entries) {
-            let Some(e) = e else { continue };
+        let (made_in, home) = (self.made_in, self.home);
+        let made = s.decode_shares(&positions, |share, entries| share_texts(made_in, home, share, entries));
+        let mut line = String::new();
+        for (((row, prefix), &p), made) in batch.iter().zip(&positions).zip(made) {
+            let Some((id, text)) = made else { continue };
+            // A call made outside its share: the row is made again here, where the session is.
+            let text = match text {
+                Some(text) => text,
+                None => {
+                    let Some(e) = s.decode_at(p) else { continue };
+                    let decoded = HashMap::from([(p, &e)]);
+                    entry_text(&e, &CallsAt { session: s, made_at: self.made_in, batch: &decoded }, self.home)
+                }
+            };
             line.clear();
             // Padded by hand: a width beyond `u16::MAX` (an id that long) is past what `{:<width$}` takes.
-            line.push_str(&e.id);
-            line.push_str(&" ".repeat(id_width.saturating_sub(e.id.chars().count()) + 2));
+            line.push_str(&id);
+            line.push_str(&" ".repeat(self.id_width.saturating_sub(id.chars().count()) + 2));
             line.push_str(prefix);
             if row.active {
                 line.push_str("• ");
             }
-            if let Some(l) = s.get_label(&e.id) {
+            if let Some(l) = s.get_label(&id) {
                 line.push_str(&format!("[{l}] "));
             }
-            line.push_str(&entry_text(e, &calls, home.as_deref()));
+            line.push_str(&text);
             // A cut line keeps the leaf's mark: the text gives way.
             let mark = if row.leaf { "  ◀ leaf" } else { "" };
-            let shown = match opts.width {
+            let shown = match self.width {
                 Some(w) => cut(&line, w.saturating_sub(mark.chars().count())),
                 None => &line,
             };
@@ -175,6 +208,24 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> Result<(
             out.write_all(mark.as_bytes())?;
             out.write_all(b"\n")?;
         }
+        Ok(())
     }
-    Ok(())
 }
+
+/// On one core, a share of a batch's rows: each entry's id and row text
+/// (no text when its tool call was made outside the share), `None` for an
+/// entry that is not there.
+fn share_texts(made_in: &CallTable, home: Option<&str>, share: &[Position], entries: Vec<Option<Entry>>) -> Vec<Made> {
+    let decoded: HashMap<Position, &Entry> =
+        share.iter().zip(&entries).filter_map(|(&p, e)| Some((p, e.as_ref()?))).collect();
+    let text = |e: &Entry| {
+        let calls = CallsInBatch { made_at: made_in, batch: &decoded, missed: Cell::new(false) };
+        let text = entry_text(e, &calls, home);
+        (!calls.missed.get()).then_some(text)
+    };
+    entries.iter().map(|e| e.as_ref().map(|e| (e.id.clone(), text(e)))).collect()
+}
+
+/// A row as a core made it: the entry's id and its text (none when it must
+/// be made again where the session is), or nothing for an entry not there.
+type Made = Option<(String, Option<String>)>;

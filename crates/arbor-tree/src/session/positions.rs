@@ -8,10 +8,12 @@ use std::fmt;
 
 use arbor_log::{Entry, EntryType, Role};
 
+use arbor_log::scan::ReadAt;
+
 use super::cursor::LineCursor;
 use super::slot::Slot;
 use super::EntryId;
-use super::Session;
+use super::{Session, Slots};
 
 /// A place in a session's file order: the n-th entry read or appended,
 /// duplicates included (the first entry after the header is `Position(0)`).
@@ -90,7 +92,7 @@ impl Session {
 
     /// [`Session::decode_at`] for many positions, decoded on all cores (in order).
     pub fn decode_many(&self, positions: &[Position]) -> Vec<Option<Entry>> {
-        self.map_slots(positions, |_, s, cursor| s.owned_entry(cursor.src))
+        self.map_slots(positions, |_, s, cursor| s.owned_entry_via(cursor))
     }
 
     /// Calls `f(k, text)` with the JSON text of the entry at `positions[k]`,
@@ -122,55 +124,33 @@ impl Session {
         })
     }
 
+    /// Decodes the entries at `positions` on all cores and hands each
+    /// core's share to `f` whole: `f(share, entries)`, the share's
+    /// positions and their entries in order (`None` past the end). The
+    /// shares' results come back in order, and each entry is dropped on
+    /// the core that decoded it. For writers whose work on an entry costs
+    /// as much as decoding it (`arbor tree`'s rows), and that look at an
+    /// entry's neighbours while at it.
+    pub fn decode_shares<R: Send>(
+        &self,
+        positions: &[Position],
+        f: impl Fn(&[Position], Vec<Option<Entry>>) -> Vec<R> + Sync,
+    ) -> Vec<R> {
+        let (slots, src) = (&self.state.slots, self.src());
+        on_all_cores(positions, |base, share| {
+            f(share, read_share(slots, src, base, share, &|_, s, cursor| s.owned_entry_via(cursor)))
+        })
+    }
+
     /// `one(k, slot, cursor)` for the slot at each of `positions`, on all
-    /// cores, in order; each core reads through its own cursor, told a
-    /// stretch of lines ahead where they are (so it reads the lines and the
-    /// short gaps between them, not whole windows of other branches).
+    /// cores, in order (see [`read_share`]).
     pub(super) fn map_slots<R: Send>(
         &self,
         positions: &[Position],
         one: impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync,
     ) -> Vec<Option<R>> {
         let (slots, src) = (&self.state.slots, self.src());
-        let run = |base: usize, part: &[Position]| -> Vec<Option<R>> {
-            let mut cursor = LineCursor::new(src);
-            let mut out = Vec::with_capacity(part.len());
-            let mut rest = part;
-            while !rest.is_empty() {
-                // A stretch whose slots are built once though each is read twice.
-                let n = slots.fitting(rest.iter().take(PLANNED).map(|p| p.get()), PLANNED_RUNS);
-                let (now, later) = rest.split_at(n);
-                // In passing: what is read here is not kept in the session.
-                let mut held = slots.passing_holding(PLANNED_RUNS);
-                // Where the lines are first, so the cursor reads them and little more.
-                cursor.plan(now.iter().filter_map(|p| held.get(p.get()).and_then(Slot::span)));
-                for p in now {
-                    let k = base + out.len();
-                    out.push(held.get(p.get()).map(|s| one(k, s, &mut cursor)));
-                }
-                rest = later;
-            }
-            out
-        };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        if threads < 2 || positions.len() < 64 {
-            return run(0, positions);
-        }
-        let chunk = positions.len().div_ceil(threads);
-        std::thread::scope(|sc| {
-            let run = &run;
-            let handles: Vec<_> = positions
-                .chunks(chunk)
-                .enumerate()
-                .map(|(n, part)| (n * chunk, part, sc.spawn(move || run(n * chunk, part))))
-                .collect();
-            let mut out = Vec::with_capacity(positions.len());
-            for (base, part, h) in handles {
-                // A worker cannot panic on data; if one did anyway, redo its part here.
-                out.extend(h.join().unwrap_or_else(|_| run(base, part)));
-            }
-            out
-        })
+        on_all_cores(positions, |base, share| read_share(slots, src, base, share, &one))
     }
 
     /// The id of the entry at `p` (no decoding).
@@ -227,4 +207,60 @@ impl Session {
     pub fn with_json_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Option<R> {
         self.slot_at(p).map(|s| s.with_json(self.src(), f))
     }
+}
+
+/// `one(k, slot, cursor)` for the slot at each of `share` (`k` counts from
+/// `base`), in order, through one cursor told a stretch of lines ahead
+/// where they are (so it reads the lines and the short gaps between them,
+/// not whole windows of other branches).
+fn read_share<R>(
+    slots: &Slots,
+    src: Option<&dyn ReadAt>,
+    base: usize,
+    share: &[Position],
+    one: &(impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync),
+) -> Vec<Option<R>> {
+    let mut cursor = LineCursor::new(src);
+    let mut out = Vec::with_capacity(share.len());
+    let mut rest = share;
+    while !rest.is_empty() {
+        // A stretch whose slots are built once though each is read twice.
+        let n = slots.fitting(rest.iter().take(PLANNED).map(|p| p.get()), PLANNED_RUNS);
+        let (now, later) = rest.split_at(n);
+        // In passing: what is read here is not kept in the session.
+        let mut held = slots.passing_holding(PLANNED_RUNS);
+        // Where the lines are first, so the cursor reads them and little more.
+        cursor.plan(now.iter().filter_map(|p| held.get(p.get()).and_then(Slot::span)));
+        for p in now {
+            let k = base + out.len();
+            out.push(held.get(p.get()).map(|s| one(k, s, &mut cursor)));
+        }
+        rest = later;
+    }
+    out
+}
+
+/// `part(base, share)` for `positions` cut into one share per core (up to
+/// 8; `base` is where the share starts in `positions`), the results joined
+/// in order.
+fn on_all_cores<R: Send>(positions: &[Position], part: impl Fn(usize, &[Position]) -> Vec<R> + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    if threads < 2 || positions.len() < 64 {
+        return part(0, positions);
+    }
+    let chunk = positions.len().div_ceil(threads);
+    std::thread::scope(|sc| {
+        let part = &part;
+        let handles: Vec<_> = positions
+            .chunks(chunk)
+            .enumerate()
+            .map(|(n, share)| (n * chunk, share, sc.spawn(move || part(n * chunk, share))))
+            .collect();
+        let mut out = Vec::with_capacity(positions.len());
+        for (base, share, h) in handles {
+            // A worker cannot panic on data; if one did anyway, redo its share here.
+            out.extend(h.join().unwrap_or_else(|_| part(base, share)));
+        }
+        out
+    })
 }

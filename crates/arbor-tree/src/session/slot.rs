@@ -487,8 +487,26 @@ impl Slot {
     }
 
     fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
-        let decoded = self.read_line(src).and_then(|bytes| {
-            full_entry(&bytes)
+        let line = self.read_line(src);
+        self.decode_line(line.as_deref().map_err(String::clone))
+    }
+
+    /// The entry, decoded from its line read through `cursor` (not kept).
+    pub(crate) fn owned_entry_via(&self, cursor: &mut LineCursor<'_>) -> Entry {
+        if let Some(e) = self.odd().and_then(|m| m.entry.get()) {
+            return (**e).clone();
+        }
+        match self.line_via(cursor) {
+            Some(line) => self.decode_line(Ok(line)),
+            // No line where it was: read again alone, for the reason.
+            None => self.decode(cursor.src),
+        }
+    }
+
+    /// The entry in `line` (or why there is none).
+    fn decode_line(&self, line: Result<&[u8], String>) -> Entry {
+        let decoded = line.and_then(|bytes| {
+            full_entry(bytes)
                 .filter(|e| *self.id() == *e.id)
                 .ok_or_else(|| format!("line {} changed on disk since the session was opened", self.line()))
         });

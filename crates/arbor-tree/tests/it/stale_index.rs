@@ -105,3 +105,27 @@ fn lines_a_forged_index_misplaces_are_never_copied_and_the_file_is_read_again() 
     assert_ne!(fs::read(&index).unwrap(), bytes);
     assert!(!open_in(&p, Some(cache.path())).verify_all_lines().unwrap());
 }
+
+#[test]
+fn a_misplaced_line_is_found_wherever_it_is_in_the_file() {
+    // Every line is checked on all cores, the file cut into stretches: a
+    // line moved in the first quarter, at the middle (where two stretches
+    // meet on two cores) or in the last quarter is found all the same.
+    // (Not in the first or last 64 KiB: the index's stamp covers those, so
+    // an edit there is read from the file, not through the index.)
+    for a in [400, 1998, 2000, 3600] {
+        let d = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        let text = write_big_session(&p, 4000, 300);
+        open_in(&p, Some(cache.path()));
+        let index = the_index(cache.path());
+        let edited = edit_in_place(&p, &text, a, a + 5);
+        fs::write(&index, forged_index(&index, &p)).unwrap();
+        let mut s = open_in(&p, Some(cache.path()));
+        assert!(s.opened_from_index(), "the forged index is used (line {a})");
+        assert!(s.verify_all_lines().unwrap(), "the line after {a} is found misplaced");
+        let want: Vec<String> = edited.lines().skip(1).map(str::to_owned).collect();
+        assert_eq!(texts(&s), want, "read again as it is now (line {a})");
+    }
+}
