@@ -112,8 +112,17 @@ fn arbor_tree_on_a_deep_2000_entry_session_in_120_columns() {
     session(dir.path());
     let tmux = pane(dir.path(), "tree", 40, &format!("{} tree s.jsonl", env!("CARGO_BIN_EXE_arbor")));
     assert_eq!(wait_for_file(&dir.path().join("rc")).trim(), "0");
-    let all = tmux.run(&["capture-pane", "-p", "-t", "tui", "-S", "-", "-E", "-"]);
-    let rows: Vec<&str> = all.lines().filter(|l| l.len() > 10 && l.as_bytes()[8] == b' ').collect();
+    // The command is done; the pane may still be taking in its last lines (on a loaded machine).
+    let is_row = |l: &&str| l.len() > 10 && l.as_bytes()[8] == b' ';
+    let start = std::time::Instant::now();
+    let all = loop {
+        let all = tmux.run(&["capture-pane", "-p", "-t", "tui", "-S", "-", "-E", "-"]);
+        if all.lines().filter(is_row).count() >= 2000 || start.elapsed() > std::time::Duration::from_secs(10) {
+            break all;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let rows: Vec<&str> = all.lines().filter(is_row).collect();
     assert_eq!(rows.len(), 2000, "{all}");
     // Readable at every row: nothing wider than the terminal, every text starting in its left half.
     for r in &rows {
