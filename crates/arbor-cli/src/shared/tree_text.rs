@@ -229,3 +229,37 @@ fn share_texts(made_in: &CallTable, home: Option<&str>, share: &[Position], entr
 /// A row as a core made it: the entry's id and its text (none when it must
 /// be made again where the session is), or nothing for an entry not there.
 type Made = Option<(String, Option<String>)>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every tool result's row names its call wherever the batches and the
+    /// cores' shares cut the rows: a result whose call was made in the
+    /// share before is made again through the session, not left nameless.
+    #[test]
+    fn every_tool_result_row_names_its_call_wherever_the_rows_are_cut() {
+        let mut s = Session::in_memory("/w", arbor_test_support::deterministic_options());
+        // A first row, so that shares and batches (even sizes) cut between a call and its result.
+        s.append_message(json!({"role": "user", "content": "go", "timestamp": 1})).unwrap();
+        let n = 1500;
+        for k in 0..n {
+            let call = json!({"type": "toolCall", "id": format!("c{k}"), "name": "read", "arguments": {"path": format!("f{k}.rs")}});
+            s.append_message(json!({"role": "assistant", "content": [call], "provider": "p", "model": "m",
+                "usage": {}, "stopReason": "toolUse", "timestamp": 1}))
+                .unwrap();
+            s.append_message(json!({"role": "toolResult", "toolCallId": format!("c{k}"), "toolName": "read",
+                "content": [], "isError": false, "timestamp": 1}))
+                .unwrap();
+        }
+        let mut out = vec![];
+        print_tree(&s, &TreeText::default(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let results: Vec<&str> = text.lines().skip(2).step_by(2).collect();
+        assert_eq!(results.len(), n);
+        for (k, row) in results.iter().enumerate() {
+            assert!(row.contains(&format!("• [read: f{k}.rs]")), "result {k}: {row}");
+        }
+    }
+}
