@@ -57,10 +57,16 @@ pub fn ensure_pi() -> Result<PathBuf> {
     }
     let dir = pi_dir()?;
     let manifest = dir.join("node_modules").join(PI_PACKAGE).join("package.json");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // One install at a time, and no one reads the package while another
+    // process installs it (tests that run at once each ask for it): the
+    // check and the install both hold the lock, released when it is dropped.
+    let lock_path = dir.join(".install.lock");
+    let lock = std::fs::File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
+    lock.lock().with_context(|| format!("locking {}", lock_path.display()))?;
     if installed_version(&manifest).as_deref() == Some(PI_VERSION) {
         return Ok(dir);
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     eprintln!("installing {PI_PACKAGE}@{PI_VERSION} into {}", dir.display());
     let status = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
