@@ -56,8 +56,12 @@ pub struct StreamedLine {
 }
 
 /// Bytes of the file per range: the lines that start in a range are scanned
-/// together on one thread, and handed to the caller a range at a time.
-const BLOCK: usize = 2 << 20;
+/// together on one thread, and handed to the caller a range at a time. A
+/// scanned line holds a few hundred bytes whatever its length, so a range
+/// of tiny lines holds more than its bytes: small ranges keep what waits
+/// in the queue (and how much that varies with the threads' lead) to a few
+/// MB.
+const BLOCK: usize = 512 << 10;
 
 /// Ranges scanned ahead of the caller, per thread, at most: memory stays a
 /// few ranges' lines whatever the file's size.
@@ -68,7 +72,7 @@ const AHEAD: usize = 2;
 /// handed over. Each line is lent, not moved (a line's head is a few hundred
 /// bytes): take what you keep.
 ///
-/// The file is cut into ranges of 2 MiB; the threads read and scan
+/// The file is cut into ranges of 512 KiB; the threads read and scan
 /// them (each its own ranges, by positioned reads) while this thread hands
 /// the scanned ranges' lines to `line` in order.
 pub fn stream_lines(
