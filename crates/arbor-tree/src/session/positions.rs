@@ -5,10 +5,10 @@
 //! tree hands back for the next question.
 
 use std::fmt;
-
-use arbor_log::{Entry, EntryType, Role};
+use std::ops::Range;
 
 use arbor_log::scan::ReadAt;
+use arbor_log::{Entry, EntryType, Role};
 
 use super::cursor::LineCursor;
 use super::slot::Slot;
@@ -244,22 +244,30 @@ fn read_share<R>(
 /// 8; `base` is where the share starts in `positions`), the results joined
 /// in order.
 fn on_all_cores<R: Send>(positions: &[Position], part: impl Fn(usize, &[Position]) -> Vec<R> + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    if threads < 2 || positions.len() < 64 {
-        return part(0, positions);
+    on_all_cores_in(positions.len(), |r| part(r.start, &positions[r]))
+}
+
+/// `part(range)` for `0..n` cut into one range per core (up to 8), the
+/// results joined in order; one range when there is one core or `n` is small.
+pub(super) fn on_all_cores_in<R: Send>(n: usize, part: impl Fn(Range<usize>) -> Vec<R> + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
+    if threads < 2 || n < 64 {
+        return part(0..n);
     }
-    let chunk = positions.len().div_ceil(threads);
+    let chunk = n.div_ceil(threads);
     std::thread::scope(|sc| {
         let part = &part;
-        let handles: Vec<_> = positions
-            .chunks(chunk)
-            .enumerate()
-            .map(|(n, share)| (n * chunk, share, sc.spawn(move || part(n * chunk, share))))
+        let handles: Vec<_> = (0..n)
+            .step_by(chunk)
+            .map(|from| {
+                let range = from..n.min(from + chunk);
+                (range.clone(), sc.spawn(move || part(range)))
+            })
             .collect();
-        let mut out = Vec::with_capacity(positions.len());
-        for (base, share, h) in handles {
-            // A worker cannot panic on data; if one did anyway, redo its share here.
-            out.extend(h.join().unwrap_or_else(|_| part(base, share)));
+        let mut out = Vec::with_capacity(n);
+        for (range, h) in handles {
+            // A worker cannot panic on data; if one did anyway, redo its range here.
+            out.extend(h.join().unwrap_or_else(|_| part(range)));
         }
         out
     })

@@ -411,10 +411,7 @@ impl Slot {
 
     /// The entry as an owned value, without keeping a decoded copy (a copy when one is kept already).
     pub(crate) fn owned_entry(&self, src: Option<&dyn ReadAt>) -> Entry {
-        match self.odd().and_then(|m| m.entry.get()) {
-            Some(e) => (**e).clone(),
-            None => self.decode(src),
-        }
+        self.owned_entry_via(&mut LineCursor::new(src))
     }
 
     fn read_line(&self, src: Option<&dyn ReadAt>) -> Result<Vec<u8>, String> {

@@ -9,9 +9,8 @@
 //! the line changed, is written instead); checking first is what lets a
 //! command print the file as it is now rather than placeholders.
 
-use std::ops::Range;
-
 use super::cursor::LineCursor;
+use super::positions::on_all_cores_in;
 use super::{OpenMode, Position, Session};
 use crate::error::TreeError;
 use crate::index::IndexFile;
@@ -84,31 +83,17 @@ impl Session {
         Ok(true)
     }
 
-    /// True when every line is where the index says: the file cut into as
-    /// many stretches as there are cores, each read in order through its
-    /// own cursor.
+    /// True when every line is where the index says: the slots cut into
+    /// one stretch per core, each read in order through its own cursor.
     fn all_lines_sound(&self) -> bool {
         let (slots, src) = (&self.state.slots, self.src());
-        let sound = |stretch: Range<usize>| {
+        let sound = on_all_cores_in(slots.len(), |stretch| {
             let mut cursor = LineCursor::new(src);
             // In passing: checking every line builds no slot.
             let mut slots = slots.passing();
-            stretch.into_iter().all(|i| slots.get(i).is_none_or(|s| s.line_is_sound(&mut cursor)))
-        };
-        let n = slots.len();
-        let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
-        if threads < 2 || n < 1024 {
-            return sound(0..n);
-        }
-        let chunk = n.div_ceil(threads);
-        std::thread::scope(|sc| {
-            let sound = &sound;
-            let handles: Vec<_> =
-                (0..n).step_by(chunk).map(|from| sc.spawn(move || sound(from..n.min(from + chunk)))).collect();
-            // Every thread joined here (one that panicked checked nothing: the file is read again).
-            let sound: Vec<bool> = handles.into_iter().map(|h| h.join().unwrap_or(false)).collect();
-            sound.into_iter().all(|ok| ok)
-        })
+            vec![stretch.into_iter().all(|i| slots.get(i).is_none_or(|s| s.line_is_sound(&mut cursor)))]
+        });
+        sound.into_iter().all(|ok| ok)
     }
 
     /// Drops the index of this session's file and reads the file again (the

@@ -46,18 +46,35 @@ fn an_edit_in_place_that_keeps_size_and_time_is_not_read_through_the_index() {
     assert_eq!(texts(&s), want);
 }
 
-#[test]
-fn lines_a_forged_index_misplaces_are_never_copied_and_the_file_is_read_again() {
-    let d = tempfile::tempdir().unwrap();
+/// A session of 4,000 entries indexed, then edited in place
+/// ([`edit_in_place`] at `a` and `b`) with its index's stamp forged to
+/// the new status change time, so the index still "matches".
+struct Forged {
+    _dir: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    p: PathBuf,
+    index: PathBuf,
+    edited: String,
+    /// The forged index's bytes.
+    bytes: Vec<u8>,
+}
+
+fn forged(a: usize, b: usize) -> Forged {
+    let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let p = d.path().join("s.jsonl");
+    let p = dir.path().join("s.jsonl");
     let text = write_big_session(&p, 4000, 300);
     open_in(&p, Some(cache.path()));
     let index = the_index(cache.path());
-    let edited = edit_in_place(&p, &text, 2000, 2500);
-    // Forge the index's stamp: the new status change time, so the index still "matches".
+    let edited = edit_in_place(&p, &text, a, b);
     let bytes = forged_index(&index, &p);
     fs::write(&index, &bytes).unwrap();
+    Forged { _dir: dir, cache, p, index, edited, bytes }
+}
+
+#[test]
+fn lines_a_forged_index_misplaces_are_never_copied_and_the_file_is_read_again() {
+    let Forged { _dir, cache, p, index, edited, bytes } = forged(2000, 2500);
 
     let mut s = open_in(&p, Some(cache.path()));
     assert!(s.opened_from_index(), "the forged index is used");
@@ -114,14 +131,8 @@ fn a_misplaced_line_is_found_wherever_it_is_in_the_file() {
     // (Not in the first or last 64 KiB: the index's stamp covers those, so
     // an edit there is read from the file, not through the index.)
     for a in [400, 1998, 2000, 3600] {
-        let d = tempfile::tempdir().unwrap();
-        let cache = tempfile::tempdir().unwrap();
-        let p = d.path().join("s.jsonl");
-        let text = write_big_session(&p, 4000, 300);
-        open_in(&p, Some(cache.path()));
-        let index = the_index(cache.path());
-        let edited = edit_in_place(&p, &text, a, a + 5);
-        fs::write(&index, forged_index(&index, &p)).unwrap();
+        // `_dir` bound, not dropped: the session's folder lives for the turn.
+        let Forged { _dir, cache, p, edited, .. } = forged(a, a + 5);
         let mut s = open_in(&p, Some(cache.path()));
         assert!(s.opened_from_index(), "the forged index is used (line {a})");
         assert!(s.verify_all_lines().unwrap(), "the line after {a} is found misplaced");
