@@ -16,6 +16,7 @@ mod bench_targets;
 mod bench_tui;
 mod fuzz;
 mod gen;
+mod npm;
 mod pi;
 mod pi_diff;
 mod rusage;

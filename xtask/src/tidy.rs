@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 mod commands;
+mod readme;
 mod size;
 mod vocab;
 
@@ -53,6 +54,7 @@ pub fn problems(root: &Path) -> Result<Vec<String>> {
     problems.extend(commands::check(root)?);
     problems.extend(vocab::check(root)?);
     problems.extend(size::check(root)?);
+    problems.extend(readme::check(root)?);
     Ok(problems)
 }
 
