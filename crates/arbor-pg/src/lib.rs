@@ -21,6 +21,7 @@
 //! How a team runs it: docs/postgres.md.
 
 mod blocking;
+mod dest;
 mod error;
 mod follow;
 mod key;
