@@ -28,6 +28,7 @@ mod key;
 mod lines;
 mod list;
 mod lock;
+mod mask;
 mod rows;
 mod schema;
 mod search;

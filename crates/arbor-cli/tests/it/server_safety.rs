@@ -100,3 +100,67 @@ fn pull_all_refuses_unsafe_names_and_links_and_pulls_the_rest() {
     assert_eq!(fs::read_to_string(outside.join("victim.jsonl")).unwrap(), "precious\n");
     assert_eq!(tree(&root), ["to", "to/--linked--", "to/--p--", "to/--p--/good.jsonl"]);
 }
+
+/// The subcommands `arbor --help` lists.
+fn subcommands(help: &str) -> Vec<String> {
+    help.split("Commands:")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+#[test]
+fn no_help_shows_the_password_of_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = "postgres://arbor:Hunter2Secret@db.internal:5432/arbor?sslpassword=KeyPass99";
+    let env = [("ARBOR_STORE", store)];
+    let top = arbor_env(dir.path(), &["--help"], &env);
+    let help = stdout(&top);
+    assert!(help.contains("--store <URL>"), "{help}");
+    let commands = subcommands(&help);
+    assert!(commands.len() > 15, "{commands:?}");
+    let mut outputs = vec![top];
+    for c in &commands {
+        outputs.push(arbor_env(dir.path(), &[c, "--help"], &env));
+        outputs.push(arbor_env(dir.path(), &["help", c], &env));
+    }
+    outputs.push(arbor_env(dir.path(), &["-h"], &env));
+    for o in &outputs {
+        let text = format!("{}{}", stdout(o), stderr(o));
+        assert!(!text.contains("Hunter2Secret") && !text.contains("KeyPass99"), "{text}");
+        assert!(!text.contains("db.internal"), "the store's value is not shown at all: {text}");
+    }
+}
+
+#[test]
+fn no_error_shows_a_password_in_any_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = "%2Ftmp%2Farbor-no-server-here";
+    let forms = [
+        format!("postgres://arbor:Hunter2Secret@{sock}/postgres"),
+        format!("postgres://arbor:Hunter2/Secret@{sock}/postgres"),
+        format!("postgres://arbor@{sock}/postgres?password=Hunter2Secret"),
+        format!("postgres://arbor@{sock}/postgres?connect_timeout=2&pass%77ord=Hunter2Secret"),
+        "host=/tmp/arbor-no-server-here user=arbor password=Hunter2Secret dbname=x".to_owned(),
+        "host=/tmp/arbor-no-server-here user=arbor password = Hunter2Secret dbname=x".to_owned(),
+        "host=/tmp/arbor-no-server-here user=arbor password='Hunter2Secret words' dbname=x".to_owned(),
+        "host=/tmp/arbor-no-server-here password='it\\'s Hunter2Secret' dbname=x".to_owned(),
+        "host=/tmp/arbor-no-server-here password=Hunter2Secret port=notaport".to_owned(),
+        "host=/tmp/arbor-no-server-here password='Hunter2Secret".to_owned(),
+        "postgres://arbor:Hunter2Secret@h/db?port=notaport".to_owned(),
+    ];
+    for form in &forms {
+        for args in [&["ls"][..], &["--store", form, "path", "x"], &["push", "x.jsonl", "--to", form]] {
+            let o = arbor_env(dir.path(), args, &[("ARBOR_STORE", form)]);
+            let text = format!("{}{}", stdout(&o), stderr(&o));
+            assert_eq!(o.status.code(), Some(1), "{form} {args:?}: {text}");
+            assert!(!text.contains("Hunter2") && !text.contains("Secret"), "{form} {args:?}: {text}");
+            assert!(text.contains("***"), "the address is shown, masked: {text}");
+        }
+    }
+}
