@@ -16,11 +16,17 @@
 //! Readers take no lock. Every write is one transaction: a session holds a
 //! whole append or none of it, whatever happens to the connection.
 //!
+//! Connections are made as libpq makes them ([`Server::with_env`]): URLs
+//! and `key=value` strings, TLS with rustls for every `sslmode`, and, when
+//! the caller hands in [`PgEnv`], libpq's environment, service file and
+//! password file. No message of this crate ever holds a password.
+//!
 //! This crate uses the `postgres` driver (which runs a tokio runtime inside);
 //! the crates below it stay free of any async runtime. It never prints.
 //! How a team runs it: docs/postgres.md.
 
 mod blocking;
+mod conninfo;
 mod dest;
 mod error;
 mod follow;
@@ -33,10 +39,13 @@ mod rows;
 mod schema;
 mod search;
 mod server;
+mod settings;
 mod store;
 mod sync;
+mod tls;
 mod write;
 
+pub use conninfo::PgEnv;
 pub use error::PgError;
 pub use follow::{Followed, Follower};
 pub use key::{SessionKey, ROOT};

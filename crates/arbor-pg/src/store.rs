@@ -24,6 +24,7 @@ use arbor_log::{Durability, TailRepair};
 use arbor_tree::{AppendHandle, FileStamp, Store, StoredFile, TreeError, WriteLock};
 
 use crate::blocking::blocking;
+use crate::conninfo::PgEnv;
 use crate::error::PgError;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
@@ -64,7 +65,14 @@ impl PgStore {
     /// Connects to the server at `url` (a connection string: see
     /// [`Server::new`]) and brings its schema up to date.
     pub fn connect(url: &str) -> Result<PgStore, PgError> {
-        let server = Server::new(url)?;
+        PgStore::connect_with(url, &PgEnv::none())
+    }
+
+    /// [`PgStore::connect`], with what `url` leaves unset taken as libpq
+    /// takes it from `env` ([`Server::with_env`]): `PG*` variables, the
+    /// service file, the password file, `~/.postgresql/` certificates.
+    pub fn connect_with(url: &str, env: &PgEnv) -> Result<PgStore, PgError> {
+        let server = Server::with_env(url, env)?;
         let client = server.connect()?;
         Ok(PgStore {
             inner: Arc::new(Inner {

@@ -100,6 +100,8 @@ fn connect(url: &str) -> Client {
 #[derive(Debug)]
 pub struct Cluster {
     dir: tempfile_dir::Dir,
+    /// What `start` was given after the folder (to start it again the same way).
+    options: Vec<String>,
     /// Its connection URL.
     pub url: String,
 }
@@ -109,9 +111,20 @@ impl Cluster {
     /// (the binaries are the same; `None`: skipped).
     pub fn start(test: &str) -> Option<Cluster> {
         server(test)?;
+        Some(Cluster::start_with(vec!["--no-fsync".into()]))
+    }
+
+    fn start_with(options: Vec<String>) -> Cluster {
         let dir = tempfile_dir::Dir::new();
-        let url = run_script(&["start", &dir.path().to_string_lossy(), "--no-fsync"]);
-        Some(Cluster { dir, url: url.trim().to_owned() })
+        let mut args = vec!["start".to_owned(), dir.path().to_string_lossy().into_owned()];
+        args.extend(options.iter().cloned());
+        let url = run_script(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        Cluster { dir, options, url: url.trim().to_owned() }
+    }
+
+    /// The folder of the cluster (its sockets, its data).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// Stops the server: `fast`, or `immediate` (a crash: no shutdown checkpoint).
@@ -121,7 +134,9 @@ impl Cluster {
 
     /// Starts the stopped server again.
     pub fn restart(&self) {
-        run_script(&["start", &self.dir.path().to_string_lossy(), "--no-fsync"]);
+        let mut args = vec!["start".to_owned(), self.dir.path().to_string_lossy().into_owned()];
+        args.extend(self.options.iter().cloned());
+        run_script(&args.iter().map(String::as_str).collect::<Vec<_>>());
     }
 }
 
@@ -129,6 +144,91 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = Command::new(script()).args(["stop", &self.dir.path().to_string_lossy(), "immediate"]).output();
     }
+}
+
+/// A private cluster that takes TCP connections on 127.0.0.1 over TLS only,
+/// with a certificate authority made for it (`.ci/pg-cluster start --tls`).
+#[derive(Debug)]
+pub struct TlsCluster {
+    /// The cluster; its `url` is the TCP one (`postgres://arbor@127.0.0.1:PORT/postgres`).
+    pub cluster: Cluster,
+    /// The port it listens on.
+    pub port: u16,
+    /// The certificate files: `ca.crt` (the CA that signed the server's
+    /// certificate, issued for `localhost` only), `other-ca.crt` (a CA that
+    /// signed nothing here), `client.crt`/`client.key` (the role `certuser`,
+    /// signed by the CA; the key 0600).
+    pub certs: PathBuf,
+    _certs_dir: tempfile_dir::Dir,
+}
+
+impl TlsCluster {
+    /// Starts one for `test` (`None`: no server for the tests, skipped).
+    pub fn start(test: &str) -> Option<TlsCluster> {
+        server(test)?;
+        let certs_dir = tempfile_dir::Dir::new();
+        let certs = certs_dir.path().to_owned();
+        make_certificates(&certs);
+        let port = free_port();
+        let cluster = Cluster::start_with(vec![
+            "--no-fsync".into(),
+            "--tls".into(),
+            certs.to_string_lossy().into_owned(),
+            port.to_string(),
+        ]);
+        Some(TlsCluster { cluster, port, certs, _certs_dir: certs_dir })
+    }
+
+    /// A client over the unix socket (no TLS), for setting up roles.
+    pub fn admin(&self) -> Client {
+        let host = self.cluster.dir().to_string_lossy().replace('/', "%2F");
+        connect(&format!("postgres://arbor@{host}:{}/postgres", self.port))
+    }
+}
+
+/// A port on 127.0.0.1 that nothing listens on right now.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("no free port: {e}"));
+    l.local_addr().map(|a| a.port()).unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+/// Writes a CA, the server's certificate (for `localhost`) and key, a client
+/// certificate for `certuser`, and an unrelated CA into `dir`.
+fn make_certificates(dir: &Path) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let fail = |e: rcgen::Error| -> ! { panic!("making test certificates: {e}") };
+    let ca = |name: &str| {
+        let mut p = CertificateParams::new(vec![]).unwrap_or_else(|e| fail(e));
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, name);
+        let key = KeyPair::generate().unwrap_or_else(|e| fail(e));
+        let cert = p.self_signed(&key).unwrap_or_else(|e| fail(e));
+        (cert, key)
+    };
+    let (ca_cert, ca_key) = ca("Arbor test CA");
+    let (other, _) = ca("Another CA");
+    let signed = |names: Vec<String>, cn: &str| {
+        let mut p = CertificateParams::new(names).unwrap_or_else(|e| fail(e));
+        p.distinguished_name.push(DnType::CommonName, cn);
+        let key = KeyPair::generate().unwrap_or_else(|e| fail(e));
+        let cert = p.signed_by(&key, &ca_cert, &ca_key).unwrap_or_else(|e| fail(e));
+        (cert.pem(), key.serialize_pem())
+    };
+    let (server_crt, server_key) = signed(vec!["localhost".into()], "localhost");
+    let (client_crt, client_key) = signed(vec![], "certuser");
+    let write = |name: &str, text: &str, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    };
+    write("ca.crt", &ca_cert.pem(), 0o644);
+    write("other-ca.crt", &other.pem(), 0o644);
+    write("server.crt", &server_crt, 0o644);
+    write("server.key", &server_key, 0o600);
+    write("client.crt", &client_crt, 0o644);
+    write("client.key", &client_key, 0o600);
 }
 
 /// `.ci/pg-cluster` of this repository.

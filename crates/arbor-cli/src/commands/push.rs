@@ -64,7 +64,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let owned;
     let store = match &args.to {
         Some(url) => {
-            owned = PgStore::connect(url)?;
+            owned = PgStore::connect_with(url, &arbor_pg::PgEnv::from_process())?;
             &owned
         }
         None => g.require_server("push")?,

@@ -51,7 +51,7 @@ impl Globals {
     pub fn server(&self) -> Result<Option<&PgStore>> {
         let Some(url) = &self.store else { return Ok(None) };
         if self.server.get().is_none() {
-            let store = PgStore::connect(url)?;
+            let store = PgStore::connect_with(url, &arbor_pg::PgEnv::from_process())?;
             let _ = self.server.set(store);
         }
         Ok(self.server.get())
