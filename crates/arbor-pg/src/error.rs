@@ -66,13 +66,19 @@ pub enum PgError {
         name: String,
     },
     /// A session id prefix names several sessions.
-    #[error("{server}: {name} names {} sessions ({}); give more of the id or DIR/FILE", candidates.len(), candidates.join(", "))]
+    #[error(
+        "{server}: {name} names {total} sessions ({}{}); give more of the id or DIR/FILE",
+        candidates.join(", "),
+        if *total as usize > candidates.len() { ", …" } else { "" }
+    )]
     Ambiguous {
         /// The server's URL, without a password.
         server: String,
         /// The name as given.
         name: String,
-        /// The sessions it could mean (`DIR/FILE`).
+        /// How many sessions it names in all.
+        total: u64,
+        /// The first sessions it could mean (`DIR/FILE`), at most eight.
         candidates: Vec<String>,
     },
     /// A session name that is not one folder and one file name
