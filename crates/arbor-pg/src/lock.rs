@@ -5,6 +5,8 @@
 //! joined with `pg_stat_activity`: the holder's `application_name` says its
 //! pid and host. Readers take no lock.
 
+use std::time::{Duration, Instant};
+
 use postgres::types::Type;
 use postgres::GenericClient;
 
@@ -13,15 +15,54 @@ use arbor_tree::LockHolder;
 use crate::key::SessionKey;
 use crate::server::parse_application_name;
 
+/// How long a refused writer keeps asking who holds the lock while the
+/// holder keeps vanishing before it can be named.
+const HOLDER_PATIENCE: Duration = Duration::from_secs(2);
+
+/// The lock of a session, for a session's writer or for one transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Held by the connection until released (a writer).
+    Session,
+    /// Held until the current transaction ends (a push, a write without the writer's lock).
+    Transaction,
+}
+
+/// Takes the lock of `key`, or says who holds it. A holder that lets go
+/// between the refusal and the lookup is not left unnamed: the lock is tried
+/// again at once (it is free now), so a refusal always names its holder
+/// (unless the lock keeps changing hands for two seconds).
+pub(crate) fn take(
+    c: &mut impl GenericClient,
+    key: &SessionKey,
+    scope: Scope,
+) -> Result<Result<(), Option<LockHolder>>, postgres::Error> {
+    let deadline = Instant::now() + HOLDER_PATIENCE;
+    loop {
+        let got = match scope {
+            Scope::Session => try_lock(c, key)?,
+            Scope::Transaction => try_lock_xact(c, key)?,
+        };
+        if got {
+            return Ok(Ok(()));
+        }
+        let who = holder(c, key)?;
+        if who.is_some() || Instant::now() >= deadline {
+            return Ok(Err(who));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Takes the advisory lock of `key` on this connection; false when another
 /// connection holds it.
-pub(crate) fn try_lock(c: &mut impl GenericClient, key: &SessionKey) -> Result<bool, postgres::Error> {
+fn try_lock(c: &mut impl GenericClient, key: &SessionKey) -> Result<bool, postgres::Error> {
     Ok(c.query_typed_one("SELECT pg_try_advisory_lock($1)", &[(&key.lock_key(), Type::INT8)])?.get(0))
 }
 
 /// Takes the lock of `key` until the end of the current transaction (for a
 /// write made without holding the session's lock: a push, a new session).
-pub(crate) fn try_lock_xact(c: &mut impl GenericClient, key: &SessionKey) -> Result<bool, postgres::Error> {
+fn try_lock_xact(c: &mut impl GenericClient, key: &SessionKey) -> Result<bool, postgres::Error> {
     Ok(c.query_typed_one("SELECT pg_try_advisory_xact_lock($1)", &[(&key.lock_key(), Type::INT8)])?.get(0))
 }
 
@@ -36,8 +77,8 @@ pub(crate) fn holder(c: &mut impl GenericClient, key: &SessionKey) -> Result<Opt
     let k = key.lock_key() as u64;
     let (high, low) = ((k >> 32) as i64, (k & 0xffff_ffff) as i64);
     let row = c.query_typed_opt(
-        "SELECT a.application_name, a.pid, host(a.client_addr) \
-         FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+        "SELECT a.application_name, l.pid, host(a.client_addr) \
+         FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid \
          WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
            AND l.classid::int8 = $1 AND l.objid::int8 = $2 \

@@ -175,8 +175,7 @@ impl PgStore {
         };
         let r = (|| {
             let mut tx = conn.0.transaction()?;
-            if !lock::try_lock_xact(&mut tx, key)? {
-                let holder = lock::holder(&mut tx, key)?;
+            if let Err(holder) = lock::take(&mut tx, key, lock::Scope::Transaction)? {
                 return Err(SqlError::Other(PgError::Tree(TreeError::Locked { path: key.path(), holder })));
             }
             let v = f(&mut tx)?;
@@ -368,11 +367,9 @@ impl Store for PgStore {
         self.check_name(&key).map_err(err)?;
         blocking(|| {
             let mut client = self.inner.server.connect().map_err(err)?;
-            let got =
-                lock::try_lock(&mut client, &key).map_err(|e| err(self.inner.server.classify(e.into(), false)))?;
-            if !got {
-                drop(client);
-                let holder = self.read(|c| Ok(lock::holder(c, &key)?)).map_err(err)?;
+            let taken = lock::take(&mut client, &key, lock::Scope::Session)
+                .map_err(|e| err(self.inner.server.classify(e.into(), false)))?;
+            if let Err(holder) = taken {
                 return Err(TreeError::Locked { path: path.to_owned(), holder });
             }
             guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(Conn(client))));
