@@ -37,6 +37,17 @@ pub enum PgError {
         /// Why, in the driver's words.
         reason: String,
     },
+    /// The connection dropped during an append, and what reconnecting told
+    /// about it (its write token found or not, see [`crate::PgStore`]).
+    #[error("the connection to the PostgreSQL server at {server} dropped during a write ({reason}); {outcome}")]
+    LostWrite {
+        /// The server's URL, without a password.
+        server: String,
+        /// Why, in the driver's words.
+        reason: String,
+        /// Whether the write was committed, and what to do.
+        outcome: String,
+    },
     /// The connection dropped (outside a write), or a query failed.
     #[error("PostgreSQL server at {server}: {reason}")]
     Server {
@@ -128,7 +139,7 @@ impl PgError {
 
     /// True when the connection is gone (the next use reconnects).
     pub fn is_connection_lost(&self) -> bool {
-        matches!(self, PgError::LostDuringWrite { .. } | PgError::Connect { .. })
+        matches!(self, PgError::LostDuringWrite { .. } | PgError::LostWrite { .. } | PgError::Connect { .. })
     }
 }
 

@@ -210,6 +210,32 @@ impl PgStore {
         })
     }
 
+    /// Makes `conn` (holding the lock of `key`) the writer's connection of
+    /// `key`, when this process still writes it.
+    pub(crate) fn replace_writer(&self, key: &SessionKey, conn: Conn) {
+        let writers = guard(&self.inner.writers);
+        match writers.get(key) {
+            Some(w) => {
+                let old = std::mem::replace(&mut *guard(w), conn);
+                drop(writers);
+                blocking(move || drop(old));
+            }
+            None => drop((writers, conn)),
+        }
+    }
+
+    /// True when this process holds the writer's lock of `key`.
+    pub(crate) fn is_writer(&self, key: &SessionKey) -> bool {
+        guard(&self.inner.writers).contains_key(key)
+    }
+
+    /// Forgets the writer's connection of `key` (lost, and its lock with it):
+    /// later writes take the lock for their transaction, or are refused.
+    pub(crate) fn drop_writer(&self, key: &SessionKey) {
+        let old = guard(&self.inner.writers).remove(key);
+        blocking(move || drop(old));
+    }
+
     /// Opens a connection of this store's server (for a follower).
     pub(crate) fn new_connection(&self) -> Result<Client, PgError> {
         self.inner.server.connect()
@@ -234,7 +260,14 @@ impl AppendHandle for PgAppend {
             None => self.store.row(&self.key).map_err(err)?.ok_or_else(|| TreeError::Missing(self.path.clone()))?,
         };
         let new = split_lines(bytes);
-        let written = self.store.write(&self.key, |tx| write::append(tx, &row, &new)).map_err(err)?;
+        let token = write::token();
+        let written = match self.store.write(&self.key, |tx| write::append(tx, &row, &new, &token)) {
+            Err(PgError::LostDuringWrite { reason, .. }) => {
+                self.store.recover_append(&self.key, &row, &new, &token, reason)
+            }
+            other => other,
+        }
+        .map_err(err)?;
         match written {
             Some(r) => {
                 self.row = Some(r);
@@ -324,7 +357,7 @@ impl Store for PgStore {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
         let (row, repair) = self
-            .write(&key, |tx| {
+            .write_again_if_lost(&key, |tx| {
                 let row = write::ensure(tx, &key)?;
                 write::repair_tail(tx, &key, row)
             })
@@ -344,7 +377,7 @@ impl Store for PgStore {
 
     fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
         let key = SessionKey::of_path(path);
-        self.write(&key, |tx| write::replace(tx, &key, bytes)).map_err(|e| e.into_tree(path))?;
+        self.write_again_if_lost(&key, |tx| write::replace(tx, &key, bytes)).map_err(|e| e.into_tree(path))?;
         Ok(())
     }
 

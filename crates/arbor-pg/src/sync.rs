@@ -149,7 +149,7 @@ impl PgStore {
                         format!("{key} changed on the server during the push; run it again"),
                     )));
                 }
-                write::append(tx, &row, &lines[at..end])?;
+                write::append(tx, &row, &lines[at..end], &write::token())?;
                 Ok(())
             })?;
             at = end;
