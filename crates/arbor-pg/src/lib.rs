@@ -54,4 +54,4 @@ pub use schema::{latest as latest_schema, Migration, MIGRATIONS};
 pub use search::{TextHit, TextQuery};
 pub use server::Server;
 pub use store::PgStore;
-pub use sync::Transfer;
+pub use sync::{Live, Pushed, Transfer};
