@@ -50,6 +50,7 @@ pub use conninfo::PgEnv;
 pub use error::PgError;
 pub use follow::{Followed, Follower};
 pub use key::{SessionKey, ROOT};
+pub use lock::Writer;
 pub use schema::{latest as latest_schema, Migration, MIGRATIONS};
 pub use search::{TextHit, TextQuery};
 pub use server::Server;

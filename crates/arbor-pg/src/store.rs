@@ -236,6 +236,21 @@ impl PgStore {
         blocking(move || drop(old));
     }
 
+    /// Who holds the write lock of session `key`, if anyone ([`crate::Writer`]).
+    pub fn writer(&self, key: &SessionKey) -> Result<Option<crate::Writer>, PgError> {
+        self.read(|c| Ok(lock::writer(c, key)?))
+    }
+
+    /// Breaks the write lock of `key` held by the server process `backend`
+    /// (from [`PgStore::writer`]) by ending that connection: the writer
+    /// loses the session (its next write is refused, or takes the lock again
+    /// if free) and nothing it committed is lost. False when that process no
+    /// longer holds it. The server allows it to the holder's own role, a
+    /// member of `pg_signal_backend`, or a superuser.
+    pub fn end_writer(&self, key: &SessionKey, backend: i32) -> Result<bool, PgError> {
+        self.read(|c| Ok(lock::end_writer(c, key, backend)?))
+    }
+
     /// Opens a connection of this store's server (for a follower).
     pub(crate) fn new_connection(&self) -> Result<Client, PgError> {
         self.inner.server.connect()

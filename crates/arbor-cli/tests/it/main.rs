@@ -23,6 +23,7 @@ mod reliability;
 mod server;
 mod server_connect;
 mod server_safety;
+mod server_unlock;
 mod tui;
 
 use std::path::Path;
