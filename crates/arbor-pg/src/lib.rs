@@ -21,12 +21,14 @@
 //! How a team runs it: docs/postgres.md.
 
 mod blocking;
+mod dest;
 mod error;
 mod follow;
 mod key;
 mod lines;
 mod list;
 mod lock;
+mod mask;
 mod rows;
 mod schema;
 mod search;

@@ -21,6 +21,7 @@ mod read_only_dir;
 mod reference;
 mod reliability;
 mod server;
+mod server_safety;
 mod tui;
 
 use std::path::Path;
