@@ -35,6 +35,7 @@ mod lines;
 mod list;
 mod lock;
 mod mask;
+mod reader;
 mod recover;
 mod rows;
 mod schema;

@@ -32,6 +32,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "write tokens: appends retried without doubling",
         sql: include_str!("../migrations/0002_write_tokens.sql"),
     },
+    Migration {
+        version: 3,
+        name: "lines found by their byte offset",
+        sql: include_str!("../migrations/0003_lines_by_offset.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations ("arbormig" in ASCII).

@@ -29,6 +29,7 @@ use crate::error::PgError;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
 use crate::lock;
+use crate::reader::{ServerFile, ServerReader};
 use crate::rows::{read_lines, SessionRow};
 use crate::server::{Server, SqlError};
 use crate::write;
@@ -339,16 +340,13 @@ impl Store for PgStore {
     }
 
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
-        let bytes = self.read_session(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
-        Ok(bytes.map(|mut b| {
-            b.drain(..usize::try_from(offset).unwrap_or(usize::MAX).min(b.len()));
-            Box::new(std::io::Cursor::new(b)) as Box<dyn Read + Send>
-        }))
+        let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
+        Ok(row.map(|r| Box::new(ServerReader::new(ServerFile::new(self.clone(), &r), offset)) as Box<dyn Read + Send>))
     }
 
     fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
-        let bytes = self.read_session(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
-        Ok(bytes.map(|b| Arc::new(b) as Arc<dyn ReadAt>))
+        let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
+        Ok(row.map(|r| Arc::new(ServerFile::new(self.clone(), &r)) as Arc<dyn ReadAt>))
     }
 
     fn stamp(&self, path: &Path) -> Option<FileStamp> {
