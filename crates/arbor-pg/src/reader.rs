@@ -10,21 +10,19 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::Mutex;
 
-use postgres::types::Type;
-
 use arbor_log::scan::ReadAt;
 
-use crate::rows::SessionRow;
+use crate::rows::{read_range, SessionRow};
 use crate::store::PgStore;
 
 /// The unit fetched and kept: reads are served from aligned blocks.
 const BLOCK: u64 = 64 << 10;
 /// Blocks kept (the most recently used).
-const KEPT: usize = 64;
+const KEPT: usize = 128;
 /// A read of more blocks than this (a scan's range) is fetched whole and not kept.
 const DIRECT: u64 = 8;
 /// At most this many blocks are read ahead of a run of reads that follow one another.
-const MAX_AHEAD: u64 = 16;
+const MAX_AHEAD: u64 = 64;
 
 /// The blocks kept, most recently used last, and how far reads run ahead.
 #[derive(Debug, Default)]
@@ -61,23 +59,7 @@ impl ServerFile {
     fn fetch(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
         let (id, generation) = (self.id, self.generation);
         let (s, e) = (start as i64, end as i64);
-        let got = self
-            .store
-            .read(|c| {
-                let rows = c.query_typed(
-                    "SELECT substring(l.bytes FROM (greatest(l.off, $3) - l.off + 1)::int \
-                                      FOR (least(l.off + length(l.bytes), $4) - greatest(l.off, $3))::int) \
-                     FROM arbor.lines l JOIN arbor.sessions s ON s.id = l.session AND s.generation = $2 \
-                     WHERE l.session = $1 \
-                       AND l.off >= coalesce((SELECT max(off) FROM arbor.lines WHERE session = $1 AND off <= $3), 0) \
-                       AND l.off < $4 \
-                     ORDER BY l.off",
-                    &[(&id, Type::INT8), (&generation, Type::INT8), (&s, Type::INT8), (&e, Type::INT8)],
-                )?;
-                Ok(rows.iter().map(|r| r.get::<_, Vec<u8>>(0)).collect::<Vec<_>>())
-            })
-            .map_err(io::Error::other)?;
-        let bytes: Vec<u8> = got.concat();
+        let bytes = self.store.read(|c| read_range(c, id, generation, s, e)).map_err(io::Error::other)?;
         if bytes.len() as u64 != end - start {
             return Err(io::Error::other(format!(
                 "session {id} changed on the server while it was read (replaced whole): open it again"
@@ -90,13 +72,14 @@ impl ServerFile {
     /// reads that follow one another, a growing number of blocks ahead).
     fn ensure(&self, b: &mut Blocks, first: u64, last: u64) -> io::Result<()> {
         let blocks_in_file = self.len.div_ceil(BLOCK);
-        b.ahead = if first == b.next || first + 1 == b.next { (b.ahead * 2).clamp(1, MAX_AHEAD) } else { 0 };
         let mut i = first;
         while i <= last {
             if b.kept.iter().any(|(k, _)| *k == i) {
                 i += 1;
                 continue;
             }
+            // Reads that go on where the last fetch ended read further ahead each time.
+            b.ahead = if i == b.next { (b.ahead * 2).clamp(1, MAX_AHEAD) } else { 0 };
             let mut end = i;
             while end < last && !b.kept.iter().any(|(k, _)| *k == end + 1) {
                 end += 1;

@@ -69,6 +69,19 @@ fn unlock_shows_a_frozen_writer_and_frees_its_session_with_force() {
     let refused = run(&db.url, dir.path(), &["label", "fe01ce2a", "4f487dd5", "after"]);
     assert!(stderr(&refused).contains(&format!("(pid {} on ", chat.id())), "{}", stderr(&refused));
 
+    // A pull of a session a writer holds is refused, naming it, unless --allow-live.
+    let into = dir.path().join("pulled");
+    let o = run(&db.url, dir.path(), &["pull", "fe01ce2a", "--to", into.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(&format!("open for writing by another process (pid {} on ", chat.id())),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--allow-live") && !into.join(DEMO).exists(), "{}", stderr(&o));
+    let o = run(&db.url, dir.path(), &["pull", "fe01ce2a", "--allow-live", "--to", into.to_str().unwrap()]);
+    assert!(o.status.success() && into.join(DEMO).exists(), "{}", stderr(&o));
+
     // Without a terminal and without --force: shown, not ended.
     let o = run(&db.url, dir.path(), &["unlock", DEMO]);
     assert_eq!(o.status.code(), Some(1));
