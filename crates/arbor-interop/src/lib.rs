@@ -30,5 +30,6 @@ pub use diff::{diff, Diff, Side};
 pub use error::InteropError;
 pub use export::{export_html, export_jsonl, export_markdown, Scope};
 pub use import::{
-    import_transcripts, sources, Format, ImportOptions, ImportReport, Outcome, SessionReport, SkippedLine, SOURCE_KEY,
+    import_transcripts, read_transcript, sources, Format, ImportOptions, ImportReport, InPlace, Outcome, SessionReport,
+    SkippedLine, Transcript, SOURCE_KEY,
 };

@@ -4,7 +4,8 @@
 //! What it owns: where the fixtures are ([`fixtures`], [`jsonl_under`]), the
 //! oracle's recorded outputs ([`oracle`]), deterministic session options
 //! ([`deterministic_options`]), pi's messages ([`assistant_reply`]),
-//! generated sessions ([`write_big_session`]),
+//! generated sessions ([`write_big_session`]), an OpenCode storage folder
+//! ([`opencode::write_storage`]),
 //! snapshots of a directory ([`DirSnapshot`]) and a small deterministic
 //! generator ([`Rng`]). What it promises: nothing outside tests. It is a
 //! dev-dependency only; `cargo xtask tidy` refuses it as a normal dependency
@@ -17,6 +18,7 @@
 
 mod files;
 mod messages;
+pub mod opencode;
 pub mod oracle;
 pub mod pg;
 mod rng;

@@ -37,6 +37,11 @@ pub const ALLOWED: &[(&str, &[&str], &str)] = &[
         "Codex's payload type `message` and its roles, in Codex's own JSON",
     ),
     (
+        "crates/arbor-interop/src/import/opencode.rs",
+        &["message", "user", "assistant", "compaction"],
+        "OpenCode's storage: its `message/` folder, its message roles and its part types",
+    ),
+    (
         "crates/arbor-agent/src/model/anthropic.rs",
         &["user", "assistant"],
         "the Anthropic Messages API's roles in the request body it sends",
@@ -47,6 +52,7 @@ pub const ALLOWED: &[(&str, &[&str], &str)] = &[
         "the Chat Completions API's roles in the request body it sends",
     ),
     ("crates/arbor-agent/src/model/http.rs", &["message"], "an API error body's `message` field"),
+    ("crates/arbor-usage/src/opencode.rs", &["message"], "OpenCode's storage folder `message/`"),
     ("crates/arbor-pg/src/conninfo.rs", &["user"], "libpq's connection parameter `user` (the database role)"),
     ("crates/arbor-pg/src/settings.rs", &["user"], "libpq's connection parameter `user` (the database role)"),
     ("crates/arbor-cli/src/ui/chat/commands.rs", &["label"], "the chat's `/label` command word"),

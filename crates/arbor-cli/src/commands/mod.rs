@@ -43,6 +43,7 @@ mod tail;
 mod tree;
 mod tui;
 mod unlock;
+mod usage;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -86,6 +87,7 @@ enum Command {
     Push(push::Args),
     Pull(pull::Args),
     Unlock(unlock::Args),
+    Usage(usage::Args),
     Completions(completions::Args),
 }
 
@@ -116,6 +118,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
         Command::Unlock(args) => unlock::run(args, g, out),
+        Command::Usage(args) => usage::run(args, g, out),
         Command::Completions(args) => completions::run(args, g, out),
     }
 }
