@@ -37,6 +37,18 @@ pub enum LogError {
         /// What Arbor keeps there ("write lock", …).
         what: &'static str,
     },
+    /// A file where Arbor keeps one of its own (the write lock) that is not
+    /// one Arbor made: another name of some other file (a hard link), another
+    /// user's file, or content that is no lock record. Nothing was written to it.
+    #[error("{}: not Arbor's {what} ({why}); Arbor never writes into it (remove it and try again)", path.display())]
+    NotOurs {
+        /// The file.
+        path: PathBuf,
+        /// What Arbor keeps there ("write lock", …).
+        what: &'static str,
+        /// Why it is not Arbor's.
+        why: String,
+    },
     /// A file its owner may not write: nothing was changed.
     #[error("{}: the file is read-only (mode {mode:04o}); nothing was written (make it writable, e.g. `chmod u+w`, to change it)", path.display())]
     ReadOnly {

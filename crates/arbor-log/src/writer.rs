@@ -241,6 +241,32 @@ pub fn atomic_write_file(
     Ok(())
 }
 
+/// Creates the new file `path` holding `bytes`, exclusively and whole: the
+/// bytes go to a temporary file in the same directory (fsynced), which then
+/// takes the name only if nothing is there (not even a link, which is never
+/// followed); else an `AlreadyExists` error and nothing changed. For files
+/// whose name others can guess (an import's output).
+pub fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| LogError::io(&dir, e))?;
+    if let Some(p) = default_permissions() {
+        tmp.as_file().set_permissions(p).map_err(|e| LogError::io(path, e))?;
+    }
+    tmp.as_file_mut().write_all(bytes).map_err(|e| LogError::io(path, e))?;
+    tmp.as_file().sync_all().map_err(|e| LogError::io(path, e))?;
+    tmp.persist_noclobber(path).map_err(|e| LogError::io(path, e.error))?;
+    sync_dir(&dir).map_err(|e| LogError::io(&dir, e))?;
+    Ok(())
+}
+
 fn default_permissions() -> Option<fs::Permissions> {
     #[cfg(unix)]
     {
