@@ -57,6 +57,14 @@ pub enum LogError {
         /// Its permission bits.
         mode: u32,
     },
+    /// A file with other names (hard links) that a rewrite would split from them.
+    #[error("{}: the file has {names} names (hard links); replacing it would leave the others on the old content, so nothing was written (copy it with `cp` and work on the copy, or remove the other names)", path.display())]
+    HardLinked {
+        /// The file.
+        path: PathBuf,
+        /// How many names it has.
+        names: u64,
+    },
     /// A value could not be encoded (never happens for values read from JSON).
     #[error("cannot encode entry: {0}")]
     Encode(#[from] serde_json::Error),

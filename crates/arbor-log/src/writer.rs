@@ -180,7 +180,11 @@ pub fn side_file(path: &Path, what: &str) -> PathBuf {
 /// name. A side file that cannot be written whole is removed.
 pub fn write_side(path: &Path, what: &str, from: &mut dyn Read) -> Result<PathBuf, LogError> {
     let side = side_file(path, what);
+    let owner = fs::metadata(path).ok();
     let written = create_side(&side).and_then(|mut f| {
+        if let Some(m) = &owner {
+            keep_owner(&f, m);
+        }
         std::io::copy(from, &mut f)?;
         f.sync_all()
     });
@@ -192,6 +196,43 @@ pub fn write_side(path: &Path, what: &str, from: &mut dyn Read) -> Result<PathBu
         return Err(LogError::io(&side, e));
     }
     Ok(side)
+}
+
+/// Gives `file` the owner and group of `like` (the file it stands in for or
+/// beside): only root may give a file away, so for others this keeps the
+/// group at most, and a refusal leaves the file as it is (their own).
+pub fn keep_owner(file: &File, like: &fs::Metadata) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(now) = file.metadata() else { return };
+        if (now.uid(), now.gid()) == (like.uid(), like.gid()) {
+            return;
+        }
+        if std::os::unix::fs::fchown(file, Some(like.uid()), Some(like.gid())).is_err() {
+            let _ = std::os::unix::fs::fchown(file, None, Some(like.gid()));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, like);
+}
+
+/// Refuses to replace `path` (links followed) when the file has other names
+/// (hard links): a rename would leave them on the old content, and what is
+/// written through them later would be lost to this name.
+pub fn ensure_one_name(path: &Path) -> Result<(), LogError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = fs::metadata(path) {
+            if m.nlink() > 1 {
+                return Err(LogError::HardLinked { path: path.to_owned(), names: m.nlink() });
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// Copies `path` to a side file `FILE.<what>-<ms>` (see [`write_side`]) and returns its name.
@@ -226,12 +267,14 @@ pub fn atomic_write_file(
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| LogError::io(&dir, e))?;
-    // Keep the permissions of the file being replaced (a new file gets 0644, not tempfile's 0600).
-    let perms = match fs::metadata(path) {
-        Ok(m) => Some(m.permissions()),
-        Err(_) => default_permissions(),
-    };
-    if let Some(p) = perms {
+    // Keep the owner, group and permissions of the file being replaced (a
+    // new file gets 0644, not tempfile's 0600): root rewriting a user's
+    // session leaves it the user's.
+    let old = fs::metadata(path).ok();
+    if let Some(m) = &old {
+        keep_owner(tmp.as_file(), m);
+    }
+    if let Some(p) = old.map(|m| m.permissions()).or_else(default_permissions) {
         tmp.as_file().set_permissions(p).map_err(|e| LogError::io(path, e))?;
     }
     write(tmp.as_file_mut()).map_err(|e| LogError::io(path, e))?;

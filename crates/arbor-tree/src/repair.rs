@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use arbor_log::files::{ensure_writable, is_link, resolve};
-use arbor_log::writer::{backup_copy, write_side};
+use arbor_log::writer::{backup_copy, ensure_one_name, write_side};
 use arbor_log::{atomic_write, LineKind, LogLine, SeededIds, SessionLog};
 
 use crate::check::pass::{read_pass, Rejection};
@@ -95,6 +95,8 @@ fn repair_with_log(path: &Path, target: &Path, write: bool) -> Result<RepairRepo
     if clean || !write {
         return Ok(out);
     }
+    // A rename gives this name the repaired file and leaves every other name of it on the old one.
+    ensure_one_name(target)?;
     let backup = backup_copy(target, "backup")?;
     if !rejected.is_empty() {
         out.rejected_file = Some(write_side(target, "rejected", &mut &rejected[..])?);

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use arbor_log::files::{ensure_writable, is_link, open_read, resolve};
 use arbor_log::scan::ReadAt;
-use arbor_log::writer::backup_copy;
+use arbor_log::writer::{backup_copy, ensure_one_name};
 use arbor_log::{atomic_write, Appender, Durability, LogError, TailRepair};
 
 use crate::error::{LockHolder, TreeError};
@@ -184,6 +184,7 @@ impl Store for FileStore {
         // Through a link, the file it names is replaced (the link stays a link).
         let target = resolve(path)?;
         ensure_writable(&target)?;
+        ensure_one_name(&target)?;
         Ok(atomic_write(&target, |w| w.write_all(bytes))?)
     }
 
