@@ -156,7 +156,11 @@ fn sort_lines(log: &SessionLog, actions: &mut Vec<String>) -> Result<Sorted, Tre
                 LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
                 _ => continue,
             };
-            arbor_log::json::to_vec(v).map_err(arbor_log::LogError::from)?
+            // Written into its line: what the migration did not change keeps its bytes.
+            match arbor_log::json::splice(l.raw(), v) {
+                Some(text) => text,
+                None => arbor_log::json::to_vec(v).map_err(arbor_log::LogError::from)?,
+            }
         } else {
             l.raw().to_vec()
         };

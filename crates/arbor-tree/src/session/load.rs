@@ -198,6 +198,7 @@ impl Session {
         }
         self.cwd = header.cwd.clone().unwrap_or_default();
         self.header = header;
+        self.header_text = prefix.header_text().map(String::into_boxed_str);
         self.migration = report;
         self.diagnostics = diagnostics;
         self.state.source = Some(src);

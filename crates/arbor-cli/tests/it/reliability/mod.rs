@@ -11,6 +11,7 @@ mod links;
 mod locks;
 mod memory;
 mod model_limits;
+mod numbers;
 mod ownership;
 mod planted;
 mod stale_index;
