@@ -10,7 +10,11 @@
 //! at least [`MIN_INDEXED_BYTES`]), and read only when the file's size,
 //! modification time, status change time (which an edit in place changes
 //! even when it puts the modification time back) and a checksum of its
-//! first and last 64 KiB match the ones recorded. Each line copied from the
+//! first and last 64 KiB match the ones recorded. An index of a file that
+//! has grown since answers for the bytes it covers only when they are still
+//! the bytes it was made from: the content hash of every covered byte
+//! ([`content_hash`], xxh3 over 1 MiB blocks on all cores) is checked, so an
+//! append never vouches for an edit before it. Each line copied from the
 //! file on the index's word is checked too (the session's `slot.rs`). A
 //! missing, stale, truncated or corrupt index is ignored (and rewritten after
 //! the scan); an unwritable cache directory means no index. Reading or
@@ -28,8 +32,8 @@
 //! of a file that only grew since still answers for what it covers, and is
 //! extended by what was appended (`extend.rs`).
 //!
-//! Layout (little-endian): `ARBORIX6`, size u64, mtime ns i128, ctime ns
-//! i128, checksum u64, header bytes u64, entry count n u64, strings length
+//! Layout (little-endian): `ARBORIX7`, size u64, mtime ns i128, ctime ns
+//! i128, checksum u64, content u64 (see below), header bytes u64, entry count n u64, strings length
 //! u64, id row count r u64; then the columns: n resolved parents (u32
 //! position of the earlier entry the parent id resolves to, or `u32::MAX`), n
 //! kinds (type u8: its position in [`EntryType::ALL`] or 255 for a name in
@@ -69,7 +73,7 @@ const INDEX_EXTENSION: &str = "arbor-index";
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX6";
+const MAGIC: &[u8; 8] = b"ARBORIX7";
 
 const NAMED_STRING: u8 = 255;
 const NO_ROLE: u8 = 254;
@@ -141,6 +145,60 @@ pub(crate) fn checksum(src: &dyn ReadAt, size: u64) -> std::io::Result<u64> {
     let tail = read_exact_at(src, tail_start, (size - tail_start) as usize)?;
     h.feed(&tail);
     Ok(h.0)
+}
+
+/// Bytes hashed at once by [`content_hash`], each block on its own.
+const CONTENT_BLOCK: u64 = 1 << 20;
+
+/// A hash of the first `len` bytes of `src`, never 0 (0 says "not known"):
+/// xxh3 of each 1 MiB block, read and hashed on all cores, then xxh3 of
+/// the blocks' hashes in order. What stands for the bytes an index covers
+/// when the file has grown since (its times changed with the append).
+pub(crate) fn content_hash(src: &dyn ReadAt, len: u64) -> std::io::Result<u64> {
+    let blocks = len.div_ceil(CONTENT_BLOCK) as usize;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8).min(blocks.max(1));
+    let share = blocks.div_ceil(threads.max(1)).max(1);
+    let hash_share = |first: usize| -> std::io::Result<Vec<u64>> {
+        let mut buf = vec![0u8; CONTENT_BLOCK as usize];
+        let mut out = vec![];
+        for b in first..(first + share).min(blocks) {
+            let at = b as u64 * CONTENT_BLOCK;
+            let want = (len - at).min(CONTENT_BLOCK) as usize;
+            let mut got = 0;
+            while got < want {
+                match src.read_at(&mut buf[got..want], at + got as u64)? {
+                    0 => return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file is shorter")),
+                    n => got += n,
+                }
+            }
+            out.push(xxhash_rust::xxh3::xxh3_64(&buf[..want]));
+        }
+        Ok(out)
+    };
+    let parts: Vec<std::io::Result<Vec<u64>>> = if threads < 2 {
+        vec![hash_share(0)]
+    } else {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..blocks).step_by(share).map(|first| sc.spawn(move || hash_share(first))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("a hash thread failed"))))
+                .collect()
+        })
+    };
+    let mut all = Vec::with_capacity(blocks * 8 + 8);
+    all.extend_from_slice(&len.to_le_bytes());
+    for part in parts {
+        for h in part? {
+            all.extend_from_slice(&h.to_le_bytes());
+        }
+    }
+    Ok(xxhash_rust::xxh3::xxh3_64(&all).max(1))
+}
+
+/// The content hash an index's fixed part records (0: not known).
+pub(crate) fn content_of(fixed: &[u8]) -> u64 {
+    fixed.get(CONTENT_AT..CONTENT_AT + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
 }
 
 /// Where one session file's index lives, and the stamp it must carry.
@@ -228,8 +286,10 @@ pub(crate) fn private_index(
     LazyIndex::open(Box::new(file), stamp)
 }
 
-/// Bytes before the columns: magic, stamp, header bytes, entry count, strings length, id rows.
-const FIXED: u64 = 88;
+/// Bytes before the columns: magic, stamp, content hash, header bytes, entry count, strings length, id rows.
+const FIXED: u64 = 96;
+/// Where the content hash is in the fixed part.
+const CONTENT_AT: usize = 56;
 /// Bytes of one entry's fixed record.
 const RECORD: usize = 32;
 /// Bytes per entry in the columns and the records.
@@ -242,8 +302,8 @@ const PER_ENTRY: u64 = 4 + 2 + RECORD as u64;
 pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
     let mut cols = Columns::of(&index.entries, 0, 0)?;
     cols.rows.sort_unstable();
-    let head =
-        fixed(stamp, index.header_bytes, index.entries.len() as u64, cols.strings.len() as u64, cols.rows.len() as u64);
+    let (n, strings, rows) = (index.entries.len() as u64, cols.strings.len() as u64, cols.rows.len() as u64);
+    let head = fixed(stamp, 0, index.header_bytes, n, strings, rows);
     let mut out = Vec::with_capacity(
         head.len()
             + cols.parents.len()
@@ -262,14 +322,17 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The fixed part of an index: magic, stamp, header bytes, entry count, strings length, id rows.
-pub(crate) fn fixed(stamp: Stamp, header_bytes: u64, n: u64, strings_len: u64, rows: u64) -> Vec<u8> {
+/// The fixed part of an index: magic, stamp, content hash ([`content_hash`]
+/// of the `stamp.size` bytes indexed; 0 when not known), header bytes, entry
+/// count, strings length, id rows.
+pub(crate) fn fixed(stamp: Stamp, content: u64, header_bytes: u64, n: u64, strings_len: u64, rows: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(FIXED as usize);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&stamp.size.to_le_bytes());
     out.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
     out.extend_from_slice(&stamp.changed_ns.to_le_bytes());
     out.extend_from_slice(&stamp.checksum.to_le_bytes());
+    out.extend_from_slice(&content.to_le_bytes());
     out.extend_from_slice(&header_bytes.to_le_bytes());
     out.extend_from_slice(&n.to_le_bytes());
     out.extend_from_slice(&strings_len.to_le_bytes());
@@ -468,7 +531,7 @@ impl LazyIndex {
         if stamp_of(&fixed) != Some(stamp) {
             return None;
         }
-        let mut c = Cursor(&fixed[56..]);
+        let mut c = Cursor(fixed.get(CONTENT_AT + 8..)?);
         let (header_bytes, n, strings_len, rows) = (c.u64()?, c.u64()?, c.u64()?, c.u64()?);
         let expected = n
             .checked_mul(PER_ENTRY)?
