@@ -87,6 +87,16 @@ pub fn open_read(path: &Path) -> Result<File, LogError> {
     Ok(file)
 }
 
+/// `file` (opened by [`open_read`]) as a reader of at most the bytes it
+/// holds now: a file that grows while it is read is read as it was, and a
+/// "regular" file whose size says 0 but whose reads never end (a kernel
+/// file such as `/proc/self/pagemap`) reads as empty instead of filling
+/// memory.
+pub fn bounded(file: File, path: &Path) -> Result<std::io::Take<File>, LogError> {
+    let len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+    Ok(std::io::Read::take(file, len))
+}
+
 /// Creates the new file `path` beside a session, exclusively: a file or a
 /// link of that name (even a dangling one) is an error, never followed. It
 /// is readable by its owner only (it may hold a private session's lines).

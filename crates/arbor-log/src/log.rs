@@ -133,7 +133,7 @@ impl SessionLog {
 
     /// Reads a log from a file. Reading never modifies the file.
     pub fn read_path(path: &Path) -> Result<SessionLog, LogError> {
-        let file = crate::files::open_read(path)?;
+        let file = crate::files::bounded(crate::files::open_read(path)?, path)?;
         SessionLog::read(file).map_err(|e| LogError::io(path, e))
     }
 

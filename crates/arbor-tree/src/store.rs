@@ -133,7 +133,9 @@ impl Store for FileStore {
                 if offset > 0 {
                     f.seek(SeekFrom::Start(offset)).map_err(|e| TreeError::io(path, e))?;
                 }
-                Ok(Some(Box::new(f)))
+                // No more than the file holds now (a kernel file that says 0 and never ends reads as empty).
+                let len = f.metadata().map_err(|e| TreeError::io(path, e))?.len();
+                Ok(Some(Box::new(f.take(len.saturating_sub(offset)))))
             }
             None => Ok(None),
         }
