@@ -179,14 +179,24 @@ pub fn side_file(path: &Path, what: &str) -> PathBuf {
 /// (created exclusively, never through a link) and fsyncs it; returns its
 /// name. A side file that cannot be written whole is removed.
 pub fn write_side(path: &Path, what: &str, from: &mut dyn Read) -> Result<PathBuf, LogError> {
+    write_side_by(path, what, &mut |w| std::io::copy(from, w).map(|_| ()))
+}
+
+/// [`write_side`] with the bytes written by `write` (through a buffer).
+pub fn write_side_by(
+    path: &Path,
+    what: &str,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<PathBuf, LogError> {
     let side = side_file(path, what);
     let owner = fs::metadata(path).ok();
-    let written = create_side(&side).and_then(|mut f| {
+    let written = create_side(&side).and_then(|f| {
         if let Some(m) = &owner {
             keep_owner(&f, m);
         }
-        std::io::copy(from, &mut f)?;
-        f.sync_all()
+        let mut w = std::io::BufWriter::new(f);
+        write(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
     });
     if let Err(e) = written {
         // Only a file this call created is removed (create_side refuses any other).
