@@ -305,3 +305,30 @@ fn repair_write_streams_the_file_and_holds_a_few_integers_per_entry() {
     eprintln!("arbor repair --write: +{growth} KB for +{grown_kb} KB of file ({ratio:.2}x); {sizes:?}");
     assert!(ratio <= 0.3, "repair --write grows by {ratio:.2}x the file");
 }
+
+#[test]
+fn diff_holds_the_paths_positions_not_their_entries() {
+    if !can_measure() {
+        return;
+    }
+    // The first entry against the last: one side adds the whole chain
+    // (item 1 of issue #38; before, both paths' entries were decoded and
+    // kept and each side's whole context built: 6.6 GB on a 1M chain).
+    let d = tempfile::tempdir().unwrap();
+    let cache = d.path().join("cache");
+    let pad = "lorem ipsum dolor sit amet ".repeat(10);
+    let mut sizes = vec![];
+    for n in [20_000, 40_000] {
+        let file = d.path().join(format!("{n}.jsonl"));
+        let len = write_chain(&file, n, chat(&pad));
+        let last = format!("{n:08x}");
+        let args = ["diff", file.to_str().unwrap(), "00000001", &last];
+        let run = || peak_of(arbor_under_time(&args).env("ARBOR_CACHE_DIR", &cache), &args);
+        run();
+        sizes.push((len, run().min(run())));
+    }
+    let (grown_kb, growth) = ((sizes[1].0 - sizes[0].0) / 1024, sizes[1].1.saturating_sub(sizes[0].1));
+    let ratio = growth as f64 / grown_kb as f64;
+    eprintln!("arbor diff: +{growth} KB for +{grown_kb} KB of file ({ratio:.2}x); {sizes:?}");
+    assert!(ratio <= 0.3, "diff grows by {ratio:.2}x the file");
+}

@@ -10,6 +10,7 @@ mod hostile;
 mod links;
 mod locks;
 mod memory;
+mod memory_table;
 mod model_limits;
 mod numbers;
 mod ownership;
