@@ -48,16 +48,7 @@ pub(crate) fn lines_starting_in(
             // One line longer than the buffer: grow.
             buf.resize(buf.len() * 2, 0);
         }
-        let room = buf.len() - filled;
-        let left = usize::try_from(len.saturating_sub(pos)).unwrap_or(usize::MAX);
-        // Past the range, the line that straddles its end is finished in
-        // reads that grow with it (a 200 MB line is not 12,800 reads).
-        let want = if pos < to {
-            room.min(usize::try_from(to - pos).unwrap_or(usize::MAX))
-        } else {
-            room.min(TAIL.max(filled))
-        };
-        let want = want.min(left);
+        let want = read_len(buf.len() - filled, filled, pos, to, len);
         let n = if want == 0 { 0 } else { read_some(src, &mut buf[filled..filled + want], pos)? };
         let eof = n == 0;
         filled += n;
@@ -106,6 +97,18 @@ pub(crate) fn lines_starting_in(
         searched = filled;
         base = at;
     }
+}
+
+/// How much the next read at `pos` takes: the room left in the buffer
+/// (`room`, with `filled` bytes held), up to the range's end `to` while in
+/// it, and never past `len`. Past the range, the line that straddles its
+/// end is finished in reads that grow with it (a 200 MB line is not 12,800
+/// reads of 16 KiB).
+fn read_len(room: usize, filled: usize, pos: u64, to: u64, len: u64) -> usize {
+    let left = usize::try_from(len.saturating_sub(pos)).unwrap_or(usize::MAX);
+    let want =
+        if pos < to { room.min(usize::try_from(to - pos).unwrap_or(usize::MAX)) } else { room.min(TAIL.max(filled)) };
+    want.min(left)
 }
 
 /// One positioned read, retried when interrupted.
