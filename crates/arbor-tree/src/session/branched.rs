@@ -46,6 +46,7 @@ impl Session {
         let parent_session =
             if self.persist { self.file.as_ref().map(|f| f.to_string_lossy().into_owned()) } else { None };
         self.header = SessionHeader::new(new_id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
+        self.header_text = None;
         self.clear();
         for (entry, json, line, js_only) in kept {
             self.push_slot(entry, json, line, js_only);

@@ -143,6 +143,7 @@ impl Session {
             }
         }
         self.migration = report;
+        self.header_text = log.header_text().map(String::into_boxed_str);
         if log.is_dirty() {
             // The rewrite on the first write needs the log as read (junk lines included).
             let (entries, diags) = log.clone().into_entries();
@@ -194,6 +195,7 @@ impl Session {
         let id = id.unwrap_or_else(|| self.next_session_id());
         let timestamp = self.now_iso();
         self.header = SessionHeader::new(id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
+        self.header_text = None;
         self.clear();
         (id, timestamp)
     }
