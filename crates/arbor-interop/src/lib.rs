@@ -28,7 +28,7 @@ mod import;
 
 pub use diff::{diff, Diff, Side};
 pub use error::InteropError;
-pub use export::{export_html, export_jsonl, export_markdown, Scope};
+pub use export::{export_html, export_jsonl, export_markdown, HtmlOptions, Scope};
 pub use import::{
     import_transcripts, sources, Format, ImportOptions, ImportReport, Outcome, SessionReport, SkippedLine, SOURCE_KEY,
 };
