@@ -181,10 +181,11 @@ fn first_view(s: &Session, opts: &HtmlOptions, order: &[Position], leaf: Option<
     let Some(leaf) = leaf else { return "{}".to_owned() };
     let path = s.branch_positions(s.leaf_id());
     let tail = &path[path.len().saturating_sub(FIRST_VIEW)..];
+    let wanted: std::collections::HashSet<Position> = tail.iter().copied().collect();
     let mut index: HashMap<Position, usize> = HashMap::with_capacity(tail.len());
     // The path's nodes sit at or before the leaf's in the order.
     for (i, p) in order[..=leaf].iter().enumerate().rev() {
-        if tail.contains(p) {
+        if wanted.contains(p) {
             index.insert(*p, i);
             if index.len() == tail.len() {
                 break;

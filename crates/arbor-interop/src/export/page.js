@@ -31,12 +31,17 @@
   for (n = N - 1; n >= 0; n--) if (P[n] >= 0 && end[n] > end[P[n]]) end[P[n]] = end[n];
   // Arbor's bookkeeping entries are never shown: the leaf is the entry they hang from.
   while (D.leaf >= 0 && K[D.leaf] === "K") D.leaf = P[D.leaf];
-  var leaves = 0;
+  // Each branch's totals from the root (parents come before their children).
+  var leaves = 0, isLeaf = new Uint8Array(N), sumM = new Int32Array(N), sumT = new Float64Array(N), sumC = new Float64Array(N);
   for (n = 0; n < N; n++) {
+    var up0 = P[n], x0 = X.get(n);
+    sumM[n] = (up0 >= 0 ? sumM[up0] : 0) + ("uarbsm".indexOf(K[n]) >= 0 ? 1 : 0);
+    sumT[n] = (up0 >= 0 ? sumT[up0] : 0) + (x0 && x0.u ? x0.u[0] : 0);
+    sumC[n] = (up0 >= 0 ? sumC[up0] : 0) + (x0 && x0.u ? x0.u[1] : 0);
     if (K[n] === "K") continue;
     var bare = true;
     for (var j = kidStart[n]; j < kidStart[n + 1]; j++) if (K[kids[j]] !== "K") bare = false;
-    if (bare) leaves++;
+    if (bare) { leaves++; isLeaf[n] = 1; }
   }
 
   function el(tag, cls, text) {
@@ -156,6 +161,11 @@
     if (l) d.append(el("span", "label", l));
     d.append(el("span", "role", KIND[K[n]] + (F[n] & ERROR ? " ✗" : F[n] & ABORTED ? " ⊘" : "")), el("span", "t", H[n]));
     d.title = KIND[K[n]] + " " + I[n] + ": " + H[n];
+    if (isLeaf[n]) {
+      var sum = sumM[n] + " msgs · " + tokens(sumT[n]) + " tok · " + money(sumC[n]);
+      d.append(el("span", "sum", sum));
+      d.title += " (this branch: " + sum + ")";
+    }
     return d;
   }
   function isFolded(n) { return folded.has(n); }

@@ -31,11 +31,15 @@ pub fn artifacts() -> PathBuf {
     dir
 }
 
-/// A chromedriver process, ended when dropped.
+/// A chromedriver process in a process group of its own, ended with the
+/// browser it started when dropped (also when a check fails halfway, before
+/// the session is closed: Chromium would outlive its driver otherwise).
 struct Driver(Child);
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -97,7 +101,7 @@ fn the_page_in_headless_chromium() {
 
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let _driver = Driver(
-        Command::new(chromedriver)
+        std::os::unix::process::CommandExt::process_group(&mut Command::new(chromedriver), 0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -214,6 +218,9 @@ async fn demo_page(c: &Client, page: &Path, dir: &Path) {
     assert!(in_view(c, "6a490938").await, "the leaf's message is in view at load");
     assert_eq!(count(c, ".card.leaf").await, 1);
     assert_eq!(count(c, "#tree .row.sel").await, 1);
+    // A branch's end carries the branch's totals from the root.
+    let sum = eval(c, "return document.querySelector('#tree .row.sel .sum').textContent").await;
+    assert_eq!(sum, "22 msgs · 44.3k tok · $0.0606");
     no_overlaps(c, "demo").await;
     // The abandoned branch's last entry is a row; clicking it shows its path, not the leaf's.
     let row = c.find(Locator::Css("#tree .row[title$='4f487dd5: The build fails because `regex` is not a dependency. Let me add it.'], #tree .row[title*=' 4f487dd5:']")).await.unwrap();
