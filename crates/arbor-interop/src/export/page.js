@@ -104,7 +104,12 @@
   function layout() {
     var vis = new Uint8Array(N), up = new Int32Array(N), count = new Int32Array(N), last = new Int32Array(N).fill(-1);
     for (var n = 0; n < N; n++) {
-      if (folded.has(n)) { var f = sideKidsOf(n); for (var j = 0; j < f.length; j++) for (var m = f[j]; m < end[f[j]]; m++) vis[m] = 2; }
+      if (folded.has(n)) {
+        // A side branch folds whole; a fork folds its side branches.
+        var m, f = P[n] >= 0 && lastKid(P[n]) !== n ? [] : sideKidsOf(n);
+        if (!f.length) for (m = n + 1; m < end[n]; m++) vis[m] = 2;
+        for (var j = 0; j < f.length; j++) for (m = f[j]; m < end[f[j]]; m++) vis[m] = 2;
+      }
       if (vis[n] === 2) continue;
       vis[n] = passes(n) || n === target || n === D.leaf ? 1 : 0;
     }

@@ -222,6 +222,12 @@ async fn demo_page(c: &Client, page: &Path, dir: &Path) {
     let sum = eval(c, "return document.querySelector('#tree .row.sel .sum').textContent").await;
     assert_eq!(sum, "22 msgs · 44.3k tok · $0.0606");
     no_overlaps(c, "demo").await;
+    // Folding a side branch hides what follows it on that branch, and unfolding brings it back.
+    let fold = "const r = [...document.querySelectorAll('#tree .row')].find(r => r.querySelector('.pre').textContent.endsWith('├─ ') && r.querySelector('.fold').textContent); r.querySelector('.fold').click(); return document.querySelectorAll('#tree .row').length";
+    let all = count(c, "#tree .row").await;
+    let folded = eval(c, fold).await.as_u64().unwrap() as usize;
+    assert!(folded < all, "{folded} rows of {all} after folding");
+    assert_eq!(eval(c, fold).await.as_u64().unwrap() as usize, all);
     // The abandoned branch's last entry is a row; clicking it shows its path, not the leaf's.
     let row = c.find(Locator::Css("#tree .row[title$='4f487dd5: The build fails because `regex` is not a dependency. Let me add it.'], #tree .row[title*=' 4f487dd5:']")).await.unwrap();
     row.click().await.unwrap();
