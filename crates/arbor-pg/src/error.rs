@@ -65,14 +65,16 @@ pub enum PgError {
         /// The name as given.
         name: String,
     },
-    /// A session id prefix names several sessions.
-    #[error("{server}: {name} names {} sessions ({}); give more of the id or DIR/FILE", candidates.len(), candidates.join(", "))]
+    /// A session id prefix (or a file name) names several sessions.
+    #[error("{server}: {name} names {count} sessions ({}{}); give more of the id or DIR/FILE", candidates.join(", "), more(*count, candidates.len()))]
     Ambiguous {
         /// The server's URL, without a password.
         server: String,
         /// The name as given.
         name: String,
-        /// The sessions it could mean (`DIR/FILE`).
+        /// How many sessions it names: all of them, not only those listed.
+        count: usize,
+        /// The first of them (`DIR/FILE`).
         candidates: Vec<String>,
     },
     /// A push or pull that would lose lines: nothing was written.
@@ -94,6 +96,15 @@ pub enum PgError {
         /// What the file system said.
         source: std::io::Error,
     },
+}
+
+/// `, and N more` when `count` is more than the `shown`.
+fn more(count: usize, shown: usize) -> String {
+    if count > shown {
+        format!(", and {} more", count - shown)
+    } else {
+        String::new()
+    }
 }
 
 impl PgError {

@@ -250,6 +250,59 @@ fn ls_and_search_on_the_server() {
     assert_eq!(none, "no matches\n");
 }
 
+/// `DIR/FILE` of a path printed by either backend.
+fn rel(p: &str) -> String {
+    let mut parts = p.rsplit('/');
+    let file = parts.next().unwrap_or_default();
+    format!("{}/{file}", parts.next().unwrap_or_default())
+}
+
+/// A JSON list with each object's `path` as `DIR/FILE` and the keys in `drop` left out.
+fn comparable(v: Value, drop: &[&str]) -> Value {
+    let Value::Array(items) = v else { panic!("not a list: {v}") };
+    Value::Array(
+        items
+            .into_iter()
+            .map(|mut item| {
+                let o = item.as_object_mut().unwrap();
+                let path = rel(o["path"].as_str().unwrap());
+                o.insert("path".into(), Value::String(path));
+                for k in drop {
+                    o.remove(*k);
+                }
+                item
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn files_and_the_server_answer_ls_search_and_names_alike() {
+    let Some(db) = TestDb::new("cli_same_answers") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The demo in the local sessions root (ARBOR_SESSIONS_DIR), and a copy of it on the server.
+    let file = dir.path().join("sessions").join(DEMO);
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::copy(fixtures().join("demo/demo.jsonl"), &file).unwrap();
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &db.url]));
+    let both = |args: &[&str]| [None, Some(db.url.as_str())].map(|store| parsed(arbor_at(store, dir.path(), args)));
+
+    let [local, server] = both(&["ls", "--all", "--json"]);
+    assert_eq!(comparable(local, &[]), comparable(server, &[]));
+    for query in ["regex dependency", "re:case-insens", "\"strip punctuation\"", "zebra"] {
+        let [local, server] = both(&["search", "--all", "--json", query]);
+        let (local, server) = (comparable(local, &["snippet", "marks"]), comparable(server, &["snippet", "marks"]));
+        assert_eq!(local, server, "{query}");
+        assert!(query == "zebra" || !local.as_array().unwrap().is_empty(), "{query}: no hits");
+    }
+    // The same names on both: a session id prefix, the file name, DIR/FILE.
+    for name in ["fe01ce2a", "2026-03-14T09-12-03-418Z_fe01ce2a.jsonl", DEMO] {
+        // (A name starting with `--` is taken as a flag unless after `--`.)
+        let [local, server] = both(&["path", "--json", "--", name]);
+        assert_eq!(timeless(local), timeless(server), "{name}");
+    }
+}
+
 #[test]
 fn tail_prints_an_append_from_another_process_within_a_second() {
     let Some(db) = TestDb::new("cli_tail") else { return };

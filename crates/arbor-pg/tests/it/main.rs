@@ -11,6 +11,7 @@ mod list;
 mod lock;
 mod schema;
 mod session;
+mod sessions;
 mod sync;
 
 use std::path::PathBuf;

@@ -1,0 +1,117 @@
+//! `FileSessions`: the seam's answers for a local sessions root (the same
+//! answers as the server's are checked in arbor-pg's tests, `sessions.rs`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arbor_catalog::{CatalogOptions, FileSessions};
+use arbor_tree::sessions::{
+    FollowFrom, Followed, ListRequest, NoProgress, Scope, SearchRequest, Sessions, SessionsError,
+};
+
+use crate::{append, header, message, Store};
+
+const T: i64 = 1_767_225_600_000;
+
+/// Twelve sessions of ids `cafe0000`…, and one `beef` in another cwd.
+fn root(store: &Store) -> Vec<PathBuf> {
+    let mut files = vec![];
+    for i in 0..12 {
+        let id = format!("cafe{i:04}");
+        let text = header(&id, "/p", "2026-01-01T00:00:00.000Z")
+            + &message(&format!("m{i}"), None, "user", &format!("note {i} about gears"), T + i * 1000);
+        files.push(store.write("/p", &format!("s{i:02}_{id}"), &text));
+    }
+    let text = header("beef", "/q", "2026-01-01T00:00:00.000Z") + &message("b1", None, "user", "cogs", T + 50_000);
+    files.push(store.write("/q", "s99_beef", &text));
+    files
+}
+
+fn on_disk(store: &Store) -> FileSessions {
+    FileSessions::new(store.root()).with_catalog(CatalogOptions { cache_dir: Some(store.cache()), threads: 2 })
+}
+
+#[test]
+fn names_paths_files_and_id_prefixes_and_ambiguity_counted_in_full() {
+    let store = Store::new();
+    let files = root(&store);
+    let s = FileSessions::new(store.root());
+    let beef = files.last().unwrap().clone();
+    // A path that is there, as given; DIR/FILE under the root; a file name; an id; a prefix.
+    assert_eq!(s.resolve(&beef.to_string_lossy()).unwrap(), beef);
+    assert_eq!(s.resolve("--q--/s99_beef.jsonl").unwrap(), beef);
+    assert_eq!(s.resolve("s99_beef.jsonl").unwrap(), beef);
+    assert_eq!(s.resolve("beef").unwrap(), beef);
+    assert_eq!(s.resolve("be").unwrap(), beef);
+    assert_eq!(s.resolve("cafe0007").unwrap(), files[7]);
+    // 12 sessions begin with "cafe": all counted, 8 named.
+    let e = s.resolve("cafe").unwrap_err();
+    let SessionsError::Ambiguous { count, candidates, .. } = &e else { panic!("{e}") };
+    assert_eq!((*count, candidates.len()), (12, 8));
+    assert!(e.to_string().contains("names 12 sessions") && e.to_string().contains("and 4 more"), "{e}");
+    // Ids compare byte for byte (SQLite's LIKE would not).
+    assert!(matches!(s.resolve("CAFE0007"), Err(SessionsError::NotFound { .. })));
+    let e = s.resolve("dead").unwrap_err();
+    assert_eq!(e.to_string(), format!("{}: no session dead", store.root().display()));
+    // A path or a file name that is not there stays a path (for a new session; opening says the rest).
+    assert_eq!(s.resolve("new.jsonl").unwrap(), Path::new("new.jsonl"));
+    assert_eq!(s.resolve("/nowhere/x.jsonl").unwrap(), Path::new("/nowhere/x.jsonl"));
+}
+
+#[test]
+fn listing_search_and_the_index_brought_up_to_date() {
+    let store = Store::new();
+    let files = root(&store);
+    let s: Arc<dyn Sessions> = Arc::new(on_disk(&store));
+    let all = s.listing(&ListRequest::new(Scope::All), &NoProgress).unwrap();
+    assert_eq!(all.len(), 13);
+    assert_eq!(all[0].id, "beef", "newest first");
+    assert!(all.iter().all(|i| i.all_messages_text.is_empty()));
+    let texts = s.listing(&ListRequest::new(Scope::cwd("/q")).with_text(), &NoProgress).unwrap();
+    assert_eq!(texts.iter().map(|i| i.all_messages_text.as_str()).collect::<Vec<_>>(), ["cogs"]);
+
+    let hits = s.search(&SearchRequest::new("gears", Scope::cwd("/p")).limit(3), &NoProgress).unwrap();
+    assert_eq!(hits.iter().map(|h| h.entry_id.as_str()).collect::<Vec<_>>(), ["m11", "m10", "m9"]);
+    let e = s.search(&SearchRequest::new("re:(", Scope::All), &NoProgress).unwrap_err();
+    assert!(matches!(e, SessionsError::Query(_)), "{e}");
+
+    // As the index stands: an append is found once the index is brought up to date (from another thread).
+    append(&files[0], &message("late", Some("m0"), "assistant", "sprockets", T + 90_000));
+    let as_is = SearchRequest::new("sprockets", Scope::All).as_is();
+    assert!(s.search(&as_is, &NoProgress).unwrap().is_empty());
+    let other = s.clone();
+    std::thread::spawn(move || other.update_index(&Scope::All, &NoProgress).unwrap()).join().unwrap();
+    assert_eq!(s.search(&as_is, &NoProgress).unwrap().len(), 1);
+    assert!(s.take_warnings().is_empty());
+}
+
+#[test]
+fn in_memory_by_default_and_nothing_written_anywhere() {
+    let store = Store::new();
+    root(&store);
+    let s = FileSessions::new(store.root());
+    // With the catalog in memory, a search as the index stands still finds what is there.
+    let hits = s.search(&SearchRequest::new("cogs", Scope::All).as_is(), &NoProgress).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(!store.cache().exists());
+    let opts = s.session_options();
+    assert_eq!(opts.sessions_root.as_deref(), Some(store.root().as_path()));
+}
+
+#[test]
+fn follows_a_file_and_says_where_a_new_session_goes() {
+    let store = Store::new();
+    let files = root(&store);
+    let s = FileSessions::new(store.root());
+    let (mut f, now) = s.follow(&files[1], FollowFrom::End).unwrap();
+    assert!(now.is_empty());
+    let line = message("x", Some("m1"), "assistant", "more", T + 99_000);
+    append(&files[1], &line);
+    assert_eq!(f.wait(std::time::Duration::from_secs(5)).unwrap(), Followed::Lines(line.into_bytes()));
+    assert!(s.follow(&store.root().join("missing.jsonl"), FollowFrom::Start).is_err());
+    assert_eq!(s.import_into("/home/me", "a.jsonl").unwrap(), store.root().join("--home-me--").join("a.jsonl"));
+    let e = s.import_into("/home/me", "../../etc/passwd").unwrap_err();
+    assert!(matches!(e, SessionsError::BadName { .. }), "{e}");
+    assert!(fs::read_dir(store.root()).unwrap().count() == 2, "nothing created");
+}
