@@ -86,17 +86,60 @@ fn listing_search_and_the_index_brought_up_to_date() {
     assert!(s.take_warnings().is_empty());
 }
 
+/// Set in the child process of the test below: the sessions root it reads.
+const CHILD: &str = "ARBOR_TEST_CATALOG_DEFAULTS_CHILD";
+
 #[test]
 fn in_memory_by_default_and_nothing_written_anywhere() {
+    if let Some(root) = std::env::var_os(CHILD) {
+        let s = FileSessions::new(PathBuf::from(root));
+        assert_eq!(s.listing(&ListRequest::new(Scope::All).with_text(), &NoProgress).unwrap().len(), 13);
+        // With the catalog in memory, a search as the index stands still finds what is there.
+        let hits = s.search(&SearchRequest::new("cogs", Scope::All).as_is(), &NoProgress).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(s.resolve("beef").unwrap(), hits[0].path);
+        assert!(s.take_warnings().is_empty());
+        return;
+    }
     let store = Store::new();
     root(&store);
-    let s = FileSessions::new(store.root());
-    // With the catalog in memory, a search as the index stands still finds what is there.
-    let hits = s.search(&SearchRequest::new("cogs", Scope::All).as_is(), &NoProgress).unwrap();
-    assert_eq!(hits.len(), 1);
-    assert!(!store.cache().exists());
-    let opts = s.session_options();
+    let before = everything_under(&store.root());
+    let names = ["home", "xdg-cache", "arbor-cache"];
+    let at = |n: &str| store.dir.path().join(n);
+    for n in names {
+        fs::create_dir_all(at(n)).unwrap();
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "sessions::in_memory_by_default_and_nothing_written_anywhere", "--nocapture"])
+        .env(CHILD, store.root())
+        .env("HOME", at("home"))
+        .env("XDG_CACHE_HOME", at("xdg-cache"))
+        .env("ARBOR_CACHE_DIR", at("arbor-cache"))
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    for n in names {
+        assert!(everything_under(&at(n)).is_empty(), "{n}: {:?}", everything_under(&at(n)));
+    }
+    assert_eq!(everything_under(&store.root()), before, "nothing beside the sessions");
+    let opts = FileSessions::new(store.root()).session_options();
     assert_eq!(opts.sessions_root.as_deref(), Some(store.root().as_path()));
+    assert_eq!(opts.index_dir, None);
+}
+
+/// Every path under `dir`, sorted.
+fn everything_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(everything_under(&p));
+        }
+        out.push(p);
+    }
+    out.sort();
+    out
 }
 
 #[test]

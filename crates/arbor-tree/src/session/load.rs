@@ -81,7 +81,8 @@ impl Session {
             let write = |file: &mut std::fs::File| self.write_index(file, stamp, header_bytes, &ids);
             let private = || {
                 let held = self.state.slots.len() as u64 * HELD_PER_ENTRY;
-                (held > scanned_bytes / HELD_SHARE).then(|| index::private_index(stamp, write)).flatten()
+                let dir = self.opts.index_dir.as_deref();
+                (held > scanned_bytes / HELD_SHARE).then(|| index::private_index(dir, stamp, write)).flatten()
             };
             let lazy = index.and_then(|i| i.with_stamp(stamp).write_and_open(write)).or_else(private);
             if let Some(lazy) = lazy {

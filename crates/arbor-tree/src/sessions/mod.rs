@@ -179,15 +179,6 @@ pub enum SessionsError {
     /// A search query that does not parse (an empty or invalid `re:` pattern).
     #[error("invalid search query: {0}")]
     Query(String),
-    /// A session that cannot be followed (a path that is no regular file: a
-    /// FIFO or a device never ends).
-    #[error("{}: {reason}", path.display())]
-    NotFollowable {
-        /// The session as given.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
     /// The tree model or its store failed (reading a session).
     #[error(transparent)]
     Tree(#[from] TreeError),

@@ -36,7 +36,7 @@ use ratatui::Terminal;
 
 use arbor_agent::NavigateOptions;
 use arbor_tree::sessions::{Follow, FollowFrom, Followed};
-use arbor_tree::{paths, OpenMode, Session};
+use arbor_tree::{OpenMode, Session};
 
 use crate::shared::agent::{self, AgentSetup, ModelArgs};
 use crate::shared::output::{error_line, home};
@@ -102,8 +102,7 @@ fn resolve_file(
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let cwd = cwd.to_string_lossy().into_owned();
     let opts = globals.options()?;
-    let root = opts.sessions_root.clone().unwrap_or_else(paths::sessions_root);
-    let dir = paths::session_dir_for(&root, &cwd);
+    let dir = opts.dir_for(&cwd)?;
     if picker::available() {
         return match picker::pick(globals.sessions()?, &cwd)? {
             Picked::Session { path, at: hit } => Ok(Some((path, at.or(hit)))),
