@@ -44,6 +44,13 @@
 
 #![deny(missing_docs)]
 
+/// The programs of `docs/library.md`, compiled (and, but for the one that
+/// needs a server, run) as doctests: this crate sees every crate they use
+/// (arbor-context and arbor-catalog as dev-dependencies).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryDoc;
+
 mod blocking;
 mod error;
 mod follow;
