@@ -86,6 +86,29 @@ fn listing_search_and_the_index_brought_up_to_date() {
     assert!(s.take_warnings().is_empty());
 }
 
+#[test]
+fn a_damaged_catalog_is_built_again_and_said_once() {
+    let store = Store::new();
+    root(&store);
+    let want = on_disk(&store).listing(&ListRequest::new(Scope::All), &NoProgress).unwrap();
+    let files: Vec<PathBuf> = fs::read_dir(store.cache().join("catalog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    for suffix in ["-wal", "-shm"] {
+        let _ = fs::remove_file(format!("{}{suffix}", files[0].display()));
+    }
+    fs::write(&files[0], b"not a database at all".repeat(300)).unwrap();
+    let s = on_disk(&store);
+    assert_eq!(s.listing(&ListRequest::new(Scope::All), &NoProgress).unwrap(), want);
+    let warnings = s.take_warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("damaged"), "{warnings:?}");
+    assert!(s.take_warnings().is_empty(), "said once");
+}
+
 /// Set in the child process of the test below: the sessions root it reads.
 const CHILD: &str = "ARBOR_TEST_CATALOG_DEFAULTS_CHILD";
 
