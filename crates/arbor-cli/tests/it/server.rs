@@ -362,6 +362,49 @@ fn tui_follow_draws_what_another_process_appends() {
 }
 
 #[test]
+fn the_session_picker_lists_and_searches_the_server() {
+    if tmux_missing() {
+        return;
+    }
+    let Some(db) = TestDb::new("cli_picker") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The demo and an older session of the pane's working directory, on the server only.
+    let cwd = dir.path().canonicalize().unwrap();
+    let folder = dir.path().join("upload").join(arbor_tree::paths::encode_cwd(&cwd.to_string_lossy()));
+    fs::create_dir_all(&folder).unwrap();
+    fs::copy(fixtures().join("demo/demo.jsonl"), folder.join("2026-01-01T00-00-00-000Z_x.jsonl")).unwrap();
+    let older = concat!(
+        r#"{"type":"session","version":3,"id":"other-1","timestamp":"2025-06-01T00:00:00.000Z","cwd":"/elsewhere"}"#,
+        "\n",
+        r#"{"type":"message","id":"o1","parentId":null,"timestamp":"2025-06-01T00:00:01.000Z","message":{"role":"user","content":"an older question about tokio","timestamp":1748736001000}}"#,
+        "\n"
+    );
+    fs::write(folder.join("2025-06-01T00-00-00-000Z_other-1.jsonl"), older).unwrap();
+    ok(arbor_at(None, dir.path(), &["push", dir.path().join("upload").to_str().unwrap(), "--to", &db.url]));
+    fs::remove_dir_all(dir.path().join("upload")).unwrap();
+    let cmd = format!(
+        "cd {dir} && ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color \
+         {bin} --store '{url}' tui; sleep 60",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_arbor"),
+        url = db.url,
+    );
+    let tmux = Tmux { socket: dir.path().join("tmux-picker.sock") };
+    tmux.run(&["new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", &cmd]);
+    let s = tmux.wait_for("Resume a session");
+    let demo = s.find("wordfreq: case, punctuation, --top").unwrap_or(usize::MAX);
+    let older = s.find("an older question about tokio").unwrap_or(0);
+    assert!(demo < older, "newest first: {s}");
+    // A search over the server's entries, as the picker does it locally.
+    tmux.text("strip punctuation");
+    let s = tmux.wait_for("Strip punctuation without adding dependencies");
+    assert!(!s.contains("an older question"), "{s}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Session Tree");
+    tmux.keys(&["Escape"]);
+}
+
+#[test]
 fn a_server_that_is_down_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let url = "postgres://arbor@%2Ftmp%2Farbor-no-server-here/postgres";
