@@ -77,6 +77,17 @@ pub enum PgError {
         /// The first of them (`DIR/FILE`).
         candidates: Vec<String>,
     },
+    /// A session name that is not one folder and one file name
+    /// ([`crate::SessionKey::check`]): nothing was read or written under it.
+    #[error("{server}: session {name}: not a safe name ({reason}); refused")]
+    BadName {
+        /// The server's URL, without a password.
+        server: String,
+        /// The name, escaped for a terminal.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A push or pull that would lose lines: nothing was written.
     #[error("{name}: {reason}")]
     Refused {

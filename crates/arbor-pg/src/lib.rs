@@ -52,12 +52,14 @@
 pub struct LibraryDoc;
 
 mod blocking;
+mod dest;
 mod error;
 mod follow;
 mod key;
 mod lines;
 mod list;
 mod lock;
+mod mask;
 mod rows;
 mod schema;
 mod search;

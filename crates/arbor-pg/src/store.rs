@@ -139,6 +139,8 @@ impl PgStore {
         key: &SessionKey,
         f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
     ) -> Result<T, PgError> {
+        // Every name enters the server through a write: none it could not give back as a file.
+        self.check_name(key)?;
         blocking(|| self.write_here(writer, key, f))
     }
 
@@ -177,6 +179,15 @@ impl PgStore {
             *shared = None;
         }
         r.map_err(|e| self.inner.server.classify(e, true))
+    }
+
+    /// Refuses `key` unless it is one folder and one file name ([`SessionKey::check`]).
+    pub(crate) fn check_name(&self, key: &SessionKey) -> Result<(), PgError> {
+        key.check().map_err(|reason| PgError::BadName {
+            server: self.server().shown().to_owned(),
+            name: key.shown(),
+            reason,
+        })
     }
 
     /// The row of `key`, if the session exists.
@@ -346,6 +357,7 @@ impl Store for PgStore {
     fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
+        self.check_name(&key).map_err(err)?;
         blocking(|| {
             let mut client = self.inner.server.connect().map_err(err)?;
             let got =

@@ -11,17 +11,16 @@
 //! a pull writes a new file atomically and extends an existing one by
 //! appending, under the file's lock.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use postgres::types::Type;
 use postgres::{GenericClient, IsolationLevel};
 use sha2::{Digest, Sha256};
 
-use arbor_log::atomic_write;
 use arbor_tree::{FileStore, Store};
 
+use crate::dest::Dest;
 use crate::error::PgError;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
@@ -98,6 +97,7 @@ impl PgStore {
     pub fn push(&self, local: &Path) -> Result<(SessionKey, Transfer), PgError> {
         let abs = std::path::absolute(local).map_err(|e| PgError::local(local, e))?;
         let key = SessionKey::of_path(&abs);
+        self.check_name(&key)?;
         let bytes = fs::read(&abs).map_err(|e| PgError::local(local, e))?;
         let lines = split_lines(&bytes);
         let row = self.row(&key)?;
@@ -159,15 +159,20 @@ impl PgStore {
     }
 
     /// Pulls session `key` into `root` (as `root/DIR/FILE`, pi's layout).
+    /// A name that is not one folder and one file is refused, and nothing
+    /// below `root` is reached through a symbolic link (see `dest.rs`).
     pub fn pull(&self, key: &SessionKey, root: &Path) -> Result<(PathBuf, Transfer), PgError> {
-        let dest = if key.dir.is_empty() { root.join(&key.name) } else { root.join(&key.dir).join(&key.name) };
+        self.check_name(key)?;
+        let place = Dest::open(root, key)?;
+        let dest = place.path.clone();
         // A local writer of the file refuses the pull (and no writer starts during it).
         let _lock = FileStore.lock(&dest)?;
-        let ours = match fs::read(&dest) {
-            Ok(b) => Some(b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(PgError::local(&dest, e)),
-        };
+        if !place.still_in_place() {
+            return Err(
+                self.refused(dest.display(), "its folder was replaced while pulling; nothing was written".into())
+            );
+        }
+        let ours = place.read()?;
         let local_lines = ours.as_deref().map(split_lines);
         let local_count = local_lines.as_ref().map(Vec::len);
         // One snapshot: the digest and the lines read agree.
@@ -189,17 +194,13 @@ impl PgStore {
             return Err(PgError::NoSession { server: self.server().shown().to_owned(), name: key.to_string() });
         };
         let Some(have) = local_count else {
-            if let Some(dir) = dest.parent() {
-                fs::create_dir_all(dir).map_err(|e| PgError::local(dir, e))?;
-            }
-            atomic_write(&dest, |w| w.write_all(&bytes)).map_err(|e| self.refused(dest.display(), e.to_string()))?;
+            place.create(&bytes)?;
             return Ok((dest, Transfer::Created { lines: theirs as u64 }));
         };
         match compare(theirs, have, agrees) {
             Ok(None) => Ok((dest, Transfer::Unchanged)),
             Ok(Some(_)) => {
-                let mut f = OpenOptions::new().append(true).open(&dest).map_err(|e| PgError::local(&dest, e))?;
-                f.write_all(&bytes).and_then(|_| f.sync_data()).map_err(|e| PgError::local(&dest, e))?;
+                place.append(&bytes)?;
                 Ok((dest, Transfer::Extended { lines: (theirs - have) as u64 }))
             }
             Err(Standing::Diverged) => Err(self.refused(

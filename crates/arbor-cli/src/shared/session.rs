@@ -33,7 +33,7 @@ pub struct Globals {
     pub ids: IdMode,
     /// Keep sessions on this PostgreSQL server (a connection string: postgres://USER@HOST/DB);
     /// sessions are then named DIR/FILE, by file name or by session id (see docs/postgres.md).
-    #[arg(long, global = true, value_name = "URL", env = "ARBOR_STORE")]
+    #[arg(long, global = true, value_name = "URL", env = "ARBOR_STORE", hide_env_values = true)]
     pub store: Option<String>,
     /// The sessions, made on first use.
     #[arg(skip)]

@@ -22,6 +22,7 @@ mod read_only_dir;
 mod reference;
 mod reliability;
 mod server;
+mod server_safety;
 mod tui;
 
 use std::path::Path;

@@ -116,3 +116,116 @@ fn a_session_with_a_live_writer_is_not_pushed_over() {
     let e = store.push(&grown).unwrap_err().to_string();
     assert!(e.contains("open for writing by another process") && e.contains("pid"), "{e}");
 }
+
+/// Plants a one-line session row under any name, as a role with INSERT could.
+fn plant(db: &arbor_test_support::pg::TestDb, dir: &str, name: &str) {
+    let line = b"{\"type\":\"session\",\"version\":3,\"id\":\"p\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n".to_vec();
+    let mut c = db.client();
+    let id: i64 = c
+        .query_one(
+            "INSERT INTO arbor.sessions (dir, name, line_count, byte_size) VALUES ($1, $2, 1, $3) RETURNING id",
+            &[&dir, &name, &(line.len() as i64)],
+        )
+        .unwrap()
+        .get(0);
+    c.execute("INSERT INTO arbor.lines (session, seq, off, bytes) VALUES ($1, 0, 0, $2)", &[&id, &line]).unwrap();
+}
+
+/// Every file and folder under `root`, relative.
+fn tree(root: &Path) -> Vec<String> {
+    let mut out = vec![];
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            out.push(p.strip_prefix(root).unwrap().display().to_string());
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn names_planted_on_the_server_never_become_paths_outside_the_root() {
+    let Some((db, store)) = store("pull_bad_names") else { return };
+    let base = tempfile::tempdir().unwrap();
+    let (root, outside) = (base.path().join("root"), base.path().join("outside"));
+    fs::create_dir_all(root.join("deep")).unwrap();
+    fs::create_dir_all(&outside).unwrap();
+    let bad = [
+        ("..", "escaped.jsonl"),
+        ("--p--", "../escaped.jsonl"),
+        ("--p--", "../../outside/escaped.jsonl"),
+        ("/", "escaped.jsonl"),
+        (outside.to_str().unwrap(), "escaped.jsonl"),
+        ("--p--", &outside.join("escaped.jsonl").display().to_string()),
+        ("a/../..", "escaped.jsonl"),
+        ("--p--", "sub/x.jsonl"),
+        ("--p--", "x\u{1b}[2J.jsonl"),
+    ];
+    for (dir, name) in bad {
+        plant(&db, dir, name);
+    }
+    plant(&db, "--p--", "good.jsonl");
+    let mut refused = 0;
+    for key in store.keys(None).unwrap() {
+        match store.pull(&key, &root.join("deep")) {
+            Ok((path, _)) => assert_eq!(path, root.join("deep/--p--/good.jsonl")),
+            Err(e) => {
+                refused += 1;
+                let msg = e.to_string();
+                assert!(matches!(e, PgError::BadName { .. }), "{msg}");
+                assert!(msg.contains("not a safe name") && msg.lines().count() == 1, "{msg}");
+                assert!(!msg.contains('\u{1b}'), "the name is escaped: {msg}");
+            }
+        }
+    }
+    assert_eq!(refused, bad.len());
+    assert_eq!(tree(base.path()), ["outside", "root", "root/deep", "root/deep/--p--", "root/deep/--p--/good.jsonl"]);
+}
+
+#[test]
+fn links_below_the_root_are_never_followed() {
+    use std::os::unix::fs::symlink;
+    let Some((db, store)) = store("pull_links") else { return };
+    let base = tempfile::tempdir().unwrap();
+    let (root, outside) = (base.path().join("root"), base.path().join("outside"));
+    fs::create_dir_all(&root).unwrap();
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("victim.jsonl"), "precious\n").unwrap();
+    // A folder that is a link out of the root, and a file that is one.
+    symlink(&outside, root.join("--linked--")).unwrap();
+    fs::create_dir(root.join("--real--")).unwrap();
+    symlink(outside.join("victim.jsonl"), root.join("--real--/victim.jsonl")).unwrap();
+    symlink(outside.join("new.jsonl"), root.join("--real--/dangling.jsonl")).unwrap();
+    plant(&db, "--linked--", "victim.jsonl");
+    plant(&db, "--linked--", "fresh.jsonl");
+    plant(&db, "--real--", "victim.jsonl");
+    plant(&db, "--real--", "dangling.jsonl");
+    for key in store.keys(None).unwrap() {
+        let e = store.pull(&key, &root).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("a symbolic link") && msg.contains("nothing was written"), "{key}: {msg}");
+    }
+    assert_eq!(fs::read_to_string(outside.join("victim.jsonl")).unwrap(), "precious\n");
+    assert_eq!(tree(&outside), ["victim.jsonl"]);
+}
+
+#[test]
+fn unsafe_names_never_enter_the_server() {
+    use arbor_tree::Store;
+    let Some((db, store)) = store("bad_names_enter") else { return };
+    let long = format!("/d/{}.jsonl", "x".repeat(300));
+    for path in ["/d/..", "/a/b/../x\u{7}.jsonl", "/d\n/x.jsonl", &long] {
+        let e = store.rewrite(Path::new(path), b"{}\n").unwrap_err().to_string();
+        assert!(e.contains("not a safe name"), "{path}: {e}");
+        let e = store.lock(Path::new(path)).map(drop).unwrap_err().to_string();
+        assert!(e.contains("not a safe name"), "{path}: {e}");
+    }
+    // A local file whose folder is the root has no folder name: it goes under the root, never elsewhere.
+    let rows: i64 = db.client().query_one("SELECT count(*) FROM arbor.sessions", &[]).unwrap().get(0);
+    assert_eq!(rows, 0);
+}
