@@ -25,6 +25,7 @@ fn seam_error(e: PgError) -> SessionsError {
         PgError::Ambiguous { server, name, count, candidates } => {
             SessionsError::Ambiguous { location: server, name, count, candidates }
         }
+        PgError::BadName { name, reason, .. } => SessionsError::BadName { name, reason },
         PgError::Tree(e) => SessionsError::Tree(e),
         other => SessionsError::backend(other),
     }
