@@ -4,10 +4,10 @@
 //! delivered. A follower only ever sees whole lines: each write is one
 //! transaction. A connection that drops is made again on the next wait,
 //! which catches up from where it stopped. A session whose row goes away is
-//! reported once ([`Followed::Gone`]) and looked for at every wait after;
+//! reported once ([`Followed::Gone`]) and looked for once a second after;
 //! one that comes back is delivered whole.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
@@ -22,6 +22,9 @@ use crate::server::SqlError;
 use crate::store::PgStore;
 use crate::write::channel;
 
+/// How often a follower that nothing notified reads its session's row.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
 /// A follower of one session (see the module docs).
 pub struct Follower {
     store: PgStore,
@@ -33,6 +36,8 @@ pub struct Follower {
     next_seq: i64,
     /// The session's row was gone at the last look.
     gone: bool,
+    /// When the row was last read.
+    looked: Instant,
 }
 
 impl std::fmt::Debug for Follower {
@@ -65,6 +70,7 @@ impl PgStore {
             generation: row.generation,
             next_seq: if from == FollowFrom::End { row.line_count } else { 0 },
             gone: false,
+            looked: Instant::now(),
         };
         f.listen()?;
         // Read after LISTEN: a write committed in between is both read now and notified, never lost.
@@ -89,9 +95,20 @@ impl Follower {
 
     fn wait_here(&mut self, timeout: Duration) -> Result<Followed, PgError> {
         if self.gone {
-            // No row, no notifications: look again once the time is up.
-            std::thread::sleep(timeout);
-            return self.catch_up();
+            // No row, no notifications: look again every LOOK_EVERY.
+            let until = Instant::now() + timeout;
+            loop {
+                let next = self.looked + LOOK_EVERY;
+                if next > until {
+                    std::thread::sleep(until.saturating_duration_since(Instant::now()));
+                    return Ok(Followed::Idle);
+                }
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                let got = self.catch_up()?;
+                if got != Followed::Idle {
+                    return Ok(got);
+                }
+            }
         }
         if self.conn.as_ref().is_none_or(Client::is_closed) {
             self.listen()?;
@@ -113,8 +130,9 @@ impl Follower {
                 self.listen()?;
                 self.catch_up()
             }
-            // Nothing notified: one look at the row (a removed session notifies nothing).
-            Ok(None) => self.catch_up(),
+            // Nothing notified: a look at the row now and then (a removed session notifies nothing).
+            Ok(None) if self.looked.elapsed() >= LOOK_EVERY => self.catch_up(),
+            Ok(None) => Ok(Followed::Idle),
             Err(_) => {
                 self.conn = None;
                 self.listen()?;
@@ -138,6 +156,7 @@ impl Follower {
 
     /// The lines after the last delivered, or the whole session when it was replaced.
     fn catch_up(&mut self) -> Result<Followed, PgError> {
+        self.looked = Instant::now();
         let (id, key, generation, next) = (self.id, self.key.clone(), self.generation, self.next_seq);
         let r = self.store.read(|c| {
             let Some(row) = SessionRow::find(c, &key)? else { return Ok(None) };
@@ -152,7 +171,7 @@ impl Follower {
             Ok(Some((row, false, new)))
         })?;
         let Some((row, replaced, (bytes, count))) = r else {
-            // Said once; looked for again at every wait.
+            // Said once; looked for again once a second.
             return Ok(if std::mem::replace(&mut self.gone, true) { Followed::Idle } else { Followed::Gone });
         };
         let replaced = replaced || std::mem::take(&mut self.gone);
