@@ -37,6 +37,17 @@ pub enum PgError {
         /// Why, in the driver's words.
         reason: String,
     },
+    /// The connection dropped during an append, and what reconnecting told
+    /// about it (its write token found or not, see [`crate::PgStore`]).
+    #[error("the connection to the PostgreSQL server at {server} dropped during a write ({reason}); {outcome}")]
+    LostWrite {
+        /// The server's URL, without a password.
+        server: String,
+        /// Why, in the driver's words.
+        reason: String,
+        /// Whether the write was committed, and what to do.
+        outcome: String,
+    },
     /// The connection dropped (outside a write), or a query failed.
     #[error("PostgreSQL server at {server}: {reason}")]
     Server {
@@ -65,16 +76,20 @@ pub enum PgError {
         /// The name as given.
         name: String,
     },
-    /// A session id prefix (or a file name) names several sessions.
-    #[error("{server}: {name} names {count} sessions ({}{}); give more of the id or DIR/FILE", candidates.join(", "), more(*count, candidates.len()))]
+    /// A session id prefix names several sessions.
+    #[error(
+        "{server}: {name} names {total} sessions ({}{}); give more of the id or DIR/FILE",
+        candidates.join(", "),
+        if *total as usize > candidates.len() { ", …" } else { "" }
+    )]
     Ambiguous {
         /// The server's URL, without a password.
         server: String,
         /// The name as given.
         name: String,
-        /// How many sessions it names: all of them, not only those listed.
-        count: usize,
-        /// The first of them (`DIR/FILE`).
+        /// How many sessions it names in all.
+        total: u64,
+        /// The first sessions it could mean (`DIR/FILE`), at most eight.
         candidates: Vec<String>,
     },
     /// A session name that is not one folder and one file name
@@ -109,15 +124,6 @@ pub enum PgError {
     },
 }
 
-/// `, and N more` when `count` is more than the `shown`.
-fn more(count: usize, shown: usize) -> String {
-    if count > shown {
-        format!(", and {} more", count - shown)
-    } else {
-        String::new()
-    }
-}
-
 impl PgError {
     /// This error as the tree model reports it for `path`.
     pub(crate) fn into_tree(self, path: &Path) -> TreeError {
@@ -133,7 +139,7 @@ impl PgError {
 
     /// True when the connection is gone (the next use reconnects).
     pub fn is_connection_lost(&self) -> bool {
-        matches!(self, PgError::LostDuringWrite { .. } | PgError::Connect { .. })
+        matches!(self, PgError::LostDuringWrite { .. } | PgError::LostWrite { .. } | PgError::Connect { .. })
     }
 }
 

@@ -37,9 +37,12 @@ impl PgStore {
         let server = self.server().shown().to_owned();
         match arbor_tree::sessions::choose(&server, name, count, first) {
             Ok(path) => Ok(SessionKey::of_path(&path)),
-            Err(arbor_tree::sessions::SessionsError::Ambiguous { count, candidates, .. }) => {
-                Err(PgError::Ambiguous { server, name: name.to_owned(), count, candidates })
-            }
+            Err(arbor_tree::sessions::SessionsError::Ambiguous { count, candidates, .. }) => Err(PgError::Ambiguous {
+                server,
+                name: name.to_owned(),
+                total: u64::try_from(count).unwrap_or(u64::MAX),
+                candidates,
+            }),
             Err(_) => Err(PgError::NoSession { server, name: name.to_owned() }),
         }
     }

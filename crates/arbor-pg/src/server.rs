@@ -3,28 +3,42 @@
 //! `arbor:<pid>@<host>`, which is how a refused writer learns who holds a
 //! session), and the first one of a process brings the schema up to date.
 
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use postgres::{Client, Config, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::blocking::blocking;
+use crate::conninfo::{self, PgEnv};
 use crate::error::{reason, PgError};
 use crate::mask::redact;
 use crate::schema;
-
-/// How long a connection attempt may take unless the URL says otherwise.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::settings::{build, Built};
+use crate::tls;
 
 /// The prefix of the `application_name` of Arbor's connections.
 pub(crate) const APP_PREFIX: &str = "arbor:";
+
+/// The TLS connector (the driver's has no `Debug`).
+#[derive(Clone)]
+struct Tls(MakeRustlsConnect);
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tls")
+    }
+}
 
 /// A PostgreSQL server holding sessions. Cheap to share; connections are
 /// made on demand.
 #[derive(Debug)]
 pub struct Server {
     config: Config,
+    tls: Option<Tls>,
+    /// How long a whole connection attempt (every host, TLS and login
+    /// included) may take; `None`: as long as it takes (`connect_timeout=0`).
+    deadline: Option<Duration>,
     shown: String,
     /// The password, to scrub from whatever the driver or the server says.
     secret: Option<String>,
@@ -34,19 +48,48 @@ pub struct Server {
 impl Server {
     /// Parses a connection string: a URL (`postgres://user@host:5432/db`,
     /// `postgresql://…`, a unix socket folder as a percent-encoded host) or
-    /// `key=value` pairs. Connects to nothing yet.
+    /// `key=value` pairs, with libpq's parameters (`sslmode`, `sslrootcert`,
+    /// `connect_timeout`, `service`, `passfile`, …). Reads no environment
+    /// (see [`Server::with_env`]); connects to nothing yet.
     pub fn new(url: &str) -> Result<Server, PgError> {
+        Server::with_env(url, &PgEnv::none())
+    }
+
+    /// [`Server::new`], with what the string leaves unset taken as libpq
+    /// takes it: the service file, `env`'s `PG*` variables, libpq's
+    /// defaults, and the password file (docs/postgres.md, "Connecting").
+    pub fn with_env(url: &str, env: &PgEnv) -> Result<Server, PgError> {
         let shown = redact(url);
-        let mut config = Config::from_str(url).map_err(|e| PgError::Url { url: shown.clone(), reason: reason(&e) })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
+        let bad = |reason: String| PgError::Url { url: shown.clone(), reason };
+        let given = conninfo::parse(url).map_err(bad)?;
+        let p = conninfo::complete(given, env).map_err(bad)?;
+        let Some(user) = p.get("user") else {
+            return Err(bad("it names no user (give one, or set PGUSER)".into()));
+        };
+        let Built { mut config, mode, timeout } = build(&p).map_err(bad)?;
+        if config.get_password().is_none() {
+            let file =
+                p.get("passfile").map(std::path::PathBuf::from).or_else(|| env.home().map(|h| h.join(".pgpass")));
+            let host = p.get("host").or(p.get("hostaddr")).map_or("", |h| h.split(',').next().unwrap_or(""));
+            let port =
+                p.get("port").map_or("5432", |v| v.split(',').next().filter(|v| !v.is_empty()).unwrap_or("5432"));
+            let dbname = p.get("dbname").map_or("", String::as_str);
+            if let Some(pw) = file.and_then(|f| conninfo::password_from_file(&f, host, port, dbname, user)) {
+                config.password(pw);
+            }
         }
-        if config.get_dbname().is_none() && config.get_user().is_none() {
-            return Err(PgError::Url { url: shown, reason: "it names neither a user nor a database".into() });
-        }
+        let tls = tls::connector(mode, &p, env).map_err(bad)?.map(Tls);
         config.application_name(&application_name());
+        let hosts = config.get_hosts().len().max(config.get_hostaddrs().len()).max(1) as u32;
         let secret = config.get_password().map(|p| String::from_utf8_lossy(p).into_owned());
-        Ok(Server { config, shown, secret, migrated: AtomicBool::new(false) })
+        Ok(Server {
+            config,
+            tls,
+            deadline: timeout.map(|t| t * hosts),
+            shown,
+            secret,
+            migrated: AtomicBool::new(false),
+        })
     }
 
     /// The server's address as it is shown in messages (no password).
@@ -57,16 +100,43 @@ impl Server {
     /// A new connection, the schema brought up to date on the first one.
     pub(crate) fn connect(&self) -> Result<Client, PgError> {
         blocking(|| {
-            let mut client = self
-                .config
-                .connect(NoTls)
-                .map_err(|e| PgError::Connect { server: self.shown.clone(), reason: self.reason(&e) })?;
+            let mut client = self.open()?;
             if !self.migrated.load(Ordering::Acquire) {
                 schema::migrate(&mut client).map_err(|e| self.classify(e, false))?;
                 self.migrated.store(true, Ordering::Release);
             }
             Ok(client)
         })
+    }
+
+    /// A new connection within the deadline: the attempt runs on a thread of
+    /// its own, left behind when a server that accepted the connection never
+    /// answers (the driver's own timeout covers only the TCP connect).
+    fn open(&self) -> Result<Client, PgError> {
+        let (config, tls) = (self.config.clone(), self.tls.clone());
+        let attempt = move || match tls {
+            Some(Tls(t)) => config.connect(t),
+            None => config.connect(NoTls),
+        };
+        let failed = |e: postgres::Error| PgError::Connect { server: self.shown.clone(), reason: self.reason(&e) };
+        let Some(limit) = self.deadline else { return attempt().map_err(failed) };
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("arbor-pg-connect".into())
+            .spawn(move || {
+                let _ = tx.send(attempt());
+            })
+            .map_err(|e| PgError::Connect { server: self.shown.clone(), reason: e.to_string() })?;
+        match rx.recv_timeout(limit) {
+            Ok(r) => r.map_err(failed),
+            Err(_) => Err(PgError::Connect {
+                server: self.shown.clone(),
+                reason: format!(
+                    "no answer within {} s (connect_timeout; the server accepted the connection but never answered)",
+                    limit.as_secs_f64()
+                ),
+            }),
+        }
     }
 
     /// The driver's error in one line ([`reason`]), the password scrubbed

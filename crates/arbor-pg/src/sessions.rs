@@ -22,9 +22,12 @@ use crate::store::PgStore;
 fn seam_error(e: PgError) -> SessionsError {
     match e {
         PgError::NoSession { server, name } => SessionsError::NotFound { location: server, name },
-        PgError::Ambiguous { server, name, count, candidates } => {
-            SessionsError::Ambiguous { location: server, name, count, candidates }
-        }
+        PgError::Ambiguous { server, name, total, candidates } => SessionsError::Ambiguous {
+            location: server,
+            name,
+            count: usize::try_from(total).unwrap_or(usize::MAX),
+            candidates,
+        },
         PgError::BadName { name, reason, .. } => SessionsError::BadName { name, reason },
         PgError::Tree(e) => SessionsError::Tree(e),
         other => SessionsError::backend(other),

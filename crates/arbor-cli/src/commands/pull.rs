@@ -11,7 +11,7 @@ use serde_json::json;
 
 use arbor_tree::paths;
 
-use crate::shared::backend;
+use crate::shared::backend::{self, Live};
 use crate::shared::output::{error_line, transfer, write_json_line};
 use crate::shared::session::Globals;
 use crate::shared::visible::{for_people, say};
@@ -32,6 +32,9 @@ pub struct Args {
     /// The server (default: --store, else $ARBOR_STORE).
     #[arg(long, value_name = "URL")]
     from: Option<String>,
+    /// Pull a session that a writer holds on the server: what is committed now (without it, refused).
+    #[arg(long)]
+    allow_live: bool,
     /// Print one `{"session", "file", "outcome", "lines"}` (or `"error"`) per session as a JSON list.
     #[arg(long)]
     json: bool,
@@ -49,8 +52,9 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     };
     let mut failed = 0;
     let mut report = vec![];
+    let live = if args.allow_live { Live::Allow } else { Live::Refuse };
     for key in &keys {
-        match store.pull(key, &root) {
+        match store.pull_with(key, &root, live) {
             Ok((file, t)) => {
                 let (outcome, text, lines) = transfer(t);
                 if args.json {

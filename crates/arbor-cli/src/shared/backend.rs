@@ -12,13 +12,14 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 
 use arbor_catalog::{CatalogOptions, FileSessions};
+use arbor_pg::PgEnv;
 use arbor_tree::paths;
 use arbor_tree::sessions::Sessions;
 
 use crate::shared::visible::say;
 
-/// `push` and `pull` copy between files and a server: they name it.
-pub use arbor_pg::{PgStore as Server, Transfer};
+/// `push`, `pull` and `unlock` work on a server as such: they name it.
+pub use arbor_pg::{Live, PgStore as Server, Pushed, Transfer};
 
 /// The sessions the global `--store` names (`None`: local files), under
 /// `sessions_dir` for local files (default: [`paths::sessions_root`]).
@@ -28,7 +29,7 @@ pub fn open(store: Option<&str>, sessions_dir: Option<&Path>) -> Result<Arc<dyn 
             if sessions_dir.is_some() {
                 bail!("--sessions-dir names a local folder; with --store the sessions are on the server");
             }
-            Arc::new(Server::connect(url)?)
+            Arc::new(connect(url)?)
         }
         None => {
             let root = sessions_dir.map_or_else(paths::sessions_root, Path::to_owned);
@@ -42,9 +43,16 @@ pub fn open(store: Option<&str>, sessions_dir: Option<&Path>) -> Result<Arc<dyn 
 /// names; an error naming `what` without either.
 pub fn server(url: Option<&str>, store: Option<&str>, what: &str) -> Result<Server> {
     match url.or(store) {
-        Some(u) => Ok(Server::connect(u)?),
+        Some(u) => connect(u),
         None => bail!("{what} needs a server: give --store postgres://… or set ARBOR_STORE"),
     }
+}
+
+/// Connects to the server at `url` as libpq would: the rest of the
+/// connection (host, user, password, TLS) from this process's `PG*`
+/// environment, `~/.pgpass` and `pg_service.conf` (CLI policy).
+fn connect(url: &str) -> Result<Server> {
+    Ok(Server::connect_with(url, &PgEnv::from_process())?)
 }
 
 /// Prints the backend's warnings to stderr, one line each.

@@ -22,7 +22,9 @@ mod read_only_dir;
 mod reference;
 mod reliability;
 mod server;
+mod server_connect;
 mod server_safety;
+mod server_unlock;
 mod tui;
 
 use std::path::Path;

@@ -71,7 +71,7 @@ fn sessions_are_found_by_path_file_name_and_id_prefix() {
     let e = store.resolve("0000").unwrap_err();
     assert!(matches!(e, SessionsError::Ambiguous { count: 2, .. }), "{e}");
     let e = store.session_key("0000").unwrap_err();
-    assert!(matches!(e, PgError::Ambiguous { count: 2, .. }), "{e}");
+    assert!(matches!(e, PgError::Ambiguous { total: 2, .. }), "{e}");
     assert_eq!(store.resolve(&id).unwrap(), path, "an exact id wins");
 }
 
@@ -116,4 +116,22 @@ fn search_finds_words_prefixes_phrases_and_patterns_newest_first() {
     store.update_index(&Scope::All, &NoProgress).unwrap();
     assert_eq!(store.search(&as_is, &NoProgress).unwrap().len(), 1);
     assert_eq!(search("zeppelin", Scope::All).len(), 1);
+}
+
+#[test]
+fn an_ambiguous_prefix_gives_the_true_count() {
+    let Some((db, store)) = store("ambiguous_count") else { return };
+    db.client()
+        .batch_execute(
+            "INSERT INTO arbor.sessions (dir, name, session_id) \
+             SELECT '--p--', 'f' || g || '.jsonl', 'abcd' || lpad(g::text, 4, '0') FROM generate_series(1, 301) g",
+        )
+        .unwrap();
+    let e = store.session_key("abcd").unwrap_err();
+    let PgError::Ambiguous { total, candidates, .. } = &e else { panic!("{e}") };
+    assert_eq!((*total, candidates.len()), (301, 8));
+    let msg = e.to_string();
+    assert!(msg.contains("abcd names 301 sessions (--p--/f1.jsonl, ") && msg.contains(", …); give more"), "{msg}");
+    let e = store.session_key("abcd030").unwrap_err().to_string();
+    assert!(e.contains("names 2 sessions (--p--/f300.jsonl, --p--/f301.jsonl); give"), "{e}");
 }
