@@ -131,7 +131,12 @@ fn an_ambiguous_prefix_gives_the_true_count() {
     let PgError::Ambiguous { total, candidates, .. } = &e else { panic!("{e}") };
     assert_eq!((*total, candidates.len()), (301, 8));
     let msg = e.to_string();
-    assert!(msg.contains("abcd names 301 sessions (--p--/f1.jsonl, ") && msg.contains(", …); give more"), "{msg}");
+    assert!(
+        msg.contains("abcd names 301 sessions (--p--/f1.jsonl, ") && msg.contains(", and 293 more); give more"),
+        "{msg}"
+    );
+    // The seam says it the same way.
+    assert_eq!(store.resolve("abcd").unwrap_err().to_string(), msg);
     let e = store.session_key("abcd030").unwrap_err().to_string();
     assert!(e.contains("names 2 sessions (--p--/f300.jsonl, --p--/f301.jsonl); give"), "{e}");
 }
