@@ -63,11 +63,6 @@
 
 #![warn(missing_docs)]
 
-/// The programs of `docs/library.md`, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/library.md")]
-pub struct LibraryDoc;
-
 mod context;
 mod js;
 mod json;

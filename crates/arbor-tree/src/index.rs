@@ -2,9 +2,10 @@
 //! entry's byte range, line, id, parent, type, role and time), so that
 //! reopening an unchanged file skips the scan (docs/format.md, "The index").
 //!
-//! It is a cache and never the truth. It lives in Arbor's cache directory,
-//! never beside the session ([`crate::paths::index_dir`]), in a file named
-//! after the session file's identity (a hash of what [`Store::stamp`] calls
+//! It is a cache and never the truth. It lives in the directory
+//! [`crate::SessionOptions::index_dir`] names (none by default; the CLI names
+//! Arbor's cache directory, [`crate::paths::index_dir`]), never beside the
+//! session, in a file named after the session file's identity (a hash of what [`Store::stamp`] calls
 //! it: for local files the canonical path, device and inode). It is written
 //! (atomically) only for a clean file (no diagnostics, ending in a newline,
 //! at least [`MIN_INDEXED_BYTES`]), and read only when the file's size,
@@ -220,15 +221,17 @@ fn stamp_file(store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<(Stamp
 /// An index that only this process reads, of the file `stamp` describes:
 /// written by `write` to a temporary file that has no name (it is gone when
 /// the index is dropped), for a file that gets no index in the cache (no
-/// cache directory, or one that cannot be written), so that reading it holds
-/// what reading through the cache's index holds. It goes to Arbor's cache
-/// directory where there is one (on disk, where the index would be), else
-/// to the system's temporary directory.
+/// index directory named, or one that cannot be written), so that reading it
+/// holds what reading through the cache's index holds. It goes to the index
+/// directory the options name when it exists (on disk, where the index
+/// would be), else to the system's temporary directory: never anywhere
+/// visible, whatever the options say.
 pub(crate) fn private_index(
+    dir: Option<&Path>,
     stamp: Stamp,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Option<LazyIndex> {
-    let in_cache = crate::paths::cache_dir().filter(|d| d.is_dir()).and_then(|d| tempfile::tempfile_in(d).ok());
+    let in_cache = dir.filter(|d| d.is_dir()).and_then(|d| tempfile::tempfile_in(d).ok());
     let mut file = in_cache.or_else(|| tempfile::tempfile().ok())?;
     write(&mut file).ok()?;
     LazyIndex::open(Box::new(file), stamp)

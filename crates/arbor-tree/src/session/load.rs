@@ -81,7 +81,8 @@ impl Session {
             let write = |file: &mut std::fs::File, content| self.write_index(file, stamp, content, header_bytes, &ids);
             let private = || {
                 let held = self.state.slots.len() as u64 * HELD_PER_ENTRY;
-                (held > scanned_bytes / HELD_SHARE).then(|| index::private_index(stamp, |f| write(f, 0))).flatten()
+                let dir = self.opts.index_dir.as_deref();
+                (held > scanned_bytes / HELD_SHARE).then(|| index::private_index(dir, stamp, |f| write(f, 0))).flatten()
             };
             // The cache's index records what every byte it covers hashed to, for when the file grows.
             let cached = index.and_then(|i| {
