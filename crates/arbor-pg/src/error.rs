@@ -80,7 +80,7 @@ pub enum PgError {
     #[error(
         "{server}: {name} names {total} sessions ({}{}); give more of the id or DIR/FILE",
         candidates.join(", "),
-        if *total as usize > candidates.len() { ", …" } else { "" }
+        more(*total, candidates.len())
     )]
     Ambiguous {
         /// The server's URL, without a password.
@@ -122,6 +122,15 @@ pub enum PgError {
         /// What the file system said.
         source: std::io::Error,
     },
+}
+
+/// `, and N more` when `total` is more than the `shown` (as
+/// `arbor_tree::sessions::SessionsError::Ambiguous` says it).
+fn more(total: u64, shown: usize) -> String {
+    match total.checked_sub(shown as u64) {
+        Some(n) if n > 0 => format!(", and {n} more"),
+        _ => String::new(),
+    }
 }
 
 impl PgError {

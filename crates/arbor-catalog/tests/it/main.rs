@@ -7,6 +7,7 @@
 
 mod refresh;
 mod search;
+mod sessions;
 
 use std::fs;
 use std::io::Write;

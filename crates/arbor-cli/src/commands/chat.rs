@@ -6,8 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use arbor_tree::paths;
-
 use crate::shared::session::Globals;
 use crate::ui::chat::{self, ModelFlags, Target};
 use crate::ui::picker::{self, Picked};
@@ -47,10 +45,9 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let target = match args.file {
         Some(path) => Target::File { path, new: args.new },
         None if args.new => Target::New,
-        // The picker lists local sessions (the catalog); on a server, the cwd's most recent one.
-        None if picker::available() && g.store.is_none() => {
+        None if picker::available() => {
             let cwd = std::env::current_dir().context("cannot read the current directory")?;
-            match picker::pick(&paths::sessions_root(), &cwd.to_string_lossy())? {
+            match picker::pick(g.sessions()?, &cwd.to_string_lossy())? {
                 Picked::Session { path, .. } => Target::File { path, new: false },
                 Picked::Left => return Ok(ExitCode::SUCCESS),
                 // No session anywhere yet: start one, as before.

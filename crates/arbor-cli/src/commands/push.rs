@@ -8,8 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use serde_json::json;
 
-use arbor_pg::{Live, PgStore, Pushed};
-
+use crate::shared::backend::{self, Live, Pushed};
 use crate::shared::output::{error_line, transfer, write_json_line};
 use crate::shared::session::Globals;
 use crate::shared::visible::{for_people, say};
@@ -65,14 +64,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut human = None;
     let out = for_people(out, args.json, &mut human);
-    let owned;
-    let store = match &args.to {
-        Some(url) => {
-            owned = PgStore::connect_with(url, &arbor_pg::PgEnv::from_process())?;
-            &owned
-        }
-        None => g.require_server("push")?,
-    };
+    let store = backend::server(args.to.as_deref(), g.store.as_deref(), "push")?;
     let files = session_files(&args.paths)?;
     let mut failed = 0;
     let mut report = vec![];

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+use crate::shared::backend;
 use crate::shared::session::Globals;
 use crate::shared::visible::say;
 
@@ -36,8 +37,8 @@ fn duration(d: Duration) -> String {
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
-    let store = g.require_server("unlock")?;
-    let key = store.resolve(&args.session)?;
+    let store = backend::server(None, g.store.as_deref(), "unlock")?;
+    let key = store.session_key(&args.session)?;
     let shown = key.path().display().to_string();
     let Some(w) = store.writer(&key)? else {
         writeln!(out, "{shown}: no writer holds it")?;

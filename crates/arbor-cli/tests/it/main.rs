@@ -13,6 +13,7 @@ mod commands;
 mod compat;
 mod context_json;
 mod deep_tree;
+mod follow;
 mod interop;
 mod model_server;
 mod pi_cli;

@@ -12,6 +12,7 @@ mod export;
 mod import;
 mod opencode;
 mod pi;
+mod sessions;
 
 use std::path::{Path, PathBuf};
 

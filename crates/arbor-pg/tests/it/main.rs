@@ -12,6 +12,7 @@ mod list;
 mod lock;
 mod schema;
 mod session;
+mod sessions;
 mod sync;
 
 use std::path::PathBuf;

@@ -60,7 +60,7 @@ impl Scope {
     }
 }
 
-/// What [`Sessions::list`] fills in of each session.
+/// What [`Sessions::listing`] fills in of each session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ListDetail {
     /// The listing facts only; `all_messages_text` is left empty (no
@@ -71,7 +71,7 @@ pub enum ListDetail {
     WithText,
 }
 
-/// A listing to make ([`Sessions::list`]).
+/// A listing to make ([`Sessions::listing`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ListRequest {
@@ -179,15 +179,6 @@ pub enum SessionsError {
     /// A search query that does not parse (an empty or invalid `re:` pattern).
     #[error("invalid search query: {0}")]
     Query(String),
-    /// A session that cannot be followed (a path that is no regular file: a
-    /// FIFO or a device never ends).
-    #[error("{}: {reason}", path.display())]
-    NotFollowable {
-        /// The session as given.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
     /// The tree model or its store failed (reading a session).
     #[error(transparent)]
     Tree(#[from] TreeError),
@@ -229,7 +220,7 @@ pub trait Sessions: Send + Sync + fmt::Debug {
 
     /// pi's `SessionInfo` of the sessions of `request.scope`, newest first
     /// (by modification time, then by path), as they are now.
-    fn list(&self, request: &ListRequest, progress: &dyn Progress) -> Result<Vec<SessionListInfo>, SessionsError>;
+    fn listing(&self, request: &ListRequest, progress: &dyn Progress) -> Result<Vec<SessionListInfo>, SessionsError>;
 
     /// The entries of the sessions of `request.scope` whose text matches
     /// `request.query`, best first (by [`Relevance`], then newest first), at

@@ -1,21 +1,22 @@
 //! The session picker: `arbor tui` and `arbor chat` without a file (pi's
 //! `/resume`). The sessions of the current directory (Tab: of every
-//! directory) from the catalog, newest first, with their name or first
+//! directory) from the backend the sessions live in (the catalog of the
+//! sessions root, or the server), newest first, with their name or first
 //! message, age and message count; typing searches them (pi's picker syntax
 //! on the id, name, first message and cwd) and, below them, the text of every
-//! entry (the catalog's search). Enter picks a session, or an entry of one.
+//! entry (the backend's search). Enter picks a session, or an entry of one.
 //!
-//! The listing is refreshed before the picker shows; the full-text index is
+//! The listing is refreshed before the picker shows; the search index is
 //! brought up to date on a thread of its own meanwhile (the footer shows how
 //! far), so the picker never waits for it. The state machine is [`state`],
-//! the drawing [`view`]; this module owns the terminal and the catalog.
+//! the drawing [`view`]; this module owns the terminal and the sessions.
 
 mod state;
 mod view;
 
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -23,10 +24,11 @@ use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifier
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use arbor_catalog::{Catalog, NoProgress, Pass, Progress, Scope, SearchOptions};
+use arbor_tree::sessions::{ListRequest, NoProgress, Pass, Progress, Scope, SearchRequest, Sessions};
 
-use crate::shared::catalog;
+use crate::shared::backend;
 use crate::shared::output::home;
+use crate::shared::progress::Bar;
 use crate::ui::terminal::TerminalGuard;
 use state::{Input, Outcome, Picker};
 
@@ -52,30 +54,28 @@ pub(crate) fn available() -> bool {
     io::stdin().is_terminal() && io::stderr().is_terminal()
 }
 
-/// Runs the picker over the sessions under `root`, starting with those of `cwd`.
-pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
-    let mut catalog = catalog::open(root)?;
-    catalog.refresh(&Scope::All, &catalog::Bar::new())?;
+/// Runs the picker over `sessions`, starting with those of `cwd`.
+pub(crate) fn pick(sessions: &Arc<dyn Sessions>, cwd: &str) -> Result<Picked> {
     let here = Scope::cwd(cwd);
-    let mut sessions = catalog.sessions(&here)?;
-    let mut scope_all = false;
-    if sessions.is_empty() {
-        sessions = catalog.sessions(&Scope::All)?;
-        scope_all = true;
-    }
-    catalog::warn(&mut catalog);
+    let backend = sessions.clone();
+    let sessions = backend.listing(&ListRequest::new(here.clone()), &Bar::new())?;
+    let (sessions, scope_all) = if sessions.is_empty() {
+        (backend.listing(&ListRequest::new(Scope::All), &Bar::new())?, true)
+    } else {
+        (sessions, false)
+    };
+    backend::warn(backend.as_ref());
     if sessions.is_empty() {
         return Ok(Picked::NoSessions);
     }
-    let on_disk = catalog.location().is_some();
-    let indexing = if on_disk { start_indexing(root) } else { mpsc::channel().1 };
+    let indexing = start_indexing(backend.clone());
     let _guard = TerminalGuard::enter()?;
     let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
     term.clear()?;
     let height = term.size().map_or(24, |s| s.height);
     let picker = Picker::new(sessions, scope_all, usize::from(height.saturating_sub(view::CHROME)));
-    let progress = on_disk.then(|| "indexing entries…".to_owned());
-    let mut run = Run { catalog, picker, here, on_disk, indexing, dirty: None, progress };
+    let progress = Some("indexing entries…".to_owned());
+    let mut run = Run { backend, picker, here, indexing, dirty: None, progress };
     let home = home();
     loop {
         run.news();
@@ -103,14 +103,12 @@ pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
     }
 }
 
-/// The picker at work: its state, the catalog it searches, the indexing thread's news.
+/// The picker at work: its state, the sessions it searches, the indexing thread's news.
 struct Run {
-    catalog: Catalog,
+    backend: Arc<dyn Sessions>,
     picker: Picker,
     /// The current directory's scope.
     here: Scope,
-    /// The catalog is a file (an indexing thread can share it).
-    on_disk: bool,
     indexing: mpsc::Receiver<Indexing>,
     /// When the query last changed, until its entries are searched.
     dirty: Option<Instant>,
@@ -153,16 +151,10 @@ impl Run {
             return;
         }
         self.dirty = None;
-        let opts = SearchOptions { scope: self.scope(), limit: HITS };
         let query = self.picker.query().to_owned();
-        let hits = if query.trim().is_empty() {
-            Ok(vec![])
-        } else if self.on_disk {
-            self.catalog.search_as_is(&query, &opts)
-        } else {
-            // A catalog in memory is this connection's alone: index it at the first search.
-            self.catalog.search(&query, &opts, &NoProgress)
-        };
+        // The index as it stands: the indexing thread brings it up to date meanwhile.
+        let request = SearchRequest::new(query.as_str(), self.scope()).limit(HITS).as_is();
+        let hits = if query.trim().is_empty() { Ok(vec![]) } else { self.backend.search(&request, &NoProgress) };
         match hits {
             Ok(h) => self.picker.set_hits(h),
             Err(e) => self.picker.status = Some(e.to_string()),
@@ -176,9 +168,8 @@ impl Run {
             Outcome::Quit => return Ok(Some(Picked::Left)),
             Outcome::QueryChanged => self.dirty = Some(Instant::now()),
             Outcome::ScopeChanged => {
-                let scope = self.scope();
-                self.catalog.refresh(&scope, &NoProgress)?;
-                self.picker.set_sessions(self.catalog.sessions(&scope)?);
+                let listed = self.backend.listing(&ListRequest::new(self.scope()), &NoProgress)?;
+                self.picker.set_sessions(listed);
                 self.dirty = Some(settled());
             }
             Outcome::Open { path, at } => return Ok(Some(Picked::Session { path, at })),
@@ -242,17 +233,14 @@ impl Progress for Sender {
     }
 }
 
-/// Brings the text of every session into the index on a thread with its own
-/// catalog connection; the picker searches what is indexed meanwhile. The
-/// thread ends with the process when the picker is left before it is done.
-fn start_indexing(root: &Path) -> mpsc::Receiver<Indexing> {
+/// Brings the search index of every session up to date on a thread of its
+/// own; the picker searches what is indexed meanwhile. The thread ends with
+/// the process when the picker is left before it is done.
+fn start_indexing(backend: Arc<dyn Sessions>) -> mpsc::Receiver<Indexing> {
     let (tx, rx) = mpsc::channel();
-    let root = root.to_owned();
     std::thread::spawn(move || {
-        let result = Catalog::open(&root).and_then(|mut c| {
-            let progress = Sender { tx: tx.clone(), total: 1.into(), done: 0.into() };
-            c.refresh_text(&Scope::All, &progress)
-        });
+        let progress = Sender { tx: tx.clone(), total: 1.into(), done: 0.into() };
+        let result = backend.update_index(&Scope::All, &progress);
         let _ = tx.send(match result {
             Ok(_) => Indexing::Done,
             Err(e) => Indexing::Failed(e.to_string()),

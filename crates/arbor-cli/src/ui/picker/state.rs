@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use arbor_catalog::{fuzzy_match, parse_query, Hit, Query, TokenKind};
+use arbor_tree::sessions::{fuzzy_match, parse_query, Hit, Query, TokenKind};
 use arbor_tree::SessionListInfo;
 
 /// A key, as the picker reads it.
