@@ -4,7 +4,8 @@
 //! `cargo metadata`), `gen-session` (deterministic synthetic pi v3 session
 //! files), `bench` (end-to-end parse benchmark with yardsticks), `fuzz` (bounded
 //! cargo-fuzz runs), `pi` (the reference implementation's npm package, installed
-//! into a cache directory, and node scripts run against it) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
+//! into a cache directory, and node scripts run against it), `ccusage` (the
+//! usage yardstick, installed the same way) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
 //! while a library is broken.
 
 mod bench;
@@ -14,6 +15,7 @@ mod bench_pg;
 mod bench_store;
 mod bench_targets;
 mod bench_tui;
+mod ccusage;
 mod fuzz;
 mod gen;
 mod npm;
@@ -82,6 +84,9 @@ commands:
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;
                                     with a script, run it under node with the package importable
+  ccusage [ARGS…]                   install ccusage's npm package (the usage yardstick, 20.0.24) into the
+                                    cache (ARBOR_CCUSAGE_DIR, else ~/.cache/arbor-dev/ccusage-20.0.24) and
+                                    print its command; with arguments, run it with them
   pi-diff [options]                 the differential test: generate session files and compare Arbor's
                                     dump/tree/path/context/--llm/fork --at with pi's own answers
       --files N                     how many files (default 500)
@@ -121,6 +126,7 @@ fn run() -> Result<()> {
         Some("ci") => ci(&workspace_root()?),
         Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
         Some("pi") => pi_cmd(rest),
+        Some("ccusage") => ccusage::cli(rest),
         Some("pi-diff") => pi_diff::cli(&workspace_root()?, rest),
         Some("help" | "-h" | "--help") | None => {
             print!("{HELP}");

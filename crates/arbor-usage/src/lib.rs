@@ -61,7 +61,9 @@ pub use opencode::opencode_sessions;
 pub use period::{parse_date, zone};
 pub use price::{Price, PriceTable, Rates};
 pub use read::read_session;
-pub use report::{report, Amount, Difference, Grouping, Report, ReportOptions, Row, SessionFacts, TreeCosts, Usage};
+pub use report::{
+    report, Amount, Copied, Difference, Grouping, Report, ReportOptions, Row, SessionFacts, TreeCosts, Usage,
+};
 pub use scan::{files_under, pi_files, scan, Scan, ScanOptions, Source};
 
 /// jiff's civil dates, time zones and weekdays, as [`ReportOptions`] takes them.

@@ -157,6 +157,38 @@ fn tokens_json(t: &Tokens) -> Map<String, Value> {
     m
 }
 
+/// Replies that repeat an earlier session's: not counted here.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Copied {
+    /// Every copy.
+    pub all: Amount,
+    /// The copies a flat count (ccusage 20) counts again: all but those of
+    /// a fork whose header's `parentSession` names a session file that is
+    /// read too and that predate the fork's header (those it skips as well).
+    pub recounted: Amount,
+}
+
+impl Copied {
+    fn add(&mut self, tokens: &Tokens, cost: f64, recounted: bool) {
+        self.all.add(tokens, cost);
+        if recounted {
+            self.recounted.add(tokens, cost);
+        }
+    }
+
+    fn add_copied(&mut self, o: &Copied) {
+        self.all.add_amount(&o.all);
+        self.recounted.add_amount(&o.recounted);
+    }
+
+    /// As JSON: every copy as an [`Amount`], and `recountedByCcusage`.
+    pub fn to_json(self) -> Value {
+        let mut v = self.all.to_json();
+        v["recountedByCcusage"] = self.recounted.to_json();
+        v
+    }
+}
+
 /// What a row's replies cost, by where they stand in their trees.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TreeCosts {
@@ -236,7 +268,7 @@ pub struct Row {
     /// The counted replies by where they stand in their trees.
     pub tree: TreeCosts,
     /// Replies that repeat an earlier session's: not counted.
-    pub copies: Amount,
+    pub copies: Copied,
     /// The first and last reply's time (ms since the epoch).
     pub first_ms: i64,
     /// See [`Row::first_ms`].
@@ -255,8 +287,8 @@ pub enum Difference {
         session: (String, String),
         /// The session they belong to.
         of: (String, String),
-        /// What the copies amount to.
-        amount: Amount,
+        /// What the copies amount to, and what of it ccusage counts again.
+        amount: Copied,
     },
     /// Replies without a recorded cost, priced from Arbor's table.
     Priced {
@@ -304,7 +336,7 @@ pub struct Report {
     /// The totals by where replies stand in their trees.
     pub tree: TreeCosts,
     /// The copies not counted, added up.
-    pub copies: Amount,
+    pub copies: Copied,
     /// What differs from a flat count, and why ([`Difference`]).
     pub differences: Vec<Difference>,
 }
@@ -315,7 +347,7 @@ struct Acc {
     total: Amount,
     models: BTreeMap<String, Amount>,
     tree: TreeCosts,
-    copies: Amount,
+    copies: Copied,
     first_ms: Option<i64>,
     last_ms: i64,
 }
@@ -325,6 +357,7 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
     let mut rows: HashMap<String, Acc> = HashMap::new();
     let mut session_of_key: HashMap<String, usize> = HashMap::new();
     let mut differences = Differences::default();
+    let locations: std::collections::HashSet<&str> = usage.sessions.iter().map(|s| s.location.as_str()).collect();
     for (i, s) in usage.sessions.iter().enumerate() {
         if opts.cwd.as_ref().is_some_and(|c| *c != s.cwd) {
             continue;
@@ -346,8 +379,11 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
             acc.first_ms = Some(acc.first_ms.map_or(r.time_ms, |f| f.min(r.time_ms)));
             acc.last_ms = acc.last_ms.max(r.time_ms);
             if let Some(owner) = usage.copies.of(i, k) {
-                acc.copies.add(&r.tokens, cost);
-                differences.copy(usage, i, owner, &r.tokens, cost);
+                // ccusage skips what a fork copied when the fork names a file it reads.
+                let linked = s.parent_session.as_ref().is_some_and(|p| locations.contains(p.as_str()));
+                let recounted = !(linked && r.time_ms <= s.started_ms);
+                acc.copies.add(&r.tokens, cost, recounted);
+                differences.copy(usage, i, owner, &r.tokens, cost, recounted);
                 continue;
             }
             acc.agents.insert(s.agent);
@@ -370,10 +406,10 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
     sort_rows(opts.grouping, &mut out);
     let mut totals = Amount::default();
     let mut tree = TreeCosts::default();
-    let mut copies = Amount::default();
+    let mut copies = Copied::default();
     for r in &out {
         totals.add_amount(&r.total);
-        copies.add_amount(&r.copies);
+        copies.add_copied(&r.copies);
         for place in Place::ALL {
             tree.at(place).add_amount(&r.tree.get(place));
         }
@@ -439,15 +475,15 @@ fn sort_rows(grouping: Grouping, rows: &mut [Row]) {
 /// The differences found while counting, gathered by session pair and model.
 #[derive(Debug, Default)]
 struct Differences {
-    copies: BTreeMap<(usize, usize), Amount>,
+    copies: BTreeMap<(usize, usize), Copied>,
     priced: BTreeMap<String, Amount>,
     unpriced: BTreeMap<String, Amount>,
     names: HashMap<usize, (String, String)>,
 }
 
 impl Differences {
-    fn copy(&mut self, usage: &Usage, session: usize, owner: usize, tokens: &Tokens, cost: f64) {
-        self.copies.entry((session, owner)).or_default().add(tokens, cost);
+    fn copy(&mut self, usage: &Usage, session: usize, owner: usize, tokens: &Tokens, cost: f64, recounted: bool) {
+        self.copies.entry((session, owner)).or_default().add(tokens, cost, recounted);
         for i in [session, owner] {
             self.names.entry(i).or_insert_with(|| {
                 let s = &usage.sessions[i];

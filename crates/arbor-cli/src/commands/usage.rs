@@ -11,6 +11,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::ValueEnum;
 
 use arbor_tree::paths;
+use arbor_tree::sessions::{ListRequest, NoProgress, Scope};
 use arbor_usage::jiff::civil::Weekday;
 use arbor_usage::jiff::tz::TimeZone;
 use arbor_usage::{
@@ -18,6 +19,7 @@ use arbor_usage::{
     ReportOptions, ScanOptions, Source, Usage,
 };
 
+use crate::shared::backend;
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
 use crate::shared::visible::{for_people, say};
@@ -109,21 +111,16 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(file) = &args.file {
         bail!("unexpected argument {}: only `usage branch` takes a session", file.display());
     }
-    g.local_only("usage", "run it where the session files are (--store comes with the sessions seam)")?;
     let opts = report_options(kind, &args)?;
-    let sources = sources(&args)?;
+    let (sources, scan_opts, location) = sources(&args, g)?;
     let mut cache = match (args.no_cache, paths::cache_dir()) {
-        (false, Some(dir)) => Cache::open(&cache_file(&dir, &args)),
+        (false, Some(dir)) => Cache::open(&cache_file(&dir, &location, &args)),
         _ => Cache::in_memory(),
     };
     if let Some(w) = cache.take_warning() {
         say!("arbor: warning: {w}");
     }
-    let scanned = scan(
-        &sources,
-        &ScanOptions { session: g.options()?.with_index_dir(None), ..ScanOptions::default() },
-        &mut cache,
-    );
+    let scanned = scan(&sources, &scan_opts, &mut cache);
     for line in &scanned.unreadable {
         say!("arbor: {line}");
     }
@@ -193,16 +190,38 @@ fn agent_dir(flag: &Option<PathBuf>, var: &str, under: &str, home: &str) -> Opti
     std::env::home_dir().map(|h| h.join(home))
 }
 
-fn sessions_root(args: &Args) -> PathBuf {
-    args.sessions_dir.clone().unwrap_or_else(paths::sessions_root)
+/// pi's sessions: with `--store` the server's (listed through the
+/// backend, opened with its options), else the files under the sessions
+/// root, found with one walk (the catalog would read each file once more
+/// for its listing facts, which usage does not need).
+fn pi_sessions(args: &Args, g: &Globals, cwd: Option<&str>) -> Result<(Vec<PathBuf>, ScanOptions, String)> {
+    let mut opts = ScanOptions::default();
+    if g.store.is_none() {
+        let root = args.sessions_dir.clone().unwrap_or_else(paths::sessions_root);
+        let location = root.to_string_lossy().into_owned();
+        return Ok((arbor_usage::pi_files(&root, cwd)?, opts, location));
+    }
+    let sessions = g.sessions_in(args.sessions_dir.as_deref())?;
+    let scope = cwd.map_or(Scope::All, Scope::cwd);
+    let list = sessions.listing(&ListRequest::new(scope), &NoProgress);
+    backend::warn(sessions.as_ref());
+    opts.session = sessions.session_options();
+    Ok((list?.into_iter().map(|i| i.path).collect(), opts, sessions.location()))
 }
 
-fn sources(args: &Args) -> Result<Vec<Source>> {
+/// Every file to read, how pi's are opened, and where pi's are (for the cache's name).
+fn sources(args: &Args, g: &Globals) -> Result<(Vec<Source>, ScanOptions, String)> {
     let cwd = args.cwd.as_ref().map(|c| c.to_string_lossy().into_owned());
     let mut out = Vec::new();
+    let mut opts = ScanOptions::default();
+    let mut location = String::new();
     for agent in agents(args)? {
         let found = match agent {
-            Agent::Pi => arbor_usage::pi_files(&sessions_root(args), cwd.as_deref())?,
+            Agent::Pi => {
+                let (files, o, l) = pi_sessions(args, g, cwd.as_deref())?;
+                (opts, location) = (o, l);
+                files
+            }
             Agent::Claude => match agent_dir(&args.claude_dir, "CLAUDE_CONFIG_DIR", "projects", ".claude/projects") {
                 Some(dir) => arbor_usage::files_under(&dir, ".jsonl")?,
                 None => Vec::new(),
@@ -225,12 +244,12 @@ fn sources(args: &Args) -> Result<Vec<Source>> {
         };
         out.extend(found.into_iter().map(|path| Source { agent, path }));
     }
-    Ok(out)
+    Ok((out, opts, location))
 }
 
 /// `<cache>/usage/<hash of the folders read>.bin`: one cache per set of folders.
-fn cache_file(cache: &Path, args: &Args) -> PathBuf {
-    let mut names = vec![sessions_root(args).to_string_lossy().into_owned()];
+fn cache_file(cache: &Path, pi: &str, args: &Args) -> PathBuf {
+    let mut names = vec![pi.to_owned()];
     for d in [&args.claude_dir, &args.codex_dir, &args.opencode_dir] {
         names.push(d.as_ref().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default());
     }
@@ -350,13 +369,14 @@ fn write_tree_line(out: &mut dyn Write, r: &Report) -> Result<()> {
         part("summarized", &tree.summarized),
         part("abandoned", &tree.abandoned)
     )?;
-    if r.copies.replies > 0 {
+    let copies = &r.copies.all;
+    if copies.replies > 0 {
         writeln!(
             out,
             "forks: {} replies copied from earlier sessions ({}, {} tokens) counted there only",
-            r.copies.replies,
-            money(r.copies.cost),
-            short(r.copies.tokens.total())
+            copies.replies,
+            money(copies.cost),
+            short(copies.tokens.total())
         )?;
     }
     Ok(())
@@ -371,13 +391,14 @@ fn write_differences(out: &mut dyn Write, r: &Report) -> Result<()> {
     for d in &r.differences {
         let line = match d {
             Difference::Copies { session, of, amount } => format!(
-                "- {} repeats {} replies of {} ({}, {} tokens): counted once, in {}",
+                "- {} repeats {} replies of {} ({}, {} tokens): counted once, in {}; ccusage counts {} of them again",
                 session.1,
-                amount.replies,
+                amount.all.replies,
                 of.1,
-                money(amount.cost),
-                short(amount.tokens.total()),
-                of.0
+                money(amount.all.cost),
+                short(amount.all.tokens.total()),
+                of.0,
+                amount.recounted.replies
             ),
             Difference::Priced { model, amount } => format!(
                 "- {} replies of {model} recorded no cost: priced from Arbor's table at {}",

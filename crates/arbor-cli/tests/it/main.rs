@@ -26,6 +26,7 @@ mod server_connect;
 mod server_safety;
 mod server_unlock;
 mod tui;
+mod usage_ccusage;
 
 use std::path::Path;
 use std::process::{Command, Output};
