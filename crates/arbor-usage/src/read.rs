@@ -163,9 +163,10 @@ fn parse_reply(agent: Agent, id: &str, json: &str) -> Option<Parsed> {
         Agent::Pi => usage.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64),
         // Claude Code's `costUSD`, when the transcript had one (the import writes 0 without it).
         Agent::Claude => record.and_then(|r| r.get("costUSD")).and_then(Value::as_f64),
-        // Codex records no cost; OpenCode's is on the message (see `opencode`).
+        // Codex records no cost.
         Agent::Codex => None,
-        Agent::OpenCode => usage.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64),
+        // OpenCode writes 0 where it does not know the price (as ccusage reads it).
+        Agent::OpenCode => usage.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).filter(|c| *c > 0.0),
     };
     let model = text(body.model.as_ref());
     let key = match (agent, &body.response_id) {

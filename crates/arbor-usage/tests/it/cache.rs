@@ -1,0 +1,69 @@
+//! The cache: a repeated scan reads only the files that changed, and gives
+//! what a fresh scan gives.
+
+use arbor_usage::{pi_files, scan, Agent, Cache, ScanOptions, Source};
+
+use crate::{reply, user, write_session};
+
+#[test]
+fn a_repeated_scan_reads_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    let folder = root.join("--work-app--");
+    let mut files = Vec::new();
+    for k in 0..3 {
+        let id = format!("s{k}");
+        files.push(write_session(
+            &folder,
+            &id,
+            None,
+            &[("u1", None, user()), ("a1", Some("u1"), reply("gpt-5", 100 + k, Some(1.0)))],
+        ));
+    }
+    let sources: Vec<Source> =
+        pi_files(&root, None).unwrap().into_iter().map(|path| Source { agent: Agent::Pi, path }).collect();
+    assert_eq!(sources.len(), 3);
+    let cache_file = dir.path().join("cache/usage.bin");
+    let opts = ScanOptions::default();
+
+    let mut cache = Cache::open(&cache_file);
+    let first = scan(&sources, &opts, &mut cache);
+    assert_eq!((first.read, first.reused), (3, 0));
+    cache.save().unwrap();
+    assert!(cache_file.exists());
+
+    let mut cache = Cache::open(&cache_file);
+    let again = scan(&sources, &opts, &mut cache);
+    assert_eq!((again.read, again.reused), (0, 3), "nothing changed: nothing read");
+    assert_eq!(again.sessions, first.sessions);
+
+    // One session grows: only it is read again.
+    let mut text = std::fs::read_to_string(&files[1]).unwrap();
+    text.push_str(&format!(
+        "{}\n",
+        serde_json::json!({"type": "message", "id": "a2", "parentId": "a1", "timestamp": "2026-03-02T10:00:00.000Z",
+            "message": reply("gpt-5", 7, Some(2.0))["message"]})
+    ));
+    std::fs::write(&files[1], text).unwrap();
+    cache.save().unwrap();
+    let mut cache = Cache::open(&cache_file);
+    let third = scan(&sources, &opts, &mut cache);
+    assert_eq!((third.read, third.reused), (1, 2));
+    let fresh = scan(&sources, &opts, &mut Cache::in_memory());
+    assert_eq!(third.sessions, fresh.sessions, "what the cache gives is what the files give");
+    assert_eq!(fresh.sessions[1].replies.len(), 2);
+}
+
+#[test]
+fn a_file_that_cannot_be_read_is_named_and_the_others_are_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let good =
+        write_session(dir.path(), "ok", None, &[("u1", None, user()), ("a1", Some("u1"), reply("gpt-5", 1, None))]);
+    let bad = dir.path().join("2026-03-01T10-00-00-000Z_bad.jsonl");
+    std::fs::write(&bad, "not a session\n").unwrap();
+    let sources = [Source { agent: Agent::Pi, path: bad.clone() }, Source { agent: Agent::Pi, path: good }];
+    let s = scan(&sources, &ScanOptions::default(), &mut Cache::in_memory());
+    assert_eq!(s.sessions.len(), 1);
+    assert_eq!(s.unreadable.len(), 1);
+    assert!(s.unreadable[0].contains(bad.to_str().unwrap()), "{:?}", s.unreadable);
+}
