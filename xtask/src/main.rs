@@ -15,6 +15,7 @@ mod bench_pg;
 mod bench_store;
 mod bench_targets;
 mod bench_tui;
+mod bench_usage;
 mod ccusage;
 mod fuzz;
 mod gen;
@@ -76,6 +77,9 @@ commands:
                                     search keystroke), and the chat's first screen (no model), with
                                     and without the index, next to wc -l, on --file or a generated
                                     realistic session (100k; 1M with --huge)
+      --usage [N]                   instead: arbor usage daily on a generated store of N sessions (default
+                                    1000, ~1.5 GB): the first report, again unchanged, after one session
+                                    grew; next to ccusage pi daily --offline, with issue 36's targets
       --append                      instead: only the append rows (one `arbor label` to a copy of a
                                     1k, the 100k and, with --huge, the 1M session: the first append,
                                     then appends through the index; time, CPU, peak RSS, ratios to the
