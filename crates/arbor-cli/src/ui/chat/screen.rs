@@ -56,6 +56,10 @@ impl TreeHost for ChatHost<'_> {
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
         self.chat.set_label(id, label)
     }
+
+    fn exit_hint(&self) -> &'static str {
+        "back to the chat"
+    }
 }
 
 /// The selectors' next event from the key reader's channel (see `NextEvent`).
