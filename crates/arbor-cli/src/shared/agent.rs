@@ -252,7 +252,11 @@ pub fn fork_before(setup: AgentSetup<'_>, id: &str) -> Result<ForkOutcome> {
 }
 
 /// Prints a fork's outcome as `arbor fork --before` does; a cancelled fork exits with 3.
+/// The editor text is a session's text: for people its control characters are
+/// made visible ([`crate::shared::visible`]); JSON is written exactly.
 pub fn write_fork(out: &mut dyn Write, r: &ForkOutcome, json: bool) -> Result<ExitCode> {
+    let mut slot = None;
+    let out = crate::shared::visible::for_people(out, json, &mut slot);
     if r.cancelled {
         if json {
             write_json_line(out, &json!({ "path": null, "editorText": r.editor_text, "cancelled": true }))?;

@@ -13,6 +13,7 @@ mod commands;
 mod compat;
 mod context_json;
 mod deep_tree;
+mod escapes;
 mod interop;
 mod model_server;
 mod pi_cli;
@@ -21,6 +22,7 @@ mod read_only_dir;
 mod reference;
 mod reliability;
 mod server;
+mod term;
 mod tui;
 
 use std::path::Path;

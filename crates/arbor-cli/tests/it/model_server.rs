@@ -10,6 +10,8 @@
 //! - a prompt containing `endless` streams 100-byte pieces every millisecond
 //!   and never ends the reply, until the client hangs up;
 //! - a prompt containing `please fail` gets HTTP 400 (not retried);
+//! - a prompt containing `send escapes` gets [`ESCAPES`] (a clipboard write,
+//!   a title, a terminal reset) and `done`;
 //! - anything else gets `echo: <the last user text>`.
 //!
 //! Every request is kept (path, body, `authorization` header) for the test to read.
@@ -24,6 +26,17 @@ use std::thread;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+/// What a reply to `send escapes` holds before `done`: an OSC 52 clipboard
+/// write, an OSC 0 title and RIS (a full reset), none of which Arbor's own
+/// drawing ever sends.
+pub const ESCAPES: &str = "\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;pwned-title\u{7}\u{1b}c";
+
+/// True when `bytes` hold any of the raw sequences of [`ESCAPES`].
+pub fn has_raw_escapes(bytes: &[u8]) -> bool {
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    has(b"\x1b]52;") || has(b"\x1b]0;pwned") || has(b"\x1bc")
+}
 
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -187,6 +200,8 @@ fn serve(stream: TcpStream, state: &State) {
             thread::sleep(Duration::from_millis(100));
         }
         let _ = out.write_all(if anthropic { anthropic_tail() } else { openai_tail(&model) }.as_bytes());
+    } else if prompt.contains("send escapes") {
+        let _ = send_whole(&mut out, anthropic, &model, &[ESCAPES.to_owned(), " done".to_owned()]);
     } else if prompt.contains("please fail") {
         let body = r#"{"error":{"message":"the server refuses this prompt","type":"invalid_request_error"}}"#;
         let _ = write!(

@@ -45,8 +45,9 @@ pub fn run(
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         screen::run(&mut chat)?;
         // The conversation leaves with the alternate screen: its last exchange stays on the normal one.
+        // Text from the file and the model: its control characters are shown, not obeyed.
         for line in transcript::last_exchange(&transcript::path_messages(chat.session())) {
-            eprintln!("{line}");
+            say!("{line}");
         }
         if let Some(p) = chat.file() {
             say!("Session: {}", p.display());

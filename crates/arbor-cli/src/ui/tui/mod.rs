@@ -41,7 +41,7 @@ use crate::shared::agent::{self, AgentSetup, ModelArgs};
 use crate::shared::follow::{Followed, Watch};
 use crate::shared::output::{error_line, home};
 use crate::shared::session::{print_diagnostics, Globals};
-use crate::shared::visible::say;
+use crate::shared::visible::{say, Visible};
 use crate::ui::picker::{self, Picked};
 use crate::ui::terminal::{read_key, NextEvent, Term, TerminalGuard};
 use escape::EscapeWatch;
@@ -508,7 +508,10 @@ pub fn run(
         }
     }
     if let Some(text) = &editor_text {
+        // A session's text, on its way to a terminal (or a file): its control characters are shown.
+        let mut out = Visible::new(out);
         writeln!(out, "{text}")?;
+        out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
 }
