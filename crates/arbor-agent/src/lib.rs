@@ -21,7 +21,8 @@
 //! payload and answer), [`compaction`] and [`branch`] (the pure halves the
 //! flows rest on: where to cut, what a move abandons), [`summarizer`] (the
 //! [`Summarizer`] trait's requests, [`LlmSummarizer`] and its prompts) and
-//! [`prompt`] (auto-compaction and overflow).
+//! [`prompt`] (auto-compaction and overflow), and [`config_file`] (how a
+//! configuration file is read: regular files only, with a size cap).
 //!
 //! ```no_run
 //! use arbor_agent::{AgentOptions, AgentSession, CompactOptions, NavigateOptions, PromptOptions};
@@ -64,6 +65,7 @@ mod agent;
 pub mod branch;
 mod compact;
 pub mod compaction;
+pub mod config_file;
 mod convert;
 mod error;
 mod fork;

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::tail;
 use super::{EventName, Hook, HookBus, HookError, HookEvent, HookResponse};
+use crate::config_file::{read_config_file, ConfigFileError};
 
 /// The time a command hook gets when the config names none.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -74,15 +75,9 @@ pub struct CommandHookConfig {
 /// A hooks file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum HookConfigError {
-    /// The file could not be read.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The file could not be read (missing, not a regular file, too large).
+    #[error(transparent)]
+    File(#[from] ConfigFileError),
     /// Bad TOML.
     #[error("hooks config: {0}")]
     Toml(#[from] toml::de::Error),
@@ -118,10 +113,10 @@ impl HookConfig {
         Ok(serde_json::from_str(text)?)
     }
 
-    /// Reads a file: `.json` as JSON, anything else as TOML.
+    /// Reads a file: `.json` as JSON, anything else as TOML. Only a regular
+    /// file is read, and at most [`crate::config_file::CONFIG_FILE_LIMIT`] bytes of it.
     pub fn load(path: &Path) -> Result<HookConfig, HookConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| HookConfigError::Io { path: path.to_owned(), source })?;
+        let text = read_config_file(path)?;
         let mut config = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
             HookConfig::from_json(&text)?
         } else {

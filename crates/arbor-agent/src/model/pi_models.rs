@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Api, ModelCost, ModelError, ModelInfo, ProviderConfig, ProviderRegistry};
+use crate::config_file::read_config_file;
 
 /// pi's defaults for a custom model.
 const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
@@ -129,12 +130,13 @@ pub fn strip_json_comments(text: &str) -> String {
 
 impl PiModels {
     /// Reads `path`; `Ok(None)` when it does not exist. A file that cannot be
-    /// read, does not parse or breaks pi's rules is an error naming it.
+    /// read (not a regular file, too large: see [`read_config_file`]), does
+    /// not parse or breaks pi's rules is an error naming it.
     pub fn load(path: &Path) -> Result<Option<PiModels>, ModelError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match read_config_file(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(bad(path, e.to_string())),
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(bad(path, e.reason())),
         };
         PiModels::parse(&text).map(Some).map_err(|m| bad(path, m))
     }

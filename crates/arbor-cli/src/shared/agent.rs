@@ -15,6 +15,7 @@ use anyhow::{anyhow, Context as _, Result};
 use clap::Args;
 use serde_json::json;
 
+use arbor_agent::hooks::HookConfigError;
 use arbor_agent::{
     AbortHandle, AgentOptions, AgentSession, ClientOptions, CompactOptions, CompactResult, HookBus, HookConfig,
     HookFailure, NavigateOptions, NavigateResult,
@@ -127,7 +128,11 @@ pub fn client_options(timeout_secs: Option<u64>, max_bytes: Option<u64>) -> Resu
 
 /// Registers the command hooks of a hooks file on `bus`; errors name the file.
 pub fn load_hooks(path: &Path, bus: &mut HookBus) -> Result<()> {
-    let config = HookConfig::load(path).with_context(|| format!("{}: cannot load hooks", path.display()))?;
+    let config = HookConfig::load(path).map_err(|e| match e {
+        // Already names the file.
+        HookConfigError::File(e) => anyhow!("cannot load hooks: {e}"),
+        e => anyhow::Error::new(e).context(format!("{}: cannot load hooks", path.display())),
+    })?;
     config.register(bus).with_context(|| format!("{}: bad hooks", path.display()))?;
     Ok(())
 }

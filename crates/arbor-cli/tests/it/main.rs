@@ -11,6 +11,7 @@ mod chat_commands;
 mod chat_terminal;
 mod commands;
 mod compat;
+mod config_files;
 mod context_json;
 mod deep_tree;
 mod escapes;

@@ -32,14 +32,7 @@ impl Term {
         Term::launch(dir, name, size, &[], commands, "")
     }
 
-    fn launch(
-        dir: &Path,
-        name: &str,
-        (w, h): (u16, u16),
-        env: &[&str],
-        commands: &[String],
-        redirect: &str,
-    ) -> Term {
+    fn launch(dir: &Path, name: &str, (w, h): (u16, u16), env: &[&str], commands: &[String], redirect: &str) -> Term {
         let script: Vec<String> =
             commands.iter().map(|c| format!("{bin} {c}", bin = env!("CARGO_BIN_EXE_arbor"))).collect();
         // The commands wait for `go`, made once the pane's output is logged.
@@ -151,4 +144,3 @@ impl Term {
         }
     }
 }
-

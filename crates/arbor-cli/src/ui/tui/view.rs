@@ -14,7 +14,9 @@ use crate::shared::visible::visible;
 /// pi's help line, with the way out (`Esc: quit` in `arbor tui`, `Esc:
 /// back to the chat` in the chat).
 pub fn help(exit: &str) -> String {
-    format!("↑/↓: move. ←/→: page. ^←/^→: fold/branch. Shift+L: label. ^D/^T/^U/^L/^A: filters (^O/⇧^O cycle). Esc: {exit}")
+    format!(
+        "↑/↓: move. ←/→: page. ^←/^→: fold/branch. Shift+L: label. ^D/^T/^U/^L/^A: filters (^O/⇧^O cycle). Esc: {exit}"
+    )
 }
 
 /// The help wrapped to the width, indented by two: never cut, at most three lines.
