@@ -297,15 +297,49 @@ impl Capture {
     }
 }
 
-/// Ends the command's whole process group (the shell and what it started).
+/// The process groups of the command hooks running now (their shells' pids).
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// A running hook's process group, in [`RUNNING`] while this lives.
+struct Running(Option<u32>);
+
+impl Running {
+    fn register(pid: Option<u32>) -> Running {
+        if let Some(p) = pid {
+            RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+        }
+        Running(pid)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = running.iter().position(|&r| r == p) {
+                running.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// Ends the process group of every command hook running now: for a program
+/// about to end on a signal (SIGTERM, SIGHUP), whose hooks run in process
+/// groups of their own and would otherwise go on without it.
+pub fn kill_running_hooks() {
+    let running: Vec<u32> = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for pid in running {
+        kill_group(Some(pid));
+    }
+}
+
+/// Ends the command's whole process group (the shell and what it started),
+/// with one system call (no `kill` process to wait for: a program ending on a
+/// signal kills its hooks' groups this way just before it goes).
 fn kill_group(pid: Option<u32>) {
     #[cfg(unix)]
-    if let Some(pid) = pid {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
     #[cfg(not(unix))]
     let _ = pid;
@@ -327,6 +361,7 @@ impl Hook for CommandHook {
         input.push(b'\n');
         let mut child = self.shell().spawn().map_err(|e| format!("could not start: {e}"))?;
         let pid = child.id();
+        let _running = Running::register(pid);
         let out = Capture::start(child.stdout.take(), STDOUT_LIMIT, Overflow::Refuse);
         let err = Capture::start(child.stderr.take(), STDERR_LIMIT, Overflow::KeepTail);
         let stdin = child.stdin.take();

@@ -126,8 +126,28 @@ pub fn client_options(timeout_secs: Option<u64>, max_bytes: Option<u64>) -> Resu
     Ok(opts)
 }
 
-/// Registers the command hooks of a hooks file on `bus`; errors name the file.
+/// Makes SIGTERM and SIGHUP end the running command hooks with the process:
+/// a hook runs in a process group of its own (so that a timeout ends its
+/// whole pipeline), which a signal to `arbor` does not reach. The process
+/// still ends as the signal's default says, once the hooks are killed.
+fn end_hooks_with_the_process() {
+    use signal_hook::consts::{SIGHUP, SIGTERM};
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP]) else { return };
+        std::thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                arbor_agent::hooks::kill_running_hooks();
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+            }
+        });
+    });
+}
+
+/// Registers the command hooks of a hooks file on `bus`; errors name the
+/// file. From then on SIGTERM and SIGHUP end a running hook with `arbor`.
 pub fn load_hooks(path: &Path, bus: &mut HookBus) -> Result<()> {
+    end_hooks_with_the_process();
     let config = HookConfig::load(path).map_err(|e| match e {
         // Already names the file.
         HookConfigError::File(e) => anyhow!("cannot load hooks: {e}"),

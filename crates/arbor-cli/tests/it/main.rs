@@ -15,6 +15,7 @@ mod config_files;
 mod context_json;
 mod deep_tree;
 mod escapes;
+mod hook_signals;
 mod interop;
 mod model_server;
 mod pi_cli;
