@@ -58,7 +58,10 @@ impl AgentSession {
     ///
     /// The model is `options.model`, or else the last `model_change` or
     /// assistant message on the current path, if its provider is known and
-    /// has a key (or is local); otherwise a notice says why it was not restored.
+    /// has a key (or is local); otherwise a notice says why it was not
+    /// restored. A session whose model is not restored (or that has none)
+    /// takes `options.fallback_model` when that one has a key (or is local),
+    /// with a notice when it replaces the session's.
     pub fn new(session: Session, options: AgentOptions) -> AgentSession {
         let mut agent = AgentSession {
             session,
@@ -72,9 +75,18 @@ impl AgentSession {
         };
         agent.rebuild_context();
         if agent.model.is_none() {
-            agent.model = agent.restore_model();
+            agent.model = agent.restore_model().or_else(|| agent.fallback());
         }
         agent
+    }
+
+    /// Why `model` cannot be called now (no key for a server that needs one).
+    fn unusable(&self, model: &ModelInfo) -> Option<String> {
+        self.opts
+            .credentials
+            .require(model)
+            .err()
+            .map(|_| format!("no API key for {} (set {})", model.base_url, model.key_env))
     }
 
     fn restore_model(&mut self) -> Option<ModelInfo> {
@@ -87,9 +99,24 @@ impl AgentSession {
             self.notices.push(format!("Could not restore model {name}: unknown provider {}", r.provider));
             return None;
         };
-        if self.opts.credentials.require(&model).is_err() {
-            self.notices.push(format!("Could not restore model {name}: no API key (set {})", model.key_env));
+        if let Some(why) = self.unusable(&model) {
+            self.notices.push(format!("Could not restore model {name}: {why}"));
             return None;
+        }
+        Some(model)
+    }
+
+    /// The fallback model, when it can be called; a notice says when it
+    /// replaces a model the session named.
+    fn fallback(&mut self) -> Option<ModelInfo> {
+        let model = self.opts.fallback_model.clone()?;
+        let name = format!("{}/{}", model.provider, model.id);
+        if let Some(why) = self.unusable(&model) {
+            self.notices.push(format!("The default model {name} cannot be used either: {why}"));
+            return None;
+        }
+        if !self.notices.is_empty() {
+            self.notices.push(format!("Using the default model {name} instead"));
         }
         Some(model)
     }

@@ -22,7 +22,7 @@ use arbor_agent::{
 };
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
-use super::models::Models;
+use super::models::{pi_default_model, Models};
 use super::output::write_json_line;
 use super::session::{open_showing_progress, print_diagnostics};
 use crate::shared::visible::say;
@@ -89,6 +89,10 @@ impl AgentSetup<'_> {
         // model applies to the model restored from the session.
         let mut models = Models::load();
         opts.model = models.choose(m.model.as_deref(), m.base_url.as_deref(), &session)?;
+        // As pi does: its default model when the session's cannot be used.
+        if opts.model.is_none() {
+            opts.fallback_model = models.fallback(pi_default_model().as_deref());
+        }
         opts.providers = models.registry;
         let agent = AgentSession::new(session, opts);
         if needs_model {

@@ -174,19 +174,15 @@ impl Chat {
         let spec = flags.model.clone().or_else(|| settings.model.clone());
         let base_url = flags.base_url.clone().or_else(|| settings.base_url.clone());
         opts.model = models.choose(spec.as_deref(), base_url.as_deref(), &session)?;
+        // pi's default model: a new session's, and the one used when the session's cannot be.
+        if opts.model.is_none() {
+            opts.fallback_model = models.fallback(settings.default_model.as_deref());
+            notices.append(&mut models.notices);
+        }
         opts.providers = models.registry.clone();
         let mut chat = Chat { rt, agent: AgentSession::new(session, opts), settings, models, notices };
         chat.notices.extend(chat.agent.notices().iter().cloned());
-        let model = match chat.agent.model().cloned() {
-            Some(m) => Some(m),
-            None => match chat.settings.default_model.clone() {
-                Some(spec) if chat.agent.messages().is_empty() || chat.agent.context().model.is_none() => {
-                    Some(chat.models.parse(&spec)?)
-                }
-                _ => None,
-            },
-        };
-        if let Some(m) = model {
+        if let Some(m) = chat.agent.model().cloned() {
             let m = chat.tune(m);
             chat.agent.set_model(Some(m));
         }
