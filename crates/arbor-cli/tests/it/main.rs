@@ -8,6 +8,7 @@ mod agent;
 mod catalog;
 mod chat;
 mod chat_commands;
+mod chat_models;
 mod chat_terminal;
 mod commands;
 mod compat;

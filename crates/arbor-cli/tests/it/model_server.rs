@@ -16,7 +16,9 @@
 //!
 //! Every request is kept (path, body, `authorization` header) for the test to read.
 //!
-//! Every reply reports `usage` (120 prompt + 30 completion tokens).
+//! Every reply reports `usage` (120 prompt + 30 completion tokens), except
+//! when the conversation's last prompt contains `[no usage]`: then it reports
+//! zeros, as some servers do.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -208,6 +210,17 @@ fn serve(stream: TcpStream, state: &State) {
             out,
             "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
             body.len()
+        );
+    } else if prompt.contains("[no usage]") && !anthropic {
+        let mut sse = openai_delta(&model, &format!("echo: {prompt}"));
+        let end = json!({"id": "c1", "object": "chat.completion.chunk", "model": model,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}});
+        sse.push_str(&format!("data: {end}\n\ndata: [DONE]\n\n"));
+        let _ = write!(
+            out,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{sse}",
+            sse.len()
         );
     } else {
         let _ = send_whole(&mut out, anthropic, &model, &["echo: ".to_owned(), prompt]);
