@@ -96,7 +96,12 @@ impl AgentSession {
         let r = self.context.model.clone()?;
         let name = format!("{}/{}", r.provider, r.model_id);
         let Some(model) = self.opts.providers.resolve(&r.provider, &r.model_id) else {
-            self.notices.push(format!("Could not restore model {name}: unknown provider {}", r.provider));
+            let why = self
+                .opts
+                .providers
+                .unsupported(&r.provider, &r.model_id)
+                .unwrap_or_else(|| format!("unknown provider {}", r.provider));
+            self.notices.push(format!("Could not restore model {name}: {why}"));
             return None;
         };
         if let Some(why) = self.unusable(&model) {

@@ -69,6 +69,9 @@ impl Models {
     /// `PROVIDER/MODEL` as a model; an unknown provider is an error listing
     /// the known ones (and naming pi's `models.json` when it was ignored).
     pub fn parse(&self, spec: &str) -> Result<ModelInfo> {
+        if let Some(why) = spec.split_once('/').and_then(|(p, id)| self.registry.unsupported(p, id)) {
+            anyhow::bail!("model {spec:?} cannot be used: its {why}");
+        }
         self.registry.parse_model(spec).ok_or_else(|| {
             let known: Vec<&str> = self.registry.names().collect();
             let why = match &self.broken {

@@ -30,3 +30,69 @@ fn a_server_reporting_no_usage_still_gets_a_token_estimate_and_auto_compaction()
     assert!(err.contains("Auto-compacting (threshold)"), "{err}");
     assert!(server.requests().iter().any(|r| r.last_user().contains("<conversation>")), "no summary request");
 }
+
+/// A pi agent directory whose `oai` provider speaks the Responses API at
+/// the server (model `gpt-r`), with a `gem` model of an API Arbor does not speak.
+fn responses_agent_dir(dir: &std::path::Path, server: &ModelServer) -> std::path::PathBuf {
+    let agent = dir.join("pi-agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    let models = serde_json::json!({"providers": {"oai": {
+        "baseUrl": server.openai(), "api": "openai-responses", "apiKey": "OAI_KEY",
+        "models": [{"id": "gpt-r", "contextWindow": 64000}, {"id": "gem", "api": "google-generative-ai"}]
+    }}});
+    std::fs::write(agent.join("models.json"), models.to_string()).unwrap();
+    agent
+}
+
+#[test]
+fn an_openai_responses_model_speaks_the_responses_api_streamed() {
+    let server = ModelServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = responses_agent_dir(dir.path(), &server);
+    let file = dir.path().join("c.jsonl");
+    let env = [("PI_CODING_AGENT_DIR", agent.to_str().unwrap()), ("OAI_KEY", "sekrit")];
+    let args = [file.to_str().unwrap(), "--new", "--model", "oai/gpt-r"];
+    let (status, out, err) =
+        crate::chat::script_with(dir.path(), &["chat"], &args, &env, &["hello", "and again", "/quit"]);
+    assert!(status.success(), "{err}");
+    assert!(out.contains("echo: hello\n") && out.contains("echo: and again\n"), "{out}\n{err}");
+    assert!(!err.contains("oai/gpt-r: API"), "gpt-r is not left out: {err}");
+    let turns = server.turns();
+    assert_eq!(turns.len(), 2);
+    assert!(turns.iter().all(|t| t.path == "/v1/responses"), "{:?}", turns.iter().map(|t| &t.path).collect::<Vec<_>>());
+    let body = &turns[1].body;
+    assert_eq!(
+        (body["model"].as_str(), body["stream"].as_bool(), body["store"].as_bool()),
+        (Some("gpt-r"), Some(true), Some(false))
+    );
+    assert_eq!(
+        body["input"],
+        serde_json::json!([
+            {"role": "user", "content": [{"type": "input_text", "text": "hello"}]},
+            {"role": "assistant", "content": "echo: hello"},
+            {"role": "user", "content": [{"type": "input_text", "text": "and again"}]},
+        ])
+    );
+    assert_eq!(turns[1].auth.as_deref(), Some("Bearer sekrit"));
+    // Recorded as pi records a Responses reply, with the server's usage.
+    let last = crate::chat::path_json(&file).pop().unwrap();
+    assert_eq!(last["message"]["api"], "openai-responses");
+    assert_eq!(last["message"]["usage"]["totalTokens"], 150);
+}
+
+#[test]
+fn a_model_of_an_api_arbor_does_not_speak_is_refused_and_never_sent() {
+    let server = ModelServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = responses_agent_dir(dir.path(), &server);
+    let file = dir.path().join("c.jsonl");
+    let env = [("PI_CODING_AGENT_DIR", agent.to_str().unwrap()), ("OAI_KEY", "k")];
+    let args = [file.to_str().unwrap(), "--new", "--model", "oai/gem"];
+    let (status, _, err) = crate::chat::script_with(dir.path(), &["chat"], &args, &env, &["hello", "/quit"]);
+    assert!(!status.success());
+    assert!(
+        err.contains("model \"oai/gem\" cannot be used: its API \"google-generative-ai\" is not one Arbor speaks"),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "nothing was sent over another API");
+}
