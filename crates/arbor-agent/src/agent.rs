@@ -136,6 +136,32 @@ impl AgentSession {
         self.session
     }
 
+    /// Releases the session's file for writing (its lock and append handle;
+    /// see [`Session::stop_writing`]), so that the file can be opened again
+    /// for writing (to take in what another writer appended) or left.
+    pub fn stop_writing(&mut self) {
+        self.session.stop_writing();
+    }
+
+    /// Continues in `session` instead (pi's session switch: `/new`,
+    /// `/resume`, a file read again): the context is rebuilt, a remembered
+    /// write failure and the automatic-compaction failures are forgotten,
+    /// and the model is restored from it when `restore_model` (else the
+    /// active one stays). Returns the session left.
+    pub fn switch_session(&mut self, session: Session, restore_model: bool) -> Session {
+        let old = std::mem::replace(&mut self.session, session);
+        self.failed = None;
+        self.auto_compaction_failures = 0;
+        self.notices.clear();
+        self.rebuild_context();
+        if restore_model {
+            if let Some(m) = self.restore_model() {
+                self.model = Some(m);
+            }
+        }
+        old
+    }
+
     /// The agent context of the current leaf (rebuilt after every change).
     pub fn context(&self) -> &SessionContext {
         &self.context
@@ -154,6 +180,12 @@ impl AgentSession {
     /// Replaces the active model (nothing is written).
     pub fn set_model(&mut self, model: Option<ModelInfo>) {
         self.model = model;
+    }
+
+    /// Tells `observer` of every retry of a model call from now on (the
+    /// reply, summaries, compactions); `None` stops telling.
+    pub fn set_retry_observer(&mut self, observer: Option<crate::model::RetryObserver>) {
+        self.opts.client_options.on_retry = observer;
     }
 
     /// Things a user should hear about (a model that could not be restored).

@@ -88,7 +88,8 @@ pub use handle::AgentHandle;
 pub use hooks::{CommandHook, EventName, Hook, HookBus, HookConfig, HookError, HookEvent, HookFailure, HookResponse};
 pub use model::{
     client_for, AnthropicClient, Api, AssistantReply, ClientOptions, CompletionRequest, Credentials, ModelClient,
-    ModelError, ModelInfo, OpenAiClient, ProviderConfig, ProviderRegistry, StreamDelta, StreamSink,
+    ModelError, ModelInfo, OpenAiClient, ProviderConfig, ProviderRegistry, ResponsesClient, RetryNotice, RetryObserver,
+    StreamDelta, StreamSink,
 };
 pub use navigate::{NavigateOptions, NavigateResult};
 pub use options::{AgentOptions, CompactionAlgorithm};

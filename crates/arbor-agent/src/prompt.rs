@@ -95,6 +95,9 @@ pub enum AgentEvent {
         /// The failures in a row ([`AUTO_COMPACTION_MAX_FAILURES`]).
         failures: u32,
     },
+    /// A model call is about to be retried (sent by a UI's
+    /// [`crate::RetryObserver`], see [`crate::AgentSession::set_retry_observer`]).
+    Retry(crate::model::RetryNotice),
 }
 
 /// Receives the events of a prompt.

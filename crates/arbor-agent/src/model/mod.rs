@@ -452,6 +452,31 @@ pub struct ClientOptions {
     pub max_retry_after: Duration,
     /// The clock of reply timestamps.
     pub clock: Arc<dyn Clock>,
+    /// Told of every retry before its wait (a UI shows `Retrying (n/m) in Ns`).
+    pub on_retry: Option<RetryObserver>,
+}
+
+/// A retry a client is about to make, after a 429, a 5xx or a failed connection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryNotice {
+    /// This retry's number, from 1.
+    pub attempt: u32,
+    /// The most retries ([`ClientOptions::max_retries`]).
+    pub max: u32,
+    /// The wait before it.
+    pub delay: Duration,
+    /// Why (`HTTP 503: busy`, `could not connect`).
+    pub reason: String,
+}
+
+/// Receives [`RetryNotice`]s.
+#[derive(Clone)]
+pub struct RetryObserver(pub Arc<dyn Fn(RetryNotice) + Send + Sync>);
+
+impl fmt::Debug for RetryObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RetryObserver")
+    }
 }
 
 /// The default of [`ClientOptions::max_reply_bytes`].
@@ -469,6 +494,7 @@ impl Default for ClientOptions {
             max_backoff: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(60),
             clock: Arc::new(SystemClock),
+            on_retry: None,
         }
     }
 }
