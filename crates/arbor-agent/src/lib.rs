@@ -14,8 +14,8 @@
 //! The root holds what a tool author needs: the session and its handles
 //! ([`AgentSession`], [`AgentHandle`], [`AbortHandle`]), the options and
 //! results of each flow, [`AgentError`], the model clients ([`ModelClient`],
-//! [`OpenAiClient`], [`AnthropicClient`], [`ModelInfo`], [`ProviderRegistry`],
-//! [`Credentials`]) and the hook bus ([`HookBus`], [`Hook`], [`HookEvent`],
+//! [`OpenAiClient`], [`ResponsesClient`], [`AnthropicClient`], [`ModelInfo`],
+//! [`ProviderRegistry`], [`Credentials`], [`RetryObserver`]) and the hook bus ([`HookBus`], [`Hook`], [`HookEvent`],
 //! [`HookResponse`], [`HookConfig`]). The rest sits in modules: [`model`]
 //! (costs, reasoning effort, the abort marker), [`hooks`] (each event's
 //! payload and answer), [`compaction`] and [`branch`] (the pure halves the

@@ -323,10 +323,16 @@ impl Drop for Running {
     }
 }
 
+/// Set once the program ends on a signal: a hook it killed is not taken as an answer.
+static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Ends the process group of every command hook running now: for a program
 /// about to end on a signal (SIGTERM, SIGHUP), whose hooks run in process
-/// groups of their own and would otherwise go on without it.
+/// groups of their own and would otherwise go on without it. From then on
+/// no hook's end lets its flow go on (the flow waits for the program's end,
+/// so nothing is written after the signal).
 pub fn kill_running_hooks() {
+    ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
     let running: Vec<u32> = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for pid in running {
         kill_group(Some(pid));
@@ -388,6 +394,10 @@ impl Hook for CommandHook {
             r = tokio::time::timeout(self.timeout, exited) => Some(r),
         };
         write.abort();
+        if ENDING.load(std::sync::atomic::Ordering::SeqCst) {
+            // Killed because the program ends: its flow must not go on and write.
+            std::future::pending::<()>().await;
+        }
         let status = match finished {
             None => {
                 kill_group(pid);

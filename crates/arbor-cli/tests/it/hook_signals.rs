@@ -44,6 +44,7 @@ fn pid_in(file: &Path) -> String {
 fn the_hook_goes_with_arbor_on(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
     let mut arbor = navigate_with_a_sleeping_hook(dir.path());
+    let before = std::fs::read(dir.path().join("demo.jsonl")).unwrap();
     let (hook, child) = (pid_in(&dir.path().join("hook.pid")), pid_in(&dir.path().join("child.pid")));
     assert!(alive(&hook) && alive(&child));
     let sent = Command::new("kill").args([&format!("-{signal}"), &arbor.id().to_string()]).status().unwrap();
@@ -58,6 +59,7 @@ fn the_hook_goes_with_arbor_on(signal: &str) {
     };
     assert!(!status.success(), "ended by the signal: {status}");
     wait_until("the hook's group to end", || !alive(&hook) && !alive(&child));
+    assert_eq!(std::fs::read(dir.path().join("demo.jsonl")).unwrap(), before, "nothing written after the signal");
 }
 
 #[test]

@@ -95,6 +95,18 @@ impl Term {
         self.tmux.keys(keys);
     }
 
+    /// Waits until the prompt line is exactly `text` (trailing spaces aside).
+    pub(crate) fn wait_prompt(&self, text: &str) -> String {
+        let want = format!("> {text}");
+        self.wait(&format!("the prompt {text:?}"), |s| s.lines().any(|l| l.trim_end() == want.trim_end()))
+    }
+
+    /// Presses `keys`, then waits until the prompt line is exactly `text`.
+    pub(crate) fn keys_then_prompt(&self, keys: &[&str], text: &str) -> String {
+        self.keys(keys);
+        self.wait_prompt(text)
+    }
+
     /// Types `text` and waits until the prompt shows it, then presses Enter.
     pub(crate) fn send(&self, text: &str) {
         self.text(text);

@@ -308,7 +308,7 @@ fn a_failed_summary_reopens_the_tree_and_changes_nothing() {
 }
 
 /// Puts the demo session, and a second one, where `arbor tui` looks for the pane's working directory.
-fn sessions_of_the_cwd(cwd: &Path) {
+pub(crate) fn sessions_of_the_cwd(cwd: &Path) {
     let cwd = cwd.canonicalize().unwrap();
     let encoded = cwd.to_string_lossy().trim_start_matches('/').replace(['/', '\\', ':'], "-");
     let dir = cwd.join("sessions").join(format!("--{encoded}--"));

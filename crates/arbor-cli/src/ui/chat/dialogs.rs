@@ -103,7 +103,9 @@ pub(super) fn resume(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
         .iter()
         .map(|s| {
             let label = s.name.clone().unwrap_or_else(|| crate::ui::tui::one_line(&s.first_message));
-            let detail = format!("{} messages, {}", s.message_count, s.modified);
+            let file = s.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let when = s.modified.get(..16).unwrap_or(&s.modified).replace('T', " ");
+            let detail = format!("{} messages · {when} · {file}", s.message_count);
             Item { label, detail, value: s.path.to_string_lossy().into_owned() }
         })
         .collect();

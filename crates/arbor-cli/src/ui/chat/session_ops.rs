@@ -93,14 +93,11 @@ impl Chat {
         Ok(format!("Resumed {}", self.title()))
     }
 
-    /// The sessions of the current directory, newest first (the catalog's listing).
+    /// The sessions of the session's directory (where `/new` and `/clone`
+    /// write, as pi lists them for `/resume`), newest first.
     pub fn sessions_here(&self) -> Result<Vec<arbor_tree::SessionListInfo>> {
-        let root = self.session_opts.sessions_root.clone().unwrap_or_else(arbor_tree::paths::sessions_root);
-        let cwd = std::env::current_dir().context("cannot read the current directory")?;
-        let mut catalog = arbor_catalog::Catalog::open(&root)?;
-        let scope = arbor_catalog::Scope::cwd(&cwd.to_string_lossy());
-        catalog.refresh(&scope, &arbor_catalog::NoProgress)?;
-        Ok(catalog.sessions(&scope)?)
+        let dir = self.session().session_dir().to_owned();
+        Ok(arbor_tree::list_sessions(self.session_opts.store.as_ref(), &dir)?)
     }
 
     /// `/clone`: the active branch copied into a new session file, continued there.

@@ -289,6 +289,23 @@ mod tests {
     }
 
     #[test]
+    fn pis_chat_keys_ask_for_their_actions() {
+        let mut v = ChatView::default();
+        let t0 = Instant::now();
+        let k = |code, m| KeyEvent::new(code, m);
+        let (c, s) = (KeyModifiers::CONTROL, KeyModifiers::SHIFT);
+        let at = |v: &mut ChatView, key: KeyEvent| v.key(&key, DoubleEscape::Tree, t0);
+        assert_eq!(at(&mut v, k(KeyCode::Char('l'), c)), Action::SelectModel);
+        assert_eq!(at(&mut v, k(KeyCode::Char('p'), c)), Action::CycleModel { forward: true });
+        assert_eq!(at(&mut v, k(KeyCode::Char('p'), c | s)), Action::CycleModel { forward: false });
+        assert_eq!(at(&mut v, k(KeyCode::Char('P'), c | s)), Action::CycleModel { forward: false });
+        assert_eq!(at(&mut v, k(KeyCode::BackTab, s)), Action::CycleThinking);
+        assert_eq!(at(&mut v, k(KeyCode::Char('g'), c)), Action::ExternalEditor);
+        assert!(matches!(at(&mut v, k(KeyCode::Char('o'), c)), Action::Say(_)) && v.expanded);
+        assert!(matches!(at(&mut v, k(KeyCode::Char('t'), c)), Action::Say(_)) && v.thinking_collapsed);
+    }
+
+    #[test]
     fn up_recalls_earlier_prompts_and_tab_completes_commands() {
         let mut v = ChatView::default();
         let t0 = Instant::now();
