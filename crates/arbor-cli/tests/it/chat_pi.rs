@@ -157,6 +157,39 @@ fn feedback_retries_html_errors_a_cancelled_compact_and_a_refreshed_context() {
     assert!(!dump_entries(&dir.path().join("c.jsonl")).iter().any(|e| e["type"] == "compaction"));
 }
 
+/// pi's turn after `leaf`, appended to `file` as pi appends it (whole lines).
+fn pi_appends(file: &Path, leaf: &str) {
+    let user = serde_json::json!({"type": "message", "id": "pi000001", "parentId": leaf, "timestamp": "2026-01-02T03:04:05.000Z",
+        "message": {"role": "user", "content": [{"type": "text", "text": "written by pi"}], "timestamp": 1}});
+    let reply = serde_json::json!({"type": "message", "id": "pi000002", "parentId": "pi000001", "timestamp": "2026-01-02T03:04:06.000Z",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "pi answered"}], "api": "openai-completions",
+            "provider": "openai", "model": "test-model", "stopReason": "stop", "timestamp": 2,
+            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2}}});
+    let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    std::io::Write::write_all(&mut f, format!("{user}\n{reply}\n").as_bytes()).unwrap();
+}
+
+#[test]
+fn without_a_terminal_too_another_writers_entries_come_before_the_next_prompt() {
+    let server = ModelServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.jsonl");
+    let url = server.openai();
+    let mut run = crate::chat::ChatRun::start(dir.path(), &crate::chat::new_openai_chat(&file, &url, None));
+    run.send("mine first");
+    run.wait_out("echo: mine first");
+    let leaf = path_json(&file).last().unwrap()["id"].as_str().unwrap().to_owned();
+    pi_appends(&file, &leaf);
+    run.send("after pi");
+    run.wait_out("echo: after pi");
+    run.send("/quit");
+    let (status, _, err) = run.finish();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("Another program wrote 2 new entries"), "{err}");
+    let mine = path_json(&file).into_iter().find(|e| e["message"]["content"][0]["text"] == "after pi").unwrap();
+    assert_eq!(mine["parentId"], "pi000002");
+}
+
 #[test]
 fn another_writer_appending_is_taken_in_and_the_chat_continues_after_it() {
     if tmux_missing() {
@@ -170,15 +203,7 @@ fn another_writer_appending_is_taken_in_and_the_chat_continues_after_it() {
     t.wait_for("echo: mine first");
     // pi appends a turn of its own to the file the chat has open.
     let leaf = path_json(&file).last().unwrap()["id"].as_str().unwrap().to_owned();
-    let user = serde_json::json!({"type": "message", "id": "pi000001", "parentId": leaf, "timestamp": "2026-01-02T03:04:05.000Z",
-        "message": {"role": "user", "content": [{"type": "text", "text": "written by pi"}], "timestamp": 1}});
-    let reply = serde_json::json!({"type": "message", "id": "pi000002", "parentId": "pi000001", "timestamp": "2026-01-02T03:04:06.000Z",
-        "message": {"role": "assistant", "content": [{"type": "text", "text": "pi answered"}], "api": "openai-completions",
-            "provider": "openai", "model": "test-model", "stopReason": "stop", "timestamp": 2,
-            "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2}}});
-    let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
-    std::io::Write::write_all(&mut f, format!("{user}\n{reply}\n").as_bytes()).unwrap();
-    drop(f);
+    pi_appends(&file, &leaf);
     let s = t.wait_for("Another program wrote 2 new entries");
     assert!(s.contains("pi answered"), "shown: {s}");
     t.send("after pi");

@@ -91,6 +91,10 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             Input::Empty => Ok(()),
             Input::Quit => break,
             Input::Prompt(text) => {
+                // What another program appended meanwhile comes first: the prompt continues after it.
+                if let Some(n) = chat.take_in_other_writes()? {
+                    say!("arbor: {n}");
+                }
                 let r = prompt(chat, &text, &signals, out);
                 all_answered &= matches!(r, Ok(true));
                 r.map(|_| ())

@@ -60,6 +60,10 @@ impl Chat {
             return Ok(None);
         }
         let Some(path) = self.file().map(Path::to_owned) else { return Ok(None) };
+        if now > known && !ends_with_newline(&path) {
+            // The other writer is still writing its line: looked at again next time.
+            return Ok(None);
+        }
         let added = self.reopen(&path, false)?;
         let what = if now < known {
             "The session file was rewritten by another program: read again".to_owned()
@@ -196,6 +200,14 @@ impl Chat {
         }
         Ok(text)
     }
+}
+
+/// True when the file's last byte is a newline (no line is half written).
+fn ends_with_newline(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else { return false };
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::End(-1)).is_ok() && f.read_exact(&mut last).is_ok() && last[0] == b'\n'
 }
 
 /// The text of the user message at `p`, on one line.
