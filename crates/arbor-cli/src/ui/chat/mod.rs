@@ -1,14 +1,17 @@
 //! `arbor chat`: a branching conversation with a model, written to a
 //! pi-compatible session file as it goes.
 //!
-//! [`core::Chat`] holds the agent session and one method per command; two
-//! front ends drive it: [`screen`] in a terminal (streaming reply, the tree and
-//! message selectors, Esc to abort, double Escape, queued prompts, history and
-//! completion; its state in [`view`], drawn by [`draw`] from the path's
-//! messages as [`transcript`] shows them) and [`line`](mod@line) when standard
-//! input is not a terminal (one line per prompt, command or answer: scripts,
-//! pipes and tests). Settings come from one file ([`settings`]). [`bench`](mod@bench)
-//! times the first screen with no terminal (`arbor chat FILE --bench`).
+//! [`core::Chat`] holds the agent session and one method per command (the
+//! session commands and another writer's entries in [`session_ops`]); two
+//! front ends drive it: [`screen`] in a terminal (pi's keys, listed in
+//! [`hotkeys`] and edited by [`editor`]; what runs long in [`running`] with
+//! its [`progress`] line; the dialogs in [`dialogs`] over [`select`]; the
+//! state in [`view`], drawn by [`draw`] from the path's messages as
+//! [`transcript`] shows them) and [`line`](mod@line) when standard input is
+//! not a terminal (one line per prompt, command or answer: scripts, pipes and
+//! tests); [`print()`] is pi's `-p`. `!COMMAND` runs in [`shell`]. Settings
+//! come from one file ([`settings`]). [`bench`](mod@bench) times the first
+//! screen with no terminal (`arbor chat FILE --bench`).
 
 pub mod bench;
 mod commands;
