@@ -6,14 +6,13 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use arbor_log::format_iso_ms;
+use arbor_tree::sessions::{parse_query, Hit, Progress, Scope};
 use arbor_tree::SessionListInfo;
 
 use crate::db;
 use crate::error::CatalogError;
 use crate::index::IndexStats;
 use crate::refresh::RefreshStats;
-use crate::walk::Scope;
-use crate::work::Progress;
 
 /// How a catalog is opened.
 #[derive(Debug, Clone)]
@@ -170,20 +169,16 @@ impl Catalog {
         query: &str,
         opts: &crate::search::SearchOptions,
         progress: &dyn Progress,
-    ) -> Result<Vec<crate::search::Hit>, CatalogError> {
-        let query = crate::query::parse(query).map_err(CatalogError::Query)?;
+    ) -> Result<Vec<Hit>, CatalogError> {
+        let query = parse_query(query).map_err(CatalogError::Query)?;
         self.refresh_text(&opts.scope, progress)?;
         self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
     }
 
     /// [`Catalog::search`] on the catalog as it stands, without refreshing it
     /// first (the session picker searches while another thread indexes).
-    pub fn search_as_is(
-        &mut self,
-        query: &str,
-        opts: &crate::search::SearchOptions,
-    ) -> Result<Vec<crate::search::Hit>, CatalogError> {
-        let query = crate::query::parse(query).map_err(CatalogError::Query)?;
+    pub fn search_as_is(&mut self, query: &str, opts: &crate::search::SearchOptions) -> Result<Vec<Hit>, CatalogError> {
+        let query = parse_query(query).map_err(CatalogError::Query)?;
         self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
     }
 

@@ -22,8 +22,8 @@ use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::error::CatalogError;
 use crate::lines::Lines;
-use crate::walk::Scope;
-use crate::work::{run_parallel, Caller, Pass, Progress};
+use crate::work::{run_parallel, Caller};
+use arbor_tree::sessions::{Pass, Progress, Scope};
 
 /// One entry as the catalog keeps it.
 #[derive(Debug, Clone)]

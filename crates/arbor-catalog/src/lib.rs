@@ -30,22 +30,22 @@ mod error;
 mod facts;
 mod index;
 mod lines;
-mod query;
 mod refresh;
 mod search;
 mod stamp;
 mod walk;
 mod work;
 
+/// The shared types of every backend's sessions, from `arbor-tree`.
+pub use arbor_tree::sessions::{
+    fuzzy_match, parse_query, Hit, NoProgress, Pass, PathLabel, Progress, Query, Relevance, Scope, Token, TokenKind,
+};
 pub use catalog::{Catalog, CatalogOptions};
 pub use error::CatalogError;
 pub use facts::all_messages_text;
 pub use index::IndexStats;
-pub use query::{fuzzy_match, parse as parse_query, Query, Token, TokenKind};
 pub use refresh::RefreshStats;
-pub use search::{Hit, PathLabel, Relevance, SearchOptions, FUZZY_TERMS};
-pub use walk::Scope;
-pub use work::{NoProgress, Pass, Progress};
+pub use search::{SearchOptions, FUZZY_TERMS};
 
 #[cfg(test)]
 mod test_support {

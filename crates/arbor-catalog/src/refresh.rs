@@ -15,8 +15,10 @@ use arbor_log::reader::{parse_line, Parsed};
 use crate::error::CatalogError;
 use crate::lines::Lines;
 use crate::stamp::{classify, Change, Known, Stat, Sums};
-use crate::walk::{walk, Found, Scope};
-use crate::work::{run_parallel, Caller, Pass, Progress};
+use crate::walk::{walk, Found};
+use crate::work::{run_parallel, Caller};
+use arbor_tree::sessions::Scope;
+use arbor_tree::sessions::{Pass, Progress};
 use arbor_tree::{ListingFacts, ListingKind};
 
 /// A file's row as a refresh reads it.

@@ -1,6 +1,6 @@
 //! Search over the text of every entry on every branch.
 //!
-//! A query is read as pi's picker reads it ([`crate::query`]); an entry is a
+//! A query is read as pi's picker reads it ([`arbor_tree::sessions::parse_query`]); an entry is a
 //! hit when every token matches its text:
 //!
 //! - a token matches a word of the text: the word itself (`exact`), a word it
@@ -20,14 +20,11 @@
 //! with no word in it, reads the sessions newest first and stops as soon as
 //! no older session can change the answer.
 
+use rusqlite::{params, Connection};
+use serde_json::Value;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::path::PathBuf;
-
-use rusqlite::{params, Connection};
-use serde::Serialize;
-use serde_json::Value;
 
 use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::scan::read_exact_at;
@@ -36,8 +33,7 @@ use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::catalog::Catalog;
 use crate::lines::Lines;
-use crate::query::{fuzzy_match, Query, Token, TokenKind};
-use crate::walk::Scope;
+use arbor_tree::sessions::{fuzzy_match, Hit, PathLabel, Query, Relevance, Scope, Token, TokenKind};
 
 /// How many of the catalog's words a fuzzy token may stand for.
 pub const FUZZY_TERMS: usize = 64;
@@ -45,58 +41,10 @@ pub const FUZZY_TERMS: usize = 64;
 /// What to search and how many hits to return.
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
+    /// The sessions searched.
     pub scope: Scope,
+    /// The most hits returned.
     pub limit: usize,
-}
-
-/// How well a hit matches: the first part of the ranking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Relevance {
-    /// Every token is a whole word of the text (or a phrase or regex matched).
-    Exact,
-    /// Some token only begins a word.
-    Prefix,
-    /// Some token matches a word only fuzzily.
-    Fuzzy,
-}
-
-/// A label on the path to a hit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PathLabel {
-    pub entry_id: String,
-    pub label: String,
-}
-
-/// One entry that matches.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Hit {
-    /// The session file.
-    pub path: PathBuf,
-    pub session_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_name: Option<String>,
-    pub cwd: String,
-    pub entry_id: String,
-    /// The entry's `type`.
-    #[serde(rename = "type")]
-    pub entry_type: EntryType,
-    /// A message's role.
-    pub role: Option<Role>,
-    /// The entry's time (ISO).
-    pub timestamp: String,
-    /// The text around the first match, on one line.
-    pub snippet: String,
-    /// Where the matches are in `snippet`: `[start, end)` in characters.
-    pub marks: Vec<[usize; 2]>,
-    /// True when the entry is on the path from the root to the session's leaf.
-    pub on_active_path: bool,
-    /// The labels on the path from the root to the entry, root first.
-    pub labels: Vec<PathLabel>,
-    /// How well it matches.
-    pub relevance: Relevance,
 }
 
 /// One token prepared for the index.

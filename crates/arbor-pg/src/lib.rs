@@ -16,30 +16,44 @@
 //! Readers take no lock. Every write is one transaction: a session holds a
 //! whole append or none of it, whatever happens to the connection.
 //!
+//! Connections are made as libpq makes them ([`Server::with_env`]): URLs
+//! and `key=value` strings, TLS with rustls for every `sslmode`, and, when
+//! the caller hands in [`PgEnv`], libpq's environment, service file and
+//! password file. No message of this crate ever holds a password.
+//!
 //! This crate uses the `postgres` driver (which runs a tokio runtime inside);
 //! the crates below it stay free of any async runtime. It never prints.
 //! How a team runs it: docs/postgres.md.
 
 mod blocking;
+mod conninfo;
+mod dest;
 mod error;
 mod follow;
 mod key;
 mod lines;
 mod list;
 mod lock;
+mod mask;
+mod reader;
+mod recover;
 mod rows;
 mod schema;
 mod search;
 mod server;
+mod settings;
 mod store;
 mod sync;
+mod tls;
 mod write;
 
+pub use conninfo::PgEnv;
 pub use error::PgError;
 pub use follow::{Followed, Follower};
 pub use key::{SessionKey, ROOT};
+pub use lock::Writer;
 pub use schema::{latest as latest_schema, Migration, MIGRATIONS};
 pub use search::{TextHit, TextQuery};
 pub use server::Server;
 pub use store::PgStore;
-pub use sync::Transfer;
+pub use sync::{Live, Pushed, Transfer};

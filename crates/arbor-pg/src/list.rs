@@ -14,7 +14,7 @@ use crate::key::SessionKey;
 use crate::rows::{SessionRow, COLUMNS};
 use crate::store::PgStore;
 
-/// How many candidates an ambiguous name lists.
+/// How many candidates an ambiguous name lists (it says how many there are in all).
 const SHOWN: i64 = 8;
 
 impl PgStore {
@@ -26,23 +26,24 @@ impl PgStore {
             return Ok(SessionKey::of_path(Path::new(name)));
         }
         let server = self.server().shown().to_owned();
-        let found: Vec<(String, String, String)> = self.read(|c| {
+        let found: Vec<(String, String, String, i64)> = self.read(|c| {
             let rows = if name.ends_with(".jsonl") {
                 c.query_typed(
-                    "SELECT dir, name, session_id FROM arbor.sessions WHERE name = $1 ORDER BY dir LIMIT $2",
+                    "SELECT dir, name, session_id, count(*) OVER () FROM arbor.sessions WHERE name = $1 ORDER BY dir LIMIT $2",
                     &[(&name, Type::TEXT), (&(SHOWN + 1), Type::INT8)],
                 )?
             } else {
                 let pattern = format!("{}%", name.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
                 c.query_typed(
-                    "SELECT dir, name, session_id FROM arbor.sessions \
+                    "SELECT dir, name, session_id, count(*) OVER () FROM arbor.sessions \
                      WHERE session_id LIKE $1 AND name LIKE '%.jsonl' ORDER BY session_id <> $2, dir, name LIMIT $3",
                     &[(&pattern, Type::TEXT), (&name, Type::TEXT), (&(SHOWN + 1), Type::INT8)],
                 )?
             };
-            Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3))).collect())
         })?;
-        let key = |(dir, name, _): &(String, String, String)| SessionKey { dir: dir.clone(), name: name.clone() };
+        let key =
+            |(dir, name, _, _): &(String, String, String, i64)| SessionKey { dir: dir.clone(), name: name.clone() };
         match found.as_slice() {
             [] => Err(PgError::NoSession { server, name: name.to_owned() }),
             [one] => Ok(key(one)),
@@ -51,6 +52,7 @@ impl PgStore {
             many => Err(PgError::Ambiguous {
                 server,
                 name: name.to_owned(),
+                total: u64::try_from(many[0].3).unwrap_or_default(),
                 candidates: many.iter().take(SHOWN as usize).map(|c| key(c).to_string()).collect(),
             }),
         }

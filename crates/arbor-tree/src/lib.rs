@@ -72,6 +72,7 @@ mod lock;
 pub mod paths;
 mod repair;
 mod session;
+pub mod sessions;
 mod store;
 mod tree;
 

@@ -17,6 +17,7 @@ use crate::ui::picker::{self, Picked};
 pub struct Args {
     /// The session file (default: pick one in the session picker; without a terminal, the most
     /// recent session of the current directory, or a new one).
+    #[arg(allow_hyphen_values = true)]
     file: Option<PathBuf>,
     /// Start a new session (at FILE when given, else in the sessions directory of the current directory).
     #[arg(long)]

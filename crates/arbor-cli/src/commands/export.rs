@@ -15,6 +15,7 @@ use crate::shared::session::Globals;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// md: the path as Markdown; html: the whole tree as one self-contained page; jsonl: a clean copy.
     #[arg(long, value_enum)]

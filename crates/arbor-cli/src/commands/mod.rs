@@ -42,6 +42,7 @@ mod search;
 mod tail;
 mod tree;
 mod tui;
+mod unlock;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -84,6 +85,7 @@ enum Command {
     Tail(tail::Args),
     Push(push::Args),
     Pull(pull::Args),
+    Unlock(unlock::Args),
     Completions(completions::Args),
 }
 
@@ -113,6 +115,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Tail(args) => tail::run(args, g, out),
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
+        Command::Unlock(args) => unlock::run(args, g, out),
         Command::Completions(args) => completions::run(args, g, out),
     }
 }

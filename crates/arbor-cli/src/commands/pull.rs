@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use serde_json::json;
 
-use arbor_pg::PgStore;
+use arbor_pg::{Live, PgStore};
 use arbor_tree::paths;
 
 use crate::shared::output::{error_line, transfer, write_json_line};
@@ -32,6 +32,9 @@ pub struct Args {
     /// The server (default: --store, else $ARBOR_STORE).
     #[arg(long, value_name = "URL")]
     from: Option<String>,
+    /// Pull a session that a writer holds on the server: what is committed now (without it, refused).
+    #[arg(long)]
+    allow_live: bool,
     /// Print one `{"session", "file", "outcome", "lines"}` (or `"error"`) per session as a JSON list.
     #[arg(long)]
     json: bool,
@@ -43,7 +46,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let owned;
     let store = match &args.from {
         Some(url) => {
-            owned = PgStore::connect(url)?;
+            owned = PgStore::connect_with(url, &arbor_pg::PgEnv::from_process())?;
             &owned
         }
         None => g.require_server("pull")?,
@@ -56,8 +59,9 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     };
     let mut failed = 0;
     let mut report = vec![];
+    let live = if args.allow_live { Live::Allow } else { Live::Refuse };
     for key in &keys {
-        match store.pull(key, &root) {
+        match store.pull_with(key, &root, live) {
             Ok((file, t)) => {
                 let (outcome, text, lines) = transfer(t);
                 if args.json {

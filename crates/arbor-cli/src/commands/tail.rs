@@ -21,6 +21,7 @@ use crate::shared::visible::{for_people, say};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file (with --store: DIR/FILE, a file name or a session id on the server).
+    #[arg(allow_hyphen_values = true)]
     session: PathBuf,
     /// How many of the entries already there to print first.
     #[arg(short = 'n', long, value_name = "N", default_value_t = 10)]

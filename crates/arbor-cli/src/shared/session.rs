@@ -29,7 +29,7 @@ pub struct Globals {
     pub ids: IdMode,
     /// Keep sessions on this PostgreSQL server (a connection string: postgres://USER@HOST/DB);
     /// sessions are then named DIR/FILE, by file name or by session id (see docs/postgres.md).
-    #[arg(long, global = true, value_name = "URL", env = "ARBOR_STORE")]
+    #[arg(long, global = true, value_name = "URL", env = "ARBOR_STORE", hide_env_values = true)]
     pub store: Option<String>,
     /// The server's store, connected on first use.
     #[arg(skip)]
@@ -51,7 +51,7 @@ impl Globals {
     pub fn server(&self) -> Result<Option<&PgStore>> {
         let Some(url) = &self.store else { return Ok(None) };
         if self.server.get().is_none() {
-            let store = PgStore::connect(url)?;
+            let store = PgStore::connect_with(url, &arbor_pg::PgEnv::from_process())?;
             let _ = self.server.set(store);
         }
         Ok(self.server.get())

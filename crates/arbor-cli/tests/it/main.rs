@@ -27,6 +27,9 @@ mod read_only_dir;
 mod reference;
 mod reliability;
 mod server;
+mod server_connect;
+mod server_safety;
+mod server_unlock;
 mod term;
 mod tui;
 

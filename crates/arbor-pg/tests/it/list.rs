@@ -106,3 +106,21 @@ fn search_finds_words_prefixes_phrases_and_patterns_newest_first() {
     assert_eq!(store.search(&words(&["zeppelin"], &[]), None, 10).unwrap().len(), 1);
     assert_eq!(store.index_pending().unwrap(), 0, "nothing left to index");
 }
+
+#[test]
+fn an_ambiguous_prefix_gives_the_true_count() {
+    let Some((db, store)) = store("ambiguous_count") else { return };
+    db.client()
+        .batch_execute(
+            "INSERT INTO arbor.sessions (dir, name, session_id) \
+             SELECT '--p--', 'f' || g || '.jsonl', 'abcd' || lpad(g::text, 4, '0') FROM generate_series(1, 301) g",
+        )
+        .unwrap();
+    let e = store.resolve("abcd").unwrap_err();
+    let PgError::Ambiguous { total, candidates, .. } = &e else { panic!("{e}") };
+    assert_eq!((*total, candidates.len()), (301, 8));
+    let msg = e.to_string();
+    assert!(msg.contains("abcd names 301 sessions (--p--/f1.jsonl, ") && msg.contains(", …); give more"), "{msg}");
+    let e = store.resolve("abcd030").unwrap_err().to_string();
+    assert!(e.contains("names 2 sessions (--p--/f300.jsonl, --p--/f301.jsonl); give"), "{e}");
+}
