@@ -361,31 +361,49 @@ fn row_label(grouping: Grouping, row: &arbor_usage::Row) -> String {
 fn write_tree_line(out: &mut dyn Write, r: &Report) -> Result<()> {
     let part = |name: &str, a: &Amount| format!("{name} {} ({})", money(a.cost), a.replies);
     let tree = &r.tree;
-    writeln!(
-        out,
-        "tree: {}, {}, {}, {}",
+    let parts = [
         part("active", &tree.active),
         part("compacted", &tree.compacted),
         part("summarized", &tree.summarized),
-        part("abandoned", &tree.abandoned)
-    )?;
+        part("abandoned", &tree.abandoned),
+    ];
+    // Broken between the parts, never inside one.
+    let mut line = String::from("tree:");
+    for (k, p) in parts.iter().enumerate() {
+        let sep = if k + 1 < parts.len() { "," } else { "" };
+        if line.chars().count() + 1 + p.chars().count() + sep.len() > WIDTH {
+            writeln!(out, "{line}")?;
+            line = String::from("     ");
+        }
+        line.push_str(&format!(" {p}{sep}"));
+    }
+    writeln!(out, "{line}")?;
     let copies = &r.copies.all;
     if copies.replies > 0 {
-        writeln!(
-            out,
+        let line = format!(
             "forks: {} replies copied from earlier sessions ({}, {} tokens) counted there only",
             copies.replies,
             money(copies.cost),
             short(copies.tokens.total())
-        )?;
+        );
+        write_wrapped(out, &line, "       ")?;
+    }
+    Ok(())
+}
+
+/// `text` in lines of at most [`WIDTH`] columns, the later ones indented by `indent`.
+fn write_wrapped(out: &mut dyn Write, text: &str, indent: &str) -> Result<()> {
+    let opts = textwrap::Options::new(WIDTH).subsequent_indent(indent).break_words(true);
+    for line in textwrap::wrap(text, opts) {
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }
 
 fn write_differences(out: &mut dyn Write, r: &Report) -> Result<()> {
     if r.differences.is_empty() {
-        writeln!(out, "no differences from a flat count: every reply recorded its cost, no session repeats another")?;
-        return Ok(());
+        let line = "no differences from a flat count: every reply recorded its cost, no session repeats another";
+        return write_wrapped(out, line, "");
     }
     writeln!(out, "where this differs from a flat count (ccusage):")?;
     for d in &r.differences {
@@ -411,7 +429,7 @@ fn write_differences(out: &mut dyn Write, r: &Report) -> Result<()> {
                 short(amount.tokens.total())
             ),
         };
-        writeln!(out, "{}", fit(&line, 400, false))?;
+        write_wrapped(out, &fit(&line, 400, false), "  ")?;
     }
     Ok(())
 }
@@ -431,8 +449,7 @@ fn branch(file: &Path, args: &Args, g: &Globals, out: &mut dyn Write) -> Result<
     )?;
     for b in &list {
         let mark = if b.active { "◀" } else { " " };
-        writeln!(
-            out,
+        let line = format!(
             "{:<8} {} {:>7} {:>8} {:>9} {:>9}  {:<10} {}",
             fit(&b.leaf, 8, false),
             mark,
@@ -442,7 +459,8 @@ fn branch(file: &Path, args: &Args, g: &Globals, out: &mut dyn Write) -> Result<
             money(b.path.cost),
             b.parts_at.as_deref().map_or("root".to_owned(), |p| fit(p, 10, false)),
             fit(b.label.as_deref().unwrap_or(""), 24, false)
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     let total: f64 = list.iter().map(|b| b.own.cost).sum();
     writeln!(out, "{} branches, {} in all", list.len(), money(total))?;

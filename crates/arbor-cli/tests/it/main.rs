@@ -33,6 +33,7 @@ mod server_safety;
 mod server_unlock;
 mod term;
 mod tui;
+mod usage;
 mod usage_ccusage;
 
 use std::path::Path;
