@@ -161,8 +161,15 @@ fn report_options(kind: Kind, args: &Args) -> Result<ReportOptions> {
         WeekStart::Sunday => Weekday::Sunday,
         WeekStart::Monday => Weekday::Monday,
     };
-    opts.cwd = args.cwd.as_ref().map(|c| c.to_string_lossy().into_owned());
+    opts.cwd = cwd(args)?;
     Ok(opts)
+}
+
+/// `--cwd`, made absolute (`--cwd .` is this directory), as sessions record it.
+fn cwd(args: &Args) -> Result<Option<String>> {
+    let Some(dir) = &args.cwd else { return Ok(None) };
+    let abs = std::path::absolute(dir).with_context(|| format!("--cwd {}", dir.display()))?;
+    Ok(Some(abs.to_string_lossy().into_owned()))
 }
 
 /// The agents asked for (all of them by default).
@@ -211,7 +218,7 @@ fn pi_sessions(args: &Args, g: &Globals, cwd: Option<&str>) -> Result<(Vec<PathB
 
 /// Every file to read, how pi's are opened, and where pi's are (for the cache's name).
 fn sources(args: &Args, g: &Globals) -> Result<(Vec<Source>, ScanOptions, String)> {
-    let cwd = args.cwd.as_ref().map(|c| c.to_string_lossy().into_owned());
+    let cwd = cwd(args)?;
     let mut out = Vec::new();
     let mut opts = ScanOptions::default();
     let mut location = String::new();

@@ -95,6 +95,8 @@ fn the_tables_fit_80_columns_and_show_where_the_money_went() {
     let cached = files(&cache);
     assert!(cached.iter().any(|f| f.starts_with("usage/") && f.ends_with(".bin")), "{cached:?}");
     // A day outside the session's has no rows.
+    assert_eq!(run(&["--cwd", "/home/dev/wordfreq"]), run(&["daily"]), "the demo's own directory");
+    assert_eq!(run(&["--cwd", "/home/dev"]), "no usage found\n");
     assert_eq!(run(&["--since", "2026-03-15"]), "no usage found\n");
     assert_eq!(run(&["--until", "20260313"]), "no usage found\n");
 }
