@@ -24,10 +24,13 @@ pub(crate) fn stamp(info: &Path) -> Option<FileStamp> {
     let mut stamp = FileStore.stamp(info)?;
     let storage = info.parent()?.parent()?.parent()?;
     let id = info.file_stem()?.to_str()?;
+    arbor_tree::sessions::check_component(id).ok()?;
     let messages = files_under(&storage.join(MESSAGE_DIR).join(id), ".json").ok()?;
     for m in &messages {
         fold(&mut stamp, m);
-        if let Some(mid) = m.file_stem().and_then(|s| s.to_str()) {
+        if let Some(mid) =
+            m.file_stem().and_then(|s| s.to_str()).filter(|m| arbor_tree::sessions::check_component(m).is_ok())
+        {
             for p in files_under(&storage.join("part").join(mid), ".json").ok()? {
                 fold(&mut stamp, &p);
             }

@@ -21,6 +21,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use arbor_log::{Compaction, CustomEntry, EntryKind, EntryType, Role};
+use arbor_tree::sessions::check_component;
 use serde_json::{json, Map, Value};
 
 use super::build::{message, millis, usage, Builder, Parent};
@@ -139,6 +140,10 @@ pub(crate) fn plan(path: &Path) -> Result<(Records, Vec<Planned>), InteropError>
             reason: "a session file without an `id`".into(),
         });
     };
+    if let Err(e) = check_component(&id) {
+        // The id names the session's message folder: never a path of its own.
+        return Err(InteropError::NotATranscript { path: path.to_owned(), format: "opencode", reason: e.to_string() });
+    }
     let storage = storage_of(path).unwrap_or(Path::new("."));
     let mut records = Records::default();
     let messages = docs(storage, &[MESSAGES, &id], &mut records.skipped);
@@ -153,7 +158,15 @@ pub(crate) fn plan(path: &Path) -> Result<(Records, Vec<Planned>), InteropError>
     push_custom(&mut b, &Doc { rel, value: info.clone() }, "session", &format!("session {id}"));
     for m in &messages {
         let mid = m.str("id").unwrap_or("").to_owned();
-        let parts = docs(storage, &[PARTS, &mid], &mut records.skipped);
+        let parts = match check_component(&mid) {
+            Ok(()) => docs(storage, &[PARTS, &mid], &mut records.skipped),
+            Err(e) => {
+                // Its parts cannot be found by a name that is no plain name.
+                let reason = format!("its parts are not read: {e}");
+                records.skipped.push(SkippedLine { line: 0, file: Some(storage.join(&m.rel)), reason });
+                Vec::new()
+            }
+        };
         match m.str("role") {
             Some("user") => user(&mut b, m, &parts),
             Some("assistant") => assistant(&mut b, m, &parts),

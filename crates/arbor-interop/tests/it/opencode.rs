@@ -70,3 +70,27 @@ fn a_file_that_is_no_opencode_session_is_an_error_naming_it() {
     let e = read_transcript(Format::OpenCode, &empty).unwrap_err().to_string();
     assert!(e.contains("empty") && e.contains("not an opencode session"), "{e}");
 }
+
+#[test]
+fn ids_that_are_no_plain_names_never_become_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("storage");
+    let write = |rel: &str, v: serde_json::Value| {
+        let p = storage.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    // A session whose id climbs out of the storage folder is refused, naming its file.
+    let evil = write("session/p/ses_E.json", serde_json::json!({"id": "../../outside", "directory": "/w"}));
+    let e = read_transcript(Format::OpenCode, &evil).unwrap_err().to_string();
+    assert!(e.contains("ses_E.json") && e.contains("path separator"), "{e}");
+    // A message whose id does: its parts are not looked for, and the report says so.
+    let info = write("session/p/ses_F.json", serde_json::json!({"id": "ses_F", "directory": "/w"}));
+    write("message/ses_F/msg_1.json", serde_json::json!({"id": "../evil", "role": "user", "time": {"created": 1}}));
+    write("evil/prt_1.json", serde_json::json!({"id": "prt_1", "type": "text", "text": "not mine"}));
+    let t = read_transcript(Format::OpenCode, &info).unwrap();
+    assert_eq!(t.skipped.len(), 1, "{:?}", t.skipped);
+    assert!(t.skipped[0].reason.contains("its parts are not read"), "{:?}", t.skipped);
+    assert!(!t.sessions[0].lines.join("\n").contains("not mine"));
+}
