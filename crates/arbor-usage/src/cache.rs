@@ -72,8 +72,32 @@ impl Cache {
         self.files.is_empty()
     }
 
+    #[cfg(test)]
     pub(crate) fn get(&self, location: &str, stamp: &FileStamp) -> Option<&[SessionUsage]> {
         self.files.get(location).filter(|c| c.stamp == *stamp).map(|c| c.sessions.as_slice())
+    }
+
+    /// True when the cache holds `location`'s sessions as of `stamp`.
+    pub(crate) fn knows(&self, location: &str, stamp: &FileStamp) -> bool {
+        self.files.get(location).is_some_and(|c| c.stamp == *stamp)
+    }
+
+    /// Lends `location`'s sessions out (no copy: a report holds hundreds of
+    /// thousands of replies); [`Cache::give_back`] returns them before a save.
+    pub(crate) fn lend(&mut self, location: &str) -> Vec<SessionUsage> {
+        self.files.get_mut(location).map(|c| std::mem::take(&mut c.sessions)).unwrap_or_default()
+    }
+
+    /// Returns what [`Cache::lend`] lent, when the cache will be written.
+    pub(crate) fn give_back(&mut self, location: &str, sessions: &[SessionUsage]) {
+        if let Some(c) = self.files.get_mut(location) {
+            c.sessions = sessions.to_vec();
+        }
+    }
+
+    /// True when [`Cache::save`] would write.
+    pub(crate) fn changed(&self) -> bool {
+        self.changed
     }
 
     pub(crate) fn put(&mut self, location: String, cached: Cached) {
@@ -277,7 +301,7 @@ fn decode_session(i: &mut In) -> Option<SessionUsage> {
     let n = i.count(60)?;
     let mut replies = Vec::with_capacity(n);
     for _ in 0..n {
-        let entry = i.str()?;
+        let entry = i.str()?.into();
         let time_ms = i.i64()?;
         let model = i.u32()?;
         let tokens = Tokens { input: i.u64()?, output: i.u64()?, cache_read: i.u64()?, cache_write: i.u64()? };

@@ -124,8 +124,8 @@ impl Place {
 /// One assistant reply's usage, as its session recorded it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
-    /// The entry's id.
-    pub entry: String,
+    /// The entry's id (held inline: a report holds hundreds of thousands).
+    pub entry: compact_str::CompactString,
     /// When it was written (the entry's `timestamp`), in ms since the epoch.
     pub time_ms: i64,
     /// The model, as an index into [`SessionUsage::models`].

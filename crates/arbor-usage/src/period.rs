@@ -37,6 +37,37 @@ pub fn day_of(ms: i64, zone: &TimeZone) -> Date {
     }
 }
 
+/// [`day_of`] for many times in a row: the last day's bounds in the zone are
+/// kept, so times on the same day (a session's replies) need no zone lookup.
+#[derive(Debug)]
+pub(crate) struct Days<'a> {
+    zone: &'a TimeZone,
+    /// The last day, and the times (ms) it runs from (included) to (excluded).
+    last: Option<(Date, i64, i64)>,
+}
+
+impl<'a> Days<'a> {
+    pub(crate) fn new(zone: &'a TimeZone) -> Days<'a> {
+        Days { zone, last: None }
+    }
+
+    /// The day `ms` falls on, as [`day_of`] says.
+    pub(crate) fn of(&mut self, ms: i64) -> Date {
+        if let Some((day, from, to)) = self.last {
+            if (from..to).contains(&ms) {
+                return day;
+            }
+        }
+        let day = day_of(ms, self.zone);
+        let start = |d: Date| d.to_zoned(self.zone.clone()).ok().map(|z| z.timestamp().as_millisecond());
+        self.last = match (start(day), day.tomorrow().ok().and_then(start)) {
+            (Some(from), Some(to)) if (from..to).contains(&ms) => Some((day, from, to)),
+            _ => None,
+        };
+        day
+    }
+}
+
 /// The first day of the week holding `day`, weeks starting on `start`.
 pub fn week_of(day: Date, start: Weekday) -> Date {
     let back = day.weekday().since(start);
@@ -85,5 +116,21 @@ mod tests {
         assert_eq!(week_of(wed, Weekday::Monday), Date::constant(2026, 3, 2));
         assert_eq!(week_of(Date::constant(2026, 3, 1), Weekday::Sunday), Date::constant(2026, 3, 1));
         assert!(zone("Mars/Olympus").is_err());
+    }
+
+    #[test]
+    fn days_in_a_row_are_the_days_one_by_one_across_offsets_and_dst() {
+        // Every 7 minutes over New York's and Berlin's spring change and Kolkata's half hours.
+        for name in ["America/New_York", "Europe/Berlin", "Asia/Kolkata", "Asia/Kathmandu", "UTC"] {
+            let z = zone(name).unwrap();
+            let mut days = Days::new(&z);
+            let start = 1_772_900_000_000i64; // 2026-03-07
+            for k in 0..6_000 {
+                let ms = start + k * 7 * 60_000;
+                assert_eq!(days.of(ms), day_of(ms, &z), "{name} at {ms}");
+            }
+            // And back in time.
+            assert_eq!(days.of(start - 86_400_000), day_of(start - 86_400_000, &z));
+        }
     }
 }

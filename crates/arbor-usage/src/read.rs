@@ -53,7 +53,7 @@ struct Body {
 /// One reply as its line says, before the tree places it.
 #[derive(Debug)]
 struct Parsed {
-    entry: String,
+    entry: compact_str::CompactString,
     time_ms: i64,
     provider: String,
     model: String,
@@ -182,7 +182,7 @@ fn parse_reply(agent: Agent, id: &str, json: &str) -> Option<Parsed> {
         }
     };
     Some(Parsed {
-        entry: id.to_owned(),
+        entry: id.into(),
         time_ms,
         provider: text(body.provider.as_ref()),
         model,

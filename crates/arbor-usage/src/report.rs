@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::forks::{find_copies, Copies};
 use crate::model::{Agent, Place, Reply, SessionUsage, Tokens};
-use crate::period::{day_of, day_text, iso, month_text, week_of};
+use crate::period::{day_text, iso, month_text, week_of, Days};
 use crate::price::PriceTable;
 
 /// What rows a report has.
@@ -358,21 +358,35 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
     let mut session_of_key: HashMap<String, usize> = HashMap::new();
     let mut differences = Differences::default();
     let locations: std::collections::HashSet<&str> = usage.sessions.iter().map(|s| s.location.as_str()).collect();
+    let mut days = Days::new(&opts.zone);
+    // The last row's key and what it was made from: made again only when that changes.
+    let mut last_key: Option<(KeyOf, String)> = None;
     for (i, s) in usage.sessions.iter().enumerate() {
         if opts.cwd.as_ref().is_some_and(|c| *c != s.cwd) {
             continue;
         }
         let prices: Vec<Option<&crate::price::Price>> = s.models.iter().map(|(_, m)| opts.prices.find(m)).collect();
         for (k, r) in s.replies.iter().enumerate() {
-            let day = day_of(r.time_ms, &opts.zone);
+            let day = days.of(r.time_ms);
             if opts.since.is_some_and(|d| day < d) || opts.until.is_some_and(|d| day > d) {
                 continue;
             }
-            let key = row_key(opts, s, i, r, day);
-            if opts.grouping == Grouping::Session {
-                session_of_key.insert(key.clone(), i);
+            let of = match opts.grouping {
+                Grouping::Daily | Grouping::Weekly | Grouping::Monthly => KeyOf::Day(day),
+                Grouping::Model => KeyOf::Model(i, r.model),
+                Grouping::Session | Grouping::Project | Grouping::Agent => KeyOf::Session(i),
+            };
+            let key = match &mut last_key {
+                Some((o, key)) if *o == of => key,
+                slot => &mut slot.insert((of, row_key(opts, s, i, r, day))).1,
+            };
+            if !rows.contains_key(key.as_str()) {
+                if opts.grouping == Grouping::Session {
+                    session_of_key.insert(key.clone(), i);
+                }
+                rows.insert(key.clone(), Acc::default());
             }
-            let acc = rows.entry(key).or_default();
+            let Some(acc) = rows.get_mut(key.as_str()) else { continue };
             let model = s.model_of(r);
             let price = prices.get(r.model as usize).copied().flatten();
             let cost = r.recorded_cost.or_else(|| price.map(|p| p.cost(&r.tokens))).unwrap_or(0.0);
@@ -388,7 +402,10 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
             }
             acc.agents.insert(s.agent);
             acc.total.add(&r.tokens, cost);
-            acc.models.entry(model.to_owned()).or_default().add(&r.tokens, cost);
+            match acc.models.get_mut(model) {
+                Some(a) => a.add(&r.tokens, cost),
+                None => acc.models.entry(model.to_owned()).or_default().add(&r.tokens, cost),
+            }
             acc.tree.at(r.place).add(&r.tokens, cost);
             if r.recorded_cost.is_none() {
                 differences.priced(model, price.is_some(), &r.tokens, cost);
@@ -415,6 +432,14 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
         }
     }
     Report { grouping: opts.grouping, rows: out, totals, tree, copies, differences: differences.done() }
+}
+
+/// What a row's key is made from (see [`row_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyOf {
+    Day(Date),
+    Model(usize, u32),
+    Session(usize),
 }
 
 fn row_key(opts: &ReportOptions, s: &SessionUsage, i: usize, r: &Reply, day: Date) -> String {

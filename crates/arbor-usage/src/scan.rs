@@ -133,13 +133,16 @@ pub fn scan(sources: &[Source], opts: &ScanOptions, cache: &mut Cache) -> Scan {
     done.sort_by_key(|(i, _)| *i);
     let mut out = Scan::default();
     let mut seen = HashSet::new();
+    let mut lent = Vec::new();
     for (i, result) in done {
         let location = location_of(&sources[i]);
         seen.insert(location.clone());
         match result {
-            Ok(Read::Cached(sessions)) => {
+            Ok(Read::Cached) => {
                 out.reused += 1;
-                out.sessions.extend(sessions);
+                let start = out.sessions.len();
+                out.sessions.extend(cache.lend(&location));
+                lent.push((location, start..out.sessions.len()));
             }
             Ok(Read::Fresh(sessions, stamp)) => {
                 out.read += 1;
@@ -152,13 +155,20 @@ pub fn scan(sources: &[Source], opts: &ScanOptions, cache: &mut Cache) -> Scan {
         }
     }
     cache.retain(&seen);
+    if cache.changed() {
+        // It will be written whole: what was lent goes back (only then copied).
+        for (location, range) in lent {
+            cache.give_back(&location, &out.sessions[range]);
+        }
+    }
     out
 }
 
 /// One file's sessions, and whether they came from the cache.
 #[derive(Debug)]
 enum Read {
-    Cached(Vec<SessionUsage>),
+    /// The cache has it as it is (lent out after the threads are done).
+    Cached,
     Fresh(Vec<SessionUsage>, Option<FileStamp>),
 }
 
@@ -173,8 +183,8 @@ fn read_source(source: &Source, opts: &ScanOptions, cache: &Cache) -> Result<Rea
         Agent::OpenCode => crate::opencode::stamp(&source.path),
         Agent::Claude | Agent::Codex => FileStore.stamp(&source.path),
     };
-    if let Some(sessions) = stamp.as_ref().and_then(|s| cache.get(&location, s)) {
-        return Ok(Read::Cached(sessions.to_vec()));
+    if stamp.as_ref().is_some_and(|s| cache.knows(&location, s)) {
+        return Ok(Read::Cached);
     }
     let sessions = match source.agent {
         Agent::Pi => {

@@ -52,6 +52,17 @@ fn a_repeated_scan_reads_only_what_changed() {
     let fresh = scan(&sources, &opts, &mut Cache::in_memory());
     assert_eq!(third.sessions, fresh.sessions, "what the cache gives is what the files give");
     assert_eq!(fresh.sessions[1].replies.len(), 2);
+    // Written again with the unchanged files' sessions too (they were lent
+    // to the scan, not copied): a fourth scan reads nothing and loses nothing.
+    cache.save().unwrap();
+    let mut cache = Cache::open(&cache_file);
+    let fourth = scan(&sources, &opts, &mut cache);
+    assert_eq!((fourth.read, fourth.reused), (0, 3));
+    assert_eq!(fourth.sessions, fresh.sessions);
+    // Nothing changed: the file is not written (the lent sessions are not needed back).
+    let before = std::fs::metadata(&cache_file).unwrap().modified().unwrap();
+    cache.save().unwrap();
+    assert_eq!(std::fs::metadata(&cache_file).unwrap().modified().unwrap(), before);
 }
 
 #[test]
