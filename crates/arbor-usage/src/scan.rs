@@ -142,7 +142,10 @@ pub fn scan(sources: &[Source], opts: &ScanOptions, cache: &mut Cache) -> Scan {
                 out.reused += 1;
                 let start = out.sessions.len();
                 out.sessions.extend(cache.lend(&location));
-                lent.push((location, start..out.sessions.len()));
+                // A file given twice is lent once: the second loan is empty and must not be given back.
+                if out.sessions.len() > start {
+                    lent.push((location, start..out.sessions.len()));
+                }
             }
             Ok(Read::Fresh(sessions, stamp)) => {
                 out.read += 1;

@@ -66,6 +66,29 @@ fn a_repeated_scan_reads_only_what_changed() {
 }
 
 #[test]
+fn a_file_given_twice_is_still_cached_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let one =
+        write_session(dir.path(), "one", None, &[("u1", None, user()), ("a1", Some("u1"), reply("gpt-5", 1, None))]);
+    let two =
+        write_session(dir.path(), "two", None, &[("u1", None, user()), ("a1", Some("u1"), reply("gpt-5", 2, None))]);
+    let cache_file = dir.path().join("cache/usage.bin");
+    let src = |p: &std::path::Path| Source { agent: Agent::Pi, path: p.to_owned() };
+    let mut cache = Cache::open(&cache_file);
+    scan(&[src(&one)], &ScanOptions::default(), &mut cache);
+    cache.save().unwrap();
+    // `one` twice (from the cache), and `two` new: the cache is written again.
+    let mut cache = Cache::open(&cache_file);
+    let s = scan(&[src(&one), src(&one), src(&two)], &ScanOptions::default(), &mut cache);
+    assert_eq!((s.read, s.reused), (1, 2));
+    cache.save().unwrap();
+    let mut cache = Cache::open(&cache_file);
+    let again = scan(&[src(&one), src(&two)], &ScanOptions::default(), &mut cache);
+    assert_eq!((again.read, again.reused), (0, 2));
+    assert_eq!(again.sessions.iter().map(|s| s.replies.len()).collect::<Vec<_>>(), vec![1, 1], "nothing lost");
+}
+
+#[test]
 fn a_file_that_cannot_be_read_is_named_and_the_others_are_still_read() {
     let dir = tempfile::tempdir().unwrap();
     let good =
