@@ -41,6 +41,7 @@ commands:
       --small                       ~450-byte entries with a deep active path (use with ~1000000)
   gen-store ROOT SESSIONS [SEED]    write a store of synthetic sessions in pi's layout (50 to 2,000
                                     entries each, ~1.5 MB on average; deterministic per seed)
+      --entries MIN-MAX             entries per session instead (log-uniformly between the two)
   bench [options]                   release-build arbor and `arbor-log`'s `scan` example and time
                                     `arbor context/tree --json` and the light scan on a generated
                                     session, next to wc/cat/python yardsticks
@@ -172,9 +173,18 @@ fn pi_cmd(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask gen-store ROOT SESSIONS [SEED]`
+/// `cargo xtask gen-store ROOT SESSIONS [SEED] [--entries MIN-MAX]`
 fn gen_store(args: &[String]) -> Result<()> {
-    let [root, sessions, rest @ ..] = args else { bail!("usage: cargo xtask gen-store ROOT SESSIONS [SEED]") };
+    let mut sizes = store::Sizes::default();
+    let mut args = args.to_vec();
+    if let Some(k) = args.iter().position(|a| a == "--entries") {
+        let value = args.get(k + 1).context("--entries needs MIN-MAX")?;
+        sizes = store::Sizes::parse(value, "--entries")?;
+        args.drain(k..k + 2);
+    }
+    let [root, sessions, rest @ ..] = args.as_slice() else {
+        bail!("usage: cargo xtask gen-store ROOT SESSIONS [SEED] [--entries MIN-MAX]")
+    };
     let sessions: usize = sessions.parse().with_context(|| format!("SESSIONS must be a number, got {sessions:?}"))?;
     let seed: u64 = match rest {
         [] => 7,
@@ -185,7 +195,7 @@ fn gen_store(args: &[String]) -> Result<()> {
     if root.exists() {
         bail!("{} exists already", root.display());
     }
-    let stats = store::write_store(root, sessions, seed, store::Sizes::default())?;
+    let stats = store::write_store(root, sessions, seed, sizes)?;
     eprintln!(
         "wrote {}: {} sessions, {} entries, {} bytes",
         root.display(),
