@@ -22,6 +22,12 @@ import arbor_sessions as arbor
 COUNTS = ["input", "output", "cacheRead", "cacheWrite"]
 
 
+def printable(text):
+    """Session text as it may reach a terminal: control characters (an
+    escape sequence in a session name) shown as U+FFFD."""
+    return "".join(c if c.isprintable() else "\ufffd" for c in text)
+
+
 def session_row(session):
     """The usage of one session's assistant messages, on every branch."""
     row = {key: 0 for key in COUNTS}
@@ -48,9 +54,9 @@ def usage_frame(root):
         with arbor.open(info["path"]) as session:
             row = session_row(session)
         row.update(
-            id=info["id"],
-            cwd=info["cwd"],
-            name=info.get("name") or info["firstMessage"][:40],
+            id=printable(info["id"]),
+            cwd=printable(info["cwd"]),
+            name=printable(info.get("name") or info["firstMessage"][:40]),
             modified=info["modified"],
         )
         rows.append(row)

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,34 @@ class Cli:
 
     def json(self, *args):
         """The command's `--json` output, parsed as the package parses it."""
-        return json.loads(self.run(*args, "--json").stdout)
+        return deep_loads(self.run(*args, "--json").stdout)
+
+
+def deep_loads(text):
+    """`json.loads`, with room for pi's getTree() of a long session (its
+    lists nest as deep as the longest path: two levels an entry)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 100_000))
+    try:
+        return json.loads(text)
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def flat_tree(tree):
+    """A getTree() as a list, depth first and without recursion: each node's
+    parent index, its keys in order, entry, label, labelTimestamp and number
+    of children (two trees are equal when their lists are; `==` on the
+    nested lists would recurse as deep as the tree)."""
+    out = []
+    stack = [(n, None) for n in reversed(tree)]
+    while stack:
+        node, parent = stack.pop()
+        k = len(out)
+        children = node["children"]
+        out.append((parent, list(node), node["entry"], node.get("label"), node.get("labelTimestamp"), len(children)))
+        stack.extend((c, k) for c in reversed(children))
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import arbor_sessions as arbor
-from conftest import FIXTURES, fixture_id, session_fixtures
+from conftest import FIXTURES, fixture_id, flat_tree, session_fixtures
 
 
 def readable(cli, path):
@@ -36,7 +36,7 @@ def test_tree_path_and_context_are_the_cli_s(cli, path):
             arbor.open(path)
         return
     with arbor.open(path) as s:
-        assert s.tree() == cli.json("tree", path)
+        assert flat_tree(s.tree()) == flat_tree(cli.json("tree", path))
         assert [e.to_dict() for e in s.path()] == cli.json("path", path)
         assert s.context() == cli.json("context", path)
         assert s.llm_messages() == cli.json("context", path, "--llm")
@@ -117,3 +117,25 @@ def test_damaged_files_are_read_as_pi_reads_them_with_the_cli_s_diagnostics(cli)
         for d in s.diagnostics:
             assert d.startswith(f"{path}:"), d
             assert d in stderr, (d, stderr)
+
+
+def test_a_tree_deeper_than_python_recurses_is_whole(cli, tmp_path):
+    """pi's getTree() of a 5,000-entry chain nests 10,000 lists deep, far
+    past Python's recursion limit: the package builds it without recursing."""
+    path = tmp_path / "deep.jsonl"
+    lines = ['{"type":"session","version":3,"id":"deep","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}']
+    for k in range(5000):
+        parent = f'"e{k - 1}"' if k else "null"
+        lines.append(
+            f'{{"type":"message","id":"e{k}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z",'
+            f'"message":{{"role":"user","content":"m{k}"}}}}'
+        )
+    path.write_text("\n".join(lines) + "\n")
+    with arbor.open(path) as s:
+        tree = s.tree()
+        node, depth = tree[0], 1
+        while node["children"]:
+            (node,) = node["children"]
+            depth += 1
+        assert (depth, node["entry"]["id"]) == (5000, "e4999")
+        assert flat_tree(tree) == flat_tree(cli.json("tree", path))

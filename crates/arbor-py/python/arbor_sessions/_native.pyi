@@ -151,7 +151,8 @@ class Session:
     def path(self, to: Optional[str] = None) -> List[Entry]:
         """Root → ``to`` (default: the leaf), every type included (``arbor path --json``)."""
     def tree(self) -> List[TreeNode]:
-        """pi's ``getTree()`` (``arbor tree --json``)."""
+        """pi's ``getTree()`` (``arbor tree --json``), nested as deep as the
+        longest path: walk it with a stack (``json.dumps`` and ``==`` recurse)."""
     def context(self, at: Optional[str] = None) -> Context:
         """pi's ``buildSessionContext()`` at ``at`` (default: the leaf); the leaf stays."""
     def llm_messages(self, at: Optional[str] = None) -> List[Message]:

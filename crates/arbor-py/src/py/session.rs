@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use arbor_tree::{Position, Session, SessionOptions};
 
@@ -151,9 +151,12 @@ impl PySession {
     /// The whole tree as pi's `getTree()` gives it (`arbor tree --json`): a
     /// list of root nodes, each a dict with `entry`, `children` and, when
     /// labelled, `label` and `labelTimestamp`.
-    fn tree<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let text = self.with(py, |s| values::tree_json(s))?;
-        loads(py, &text)
+    ///
+    /// The lists nest as deep as the longest path (a long session is deeper
+    /// than `json.dumps` or `==` recurse): walk it with a stack, not recursion.
+    fn tree<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let text = self.with(py, |s| values::tree_flat_json(s))?;
+        nest(py, &loads(py, &text)?)
     }
 
     /// The context a model sees at `at` (default: the leaf), as pi's
@@ -245,4 +248,35 @@ impl PySession {
         };
         format!("Session('{}', {state})", self.name())
     }
+}
+
+/// pi's `getTree()` from the flat list of [`values::tree_flat_json`]: each
+/// node put into its parent's `children` (made before it), no recursion.
+fn nest<'py>(py: Python<'py>, flat: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let flat = flat.cast::<PyList>()?;
+    let roots = PyList::empty(py);
+    let mut made: Vec<Bound<'py, PyList>> = Vec::with_capacity(flat.len());
+    for item in flat.iter() {
+        let item = item.cast::<PyDict>()?;
+        let node = PyDict::new(py);
+        let children = PyList::empty(py);
+        node.set_item("entry", item.get_item("entry")?)?;
+        node.set_item("children", &children)?;
+        for key in ["label", "labelTimestamp"] {
+            if let Some(value) = item.get_item(key)? {
+                node.set_item(key, value)?;
+            }
+        }
+        match item.get_item("parent")?.filter(|p| !p.is_none()) {
+            Some(p) => {
+                let parent = made
+                    .get(p.extract::<usize>()?)
+                    .ok_or_else(|| errors::ArborError::new_err("the tree names a parent after its child"))?;
+                parent.append(&node)?;
+            }
+            None => roots.append(&node)?,
+        }
+        made.push(children);
+    }
+    Ok(roots)
 }

@@ -13,6 +13,7 @@
 
 mod failure;
 pub mod messages;
+mod tree;
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,7 @@ use arbor_tree::{OpenMode, Position, Session, SessionOptions};
 use serde_json::Value;
 
 pub use failure::Failure;
+pub use tree::tree_flat_json;
 
 /// How a binding opens a session: the words its callers write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +141,8 @@ pub fn children(s: &Session, id: &str) -> Result<Vec<Position>, Failure> {
     Ok(s.get_children(id).iter().filter_map(|e| s.position_of(&e.id)).collect())
 }
 
-/// pi's `getTree()`: what `arbor tree --json` prints.
+/// pi's `getTree()`: what `arbor tree --json` prints (nested as deep as
+/// the longest path; [`tree_flat_json`] is the same tree one level deep).
 pub fn tree_json(s: &Session) -> Result<String, Failure> {
     let mut out = Vec::new();
     s.get_tree().write_json(&mut out).map_err(|e| io_failure(s, &e))?;

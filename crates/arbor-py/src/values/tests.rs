@@ -67,3 +67,60 @@ fn appends_refuse_what_is_not_a_message_and_reads_refuse_writes() {
     assert!(matches!(set_label(&mut r, "u1", None), Err(Failure::ReadOnly(_))));
     assert!(matches!(Mode::parse("rw"), Err(Failure::Invalid(_))));
 }
+
+/// Nests a flat tree as pi's `getTree()` (iteratively: children come after
+/// their parent, so from the back each node is whole when it is placed).
+fn nest(flat: Value) -> Value {
+    let Value::Array(nodes) = flat else { panic!("not a list") };
+    let mut kids: Vec<Vec<Value>> = vec![Vec::new(); nodes.len()];
+    let mut roots = Vec::new();
+    for (k, node) in nodes.iter().enumerate().rev() {
+        let mut out = serde_json::Map::new();
+        out.insert("entry".into(), node["entry"].clone());
+        let mut children = std::mem::take(&mut kids[k]);
+        children.reverse();
+        out.insert("children".into(), Value::Array(children));
+        for key in ["label", "labelTimestamp"] {
+            if let Some(v) = node.get(key) {
+                out.insert(key.into(), v.clone());
+            }
+        }
+        let value = Value::Object(out);
+        match node["parent"].as_u64() {
+            Some(p) => kids[p as usize].push(value),
+            None => roots.push(value),
+        }
+    }
+    roots.reverse();
+    Value::Array(roots)
+}
+
+#[test]
+fn the_flat_tree_nests_into_get_tree_and_stays_one_level_deep() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path(), Mode::Read);
+    let flat = parse("flat", &tree_flat_json(&s).unwrap()).unwrap();
+    assert_eq!(flat[0]["label"], "start");
+    assert_eq!(flat[0]["labelTimestamp"], "2026-01-01T00:00:04.000Z");
+    assert_eq!(flat[1]["parent"], 0);
+    assert_eq!(nest(flat), parse("tree", &tree_json(&s).unwrap()).unwrap());
+    // A chain of 3,000 entries: one level, each node the child of the one before.
+    let mut lines = vec![LINES[0].to_owned()];
+    for k in 0..3000 {
+        let parent = if k == 0 { "null".to_owned() } else { format!("\"e{}\"", k - 1) };
+        lines.push(format!(
+            r#"{{"type":"message","id":"e{k}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"m{k}"}}}}"#
+        ));
+    }
+    let file = dir.path().join("deep.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let deep = open(&file, Mode::Read, SessionOptions::default()).unwrap();
+    let flat = parse("flat", &tree_flat_json(&deep).unwrap()).unwrap();
+    let nodes = flat.as_array().unwrap();
+    assert_eq!(nodes.len(), 3000);
+    assert!(nodes
+        .iter()
+        .enumerate()
+        .all(|(k, n)| n["parent"] == if k == 0 { Value::Null } else { Value::from(k - 1) }));
+    assert_eq!(nodes[2999]["entry"]["id"], "e2999");
+}
