@@ -4,7 +4,8 @@
 //! `cargo metadata`), `gen-session` (deterministic synthetic pi v3 session
 //! files), `bench` (end-to-end parse benchmark with yardsticks), `fuzz` (bounded
 //! cargo-fuzz runs), `pi` (the reference implementation's npm package, installed
-//! into a cache directory, and node scripts run against it) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
+//! into a cache directory, and node scripts run against it), `py` (the Python package's wheel, built and tested in
+//! venvs) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
 //! while a library is broken.
 
 mod bench;
@@ -19,6 +20,7 @@ mod gen;
 mod npm;
 mod pi;
 mod pi_diff;
+mod py;
 mod rusage;
 mod store;
 mod tidy;
@@ -92,6 +94,12 @@ commands:
                                     --files, only these)
       --arbor BIN                   the arbor binary (default: cargo build -p arbor-cli, dev profile)
       --keep                        keep the files under target/pi-diff/ even when all agree
+  py build                          build the Python package's wheel (crates/arbor-py; maturin, pinned,
+                                    installed on first use into ~/.cache/arbor-dev/py-build-*) into
+                                    ~/.cache/arbor-dev/py/<checkout>/wheel/ and print its path
+  py test [--arbor BIN]             the wheel in a fresh venv (in the cache) that sees pinned pytest and
+                                    pandas: pytest over crates/arbor-py/tests against BIN (default: the
+                                    dev build of arbor), then the example over 1,000 generated sessions
   fuzz [options]                    run each cargo-fuzz target in fuzz/ (installs cargo-fuzz) on its
                                     kept corpus (fuzz/corpus/) plus seeds, with its dictionary
       --seconds N                   for N seconds each (default 60)
@@ -123,6 +131,7 @@ fn run() -> Result<()> {
         Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
         Some("pi") => pi_cmd(rest),
         Some("pi-diff") => pi_diff::cli(&workspace_root()?, rest),
+        Some("py") => py::cli(&workspace_root()?, rest),
         Some("help" | "-h" | "--help") | None => {
             print!("{HELP}");
             Ok(())
