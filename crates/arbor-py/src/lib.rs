@@ -32,6 +32,8 @@
 //! Built as a wheel by maturin (`crates/arbor-py/pyproject.toml`, `cargo
 //! xtask py`); Python's stubs are `python/arbor_sessions/_native.pyi`.
 
+#![deny(missing_docs)]
+
 pub mod values;
 
 mod py;
