@@ -4,10 +4,10 @@
 //! What it owns: where the fixtures are ([`fixtures`], [`jsonl_under`]), the
 //! oracle's recorded outputs ([`oracle`]), deterministic session options
 //! ([`deterministic_options`]), pi's messages ([`assistant_reply`]),
-//! generated sessions ([`write_big_session`]),
-//! snapshots of a directory ([`DirSnapshot`]) and a small deterministic
-//! generator ([`Rng`]). What it promises: nothing outside tests. It is a
-//! dev-dependency only; `cargo xtask tidy` refuses it as a normal dependency
+//! generated sessions ([`write_big_session`]), snapshots of a directory
+//! ([`DirSnapshot`]), a small deterministic generator ([`Rng`]) and headless
+//! Chromium over WebDriver ([`browser`]). What it promises: nothing outside
+//! tests. It is a dev-dependency only; `cargo xtask tidy` refuses it as a normal dependency
 //! of any crate.
 //!
 //! Helpers panic with a message naming the file at fault: in a test, a
@@ -15,6 +15,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod browser;
 mod files;
 mod messages;
 pub mod oracle;
