@@ -547,7 +547,9 @@
   // order (a branch grew elsewhere, an unknown parent): draw the page anew.
   function append(items) {
     var before = N, oldLeaf = D.leaf, main = $("main");
-    var following = target === oldLeaf && !comparing && main.scrollHeight - main.scrollTop - main.clientHeight < 160;
+    // The reader sees the end of the path (the leaf's card is in view): the page follows it.
+    var leafCard = oldLeaf >= 0 && $("e-" + I[oldLeaf]);
+    var following = target === oldLeaf && !comparing && !!leafCard && leafCard.getBoundingClientRect().top < main.getBoundingClientRect().bottom;
     for (var i = 0; i < items.length; i++) {
       var it = items[i];
       if (byId.has(it.id)) continue;
@@ -564,6 +566,9 @@
     rowOf = new Int32Array(N).fill(-1); foldable = new Uint8Array(N); onPath = new Uint8Array(N);
     D.leaf = N - 1;
     while (D.leaf >= 0 && K[D.leaf] === "K") D.leaf = P[D.leaf];
+    // The old leaf's card is marked no more (the sidebar is drawn anew below).
+    var mark = oldLeaf !== D.leaf && leafCard && leafCard.querySelector("header .leafmark");
+    if (mark) mark.remove();
     drawFacts();
     if (following) { open(D.leaf, false); return true; }
     var ended = to === path.length;
