@@ -375,3 +375,73 @@ fn in_headless_chromium_the_list_search_a_page_and_live_appends() {
         shot(&browser, "list-grown.png").await;
     });
 }
+
+/// Reads a server-sent event stream until `what` is in it (10 s at most);
+/// how long that took.
+fn read_events_until(s: &mut TcpStream, what: &str) -> Duration {
+    let start = Instant::now();
+    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 8192];
+    while start.elapsed() < Duration::from_secs(10) {
+        if let Ok(n) = s.read(&mut buf) {
+            seen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&seen).contains(what) {
+                return start.elapsed();
+            }
+        }
+    }
+    panic!("no {what:?} in the event stream within 10 s: {}", String::from_utf8_lossy(&seen));
+}
+
+#[test]
+fn over_a_postgresql_store_the_same_list_search_page_live_events_and_writes() {
+    let Some(db) = arbor_test_support::pg::TestDb::new("cli_serve") else { return };
+    let (dir, session) = root();
+    let pushed = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["push", session.to_str().unwrap(), "--to", &db.url])
+        .env("HOME", "/nonexistent-home")
+        .env("ARBOR_CACHE_DIR", cache_dir())
+        .env_remove("ARBOR_STORE")
+        .output()
+        .unwrap();
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+    // No local sessions: what it serves comes from the server.
+    fs::remove_dir_all(dir.path().join("sessions")).unwrap();
+    let serving = Serving::start(dir.path(), &["--store", &db.url, "--addr", "127.0.0.1:0", "--allow-writes"]);
+    let addr = serving.addr();
+
+    let list = get(addr, "/api/sessions", &[]).json();
+    let sessions = list["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{list}");
+    assert_eq!((sessions[0]["dir"].as_str(), sessions[0]["file"].as_str()), (Some(DIR), Some(FILE)));
+    let hits = get(addr, "/api/search?q=case-insensitive", &[]).json();
+    assert!(hits["hits"].as_array().unwrap().iter().any(|h| h["entryId"] == "7a828db3"), "{hits}");
+    let page = get(addr, &format!("/s/{DIR}/{FILE}"), &[]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("wordfreq: case, punctuation"));
+
+    // A page's event stream shows what another process appends, through the server's notifications.
+    let mut events = TcpStream::connect(addr).unwrap();
+    let req = format!("GET /s/{DIR}/{FILE}/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    events.write_all(req.as_bytes()).unwrap();
+    read_events_until(&mut events, "200 OK");
+    let labelled = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["label", "fe01ce2a", "4f487dd5", "seen-by-serve"])
+        .env("HOME", "/nonexistent-home")
+        .env("ARBOR_CACHE_DIR", cache_dir())
+        .env("ARBOR_STORE", &db.url)
+        .output()
+        .unwrap();
+    assert!(labelled.status.success(), "{}", String::from_utf8_lossy(&labelled.stderr));
+    let took = read_events_until(&mut events, "seen-by-serve");
+    eprintln!("the label reached the event stream {} ms after `arbor label` ended", took.as_millis());
+
+    // An allowed write lands on the server.
+    let written = ask(addr, "POST", &label_url(), &[JSON], r#"{"entry":"7a828db3","label":"from the page"}"#);
+    assert_eq!(written.status, 200, "{}", written.body);
+    read_events_until(&mut events, "from the page");
+    let hits = get(addr, "/api/search?q=case-insensitive", &[]).json();
+    let hit = hits["hits"].as_array().unwrap().iter().find(|h| h["entryId"] == "7a828db3").cloned().unwrap();
+    assert!(hit["labels"].to_string().contains("from the page"), "{hit}");
+}
