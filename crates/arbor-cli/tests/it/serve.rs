@@ -304,9 +304,7 @@ fn message(id: &str, parent: &str, text: &str) -> String {
 fn in_headless_chromium_the_list_search_a_page_and_live_appends() {
     let Some((chromium, chromedriver)) = arbor_test_support::browser::tools() else { return };
     let (dir, session) = root();
-    let serving = Serving::start(dir.path(), &["--addr", "127.0.0.1:0"]);
-    let leaf =
-        Session::open(&session, OpenMode::ReadOnly, SessionOptions::default()).unwrap().leaf_id().unwrap().to_owned();
+    let serving = Serving::start(dir.path(), &["--addr", "127.0.0.1:0", "--allow-writes"]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let browser = arbor_test_support::browser::start(&chromium, &chromedriver).await;
@@ -330,13 +328,27 @@ fn in_headless_chromium_the_list_search_a_page_and_live_appends() {
         let at = c.current_url().await.unwrap();
         assert_eq!(at.fragment(), Some("7a828db3"), "{at}");
         until(c, "return !!document.querySelector('#serve-bar .live.on')").await;
-        assert_eq!(eval(c, "return document.querySelectorAll('.edit-label').length").await, 0, "read-only: no editing");
+
+        // A label set from the page lands in the file (through the lock) and comes back live.
+        let edit = "var b = document.querySelector('#e-7a828db3 .edit-label'); b.click(); var i = document.querySelector('#e-7a828db3 .label-input'); i.value = 'set in the browser'; i.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'}))";
+        eval(c, edit).await;
+        until(c, "var l = document.querySelector('#e-7a828db3 header .label'); return !!l && l.textContent === 'set in the browser'").await;
+        let s = Session::open(&session, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
+        assert_eq!(s.get_label("7a828db3"), Some("set in the browser"));
+        // Another process holds the session: the page says who.
+        let held = Session::open(&session, OpenMode::Write, SessionOptions::default()).unwrap();
+        eval(c, &edit.replace("set in the browser", "refused")).await;
+        let pid = std::process::id().to_string();
+        until(c, &format!("return document.getElementById('serve-note').textContent.indexOf('{pid}') >= 0")).await;
+        shot(&browser, "locked.png").await;
+        drop(held);
 
         // Another process appends: the open page shows it in place (not reloaded).
         c.goto(&format!("{}s/{DIR}/{FILE}", serving.url)).await.unwrap();
         until(c, "return !!window.arbor && !!document.querySelector('#serve-bar .live.on')").await;
         eval(c, "window.notReloaded = true").await;
         let before = eval(c, "return window.arbor.entries()").await.as_u64().unwrap();
+        let leaf = Session::open(&session, OpenMode::ReadOnly, SessionOptions::default()).unwrap().leaf_id().unwrap().to_owned();
         let appended = Instant::now();
         let status = Command::new("sh")
             .args(["-c", "printf '%s' \"$1\" >> \"$2\"", "sh", &message("a11ce001", &leaf, "appended while open"), session.to_str().unwrap()])
