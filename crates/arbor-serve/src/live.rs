@@ -100,8 +100,15 @@ fn follow(st: &Shared, path: &Path, have: Option<usize>, tx: &mpsc::Sender<Event
         }
     };
     let mut live = LiveEntries::new(&st.options.html);
-    // Started after the page was made: what came in between first.
-    let mut count = have.unwrap_or(0);
+    // Started after the page was made: what came in between first. Without
+    // `have` (not a page), the ids count from the entries there are now.
+    let mut count = match have.map_or_else(|| count_entries(st, path), Ok) {
+        Ok(n) => n,
+        Err(e) => {
+            send(tx, "failed", &e);
+            return;
+        }
+    };
     if let Some(have) = have {
         match catch_up(st, path, have, &mut live) {
             Ok(Some((items, now))) => {
@@ -139,6 +146,12 @@ fn follow(st: &Shared, path: &Path, have: Option<usize>, tx: &mpsc::Sender<Event
             return;
         }
     }
+}
+
+/// How many entries `path` holds in file order.
+fn count_entries(st: &Shared, path: &Path) -> Result<usize, String> {
+    let s = Session::open(path, OpenMode::ReadOnly, st.options.session_options.clone()).map_err(|e| e.to_string())?;
+    Ok(s.positions().len())
 }
 
 /// The items of the entries after the first `have` in file order, and how
