@@ -58,7 +58,7 @@ pub fn run(args: Args, g: &Globals, _out: &mut dyn Write) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let location = sessions.location();
         let server = Server::bind(sessions, options).await?;
         let url = server.url();
@@ -79,7 +79,10 @@ pub fn run(args: Args, g: &Globals, _out: &mut dyn Write) -> Result<ExitCode> {
             })
             .await?;
         Ok::<_, anyhow::Error>(())
-    })?;
+    });
+    // Stopped: the pages still open and their followers are not waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
