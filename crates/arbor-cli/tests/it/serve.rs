@@ -200,6 +200,16 @@ fn on_loopback_it_answers_its_own_host_checks_names_and_refuses_writes() {
         "the export's page, served whole"
     );
 
+    // A page made before its stream started (or a stream that reconnects) gets what it missed first.
+    let mut events = TcpStream::connect(addr).unwrap();
+    let req = format!("GET /s/{DIR}/{FILE}/events?have=37 HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    events.write_all(req.as_bytes()).unwrap();
+    read_events_until(&mut events, "id: 39\n");
+    let mut resumed = TcpStream::connect(addr).unwrap();
+    let req = format!("GET /s/{DIR}/{FILE}/events HTTP/1.1\r\nHost: {addr}\r\nLast-Event-ID: 38\r\n\r\n");
+    resumed.write_all(req.as_bytes()).unwrap();
+    read_events_until(&mut resumed, "\"6a490938\"");
+
     // DNS rebinding: a name that resolves here is not this server's address.
     let rebound = get(addr, "/api/sessions", &[("Host", &format!("evil.example:{}", addr.port()))]);
     assert_eq!(rebound.status, 403, "{}", rebound.body);

@@ -132,9 +132,19 @@
   };
 
   // ---- live: the list is read again when it changed ----
-  load().then(function () {
-    var events = new EventSource("/api/events");
+  // A hidden tab lets its stream go (a browser keeps six connections to a
+  // server) and reads the list again when shown.
+  var events = null;
+  function listen() {
+    events = new EventSource("/api/events");
     events.addEventListener("sessions", function () { load(); });
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden && events) { events.close(); events = null; }
+    else if (!document.hidden && !events) load().then(listen);
+  });
+  load().then(function () {
+    if (!document.hidden) listen();
     document.documentElement.dataset.ready = "1";
   });
 })();

@@ -24,15 +24,26 @@
   function say(text) { note.textContent = text || ""; }
 
   // ---- live ----
-  var events = new EventSource(base + "/events?have=" + C.have);
-  events.addEventListener("open", function () { live.textContent = "● live"; live.className = "live on"; });
-  events.addEventListener("error", function () { live.textContent = "○ reconnecting…"; live.className = "live off"; });
-  events.addEventListener("entries", function (e) {
-    if (!A.append(JSON.parse(e.data))) location.reload();
+  // A browser keeps six connections to a server: a page in a hidden tab
+  // lets its stream go and catches up (from the last event's id) when shown.
+  var events = null, have = C.have;
+  function connect() {
+    events = new EventSource(base + "/events?have=" + have);
+    events.addEventListener("open", function () { live.textContent = "● live"; live.className = "live on"; });
+    events.addEventListener("error", function () { live.textContent = "○ reconnecting…"; live.className = "live off"; });
+    events.addEventListener("entries", function (e) {
+      if (e.lastEventId) have = +e.lastEventId;
+      if (!A.append(JSON.parse(e.data))) location.reload();
+    });
+    events.addEventListener("replaced", function () { location.reload(); });
+    events.addEventListener("gone", function () { say("This session is no longer there."); });
+    events.addEventListener("failed", function (e) { say("Following the session failed: " + e.data); });
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden && events) { events.close(); events = null; live.textContent = "○ paused"; live.className = "live off"; }
+    else if (!document.hidden && !events) connect();
   });
-  events.addEventListener("replaced", function () { location.reload(); });
-  events.addEventListener("gone", function () { say("This session is no longer there."); });
-  events.addEventListener("failed", function (e) { say("Following the session failed: " + e.data); });
+  if (document.hidden) { live.textContent = "○ paused"; live.className = "live off"; } else connect();
 
   if (!C.writes) return;
 
