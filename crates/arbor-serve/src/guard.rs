@@ -247,6 +247,20 @@ mod tests {
     }
 
     #[test]
+    fn one_other_address_answers_that_address_only_and_every_interface_any_host() {
+        let g = Guard::new("192.0.2.7:4280".parse().unwrap()).unwrap();
+        assert!(g.token().is_some());
+        assert!(g.host_ok(&headers(&[("host", "192.0.2.7:4280")])));
+        assert!(!g.host_ok(&headers(&[("host", "evil.example:4280")])));
+        assert_eq!(g.base_url(), "http://192.0.2.7:4280");
+        let v6 = Guard::new("[::1]:4280".parse().unwrap()).unwrap();
+        assert!(v6.token().is_none() && v6.host_ok(&headers(&[("host", "[::1]:4280")])));
+        let any = Guard::new("[::]:4280".parse().unwrap()).unwrap();
+        assert!(any.token().is_some() && any.host_ok(&headers(&[("host", "box.lan:4280")])));
+        assert_eq!(any.base_url(), "http://[::1]:4280");
+    }
+
+    #[test]
     fn the_token_leaves_the_query() {
         assert_eq!(split_token("token=abc"), (Some("abc"), String::new()));
         assert_eq!(split_token("q=1&token=abc&x=2"), (Some("abc"), "q=1&x=2".to_owned()));
