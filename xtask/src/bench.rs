@@ -119,15 +119,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--append" => o.append = true,
             "--pg-sessions" => o.pg_sessions = value("--pg-sessions")?.parse().context("--pg-sessions")?,
             "--store-entries" => {
-                let v = value("--store-entries")?;
-                let (a, b) = v.split_once('-').context("--store-entries MIN-MAX")?;
-                o.store_sizes = crate::store::Sizes {
-                    min: a.parse().context("--store-entries")?,
-                    max: b.parse().context("--store-entries")?,
-                };
-                if o.store_sizes.min == 0 || o.store_sizes.min > o.store_sizes.max {
-                    bail!("--store-entries: MIN must be at least 1 and at most MAX");
-                }
+                o.store_sizes = crate::store::Sizes::parse(&value("--store-entries")?, "--store-entries")?
             }
             "--no-pi" => o.no_pi = true,
             "--baseline" => o.baseline = Some(PathBuf::from(value("--baseline")?)),

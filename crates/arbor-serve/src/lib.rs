@@ -42,6 +42,8 @@
 //! [`Sessions::search`]: arbor_tree::sessions::Sessions::search
 //! [`Sessions::follow`]: arbor_tree::sessions::Sessions::follow
 
+#![deny(missing_docs)]
+
 mod error;
 mod guard;
 mod list;

@@ -9,7 +9,8 @@
 //! What is not refused:
 //! - a literal used as a JSON *field name* (`"message"` and `"label"` are also
 //!   fields): a key of `json!` (followed by `:`), or the argument of `get(`,
-//!   `get_mut(`, `insert(`, `remove(`, `contains_key(` or an index `[`;
+//!   `get_mut(`, `insert(`, `remove(`, `contains_key(`, `get_item(` (a Python
+//!   dict, through PyO3) or an index `[`;
 //! - comments, and test code (`#[cfg(test)]` items, `tests.rs`, `tests/`):
 //!   tests spell the file format on purpose, so a typo in the vocabulary
 //!   cannot hide in both the code and its test;
@@ -144,7 +145,7 @@ fn is_field_name(before: &str, after: &str) -> bool {
         return true;
     }
     let before = before.trim_end();
-    ["get(", "get_mut(", "insert(", "remove(", "contains_key(", "["].iter().any(|p| before.ends_with(p))
+    ["get(", "get_mut(", "insert(", "remove(", "contains_key(", "get_item(", "["].iter().any(|p| before.ends_with(p))
 }
 
 /// The byte ranges of `#[cfg(test)]` items in `code` (comments and strings
@@ -253,6 +254,7 @@ mod tests {
             /// A `"user"` message.
             fn f(v: &Value, m: &mut Map) {
                 let _ = v.get("message");
+                let _ = dict.get_item("message");
                 let _ = v["label"];
                 m.insert("label".into(), json!({"message": {"role": Role::User.as_str()}}));
                 let _ = "user-agent";
