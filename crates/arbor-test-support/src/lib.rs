@@ -5,9 +5,9 @@
 //! oracle's recorded outputs ([`oracle`]), deterministic session options
 //! ([`deterministic_options`]), pi's messages ([`assistant_reply`]),
 //! generated sessions ([`write_big_session`]), an OpenCode storage folder
-//! ([`opencode::write_storage`]),
-//! snapshots of a directory ([`DirSnapshot`]) and a small deterministic
-//! generator ([`Rng`]). What it promises: nothing outside tests. It is a
+//! ([`opencode::write_storage`]), snapshots of a directory ([`DirSnapshot`]),
+//! a small deterministic generator ([`Rng`]) and headless Chromium over
+//! WebDriver ([`browser`]). What it promises: nothing outside tests. It is a
 //! dev-dependency only; `cargo xtask tidy` refuses it as a normal dependency
 //! of any crate.
 //!
@@ -16,6 +16,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod browser;
 mod files;
 mod messages;
 pub mod opencode;

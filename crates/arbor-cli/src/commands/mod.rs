@@ -39,6 +39,7 @@ mod push;
 mod repair;
 mod resume;
 mod search;
+mod serve;
 mod tail;
 mod tree;
 mod tui;
@@ -84,6 +85,7 @@ enum Command {
     Diff(diff::Args),
     Ls(ls::Args),
     Tail(tail::Args),
+    Serve(serve::Args),
     Push(push::Args),
     Pull(pull::Args),
     Unlock(unlock::Args),
@@ -115,6 +117,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Diff(args) => diff::run(args, g, out),
         Command::Ls(args) => ls::run(args, g, out),
         Command::Tail(args) => tail::run(args, g, out),
+        Command::Serve(args) => serve::run(args, g, out),
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
         Command::Unlock(args) => unlock::run(args, g, out),

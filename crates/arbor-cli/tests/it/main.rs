@@ -27,6 +27,7 @@ mod pi_config;
 mod read_only_dir;
 mod reference;
 mod reliability;
+mod serve;
 mod server;
 mod server_connect;
 mod server_safety;
