@@ -40,6 +40,8 @@ pub(crate) struct ServerFile {
     id: i64,
     generation: i64,
     len: u64,
+    /// The session's lines (`None`), or this part of its index on the server.
+    part: Option<i16>,
     blocks: Mutex<Blocks>,
 }
 
@@ -51,15 +53,25 @@ impl ServerFile {
             id: row.id,
             generation: row.generation,
             len: u64::try_from(row.byte_size).unwrap_or_default(),
+            part: None,
             blocks: Mutex::new(Blocks::default()),
         }
+    }
+
+    /// Part `part` of the index the server keeps of session `row`, `len` bytes of it.
+    pub fn part(store: PgStore, row: &SessionRow, part: i16, len: u64) -> ServerFile {
+        ServerFile { part: Some(part), len, ..ServerFile::new(store, row) }
     }
 
     /// Bytes `[start, end)` of the session, from the server.
     fn fetch(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
         let (id, generation) = (self.id, self.generation);
         let (s, e) = (start as i64, end as i64);
-        let bytes = self.store.read(|c| read_range(c, id, generation, s, e)).map_err(io::Error::other)?;
+        let bytes = match self.part {
+            None => self.store.read(|c| read_range(c, id, generation, s, e)),
+            Some(p) => self.store.read(|c| crate::index::read_part(c, id, generation, p, s, e)),
+        }
+        .map_err(io::Error::other)?;
         if bytes.len() as u64 != end - start {
             return Err(io::Error::other(format!(
                 "session {id} changed on the server while it was read (replaced whole): open it again"

@@ -21,11 +21,12 @@ use postgres::{Client, Transaction};
 
 use arbor_log::scan::ReadAt;
 use arbor_log::{Durability, TailRepair};
-use arbor_tree::{AppendHandle, FileStamp, Store, StoredFile, TreeError, WriteLock};
+use arbor_tree::{AppendHandle, FileStamp, Indexed, Store, StoredFile, TreeError, WriteLock};
 
 use crate::blocking::blocking;
 use crate::conninfo::PgEnv;
 use crate::error::PgError;
+use crate::index::ServerIndex;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
 use crate::lock;
@@ -347,6 +348,14 @@ impl Store for PgStore {
     fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
         let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
         Ok(row.map(|r| Arc::new(ServerFile::new(self.clone(), &r)) as Arc<dyn ReadAt>))
+    }
+
+    fn open_indexed(&self, path: &Path) -> Result<Option<Indexed>, TreeError> {
+        let found = self.read(|c| crate::index::find(c, &SessionKey::of_path(path))).map_err(|e| e.into_tree(path))?;
+        Ok(found.map(|(row, extent)| {
+            let index = extent.map(|e| ServerIndex::open(self, &row, e));
+            (Arc::new(ServerFile::new(self.clone(), &row)) as Arc<dyn ReadAt>, index)
+        }))
     }
 
     fn stamp(&self, path: &Path) -> Option<FileStamp> {
