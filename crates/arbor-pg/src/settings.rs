@@ -22,6 +22,11 @@ const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVES_RETRIES: u32 = 3;
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the server lets one statement of Arbor's run unless the
+/// address's `options` set `statement_timeout` (a lock waited for, a server
+/// overloaded: a clear error, never a command that hangs on a slow server).
+pub(crate) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// What [`build`] makes: the driver's config, TLS's mode, and how long one
 /// host's attempt may take (`None`: as long as it takes).
 pub(crate) struct Built {
@@ -56,6 +61,12 @@ pub(crate) fn build(p: &Params) -> Result<Built, String> {
         if !p.contains_key("tcp_user_timeout") {
             c.tcp_user_timeout(TCP_USER_TIMEOUT);
         }
+    }
+    let given = c.get_options().unwrap_or_default().to_owned();
+    if !given.contains("statement_timeout") {
+        let ours = format!("-c statement_timeout={}s", STATEMENT_TIMEOUT.as_secs());
+        let all = if given.trim().is_empty() { ours } else { format!("{given} {ours}") };
+        c.options(&all);
     }
     c.ssl_mode(b.mode.driver());
     if let Some(t) = b.timeout {
@@ -188,4 +199,29 @@ fn option(c: &mut Config, k: &str, v: &str) -> Result<(), String> {
         other => return Err(format!("unknown parameter {other:?}")),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn options(pairs: &[(&str, &str)]) -> Option<String> {
+        let p: Params = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        build(&p).unwrap().config.get_options().map(str::to_owned)
+    }
+
+    #[test]
+    fn every_connection_bounds_its_statements_unless_the_address_does() {
+        let host = ("host", "/tmp");
+        assert_eq!(options(&[host]).as_deref(), Some("-c statement_timeout=120s"));
+        assert_eq!(
+            options(&[host, ("options", "-c search_path=x")]).as_deref(),
+            Some("-c search_path=x -c statement_timeout=120s")
+        );
+        assert_eq!(
+            options(&[host, ("options", "-c statement_timeout=5s")]).as_deref(),
+            Some("-c statement_timeout=5s")
+        );
+    }
 }

@@ -114,3 +114,23 @@ fn an_append_whose_connection_drops_is_written_once_whatever_the_moment() {
     assert_eq!(whole_lines(&store, &path).last(), Some(&id));
     assert_eq!(whole_lines(&store, &path).len(), 3 + 3 + 1);
 }
+
+#[test]
+fn a_statement_the_server_holds_past_its_limit_fails_with_a_line_naming_the_limit() {
+    let Some(db) = arbor_test_support::pg::TestDb::new("statement_timeout") else { return };
+    let url = format!("{}?options=-c%20statement_timeout%3D300", db.url);
+    let store = PgStore::connect(&url).unwrap();
+    let path = Path::new(arbor_pg::ROOT).join("--w--").join("s.jsonl");
+    arbor_tree::Store::rewrite(&store, &path, b"").unwrap();
+    // Another client holds every session row: a read of one waits for it.
+    let mut other = db.client();
+    let mut tx = other.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE arbor.sessions IN ACCESS EXCLUSIVE MODE").unwrap();
+    let started = std::time::Instant::now();
+    let e = arbor_tree::Store::exists(&store, &path).unwrap_err().to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "waited {:?}", started.elapsed());
+    assert!(e.contains("statement timeout") && e.contains("statement_timeout"), "{e}");
+    tx.rollback().unwrap();
+    // Once the lock is gone, the same store reads again.
+    assert!(arbor_tree::Store::exists(&store, &path).unwrap());
+}
