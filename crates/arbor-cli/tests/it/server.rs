@@ -422,3 +422,37 @@ fn a_server_that_is_down_is_one_line() {
     let o = arbor_at(Some(url), dir.path(), &["repair", "x.jsonl"]);
     assert!(stderr(&o).contains("repair works on local session files, not with --store"), "{}", stderr(&o));
 }
+
+#[test]
+fn tail_says_it_is_reconnecting_while_the_server_restarts_then_prints_what_came_meanwhile() {
+    let Some(cluster) = arbor_test_support::pg::Cluster::start("cli_tail_restart") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = demo_file(dir.path());
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &cluster.url]));
+    let mut tail = command(Some(&cluster.url), dir.path(), &["tail", "fe01ce2a", "-n", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let err = BufReader::new(tail.stderr.take().unwrap());
+    std::thread::spawn(move || err.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
+    let mut out = BufReader::new(tail.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("6a490938"), "{line}");
+    let said = |what: &str| {
+        let l = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("no {what:?} on stderr"));
+        assert!(l.contains(what), "{l}");
+    };
+    cluster.stop("fast");
+    said("reconnecting…");
+    cluster.restart();
+    ok(arbor_at(Some(&cluster.url), dir.path(), &["label", "fe01ce2a", "4f487dd5", "after-restart"]));
+    said("reconnected");
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let _ = tail.kill();
+    let _ = tail.wait();
+    assert!(line.contains("after-restart"), "{line}");
+}

@@ -139,6 +139,11 @@ pub trait TreeHost {
     fn changed(&mut self) -> Result<bool> {
         Ok(false)
     }
+    /// The status line while following cannot reach the session's backend
+    /// (`--follow` on a server that is restarting); `None` otherwise.
+    fn follow_status(&self) -> Option<String> {
+        None
+    }
     /// What Escape on an empty search does, for the help line.
     fn exit_hint(&self) -> &'static str {
         "quit"
@@ -152,7 +157,12 @@ struct FileHost<'a> {
     globals: &'a Globals,
     session: Session,
     watch: Option<Box<dyn Follow>>,
+    /// Why the backend cannot be reached, while it cannot.
+    away: Option<String>,
 }
+
+/// How the status line starts while following reconnects.
+const RECONNECTING: &str = "Reconnecting…";
 
 impl TreeHost for FileHost<'_> {
     fn session(&self) -> &Session {
@@ -162,11 +172,20 @@ impl TreeHost for FileHost<'_> {
     fn changed(&mut self) -> Result<bool> {
         let Some(w) = self.watch.as_mut() else { return Ok(false) };
         // A session that went away keeps its tree on screen until it comes back.
-        if matches!(w.wait(Duration::ZERO)?, Followed::Idle | Followed::Gone) {
+        let got = w.wait(Duration::ZERO)?;
+        self.away = match &got {
+            Followed::Reconnecting(why) => Some(why.chars().filter(|c| !c.is_control()).collect()),
+            _ => None,
+        };
+        if matches!(got, Followed::Idle | Followed::Gone | Followed::Reconnecting(_)) {
             return Ok(false);
         }
         self.session = Session::open(self.file, OpenMode::ReadOnly, self.globals.options()?)?;
         Ok(true)
+    }
+
+    fn follow_status(&self) -> Option<String> {
+        self.away.as_ref().map(|why| format!("{RECONNECTING} ({why})"))
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
@@ -255,6 +274,11 @@ pub fn select(
                 let at: Vec<&str> = tree.sel.selected_id().into_iter().collect::<Vec<_>>();
                 let mode = tree.sel.mode();
                 tree = Tree::open(host, term, at.as_slice(), mode)?;
+            }
+            match host.follow_status() {
+                Some(s) => status = Some(s),
+                None if status.as_deref().is_some_and(|s| s.starts_with(RECONNECTING)) => status = None,
+                None => {}
             }
             continue;
         };
@@ -485,7 +509,7 @@ pub fn run(
     let model = &ModelArgs { diagnostics_shown: true, ..model.clone() };
     // Followed from now on: what is there was just read.
     let watch = if follow { Some(globals.sessions()?.follow(&file, FollowFrom::End)?.0) } else { None };
-    let mut host = FileHost { file: &file, globals, session, watch };
+    let mut host = FileHost { file: &file, globals, session, watch, away: None };
     let mut initial: Vec<String> = at.into_iter().collect();
     let mut status: Option<String> = None;
     let mut editor_text: Option<String> = None;
