@@ -264,22 +264,7 @@ pub fn select(
         };
         drawn = None;
         let Some(key) = read_key(event) else {
-            // Followed: new entries arrived; the tree is read again, the selection and filter kept
-            // (not while a search or a label is being typed).
-            if matches!(screen, Screen::Tree)
-                && tree.sel.query().is_empty()
-                && tree.sel.label_edit().is_none()
-                && host.changed()?
-            {
-                let at: Vec<&str> = tree.sel.selected_id().into_iter().collect::<Vec<_>>();
-                let mode = tree.sel.mode();
-                tree = Tree::open(host, term, at.as_slice(), mode)?;
-            }
-            match host.follow_status() {
-                Some(s) => status = Some(s),
-                None if status.as_deref().is_some_and(|s| s.starts_with(RECONNECTING)) => status = None,
-                None => {}
-            }
+            on_follow_tick(term, host, &screen, &mut tree, &mut status)?;
             continue;
         };
         let step = match screen {
@@ -321,6 +306,33 @@ fn type_ahead(input: Input, next: NextEvent<'_>, pending: &mut Option<Event>) ->
         }
     }
     Ok(if typed.chars().count() == 1 { Input::Char(first) } else { Input::Chars(typed) })
+}
+
+/// A tick of `--follow`: when new entries arrived, the tree is read again,
+/// the selection and filter kept (not while a search or a label is being
+/// typed); the status line says when the backend is being reconnected to.
+fn on_follow_tick(
+    term: &mut Term,
+    host: &mut dyn TreeHost,
+    screen: &Screen,
+    tree: &mut Tree,
+    status: &mut Option<String>,
+) -> Result<()> {
+    if matches!(screen, Screen::Tree)
+        && tree.sel.query().is_empty()
+        && tree.sel.label_edit().is_none()
+        && host.changed()?
+    {
+        let at: Vec<&str> = tree.sel.selected_id().into_iter().collect::<Vec<_>>();
+        let mode = tree.sel.mode();
+        *tree = Tree::open(host, term, at.as_slice(), mode)?;
+    }
+    match host.follow_status() {
+        Some(s) => *status = Some(s),
+        None if status.as_deref().is_some_and(|s| s.starts_with(RECONNECTING)) => *status = None,
+        None => {}
+    }
+    Ok(())
 }
 
 fn draw(term: &mut Term, screen: &Screen, tree: &Tree, status: Option<&str>) -> Result<()> {
