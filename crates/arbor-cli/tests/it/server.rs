@@ -456,3 +456,31 @@ fn tail_says_it_is_reconnecting_while_the_server_restarts_then_prints_what_came_
     let _ = tail.wait();
     assert!(line.contains("after-restart"), "{line}");
 }
+
+#[test]
+fn tui_follow_shows_reconnecting_while_the_server_restarts_then_draws_what_came_meanwhile() {
+    if tmux_missing() {
+        return;
+    }
+    let Some(cluster) = arbor_test_support::pg::Cluster::start("cli_tui_restart") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = demo_file(dir.path());
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &cluster.url]));
+    let cmd = format!(
+        "cd {dir} && ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color \
+         {bin} --store '{url}' tui --follow fe01ce2a; sleep 60",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_arbor"),
+        url = cluster.url,
+    );
+    let tmux = Tmux { socket: dir.path().join("tmux-restart.sock") };
+    tmux.run(&["new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", &cmd]);
+    tmux.wait_for("Session Tree");
+    cluster.stop("fast");
+    tmux.wait_for("Reconnecting…");
+    cluster.restart();
+    ok(arbor_at(Some(&cluster.url), dir.path(), &["label", "fe01ce2a", "6a490938", "after-restart"]));
+    let after = tmux.wait_for("[after-restart]");
+    assert!(after.contains("Session Tree") && !after.contains("Reconnecting"), "{after}");
+    tmux.keys(&["Escape"]);
+}
