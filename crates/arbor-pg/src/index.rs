@@ -261,10 +261,10 @@ impl IndexSource for ServerIndex {
     }
 
     fn id_rows(&self, id: &str) -> io::Result<Vec<IdRow>> {
-        let (session, generation) = (self.id, self.generation);
+        let (session, generation, id) = (self.id, self.generation, id.to_owned());
         let rows = self
             .store
-            .read(|c| {
+            .read_bounded(move |c| {
                 Ok(c.query_typed(
                     "SELECT i.position, i.names_parent FROM arbor.index_ids i \
                      JOIN arbor.sessions s ON s.id = i.session AND s.generation = $2 \

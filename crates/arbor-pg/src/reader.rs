@@ -21,6 +21,8 @@ const BLOCK: u64 = 64 << 10;
 const KEPT: usize = 128;
 /// A read of more blocks than this (a scan's range) is fetched whole and not kept.
 const DIRECT: u64 = 8;
+/// The most bytes one statement fetches: a large read is made of several.
+const FETCH: i64 = 8 << 20;
 /// At most this many blocks are read ahead of a run of reads that follow one another.
 const MAX_AHEAD: u64 = 64;
 
@@ -67,11 +69,23 @@ impl ServerFile {
     fn fetch(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
         let (id, generation) = (self.id, self.generation);
         let (s, e) = (start as i64, end as i64);
-        let bytes = match self.part {
-            None => self.store.read(|c| read_range(c, id, generation, s, e)),
-            Some(p) => self.store.read(|c| crate::index::read_part(c, id, generation, p, s, e)),
+        // In pieces of at most FETCH bytes: each read is bounded in time (PgStore::read_bounded).
+        let mut bytes = Vec::with_capacity(usize::try_from(end - start).unwrap_or_default());
+        let mut at = s;
+        while at < e {
+            let to = e.min(at + FETCH);
+            let piece = match self.part {
+                None => self.store.read_bounded(move |c| read_range(c, id, generation, at, to)),
+                Some(p) => self.store.read_bounded(move |c| crate::index::read_part(c, id, generation, p, at, to)),
+            }
+            .map_err(io::Error::other)?;
+            let short = (piece.len() as i64) < to - at;
+            bytes.extend(piece);
+            if short {
+                break;
+            }
+            at = to;
         }
-        .map_err(io::Error::other)?;
         if bytes.len() as u64 != end - start {
             return Err(io::Error::other(format!(
                 "session {id} changed on the server while it was read (replaced whole): open it again"
