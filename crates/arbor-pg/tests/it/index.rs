@@ -8,6 +8,7 @@ use std::path::Path;
 
 use arbor_log::Durability;
 use arbor_pg::{PgStore, SessionKey};
+use arbor_tree::sessions::{NoProgress, Scope, SearchRequest, Sessions};
 use arbor_tree::{OpenMode, Position, Session, SessionOptions, Store};
 
 use arbor_test_support::pg::{socket_of, CutProxy};
@@ -17,7 +18,8 @@ use crate::{pg_opts, server_bytes, store, user};
 const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
 
 /// A session of `n` entries with branches, labels, an unknown type and role,
-/// a blank line and roots naming a parent nobody holds.
+/// a blank line and roots naming a parent nobody holds; padded messages
+/// (`pad` > 0) come with a label every 1,000 entries only, as in a real session.
 fn branched(n: usize, pad: usize) -> String {
     let body = "x".repeat(pad);
     let mut text = format!("{HEADER}\n");
@@ -30,10 +32,10 @@ fn branched(n: usize, pad: usize) -> String {
         };
         let ts = format!("2026-01-01T00:{:02}:{:02}.000Z", i / 60 % 60, i % 60);
         match i % 5 {
-            3 => writeln!(text, r#"{{"type":"label","id":"e{i}","parentId":{parent},"timestamp":"{ts}","targetId":"e1","label":"L{i}"}}"#),
+            3 if pad == 0 || i % 1000 == 3 => writeln!(text, r#"{{"type":"label","id":"e{i}","parentId":{parent},"timestamp":"{ts}","targetId":"e1","label":"L{i}"}}"#),
             4 => writeln!(text, r#"{{"type":"weird_kind","id":"e{i}","parentId":{parent},"timestamp":"{ts}","n":{i}}}"#),
             k => {
-                let role = ["user", "assistant", "narrator"][k];
+                let role = ["user", "assistant", "narrator", "user"][k];
                 writeln!(text, r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"{ts}","message":{{"role":"{role}","content":"m{i} {body}"}}}}"#)
             }
         }
@@ -144,6 +146,13 @@ fn a_first_open_on_a_new_machine_fetches_what_the_command_needs_not_the_session(
     let full =
         Session::open(&path, OpenMode::ReadOnly, SessionOptions { index_first: false, ..new_machine(&store) }).unwrap();
     assert_eq!(leaf_path, full.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>());
+
+    // A search marks its hits' active paths through the same index: it fetches no session either.
+    let before = proxy.served();
+    let hits = Sessions::search(&far, &SearchRequest::new("m3995", Scope::All), &NoProgress).unwrap();
+    let served = proxy.served() - before;
+    assert!(hits.len() == 1 && hits[0].on_active_path, "{hits:?}");
+    assert!(served * 5 < size, "the search fetched {served} bytes of a {size}-byte session");
 }
 
 #[test]
