@@ -5,8 +5,8 @@
 -- keeps").
 --
 -- `index_parts` holds the index's four growing parts (0 parents, 1 kinds,
--- 2 records, 3 strings) in chunks of 64 KiB at aligned offsets: chunk `off`
--- holds bytes [off, off + 65536) of its part, the last one fewer. An append
+-- 2 records, 3 strings) in chunks of 4 KiB at aligned offsets: chunk `off`
+-- holds bytes [off, off + 4096) of its part, the last one fewer. An append
 -- fills the last chunk and adds new ones. `index_ids` holds the id table:
 -- each entry's id with its position, and each parent id no entry held with
 -- its child's position (`names_parent`). The `ix_*` columns say how far the

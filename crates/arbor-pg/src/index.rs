@@ -5,7 +5,7 @@
 //! command needs instead of the whole session, as a reopen through the
 //! cache's index does.
 //!
-//! A part is kept in chunks of [`CHUNK`] bytes at aligned offsets, so an
+//! A part is kept in chunks of [`CHUNK`] bytes (4 KiB) at aligned offsets, so an
 //! append knows where the last chunk starts and how full it is from the
 //! index's extent alone: it fills that chunk and adds new ones, two
 //! statements whatever the append. A session whose lines an index cannot
@@ -28,8 +28,11 @@ use crate::rows::{SessionRow, COLUMNS};
 use crate::server::SqlError;
 use crate::store::PgStore;
 
-/// The size of a part's chunks (and of the blocks the reader fetches).
-pub(crate) const CHUNK: u64 = 64 << 10;
+/// The size of a part's chunks. Small, because an append rewrites the
+/// last chunk of each part it fills (with 64 KiB chunks, durable appends
+/// ran at a fifth of their rate: the rewritten rows' WAL), and a 64 KiB
+/// block the reader fetches is 16 rows of one statement.
+pub(crate) const CHUNK: u64 = 4 << 10;
 /// Lines scanned and added per step of a large write (what a step holds).
 const STEP: usize = 8192;
 /// The extent's columns, in [`extent_at`]'s order.
@@ -225,9 +228,10 @@ pub(crate) fn read_part(
         "SELECT substring(p.bytes FROM (greatest(p.off, $4) - p.off + 1)::int \
                                  FOR (least(p.off + length(p.bytes), $5) - greatest(p.off, $4))::int) \
          FROM arbor.index_parts p JOIN arbor.sessions s ON s.id = p.session AND s.generation = $2 \
-         WHERE p.session = $1 AND p.part = $3 AND p.off >= ($4 / 65536) * 65536 AND p.off < $5 ORDER BY p.off",
+         WHERE p.session = $1 AND p.part = $3 AND p.off >= ($4 / 4096) * 4096 AND p.off < $5 ORDER BY p.off",
         &[(&id, Type::INT8), (&generation, Type::INT8), (&part, Type::INT2), (&start, Type::INT8), (&end, Type::INT8)],
     )?;
+    const _: () = assert!(CHUNK == 4096, "the query above aligns to CHUNK");
     let mut out = Vec::with_capacity(usize::try_from(end - start).unwrap_or_default());
     for r in rows {
         out.extend_from_slice(r.get::<_, &[u8]>(0));
