@@ -276,6 +276,9 @@ impl Read {
 /// A read's name, its target in words, its time and memory limits, and its arguments.
 type ReadRow<'a> = (&'static str, &'static str, fn(f64) -> f64, Option<f64>, &'a [&'a str]);
 
+/// The row of a first open on a machine: no index in the cache.
+const COLD: &str = "context --json, no index cache";
+
 /// The id of the last entry of `file` (what `label` labels).
 fn last_id(file: &Path) -> Result<String> {
     use std::io::{Read as _, Seek, SeekFrom};
@@ -319,14 +322,19 @@ fn reads(root: &Path, cluster: &Cluster, arbor: &Path, big: &Path, work: &Path, 
         BenchCmd::new(label, argv).with_env("ARBOR_CACHE_DIR", &cache)
     };
     let label_args = ["label", id.as_str(), "bench"];
-    let rows: [ReadRow; 3] = [
+    let rows: [ReadRow; 4] = [
         ("context --json", "≤ 3× file + 50 ms, ≤ 50 MB", |f| 3.0 * f + 0.05, Some(50.0), &["context", "--json"]),
+        (COLD, "≤ 3× file + 50 ms, ≤ 50 MB", |f| 3.0 * f + 0.05, Some(50.0), &["context", "--json"]),
         ("label (one append)", "≤ 100 ms, ≤ 50 MB", |_| 0.1, Some(50.0), &label_args),
         ("tree --json", "≤ 2× file", |f| 2.0 * f, None, &["tree", "--json"]),
     ];
     let mut out = vec![];
     for (what, target, time_limit, rss_limit, args) in rows {
-        let (f, s) = (cmd(&format!("file {what}"), false, args), cmd(&format!("server {what}"), true, args));
+        let (mut f, mut s) = (cmd(&format!("file {what}"), false, args), cmd(&format!("server {what}"), true, args));
+        if what == COLD {
+            // No index in the cache: a file is scanned, a session on the server read through the index it keeps.
+            (f, s) = (f.with_env("ARBOR_NO_INDEX", "1"), s.with_env("ARBOR_NO_INDEX", "1"));
+        }
         // The index made (and, after a write, extended) by a first run.
         bench_command(root, &f, 1)?;
         bench_command(root, &s, 1)?;

@@ -68,6 +68,14 @@ impl FileFollower {
                 f.remember(&file, stat)?;
                 Ok((f, Vec::new()))
             }
+            FollowFrom::Last(n) => {
+                // Only the last lines are read: memory follows n, not the file.
+                let stat = f.stat(&file)?;
+                let end = last_line_end(&file, stat.size).map_err(|e| tree_error(path, e))?;
+                f.offset = start_of_last_records(&file, end, n).map_err(|e| tree_error(path, e))?;
+                let (now, _) = f.read_on(&file, false)?;
+                Ok((f, now))
+            }
         }
     }
 
@@ -142,6 +150,36 @@ fn last_line_end(file: &fs::File, size: u64) -> io::Result<u64> {
     Ok(0)
 }
 
+/// Where the lines holding the last `n` records of the first `end` bytes
+/// of `file` start (`end` the end of a whole line; blank lines are not
+/// records); 0 when there are fewer. Reads back from `end` a block at a time.
+fn start_of_last_records(file: &fs::File, end: u64, n: usize) -> io::Result<u64> {
+    if n == 0 {
+        return Ok(end);
+    }
+    let mut count = 0;
+    // The end of the line looked at, and the bytes before it not yet looked at (its own newline aside).
+    let (mut line_end, mut hi) = (end, end.saturating_sub(1));
+    while hi > 0 {
+        let lo = hi.saturating_sub(BACK);
+        let chunk = read_exact_at(file, lo, (hi - lo) as usize)?;
+        for (k, _) in chunk.iter().enumerate().rev().filter(|(_, &b)| b == b'\n') {
+            let start = lo + k as u64 + 1;
+            let blank = line_end - start <= 2
+                && read_exact_at(file, start, (line_end - start) as usize)?.iter().all(u8::is_ascii_whitespace);
+            if !blank {
+                count += 1;
+                if count == n {
+                    return Ok(start);
+                }
+            }
+            line_end = start;
+        }
+        hi = lo;
+    }
+    Ok(0)
+}
+
 impl Follow for FileFollower {
     fn wait(&mut self, timeout: Duration) -> Result<Followed, SessionsError> {
         let until = Instant::now() + timeout;
@@ -160,6 +198,33 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn the_last_records_are_read_without_reading_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        let mut text = String::from("{\"type\":\"session\"}\n");
+        for i in 0..20_000 {
+            text.push_str(&format!("{{\"id\":\"e{i}\",\"pad\":\"{}\"}}\n", "x".repeat(i % 300)));
+            if i % 7 == 0 {
+                text.push('\n');
+            }
+        }
+        text.push_str("{\"id\":\"torn");
+        fs::write(&p, &text).unwrap();
+        let (mut w, now) = FileFollower::start(&p, FollowFrom::Last(3)).unwrap();
+        let ids: Vec<_> =
+            String::from_utf8(now).unwrap().lines().filter(|l| !l.is_empty()).map(|l| l[7..13].to_owned()).collect();
+        assert_eq!(ids, ["e19997", "e19998", "e19999"]);
+        append(&p, b"\"}\n");
+        assert_eq!(w.wait(Duration::ZERO).unwrap(), Followed::Lines(b"{\"id\":\"torn\"}\n".to_vec()));
+        // Fewer records than asked: all of them, the header too.
+        fs::write(&p, "{\"type\":\"session\"}\n\n{\"id\":\"a\"}\n").unwrap();
+        let (_, now) = FileFollower::start(&p, FollowFrom::Last(10)).unwrap();
+        assert_eq!(now, b"{\"type\":\"session\"}\n\n{\"id\":\"a\"}\n");
+        let (_, now) = FileFollower::start(&p, FollowFrom::Last(0)).unwrap();
+        assert!(now.is_empty());
+    }
 
     fn append(p: &Path, bytes: &[u8]) {
         fs::OpenOptions::new().append(true).open(p).unwrap().write_all(bytes).unwrap();

@@ -158,6 +158,13 @@ impl PgError {
 pub(crate) fn reason(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut s = db.message().to_owned();
+        if db.code() == &postgres::error::SqlState::QUERY_CANCELED && s.contains("statement timeout") {
+            s.push_str(&format!(
+                " (the server's statement_timeout: Arbor's statements may run {} s unless the address's options set it, \
+                 e.g. options=-c%20statement_timeout=600s)",
+                crate::settings::STATEMENT_TIMEOUT.as_secs()
+            ));
+        }
         if let Some(d) = db.detail() {
             s.push_str(" (");
             s.push_str(d);

@@ -38,6 +38,8 @@ pub struct Follower {
     gone: bool,
     /// When the row was last read.
     looked: Instant,
+    /// The server could not be reached at the last wait.
+    reconnecting: bool,
 }
 
 impl std::fmt::Debug for Follower {
@@ -68,15 +70,20 @@ impl PgStore {
             conn: None,
             id: row.id,
             generation: row.generation,
-            next_seq: if from == FollowFrom::End { row.line_count } else { 0 },
+            next_seq: match from {
+                FollowFrom::Start => 0,
+                FollowFrom::End => row.line_count,
+                FollowFrom::Last(n) => self.read(|c| Ok(last_records(c, row.id, n)?))?,
+            },
             gone: false,
+            reconnecting: false,
             looked: Instant::now(),
         };
         f.listen()?;
         // Read after LISTEN: a write committed in between is both read now and notified, never lost.
         let now = match f.catch_up()? {
             Followed::Lines(b) | Followed::Replaced(b) => b,
-            Followed::Gone | Followed::Idle => vec![],
+            Followed::Gone | Followed::Idle | Followed::Reconnecting(_) => vec![],
         };
         Ok((f, now))
     }
@@ -88,9 +95,33 @@ impl Follower {
         &self.key
     }
 
-    /// Waits up to `timeout` for new lines.
+    /// Waits up to `timeout` for new lines. A server that cannot be reached
+    /// is [`Followed::Reconnecting`] (after waiting out the timeout, at most
+    /// [`LOOK_EVERY`]): the next wait tries again and catches up.
     pub fn wait(&mut self, timeout: Duration) -> Result<Followed, PgError> {
-        blocking(|| self.wait_here(timeout))
+        let started = Instant::now();
+        let got = if self.reconnecting {
+            blocking(|| {
+                self.listen()?;
+                self.catch_up()
+            })
+        } else {
+            blocking(|| self.wait_here(timeout))
+        };
+        match got {
+            Err(PgError::Connect { reason, .. }) => {
+                self.reconnecting = true;
+                self.conn = None;
+                std::thread::sleep(timeout.min(LOOK_EVERY).saturating_sub(started.elapsed()));
+                Ok(Followed::Reconnecting(reason))
+            }
+            other => {
+                if other.is_ok() {
+                    self.reconnecting = false;
+                }
+                other
+            }
+        }
     }
 
     fn wait_here(&mut self, timeout: Duration) -> Result<Followed, PgError> {
@@ -188,6 +219,24 @@ impl Follower {
         self.next_seq += count;
         Ok(if bytes.is_empty() { Followed::Idle } else { Followed::Lines(bytes) })
     }
+}
+
+/// The first line of session `id` among those holding its last `n`
+/// records (blank lines aside); 0 when it has fewer.
+fn last_records(c: &mut Client, id: i64, n: usize) -> Result<i64, postgres::Error> {
+    if n == 0 {
+        let row = c.query_one("SELECT coalesce(max(seq) + 1, 0) FROM arbor.lines WHERE session = $1", &[&id])?;
+        return Ok(row.get(0));
+    }
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    let row = c.query_one(
+        "SELECT CASE WHEN count(*) < $2 THEN 0 ELSE min(seq) END FROM ( \
+             SELECT seq FROM arbor.lines WHERE session = $1 \
+                AND bytes <> '\\x0a'::bytea AND bytes <> '\\x0d0a'::bytea \
+              ORDER BY seq DESC LIMIT $2) AS last",
+        &[&id, &n],
+    )?;
+    Ok(row.get(0))
 }
 
 impl Follow for Follower {

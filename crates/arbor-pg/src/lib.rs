@@ -61,6 +61,7 @@ mod conninfo;
 mod dest;
 mod error;
 mod follow;
+mod index;
 mod key;
 mod lines;
 mod list;

@@ -21,16 +21,50 @@ const BLOCK: u64 = 64 << 10;
 const KEPT: usize = 128;
 /// A read of more blocks than this (a scan's range) is fetched whole and not kept.
 const DIRECT: u64 = 8;
+/// The most bytes one statement fetches: a large read is made of several.
+const FETCH: i64 = 8 << 20;
 /// At most this many blocks are read ahead of a run of reads that follow one another.
 const MAX_AHEAD: u64 = 64;
+
+/// Runs of reads followed at once (a check on all cores reads the session
+/// in one stretch a core, each through its own cursor).
+const STREAMS: usize = 8;
 
 /// The blocks kept, most recently used last, and how far reads run ahead.
 #[derive(Debug, Default)]
 struct Blocks {
     kept: VecDeque<(u64, Vec<u8>)>,
-    /// The block after the last one fetched, and how many blocks the next fetch reads ahead.
-    next: u64,
-    ahead: u64,
+    /// Each run of reads that follow one another, most recent last: the
+    /// block after the last one it fetched, and how many blocks its next
+    /// fetch reads ahead. Kept apart, so that runs read at once (one a
+    /// core) each read further ahead instead of breaking one another's run.
+    streams: VecDeque<(u64, u64)>,
+}
+
+impl Blocks {
+    /// How far a fetch starting at block `i` reads ahead: further each time
+    /// it goes on where a run's last fetch ended, none for a new run.
+    fn ahead_at(&mut self, i: u64) -> u64 {
+        let ahead = match self.streams.iter().position(|&(next, _)| next == i) {
+            Some(k) => {
+                let (_, ahead) = self.streams.remove(k).unwrap_or_default();
+                (ahead * 2).clamp(1, MAX_AHEAD)
+            }
+            None => 0,
+        };
+        if self.streams.len() >= STREAMS {
+            self.streams.pop_front();
+        }
+        self.streams.push_back((i, ahead));
+        ahead
+    }
+
+    /// The run fetching from `i` ended its fetch before block `next`.
+    fn fetched(&mut self, next: u64) {
+        if let Some(last) = self.streams.back_mut() {
+            last.0 = next;
+        }
+    }
 }
 
 /// One version of a session on the server, read by byte ranges.
@@ -40,6 +74,8 @@ pub(crate) struct ServerFile {
     id: i64,
     generation: i64,
     len: u64,
+    /// The session's lines (`None`), or this part of its index on the server.
+    part: Option<i16>,
     blocks: Mutex<Blocks>,
 }
 
@@ -51,15 +87,37 @@ impl ServerFile {
             id: row.id,
             generation: row.generation,
             len: u64::try_from(row.byte_size).unwrap_or_default(),
+            part: None,
             blocks: Mutex::new(Blocks::default()),
         }
+    }
+
+    /// Part `part` of the index the server keeps of session `row`, `len` bytes of it.
+    pub fn part(store: PgStore, row: &SessionRow, part: i16, len: u64) -> ServerFile {
+        ServerFile { part: Some(part), len, ..ServerFile::new(store, row) }
     }
 
     /// Bytes `[start, end)` of the session, from the server.
     fn fetch(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
         let (id, generation) = (self.id, self.generation);
         let (s, e) = (start as i64, end as i64);
-        let bytes = self.store.read(|c| read_range(c, id, generation, s, e)).map_err(io::Error::other)?;
+        // In pieces of at most FETCH bytes: each read is bounded in time (PgStore::read_bounded).
+        let mut bytes = Vec::with_capacity(usize::try_from(end - start).unwrap_or_default());
+        let mut at = s;
+        while at < e {
+            let to = e.min(at + FETCH);
+            let piece = match self.part {
+                None => self.store.read_bounded(move |c| read_range(c, id, generation, at, to)),
+                Some(p) => self.store.read_bounded(move |c| crate::index::read_part(c, id, generation, p, at, to)),
+            }
+            .map_err(io::Error::other)?;
+            let short = (piece.len() as i64) < to - at;
+            bytes.extend(piece);
+            if short {
+                break;
+            }
+            at = to;
+        }
         if bytes.len() as u64 != end - start {
             return Err(io::Error::other(format!(
                 "session {id} changed on the server while it was read (replaced whole): open it again"
@@ -78,14 +136,14 @@ impl ServerFile {
                 i += 1;
                 continue;
             }
-            // Reads that go on where the last fetch ended read further ahead each time.
-            b.ahead = if i == b.next { (b.ahead * 2).clamp(1, MAX_AHEAD) } else { 0 };
+            // Reads that go on where a run's last fetch ended read further ahead each time.
+            let ahead = b.ahead_at(i);
             let mut end = i;
             while end < last && !b.kept.iter().any(|(k, _)| *k == end + 1) {
                 end += 1;
             }
             if end == last {
-                end = (last + b.ahead).min(blocks_in_file - 1);
+                end = (last + ahead).min(blocks_in_file - 1);
                 while end > last && b.kept.iter().any(|(k, _)| *k == end) {
                     end -= 1;
                 }
@@ -100,7 +158,7 @@ impl ServerFile {
                 }
                 b.kept.push_back((i + n as u64, chunk.to_vec()));
             }
-            b.next = end + 1;
+            b.fetched(end + 1);
             i = end + 1;
         }
         Ok(())
@@ -160,5 +218,30 @@ impl io::Read for ServerReader {
         let n = self.file.read_at(buf, self.at)?;
         self.at += n as u64;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_read_at_once_each_read_further_ahead() {
+        let mut b = Blocks::default();
+        // Two runs interleaved, each going on where its last fetch ended.
+        let (mut x, mut y) = (0, 1000);
+        let mut aheads = vec![];
+        for _ in 0..4 {
+            let a = b.ahead_at(x);
+            x += 1 + a;
+            b.fetched(x);
+            let c = b.ahead_at(y);
+            y += 1 + c;
+            b.fetched(y);
+            aheads.push((a, c));
+        }
+        assert_eq!(aheads, [(0, 0), (1, 1), (2, 2), (4, 4)]);
+        // A read elsewhere starts a run of its own.
+        assert_eq!(b.ahead_at(500), 0);
     }
 }

@@ -37,6 +37,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "lines found by their byte offset",
         sql: include_str!("../migrations/0003_lines_by_offset.sql"),
     },
+    Migration {
+        version: 4,
+        name: "the session index on the server",
+        sql: include_str!("../migrations/0004_index.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations ("arbormig" in ASCII).

@@ -39,6 +39,8 @@ pub struct Server {
     /// How long a whole connection attempt (every host, TLS and login
     /// included) may take; `None`: as long as it takes (`connect_timeout=0`).
     deadline: Option<Duration>,
+    /// How long a bounded read waits for the server's answer (settings::answer_limit).
+    answer: Option<Duration>,
     shown: String,
     /// The password, to scrub from whatever the driver or the server says.
     secret: Option<String>,
@@ -66,7 +68,7 @@ impl Server {
         let Some(user) = p.get("user") else {
             return Err(bad("it names no user (give one, or set PGUSER)".into()));
         };
-        let Built { mut config, mode, timeout } = build(&p).map_err(bad)?;
+        let Built { mut config, mode, timeout, answer } = build(&p).map_err(bad)?;
         if config.get_password().is_none() {
             let file =
                 p.get("passfile").map(std::path::PathBuf::from).or_else(|| env.home().map(|h| h.join(".pgpass")));
@@ -86,10 +88,16 @@ impl Server {
             config,
             tls,
             deadline: timeout.map(|t| t * hosts),
+            answer,
             shown,
             secret,
             migrated: AtomicBool::new(false),
         })
+    }
+
+    /// How long a bounded read waits for an answer (`None`: as long as it takes).
+    pub(crate) fn answer_limit(&self) -> Option<Duration> {
+        self.answer
     }
 
     /// The server's address as it is shown in messages (no password).

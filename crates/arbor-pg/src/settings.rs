@@ -22,17 +22,53 @@ const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVES_RETRIES: u32 = 3;
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the server lets one statement of Arbor's run unless the
+/// address's `options` set `statement_timeout` (a lock waited for, a server
+/// overloaded: a clear error, never a command that hangs on a slow server).
+pub(crate) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// What [`build`] makes: the driver's config, TLS's mode, and how long one
 /// host's attempt may take (`None`: as long as it takes).
 pub(crate) struct Built {
     pub config: Config,
     pub mode: SslMode,
     pub timeout: Option<Duration>,
+    /// How long a read waits for the server's answer before it gives up on
+    /// the connection ([`answer_limit`]); `None`: as long as it takes.
+    pub answer: Option<Duration>,
+}
+
+/// How long a client waits for an answer to a statement that the server
+/// bounds to `statement`: that, and as long again (at most 10 s more) for
+/// the server's own error to arrive. A server that has not answered by then
+/// is frozen, or the network to it is; `None` (no statement limit) waits.
+pub(crate) fn answer_limit(statement: Option<Duration>) -> Option<Duration> {
+    statement.filter(|d| !d.is_zero()).map(|d| d + d.min(Duration::from_secs(10)))
+}
+
+/// The `statement_timeout` that startup `options` set (`-c statement_timeout=V`,
+/// V in ms or with a unit: `ms`, `s`, `min`, `h`): `Some(None)` when it is
+/// 0 or unreadable (no limit known), `None` when the options do not set it.
+fn statement_timeout_in(options: &str) -> Option<Option<Duration>> {
+    let at = options.rfind("statement_timeout=")?;
+    let v: String = options[at + "statement_timeout=".len()..].chars().take_while(|c| !c.is_whitespace()).collect();
+    let v = v.trim_matches(|c| c == '\'' || c == '"');
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (n, unit) = v.split_at(digits);
+    let n: u64 = n.parse().ok()?;
+    let ms = match unit.trim() {
+        "" | "ms" => Some(n),
+        "s" => n.checked_mul(1000),
+        "min" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => None,
+    };
+    Some(ms.map(Duration::from_millis))
 }
 
 /// The driver's configuration from libpq's parameters `p`.
 pub(crate) fn build(p: &Params) -> Result<Built, String> {
-    let mut b = Built { config: Config::new(), mode: SslMode::Prefer, timeout: Some(CONNECT_TIMEOUT) };
+    let mut b = Built { config: Config::new(), mode: SslMode::Prefer, timeout: Some(CONNECT_TIMEOUT), answer: None };
     for (k, v) in p {
         if !address(&mut b, k, v)? {
             option(&mut b.config, k, v)?;
@@ -57,6 +93,13 @@ pub(crate) fn build(p: &Params) -> Result<Built, String> {
             c.tcp_user_timeout(TCP_USER_TIMEOUT);
         }
     }
+    let given = c.get_options().unwrap_or_default().to_owned();
+    if !given.contains("statement_timeout") {
+        let ours = format!("-c statement_timeout={}s", STATEMENT_TIMEOUT.as_secs());
+        let all = if given.trim().is_empty() { ours } else { format!("{given} {ours}") };
+        c.options(&all);
+    }
+    b.answer = answer_limit(statement_timeout_in(c.get_options().unwrap_or_default()).flatten());
     c.ssl_mode(b.mode.driver());
     if let Some(t) = b.timeout {
         c.connect_timeout(t);
@@ -188,4 +231,45 @@ fn option(c: &mut Config, k: &str, v: &str) -> Result<(), String> {
         other => return Err(format!("unknown parameter {other:?}")),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn options(pairs: &[(&str, &str)]) -> Option<String> {
+        let p: Params = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        build(&p).unwrap().config.get_options().map(str::to_owned)
+    }
+
+    #[test]
+    fn every_connection_bounds_its_statements_unless_the_address_does() {
+        let host = ("host", "/tmp");
+        assert_eq!(options(&[host]).as_deref(), Some("-c statement_timeout=120s"));
+        assert_eq!(
+            options(&[host, ("options", "-c search_path=x")]).as_deref(),
+            Some("-c search_path=x -c statement_timeout=120s")
+        );
+        assert_eq!(
+            options(&[host, ("options", "-c statement_timeout=5s")]).as_deref(),
+            Some("-c statement_timeout=5s")
+        );
+    }
+
+    #[test]
+    fn a_read_waits_for_the_statement_limit_and_a_little_more() {
+        let answer = |o: &str| {
+            let p: Params =
+                [("host", "/tmp"), ("options", o)].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            build(&p).unwrap().answer
+        };
+        let secs = |s: u64| Some(Duration::from_secs(s));
+        assert_eq!(answer(""), secs(130));
+        assert_eq!(answer("-c statement_timeout=1000"), secs(2));
+        assert_eq!(answer("-c statement_timeout=3s"), secs(6));
+        assert_eq!(answer("-c statement_timeout=2min"), secs(130));
+        assert_eq!(answer("-c statement_timeout=0"), None);
+        assert_eq!(answer("-c statement_timeout=soon"), None);
+    }
 }

@@ -21,11 +21,12 @@ use postgres::{Client, Transaction};
 
 use arbor_log::scan::ReadAt;
 use arbor_log::{Durability, TailRepair};
-use arbor_tree::{AppendHandle, FileStamp, Store, StoredFile, TreeError, WriteLock};
+use arbor_tree::{AppendHandle, FileStamp, Indexed, Store, StoredFile, TreeError, WriteLock};
 
 use crate::blocking::blocking;
 use crate::conninfo::PgEnv;
 use crate::error::PgError;
+use crate::index::ServerIndex;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
 use crate::lock;
@@ -120,6 +121,81 @@ impl PgStore {
         })
     }
 
+    /// [`PgStore::read`], bounded: `f` runs on a thread of its own with
+    /// the shared connection, and a server that has not answered within the
+    /// answer limit (its `statement_timeout` and a little more: frozen, or
+    /// the network to it) gives an error at once; the connection is left
+    /// to that thread (dropped whenever the server answers) and the next
+    /// read connects again. A dropped connection is made again once, as
+    /// for [`PgStore::read`]. For the reads a command waits on: the
+    /// session's bytes and index, its row.
+    pub(crate) fn read_bounded<T, F>(&self, f: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Client) -> Result<T, SqlError> + Send + 'static,
+    {
+        let mut shared = guard(&self.inner.shared);
+        let mut f = f;
+        for attempt in 0..2 {
+            let conn = match shared.take() {
+                Some(c) if !c.0.is_closed() => c,
+                _ => Conn(self.inner.server.connect()?),
+            };
+            let (conn, back, r) = self.answer_within(conn, f)?;
+            f = back;
+            match r {
+                Ok(v) => {
+                    *shared = Some(conn);
+                    return Ok(v);
+                }
+                Err(e) if conn.0.is_closed() && attempt == 0 => {
+                    drop(e);
+                    blocking(move || drop(conn));
+                }
+                Err(e) => {
+                    if !conn.0.is_closed() {
+                        *shared = Some(conn);
+                    }
+                    return Err(self.inner.server.classify(e, false));
+                }
+            }
+        }
+        unreachable!("the loop returns on its second pass")
+    }
+
+    /// Runs `f` on `conn` in a thread of its own, waiting at most the
+    /// answer limit: the connection, `f` and its result, or the error of a
+    /// server that did not answer in time.
+    #[allow(clippy::type_complexity)]
+    fn answer_within<T, F>(&self, mut conn: Conn, mut f: F) -> Result<(Conn, F, Result<T, SqlError>), PgError>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Client) -> Result<T, SqlError> + Send + 'static,
+    {
+        let Some(limit) = self.inner.server.answer_limit() else {
+            let r = blocking(|| f(&mut conn.0));
+            return Ok((conn, f, r));
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let server = self.server().shown().to_owned();
+        std::thread::Builder::new()
+            .name("arbor-pg-read".into())
+            .spawn(move || {
+                let r = f(&mut conn.0);
+                // Nobody waits any more (the answer came too late): the connection closes here.
+                let _ = tx.send((conn, f, r));
+            })
+            .map_err(|e| PgError::Server { server: server.clone(), reason: e.to_string() })?;
+        rx.recv_timeout(limit).map_err(|_| PgError::Server {
+            server,
+            reason: format!(
+                "no answer within {} s (the server is frozen, or the network to it: the read was given up; \
+                 the limit is the statement_timeout and as long again, at most 10 s more)",
+                limit.as_secs_f64()
+            ),
+        })
+    }
+
     /// Runs `f` in one transaction under the lock of `key`: the writer's
     /// (a [`crate::PgStore`] method called by the session that holds it), or
     /// one taken for the transaction (see the module docs).
@@ -200,7 +276,8 @@ impl PgStore {
 
     /// The row of `key`, if the session exists.
     pub(crate) fn row(&self, key: &SessionKey) -> Result<Option<SessionRow>, PgError> {
-        self.read(|c| Ok(SessionRow::find(c, key)?))
+        let key = key.clone();
+        self.read_bounded(move |c| Ok(SessionRow::find(c, &key)?))
     }
 
     /// The whole session `key` as a file's bytes (`None` when it does not exist).
@@ -347,6 +424,15 @@ impl Store for PgStore {
     fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
         let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
         Ok(row.map(|r| Arc::new(ServerFile::new(self.clone(), &r)) as Arc<dyn ReadAt>))
+    }
+
+    fn open_indexed(&self, path: &Path) -> Result<Option<Indexed>, TreeError> {
+        let key = SessionKey::of_path(path);
+        let found = self.read_bounded(move |c| crate::index::find(c, &key)).map_err(|e| e.into_tree(path))?;
+        Ok(found.map(|(row, extent)| {
+            let index = extent.map(|e| ServerIndex::open(self, &row, e));
+            (Arc::new(ServerFile::new(self.clone(), &row)) as Arc<dyn ReadAt>, index)
+        }))
     }
 
     fn stamp(&self, path: &Path) -> Option<FileStamp> {

@@ -11,6 +11,7 @@ use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::TailRepair;
 use arbor_tree::ListingFacts;
 
+use crate::index;
 use crate::key::SessionKey;
 use crate::lines::{self, split_lines};
 use crate::rows::{facts_assignments, read_lines, FactsParams, SessionRow, COLUMNS};
@@ -69,8 +70,10 @@ pub(crate) fn replace(c: &mut impl GenericClient, key: &SessionKey, bytes: &[u8]
         .get(0);
     c.execute_typed("DELETE FROM arbor.lines WHERE session = $1", &[(&id, Type::INT8)])?;
     c.execute_typed("DELETE FROM arbor.search WHERE session = $1", &[(&id, Type::INT8)])?;
+    index::restart(c, id)?;
     let all = split_lines(bytes);
     lines::insert(c, id, 0, 0, &all)?;
+    index::add(c, id, &all)?;
     let row = update(c, id, None, all.len() as i64, bytes.len() as i64, &facts_of(&all))?;
     row.ok_or_else(|| missing_row(id))
 }
@@ -110,6 +113,7 @@ pub(crate) fn append(
         return Ok(None);
     };
     lines::insert(c, row.id, row.line_count, row.byte_size, new)?;
+    index::add(c, row.id, new)?;
     c.execute_typed(
         "INSERT INTO arbor.writes (token, session, line_count) VALUES ($1, $2, $3)",
         &[(&token, Type::TEXT), (&row.id, Type::INT8), (&lines, Type::INT8)],
@@ -159,6 +163,8 @@ pub(crate) fn copy_aside(
         "INSERT INTO arbor.lines (session, seq, off, bytes) SELECT $1, seq, off, bytes FROM arbor.lines WHERE session = $2",
         &[(&id, Type::INT8), (&row.id, Type::INT8)],
     )?;
+    // A side copy keeps no index (it is read as a file is, by ranges).
+    index::forget(c, id)?;
     update(c, id, None, row.line_count, row.byte_size, &row.facts)?;
     Ok(side)
 }
@@ -180,6 +186,8 @@ pub(crate) fn repair_tail(
     if bytes.ends_with(b"\n") {
         return Ok((row, None));
     }
+    // A torn tail ended the index (a line without its newline): the session stays unindexed until replaced whole.
+    index::forget(c, row.id)?;
     if matches!(parse_line(&bytes).0, Parsed::Object(_) | Parsed::Blank) {
         c.execute_typed(
             "UPDATE arbor.lines SET bytes = bytes || '\\x0a'::bytea WHERE session = $1 AND seq = $2",
@@ -190,6 +198,7 @@ pub(crate) fn repair_tail(
     }
     let (side, side_id) = side_session(c, key, "torn")?;
     lines::insert(c, side_id, 0, 0, &[&bytes])?;
+    index::forget(c, side_id)?;
     update(c, side_id, None, 1, bytes.len() as i64, &facts_of(&[&bytes]))?;
     c.execute_typed(
         "DELETE FROM arbor.lines WHERE session = $1 AND seq = $2",

@@ -270,6 +270,7 @@ pub struct CutProxy {
     pub port: u16,
     armed: std::sync::Arc<std::sync::atomic::AtomicU8>,
     cuts: std::sync::Arc<AtomicUsize>,
+    served: std::sync::Arc<AtomicUsize>,
 }
 
 impl CutProxy {
@@ -281,14 +282,20 @@ impl CutProxy {
         let port = listener.local_addr().map(|a| a.port()).unwrap_or_else(|e| panic!("proxy: {e}"));
         let armed = Arc::new(AtomicU8::new(Cut::Never as u8));
         let cuts = Arc::new(AtomicUsize::new(0));
-        let (a, n, up) = (armed.clone(), cuts.clone(), upstream.to_owned());
+        let served = Arc::new(AtomicUsize::new(0));
+        let (a, n, s, up) = (armed.clone(), cuts.clone(), served.clone(), upstream.to_owned());
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 let Ok(server) = std::os::unix::net::UnixStream::connect(&up) else { continue };
-                proxy_pair(client, server, a.clone(), n.clone());
+                proxy_pair(client, server, a.clone(), n.clone(), s.clone());
             }
         });
-        CutProxy { port, armed, cuts }
+        CutProxy { port, armed, cuts, served }
+    }
+
+    /// How many bytes the server has sent through it, on every connection.
+    pub fn served(&self) -> usize {
+        self.served.load(Ordering::SeqCst)
     }
 
     /// Cuts the next connection that reaches `cut` (then passes everything again).
@@ -316,6 +323,7 @@ fn proxy_pair(
     server: std::os::unix::net::UnixStream,
     armed: std::sync::Arc<std::sync::atomic::AtomicU8>,
     cuts: std::sync::Arc<AtomicUsize>,
+    served: std::sync::Arc<AtomicUsize>,
 ) {
     use std::io::{Read, Write};
     use std::net::Shutdown;
@@ -363,6 +371,7 @@ fn proxy_pair(
                 cut(&b2);
                 return;
             }
+            served.fetch_add(n, Ordering::SeqCst);
             if to.write_all(&buf[..n]).is_err() {
                 break;
             }

@@ -62,6 +62,7 @@ mod block;
 mod content;
 mod extend;
 mod ids;
+pub mod stored;
 mod write;
 
 use block::{Block, BLOCK};
@@ -470,6 +471,9 @@ pub(crate) struct LazyIndex {
     rows: u64,
     /// The columns, [`BLOCK`] entries at a time, read and checked on first use.
     blocks: Vec<OnceLock<Block>>,
+    /// Where the id table is looked up, for an index a store keeps (which
+    /// has no id rows of its own: [`stored`]).
+    pub(crate) ids: Option<std::sync::Arc<dyn stored::IndexSource>>,
 }
 
 impl LazyIndex {
@@ -494,7 +498,7 @@ impl LazyIndex {
         }
         let n = usize::try_from(n).ok()?;
         let blocks = (0..n.div_ceil(BLOCK)).map(|_| OnceLock::new()).collect();
-        Some(LazyIndex { file, size: stamp.size, header_bytes, n, strings_len, rows, blocks })
+        Some(LazyIndex { file, size: stamp.size, header_bytes, n, strings_len, rows, blocks, ids: None })
     }
 
     /// The columns of block `b`.

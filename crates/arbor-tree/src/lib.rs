@@ -88,6 +88,7 @@ mod tree;
 pub use check::{check_file, check_session, summary_by_code, tree_findings, Finding, Severity};
 pub use error::{LockHolder, TreeError};
 pub use facts::{ListingFacts, ListingKind};
+pub use index::stored as stored_index;
 pub use index::MIN_INDEXED_BYTES;
 pub use labels::Label;
 pub use listing::{
@@ -96,7 +97,7 @@ pub use listing::{
 pub use lock::lock_path;
 pub use repair::{repair_file, RepairReport};
 pub use session::{EntryId, OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
-pub use store::{AppendHandle, FileStamp, FileStore, MemoryStore, Store, StoredFile, WriteLock};
+pub use store::{AppendHandle, FileStamp, FileStore, Indexed, MemoryStore, Store, StoredFile, WriteLock};
 pub use tree::{sort_by_timestamp, Step, Tree, TreeNode, Walk};
 
 /// The log format crate, for what the root does not re-export.

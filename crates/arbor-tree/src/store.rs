@@ -18,7 +18,12 @@ use arbor_log::writer::{backup_copy, ensure_one_name};
 use arbor_log::{atomic_write, Appender, Durability, LogError, TailRepair};
 
 use crate::error::{LockHolder, TreeError};
+use crate::index::stored::StoredIndex;
 use crate::lock;
+
+/// A reader of a session's bytes, with the index its store keeps of
+/// exactly those bytes when it keeps one ([`Store::open_indexed`]).
+pub type Indexed = (Arc<dyn ReadAt>, Option<StoredIndex>);
 
 /// An open append handle on one session file.
 pub trait AppendHandle: Send + fmt::Debug {
@@ -68,6 +73,14 @@ pub trait Store: Send + Sync + fmt::Debug {
         let mut bytes = Vec::new();
         r.read_to_end(&mut bytes).map_err(|e| TreeError::io(path, e))?;
         Ok(Some(Arc::new(bytes)))
+    }
+    /// [`Store::open_at`], with the index the store keeps of `path` itself
+    /// when it keeps one for exactly the bytes the reader reads (a server
+    /// maintaining it with every write: [`StoredIndex`]); loading then goes
+    /// through it as through the index cache, and a first open reads only
+    /// what the command needs. The default keeps none.
+    fn open_indexed(&self, path: &Path) -> Result<Option<Indexed>, TreeError> {
+        Ok(self.open_at(path)?.map(|src| (src, None)))
     }
     /// What names `path` and its current version, when the store knows it:
     /// the key and validity stamp of its index in the cache directory. The

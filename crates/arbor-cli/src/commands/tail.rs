@@ -74,12 +74,27 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut human = None;
     let out = for_people(out, args.json, &mut human);
     let path = g.session(&args.session)?;
-    let (mut follow, now) = g.sessions()?.follow(&path, FollowFrom::Start)?;
+    // Only the last entries are read (tool calls before them show by their id alone).
+    let (mut follow, now) = g.sessions()?.follow(&path, FollowFrom::Last(args.lines))?;
     let mut printer = Printer { json: args.json, calls: ToolCalls::new(), home: home() };
     printer.print(out, &now, Some(args.lines))?;
+    let mut away = false;
     loop {
-        match follow.wait(Duration::from_secs(1))? {
-            Followed::Idle => {}
+        let got = follow.wait(Duration::from_secs(1))?;
+        match (&got, away) {
+            (Followed::Reconnecting(why), false) => {
+                say!("{}: {why}; reconnecting…", path.display());
+                away = true;
+            }
+            (Followed::Reconnecting(_), true) => {}
+            (_, true) => {
+                say!("{}: reconnected", path.display());
+                away = false;
+            }
+            (_, false) => {}
+        }
+        match got {
+            Followed::Idle | Followed::Reconnecting(_) => {}
             Followed::Gone => say!("{}: the session is gone; waiting for it to come back", path.display()),
             Followed::Lines(b) => printer.print(out, &b, None)?,
             Followed::Replaced(b) => {

@@ -422,3 +422,65 @@ fn a_server_that_is_down_is_one_line() {
     let o = arbor_at(Some(url), dir.path(), &["repair", "x.jsonl"]);
     assert!(stderr(&o).contains("repair works on local session files, not with --store"), "{}", stderr(&o));
 }
+
+#[test]
+fn tail_says_it_is_reconnecting_while_the_server_restarts_then_prints_what_came_meanwhile() {
+    let Some(cluster) = arbor_test_support::pg::Cluster::start("cli_tail_restart") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = demo_file(dir.path());
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &cluster.url]));
+    let mut tail = command(Some(&cluster.url), dir.path(), &["tail", "fe01ce2a", "-n", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let err = BufReader::new(tail.stderr.take().unwrap());
+    std::thread::spawn(move || err.lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
+    let mut out = BufReader::new(tail.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("6a490938"), "{line}");
+    let said = |what: &str| {
+        let l = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("no {what:?} on stderr"));
+        assert!(l.contains(what), "{l}");
+    };
+    cluster.stop("fast");
+    said("reconnecting…");
+    cluster.restart();
+    ok(arbor_at(Some(&cluster.url), dir.path(), &["label", "fe01ce2a", "4f487dd5", "after-restart"]));
+    said("reconnected");
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let _ = tail.kill();
+    let _ = tail.wait();
+    assert!(line.contains("after-restart"), "{line}");
+}
+
+#[test]
+fn tui_follow_shows_reconnecting_while_the_server_restarts_then_draws_what_came_meanwhile() {
+    if tmux_missing() {
+        return;
+    }
+    let Some(cluster) = arbor_test_support::pg::Cluster::start("cli_tui_restart") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = demo_file(dir.path());
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &cluster.url]));
+    let cmd = format!(
+        "cd {dir} && ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color \
+         {bin} --store '{url}' tui --follow fe01ce2a; sleep 60",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_arbor"),
+        url = cluster.url,
+    );
+    let tmux = Tmux { socket: dir.path().join("tmux-restart.sock") };
+    tmux.run(&["new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", &cmd]);
+    tmux.wait_for("Session Tree");
+    cluster.stop("fast");
+    tmux.wait_for("Reconnecting…");
+    cluster.restart();
+    ok(arbor_at(Some(&cluster.url), dir.path(), &["label", "fe01ce2a", "6a490938", "after-restart"]));
+    let after = tmux.wait_for("[after-restart]");
+    assert!(after.contains("Session Tree") && !after.contains("Reconnecting"), "{after}");
+    tmux.keys(&["Escape"]);
+}

@@ -114,3 +114,78 @@ fn an_append_whose_connection_drops_is_written_once_whatever_the_moment() {
     assert_eq!(whole_lines(&store, &path).last(), Some(&id));
     assert_eq!(whole_lines(&store, &path).len(), 3 + 3 + 1);
 }
+
+#[test]
+fn a_statement_the_server_holds_past_its_limit_fails_with_a_line_naming_the_limit() {
+    let Some(db) = arbor_test_support::pg::TestDb::new("statement_timeout") else { return };
+    let url = format!("{}?options=-c%20statement_timeout%3D300", db.url);
+    let store = PgStore::connect(&url).unwrap();
+    let path = Path::new(arbor_pg::ROOT).join("--w--").join("s.jsonl");
+    arbor_tree::Store::rewrite(&store, &path, b"").unwrap();
+    // Another client holds every session row: a read of one waits for it.
+    let mut other = db.client();
+    let mut tx = other.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE arbor.sessions IN ACCESS EXCLUSIVE MODE").unwrap();
+    let started = std::time::Instant::now();
+    let e = arbor_tree::Store::exists(&store, &path).unwrap_err().to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "waited {:?}", started.elapsed());
+    assert!(e.contains("statement timeout") && e.contains("statement_timeout"), "{e}");
+    tx.rollback().unwrap();
+    // Once the lock is gone, the same store reads again.
+    assert!(arbor_tree::Store::exists(&store, &path).unwrap());
+}
+
+/// Sends SIGCONT to the processes it holds when dropped (a stopped server backend is never left behind).
+struct Stopped(Vec<i32>);
+
+impl Stopped {
+    fn stop(pids: Vec<i32>) -> Stopped {
+        for p in &pids {
+            assert!(std::process::Command::new("kill").args(["-STOP", &p.to_string()]).status().unwrap().success());
+        }
+        Stopped(pids)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::process::Command::new("kill").args(["-CONT", &p.to_string()]).status();
+        }
+    }
+}
+
+#[test]
+fn a_frozen_server_that_still_acknowledges_tcp_gives_an_error_after_the_documented_limit() {
+    let Some(db) = arbor_test_support::pg::TestDb::new("frozen_server") else { return };
+    // statement_timeout 1 s: reads wait for 2 s.
+    let url = format!("{}?options=-c%20statement_timeout%3D1000", db.url);
+    let store = PgStore::connect(&url).unwrap();
+    let path = Path::new(arbor_pg::ROOT).join("--w--").join("s.jsonl");
+    arbor_tree::Store::rewrite(&store, &path, b"").unwrap();
+    assert!(arbor_tree::Store::exists(&store, &path).unwrap());
+    // The server process serving this store's connection is frozen (SIGSTOP): its socket stays open.
+    let pids: Vec<i32> = db
+        .client()
+        .query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE $2",
+            &[&db.name(), &format!("arbor:{}@%", std::process::id())],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(!pids.is_empty());
+    let frozen = Stopped::stop(pids);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (s, p) = (store.clone(), path.clone());
+    let started = std::time::Instant::now();
+    std::thread::spawn(move || drop(tx.send(arbor_tree::Store::exists(&s, &p).map_err(|e| e.to_string()))));
+    let got = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the read hung on a frozen server");
+    let e = got.unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "after {:?}", started.elapsed());
+    assert!(e.contains("no answer within 2 s"), "{e}");
+    drop(frozen);
+    // Thawed: the next read connects again.
+    assert!(arbor_tree::Store::exists(&store, &path).unwrap());
+}

@@ -99,3 +99,64 @@ fn a_session_removed_from_the_server_is_reported_once_and_followed_when_it_comes
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_follower_from_the_last_records_reads_only_their_lines() {
+    let Some((_db, store)) = store("follow_last") else { return };
+    let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
+    s.append_message(assistant("hi")).unwrap();
+    for k in 0..30 {
+        s.append_message(user(&format!("q{k}"))).unwrap();
+    }
+    let path = s.session_file().unwrap().to_owned();
+    let (mut follower, now) = store.follow(&path, FollowFrom::Last(3)).unwrap();
+    let text = String::from_utf8(now).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.contains("q27") && text.contains("q29") && !text.contains("q26"), "{text}");
+    s.append_message(user("next")).unwrap();
+    match follower.wait(Duration::from_secs(5)).unwrap() {
+        Followed::Lines(b) => assert!(String::from_utf8(b).unwrap().contains("next")),
+        other => panic!("{other:?}"),
+    }
+    // More asked than there are: every line, the header too.
+    let (_, all) = store.follow(&path, FollowFrom::Last(1000)).unwrap();
+    assert_eq!(all, store.read_session(&SessionKey::of_path(&path)).unwrap().unwrap());
+}
+
+#[test]
+fn a_follower_says_it_is_reconnecting_while_the_server_restarts_and_catches_up() {
+    let Some(cluster) = arbor_test_support::pg::Cluster::start("follow_restart") else { return };
+    let store = arbor_pg::PgStore::connect(&cluster.url).unwrap();
+    let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
+    s.append_message(user("before")).unwrap();
+    s.append_message(assistant("hi")).unwrap();
+    let path = s.session_file().unwrap().to_owned();
+    drop(s);
+    let (mut follower, _) = store.follow(&path, FollowFrom::End).unwrap();
+    cluster.stop("fast");
+    let why = loop {
+        match follower.wait(Duration::from_millis(200)).unwrap() {
+            Followed::Reconnecting(why) => break why,
+            Followed::Idle => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(!why.is_empty());
+    // Still away: said again, never an error.
+    assert!(matches!(follower.wait(Duration::from_millis(100)).unwrap(), Followed::Reconnecting(_)));
+    cluster.restart();
+    let other = arbor_pg::PgStore::connect(&cluster.url).unwrap();
+    let mut s = Session::open(&path, OpenMode::Write, pg_opts(&other)).unwrap();
+    s.append_message(user("while away")).unwrap();
+    let started = Instant::now();
+    let got = loop {
+        match follower.wait(Duration::from_secs(1)).unwrap() {
+            Followed::Lines(b) => break b,
+            Followed::Idle | Followed::Reconnecting(_) => {
+                assert!(started.elapsed() < Duration::from_secs(20), "not back after 20 s")
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(String::from_utf8(got).unwrap().contains("while away"));
+}

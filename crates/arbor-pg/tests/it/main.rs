@@ -8,6 +8,7 @@ mod child;
 mod connect;
 mod failure;
 mod follow;
+mod index;
 mod list;
 mod lock;
 mod schema;

@@ -46,6 +46,17 @@ impl LazyIndex {
     /// What the index says about `id` (see [`IdRows`]); `None` when the
     /// index cannot be read there or contradicts itself.
     pub(crate) fn find_id(&self, id: &str) -> Option<IdRows> {
+        if let Some(source) = &self.ids {
+            // A store's index: its id table answers, and each row is confirmed as a row of the file's is.
+            let rows = source.id_rows(id).ok()?;
+            let mut out = IdRows::default();
+            // Rows of entries added after this version of the session are not its.
+            for r in rows.into_iter().filter(|r| (r.position as usize) < self.n) {
+                let flag = if r.names_parent { NAMES_PARENT } else { 0 };
+                self.confirm(id, r.position | flag, &mut out)?;
+            }
+            return Some(out);
+        }
         let hash = id_hash(id);
         // The first row whose hash is not below `hash`.
         let (mut lo, mut hi) = (0u64, self.rows);
@@ -64,18 +75,26 @@ impl LazyIndex {
             if h != hash {
                 break;
             }
-            let i = usize::try_from(pos & !NAMES_PARENT).ok()?;
-            let e = self.entries(i..i + 1)?.pop()?;
-            if pos & NAMES_PARENT == 0 {
-                if e.id == id {
-                    out.entry = Some(i);
-                }
-            } else if e.parent.is_none() && e.parent_id.as_deref() == Some(id) {
-                out.names_parent = true;
-            }
+            self.confirm(id, pos, &mut out)?;
             k += 1;
         }
         Some(out)
+    }
+
+    /// Adds what the id row at `pos` (a position, with [`NAMES_PARENT`] for
+    /// a parent row) says of `id` to `out`, once the entry there confirms it
+    /// (two ids may share a hash); `None` when it cannot be read.
+    fn confirm(&self, id: &str, pos: u32, out: &mut IdRows) -> Option<()> {
+        let i = usize::try_from(pos & !NAMES_PARENT).ok()?;
+        let e = self.entries(i..i + 1)?.pop()?;
+        if pos & NAMES_PARENT == 0 {
+            if e.id == id {
+                out.entry = Some(i);
+            }
+        } else if e.parent.is_none() && e.parent_id.as_deref() == Some(id) {
+            out.names_parent = true;
+        }
+        Some(())
     }
 
     /// Every id row in order, read in runs (for extending the index).

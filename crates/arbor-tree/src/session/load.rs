@@ -18,6 +18,7 @@ use super::grown::{indexed, names_of, Names};
 use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
 use super::slots::narrow;
 use super::{Disk, Session, Slots};
+use crate::index::stored::StoredIndex;
 use crate::index::{self, Columns, IndexFile, IndexWriter, LazyIndex};
 use crate::labels::Labels;
 
@@ -47,7 +48,16 @@ const HELD_SHARE: u64 = 16;
 impl Session {
     /// The index-first load: true when done, false when the file needs the full
     /// path (no usable header, or an old version that needs a migration).
-    pub(super) fn load_index_first(&mut self, src: Arc<dyn ReadAt>) -> io::Result<bool> {
+    pub(super) fn load_index_first(&mut self, src: Arc<dyn ReadAt>, stored: Option<StoredIndex>) -> io::Result<bool> {
+        // The index the store keeps, when it covers the session as read: it
+        // answers as the cache's does, and a first open reads no scan.
+        let covers =
+            |s: &StoredIndex| src.len().is_ok_and(|len| len == s.extent().bytes && len >= self.opts.index_min_bytes);
+        if let Some(lazy) = stored.filter(covers).and_then(StoredIndex::open) {
+            if self.load_lazy(lazy, &src)? {
+                return Ok(true);
+            }
+        }
         let path = self.file.clone().unwrap_or_default();
         let index = self
             .opts

@@ -63,6 +63,17 @@ impl Session {
     /// - otherwise the entries are loaded and migrated in memory (the file is
     ///   rewritten, atomically, only on the first write).
     pub fn open(path: &Path, mode: OpenMode, opts: SessionOptions) -> Result<Session, TreeError> {
+        Session::open_as(path, mode, opts, true)
+    }
+
+    /// [`Session::open`]; `stored` false leaves aside the index the store
+    /// keeps (one found not to match the session).
+    pub(super) fn open_as(
+        path: &Path,
+        mode: OpenMode,
+        opts: SessionOptions,
+        stored: bool,
+    ) -> Result<Session, TreeError> {
         // Errors name the file as the caller did; the session keeps it absolute.
         let given = path.to_owned();
         let path = absolute(path);
@@ -77,8 +88,9 @@ impl Session {
         }
         s.take_lock()?;
         if s.opts.index_first {
-            let Some(src) = store.open_at(&path)? else { return s.start_at_missing(mode, given) };
-            if s.load_index_first(src).map_err(|e| TreeError::io(&given, e))? {
+            let opened = if stored { store.open_indexed(&path)? } else { store.open_at(&path)?.map(|src| (src, None)) };
+            let Some((src, index)) = opened else { return s.start_at_missing(mode, given) };
+            if s.load_index_first(src, index).map_err(|e| TreeError::io(&given, e))? {
                 return Ok(s);
             }
         }

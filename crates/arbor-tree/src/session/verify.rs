@@ -102,14 +102,16 @@ impl Session {
     /// are then stale.
     pub fn read_again_without_index(&mut self) -> Result<(), TreeError> {
         let Some(path) = self.file.clone() else { return Ok(()) };
+        let kept = self.state.slots.index().is_some_and(|x| x.ids.is_some());
         if let (Some(dir), Some(src)) = (self.opts.index_dir.as_deref(), self.state.source.clone()) {
             if let Some(index) = IndexFile::locate(dir, self.opts.store.as_ref(), &path, &*src) {
                 index.remove();
             }
         }
-        let fresh = Session::open(&path, OpenMode::ReadOnly, self.opts.clone())?;
+        let fresh = Session::open_as(&path, OpenMode::ReadOnly, self.opts.clone(), false)?;
+        let whose = if kept { "the index the store keeps" } else { "the index in the cache" };
         self.notices.push(format!(
-            "{}: the index in the cache did not match the file (it was changed in place); read the file again",
+            "{}: {whose} did not match the file (it was changed in place); read the file again",
             path.display()
         ));
         self.header = fresh.header;

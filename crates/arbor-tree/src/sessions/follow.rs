@@ -13,6 +13,10 @@ pub enum FollowFrom {
     Start,
     /// Only what arrives after following started.
     End,
+    /// The lines holding the last `n` records (blank lines aside; fewer
+    /// when the session has fewer), then what arrives: what `tail -n`
+    /// shows, read without reading the session.
+    Last(usize),
 }
 
 /// What a wait brought.
@@ -30,6 +34,10 @@ pub enum Followed {
     Gone,
     /// Nothing new within the time given.
     Idle,
+    /// The backend cannot be reached (a server restarting, a network
+    /// down): why, in one line. Following goes on; each wait tries again,
+    /// and what was written meanwhile arrives once it is back.
+    Reconnecting(String),
 }
 
 /// A session being followed (from [`super::Sessions::follow`]).

@@ -14,6 +14,7 @@ mod model;
 mod pi_ports;
 mod reference;
 mod stale_index;
+mod stored_index;
 
 use arbor_tree::{MemoryStore, Session, SessionOptions};
 use serde_json::{json, Value};

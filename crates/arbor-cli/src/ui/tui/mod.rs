@@ -139,6 +139,11 @@ pub trait TreeHost {
     fn changed(&mut self) -> Result<bool> {
         Ok(false)
     }
+    /// The status line while following cannot reach the session's backend
+    /// (`--follow` on a server that is restarting); `None` otherwise.
+    fn follow_status(&self) -> Option<String> {
+        None
+    }
     /// What Escape on an empty search does, for the help line.
     fn exit_hint(&self) -> &'static str {
         "quit"
@@ -152,7 +157,12 @@ struct FileHost<'a> {
     globals: &'a Globals,
     session: Session,
     watch: Option<Box<dyn Follow>>,
+    /// Why the backend cannot be reached, while it cannot.
+    away: Option<String>,
 }
+
+/// How the status line starts while following reconnects.
+const RECONNECTING: &str = "Reconnecting…";
 
 impl TreeHost for FileHost<'_> {
     fn session(&self) -> &Session {
@@ -162,11 +172,20 @@ impl TreeHost for FileHost<'_> {
     fn changed(&mut self) -> Result<bool> {
         let Some(w) = self.watch.as_mut() else { return Ok(false) };
         // A session that went away keeps its tree on screen until it comes back.
-        if matches!(w.wait(Duration::ZERO)?, Followed::Idle | Followed::Gone) {
+        let got = w.wait(Duration::ZERO)?;
+        self.away = match &got {
+            Followed::Reconnecting(why) => Some(why.chars().filter(|c| !c.is_control()).collect()),
+            _ => None,
+        };
+        if matches!(got, Followed::Idle | Followed::Gone | Followed::Reconnecting(_)) {
             return Ok(false);
         }
         self.session = Session::open(self.file, OpenMode::ReadOnly, self.globals.options()?)?;
         Ok(true)
+    }
+
+    fn follow_status(&self) -> Option<String> {
+        self.away.as_ref().map(|why| format!("{RECONNECTING} ({why})"))
     }
 
     fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
@@ -245,17 +264,7 @@ pub fn select(
         };
         drawn = None;
         let Some(key) = read_key(event) else {
-            // Followed: new entries arrived; the tree is read again, the selection and filter kept
-            // (not while a search or a label is being typed).
-            if matches!(screen, Screen::Tree)
-                && tree.sel.query().is_empty()
-                && tree.sel.label_edit().is_none()
-                && host.changed()?
-            {
-                let at: Vec<&str> = tree.sel.selected_id().into_iter().collect::<Vec<_>>();
-                let mode = tree.sel.mode();
-                tree = Tree::open(host, term, at.as_slice(), mode)?;
-            }
+            on_follow_tick(term, host, &screen, &mut tree, &mut status)?;
             continue;
         };
         let step = match screen {
@@ -297,6 +306,33 @@ fn type_ahead(input: Input, next: NextEvent<'_>, pending: &mut Option<Event>) ->
         }
     }
     Ok(if typed.chars().count() == 1 { Input::Char(first) } else { Input::Chars(typed) })
+}
+
+/// A tick of `--follow`: when new entries arrived, the tree is read again,
+/// the selection and filter kept (not while a search or a label is being
+/// typed); the status line says when the backend is being reconnected to.
+fn on_follow_tick(
+    term: &mut Term,
+    host: &mut dyn TreeHost,
+    screen: &Screen,
+    tree: &mut Tree,
+    status: &mut Option<String>,
+) -> Result<()> {
+    if matches!(screen, Screen::Tree)
+        && tree.sel.query().is_empty()
+        && tree.sel.label_edit().is_none()
+        && host.changed()?
+    {
+        let at: Vec<&str> = tree.sel.selected_id().into_iter().collect::<Vec<_>>();
+        let mode = tree.sel.mode();
+        *tree = Tree::open(host, term, at.as_slice(), mode)?;
+    }
+    match host.follow_status() {
+        Some(s) => *status = Some(s),
+        None if status.as_deref().is_some_and(|s| s.starts_with(RECONNECTING)) => *status = None,
+        None => {}
+    }
+    Ok(())
 }
 
 fn draw(term: &mut Term, screen: &Screen, tree: &Tree, status: Option<&str>) -> Result<()> {
@@ -485,7 +521,7 @@ pub fn run(
     let model = &ModelArgs { diagnostics_shown: true, ..model.clone() };
     // Followed from now on: what is there was just read.
     let watch = if follow { Some(globals.sessions()?.follow(&file, FollowFrom::End)?.0) } else { None };
-    let mut host = FileHost { file: &file, globals, session, watch };
+    let mut host = FileHost { file: &file, globals, session, watch, away: None };
     let mut initial: Vec<String> = at.into_iter().collect();
     let mut status: Option<String> = None;
     let mut editor_text: Option<String> = None;
