@@ -137,6 +137,9 @@ fn follow(st: &Shared, path: &Path, have: Option<usize>, tx: &mpsc::Sender<Event
             }
             Ok(Followed::Replaced(_)) => send(tx, "replaced", ""),
             Ok(Followed::Gone) => send(tx, "gone", ""),
+            // The store is away (a server restart): the page says so; what
+            // was written meanwhile arrives once it is back.
+            Ok(Followed::Reconnecting(why)) => send(tx, "reconnecting", &why),
             Err(e) => {
                 std::thread::sleep(Duration::from_secs(1));
                 send(tx, "failed", &e.to_string())

@@ -31,7 +31,11 @@
     events = new EventSource(base + "/events?have=" + have);
     events.addEventListener("open", function () { live.textContent = "● live"; live.className = "live on"; });
     events.addEventListener("error", function () { live.textContent = "○ reconnecting…"; live.className = "live off"; });
+    events.addEventListener("reconnecting", function (e) {
+      live.textContent = "○ reconnecting to the store…"; live.className = "live off"; live.title = e.data;
+    });
     events.addEventListener("entries", function (e) {
+      live.textContent = "● live"; live.className = "live on"; live.title = "";
       if (e.lastEventId) have = +e.lastEventId;
       if (!A.append(JSON.parse(e.data))) location.reload();
     });
