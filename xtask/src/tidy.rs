@@ -19,16 +19,18 @@ mod vocab;
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
 /// each other).
-pub const LAYERS: [&[&str]; 5] = [
+pub const LAYERS: [&[&str]; 6] = [
     &["arbor-log"],
     &["arbor-tree"],
+    &["arbor-search"],
     &["arbor-context", "arbor-catalog", "arbor-pg"],
     &["arbor-agent", "arbor-interop"],
     &["arbor-cli"],
 ];
 
 /// Crates from which `tokio` must not be reachable through normal dependencies.
-pub const SYNC_CRATES: [&str; 5] = ["arbor-log", "arbor-tree", "arbor-context", "arbor-catalog", "arbor-interop"];
+pub const SYNC_CRATES: [&str; 6] =
+    ["arbor-log", "arbor-tree", "arbor-search", "arbor-context", "arbor-catalog", "arbor-interop"];
 
 /// Every chain crate, bottom layer first.
 fn chain_crates() -> impl Iterator<Item = &'static str> {

@@ -216,12 +216,12 @@ fn an_older_schema_is_replaced_silently() {
         cat.location().unwrap().to_owned()
     };
     let conn = rusqlite::Connection::open(&file).unwrap();
-    conn.execute_batch("PRAGMA user_version = 0; DROP TABLE entries; CREATE TABLE entries (x);").unwrap();
+    conn.execute_batch("PRAGMA user_version = 1; DROP TABLE columns; CREATE TABLE columns (x);").unwrap();
     drop(conn);
     let mut cat = store.catalog();
     assert_eq!(listed(&mut cat, &Scope::All), direct(&store.root()));
     assert!(cat.take_warnings().is_empty());
-    cat.refresh_text(&Scope::All, &NoProgress).unwrap();
+    cat.search("x", &arbor_catalog::SearchOptions { scope: Scope::All, limit: 1, fuzzy: false }, &NoProgress).unwrap();
 }
 
 #[test]
@@ -252,8 +252,8 @@ fn nothing_is_written_beside_the_sessions() {
     };
     let before = names();
     let mut cat = store.catalog();
-    cat.refresh_text(&Scope::All, &NoProgress).unwrap();
-    let opts = arbor_catalog::SearchOptions { scope: Scope::All, limit: 5 };
+    cat.search("x", &arbor_catalog::SearchOptions { scope: Scope::All, limit: 1, fuzzy: false }, &NoProgress).unwrap();
+    let opts = arbor_catalog::SearchOptions { scope: Scope::All, limit: 5, fuzzy: false };
     assert!(!cat.search("turn", &opts, &NoProgress).unwrap().is_empty());
     assert_eq!(names(), before);
     assert!(cat.location().unwrap().starts_with(store.cache()));

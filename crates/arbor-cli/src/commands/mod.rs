@@ -20,6 +20,7 @@
 //! another: what two commands share lives in `crate::shared` (checked by
 //! `cargo xtask tidy`).
 
+mod cache;
 mod chat;
 mod check;
 mod compact;
@@ -84,6 +85,7 @@ enum Command {
     Tail(tail::Args),
     Push(push::Args),
     Pull(pull::Args),
+    Cache(cache::Args),
     Completions(completions::Args),
 }
 
@@ -113,6 +115,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Tail(args) => tail::run(args, g, out),
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
+        Command::Cache(args) => cache::run(args, g, out),
         Command::Completions(args) => completions::run(args, g, out),
     }
 }

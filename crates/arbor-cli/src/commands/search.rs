@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 
-use arbor_catalog::{Hit, Query, Scope, SearchOptions, TokenKind};
+use arbor_catalog::{Hit, Query, Relevance, Scope, SearchOptions, TokenKind};
 use arbor_log::Role;
 use arbor_pg::{PgStore, TextQuery};
 use arbor_tree::paths;
@@ -32,6 +32,9 @@ pub struct Args {
     /// The most hits to print.
     #[arg(long, value_name = "N", default_value_t = 20)]
     limit: usize,
+    /// Also words that hold a token's characters in order (after the exact hits; without it only when nothing matches exactly).
+    #[arg(long)]
+    fuzzy: bool,
     /// The sessions root (default: $ARBOR_SESSIONS_DIR, else $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions).
     #[arg(long, value_name = "DIR")]
     sessions_dir: Option<PathBuf>,
@@ -62,8 +65,10 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     };
     let mut catalog = catalog::open(&root)?;
     let bar = catalog::Bar::new();
-    let hits = catalog.search(&query, &SearchOptions { scope, limit: args.limit }, &bar)?;
+    let opts = SearchOptions { scope, limit: args.limit, fuzzy: args.fuzzy };
+    let hits = catalog.search(&query, &opts, &bar);
     catalog::warn(&mut catalog);
+    let hits = hits?;
     if args.json {
         arbor_log::json::to_writer(&mut *out, &hits)?;
         out.write_all(b"\n")?;
@@ -121,7 +126,8 @@ fn write_hit(out: &mut dyn Write, h: &Hit) -> Result<()> {
     let what = h.role.as_ref().map_or(h.entry_type.as_str(), Role::as_str);
     let active = if h.on_active_path { " •" } else { "" };
     let labels: String = h.labels.iter().map(|l| format!(" [{}]", l.label)).collect();
-    writeln!(out, "{}  {}  {what}{active}{labels}  {}", h.timestamp, h.entry_id, h.path.display())?;
+    let fuzzy = if h.relevance == Relevance::Fuzzy { "  (fuzzy)" } else { "" };
+    writeln!(out, "{}  {}  {what}{active}{labels}{fuzzy}  {}", h.timestamp, h.entry_id, h.path.display())?;
     writeln!(out, "    {}", marked(&h.snippet, &h.marks))?;
     Ok(())
 }

@@ -41,25 +41,44 @@ pub(crate) fn list(root: &Path, scope: &Scope, texts: bool) -> Result<Vec<Sessio
     Ok(list)
 }
 
-/// Fills `all_messages_text` on all cores.
-fn fill_texts(list: &mut [SessionListInfo]) -> Result<()> {
+/// Fills `all_messages_text` on all cores. A session deleted since the
+/// listing is left out; one that cannot be read is left out with a warning.
+fn fill_texts(list: &mut Vec<SessionListInfo>) -> Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     let chunk = list.len().div_ceil(threads).max(1);
-    std::thread::scope(|s| {
+    let gone: Vec<bool> = std::thread::scope(|s| {
         let handles: Vec<_> = list
             .chunks_mut(chunk)
             .map(|part| {
-                s.spawn(move || -> Result<()> {
-                    for info in part {
-                        info.all_messages_text = arbor_catalog::all_messages_text(&info.path)
-                            .map_err(|e| anyhow::anyhow!("{}: {e}", info.path.display()))?;
-                    }
-                    Ok(())
+                s.spawn(move || -> Vec<bool> {
+                    part.iter_mut()
+                        .map(|info| match arbor_catalog::all_messages_text(&info.path) {
+                            Ok(text) => {
+                                info.all_messages_text = text;
+                                false
+                            }
+                            Err(e) => {
+                                if e.kind() != std::io::ErrorKind::NotFound {
+                                    say!("arbor: warning: cannot read {} ({e}); it is left out", info.path.display());
+                                }
+                                true
+                            }
+                        })
+                        .collect()
                 })
             })
             .collect();
-        handles.into_iter().try_for_each(|h| h.join().map_err(|_| anyhow::anyhow!("a reader thread panicked"))?)
-    })
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| anyhow::anyhow!("a reader thread panicked")))
+            .collect::<Result<Vec<Vec<bool>>>>()
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut gone = gone.into_iter();
+    list.retain(|_| !gone.next().unwrap_or(false));
+    Ok(())
 }
 
 /// A progress bar on stderr that shows only when a pass runs longer than
@@ -102,7 +121,7 @@ impl Progress for Bar {
             let b = ProgressBar::with_draw_target(Some(self.total.get()), ProgressDrawTarget::stderr());
             let what = match self.pass.get() {
                 Pass::Listing => "cataloging sessions",
-                Pass::Text => "indexing session text",
+                Pass::Text => "searching session text",
             };
             if let Ok(style) = ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} {eta}") {
                 b.set_style(style);

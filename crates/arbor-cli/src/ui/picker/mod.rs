@@ -1,21 +1,26 @@
 //! The session picker: `arbor tui` and `arbor chat` without a file (pi's
 //! `/resume`). The sessions of the current directory (Tab: of every
 //! directory) from the catalog, newest first, with their name or first
-//! message, age and message count; typing searches them (pi's picker syntax
-//! on the id, name, first message and cwd) and, below them, the text of every
-//! entry (the catalog's search). Enter picks a session, or an entry of one.
+//! message, age and message count; typing searches the text of every entry
+//! (the catalog's search) and shows the sessions holding it first, then the
+//! entries, then the sessions that match only on their id, name, first
+//! message or cwd (pi's picker rule). Enter picks a session, or an entry of
+//! one; Ctrl+U clears the query.
 //!
-//! The listing is refreshed before the picker shows; the full-text index is
-//! brought up to date on a thread of its own meanwhile (the footer shows how
-//! far), so the picker never waits for it. The state machine is [`state`],
-//! the drawing [`view`]; this module owns the terminal and the catalog.
+//! The listing is refreshed before the picker shows. Searches run on a
+//! thread of their own with their own catalog connection: hits show as the
+//! search finds them (a first search reads every file, so its hits come
+//! session by session), and a search is stopped as soon as the query
+//! changes. The state machine is [`state`], the drawing [`view`]; this
+//! module owns the terminal and the catalog.
 
 mod state;
 mod view;
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -23,7 +28,7 @@ use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifier
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use arbor_catalog::{Catalog, NoProgress, Pass, Progress, Scope, SearchOptions};
+use arbor_catalog::{Catalog, Flow, Hit, NoProgress, Pass, Progress, Scope, SearchOptions};
 
 use crate::shared::catalog;
 use crate::shared::output::home;
@@ -44,7 +49,7 @@ pub(crate) enum Picked {
 /// Entry hits the picker shows for a query.
 const HITS: usize = 50;
 /// How long typing must pause before the entries are searched.
-const SETTLE: Duration = Duration::from_millis(120);
+const SETTLE: Duration = Duration::from_millis(80);
 
 /// True when the picker can run: standard input and the screen (stderr) are terminals.
 pub(crate) fn available() -> bool {
@@ -67,15 +72,13 @@ pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
     if sessions.is_empty() {
         return Ok(Picked::NoSessions);
     }
-    let on_disk = catalog.location().is_some();
-    let indexing = if on_disk { start_indexing(root) } else { mpsc::channel().1 };
+    let searcher = Searcher::start(root);
     let _guard = TerminalGuard::enter()?;
     let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
     term.clear()?;
     let height = term.size().map_or(24, |s| s.height);
     let picker = Picker::new(sessions, scope_all, usize::from(height.saturating_sub(view::CHROME)));
-    let progress = on_disk.then(|| "indexing entries…".to_owned());
-    let mut run = Run { catalog, picker, here, on_disk, indexing, dirty: None, progress };
+    let mut run = Run { catalog, picker, here, searcher, dirty: None, progress: None };
     let home = home();
     loop {
         run.news();
@@ -84,7 +87,7 @@ pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
             let area = f.area();
             view::draw(&run.picker, home.as_deref(), area, f.buffer_mut());
         })?;
-        if !event::poll(Duration::from_millis(50))? {
+        if !event::poll(Duration::from_millis(30))? {
             continue;
         }
         let key = match event::read()? {
@@ -103,18 +106,16 @@ pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
     }
 }
 
-/// The picker at work: its state, the catalog it searches, the indexing thread's news.
+/// The picker at work: its state, the catalog it lists from, the search thread.
 struct Run {
     catalog: Catalog,
     picker: Picker,
     /// The current directory's scope.
     here: Scope,
-    /// The catalog is a file (an indexing thread can share it).
-    on_disk: bool,
-    indexing: mpsc::Receiver<Indexing>,
-    /// When the query last changed, until its entries are searched.
+    searcher: Searcher,
+    /// When the query last changed, until it is searched.
     dirty: Option<Instant>,
-    /// How far the indexing is, for the footer.
+    /// How far the search is, for the footer.
     progress: Option<String>,
 }
 
@@ -127,22 +128,19 @@ impl Run {
         }
     }
 
-    /// Takes in what the indexing thread said.
+    /// Takes in what the search thread found for the current query.
     fn news(&mut self) {
-        while let Ok(msg) = self.indexing.try_recv() {
+        while let Ok(msg) = self.searcher.news.try_recv() {
+            if msg.gen() != self.searcher.asked {
+                continue;
+            }
             match msg {
-                Indexing::Percent(p) => self.progress = Some(format!("indexing entries {p}%")),
-                Indexing::Done => {
-                    self.progress = None;
-                    // What was searched before may have missed entries indexed since.
-                    if !self.picker.query().is_empty() {
-                        self.dirty = Some(settled());
-                    }
-                }
-                Indexing::Failed(e) => self.progress = Some(format!("indexing failed: {e}")),
+                News::Hits(_, hits) => self.picker.add_hits(hits),
+                News::Percent(_, p) => self.progress = Some(format!("searching… {p}%")),
+                News::Done(_, warning) => self.progress = warning,
             }
         }
-        if self.picker.status.as_deref().is_none_or(|s| s.starts_with("indexing")) {
+        if self.picker.status.as_deref().is_none_or(|s| !s.starts_with("invalid query")) {
             self.picker.status = self.progress.clone();
         }
     }
@@ -153,20 +151,9 @@ impl Run {
             return;
         }
         self.dirty = None;
-        let opts = SearchOptions { scope: self.scope(), limit: HITS };
-        let query = self.picker.query().to_owned();
-        let hits = if query.trim().is_empty() {
-            Ok(vec![])
-        } else if self.on_disk {
-            self.catalog.search_as_is(&query, &opts)
-        } else {
-            // A catalog in memory is this connection's alone: index it at the first search.
-            self.catalog.search(&query, &opts, &NoProgress)
-        };
-        match hits {
-            Ok(h) => self.picker.set_hits(h),
-            Err(e) => self.picker.status = Some(e.to_string()),
-        }
+        let query = self.picker.query().trim().to_owned();
+        self.progress = None;
+        self.searcher.ask((!query.is_empty()).then(|| (query, self.scope())));
     }
 
     /// Handles a key; `Some` when the picker is done.
@@ -174,11 +161,17 @@ impl Run {
         match self.picker.handle(input) {
             Outcome::None => {}
             Outcome::Quit => return Ok(Some(Picked::Left)),
-            Outcome::QueryChanged => self.dirty = Some(Instant::now()),
+            Outcome::QueryChanged => {
+                // The search under way is for another query now: stop it.
+                self.searcher.ask(None);
+                self.progress = None;
+                self.dirty = Some(Instant::now());
+            }
             Outcome::ScopeChanged => {
                 let scope = self.scope();
                 self.catalog.refresh(&scope, &NoProgress)?;
                 self.picker.set_sessions(self.catalog.sessions(&scope)?);
+                self.searcher.ask(None);
                 self.dirty = Some(settled());
             }
             Outcome::Open { path, at } => return Ok(Some(Picked::Session { path, at })),
@@ -198,6 +191,7 @@ fn decode(key: &KeyEvent) -> Option<Input> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     Some(match key.code {
         KeyCode::Char('c') if ctrl => Input::Escape,
+        KeyCode::Char('u') if ctrl => Input::Clear,
         KeyCode::Char(_) if ctrl || key.modifiers.contains(KeyModifiers::ALT) => return None,
         KeyCode::Char(c) => Input::Char(c),
         KeyCode::Backspace => Input::Backspace,
@@ -214,21 +208,93 @@ fn decode(key: &KeyEvent) -> Option<Input> {
     })
 }
 
-/// News from the indexing thread.
-enum Indexing {
-    Percent(u64),
-    Done,
-    Failed(String),
+/// News from the search thread, for the search number it carries.
+enum News {
+    Hits(u64, Vec<Hit>),
+    Percent(u64, u64),
+    /// The search ended (with a line for the footer when it failed or warned).
+    Done(u64, Option<String>),
 }
 
-/// Indexing progress, sent to the picker.
-struct Sender {
-    tx: mpsc::Sender<Indexing>,
+impl News {
+    fn gen(&self) -> u64 {
+        match self {
+            News::Hits(g, _) | News::Percent(g, _) | News::Done(g, _) => *g,
+        }
+    }
+}
+
+/// The search thread: it takes the newest query asked, searches with its
+/// own catalog connection, and stops when a newer one is asked.
+struct Searcher {
+    asks: mpsc::Sender<(u64, Option<(String, Scope)>)>,
+    news: mpsc::Receiver<News>,
+    /// The number of the newest query asked (the thread stops older searches).
+    newest: Arc<AtomicU64>,
+    /// The number of the query whose news the picker shows.
+    asked: u64,
+}
+
+impl Searcher {
+    /// Starts the thread; it ends when the picker is dropped (its channel closes).
+    fn start(root: &Path) -> Searcher {
+        let (asks, inbox) = mpsc::channel::<(u64, Option<(String, Scope)>)>();
+        let (tell, news) = mpsc::channel();
+        let newest = Arc::new(AtomicU64::new(0));
+        let (root, latest) = (root.to_owned(), Arc::clone(&newest));
+        std::thread::spawn(move || {
+            let mut catalog = None;
+            while let Ok(mut job) = inbox.recv() {
+                // Only the newest query matters.
+                while let Ok(newer) = inbox.try_recv() {
+                    job = newer;
+                }
+                let (gen, Some((query, scope))) = job else { continue };
+                if catalog.is_none() {
+                    catalog = Catalog::open(&root).ok();
+                }
+                let Some(cat) = catalog.as_mut() else {
+                    let _ = tell.send(News::Done(gen, Some("the catalog cannot be opened".to_owned())));
+                    continue;
+                };
+                let progress = Percent { tell: tell.clone(), gen, total: 1.into(), done: 0.into() };
+                let opts = SearchOptions { scope, limit: HITS, fuzzy: false };
+                let result = cat.search_with(&query, &opts, &progress, &mut |hits| {
+                    if !hits.is_empty() {
+                        let _ = tell.send(News::Hits(gen, hits.to_vec()));
+                    }
+                    if latest.load(Ordering::Relaxed) == gen {
+                        Flow::Go
+                    } else {
+                        Flow::Stop
+                    }
+                });
+                let warning = match result {
+                    Ok(_) => cat.take_warnings().pop(),
+                    Err(e) => Some(e.to_string()),
+                };
+                let _ = tell.send(News::Done(gen, warning));
+            }
+        });
+        Searcher { asks, news, newest, asked: 0 }
+    }
+
+    /// Asks for a search of `query` in `scope`, or (with `None`) for none: the one under way stops.
+    fn ask(&mut self, what: Option<(String, Scope)>) {
+        self.asked = self.newest.fetch_add(1, Ordering::Relaxed) + 1;
+        let _ = self.asks.send((self.asked, what));
+    }
+}
+
+/// A search's progress, sent to the picker.
+struct Percent {
+    tell: mpsc::Sender<News>,
+    gen: u64,
     total: std::cell::Cell<u64>,
     done: std::cell::Cell<u64>,
 }
 
-impl Progress for Sender {
+impl Progress for Percent {
     fn begin(&self, pass: Pass, _files: u64, bytes: u64) {
         if pass == Pass::Text {
             self.total.set(bytes.max(1));
@@ -238,25 +304,6 @@ impl Progress for Sender {
 
     fn advance(&self, bytes: u64) {
         self.done.set(self.done.get() + bytes);
-        let _ = self.tx.send(Indexing::Percent(self.done.get() * 100 / self.total.get().max(1)));
+        let _ = self.tell.send(News::Percent(self.gen, self.done.get() * 100 / self.total.get().max(1)));
     }
-}
-
-/// Brings the text of every session into the index on a thread with its own
-/// catalog connection; the picker searches what is indexed meanwhile. The
-/// thread ends with the process when the picker is left before it is done.
-fn start_indexing(root: &Path) -> mpsc::Receiver<Indexing> {
-    let (tx, rx) = mpsc::channel();
-    let root = root.to_owned();
-    std::thread::spawn(move || {
-        let result = Catalog::open(&root).and_then(|mut c| {
-            let progress = Sender { tx: tx.clone(), total: 1.into(), done: 0.into() };
-            c.refresh_text(&Scope::All, &progress)
-        });
-        let _ = tx.send(match result {
-            Ok(_) => Indexing::Done,
-            Err(e) => Indexing::Failed(e.to_string()),
-        });
-    });
-    rx
 }
