@@ -61,7 +61,12 @@ pub(crate) fn catalog_path(cache: &Path, root: &Path) -> PathBuf {
 /// True for errors that mean the file is not a usable catalog: a damaged
 /// database, or tables and values that are not what this schema wrote.
 pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {
+    let foreign = |m: &str| {
+        m.starts_with("no such table") || m.starts_with("no such column") || m.contains("has no column named")
+    };
     match e {
+        // A statement that does not prepare against these tables.
+        rusqlite::Error::SqlInputError { msg, .. } => foreign(msg),
         rusqlite::Error::InvalidColumnType(..)
         | rusqlite::Error::FromSqlConversionFailure(..)
         | rusqlite::Error::IntegralValueOutOfRange(..)
@@ -69,11 +74,7 @@ pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {
         | rusqlite::Error::InvalidColumnName(_) => true,
         rusqlite::Error::SqliteFailure(f, msg) => {
             matches!(f.code, ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
-                || msg.as_deref().is_some_and(|m| {
-                    m.starts_with("no such table")
-                        || m.starts_with("no such column")
-                        || m.contains("has no column named")
-                })
+                || msg.as_deref().is_some_and(foreign)
         }
         _ => false,
     }

@@ -27,8 +27,6 @@ thread_local! {
 /// One physical line.
 #[derive(Debug)]
 pub(crate) struct Line<'a> {
-    /// Byte offset of its first byte.
-    pub offset: u64,
     /// Its bytes, the `\n` included (absent only on a final line without one);
     /// empty for a long line.
     pub bytes: &'a [u8],
@@ -84,7 +82,7 @@ impl<'a> Lines<'a> {
                 let (a, b) = (self.start, self.start + i + 1);
                 self.start = b;
                 self.sum.update(&self.buf[a..b]);
-                return Ok(Some(Line { offset: self.base + a as u64, bytes: &self.buf[a..b], long: false }));
+                return Ok(Some(Line { bytes: &self.buf[a..b], long: false }));
             }
             if self.pos >= self.end {
                 return Ok(None);
@@ -101,13 +99,14 @@ impl<'a> Lines<'a> {
     fn read_past(&mut self) -> io::Result<Option<Line<'_>>> {
         let offset = self.base;
         let mut sum = self.sum;
+        // The line starts at `offset`: what follows is read past.
         loop {
             let unread = &self.buf[self.start..self.filled];
             if let Some(i) = memchr::memchr(b'\n', unread) {
                 sum.update(&unread[..=i]);
                 self.start += i + 1;
                 self.sum = sum;
-                return Ok(Some(Line { offset, bytes: &[], long: true }));
+                return Ok(Some(Line { bytes: &[], long: true }));
             }
             sum.update(unread);
             self.base += self.filled as u64;
@@ -179,8 +178,10 @@ mod tests {
         let src = bytes.to_vec();
         let mut lines = Lines::new(&src, from, bytes.len() as u64);
         let mut out = vec![];
+        let mut at = from;
         while let Some(l) = lines.next_line().unwrap() {
-            out.push((l.offset, l.bytes.to_vec()));
+            out.push((at, l.bytes.to_vec()));
+            at += l.bytes.len() as u64;
         }
         let (end, rest) = lines.rest();
         (out, end, rest.to_vec())
@@ -207,6 +208,27 @@ mod tests {
         let (lines, end, rest) = all(b"ab\ncd\n", 3);
         assert_eq!(lines, vec![(3, b"cd\n".to_vec())]);
         assert_eq!((end, rest), (6, vec![]));
+    }
+
+    #[test]
+    fn a_line_longer_than_any_buffer_is_read_past_and_summed() {
+        let mut bytes = b"head\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'x', MAX_LINE + 5));
+        bytes.extend_from_slice(b"\ntail\n");
+        let mut lines = Lines::new(&bytes, 0, bytes.len() as u64);
+        let first = lines.next_line().unwrap().map(|l| (l.bytes.to_vec(), l.long));
+        assert_eq!(first, Some((b"head\n".to_vec(), false)));
+        assert!(lines.next_line().unwrap().is_some_and(|l| l.long && l.bytes.is_empty()));
+        assert_eq!(lines.next_line().unwrap().map(|l| l.bytes.to_vec()), Some(b"tail\n".to_vec()));
+        assert!(lines.next_line().unwrap().is_none());
+        assert_eq!(lines.sum(), Checksum::of(&bytes, bytes.len() as u64).unwrap());
+        assert!(lines.buf.len() <= MAX_LINE, "the buffer never held the line");
+        // Cut inside the long line: it is not whole yet.
+        let cut = 5 + MAX_LINE as u64 + 2;
+        let mut lines = Lines::new(&bytes, 0, cut);
+        assert!(lines.next_line().unwrap().is_some());
+        assert!(lines.next_line().unwrap().is_none());
+        assert_eq!(lines.rest().0, 5);
     }
 
     #[test]

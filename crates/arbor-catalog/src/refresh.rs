@@ -283,7 +283,9 @@ fn read_job(root: &Path, job: Job) -> Outcome {
 
 /// Feeds the complete lines of `[from, end)` to `facts`, carrying on `sum`
 /// (the checksum of the bytes before `from`); returns where they end and
-/// the checksum of the bytes before that.
+/// the checksum of the bytes before that. Until a header is found only the
+/// file's first [`HEAD_LIMIT`] bytes are read: a file without one there is
+/// not a session, whatever its size.
 pub(crate) fn read_facts(
     file: &File,
     from: u64,
@@ -291,25 +293,47 @@ pub(crate) fn read_facts(
     facts: &mut ListingFacts,
     sum: Checksum,
 ) -> io::Result<(u64, Checksum)> {
-    let mut lines = Lines::with_sum(file, from, end, sum);
-    while let Some(line) = lines.next_line()? {
-        if facts.kind == ListingKind::Pending && (line.long || line.offset >= HEAD_LIMIT) {
+    let (mut at, mut sum) = (from, sum);
+    if facts.kind == ListingKind::Pending {
+        let head_end = end.min(HEAD_LIMIT.max(from));
+        (at, sum) = read_lines(file, at, head_end, facts, sum, head_end == end)?;
+        if facts.kind == ListingKind::Pending && head_end < end {
             // No header where a session has one: not a session, and not read further.
             facts.kind = ListingKind::NotSession;
-            facts.lines += 1;
-            let at = line.offset + line.bytes.len() as u64;
-            return Ok((at, lines.sum()));
+            return Ok((at, sum));
         }
+    }
+    if facts.kind == ListingKind::Session && at < end {
+        (at, sum) = read_lines(file, at, end, facts, sum, true)?;
+    }
+    Ok((at, sum))
+}
+
+/// Feeds the complete lines of `[from, end)` to `facts`; with `last`, a final
+/// line without its newline too when it is whole JSON.
+fn read_lines(
+    file: &File,
+    from: u64,
+    end: u64,
+    facts: &mut ListingFacts,
+    sum: Checksum,
+    last: bool,
+) -> io::Result<(u64, Checksum)> {
+    let mut lines = Lines::with_sum(file, from, end, sum);
+    while let Some(line) = lines.next_line()? {
         if line.long {
             // Too long to hold: not read for the listing (docs/cli.md, "The catalog").
             facts.lines += 1;
+            if facts.kind == ListingKind::Pending {
+                facts.kind = ListingKind::NotSession;
+            }
             continue;
         }
         facts.feed(line.bytes);
     }
     let (at, rest) = lines.rest();
     let mut sum = lines.sum();
-    Ok(if complete_tail(rest) {
+    Ok(if last && complete_tail(rest) {
         facts.feed(rest);
         sum.update(rest);
         (at + rest.len() as u64, sum)

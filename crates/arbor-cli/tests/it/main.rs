@@ -6,6 +6,7 @@
 
 mod agent;
 mod catalog;
+mod catalog_reliability;
 mod chat;
 mod chat_commands;
 mod chat_terminal;
