@@ -4,7 +4,7 @@
 //! What it owns: where the fixtures are ([`fixtures`], [`jsonl_under`]), the
 //! oracle's recorded outputs ([`oracle`]), deterministic session options
 //! ([`deterministic_options`]), pi's messages ([`assistant_reply`]),
-//! generated sessions ([`write_big_session`]),
+//! generated sessions ([`write_big_session`], and [`recall`]'s in many scripts),
 //! snapshots of a directory ([`DirSnapshot`]) and a small deterministic
 //! generator ([`Rng`]). What it promises: nothing outside tests. It is a
 //! dev-dependency only; `cargo xtask tidy` refuses it as a normal dependency
@@ -19,6 +19,7 @@ mod files;
 mod messages;
 pub mod oracle;
 pub mod pg;
+pub mod recall;
 mod rng;
 
 use arbor_log::{CounterIds, FixedClock};

@@ -185,3 +185,43 @@ fn snippets_mark_what_matched() {
     assert_eq!(marked, ["pars", "twice"]);
     assert_eq!(h.snippet, "Benchmarks show simd_json parsing twice as fast");
 }
+
+#[test]
+fn hits_are_handed_on_as_the_search_finds_them() {
+    use std::cell::Cell;
+    // Forty sessions, the newest holding the word: its hits come before the rest are read.
+    let store = Store::new();
+    for i in 0..40 {
+        let mut s = header(&format!("s{i:02}"), CWD, "2026-01-01T00:00:00.000Z");
+        for k in 0..50 {
+            let text = if i == 39 && k == 7 { "the needle".to_owned() } else { format!("hay {k} of {i}") };
+            s += &message(&format!("e{i:02}-{k:02}"), None, "user", &text, T + i * 100 + k);
+        }
+        store.write(CWD, &format!("s{i:02}"), &s);
+    }
+    struct Counted<'a>(&'a Cell<u64>, &'a Cell<u64>);
+    impl arbor_catalog::Progress for Counted<'_> {
+        fn begin(&self, _: arbor_catalog::Pass, _: u64, bytes: u64) {
+            self.1.set(bytes);
+            self.0.set(0);
+        }
+        fn advance(&self, bytes: u64) {
+            self.0.set(self.0.get() + bytes);
+        }
+    }
+    let (read, total) = (Cell::new(0), Cell::new(0));
+    let mut cat = store.catalog();
+    let mut first_hit_at = None;
+    let opts = SearchOptions { scope: Scope::All, limit: 50, fuzzy: false };
+    let hits = cat
+        .search_with("needle", &opts, &Counted(&read, &total), &mut |h| {
+            if !h.is_empty() && first_hit_at.is_none() {
+                first_hit_at = Some(read.get());
+            }
+            arbor_catalog::Flow::Go
+        })
+        .unwrap();
+    assert_eq!(ids(&hits), ["e39-07"]);
+    let at = first_hit_at.unwrap();
+    assert!(at < total.get() / 2, "the hit came after {at} of {} bytes", total.get());
+}
