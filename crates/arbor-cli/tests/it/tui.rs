@@ -395,9 +395,8 @@ fn frobnicator_sessions(cwd: &Path) {
     holder += &line("a1", Some("u1"), "assistant", "the frobnicator one is ready", t + 1000);
     holder += &line("u3", Some("a1"), "user", "frobnicator off the path", t + 2000);
     holder += &line("u2", Some("a1"), "user", "something else", t + 3000);
-    holder += &(format!(
-        r#"{{"type":"session_info","id":"n1","parentId":"u2","timestamp":"2026-01-01T00:00:04.000Z","name":"Frob work"}}"#
-    ) + "\n");
+    holder += r#"{"type":"session_info","id":"n1","parentId":"u2","timestamp":"2026-01-01T00:00:04.000Z","name":"Frob work"}"#;
+    holder += "\n";
     holder += &line("a2", Some("n1"), "assistant", "done", t + 5000);
     std::fs::write(dir.join("2026-01-01T00-00-00-000Z_holder-1.jsonl"), holder).unwrap();
     let mut decoy = format!(
