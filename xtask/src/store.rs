@@ -113,6 +113,15 @@ pub fn session_bytes(i: usize, sessions: usize, seed: u64, sizes: Sizes, extra: 
     Ok(bytes)
 }
 
+/// A topic word of the store's oldest session (session 0) that no other
+/// session draws: a literal found in one file, the last a newest-first
+/// search reads. `None` when session 0 shares all its topics.
+pub fn oldest_only_word(sessions: usize, seed: u64, sizes: Sizes) -> Option<String> {
+    let others: std::collections::HashSet<String> =
+        (1..sessions).flat_map(|i| plan(i, sessions, seed, sizes).0.topics).collect();
+    plan(0, sessions, seed, sizes).0.topics.into_iter().find(|t| !others.contains(t))
+}
+
 /// Where session `i` of a store lives under its root.
 pub fn session_path(root: &Path, i: usize, sessions: usize, seed: u64, sizes: Sizes) -> Result<PathBuf> {
     Ok(root.join(relative_path(&session_bytes(i, sessions, seed, sizes, 0)?)?))

@@ -61,10 +61,15 @@ impl Class {
     }
 }
 
-/// The most bytes of matrices one segment holds; more columns make more segments.
-const SEGMENT_BYTES: u64 = 32 << 20;
-/// Segments beyond which a search merges them into one.
-const MAX_SEGMENTS: usize = 8;
+/// The most bytes of matrices one segment holds; more columns make more
+/// segments. A search writes a segment as soon as it has this many, so its
+/// memory follows a segment, not the store.
+pub(crate) const SEGMENT_BYTES: u64 = 32 << 20;
+/// A segment smaller than this is small: searches that read little write
+/// small ones (a session's new lines), and they are merged when there are many.
+const SMALL_SEGMENT: u64 = 4 << 20;
+/// Small segments beyond which a search merges them into one.
+const MAX_SMALL: usize = 16;
 
 /// The directory of a catalog's segments.
 pub(crate) fn dir_of(db: &Path) -> PathBuf {
@@ -339,20 +344,25 @@ pub(crate) fn tidy(conn: &mut Connection, db: &Path) -> Result<(), StoreError> {
     if !dir.is_dir() {
         return Ok(());
     }
-    let segs: Vec<(i64, String, i64, i64)> = {
+    let segs: Vec<(i64, String, i64, i64, i64)> = {
         let mut stmt = conn.prepare(
-            "SELECT s.id, s.file, s.columns, (SELECT count(*) FROM columns c WHERE c.seg = s.id) FROM segments s",
+            "SELECT s.id, s.file, s.columns, (SELECT count(*) FROM columns c WHERE c.seg = s.id), s.bytes \
+             FROM segments s",
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    let lost: Vec<&(i64, String, i64, i64)> = segs.iter().filter(|s| s.3 < s.2).collect();
-    if !lost.is_empty() || segs.len() > MAX_SEGMENTS {
-        let which: Vec<(i64, String)> = if segs.len() > MAX_SEGMENTS {
-            segs.iter().map(|s| (s.0, s.1.clone())).collect()
-        } else {
-            lost.iter().map(|s| (s.0, s.1.clone())).collect()
-        };
+    // Segments that lost columns are rewritten without them; small ones merged when many.
+    let mut which: Vec<(i64, String)> = segs.iter().filter(|s| s.3 < s.2).map(|s| (s.0, s.1.clone())).collect();
+    let small: Vec<(i64, String)> = segs
+        .iter()
+        .filter(|s| (s.4 as u64) < SMALL_SEGMENT && !which.iter().any(|w| w.0 == s.0))
+        .map(|s| (s.0, s.1.clone()))
+        .collect();
+    if small.len() > MAX_SMALL {
+        which.extend(small);
+    }
+    if !which.is_empty() {
         rewrite(conn, &dir, &which)?;
     }
     remove_strays(conn, &dir)?;
@@ -380,6 +390,9 @@ fn rewrite(conn: &mut Connection, dir: &Path, segs: &[(i64, String)]) -> Result<
             columns.push(Column { session, epoch, start: start as u64, end: end as u64, filter });
         }
     }
+    // Two processes that read a session at once leave its column twice: keep one.
+    let mut seen = std::collections::HashSet::new();
+    columns.retain(|c| seen.insert((c.session, c.epoch, c.start, c.end)));
     // The new segments first, then the old ones go: a search in between sees a column twice, never none.
     let ids: Vec<i64> = segs.iter().map(|s| s.0).collect();
     write_segment_replacing(conn, dir, columns, &ids)?;

@@ -11,7 +11,8 @@
 //! built; a range read whole without a filter gets one, stored when the
 //! search ends (the first search of a store reads everything and builds
 //! them all). Exact hits come first; fuzzy ones only when asked for, or
-//! when there is no exact one.
+//! when there is no exact one (then from the newest sessions' first
+//! [`FUZZY_FALLBACK_BYTES`]: a fuzzy match decodes every line).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -104,6 +105,10 @@ struct Planned {
     ranges: Vec<Range>,
 }
 
+/// The bytes of the newest sessions whose text is read for fuzzy matches
+/// when a search has no exact hit and fuzzy matches were not asked for.
+pub const FUZZY_FALLBACK_BYTES: u64 = 256 << 20;
+
 /// A range read without a filter is given one when at least this long (or
 /// when the session has none yet); shorter ones are just read.
 const BUILD_MIN: u64 = 64 << 10;
@@ -130,7 +135,19 @@ pub(crate) fn run(
     let mut hits = scan(ctx, &plan, pattern, Mode::Exact, opts.limit, progress, &mut watch, &HashSet::new())?;
     if !stopped.get() && pattern.has_tokens() && hits.len() < opts.limit && (opts.fuzzy || hits.is_empty()) {
         let seen: HashSet<(String, String)> = hits.iter().map(|h| (h.session_id.clone(), h.entry_id.clone())).collect();
-        let whole: Vec<Planned> = sessions.into_iter().map(|(p, scanned)| whole(p, scanned)).collect();
+        // Fuzzy matches decode every line. Asked for, they cover the scope; as
+        // the fallback of a search with no exact hit, the newest sessions only.
+        let budget = if opts.fuzzy { u64::MAX } else { FUZZY_FALLBACK_BYTES };
+        let mut spent = 0u64;
+        let whole: Vec<Planned> = sessions
+            .into_iter()
+            .take_while(|(_, scanned)| {
+                let first = spent == 0;
+                spent = spent.saturating_add(*scanned);
+                first || spent <= budget
+            })
+            .map(|(p, scanned)| whole(p, scanned))
+            .collect();
         let more = scan(ctx, &whole, pattern, Mode::Fuzzy, opts.limit - hits.len(), progress, &mut watch, &seen)?;
         hits.extend(more);
     }
