@@ -9,10 +9,11 @@
 //!
 //! - the first search of a store (the catalog is deleted and the listing
 //!   rebuilt, untimed, before each run): a common word (the first hits are
-//!   in the newest sessions: it stops early), then a word only the oldest
-//!   session holds (every file is read and the search filters built);
-//! - searches again (the filters in place): another rare word, the common
-//!   word, a phrase and a `re:` pattern;
+//!   in the newest sessions: it stops early), then a literal only the oldest
+//!   session holds (a topic word of its own, else its id: every file is read
+//!   and the search filters built);
+//! - searches again (the filters in place): the same literal, a word of a
+//!   few sessions, the common word, a phrase, and a `re:` pattern;
 //! - the catalog's size (listing and filters) beside the store's.
 
 use std::ffi::OsString;
@@ -52,7 +53,7 @@ pub struct Setup<'a> {
     pub sessions: &'a Path,
     pub cache: &'a Path,
     pub runs: usize,
-    /// A word only the store's oldest session holds.
+    /// A literal only the store's oldest session holds.
     pub oldest_only: String,
 }
 
@@ -134,13 +135,19 @@ pub fn rows(s: &Setup) -> Result<Vec<Pair>> {
     };
     out.push(first(COMMON, "a common word, no filters")?);
     // The last of these runs leaves every filter built.
-    out.push(first(&rare, "a word of the oldest session only: reads every file, builds the filters")?);
+    out.push(first(&rare, "a literal of the oldest session only: reads every file, builds the filters")?);
     let again = |label: String, query: &str, rg: BenchCmd, target: Target| -> Result<Pair> {
         let (arbor, rg) = paired(s, s.search(&label, query), rg, None)?;
         Ok(Pair { arbor, rg: Some(rg), target })
     };
     out.push(again(
-        format!("arbor search {rare2} (again: another rare word)"),
+        format!("arbor search {rare} (again)"),
+        &rare,
+        s.rg(&format!("rg -F -l {rare}"), &rare, true),
+        Target::Seconds(0.1),
+    )?);
+    out.push(again(
+        format!("arbor search {rare2} (again: a word of a few sessions)"),
         &rare2,
         s.rg(&format!("rg -F -l {rare2}"), &rare2, true),
         Target::Seconds(0.1),

@@ -104,8 +104,7 @@ pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()
 
     let listing_mb = size_of(&cache)?.1 as f64 / 1e6;
     let searches = if o.search {
-        let oldest_only = store::oldest_only_word(o.sessions, o.seed, o.sizes)
-            .context("the store's oldest session has no topic of its own")?;
+        let oldest_only = store::oldest_only_literal(o.sessions, o.seed, o.sizes)?;
         let setup = bench_search::Setup { root, arbor, sessions: &sessions, cache: &cache, runs: o.runs, oldest_only };
         bench_search::rows(&setup)?
     } else {

@@ -24,12 +24,13 @@ use crate::walk::{walk, Found, Scope};
 use crate::work::{run_parallel, Pass, Progress};
 use arbor_tree::{ListingFacts, ListingKind};
 
-/// A file's row as a refresh reads it.
+/// A file's row as a refresh reads it: what tells whether it changed (its
+/// listing facts are read only for a file read on, [`load_facts`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
     pub rowid: i64,
     pub known: Known,
-    pub facts: ListingFacts,
+    pub kind: ListingKind,
     pub gen: i64,
 }
 
@@ -38,8 +39,9 @@ pub(crate) struct Row {
 enum Job {
     /// Read it from the start (a new file, or one rewritten: then its row).
     Read { found: Found, row: Option<Row> },
-    /// Read on from where the last scan stopped (with the checksum of what it read).
-    ReadOn { found: Found, row: Row, sum: Checksum },
+    /// Read on from where the last scan stopped (with the checksum of what it
+    /// read, and the facts so far).
+    ReadOn { found: Found, row: Row, sum: Checksum, facts: Box<ListingFacts> },
 }
 
 impl Job {
@@ -117,6 +119,7 @@ pub(crate) fn refresh(
     let found = walk(root, scope, warnings)?;
     let mut stats = RefreshStats { files: found.len(), ..Default::default() };
     let Sorted { mut jobs, restamps, gone } = sort(root, found, &mut rows, warnings);
+    load_facts(conn, &mut jobs).map_err(db)?;
     // Big files first, so the threads finish together.
     jobs.sort_by_key(|j| std::cmp::Reverse(j.bytes()));
     let total: u64 = jobs.iter().map(Job::bytes).sum();
@@ -194,10 +197,8 @@ fn sort(root: &Path, found: Vec<Found>, rows: &mut HashMap<String, Row>, warning
             Change::Unchanged => {}
             Change::Restamp => restamps.push((row.rowid, row.gen, f.stat)),
             // A file that is not a session is not read past its head.
-            Change::Grown(_) if row.facts.kind == ListingKind::NotSession => {
-                restamps.push((row.rowid, row.gen, f.stat))
-            }
-            Change::Grown(sum) => jobs.push(Job::ReadOn { found: f, row, sum }),
+            Change::Grown(_) if row.kind == ListingKind::NotSession => restamps.push((row.rowid, row.gen, f.stat)),
+            Change::Grown(sum) => jobs.push(Job::ReadOn { found: f, row, sum, facts: Box::default() }),
             Change::Rescan => jobs.push(Job::Read { found: f, row: Some(row) }),
         }
     }
@@ -207,10 +208,9 @@ fn sort(root: &Path, found: Vec<Found>, rows: &mut HashMap<String, Row>, warning
     Sorted { jobs, restamps, gone }
 }
 
-/// The rows of the scope's files.
+/// The rows of the scope's files (what tells whether each changed).
 fn load_rows(conn: &Connection, scope: &Scope) -> rusqlite::Result<HashMap<String, Row>> {
-    let cols = "rowid, rel, size, mtime_ns, ctime_ns, ino, dev, scanned, sum, kind, lines, id, cwd, \
-                parent_session, created, version, name, message_count, first_message, newest_ms, gen";
+    let cols = "rowid, rel, size, mtime_ns, ctime_ns, ino, dev, scanned, sum, kind, gen";
     let (sql, arg) = match scope {
         Scope::All => (format!("SELECT {cols} FROM sessions"), None),
         Scope::Dir(d) => (format!("SELECT {cols} FROM sessions WHERE dir = ?1"), Some(d.as_str())),
@@ -225,26 +225,41 @@ fn load_rows(conn: &Connection, scope: &Scope) -> rusqlite::Result<HashMap<Strin
             dev: r.get::<_, i64>(6)? as u64,
         };
         let known = Known { stat, scanned: r.get::<_, i64>(7)? as u64, sum: r.get(8)? };
-        let facts = ListingFacts {
-            kind: ListingKind::from_code(r.get(9)?),
-            lines: r.get::<_, i64>(10)? as u64,
-            id: r.get(11)?,
-            cwd: r.get(12)?,
-            parent_session: r.get(13)?,
-            created: r.get(14)?,
-            version: r.get::<_, i64>(15)? as u64,
-            name: r.get(16)?,
-            message_count: r.get::<_, i64>(17)? as u64,
-            first_message: r.get(18)?,
-            newest_ms: r.get(19)?,
-        };
-        Ok((r.get(1)?, Row { rowid: r.get(0)?, known, facts, gen: r.get(20)? }))
+        let kind = ListingKind::from_code(r.get(9)?);
+        Ok((r.get(1)?, Row { rowid: r.get(0)?, known, kind, gen: r.get(10)? }))
     };
     let rows = match arg {
         None => stmt.query_map([], map)?.collect(),
         Some(d) => stmt.query_map([d], map)?.collect(),
     };
     rows
+}
+
+/// The listing facts of the rows of the files read on.
+fn load_facts(conn: &Connection, jobs: &mut [Job]) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT kind, lines, id, cwd, parent_session, created, version, name, message_count, first_message, \
+         newest_ms FROM sessions WHERE rowid = ?1",
+    )?;
+    for job in jobs {
+        let Job::ReadOn { row, facts, .. } = job else { continue };
+        **facts = stmt.query_row([row.rowid], |r| {
+            Ok(ListingFacts {
+                kind: ListingKind::from_code(r.get(0)?),
+                lines: r.get::<_, i64>(1)? as u64,
+                id: r.get(2)?,
+                cwd: r.get(3)?,
+                parent_session: r.get(4)?,
+                created: r.get(5)?,
+                version: r.get::<_, i64>(6)? as u64,
+                name: r.get(7)?,
+                message_count: r.get::<_, i64>(8)? as u64,
+                first_message: r.get(9)?,
+                newest_ms: r.get(10)?,
+            })
+        })?;
+    }
+    Ok(())
 }
 
 /// The warning for a file that cannot be read.
@@ -256,9 +271,9 @@ fn unreadable_warning(path: &Path, e: &io::Error) -> String {
 fn read_job(root: &Path, job: Job) -> Outcome {
     let (found, row, from, facts, sum) = match job {
         Job::Read { found, row } => (found, row, 0, ListingFacts::default(), Checksum::default()),
-        Job::ReadOn { found, row, sum } => {
-            let (from, facts) = (row.known.scanned, row.facts.clone());
-            (found, Some(row), from, facts, sum)
+        Job::ReadOn { found, row, sum, facts } => {
+            let from = row.known.scanned;
+            (found, Some(row), from, *facts, sum)
         }
     };
     let path = root.join(&found.rel);
