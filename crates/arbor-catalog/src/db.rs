@@ -37,8 +37,6 @@ CREATE TABLE sessions (
     gen INTEGER NOT NULL           -- bumped by every change: a writer that read an older gen skips its update
 );
 CREATE INDEX sessions_dir ON sessions(dir, modified_ms);
--- A search's order: sessions newest first, ties by path.
-CREATE INDEX sessions_newest ON sessions(kind, modified_ms DESC, rel);
 -- The gram filters (filters.rs): segment files, their size classes, and which
 -- column of which segment is which range of which session.
 CREATE TABLE segments (id INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, columns INTEGER NOT NULL, bytes INTEGER NOT NULL);

@@ -161,14 +161,15 @@ fn whole(mut p: Planned, scanned: u64) -> Planned {
 
 /// The scope's sessions, newest first (ties by path), each with how far it was read.
 fn load(conn: &Connection, scope: &Scope) -> rusqlite::Result<Vec<(Planned, u64)>> {
-    let mut sql = "SELECT rowid, rel, id, cwd, name, version, epoch, scanned FROM sessions WHERE kind = 1".to_owned();
+    let mut sql = "SELECT rowid, rel, id, cwd, name, version, epoch, scanned, modified_ms FROM sessions WHERE kind = 1"
+        .to_owned();
     if matches!(scope, Scope::Dir(_)) {
         sql.push_str(" AND dir = ?1");
     }
-    sql.push_str(" ORDER BY modified_ms DESC, rel ASC");
     let mut stmt = conn.prepare(&sql)?;
-    let map = |r: &rusqlite::Row| -> rusqlite::Result<(Planned, u64)> {
+    let map = |r: &rusqlite::Row| -> rusqlite::Result<(i64, Planned, u64)> {
         Ok((
+            r.get(8)?,
             Planned {
                 rowid: r.get(0)?,
                 rel: r.get(1)?,
@@ -182,11 +183,14 @@ fn load(conn: &Connection, scope: &Scope) -> rusqlite::Result<Vec<(Planned, u64)
             r.get::<_, i64>(7)? as u64,
         ))
     };
-    let rows = match scope {
+    let rows: rusqlite::Result<Vec<(i64, Planned, u64)>> = match scope {
         Scope::All => stmt.query_map([], map)?.collect(),
         Scope::Dir(d) => stmt.query_map([d], map)?.collect(),
     };
-    rows
+    // Sorted here: the table read in its order is cheaper than an index's lookups.
+    let mut rows = rows?;
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.rel.cmp(&b.1.rel)));
+    Ok(rows.into_iter().map(|(_, p, scanned)| (p, scanned)).collect())
 }
 
 /// The ranges each session must be read in: those whose filters may hold
