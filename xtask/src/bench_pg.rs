@@ -132,6 +132,7 @@ pub fn run(root: &Path, target: &Path, o: &PgOpts) -> Result<()> {
     let big =
         crate::bench::cached_session(target, GenOptions { entries: o.entries, seed: o.seed, shape: Shape::Realistic })?;
     let open = open_and_context(root, &cluster, &arbor, &big, &work, o.runs)?;
+    let reads = reads(root, &cluster, &arbor, &big, &work, o.runs)?;
     let push = push_and_pull(root, &cluster, &arbor, &work, o)?;
 
     println!();
@@ -150,6 +151,21 @@ pub fn run(root: &Path, target: &Path, o: &PgOpts) -> Result<()> {
             o.entries,
             file.median().as_secs_f64(),
             server.median().as_secs_f64()
+        );
+    }
+    println!();
+    println!("| {} entries ({mb:.0} MB), index warm | file | server | target (server) | met |", o.entries);
+    println!("|---|---:|---:|---|:-:|");
+    for r in &reads {
+        let (f, s) = (&r.file, &r.server);
+        let (ft, st) = (f.median().as_secs_f64(), s.median().as_secs_f64());
+        let (fm, sm) = (crate::bench::kib_to_mb(f.peak_rss_kib()), crate::bench::kib_to_mb(s.peak_rss_kib()));
+        let met = st <= r.time_limit(ft) && r.rss_limit.is_none_or(|l| sm <= l);
+        println!(
+            "| {} | {ft:.3} s, {fm:.0} MB | {st:.3} s, {sm:.0} MB | {} | {} |",
+            r.what,
+            r.target,
+            if met { "yes" } else { "no" }
         );
     }
     println!();
@@ -235,6 +251,93 @@ fn open_and_context(
             bench_command(root, &s, 1)?;
         }
         out.push((label, bench_command(root, &f, runs)?, bench_command(root, &s, runs)?));
+    }
+    Ok(out)
+}
+
+/// One read (or one small write) measured on the file and on the server.
+struct Read {
+    what: &'static str,
+    target: &'static str,
+    /// The server's time limit from the file's time (s).
+    time_limit: fn(f64) -> f64,
+    /// The server's peak memory limit (MB).
+    rss_limit: Option<f64>,
+    file: Measured,
+    server: Measured,
+}
+
+impl Read {
+    fn time_limit(&self, file: f64) -> f64 {
+        (self.time_limit)(file)
+    }
+}
+
+/// A read's name, its target in words, its time and memory limits, and its arguments.
+type ReadRow<'a> = (&'static str, &'static str, fn(f64) -> f64, Option<f64>, &'a [&'a str]);
+
+/// The id of the last entry of `file` (what `label` labels).
+fn last_id(file: &Path) -> Result<String> {
+    use std::io::{Read as _, Seek, SeekFrom};
+    let mut f = fs::File::open(file)?;
+    let len = f.metadata()?.len();
+    let tail = len.min(1 << 20);
+    f.seek(SeekFrom::Start(len - tail))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf)?;
+    let last = buf.trim_ascii_end().rsplit(|&b| b == b'\n').next().unwrap_or_default();
+    let v: Value = serde_json::from_slice(last).context("the session's last line")?;
+    Ok(v.get("id").and_then(Value::as_str).context("the last line has no id")?.to_owned())
+}
+
+/// `context --json`, `label` and `tree --json` of the N-entry session, the
+/// file and the same session on the server, each with its index in the
+/// cache (built by a first run): the read targets.
+fn reads(root: &Path, cluster: &Cluster, arbor: &Path, big: &Path, work: &Path, runs: usize) -> Result<Vec<Read>> {
+    eprintln!("== reads of {}", big.display());
+    let dir = work.join("reads/--bench-reads--");
+    fs::create_dir_all(&dir)?;
+    let file = dir.join(big.file_name().context("the session has no name")?);
+    fs::copy(big, &file).context("copying the session")?;
+    let url = cluster.database("bench_reads")?;
+    let pushed = Command::new(arbor).arg("push").arg(&file).arg("--to").arg(&url).output()?;
+    if !pushed.status.success() {
+        bail!("arbor push failed: {}", String::from_utf8_lossy(&pushed.stderr));
+    }
+    let name = format!("/--bench-reads--/{}", file.file_name().unwrap_or_default().to_string_lossy());
+    let id = last_id(&file)?;
+    let cache = work.join("reads-cache").to_string_lossy().into_owned();
+    let cmd = |label: &str, store: bool, args: &[&str]| {
+        let mut argv: Vec<OsString> = vec![arbor.into()];
+        if store {
+            argv.extend(["--store".into(), OsString::from(&url)]);
+        }
+        let session: OsString = if store { name.clone().into() } else { file.clone().into() };
+        argv.push(args[0].into());
+        argv.push(session);
+        argv.extend(args[1..].iter().map(OsString::from));
+        BenchCmd::new(label, argv).with_env("ARBOR_CACHE_DIR", &cache)
+    };
+    let label_args = ["label", id.as_str(), "bench"];
+    let rows: [ReadRow; 3] = [
+        ("context --json", "≤ 3× file + 50 ms, ≤ 50 MB", |f| 3.0 * f + 0.05, Some(50.0), &["context", "--json"]),
+        ("label (one append)", "≤ 100 ms, ≤ 50 MB", |_| 0.1, Some(50.0), &label_args),
+        ("tree --json", "≤ 2× file", |f| 2.0 * f, None, &["tree", "--json"]),
+    ];
+    let mut out = vec![];
+    for (what, target, time_limit, rss_limit, args) in rows {
+        let (f, s) = (cmd(&format!("file {what}"), false, args), cmd(&format!("server {what}"), true, args));
+        // The index made (and, after a write, extended) by a first run.
+        bench_command(root, &f, 1)?;
+        bench_command(root, &s, 1)?;
+        out.push(Read {
+            what,
+            target,
+            time_limit,
+            rss_limit,
+            file: bench_command(root, &f, runs)?,
+            server: bench_command(root, &s, runs)?,
+        });
     }
     Ok(out)
 }

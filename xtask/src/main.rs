@@ -51,8 +51,9 @@ commands:
       --quick                       10k entries instead of 100k (100k instead of 1M with --small)
       --entries N                   number of entries to generate
       --small                       use the small-entry, deep-path shape
-      --html N                      the render time in headless Chromium of the exported HTML page of
-                                    a generated N-entry session, next to the demo's page
+      --html N                      arbor export --format html beside pi --export (time, page size) on
+                                    the demo and generated 10k and N-entry sessions, and the time
+                                    headless Chromium takes to draw the first view of each page
       --seed S                      generator seed (default 7)
       --runs R                      runs per command (default 3; the median is reported)
       --file PATH                   bench an existing file instead of a generated one

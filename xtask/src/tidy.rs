@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+mod backends;
 mod commands;
 mod readme;
 mod size;
@@ -54,6 +55,7 @@ pub fn problems(root: &Path) -> Result<Vec<String>> {
     problems.extend(check_dev_only(&meta)?);
     problems.extend(check_crate_files(&meta, root)?);
     problems.extend(commands::check(root)?);
+    problems.extend(backends::check(root)?);
     problems.extend(vocab::check(root)?);
     problems.extend(size::check(root)?);
     problems.extend(readme::check(root)?);
@@ -69,7 +71,7 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart, entry types and roles as types, files and functions in size)",
+        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart, backends built in one place, entry types and roles as types, files and functions in size)",
         chain_text(),
         SYNC_CRATES.join("/"),
         DEV_ONLY.join("/")

@@ -6,14 +6,13 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use arbor_log::format_iso_ms;
+use arbor_tree::sessions::{Hit, Progress, Scope};
 use arbor_tree::SessionListInfo;
 
 use crate::db;
 use crate::error::CatalogError;
 use crate::refresh::RefreshStats;
-use crate::search::{Hit, SearchOptions};
-use crate::walk::Scope;
-use crate::work::Progress;
+use crate::search::SearchOptions;
 
 /// How a catalog is opened.
 #[derive(Debug, Clone)]
@@ -26,10 +25,20 @@ pub struct CatalogOptions {
 }
 
 impl Default for CatalogOptions {
-    /// Arbor's cache directory ([`arbor_tree::paths::cache_dir`]) and every core.
+    /// In memory (nothing is written anywhere: name a cache directory, such as
+    /// [`arbor_tree::paths::cache_dir`], to keep the catalog between runs),
+    /// read on every core (up to 8).
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        CatalogOptions { cache_dir: arbor_tree::paths::cache_dir(), threads }
+        CatalogOptions { cache_dir: None, threads }
+    }
+}
+
+impl CatalogOptions {
+    /// Keeps the catalog in `<dir>/catalog/` (`None`: in memory).
+    pub fn with_cache_dir(mut self, dir: Option<PathBuf>) -> CatalogOptions {
+        self.cache_dir = dir;
+        self
     }
 }
 
@@ -52,7 +61,8 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Opens the catalog of `root` in Arbor's cache directory.
+    /// Opens the catalog of `root` with the default options: in memory, for
+    /// this value only.
     pub fn open(root: &Path) -> Result<Catalog, CatalogError> {
         Catalog::open_with(root, CatalogOptions::default())
     }
@@ -221,6 +231,10 @@ impl Catalog {
     /// A file's path from its path under the root.
     pub(crate) fn path_of(&self, rel: &str) -> PathBuf {
         path_under(&self.root, rel)
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
     }
 
     pub(crate) fn db_error(&self, source: rusqlite::Error) -> CatalogError {

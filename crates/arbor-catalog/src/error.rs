@@ -9,7 +9,9 @@ pub enum CatalogError {
     /// Reading a session file or a directory of the sessions root failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// What the file system said.
         #[source]
         source: std::io::Error,
     },
@@ -17,7 +19,9 @@ pub enum CatalogError {
     /// disk, a lock held past the busy timeout).
     #[error("catalog {}: {source}", path.display())]
     Db {
+        /// The catalog file (`:memory:` for one in memory).
         path: PathBuf,
+        /// What SQLite said.
         #[source]
         source: rusqlite::Error,
     },

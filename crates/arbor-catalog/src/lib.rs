@@ -1,9 +1,33 @@
 //! The catalog of every session under a sessions root: what a listing shows
 //! of each session, and search over the text of every entry, kept in SQLite
-//! in Arbor's cache directory and refreshed incrementally.
+//! and refreshed incrementally; and [`FileSessions`], the
+//! [`arbor_tree::sessions::Sessions`] of a local sessions root, answered
+//! through it.
 //!
-//! `arbor-catalog` owns [`Catalog`]: its file (`<cache>/catalog/<hash of the
-//! root>.sqlite`, see [`arbor_tree::paths::cache_dir`]), its schema (versioned:
+//! ```
+//! use arbor_catalog::FileSessions;
+//! use arbor_tree::sessions::{ListRequest, NoProgress, Scope, SearchRequest, Sessions};
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # let root = dir.path().join("sessions");
+//! # std::fs::create_dir_all(root.join("--w--"))?;
+//! # std::fs::write(root.join("--w--").join("s.jsonl"), [
+//! #     r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+//! #     r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"where is the gearbox?"}}"#,
+//! # ].join("\n") + "\n")?;
+//! // The catalog in memory: nothing is written anywhere.
+//! let sessions = FileSessions::new(&root);
+//! let listed = sessions.listing(&ListRequest::new(Scope::All), &NoProgress)?;
+//! assert_eq!(listed[0].first_message, "where is the gearbox?");
+//! let hits = sessions.search(&SearchRequest::new("gearbox", Scope::cwd("/w")), &NoProgress)?;
+//! assert_eq!((hits[0].entry_id.as_str(), hits[0].on_active_path), ("u1", true));
+//! assert_eq!(sessions.resolve("s1")?, listed[0].path);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `arbor-catalog` owns [`Catalog`]: its file (in the cache directory a
+//! caller names, `<cache>/catalog/<hash of the root>.sqlite`; by default the
+//! catalog is kept in memory and nothing is written), its schema (versioned:
 //! an older catalog is rebuilt), the refresh of the listing facts (pi's
 //! `SessionInfo`), and [`Catalog::search`] with pi's picker syntax, run by
 //! [`arbor_search`]'s engine over the session files themselves: the catalog
@@ -28,30 +52,44 @@
 //! it is Arbor's; one that cannot be kept (a link, someone else's database,
 //! no write access) is replaced by one in memory, with a warning.
 //!
+//! [`FileSessions`] follows a file as `tail -F` does (whole lines; a file
+//! replaced, cut short or rewritten in place is handed out whole again; one
+//! that goes away is reported and followed again when it comes back; only
+//! regular files).
+//!
 //! It does not know about terminals, output formats or the tree's layout. It
 //! is synchronous (no async runtime) and never prints: warnings are returned
 //! ([`Catalog::take_warnings`]) and progress is reported through [`Progress`].
+
+#![deny(missing_docs)]
 
 mod catalog;
 mod db;
 mod error;
 mod facts;
 mod filters;
+mod follow;
 mod lines;
+mod names;
 mod refresh;
 mod search;
+mod sessions;
 mod stamp;
 mod walk;
 mod work;
 
-pub use arbor_search::{fuzzy_match, parse_query, Flow, Query, Token, TokenKind};
+pub use arbor_search::Flow;
+/// The shared types of every backend's sessions, from `arbor-tree`.
+pub use arbor_tree::sessions::{
+    fuzzy_match, parse_query, Hit, NoProgress, Pass, PathLabel, Progress, Query, Relevance, Scope, Token, TokenKind,
+};
 pub use catalog::{clear_cache, Catalog, CatalogOptions};
 pub use error::CatalogError;
 pub use facts::all_messages_text;
+pub use names::Named;
 pub use refresh::RefreshStats;
-pub use search::{Hit, PathLabel, Relevance, SearchOptions};
-pub use walk::Scope;
-pub use work::{NoProgress, Pass, Progress};
+pub use search::{SearchOptions, FUZZY_FALLBACK_BYTES};
+pub use sessions::FileSessions;
 
 #[cfg(test)]
 mod test_support {

@@ -20,8 +20,9 @@ use arbor_log::reader::{parse_line, Parsed};
 use crate::error::CatalogError;
 use crate::lines::Lines;
 use crate::stamp::{classify, Change, Checksum, Known, Stat};
-use crate::walk::{walk, Found, Scope};
-use crate::work::{run_parallel, Pass, Progress};
+use crate::walk::{walk, Found};
+use crate::work::run_parallel;
+use arbor_tree::sessions::{Pass, Progress, Scope};
 use arbor_tree::{ListingFacts, ListingKind};
 
 /// A file's row as a refresh reads it: what tells whether it changed (its

@@ -20,63 +20,26 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
-use serde::Serialize;
 
-use arbor_log::{format_iso_ms, EntryType, Role, CURRENT_VERSION};
+use arbor_log::{format_iso_ms, CURRENT_VERSION};
 use arbor_search::{ordered, scan_ranges, scan_values, EntryHit, Flow, Mode, Pattern, Range, Scanned};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
-pub use arbor_search::Relevance;
+use arbor_tree::sessions::{Hit, PathLabel, Scope};
+
+use arbor_tree::sessions::{Pass, Progress};
 
 use crate::filters::{self, Column, Stored};
-use crate::walk::Scope;
-use crate::work::{Pass, Progress};
 
 /// What to search and how many hits to return.
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
+    /// The sessions searched.
     pub scope: Scope,
+    /// The most hits returned.
     pub limit: usize,
     /// Fuzzy hits after the exact ones (without it, only when there is no exact hit).
     pub fuzzy: bool,
-}
-
-/// A label on the path to a hit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PathLabel {
-    pub entry_id: String,
-    pub label: String,
-}
-
-/// One entry that matches.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Hit {
-    /// The session file.
-    pub path: PathBuf,
-    pub session_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_name: Option<String>,
-    pub cwd: String,
-    pub entry_id: String,
-    /// The entry's `type`.
-    #[serde(rename = "type")]
-    pub entry_type: EntryType,
-    /// A message's role.
-    pub role: Option<Role>,
-    /// The entry's time (ISO).
-    pub timestamp: String,
-    /// The text around the first match, on one line.
-    pub snippet: String,
-    /// Where the matches are in `snippet`: `[start, end)` in characters.
-    pub marks: Vec<[usize; 2]>,
-    /// True when the entry is on the path from the root to the session's leaf.
-    pub on_active_path: bool,
-    /// The labels on the path from the root to the entry, root first.
-    pub labels: Vec<PathLabel>,
-    /// How well it matches.
-    pub relevance: Relevance,
 }
 
 /// What a search needs of the catalog.

@@ -160,6 +160,30 @@ impl Checksum {
     }
 }
 
+/// How many bytes the head and tail checksums of [`Sums`] cover.
+pub(crate) const EDGE: u64 = 4096;
+
+/// Checksums of the first bytes of a file and of the bytes just before `end`,
+/// [`EDGE`] bytes each at most: what a follower (`follow.rs`), which looks
+/// many times a second, compares to tell an append from a rewrite cheaply.
+/// The catalog itself compares a [`Checksum`] of everything it read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Sums {
+    pub head: i64,
+    pub tail: i64,
+}
+
+impl Sums {
+    pub fn read(src: &dyn ReadAt, end: u64) -> io::Result<Sums> {
+        let n = end.min(EDGE);
+        let head = arbor_log::scan::read_exact_at(src, 0, n as usize)?;
+        let tail = arbor_log::scan::read_exact_at(src, end - n, n as usize)?;
+        // A file shorter than `end` now gives short reads, and so other sums.
+        let sum = |b: &[u8]| if b.len() as u64 == n { fnv1a(b) as i64 } else { !(fnv1a(b) as i64) };
+        Ok(Sums { head: sum(&head), tail: sum(&tail) })
+    }
+}
+
 /// FNV-1a, 64 bits: stable across releases, which a catalog on disk needs.
 pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))

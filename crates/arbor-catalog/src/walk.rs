@@ -6,23 +6,7 @@ use std::path::Path;
 
 use crate::error::CatalogError;
 use crate::stamp::Stat;
-
-/// Which sessions a refresh or a query covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
-    /// Every working directory's sessions.
-    All,
-    /// The sessions of one directory of the root (pi's encoded cwd, see
-    /// `arbor_tree::paths::encode_cwd`).
-    Dir(String),
-}
-
-impl Scope {
-    /// The sessions of working directory `cwd`.
-    pub fn cwd(cwd: &str) -> Scope {
-        Scope::Dir(arbor_tree::paths::encode_cwd(cwd))
-    }
-}
+use arbor_tree::sessions::Scope;
 
 /// One session file found under the root.
 #[derive(Debug, Clone)]

@@ -1,35 +1,9 @@
-//! Reading many files on all cores while one thread writes the results, and
-//! the progress a long pass reports.
+//! Reading many files on all cores while one thread writes the results.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 
 use crate::error::CatalogError;
-
-/// Which pass of a refresh is running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pass {
-    /// Reading files for the listing: header, name, counts, first message.
-    Listing,
-    /// Reading files for a search (and building their search filters).
-    Text,
-}
-
-/// Told how a refresh goes, to show progress; called from the refreshing thread.
-pub trait Progress {
-    /// A pass begins over `files` files holding `bytes` bytes to read.
-    fn begin(&self, _pass: Pass, _files: u64, _bytes: u64) {}
-    /// One more file is done; `bytes` of it were read.
-    fn advance(&self, _bytes: u64) {}
-    /// The pass is over.
-    fn end(&self) {}
-}
-
-/// Progress that goes nowhere.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoProgress;
-
-impl Progress for NoProgress {}
 
 /// Runs `work` on every job on up to `threads` threads and hands each result
 /// to `consume` on the calling thread, as results come. The calling thread

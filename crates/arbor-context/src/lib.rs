@@ -63,11 +63,6 @@
 
 #![warn(missing_docs)]
 
-/// The programs of `docs/library.md`, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/library.md")]
-pub struct LibraryDoc;
-
 mod context;
 mod js;
 mod json;
@@ -94,9 +89,10 @@ pub use serialize::{
     PathSet, TOOL_RESULT_MAX_CHARS,
 };
 pub use session::{
-    context_of_plan, for_each_plan_message, plan_session_context, session_context, Checked, SessionPlan,
+    context_of_plan, for_each_plan_message, plan_branch_context, plan_session_context, session_context, Checked,
+    SessionPlan,
 };
 pub use tokens::{
     calculate_context_tokens, current_context_tokens, estimate_context_tokens, estimate_tokens, ContextTokens,
-    TokenTally,
+    EstimateTally, TokenTally,
 };

@@ -54,7 +54,13 @@ pub fn context_of_plan(session: &Session, plan: SessionPlan) -> SessionContext {
 /// to (parents), so the entry with that id before the compaction, if any,
 /// is the one the id resolves to. No id of the path is read.
 pub fn plan_session_context(session: &Session) -> SessionPlan {
-    let path = session.branch_positions(None);
+    plan_branch_context(session, session.branch_positions(None))
+}
+
+/// [`plan_session_context`] at another entry: `path` is its path, root
+/// first, as [`Session::branch_positions`] gives it (the context as if the
+/// leaf were there, the session's leaf left where it is).
+pub fn plan_branch_context(session: &Session, path: Vec<Position>) -> SessionPlan {
     // Read from the session's columns as the plan asks (a position the
     // session just gave always has a type; one that gives the context
     // nothing stands in otherwise).

@@ -134,6 +134,44 @@ pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
     }
 }
 
+/// [`estimate_context_tokens`] one message at a time, in order, for callers
+/// that do not hold the whole context (`arbor diff` on a long path): the
+/// same `tokens` as the whole list gives.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EstimateTally {
+    /// The last usable assistant usage so far.
+    usage: Option<u64>,
+    /// The estimates of the messages after it (of every message, while there is none).
+    since: u64,
+    /// How many messages were added.
+    count: usize,
+}
+
+impl EstimateTally {
+    /// Adds the next message of the context.
+    pub fn add(&mut self, message: &Value) {
+        self.count += 1;
+        let parts = Parts::of_value(message);
+        match parts.usable_usage() {
+            Some(u) => {
+                self.usage = Some(u);
+                self.since = 0;
+            }
+            None => self.since = self.since.saturating_add(parts.estimate_tokens()),
+        }
+    }
+
+    /// The estimate of the messages added so far ([`ContextTokens::tokens`]).
+    pub fn tokens(&self) -> u64 {
+        self.usage.map_or(self.since, |u| u.saturating_add(self.since))
+    }
+
+    /// How many messages were added.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+}
+
 /// The size of a context as it is now: [`estimate_context_tokens`], except
 /// that after a compaction (a context that starts with a
 /// `compactionSummary`) an assistant usage from before the compaction is not

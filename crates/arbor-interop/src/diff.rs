@@ -4,13 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use arbor_context::{build_context_from_path, estimate_context_tokens, FileOps};
+use arbor_context::{for_each_plan_message, plan_branch_context, EstimateTally, FileOps};
 use arbor_log::{Entry, EntryType, Role};
-use arbor_tree::Session;
+use arbor_tree::{Position, Session};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::export::path_to;
 use crate::files::{add_file_ops, file_lists};
 use crate::InteropError;
 
@@ -89,24 +88,54 @@ pub struct Usage {
     pub cost: f64,
 }
 
-/// Compares the paths to `a` and `b`.
+/// Entries decoded at once (on all cores), then dropped.
+const BATCH: usize = 4096;
+
+/// Compares the paths to `a` and `b`, reading their entries a batch at a
+/// time: what it holds is the two paths' positions (4 bytes an entry) and
+/// the answer, not the entries.
 pub fn diff(s: &Session, a: &str, b: &str) -> Result<Diff, InteropError> {
-    let pa = path_to(s, Some(a))?;
-    let pb = path_to(s, Some(b))?;
-    let shared = pa.iter().zip(&pb).take_while(|(x, y)| x.id == y.id).count();
+    let pa = positions_to(s, a)?;
+    let pb = positions_to(s, b)?;
+    let shared = pa.iter().zip(&pb).take_while(|(x, y)| x == y).count();
+    // The replies both paths share, counted once.
+    let mut common = Usage::default();
+    for_each_entry(s, &pa[..shared], |e| common.add(e));
     Ok(Diff {
-        common_ancestor: shared.checked_sub(1).map(|i| pa[i].id.clone()),
-        a: side(a, &pa, shared),
-        b: side(b, &pb, shared),
+        common_ancestor: shared.checked_sub(1).and_then(|i| s.id_at(pa[i])).map(|id| id.to_string()),
+        a: side(s, a, pa, shared, common),
+        b: side(s, b, pb, shared, common),
     })
 }
 
-fn side(id: &str, path: &[&Entry], shared: usize) -> Side {
-    let added = &path[shared..];
+/// The path root → `id` as positions, or an error naming an unknown id.
+fn positions_to(s: &Session, id: &str) -> Result<Vec<Position>, InteropError> {
+    if s.position_of(id).is_none() {
+        let path = s.session_file().unwrap_or(s.session_dir()).to_owned();
+        return Err(InteropError::NoEntry { path, id: id.to_owned() });
+    }
+    Ok(s.branch_positions(Some(id)))
+}
+
+/// Calls `f` with each entry at `positions`, in order, decoded a batch at a time.
+fn for_each_entry(s: &Session, positions: &[Position], mut f: impl FnMut(&Entry)) {
+    for batch in positions.chunks(BATCH) {
+        for e in s.decode_many(batch).into_iter().flatten() {
+            f(&e);
+        }
+    }
+}
+
+fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage) -> Side {
     let mut messages: BTreeMap<String, usize> = BTreeMap::new();
     let mut tool_calls = Vec::new();
     let mut ops = FileOps::new();
-    for e in added {
+    let mut entries = Vec::with_capacity(path.len() - shared);
+    let (mut added, mut on_path) = (Usage::default(), common);
+    for_each_entry(s, &path[shared..], |e| {
+        entries.push(e.id.clone());
+        added.add(e);
+        on_path.add(e);
         let Some(m) = e.message() else {
             // The summaries and extension messages the context shows as messages.
             let role = match e.entry_type() {
@@ -118,7 +147,7 @@ fn side(id: &str, path: &[&Entry], shared: usize) -> Side {
             if let Some(role) = role {
                 *messages.entry(role.to_string()).or_default() += 1;
             }
-            continue;
+            return;
         };
         let view = m.view();
         let role = view.role().map_or_else(|| EntryType::Message.to_string(), |r| r.to_string());
@@ -128,34 +157,39 @@ fn side(id: &str, path: &[&Entry], shared: usize) -> Side {
             tool_calls.push(ToolCall { entry: e.id.clone(), id: text(call.id), name: text(call.name) });
         }
         add_file_ops(&m.message, &mut ops);
-    }
+    });
     let (files_read, files_modified) = file_lists(&ops);
-    let context = build_context_from_path(path);
+    // The context at the entry, a batch of messages at a time.
+    let plan = plan_branch_context(s, path);
+    let mut tally = EstimateTally::default();
+    let _ = for_each_plan_message(s, &plan, |m| {
+        tally.add(m);
+        Ok::<(), ()>(())
+    });
     Side {
         id: id.to_owned(),
-        entries: added.iter().map(|e| e.id.clone()).collect(),
+        entries,
         messages,
         tool_calls,
         files_read,
         files_modified,
-        context: Totals { messages: context.messages.len(), tokens: estimate_context_tokens(&context.messages).tokens },
-        added: usage(added),
-        path: usage(path),
+        context: Totals { messages: tally.count(), tokens: tally.tokens() },
+        added,
+        path: on_path,
     }
 }
 
-fn usage(entries: &[&Entry]) -> Usage {
-    let mut u = Usage::default();
-    for e in entries {
-        let Some(m) = e.message().filter(|m| m.role() == Some(Role::Assistant)) else { continue };
-        let Some(x) = m.message.get("usage") else { continue };
+impl Usage {
+    /// Counts `e` when it is an assistant reply that reports its usage.
+    fn add(&mut self, e: &Entry) {
+        let Some(m) = e.message().filter(|m| m.role() == Some(Role::Assistant)) else { return };
+        let Some(x) = m.message.get("usage") else { return };
         let n = |k: &str| x.get(k).and_then(Value::as_u64).unwrap_or(0);
-        u.replies += 1;
-        u.input += n("input");
-        u.output += n("output");
-        u.cache_read += n("cacheRead");
-        u.cache_write += n("cacheWrite");
-        u.cost += x.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).unwrap_or(0.0);
+        self.replies += 1;
+        self.input += n("input");
+        self.output += n("output");
+        self.cache_read += n("cacheRead");
+        self.cache_write += n("cacheWrite");
+        self.cost += x.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).unwrap_or(0.0);
     }
-    u
 }

@@ -1,6 +1,7 @@
 //! Other agents in, pictures out: Claude Code and Codex CLI transcripts
 //! imported as pi sessions, sessions exported as Markdown, as one
-//! self-contained HTML page of the whole tree, or as clean JSONL, and the
+//! self-contained HTML page of the whole tree (a sidebar tree beside the
+//! transcript of one path, [`HtmlOptions`]), or as clean JSONL, and the
 //! diff of two branches of a session.
 //!
 //! `arbor-interop` owns the mappings between pi's format and the others'
@@ -18,7 +19,11 @@
 //!   never fatal; an unfinished last line is left for a later import;
 //! - every source record is kept: mapped to a pi entry that names its source
 //!   line, or whole in a `custom` entry (`claude.<type>`, `codex.<type>`);
-//! - a session file that was continued after its import is never overwritten.
+//! - a session file that was continued after its import is never overwritten;
+//! - no text from a session runs as script in the HTML page (Markdown is
+//!   rendered and cleaned when the page is written; the page's policy lets
+//!   only its own script run), and the Markdown and HTML exports read a
+//!   session a batch of entries at a time, keeping none of them.
 
 mod diff;
 mod error;
@@ -28,7 +33,7 @@ mod import;
 
 pub use diff::{diff, Diff, Side};
 pub use error::InteropError;
-pub use export::{export_html, export_jsonl, export_markdown, Scope};
+pub use export::{export_html, export_jsonl, export_markdown, HtmlOptions, Scope};
 pub use import::{
     import_transcripts, sources, Format, ImportOptions, ImportReport, Outcome, SessionReport, SkippedLine, SOURCE_KEY,
 };

@@ -37,6 +37,18 @@ pub enum LogError {
         /// What Arbor keeps there ("write lock", …).
         what: &'static str,
     },
+    /// A file where Arbor keeps one of its own (the write lock) that is not
+    /// one Arbor made: another name of some other file (a hard link), another
+    /// user's file, or content that is no lock record. Nothing was written to it.
+    #[error("{}: not Arbor's {what} ({why}); Arbor never writes into it (remove it and try again)", path.display())]
+    NotOurs {
+        /// The file.
+        path: PathBuf,
+        /// What Arbor keeps there ("write lock", …).
+        what: &'static str,
+        /// Why it is not Arbor's.
+        why: String,
+    },
     /// A file its owner may not write: nothing was changed.
     #[error("{}: the file is read-only (mode {mode:04o}); nothing was written (make it writable, e.g. `chmod u+w`, to change it)", path.display())]
     ReadOnly {
@@ -44,6 +56,14 @@ pub enum LogError {
         path: PathBuf,
         /// Its permission bits.
         mode: u32,
+    },
+    /// A file with other names (hard links) that a rewrite would split from them.
+    #[error("{}: the file has {names} names (hard links); replacing it would leave the others on the old content, so nothing was written (copy it with `cp` and work on the copy, or remove the other names)", path.display())]
+    HardLinked {
+        /// The file.
+        path: PathBuf,
+        /// How many names it has.
+        names: u64,
     },
     /// A value could not be encoded (never happens for values read from JSON).
     #[error("cannot encode entry: {0}")]

@@ -87,6 +87,16 @@ pub fn open_read(path: &Path) -> Result<File, LogError> {
     Ok(file)
 }
 
+/// `file` (opened by [`open_read`]) as a reader of at most the bytes it
+/// holds now: a file that grows while it is read is read as it was, and a
+/// "regular" file whose size says 0 but whose reads never end (a kernel
+/// file such as `/proc/self/pagemap`) reads as empty instead of filling
+/// memory.
+pub fn bounded(file: File, path: &Path) -> Result<std::io::Take<File>, LogError> {
+    let len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+    Ok(std::io::Read::take(file, len))
+}
+
 /// Creates the new file `path` beside a session, exclusively: a file or a
 /// link of that name (even a dangling one) is an error, never followed. It
 /// is readable by its owner only (it may hold a private session's lines).
@@ -99,11 +109,42 @@ pub fn create_side(path: &Path) -> io::Result<File> {
 }
 
 /// Opens (creating it if missing) the lock file `path` for reading and
-/// writing, without truncating it and without following a link: a link or
-/// anything but a regular file in its place is an error.
+/// writing, without following a link and without truncating it. A new one
+/// is created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`); an existing one is
+/// taken only when it is Arbor's: a regular file with no other name (a hard
+/// link planted there would let the lock's pid overwrite another file),
+/// owned by this user (or any user, for root), holding nothing but a lock
+/// record. A link or anything else in its place is an error, and nothing is
+/// written to it.
 pub fn open_lock(path: &Path) -> Result<File, LogError> {
+    // The name may come and go under us (a holder removes it as it lets go).
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match open_lock_once(path, true) {
+            Err(LogError::Io { source, .. }) if source.kind() == io::ErrorKind::AlreadyExists && tries < 100 => {}
+            Ok(file) => return Ok(file),
+            Err(e) => return Err(e),
+        }
+        match open_lock_once(path, false) {
+            Err(LogError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound && tries < 100 => {}
+            Ok(file) => {
+                check_lock_file(&file, path)?;
+                return Ok(file);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Opens the lock file `path`: created exclusively when `new`, else only an
+/// existing one; never through a link, never blocking.
+fn open_lock_once(path: &Path, new: bool) -> Result<File, LogError> {
     let mut o = OpenOptions::new();
-    o.read(true).write(true).create(true).truncate(false);
+    o.read(true).write(true);
+    if new {
+        o.create_new(true);
+    }
     #[cfg(unix)]
     o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     let file = o.open(path).map_err(|e| {
@@ -116,6 +157,45 @@ pub fn open_lock(path: &Path) -> Result<File, LogError> {
     })?;
     require_regular(&file, path)?;
     Ok(file)
+}
+
+/// The longest lock file Arbor writes: a pid at a fixed width and a newline.
+const LOCK_RECORD_MAX: u64 = 64;
+
+/// Refuses an existing lock file that is not Arbor's (see [`open_lock`]).
+fn check_lock_file(file: &File, path: &Path) -> Result<(), LogError> {
+    let meta = file.metadata().map_err(|e| LogError::io(path, e))?;
+    let not_ours = |why: String| LogError::NotOurs { path: path.to_owned(), what: "write lock", why };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.nlink() > 1 {
+            return Err(not_ours(format!("the file has {} names: a hard link to another file", meta.nlink())));
+        }
+        if let Some(me) = effective_uid() {
+            if me != 0 && meta.uid() != me {
+                return Err(not_ours(format!("it belongs to user {}", meta.uid())));
+            }
+        }
+    }
+    if meta.len() > LOCK_RECORD_MAX {
+        return Err(not_ours(format!("it holds {} bytes, a lock holds a pid", meta.len())));
+    }
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, LOCK_RECORD_MAX + 1), &mut text)
+        .map_err(|e| LogError::io(path, e))?;
+    if !text.iter().all(|b| b.is_ascii_digit() || *b == b' ' || *b == b'\n') {
+        return Err(not_ours("it holds something else than a pid".to_owned()));
+    }
+    Ok(())
+}
+
+/// This process's effective user id: the owner of `/proc/self` (Linux), or
+/// `None` where that cannot be read.
+#[cfg(unix)]
+fn effective_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self").ok().map(|m| m.uid())
 }
 
 /// The file `path` names: symbolic links followed, `.` and `..` resolved,

@@ -133,7 +133,7 @@ impl SessionLog {
 
     /// Reads a log from a file. Reading never modifies the file.
     pub fn read_path(path: &Path) -> Result<SessionLog, LogError> {
-        let file = crate::files::open_read(path)?;
+        let file = crate::files::bounded(crate::files::open_read(path)?, path)?;
         SessionLog::read(file).map_err(|e| LogError::io(path, e))
     }
 
@@ -171,6 +171,26 @@ impl SessionLog {
             }
         }
         Some(h)
+    }
+
+    /// The text of the lines up to the header as the file holds them (an
+    /// oh-my-pi title slot, then the header line; no final line end), when
+    /// no migration changed them: what a clean copy of the file starts with.
+    pub fn header_text(&self) -> Option<String> {
+        let end = self.header?;
+        let lines = self.lines.get(..=end)?;
+        let before_ok = lines[..end].iter().all(|l| matches!(l.kind, LineKind::TitleSlot(_)));
+        if !before_ok || lines.iter().any(|l| l.dirty) {
+            return None;
+        }
+        let mut text: Vec<u8> = lines.iter().flat_map(|l| l.raw.iter().copied()).collect();
+        if text.last() == Some(&b'\n') {
+            text.pop();
+            if text.last() == Some(&b'\r') {
+                text.pop();
+            }
+        }
+        String::from_utf8(text).ok()
     }
 
     /// The header record as read (and migrated), without the title slot folded in.
@@ -263,10 +283,10 @@ impl SessionLog {
         let records = self.lines.into_iter().skip(start).filter_map(|l| match l.kind {
             LineKind::Record(v) => {
                 let line = if l.dirty {
-                    // The record as the migration left it, as JSON.stringify writes it.
-                    let mut raw = crate::json::to_vec(&v).unwrap_or_default();
+                    // The record as the migration left it, written into its line.
+                    let mut raw = changed_text(&l.raw, &v);
                     raw.push(b'\n');
-                    OwnedLine { raw, dirty: true, js_only: false }
+                    OwnedLine { raw, dirty: true, js_only: l.js_only }
                 } else {
                     OwnedLine { raw: l.raw, dirty: false, js_only: l.js_only }
                 };
@@ -277,8 +297,8 @@ impl SessionLog {
         collect_entries(records)
     }
 
-    /// Writes the log: unchanged lines byte for byte, changed lines re-encoded
-    /// (compact JSON and `\n`). With `terminate` a last line without a newline
+    /// Writes the log: unchanged lines byte for byte, changed lines written into
+    /// their text ([`crate::json::splice`]) and `\n`. With `terminate` a last line without a newline
     /// gets one, so that a following append can never be glued to it.
     pub fn write_to<W: Write>(&self, w: &mut W, terminate: bool) -> io::Result<()> {
         for line in &self.lines {
@@ -287,7 +307,7 @@ impl SessionLog {
                     LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
                     _ => continue,
                 };
-                crate::json::to_writer(&mut *w, v)?;
+                w.write_all(&changed_text(&line.raw, v))?;
                 w.write_all(b"\n")?;
             } else {
                 w.write_all(&line.raw)?;
@@ -306,6 +326,14 @@ impl SessionLog {
         let _ = self.write_to(&mut out, terminate);
         out
     }
+}
+
+/// The text of a record a migration changed: written into the line it was
+/// read from, so that what the migration did not touch keeps its bytes
+/// (`1e400`, big integers, `2.50`); written whole, as `JSON.stringify`
+/// writes it, where the line cannot take it (not one object of distinct keys).
+fn changed_text(raw: &[u8], v: &Value) -> Vec<u8> {
+    crate::json::splice(raw, v).unwrap_or_else(|| crate::json::to_vec(v).unwrap_or_default())
 }
 
 /// A line's bytes, taken out of a consumed log.

@@ -179,10 +179,24 @@ pub fn side_file(path: &Path, what: &str) -> PathBuf {
 /// (created exclusively, never through a link) and fsyncs it; returns its
 /// name. A side file that cannot be written whole is removed.
 pub fn write_side(path: &Path, what: &str, from: &mut dyn Read) -> Result<PathBuf, LogError> {
+    write_side_by(path, what, &mut |w| std::io::copy(from, w).map(|_| ()))
+}
+
+/// [`write_side`] with the bytes written by `write` (through a buffer).
+pub fn write_side_by(
+    path: &Path,
+    what: &str,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<PathBuf, LogError> {
     let side = side_file(path, what);
-    let written = create_side(&side).and_then(|mut f| {
-        std::io::copy(from, &mut f)?;
-        f.sync_all()
+    let owner = fs::metadata(path).ok();
+    let written = create_side(&side).and_then(|f| {
+        if let Some(m) = &owner {
+            keep_owner(&f, m);
+        }
+        let mut w = std::io::BufWriter::new(f);
+        write(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
     });
     if let Err(e) = written {
         // Only a file this call created is removed (create_side refuses any other).
@@ -192,6 +206,43 @@ pub fn write_side(path: &Path, what: &str, from: &mut dyn Read) -> Result<PathBu
         return Err(LogError::io(&side, e));
     }
     Ok(side)
+}
+
+/// Gives `file` the owner and group of `like` (the file it stands in for or
+/// beside): only root may give a file away, so for others this keeps the
+/// group at most, and a refusal leaves the file as it is (their own).
+pub fn keep_owner(file: &File, like: &fs::Metadata) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(now) = file.metadata() else { return };
+        if (now.uid(), now.gid()) == (like.uid(), like.gid()) {
+            return;
+        }
+        if std::os::unix::fs::fchown(file, Some(like.uid()), Some(like.gid())).is_err() {
+            let _ = std::os::unix::fs::fchown(file, None, Some(like.gid()));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, like);
+}
+
+/// Refuses to replace `path` (links followed) when the file has other names
+/// (hard links): a rename would leave them on the old content, and what is
+/// written through them later would be lost to this name.
+pub fn ensure_one_name(path: &Path) -> Result<(), LogError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = fs::metadata(path) {
+            if m.nlink() > 1 {
+                return Err(LogError::HardLinked { path: path.to_owned(), names: m.nlink() });
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// Copies `path` to a side file `FILE.<what>-<ms>` (see [`write_side`]) and returns its name.
@@ -226,17 +277,45 @@ pub fn atomic_write_file(
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| LogError::io(&dir, e))?;
-    // Keep the permissions of the file being replaced (a new file gets 0644, not tempfile's 0600).
-    let perms = match fs::metadata(path) {
-        Ok(m) => Some(m.permissions()),
-        Err(_) => default_permissions(),
-    };
-    if let Some(p) = perms {
+    // Keep the owner, group and permissions of the file being replaced (a
+    // new file gets 0644, not tempfile's 0600): root rewriting a user's
+    // session leaves it the user's.
+    let old = fs::metadata(path).ok();
+    if let Some(m) = &old {
+        keep_owner(tmp.as_file(), m);
+    }
+    if let Some(p) = old.map(|m| m.permissions()).or_else(default_permissions) {
         tmp.as_file().set_permissions(p).map_err(|e| LogError::io(path, e))?;
     }
     write(tmp.as_file_mut()).map_err(|e| LogError::io(path, e))?;
     tmp.as_file().sync_all().map_err(|e| LogError::io(path, e))?;
     tmp.persist(path).map_err(|e| LogError::io(path, e.error))?;
+    sync_dir(&dir).map_err(|e| LogError::io(&dir, e))?;
+    Ok(())
+}
+
+/// Creates the new file `path` holding `bytes`, exclusively and whole: the
+/// bytes go to a temporary file in the same directory (fsynced), which then
+/// takes the name only if nothing is there (not even a link, which is never
+/// followed); else an `AlreadyExists` error and nothing changed. For files
+/// whose name others can guess (an import's output).
+pub fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| LogError::io(&dir, e))?;
+    if let Some(p) = default_permissions() {
+        tmp.as_file().set_permissions(p).map_err(|e| LogError::io(path, e))?;
+    }
+    tmp.as_file_mut().write_all(bytes).map_err(|e| LogError::io(path, e))?;
+    tmp.as_file().sync_all().map_err(|e| LogError::io(path, e))?;
+    tmp.persist_noclobber(path).map_err(|e| LogError::io(path, e.error))?;
     sync_dir(&dir).map_err(|e| LogError::io(&dir, e))?;
     Ok(())
 }

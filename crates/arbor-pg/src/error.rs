@@ -37,6 +37,17 @@ pub enum PgError {
         /// Why, in the driver's words.
         reason: String,
     },
+    /// The connection dropped during an append, and what reconnecting told
+    /// about it (its write token found or not, see [`crate::PgStore`]).
+    #[error("the connection to the PostgreSQL server at {server} dropped during a write ({reason}); {outcome}")]
+    LostWrite {
+        /// The server's URL, without a password.
+        server: String,
+        /// Why, in the driver's words.
+        reason: String,
+        /// Whether the write was committed, and what to do.
+        outcome: String,
+    },
     /// The connection dropped (outside a write), or a query failed.
     #[error("PostgreSQL server at {server}: {reason}")]
     Server {
@@ -66,14 +77,31 @@ pub enum PgError {
         name: String,
     },
     /// A session id prefix names several sessions.
-    #[error("{server}: {name} names {} sessions ({}); give more of the id or DIR/FILE", candidates.len(), candidates.join(", "))]
+    #[error(
+        "{server}: {name} names {total} sessions ({}{}); give more of the id or DIR/FILE",
+        candidates.join(", "),
+        more(*total, candidates.len())
+    )]
     Ambiguous {
         /// The server's URL, without a password.
         server: String,
         /// The name as given.
         name: String,
-        /// The sessions it could mean (`DIR/FILE`).
+        /// How many sessions it names in all.
+        total: u64,
+        /// The first sessions it could mean (`DIR/FILE`), at most eight.
         candidates: Vec<String>,
+    },
+    /// A session name that is not one folder and one file name
+    /// ([`crate::SessionKey::check`]): nothing was read or written under it.
+    #[error("{server}: session {name}: not a safe name ({reason}); refused")]
+    BadName {
+        /// The server's URL, without a password.
+        server: String,
+        /// The name, escaped for a terminal.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
     },
     /// A push or pull that would lose lines: nothing was written.
     #[error("{name}: {reason}")]
@@ -96,6 +124,15 @@ pub enum PgError {
     },
 }
 
+/// `, and N more` when `total` is more than the `shown` (as
+/// `arbor_tree::sessions::SessionsError::Ambiguous` says it).
+fn more(total: u64, shown: usize) -> String {
+    match total.checked_sub(shown as u64) {
+        Some(n) if n > 0 => format!(", and {n} more"),
+        _ => String::new(),
+    }
+}
+
 impl PgError {
     /// This error as the tree model reports it for `path`.
     pub(crate) fn into_tree(self, path: &Path) -> TreeError {
@@ -111,7 +148,7 @@ impl PgError {
 
     /// True when the connection is gone (the next use reconnects).
     pub fn is_connection_lost(&self) -> bool {
-        matches!(self, PgError::LostDuringWrite { .. } | PgError::Connect { .. })
+        matches!(self, PgError::LostDuringWrite { .. } | PgError::LostWrite { .. } | PgError::Connect { .. })
     }
 }
 

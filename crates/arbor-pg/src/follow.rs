@@ -3,12 +3,16 @@
 //! write notifies at commit, then reads the lines after the last one it
 //! delivered. A follower only ever sees whole lines: each write is one
 //! transaction. A connection that drops is made again on the next wait,
-//! which catches up from where it stopped.
+//! which catches up from where it stopped. A session whose row goes away is
+//! reported once ([`Followed::Gone`]) and looked for once a second after;
+//! one that comes back is delivered whole.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
+
+use arbor_tree::sessions::{Follow, FollowFrom, Followed, SessionsError};
 
 use crate::blocking::blocking;
 use crate::error::PgError;
@@ -18,16 +22,8 @@ use crate::server::SqlError;
 use crate::store::PgStore;
 use crate::write::channel;
 
-/// What a wait brought.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Followed {
-    /// Whole lines appended since the last delivery, as a file's bytes.
-    Lines(Vec<u8>),
-    /// The session was replaced whole (a migration's rewrite): all of it again.
-    Replaced(Vec<u8>),
-    /// Nothing new within the time given.
-    Idle,
-}
+/// How often a follower that nothing notified reads its session's row.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// A follower of one session (see the module docs).
 pub struct Follower {
@@ -38,6 +34,10 @@ pub struct Follower {
     generation: i64,
     /// The next line to deliver.
     next_seq: i64,
+    /// The session's row was gone at the last look.
+    gone: bool,
+    /// When the row was last read.
+    looked: Instant,
 }
 
 impl std::fmt::Debug for Follower {
@@ -57,8 +57,8 @@ impl Drop for Follower {
 
 impl PgStore {
     /// Starts following session `key`: returns the follower and the session
-    /// as it is now (every line, or none with `from_end`).
-    pub fn follow(&self, key: &SessionKey, from_end: bool) -> Result<(Follower, Vec<u8>), PgError> {
+    /// as it is now (every line, or none from the end).
+    pub(crate) fn follow_key(&self, key: &SessionKey, from: FollowFrom) -> Result<(Follower, Vec<u8>), PgError> {
         let Some(row) = self.row(key)? else {
             return Err(PgError::NoSession { server: self.server().shown().to_owned(), name: key.to_string() });
         };
@@ -68,13 +68,15 @@ impl PgStore {
             conn: None,
             id: row.id,
             generation: row.generation,
-            next_seq: if from_end { row.line_count } else { 0 },
+            next_seq: if from == FollowFrom::End { row.line_count } else { 0 },
+            gone: false,
+            looked: Instant::now(),
         };
         f.listen()?;
         // Read after LISTEN: a write committed in between is both read now and notified, never lost.
         let now = match f.catch_up()? {
             Followed::Lines(b) | Followed::Replaced(b) => b,
-            Followed::Idle => vec![],
+            Followed::Gone | Followed::Idle => vec![],
         };
         Ok((f, now))
     }
@@ -92,6 +94,22 @@ impl Follower {
     }
 
     fn wait_here(&mut self, timeout: Duration) -> Result<Followed, PgError> {
+        if self.gone {
+            // No row, no notifications: look again every LOOK_EVERY.
+            let until = Instant::now() + timeout;
+            loop {
+                let next = self.looked + LOOK_EVERY;
+                if next > until {
+                    std::thread::sleep(until.saturating_duration_since(Instant::now()));
+                    return Ok(Followed::Idle);
+                }
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                let got = self.catch_up()?;
+                if got != Followed::Idle {
+                    return Ok(got);
+                }
+            }
+        }
         if self.conn.as_ref().is_none_or(Client::is_closed) {
             self.listen()?;
             return self.catch_up();
@@ -112,6 +130,8 @@ impl Follower {
                 self.listen()?;
                 self.catch_up()
             }
+            // Nothing notified: a look at the row now and then (a removed session notifies nothing).
+            Ok(None) if self.looked.elapsed() >= LOOK_EVERY => self.catch_up(),
             Ok(None) => Ok(Followed::Idle),
             Err(_) => {
                 self.conn = None;
@@ -136,6 +156,7 @@ impl Follower {
 
     /// The lines after the last delivered, or the whole session when it was replaced.
     fn catch_up(&mut self) -> Result<Followed, PgError> {
+        self.looked = Instant::now();
         let (id, key, generation, next) = (self.id, self.key.clone(), self.generation, self.next_seq);
         let r = self.store.read(|c| {
             let Some(row) = SessionRow::find(c, &key)? else { return Ok(None) };
@@ -150,8 +171,10 @@ impl Follower {
             Ok(Some((row, false, new)))
         })?;
         let Some((row, replaced, (bytes, count))) = r else {
-            return Err(PgError::NoSession { server: self.store.server().shown().to_owned(), name: key.to_string() });
+            // Said once; looked for again once a second.
+            return Ok(if std::mem::replace(&mut self.gone, true) { Followed::Idle } else { Followed::Gone });
         };
+        let replaced = replaced || std::mem::take(&mut self.gone);
         if replaced {
             if row.id != self.id {
                 self.id = row.id;
@@ -164,5 +187,11 @@ impl Follower {
         // The lines read, not the row's count: a write may have committed between the two reads.
         self.next_seq += count;
         Ok(if bytes.is_empty() { Followed::Idle } else { Followed::Lines(bytes) })
+    }
+}
+
+impl Follow for Follower {
+    fn wait(&mut self, timeout: Duration) -> Result<Followed, SessionsError> {
+        Follower::wait(self, timeout).map_err(SessionsError::backend)
     }
 }

@@ -44,6 +44,34 @@ impl SessionKey {
         p
     }
 
+    /// Refuses a name that could not be one folder and one file under a
+    /// sessions root: each part must be a single path component (no `/` or
+    /// `\`, not `.` or `..`, not empty; the folder is empty only for a
+    /// session at the root), hold no NUL or other control character, and fit
+    /// in a file name (255 bytes). Names are checked where they enter the
+    /// server (every write) and where they leave it (pull), so a row planted
+    /// by hand never becomes a path outside the folder pulled into.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.name.is_empty() {
+            return Err("an empty file name");
+        }
+        for part in [self.dir.as_str(), self.name.as_str()].into_iter().filter(|p| !p.is_empty()) {
+            component(part)?;
+        }
+        Ok(())
+    }
+
+    /// The name as messages show it: quoted and escaped when it holds
+    /// anything a terminal would act on or a reader could misread.
+    pub fn shown(&self) -> String {
+        let plain = |s: &str| s.chars().all(|c| !c.is_control() && c != '"' && c != '\\');
+        if plain(&self.dir) && plain(&self.name) {
+            self.to_string()
+        } else {
+            format!("{:?}", self.to_string())
+        }
+    }
+
     /// The advisory lock key of this session: 64 bits of a SHA-256 of its name.
     pub(crate) fn lock_key(&self) -> i64 {
         let mut h = Sha256::new();
@@ -56,6 +84,26 @@ impl SessionKey {
         k.copy_from_slice(&d[..8]);
         i64::from_be_bytes(k)
     }
+}
+
+/// Why `part` is not a single, printable file name.
+fn component(part: &str) -> Result<(), &'static str> {
+    if part == "." || part == ".." {
+        return Err("a `.` or `..` part");
+    }
+    if part.contains(['/', '\\']) {
+        return Err("a path separator");
+    }
+    if part.contains('\0') {
+        return Err("a NUL character");
+    }
+    if part.chars().any(char::is_control) {
+        return Err("a control character");
+    }
+    if part.len() > 255 {
+        return Err("a part longer than 255 bytes");
+    }
+    Ok(())
 }
 
 impl fmt::Display for SessionKey {
@@ -84,6 +132,30 @@ mod tests {
         assert_eq!((top.dir.as_str(), top.name.as_str()), ("", "x.jsonl"));
         assert_eq!(top.path(), Path::new("/x.jsonl"));
         assert_eq!(SessionKey::dir_of(Path::new(ROOT)), "");
+    }
+
+    #[test]
+    fn names_are_one_folder_and_one_file() {
+        let k = |dir: &str, name: &str| SessionKey { dir: dir.into(), name: name.into() };
+        assert_eq!(k("--home-me-p--", "2025-01-01T00-00-00-000Z_abc.jsonl").check(), Ok(()));
+        assert_eq!(k("", "top.jsonl").check(), Ok(()));
+        for (key, why) in [
+            (k("..", "x.jsonl"), "a `.` or `..` part"),
+            (k("d", ".."), "a `.` or `..` part"),
+            (k(".", "x.jsonl"), "a `.` or `..` part"),
+            (k("d", ""), "an empty file name"),
+            (k("/etc", "x.jsonl"), "a path separator"),
+            (k("d", "/etc/passwd"), "a path separator"),
+            (k("a/../..", "x.jsonl"), "a path separator"),
+            (k("d", "..\\x.jsonl"), "a path separator"),
+            (k("d", "x\0.jsonl"), "a NUL character"),
+            (k("d\n", "x.jsonl"), "a control character"),
+            (k("d", &"x".repeat(256)), "a part longer than 255 bytes"),
+        ] {
+            assert_eq!(key.check(), Err(why), "{key:?}");
+        }
+        assert_eq!(k("d", "x\n.jsonl").shown(), "\"d/x\\n.jsonl\"");
+        assert_eq!(k("d", "x.jsonl").shown(), "d/x.jsonl");
     }
 
     #[test]

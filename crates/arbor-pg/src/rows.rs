@@ -154,6 +154,32 @@ pub(crate) fn read_lines(c: &mut impl GenericClient, id: i64, from_seq: i64) -> 
     Ok((out, count))
 }
 
+/// Bytes `[start, end)` of session `id` at generation `generation` (fewer
+/// when the session is not at that generation any more): one COPY of the
+/// lines' slices that cover the range, by their offsets.
+pub(crate) fn read_range(
+    c: &mut impl GenericClient,
+    id: i64,
+    generation: i64,
+    start: i64,
+    end: i64,
+) -> Result<Vec<u8>, SqlError> {
+    // COPY takes no parameters; the numbers are formatted, never text.
+    let sql = format!(
+        "COPY (SELECT substring(l.bytes FROM (greatest(l.off, {start}) - l.off + 1)::int \
+                                FOR (least(l.off + length(l.bytes), {end}) - greatest(l.off, {start}))::int) \
+               FROM arbor.lines l JOIN arbor.sessions s ON s.id = l.session AND s.generation = {generation} \
+               WHERE l.session = {id} \
+                 AND l.off >= coalesce((SELECT max(off) FROM arbor.lines WHERE session = {id} AND off <= {start}), 0) \
+                 AND l.off < {end} \
+               ORDER BY l.off) TO STDOUT (FORMAT binary)"
+    );
+    let reader = c.copy_out(&sql)?;
+    let mut out = Vec::with_capacity(usize::try_from(end - start).unwrap_or_default());
+    copy_binary_fields(std::io::BufReader::with_capacity(1 << 16, reader), &mut out).map_err(copy_error)?;
+    Ok(out)
+}
+
 /// Appends the one field of every tuple of a binary COPY stream to `out`; the number of tuples.
 fn copy_binary_fields(mut r: impl std::io::Read, out: &mut Vec<u8>) -> std::io::Result<i64> {
     use std::io::{Error, ErrorKind};

@@ -25,11 +25,19 @@ pub struct Migration {
 
 /// Every migration, oldest first. A new one is appended here with the next
 /// number and a file under `migrations/`; applied ones are never edited.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "sessions, lines and search",
-    sql: include_str!("../migrations/0001_sessions.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "sessions, lines and search", sql: include_str!("../migrations/0001_sessions.sql") },
+    Migration {
+        version: 2,
+        name: "write tokens: appends retried without doubling",
+        sql: include_str!("../migrations/0002_write_tokens.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "lines found by their byte offset",
+        sql: include_str!("../migrations/0003_lines_by_offset.sql"),
+    },
+];
 
 /// The advisory lock key that serializes migrations ("arbormig" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6172_626f_726d_6967;

@@ -10,25 +10,29 @@
 //! Words match as prefixes (`build` finds "builds"), every word and every
 //! "quoted phrase" must match (the `simple` configuration: no stemming, no
 //! stop words), and `re:PATTERN` is a case-insensitive PostgreSQL regular
-//! expression over the text. Hits come newest first, with a snippet around
-//! the first match. Unlike the local catalog, the server does not match
-//! words fuzzily, nor tell whether a hit is on its session's active path.
+//! expression over the text. Hits whose every word is whole come first
+//! ([`Relevance::Exact`], then words found only as prefixes, as [`Relevance::Fuzzy`]), each newest first,
+//! with a snippet around the first match; whether a hit is on its
+//! session's active path, and the labels on its path, are read through the
+//! session itself ([`mark_paths`]). Unlike the local catalog, the server
+//! does not match words fuzzily.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use postgres::types::Type;
-use serde::Serialize;
 
 use arbor_log::{EntryType, Role};
-use arbor_tree::paths::encode_cwd;
+use arbor_tree::sessions::{Hit, PathLabel, Query, Relevance, TokenKind};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::error::PgError;
 use crate::key::SessionKey;
 use crate::store::PgStore;
 
-/// What to look for.
+/// What to look for, as the server's engine takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TextQuery {
+pub(crate) enum TextQuery {
     /// Words (matched as prefixes) and phrases that must all match.
     Words {
         /// Single words.
@@ -40,32 +44,21 @@ pub enum TextQuery {
     Regex(String),
 }
 
-/// One entry that matches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TextHit {
-    /// The session (the store's path, `/DIR/FILE`).
-    pub path: PathBuf,
-    /// The session's id.
-    pub session_id: String,
-    /// The session's name, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_name: Option<String>,
-    /// The session's cwd.
-    pub cwd: String,
-    /// The entry's id.
-    pub entry_id: String,
-    /// The entry's `type`.
-    #[serde(rename = "type")]
-    pub entry_type: EntryType,
-    /// A message's role.
-    pub role: Option<Role>,
-    /// The entry's time (ISO).
-    pub timestamp: String,
-    /// The text around the first match, on one line.
-    pub snippet: String,
-    /// Where the matches are in `snippet`: `[start, end)` in characters.
-    pub marks: Vec<[usize; 2]>,
+impl TextQuery {
+    /// A query in pi's picker syntax as the server's engine takes it: the
+    /// pattern of `re:PATTERN` as it is, else the words and the phrases.
+    pub(crate) fn of(query: &Query, text: &str) -> TextQuery {
+        match query {
+            Query::Regex(_) => TextQuery::Regex(text.trim().trim_start_matches("re:").trim().to_owned()),
+            Query::Tokens(tokens) => {
+                let (phrases, words): (Vec<_>, Vec<_>) = tokens.iter().partition(|t| t.kind == TokenKind::Phrase);
+                TextQuery::Words {
+                    words: words.into_iter().map(|t| t.value.clone()).collect(),
+                    phrases: phrases.into_iter().map(|t| t.value.clone()).collect(),
+                }
+            }
+        }
+    }
 }
 
 /// Marks the server puts around matches in a headline (never in text: they are control characters).
@@ -126,7 +119,7 @@ const INDEX_BATCH: i64 = 2000;
 impl PgStore {
     /// Computes the `tsvector` of every entry written since the last search;
     /// how many were indexed.
-    pub fn index_pending(&self) -> Result<u64, PgError> {
+    pub(crate) fn index_pending(&self) -> Result<u64, PgError> {
         let mut total = 0;
         loop {
             let n = self.read(|c| {
@@ -145,31 +138,43 @@ impl PgStore {
         }
     }
 
-    /// The entries of the sessions of `cwd` (every cwd with `None`) that
-    /// match `query`, newest first, at most `limit`.
-    pub fn search(&self, query: &TextQuery, cwd: Option<&str>, limit: usize) -> Result<Vec<TextHit>, PgError> {
-        if matches!(query, TextQuery::Words { .. }) {
+    /// The entries of the sessions of directory `dir` (every directory with
+    /// `None`) that match `query`, exact ones first, each newest first, at
+    /// most `limit`; their text indexed first when `refresh`. Active-path
+    /// marks and labels are left for [`mark_paths`].
+    pub(crate) fn search_text(
+        &self,
+        query: &TextQuery,
+        dir: Option<&str>,
+        limit: usize,
+        refresh: bool,
+    ) -> Result<Vec<Hit>, PgError> {
+        if refresh && matches!(query, TextQuery::Words { .. }) {
             self.index_pending()?;
         }
-        let dir = cwd.map(encode_cwd);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let opts = format!("StartSel={START}, StopSel={STOP}, MaxWords=24, MinWords=10, MaxFragments=1");
         let (filter, pattern, words, phrases): (&str, Option<&str>, Vec<String>, Vec<String>) = match query {
             TextQuery::Words { words, phrases } => ("x.tsv @@ q.q", None, words.clone(), phrases.clone()),
             TextQuery::Regex(re) => ("x.body ~* $3", Some(re.as_str()), vec![], vec![]),
         };
+        // `q` matches the words as prefixes, `e` as whole words (both with the phrases).
         let sql = format!(
-            "WITH q AS (SELECT nullif(concat_ws(' & ', \
-                 (SELECT string_agg(quote_literal(l.lexeme) || ':*', ' & ') \
-                    FROM unnest(to_tsvector('simple', array_to_string($1::text[], ' '))) l), \
-                 (SELECT string_agg('(' || p.q::text || ')', ' & ') \
+            "WITH w AS (SELECT l.lexeme FROM unnest(to_tsvector('simple', array_to_string($1::text[], ' '))) l), \
+                  p AS (SELECT string_agg('(' || p.q::text || ')', ' & ') AS q \
                     FROM (SELECT phraseto_tsquery('simple', t) AS q FROM unnest($2::text[]) t) p \
-                    WHERE p.q::text <> '')), '')::tsquery AS q) \
+                    WHERE p.q::text <> ''), \
+                  q AS (SELECT \
+                    nullif(concat_ws(' & ', (SELECT string_agg(quote_literal(lexeme) || ':*', ' & ') FROM w), \
+                                     (SELECT q FROM p)), '')::tsquery AS q, \
+                    nullif(concat_ws(' & ', (SELECT string_agg(quote_literal(lexeme), ' & ') FROM w), \
+                                     (SELECT q FROM p)), '')::tsquery AS e) \
              SELECT s.dir, s.name, s.session_id, s.title, s.cwd, x.entry_id, x.entry_type, x.role, x.ts, \
-                    CASE WHEN q.q IS NULL THEN x.body ELSE ts_headline('simple', x.body, q.q, $5) END \
+                    CASE WHEN q.q IS NULL THEN x.body ELSE ts_headline('simple', x.body, q.q, $5) END, \
+                    coalesce(q.e IS NULL OR x.tsv @@ q.e, true) AS exact \
              FROM arbor.search x JOIN arbor.sessions s ON s.id = x.session, q \
              WHERE {filter} AND ($4::text IS NULL OR s.dir = $4) AND s.name LIKE '%.jsonl' \
-             ORDER BY x.ts DESC, s.id, x.seq LIMIT $6"
+             ORDER BY exact DESC, x.ts DESC, s.id, x.seq LIMIT $6"
         );
         let rows = self.read(|c| {
             Ok(c.query_typed(
@@ -192,7 +197,7 @@ impl PgStore {
                     TextQuery::Regex(re) => regex_snippet(&text, re),
                     TextQuery::Words { .. } => unmark(&text),
                 };
-                TextHit {
+                Hit {
                     path: SessionKey { dir: r.get(0), name: r.get(1) }.path(),
                     session_id: r.get(2),
                     session_name: r.get(3),
@@ -203,9 +208,36 @@ impl PgStore {
                     timestamp: r.get(8),
                     snippet,
                     marks,
+                    on_active_path: false,
+                    labels: vec![],
+                    relevance: if r.get(10) { Relevance::Exact } else { Relevance::Fuzzy },
                 }
             })
             .collect())
+    }
+}
+
+/// Fills in each hit's active-path mark and the labels on its path, from
+/// its session opened with `opts` (once per session). A session that does
+/// not open leaves its hits unmarked.
+pub(crate) fn mark_paths(hits: &mut [Hit], opts: &SessionOptions) {
+    let mut sessions: HashMap<PathBuf, Option<(Session, HashSet<String>)>> = HashMap::new();
+    for hit in hits {
+        let opened = sessions.entry(hit.path.clone()).or_insert_with(|| {
+            let s = Session::open(&hit.path, OpenMode::ReadOnly, opts.clone()).ok()?;
+            let active = s.get_branch(None).iter().map(|e| e.id.to_string()).collect();
+            Some((s, active))
+        });
+        let Some((s, active)) = opened else { continue };
+        if s.get_entry(&hit.entry_id).is_none() {
+            continue;
+        }
+        hit.on_active_path = active.contains(&hit.entry_id);
+        hit.labels = s
+            .get_branch(Some(&hit.entry_id))
+            .iter()
+            .filter_map(|e| s.get_label(&e.id).map(|l| PathLabel { entry_id: e.id.to_string(), label: l.to_owned() }))
+            .collect();
     }
 }
 

@@ -24,10 +24,12 @@ use arbor_log::{Durability, TailRepair};
 use arbor_tree::{AppendHandle, FileStamp, Store, StoredFile, TreeError, WriteLock};
 
 use crate::blocking::blocking;
+use crate::conninfo::PgEnv;
 use crate::error::PgError;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
 use crate::lock;
+use crate::reader::{ServerFile, ServerReader};
 use crate::rows::{read_lines, SessionRow};
 use crate::server::{Server, SqlError};
 use crate::write;
@@ -64,7 +66,14 @@ impl PgStore {
     /// Connects to the server at `url` (a connection string: see
     /// [`Server::new`]) and brings its schema up to date.
     pub fn connect(url: &str) -> Result<PgStore, PgError> {
-        let server = Server::new(url)?;
+        PgStore::connect_with(url, &PgEnv::none())
+    }
+
+    /// [`PgStore::connect`], with what `url` leaves unset taken as libpq
+    /// takes it from `env` ([`Server::with_env`]): `PG*` variables, the
+    /// service file, the password file, `~/.postgresql/` certificates.
+    pub fn connect_with(url: &str, env: &PgEnv) -> Result<PgStore, PgError> {
+        let server = Server::with_env(url, env)?;
         let client = server.connect()?;
         Ok(PgStore {
             inner: Arc::new(Inner {
@@ -139,6 +148,8 @@ impl PgStore {
         key: &SessionKey,
         f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
     ) -> Result<T, PgError> {
+        // Every name enters the server through a write: none it could not give back as a file.
+        self.check_name(key)?;
         blocking(|| self.write_here(writer, key, f))
     }
 
@@ -165,8 +176,7 @@ impl PgStore {
         };
         let r = (|| {
             let mut tx = conn.0.transaction()?;
-            if !lock::try_lock_xact(&mut tx, key)? {
-                let holder = lock::holder(&mut tx, key)?;
+            if let Err(holder) = lock::take(&mut tx, key, lock::Scope::Transaction)? {
                 return Err(SqlError::Other(PgError::Tree(TreeError::Locked { path: key.path(), holder })));
             }
             let v = f(&mut tx)?;
@@ -177,6 +187,15 @@ impl PgStore {
             *shared = None;
         }
         r.map_err(|e| self.inner.server.classify(e, true))
+    }
+
+    /// Refuses `key` unless it is one folder and one file name ([`SessionKey::check`]).
+    pub(crate) fn check_name(&self, key: &SessionKey) -> Result<(), PgError> {
+        key.check().map_err(|reason| PgError::BadName {
+            server: self.server().shown().to_owned(),
+            name: key.shown(),
+            reason,
+        })
     }
 
     /// The row of `key`, if the session exists.
@@ -190,6 +209,47 @@ impl PgStore {
             let Some(row) = SessionRow::find(c, key)? else { return Ok(None) };
             Ok(Some(read_lines(c, row.id, 0)?.0))
         })
+    }
+
+    /// Makes `conn` (holding the lock of `key`) the writer's connection of
+    /// `key`, when this process still writes it.
+    pub(crate) fn replace_writer(&self, key: &SessionKey, conn: Conn) {
+        let writers = guard(&self.inner.writers);
+        match writers.get(key) {
+            Some(w) => {
+                let old = std::mem::replace(&mut *guard(w), conn);
+                drop(writers);
+                blocking(move || drop(old));
+            }
+            None => drop((writers, conn)),
+        }
+    }
+
+    /// True when this process holds the writer's lock of `key`.
+    pub(crate) fn is_writer(&self, key: &SessionKey) -> bool {
+        guard(&self.inner.writers).contains_key(key)
+    }
+
+    /// Forgets the writer's connection of `key` (lost, and its lock with it):
+    /// later writes take the lock for their transaction, or are refused.
+    pub(crate) fn drop_writer(&self, key: &SessionKey) {
+        let old = guard(&self.inner.writers).remove(key);
+        blocking(move || drop(old));
+    }
+
+    /// Who holds the write lock of session `key`, if anyone ([`crate::Writer`]).
+    pub fn writer(&self, key: &SessionKey) -> Result<Option<crate::Writer>, PgError> {
+        self.read(|c| Ok(lock::writer(c, key)?))
+    }
+
+    /// Breaks the write lock of `key` held by the server process `backend`
+    /// (from [`PgStore::writer`]) by ending that connection: the writer
+    /// loses the session (its next write is refused, or takes the lock again
+    /// if free) and nothing it committed is lost. False when that process no
+    /// longer holds it. The server allows it to the holder's own role, a
+    /// member of `pg_signal_backend`, or a superuser.
+    pub fn end_writer(&self, key: &SessionKey, backend: i32) -> Result<bool, PgError> {
+        self.read(|c| Ok(lock::end_writer(c, key, backend)?))
     }
 
     /// Opens a connection of this store's server (for a follower).
@@ -216,7 +276,14 @@ impl AppendHandle for PgAppend {
             None => self.store.row(&self.key).map_err(err)?.ok_or_else(|| TreeError::Missing(self.path.clone()))?,
         };
         let new = split_lines(bytes);
-        let written = self.store.write(&self.key, |tx| write::append(tx, &row, &new)).map_err(err)?;
+        let token = write::token();
+        let written = match self.store.write(&self.key, |tx| write::append(tx, &row, &new, &token)) {
+            Err(PgError::LostDuringWrite { reason, .. }) => {
+                self.store.recover_append(&self.key, &row, &new, &token, reason)
+            }
+            other => other,
+        }
+        .map_err(err)?;
         match written {
             Some(r) => {
                 self.row = Some(r);
@@ -273,16 +340,13 @@ impl Store for PgStore {
     }
 
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
-        let bytes = self.read_session(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
-        Ok(bytes.map(|mut b| {
-            b.drain(..usize::try_from(offset).unwrap_or(usize::MAX).min(b.len()));
-            Box::new(std::io::Cursor::new(b)) as Box<dyn Read + Send>
-        }))
+        let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
+        Ok(row.map(|r| Box::new(ServerReader::new(ServerFile::new(self.clone(), &r), offset)) as Box<dyn Read + Send>))
     }
 
     fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
-        let bytes = self.read_session(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
-        Ok(bytes.map(|b| Arc::new(b) as Arc<dyn ReadAt>))
+        let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
+        Ok(row.map(|r| Arc::new(ServerFile::new(self.clone(), &r)) as Arc<dyn ReadAt>))
     }
 
     fn stamp(&self, path: &Path) -> Option<FileStamp> {
@@ -306,7 +370,7 @@ impl Store for PgStore {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
         let (row, repair) = self
-            .write(&key, |tx| {
+            .write_again_if_lost(&key, |tx| {
                 let row = write::ensure(tx, &key)?;
                 write::repair_tail(tx, &key, row)
             })
@@ -326,7 +390,7 @@ impl Store for PgStore {
 
     fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
         let key = SessionKey::of_path(path);
-        self.write(&key, |tx| write::replace(tx, &key, bytes)).map_err(|e| e.into_tree(path))?;
+        self.write_again_if_lost(&key, |tx| write::replace(tx, &key, bytes)).map_err(|e| e.into_tree(path))?;
         Ok(())
     }
 
@@ -346,13 +410,12 @@ impl Store for PgStore {
     fn lock(&self, path: &Path) -> Result<Box<dyn WriteLock>, TreeError> {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
+        self.check_name(&key).map_err(err)?;
         blocking(|| {
             let mut client = self.inner.server.connect().map_err(err)?;
-            let got =
-                lock::try_lock(&mut client, &key).map_err(|e| err(self.inner.server.classify(e.into(), false)))?;
-            if !got {
-                drop(client);
-                let holder = self.read(|c| Ok(lock::holder(c, &key)?)).map_err(err)?;
+            let taken = lock::take(&mut client, &key, lock::Scope::Session)
+                .map_err(|e| err(self.inner.server.classify(e.into(), false)))?;
+            if let Err(holder) = taken {
                 return Err(TreeError::Locked { path: path.to_owned(), holder });
             }
             guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(Conn(client))));

@@ -11,17 +11,16 @@
 //! a pull writes a new file atomically and extends an existing one by
 //! appending, under the file's lock.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use postgres::types::Type;
 use postgres::{GenericClient, IsolationLevel};
 use sha2::{Digest, Sha256};
 
-use arbor_log::atomic_write;
-use arbor_tree::{FileStore, Store};
+use arbor_tree::{FileStore, Store, TreeError};
 
+use crate::dest::Dest;
 use crate::error::PgError;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
@@ -45,6 +44,30 @@ pub enum Transfer {
         /// Lines appended.
         lines: u64,
     },
+}
+
+/// Whether a push or a pull copies a session that a writer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Live {
+    /// Refused, naming the writer.
+    #[default]
+    Refuse,
+    /// Copied as it is now: its whole lines (a consistent prefix: every
+    /// write on the server is one transaction, and a local file's last
+    /// line is sent only once complete).
+    Allow,
+}
+
+/// What a push did to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pushed {
+    /// The session on the server.
+    pub key: SessionKey,
+    /// What was written.
+    pub transfer: Transfer,
+    /// The length of the file's last line when it was not complete (no
+    /// newline yet): it was not sent, and the next push sends it once complete.
+    pub held_back: Option<u64>,
 }
 
 /// At most this many bytes of lines per push transaction.
@@ -94,12 +117,77 @@ impl PgStore {
     }
 
     /// Pushes the session file at `local` to the server, as the session its
-    /// path names ([`SessionKey::of_path`]).
+    /// path names ([`SessionKey::of_path`]); refused while a local writer
+    /// holds the file (see [`PgStore::push_with`]).
     pub fn push(&self, local: &Path) -> Result<(SessionKey, Transfer), PgError> {
+        self.push_with(local, Live::Refuse).map(|p| (p.key, p.transfer))
+    }
+
+    /// Pushes the session file at `local`: only its complete lines (a last
+    /// line without its newline, still being written, stays until it is
+    /// complete: [`Pushed::held_back`]). A local writer of the file refuses
+    /// the push unless `live` allows it; the file's lock is held meanwhile,
+    /// so no writer starts during it. A torn last line on the server (from
+    /// an older push) that the file has since completed is set aside
+    /// (`FILE.torn-<ms>`, as a writer would) and the push goes on.
+    pub fn push_with(&self, local: &Path, live: Live) -> Result<Pushed, PgError> {
         let abs = std::path::absolute(local).map_err(|e| PgError::local(local, e))?;
         let key = SessionKey::of_path(&abs);
+        self.check_name(&key)?;
+        let _lock = match FileStore.lock(&abs) {
+            Ok(l) => Some(l),
+            Err(TreeError::Locked { holder, .. }) if live == Live::Refuse => {
+                let by = holder.map(|h| format!(" ({h})")).unwrap_or_default();
+                return Err(self.refused(
+                    local.display(),
+                    format!(
+                        "is open for writing by another process{by}: push it once that writer is closed, \
+                         or give --allow-live to push the lines written so far"
+                    ),
+                ));
+            }
+            // A live writer allowed, or a folder where no lock can be made: the complete lines are read.
+            Err(_) => None,
+        };
         let bytes = fs::read(&abs).map_err(|e| PgError::local(local, e))?;
-        let lines = split_lines(&bytes);
+        let mut lines = split_lines(&bytes);
+        let held_back = match lines.last() {
+            Some(l) if !l.ends_with(b"\n") => Some(l.len() as u64),
+            _ => None,
+        };
+        if held_back.is_some() {
+            lines.pop();
+        }
+        self.mend_torn_tail(&key, &lines)?;
+        let transfer = self.push_lines(local, &key, &lines)?;
+        Ok(Pushed { key, transfer, held_back })
+    }
+
+    /// Sets aside the server's torn last line of `key` when `lines` hold it
+    /// completed (the file has been written on since an older push caught it).
+    fn mend_torn_tail(&self, key: &SessionKey, lines: &[&[u8]]) -> Result<(), PgError> {
+        let torn = self.read(|c| {
+            let Some(row) = SessionRow::find(c, key)? else { return Ok(None) };
+            let last = c.query_typed_opt(
+                "SELECT seq, bytes FROM arbor.lines WHERE session = $1 ORDER BY seq DESC LIMIT 1",
+                &[(&row.id, Type::INT8)],
+            )?;
+            Ok(last.map(|r| (r.get::<_, i64>(0), r.get::<_, Vec<u8>>(1))).filter(|(_, b)| !b.ends_with(b"\n")))
+        })?;
+        let Some((seq, bytes)) = torn else { return Ok(()) };
+        let completed = usize::try_from(seq).ok().and_then(|i| lines.get(i)).is_some_and(|l| l.starts_with(&bytes));
+        if completed {
+            self.write_apart(key, |tx| {
+                let Some(row) = SessionRow::find(tx, key)? else { return Ok(()) };
+                write::repair_tail(tx, key, row).map(drop)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Pushes `lines` (whole lines of the file `local`) to session `key`.
+    fn push_lines(&self, local: &Path, key: &SessionKey, lines: &[&[u8]]) -> Result<Transfer, PgError> {
+        let key = key.clone();
         let row = self.row(&key)?;
         let (start, generation) = match &row {
             None => (0, None),
@@ -108,7 +196,7 @@ impl PgStore {
                 let k = theirs.min(lines.len());
                 let agrees = self.read(|c| Ok(server_digest(c, row.id, k as i64)?))? == digest(&lines[..k]);
                 match compare(lines.len(), theirs, agrees) {
-                    Ok(None) => return Ok((key, Transfer::Unchanged)),
+                    Ok(None) => return Ok(Transfer::Unchanged),
                     Ok(Some(start)) => (start, Some(row.generation)),
                     Err(Standing::Diverged) => {
                         return Err(self.refused(
@@ -149,25 +237,50 @@ impl PgStore {
                         format!("{key} changed on the server during the push; run it again"),
                     )));
                 }
-                write::append(tx, &row, &lines[at..end])?;
+                write::append(tx, &row, &lines[at..end], &write::token())?;
                 Ok(())
             })?;
             at = end;
         }
         let n = (lines.len() - start) as u64;
-        Ok((key, if row.is_none() { Transfer::Created { lines: n } } else { Transfer::Extended { lines: n } }))
+        Ok(if row.is_none() { Transfer::Created { lines: n } } else { Transfer::Extended { lines: n } })
     }
 
     /// Pulls session `key` into `root` (as `root/DIR/FILE`, pi's layout).
+    /// A name that is not one folder and one file is refused, and nothing
+    /// below `root` is reached through a symbolic link (see `dest.rs`).
+    /// Refused while a writer holds the session on the server (see
+    /// [`PgStore::pull_with`]).
     pub fn pull(&self, key: &SessionKey, root: &Path) -> Result<(PathBuf, Transfer), PgError> {
-        let dest = if key.dir.is_empty() { root.join(&key.name) } else { root.join(&key.dir).join(&key.name) };
+        self.pull_with(key, root, Live::Refuse)
+    }
+
+    /// [`PgStore::pull`]; a session a writer holds on the server is refused,
+    /// naming it, unless `live` allows it: then what is committed is copied
+    /// (whole writes only: each is one transaction).
+    pub fn pull_with(&self, key: &SessionKey, root: &Path, live: Live) -> Result<(PathBuf, Transfer), PgError> {
+        self.check_name(key)?;
+        if live == Live::Refuse {
+            if let Some(h) = self.read(|c| Ok(crate::lock::holder(c, key)?))? {
+                return Err(self.refused(
+                    key.shown(),
+                    format!(
+                        "is open for writing by another process ({h}): pull it once that writer is closed, \
+                         or give --allow-live to copy what is committed now"
+                    ),
+                ));
+            }
+        }
+        let place = Dest::open(root, key)?;
+        let dest = place.path.clone();
         // A local writer of the file refuses the pull (and no writer starts during it).
         let _lock = FileStore.lock(&dest)?;
-        let ours = match fs::read(&dest) {
-            Ok(b) => Some(b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(PgError::local(&dest, e)),
-        };
+        if !place.still_in_place() {
+            return Err(
+                self.refused(dest.display(), "its folder was replaced while pulling; nothing was written".into())
+            );
+        }
+        let ours = place.read()?;
         let local_lines = ours.as_deref().map(split_lines);
         let local_count = local_lines.as_ref().map(Vec::len);
         // One snapshot: the digest and the lines read agree.
@@ -189,17 +302,13 @@ impl PgStore {
             return Err(PgError::NoSession { server: self.server().shown().to_owned(), name: key.to_string() });
         };
         let Some(have) = local_count else {
-            if let Some(dir) = dest.parent() {
-                fs::create_dir_all(dir).map_err(|e| PgError::local(dir, e))?;
-            }
-            atomic_write(&dest, |w| w.write_all(&bytes)).map_err(|e| self.refused(dest.display(), e.to_string()))?;
+            place.create(&bytes)?;
             return Ok((dest, Transfer::Created { lines: theirs as u64 }));
         };
         match compare(theirs, have, agrees) {
             Ok(None) => Ok((dest, Transfer::Unchanged)),
             Ok(Some(_)) => {
-                let mut f = OpenOptions::new().append(true).open(&dest).map_err(|e| PgError::local(&dest, e))?;
-                f.write_all(&bytes).and_then(|_| f.sync_data()).map_err(|e| PgError::local(&dest, e))?;
+                place.append(&bytes)?;
                 Ok((dest, Transfer::Extended { lines: (theirs - have) as u64 }))
             }
             Err(Standing::Diverged) => Err(self.refused(

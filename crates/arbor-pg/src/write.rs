@@ -80,12 +80,25 @@ fn missing_row(id: i64) -> SqlError {
     SqlError::Invariant(format!("the row of session {id} vanished during the write"))
 }
 
-/// Appends `new` after the lines of `row` as this writer last saw it. `None`
+/// A new write token: 128 random bits, as text.
+pub(crate) fn token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The line count the append with `token` left, when it was committed.
+pub(crate) fn find_token(c: &mut impl GenericClient, token: &str) -> Result<Option<i64>, postgres::Error> {
+    let row = c.query_typed_opt("SELECT line_count FROM arbor.writes WHERE token = $1", &[(&token, Type::TEXT)])?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// Appends `new` after the lines of `row` as this writer last saw it, under
+/// the write token `token` (kept with the append, see migration 2). `None`
 /// when the session changed on the server since (nothing is written then).
 pub(crate) fn append(
     c: &mut impl GenericClient,
     row: &SessionRow,
     new: &[&[u8]],
+    token: &str,
 ) -> Result<Option<SessionRow>, SqlError> {
     let mut facts = row.facts.clone();
     for l in new {
@@ -97,6 +110,14 @@ pub(crate) fn append(
         return Ok(None);
     };
     lines::insert(c, row.id, row.line_count, row.byte_size, new)?;
+    c.execute_typed(
+        "INSERT INTO arbor.writes (token, session, line_count) VALUES ($1, $2, $3)",
+        &[(&token, Type::TEXT), (&row.id, Type::INT8), (&lines, Type::INT8)],
+    )?;
+    c.execute_typed(
+        "DELETE FROM arbor.writes WHERE session = $1 AND written_at < clock_timestamp() - interval '1 day'",
+        &[(&row.id, Type::INT8)],
+    )?;
     Ok(Some(updated))
 }
 

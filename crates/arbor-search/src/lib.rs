@@ -1,5 +1,5 @@
 //! Search over session files, one engine for every place sessions live: pi's
-//! picker syntax ([`parse_query`]), a matcher that finds literals and
+//! picker syntax ([`parse_query`], from `arbor-tree`'s sessions seam), a matcher that finds literals and
 //! regexes in an entry's text ([`Pattern`]), a scanner that reads a file's
 //! bytes at ripgrep's speed and decodes only the lines that may match
 //! ([`scan_ranges`]), the gram filter that lets a search skip the ranges
@@ -44,12 +44,11 @@ mod fold;
 pub mod grams;
 pub mod ordered;
 mod pattern;
-mod query;
 mod scan;
 mod snippet;
 
+pub use arbor_tree::sessions::{fuzzy_match, parse_query, Query, Relevance, Token, TokenKind};
 pub use ordered::{ordered, Flow};
 pub use pattern::{check_size, InSession, Pattern, PatternError, MAX_QUERY_BYTES, MAX_QUERY_WORDS};
-pub use query::{fuzzy_match, parse as parse_query, Query, Token, TokenKind};
-pub use scan::{scan_ranges, scan_values, EntryHit, Mode, Range, Relevance, Scanned, MAX_LINE};
+pub use scan::{scan_ranges, scan_values, EntryHit, Mode, Range, Scanned, COLUMN_BYTES, MAX_LINE};
 pub use snippet::snippet;

@@ -6,12 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex};
 
-/// Whether to go on after a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
-    Go,
-    Stop,
-}
+pub use arbor_tree::sessions::Flow;
 
 /// How far ahead of the first unfinished item a thread may start one, per thread.
 const AHEAD: usize = 4;

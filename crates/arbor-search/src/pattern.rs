@@ -13,7 +13,7 @@ use regex_syntax::hir::{Hir, HirKind};
 use crate::escape::escaped;
 use crate::fold::{Case, Literal};
 use crate::grams::Need;
-use crate::query::{fuzzy_match, Query, TokenKind};
+use arbor_tree::sessions::{fuzzy_match, Query, TokenKind};
 
 /// The longest query, in bytes.
 pub const MAX_QUERY_BYTES: usize = 4096;
@@ -439,7 +439,7 @@ pub fn check_size(query: &str) -> Result<(), PatternError> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::query::parse;
+    use arbor_tree::sessions::parse_query as parse;
 
     fn pattern(q: &str) -> Pattern {
         Pattern::new(&parse(q).unwrap()).unwrap().unwrap()

@@ -16,6 +16,7 @@ use serde_json::Value;
 use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::scan::{ReadAt, RecordHead};
 use arbor_log::{searchable_text, EntryType, Role};
+use arbor_tree::sessions::Relevance;
 
 use crate::escape::{escaped, odd_escapes};
 use crate::grams::{Builder, Filter};
@@ -31,16 +32,6 @@ const OVERLAP: usize = 4096;
 /// A range read to build filters gets one filter per this many bytes (cut at
 /// a line end), so a candidate filter costs a read of about this much.
 pub const COLUMN_BYTES: u64 = 1 << 20;
-
-/// How hits are matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Relevance {
-    /// Every token, phrase or the regex matched as written (up to case).
-    Exact,
-    /// Some token matched a word only fuzzily.
-    Fuzzy,
-}
 
 /// One entry that matches, as the scan finds it in its session.
 #[derive(Debug, Clone, PartialEq)]
@@ -611,7 +602,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::pattern::Pattern;
-    use crate::query::parse;
+    use arbor_tree::sessions::parse_query as parse;
 
     fn line(id: &str, text: &str) -> String {
         let v = serde_json::json!({"type":"message","id":id,"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",

@@ -77,6 +77,11 @@ impl TestDb {
         Some(TestDb { admin_url, name, url })
     }
 
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// A direct connection to this database (for checking rows).
     pub fn client(&self) -> Client {
         connect(&self.url)
@@ -100,6 +105,8 @@ fn connect(url: &str) -> Client {
 #[derive(Debug)]
 pub struct Cluster {
     dir: tempfile_dir::Dir,
+    /// What `start` was given after the folder (to start it again the same way).
+    options: Vec<String>,
     /// Its connection URL.
     pub url: String,
 }
@@ -109,9 +116,20 @@ impl Cluster {
     /// (the binaries are the same; `None`: skipped).
     pub fn start(test: &str) -> Option<Cluster> {
         server(test)?;
+        Some(Cluster::start_with(vec!["--no-fsync".into()]))
+    }
+
+    fn start_with(options: Vec<String>) -> Cluster {
         let dir = tempfile_dir::Dir::new();
-        let url = run_script(&["start", &dir.path().to_string_lossy(), "--no-fsync"]);
-        Some(Cluster { dir, url: url.trim().to_owned() })
+        let mut args = vec!["start".to_owned(), dir.path().to_string_lossy().into_owned()];
+        args.extend(options.iter().cloned());
+        let url = run_script(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        Cluster { dir, options, url: url.trim().to_owned() }
+    }
+
+    /// The folder of the cluster (its sockets, its data).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// Stops the server: `fast`, or `immediate` (a crash: no shutdown checkpoint).
@@ -121,7 +139,9 @@ impl Cluster {
 
     /// Starts the stopped server again.
     pub fn restart(&self) {
-        run_script(&["start", &self.dir.path().to_string_lossy(), "--no-fsync"]);
+        let mut args = vec!["start".to_owned(), self.dir.path().to_string_lossy().into_owned()];
+        args.extend(self.options.iter().cloned());
+        run_script(&args.iter().map(String::as_str).collect::<Vec<_>>());
     }
 }
 
@@ -129,6 +149,226 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = Command::new(script()).args(["stop", &self.dir.path().to_string_lossy(), "immediate"]).output();
     }
+}
+
+/// A private cluster that takes TCP connections on 127.0.0.1 over TLS only,
+/// with a certificate authority made for it (`.ci/pg-cluster start --tls`).
+#[derive(Debug)]
+pub struct TlsCluster {
+    /// The cluster; its `url` is the TCP one (`postgres://arbor@127.0.0.1:PORT/postgres`).
+    pub cluster: Cluster,
+    /// The port it listens on.
+    pub port: u16,
+    /// The certificate files: `ca.crt` (the CA that signed the server's
+    /// certificate, issued for `localhost` only), `other-ca.crt` (a CA that
+    /// signed nothing here), `client.crt`/`client.key` (the role `certuser`,
+    /// signed by the CA; the key 0600).
+    pub certs: PathBuf,
+    _certs_dir: tempfile_dir::Dir,
+}
+
+impl TlsCluster {
+    /// Starts one for `test` (`None`: no server for the tests, skipped).
+    pub fn start(test: &str) -> Option<TlsCluster> {
+        server(test)?;
+        let certs_dir = tempfile_dir::Dir::new();
+        let certs = certs_dir.path().to_owned();
+        make_certificates(&certs);
+        let port = free_port();
+        let cluster = Cluster::start_with(vec![
+            "--no-fsync".into(),
+            "--tls".into(),
+            certs.to_string_lossy().into_owned(),
+            port.to_string(),
+        ]);
+        Some(TlsCluster { cluster, port, certs, _certs_dir: certs_dir })
+    }
+
+    /// A client over the unix socket (no TLS), for setting up roles.
+    pub fn admin(&self) -> Client {
+        let host = self.cluster.dir().to_string_lossy().replace('/', "%2F");
+        connect(&format!("postgres://arbor@{host}:{}/postgres", self.port))
+    }
+}
+
+/// A port on 127.0.0.1 that nothing listens on right now.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("no free port: {e}"));
+    l.local_addr().map(|a| a.port()).unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+/// Writes a CA, the server's certificate (for `localhost`) and key, a client
+/// certificate for `certuser`, and an unrelated CA into `dir`.
+fn make_certificates(dir: &Path) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let fail = |e: rcgen::Error| -> ! { panic!("making test certificates: {e}") };
+    let ca = |name: &str| {
+        let mut p = CertificateParams::new(vec![]).unwrap_or_else(|e| fail(e));
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, name);
+        let key = KeyPair::generate().unwrap_or_else(|e| fail(e));
+        let cert = p.self_signed(&key).unwrap_or_else(|e| fail(e));
+        (cert, key)
+    };
+    let (ca_cert, ca_key) = ca("Arbor test CA");
+    let (other, _) = ca("Another CA");
+    let signed = |names: Vec<String>, cn: &str| {
+        let mut p = CertificateParams::new(names).unwrap_or_else(|e| fail(e));
+        p.distinguished_name.push(DnType::CommonName, cn);
+        let key = KeyPair::generate().unwrap_or_else(|e| fail(e));
+        let cert = p.signed_by(&key, &ca_cert, &ca_key).unwrap_or_else(|e| fail(e));
+        (cert.pem(), key.serialize_pem())
+    };
+    let (server_crt, server_key) = signed(vec!["localhost".into()], "localhost");
+    let (client_crt, client_key) = signed(vec![], "certuser");
+    let write = |name: &str, text: &str, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    };
+    write("ca.crt", &ca_cert.pem(), 0o644);
+    write("other-ca.crt", &other.pem(), 0o644);
+    write("server.crt", &server_crt, 0o644);
+    write("server.key", &server_key, 0o600);
+    write("client.crt", &client_crt, 0o644);
+    write("client.key", &client_key, 0o600);
+}
+
+/// The unix socket file a socket URL (`postgres://u@%2Fdir[:port]/db`) names.
+pub fn socket_of(url: &str) -> Option<PathBuf> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next()?;
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse().ok()?),
+        None => (hostport, 5432u16),
+    };
+    let dir = host.replace("%2F", "/").replace("%2f", "/");
+    dir.starts_with('/').then(|| Path::new(&dir).join(format!(".s.PGSQL.{port}")))
+}
+
+/// Where a [`CutProxy`] cuts the next connection that reaches that point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Nowhere: every byte goes through.
+    Never = 0,
+    /// Right after the server acknowledged a COMMIT, before the client
+    /// hears of it: the write is committed, its acknowledgement lost.
+    AfterCommit = 1,
+    /// Right before the client's COMMIT reaches the server: nothing is committed.
+    BeforeCommit = 2,
+}
+
+/// A TCP proxy on 127.0.0.1 to a server's unix socket that cuts one
+/// connection, once armed, at the point [`Cut`] names (both directions
+/// closed, as a dropped network would). Its threads end with the test process.
+#[derive(Debug)]
+pub struct CutProxy {
+    /// The port it listens on.
+    pub port: u16,
+    armed: std::sync::Arc<std::sync::atomic::AtomicU8>,
+    cuts: std::sync::Arc<AtomicUsize>,
+}
+
+impl CutProxy {
+    /// Starts a proxy to the unix socket file `upstream`.
+    pub fn start(upstream: &Path) -> CutProxy {
+        use std::sync::atomic::AtomicU8;
+        use std::sync::Arc;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("proxy: {e}"));
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or_else(|e| panic!("proxy: {e}"));
+        let armed = Arc::new(AtomicU8::new(Cut::Never as u8));
+        let cuts = Arc::new(AtomicUsize::new(0));
+        let (a, n, up) = (armed.clone(), cuts.clone(), upstream.to_owned());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = std::os::unix::net::UnixStream::connect(&up) else { continue };
+                proxy_pair(client, server, a.clone(), n.clone());
+            }
+        });
+        CutProxy { port, armed, cuts }
+    }
+
+    /// Cuts the next connection that reaches `cut` (then passes everything again).
+    pub fn arm(&self, cut: Cut) {
+        self.armed.store(cut as u8, Ordering::SeqCst);
+    }
+
+    /// How many connections it has cut.
+    pub fn cuts(&self) -> usize {
+        self.cuts.load(Ordering::SeqCst)
+    }
+
+    /// A URL of database `db` through the proxy.
+    pub fn url(&self, db: &str) -> String {
+        format!("postgres://arbor@127.0.0.1:{}/{db}?sslmode=disable", self.port)
+    }
+}
+
+/// The simple-query message `COMMIT` and the server's `CommandComplete` for it.
+const COMMIT_QUERY: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
+const COMMIT_DONE: &[u8] = b"C\0\0\0\x0bCOMMIT\0";
+
+fn proxy_pair(
+    client: std::net::TcpStream,
+    server: std::os::unix::net::UnixStream,
+    armed: std::sync::Arc<std::sync::atomic::AtomicU8>,
+    cuts: std::sync::Arc<AtomicUsize>,
+) {
+    use std::io::{Read, Write};
+    use std::net::Shutdown;
+    let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else { return };
+    let (Ok(c3), Ok(s3)) = (client.try_clone(), server.try_clone()) else { return };
+    let both = std::sync::Arc::new((c3, s3));
+    let cut = move |b: &(std::net::TcpStream, std::os::unix::net::UnixStream)| {
+        let _ = b.0.shutdown(Shutdown::Both);
+        let _ = b.1.shutdown(Shutdown::Both);
+    };
+    let (b1, b2) = (both.clone(), both);
+    let (a1, n1, a2, n2) = (armed.clone(), cuts.clone(), armed, cuts);
+    let contains = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    std::thread::spawn(move || {
+        let (mut from, mut to) = (client, server);
+        let mut buf = vec![0u8; 64 << 10];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if contains(&buf[..n], COMMIT_QUERY)
+                && a1.compare_exchange(Cut::BeforeCommit as u8, 0, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+            {
+                n1.fetch_add(1, Ordering::SeqCst);
+                cut(&b1);
+                return;
+            }
+            if to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(Shutdown::Write);
+    });
+    std::thread::spawn(move || {
+        let (mut from, mut to) = (s2, c2);
+        let mut buf = vec![0u8; 64 << 10];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if contains(&buf[..n], COMMIT_DONE)
+                && a2.compare_exchange(Cut::AfterCommit as u8, 0, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+            {
+                n2.fetch_add(1, Ordering::SeqCst);
+                cut(&b2);
+                return;
+            }
+            if to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(Shutdown::Write);
+    });
 }
 
 /// `.ci/pg-cluster` of this repository.
@@ -188,5 +428,12 @@ mod tests {
         assert_eq!(with_database("postgres://a@h:5/db?sslmode=disable", "t"), "postgres://a@h:5/t?sslmode=disable");
         assert_eq!(with_database("postgres://a@h", "t"), "postgres://a@h/t");
         assert_eq!(with_database("host=/tmp user=a", "t"), "host=/tmp user=a dbname=t");
+    }
+
+    #[test]
+    fn socket_urls_name_their_socket_file() {
+        assert_eq!(socket_of("postgres://a@%2Ftmp%2Fx/db"), Some(PathBuf::from("/tmp/x/.s.PGSQL.5432")));
+        assert_eq!(socket_of("postgres://a@%2Ftmp%2Fx:6000/db"), Some(PathBuf::from("/tmp/x/.s.PGSQL.6000")));
+        assert_eq!(socket_of("postgres://a@localhost/db"), None);
     }
 }

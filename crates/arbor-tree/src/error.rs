@@ -50,6 +50,13 @@ pub enum TreeError {
         /// What the first record is instead.
         reason: String,
     },
+    /// A new session for a cwd, with options that name neither a sessions
+    /// root nor a session directory.
+    #[error("no directory for new sessions of {cwd}: the options name no sessions root (SessionOptions::sessions_root) and no session directory")]
+    NoSessionsRoot {
+        /// The working directory the session was for.
+        cwd: String,
+    },
     /// A file that does not exist, opened in a mode that does not create one.
     #[error("{}: no such session file", .0.display())]
     Missing(PathBuf),

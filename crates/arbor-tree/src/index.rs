@@ -2,15 +2,20 @@
 //! entry's byte range, line, id, parent, type, role and time), so that
 //! reopening an unchanged file skips the scan (docs/format.md, "The index").
 //!
-//! It is a cache and never the truth. It lives in Arbor's cache directory,
-//! never beside the session ([`crate::paths::index_dir`]), in a file named
-//! after the session file's identity (a hash of what [`Store::stamp`] calls
+//! It is a cache and never the truth. It lives in the directory
+//! [`crate::SessionOptions::index_dir`] names (none by default; the CLI names
+//! Arbor's cache directory, [`crate::paths::index_dir`]), never beside the
+//! session, in a file named after the session file's identity (a hash of what [`Store::stamp`] calls
 //! it: for local files the canonical path, device and inode). It is written
 //! (atomically) only for a clean file (no diagnostics, ending in a newline,
 //! at least [`MIN_INDEXED_BYTES`]), and read only when the file's size,
 //! modification time, status change time (which an edit in place changes
 //! even when it puts the modification time back) and a checksum of its
-//! first and last 64 KiB match the ones recorded. Each line copied from the
+//! first and last 64 KiB match the ones recorded. An index of a file that
+//! has grown since answers for the bytes it covers only when they are still
+//! the bytes it was made from: the content hash of every covered byte
+//! ([`content_hash`], xxh3 over 1 MiB blocks on all cores) is checked, so an
+//! append never vouches for an edit before it. Each line copied from the
 //! file on the index's word is checked too (the session's `slot.rs`). A
 //! missing, stale, truncated or corrupt index is ignored (and rewritten after
 //! the scan); an unwritable cache directory means no index. Reading or
@@ -28,8 +33,8 @@
 //! of a file that only grew since still answers for what it covers, and is
 //! extended by what was appended (`extend.rs`).
 //!
-//! Layout (little-endian): `ARBORIX6`, size u64, mtime ns i128, ctime ns
-//! i128, checksum u64, header bytes u64, entry count n u64, strings length
+//! Layout (little-endian): `ARBORIX7`, size u64, mtime ns i128, ctime ns
+//! i128, checksum u64, content u64 (see below), header bytes u64, entry count n u64, strings length
 //! u64, id row count r u64; then the columns: n resolved parents (u32
 //! position of the earlier entry the parent id resolves to, or `u32::MAX`), n
 //! kinds (type u8: its position in [`EntryType::ALL`] or 255 for a name in
@@ -54,11 +59,13 @@ use arbor_log::{atomic_write_file, EntryType, Role};
 use crate::store::Store;
 
 mod block;
+mod content;
 mod extend;
 mod ids;
 mod write;
 
 use block::{Block, BLOCK};
+pub(crate) use content::{content_hash, content_of};
 
 pub(crate) use ids::IdRows;
 pub(crate) use write::IndexWriter;
@@ -69,7 +76,7 @@ const INDEX_EXTENSION: &str = "arbor-index";
 /// Files smaller than this are scanned, never indexed (the scan is cheaper than the file).
 pub const MIN_INDEXED_BYTES: u64 = 1 << 20;
 
-const MAGIC: &[u8; 8] = b"ARBORIX6";
+const MAGIC: &[u8; 8] = b"ARBORIX7";
 
 const NAMED_STRING: u8 = 255;
 const NO_ROLE: u8 = 254;
@@ -214,22 +221,26 @@ fn stamp_file(store: &dyn Store, path: &Path, src: &dyn ReadAt) -> Option<(Stamp
 /// An index that only this process reads, of the file `stamp` describes:
 /// written by `write` to a temporary file that has no name (it is gone when
 /// the index is dropped), for a file that gets no index in the cache (no
-/// cache directory, or one that cannot be written), so that reading it holds
-/// what reading through the cache's index holds. It goes to Arbor's cache
-/// directory where there is one (on disk, where the index would be), else
-/// to the system's temporary directory.
+/// index directory named, or one that cannot be written), so that reading it
+/// holds what reading through the cache's index holds. It goes to the index
+/// directory the options name when it exists (on disk, where the index
+/// would be), else to the system's temporary directory: never anywhere
+/// visible, whatever the options say.
 pub(crate) fn private_index(
+    dir: Option<&Path>,
     stamp: Stamp,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Option<LazyIndex> {
-    let in_cache = crate::paths::cache_dir().filter(|d| d.is_dir()).and_then(|d| tempfile::tempfile_in(d).ok());
+    let in_cache = dir.filter(|d| d.is_dir()).and_then(|d| tempfile::tempfile_in(d).ok());
     let mut file = in_cache.or_else(|| tempfile::tempfile().ok())?;
     write(&mut file).ok()?;
     LazyIndex::open(Box::new(file), stamp)
 }
 
-/// Bytes before the columns: magic, stamp, header bytes, entry count, strings length, id rows.
-const FIXED: u64 = 88;
+/// Bytes before the columns: magic, stamp, content hash, header bytes, entry count, strings length, id rows.
+const FIXED: u64 = 96;
+/// Where the content hash is in the fixed part.
+pub(crate) const CONTENT_AT: usize = 56;
 /// Bytes of one entry's fixed record.
 const RECORD: usize = 32;
 /// Bytes per entry in the columns and the records.
@@ -242,8 +253,8 @@ const PER_ENTRY: u64 = 4 + 2 + RECORD as u64;
 pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
     let mut cols = Columns::of(&index.entries, 0, 0)?;
     cols.rows.sort_unstable();
-    let head =
-        fixed(stamp, index.header_bytes, index.entries.len() as u64, cols.strings.len() as u64, cols.rows.len() as u64);
+    let (n, strings, rows) = (index.entries.len() as u64, cols.strings.len() as u64, cols.rows.len() as u64);
+    let head = fixed(stamp, 0, index.header_bytes, n, strings, rows);
     let mut out = Vec::with_capacity(
         head.len()
             + cols.parents.len()
@@ -262,14 +273,17 @@ pub(crate) fn encode(stamp: Stamp, index: &Index) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The fixed part of an index: magic, stamp, header bytes, entry count, strings length, id rows.
-pub(crate) fn fixed(stamp: Stamp, header_bytes: u64, n: u64, strings_len: u64, rows: u64) -> Vec<u8> {
+/// The fixed part of an index: magic, stamp, content hash ([`content_hash`]
+/// of the `stamp.size` bytes indexed; 0 when not known), header bytes, entry
+/// count, strings length, id rows.
+pub(crate) fn fixed(stamp: Stamp, content: u64, header_bytes: u64, n: u64, strings_len: u64, rows: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(FIXED as usize);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&stamp.size.to_le_bytes());
     out.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
     out.extend_from_slice(&stamp.changed_ns.to_le_bytes());
     out.extend_from_slice(&stamp.checksum.to_le_bytes());
+    out.extend_from_slice(&content.to_le_bytes());
     out.extend_from_slice(&header_bytes.to_le_bytes());
     out.extend_from_slice(&n.to_le_bytes());
     out.extend_from_slice(&strings_len.to_le_bytes());
@@ -468,7 +482,7 @@ impl LazyIndex {
         if stamp_of(&fixed) != Some(stamp) {
             return None;
         }
-        let mut c = Cursor(&fixed[56..]);
+        let mut c = Cursor(fixed.get(CONTENT_AT + 8..)?);
         let (header_bytes, n, strings_len, rows) = (c.u64()?, c.u64()?, c.u64()?, c.u64()?);
         let expected = n
             .checked_mul(PER_ENTRY)?

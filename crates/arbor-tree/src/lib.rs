@@ -35,14 +35,20 @@
 //! open (in an explicit [`OpenMode`]) / create / continue-recent / in-memory /
 //! fork-from; where files live ([`paths`]) and listing ([`list_sessions`]);
 //! one writer per file. Session files are reached only through a [`Store`]
-//! ([`FileStore`], [`MemoryStore`]). Users name entries by id; bulk and fast
+//! ([`FileStore`], [`MemoryStore`]): one session's bytes. All the sessions
+//! of a backend (a sessions root, a server) are reached through the
+//! [`sessions::Sessions`] trait (listing, search, names, following, where a
+//! new session goes), with the types every backend answers with; its
+//! implementations live with their backends (`arbor_catalog::FileSessions`,
+//! `arbor_pg::PgStore`). Users name entries by id; bulk and fast
 //! paths by [`Position`] (an entry's place in file order). Current-version
 //! files are opened index-first: a parallel light scan (or the index cached
 //! in Arbor's cache directory) keeps each entry's id, parent, type and byte
 //! range, and an entry's body and JSON text are decoded from the file on
 //! first use ([`SessionOptions::index_first`]), so opening costs a scan and
-//! every later question costs what its answer costs. The `arbor-log` types
-//! this API takes and returns are re-exported here.
+//! every later question costs what its answer costs; the index is cached
+//! only where the options name a directory ([`SessionOptions::index_dir`]).
+//! The `arbor-log` types this API takes and returns are re-exported here.
 //!
 //! It does not know about LLM contexts, models, summaries or async runtimes.
 //!
@@ -53,6 +59,9 @@
 //!   opening decodes as a malformed entry saying so, never as a panic;
 //! - reading never modifies a file nor writes beside it; a migrated file is
 //!   rewritten atomically on the first write;
+//! - a default ([`SessionOptions::default`]) reads no environment variable
+//!   and writes nowhere its caller did not name (the environment's
+//!   directories are [`paths`] helpers a program calls as its policy);
 //! - no open mode creates a session at a missing path or replaces a file that
 //!   is not a session unless it says so; pi's recovery backs the file up first;
 //! - a new session reaches disk with its first assistant message, exactly once
@@ -72,6 +81,7 @@ mod lock;
 pub mod paths;
 mod repair;
 mod session;
+pub mod sessions;
 mod store;
 mod tree;
 

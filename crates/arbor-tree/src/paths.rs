@@ -1,5 +1,10 @@
 //! Where files live: pi's sessions directory layout (docs/format.md, "Where
 //! files live") and Arbor's cache directory for derived data.
+//!
+//! The functions that read the environment ([`sessions_root`],
+//! [`cache_dir`], [`index_dir`], [`agent_dir`]) are helpers for a program's
+//! policy (the `arbor` command calls them); nothing else in the library
+//! calls them, so no default reads the environment.
 
 use std::path::{Path, PathBuf};
 

@@ -11,12 +11,14 @@
 //! before anything is written.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use arbor_log::files::{ensure_writable, is_link, resolve};
-use arbor_log::writer::{backup_copy, write_side};
+use arbor_log::scan::ReadAt;
+use arbor_log::writer::{backup_copy, ensure_one_name, write_side, write_side_by};
 use arbor_log::{atomic_write, LineKind, LogLine, SeededIds, SessionLog};
 
 use crate::check::pass::{read_pass, Rejection};
@@ -44,18 +46,102 @@ pub struct RepairReport {
 }
 
 /// Repairs `path`; with `write` false it only reports.
+///
+/// A current-version file is read in one streaming pass (a few integers
+/// per entry) and, with `write`, copied line by line into the repaired
+/// file and the side file: memory follows the entries, not the file.
+/// Files that need a migration are read whole ([`SessionLog`]).
 pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> {
     if !FileStore.exists(path)? {
         return Err(TreeError::Missing(path.to_owned()));
     }
     // The file a link names is the one repaired; its side files go beside it.
     let target = resolve(path)?;
-    if write {
-        ensure_writable(&target)?;
-    } else if let Some(report) = dry_run(path, &target)? {
+    if !write {
+        if let Some((report, _)) = dry_run(path, &target)? {
+            return Ok(report);
+        }
+        return repair_with_log(path, &target, false);
+    }
+    ensure_writable(&target)?;
+    let _lock = FileStore.lock(path)?;
+    match dry_run(path, &target)? {
+        Some((report, plan)) => apply(&target, report, &plan),
+        None => repair_with_log(path, &target, true),
+    }
+}
+
+/// Which lines a streamed repair keeps, and the file they are copied from.
+struct Plan {
+    src: std::sync::Arc<dyn ReadAt>,
+    /// The file's length when it was read.
+    len: u64,
+    /// Lines that go to the side file, in order.
+    moved: Vec<usize>,
+    /// Blank lines, dropped, in order.
+    blank: Vec<usize>,
+}
+
+/// Writes the repair a dry run planned (see [`repair_file`]): the original
+/// backed up, the lines moved aside copied to the side file, the rest to
+/// the repaired file, each line as it is (a newline added where the last
+/// one lacks it).
+fn apply(target: &Path, mut report: RepairReport, plan: &Plan) -> Result<RepairReport, TreeError> {
+    if report.clean {
         return Ok(report);
     }
-    repair_with_log(path, &target, write)
+    // A rename gives this name the repaired file and leaves every other name of it on the old one.
+    ensure_one_name(target)?;
+    let backup = backup_copy(target, "backup")?;
+    if !plan.moved.is_empty() {
+        let moved = |n: usize| plan.moved.binary_search(&n).is_ok();
+        let side = write_side_by(target, "rejected", &mut |w| copy_lines(plan, &moved, w))?;
+        report.rejected_file = Some(side);
+    }
+    let kept = |n: usize| plan.moved.binary_search(&n).is_err() && plan.blank.binary_search(&n).is_err();
+    atomic_write(target, |w| copy_lines(plan, &kept, w))?;
+    report.backup = Some(backup);
+    Ok(report)
+}
+
+/// Bytes of the file copied at once.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// Copies the lines of the plan's file that `wanted` takes (by number,
+/// counting from one) to `w`, a chunk at a time (a line of any length is
+/// never held whole), each ending with a newline.
+fn copy_lines(plan: &Plan, wanted: &dyn Fn(usize) -> bool, w: &mut dyn Write) -> std::io::Result<()> {
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let (mut at, mut line) = (0u64, 1usize);
+    let mut take = wanted(line);
+    // True when the line being copied has bytes not yet ended by a newline.
+    let mut open = false;
+    while at < plan.len {
+        let want = usize::try_from(plan.len - at).map_or(COPY_CHUNK, |n| n.min(COPY_CHUNK));
+        let n = plan.src.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            break;
+        }
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', &buf[..n]) {
+            if take {
+                w.write_all(&buf[start..=nl])?;
+            }
+            start = nl + 1;
+            line += 1;
+            take = wanted(line);
+            open = false;
+        }
+        if take && start < n {
+            w.write_all(&buf[start..n])?;
+        }
+        open |= start < n;
+        at += n as u64;
+    }
+    if open && take {
+        w.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 /// [`repair_file`] reading every line into a [`SessionLog`] (what `--write`
@@ -65,8 +151,8 @@ pub(crate) fn repair_in_full(path: &Path, write: bool) -> Result<RepairReport, T
     repair_with_log(path, &resolve(path)?, write)
 }
 
+/// (With `write`, the caller holds the file's write lock.)
 fn repair_with_log(path: &Path, target: &Path, write: bool) -> Result<RepairReport, TreeError> {
-    let _lock = if write { Some(FileStore.lock(path)?) } else { None };
     let mut log = SessionLog::read_path(path)?;
     let Some(header) = log.header() else {
         return Err(TreeError::NoHeader {
@@ -95,6 +181,8 @@ fn repair_with_log(path: &Path, target: &Path, write: bool) -> Result<RepairRepo
     if clean || !write {
         return Ok(out);
     }
+    // A rename gives this name the repaired file and leaves every other name of it on the old one.
+    ensure_one_name(target)?;
     let backup = backup_copy(target, "backup")?;
     if !rejected.is_empty() {
         out.rejected_file = Some(write_side(target, "rejected", &mut &rejected[..])?);
@@ -154,7 +242,11 @@ fn sort_lines(log: &SessionLog, actions: &mut Vec<String>) -> Result<Sorted, Tre
                 LineKind::Header(v) | LineKind::ExtraHeader(v) | LineKind::Record(v) => v,
                 _ => continue,
             };
-            arbor_log::json::to_vec(v).map_err(arbor_log::LogError::from)?
+            // Written into its line: what the migration did not change keeps its bytes.
+            match arbor_log::json::splice(l.raw(), v) {
+                Some(text) => text,
+                None => arbor_log::json::to_vec(v).map_err(arbor_log::LogError::from)?,
+            }
         } else {
             l.raw().to_vec()
         };
@@ -179,8 +271,9 @@ fn sort_lines(log: &SessionLog, actions: &mut Vec<String>) -> Result<Sorted, Tre
 /// [`crate::check`]), holding a few integers per entry instead of every
 /// line; `None` when the file needs the full reader (no usable header, a
 /// migration).
-fn dry_run(path: &Path, target: &Path) -> Result<Option<RepairReport>, TreeError> {
+fn dry_run(path: &Path, target: &Path) -> Result<Option<(RepairReport, Plan)>, TreeError> {
     let Some(src) = FileStore.open_at(path)? else { return Err(TreeError::Missing(path.to_owned())) };
+    let len = src.len().map_err(|e| TreeError::io(path, e))?;
     let Some(pass) = read_pass(&*src).map_err(|e| TreeError::io(path, e))? else { return Ok(None) };
     let l = &pass.ledger;
     // Every line set aside, in file order: the pass's, and the earlier lines of repeated ids.
@@ -208,23 +301,25 @@ fn dry_run(path: &Path, target: &Path) -> Result<Option<RepairReport>, TreeError
     if let Some((line, _)) = unterminated {
         actions.push(format!("{line}: add the missing newline at the end"));
     }
-    if pass.blank > 0 {
-        actions.push(format!("0: drop {} blank lines", pass.blank));
+    if !pass.blank.is_empty() {
+        actions.push(format!("0: drop {} blank lines", pass.blank.len()));
     }
     let prefix_kept =
         pass.prefix.lines().iter().filter(|l| !matches!(l.kind, LineKind::Blank | LineKind::Skipped)).count();
     let live = (0..l.len() as u32).filter(|&i| l.live(i)).count();
-    let clean = moved.is_empty() && pass.blank == 0 && unterminated.is_none();
+    let clean = moved.is_empty() && pass.blank.is_empty() && unterminated.is_none();
     if !clean && is_link(path) {
         let what = format!("0: {} is a symbolic link: its target {} is repaired", path.display(), target.display());
         actions.insert(0, what);
     }
-    Ok(Some(RepairReport {
+    let report = RepairReport {
         actions,
         kept: prefix_kept + live,
         rejected: moved.len(),
         clean,
         backup: None,
         rejected_file: None,
-    }))
+    };
+    let moved = moved.into_iter().map(|(line, _)| line).collect();
+    Ok(Some((report, Plan { src, len, moved, blank: pass.blank })))
 }

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use arbor_log::files::{ensure_writable, is_link, open_read, resolve};
 use arbor_log::scan::ReadAt;
-use arbor_log::writer::backup_copy;
+use arbor_log::writer::{backup_copy, ensure_one_name};
 use arbor_log::{atomic_write, Appender, Durability, LogError, TailRepair};
 
 use crate::error::{LockHolder, TreeError};
@@ -133,7 +133,9 @@ impl Store for FileStore {
                 if offset > 0 {
                     f.seek(SeekFrom::Start(offset)).map_err(|e| TreeError::io(path, e))?;
                 }
-                Ok(Some(Box::new(f)))
+                // No more than the file holds now (a kernel file that says 0 and never ends reads as empty).
+                let len = f.metadata().map_err(|e| TreeError::io(path, e))?.len();
+                Ok(Some(Box::new(f.take(len.saturating_sub(offset)))))
             }
             None => Ok(None),
         }
@@ -184,6 +186,7 @@ impl Store for FileStore {
         // Through a link, the file it names is replaced (the link stays a link).
         let target = resolve(path)?;
         ensure_writable(&target)?;
+        ensure_one_name(&target)?;
         Ok(atomic_write(&target, |w| w.write_all(bytes))?)
     }
 

@@ -47,6 +47,8 @@ pub const ALLOWED: &[(&str, &[&str], &str)] = &[
         "the Chat Completions API's roles in the request body it sends",
     ),
     ("crates/arbor-agent/src/model/http.rs", &["message"], "an API error body's `message` field"),
+    ("crates/arbor-pg/src/conninfo.rs", &["user"], "libpq's connection parameter `user` (the database role)"),
+    ("crates/arbor-pg/src/settings.rs", &["user"], "libpq's connection parameter `user` (the database role)"),
     ("crates/arbor-cli/src/ui/chat/commands.rs", &["label"], "the chat's `/label` command word"),
     (
         "crates/arbor-cli/src/ui/chat/settings.rs",

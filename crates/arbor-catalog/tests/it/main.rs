@@ -8,6 +8,7 @@
 mod recall;
 mod refresh;
 mod search;
+mod sessions;
 
 use std::fs;
 use std::io::Write;

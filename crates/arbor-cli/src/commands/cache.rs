@@ -10,6 +10,7 @@ use anyhow::{Context as _, Result};
 
 use arbor_tree::paths;
 
+use crate::shared::backend;
 use crate::shared::session::Globals;
 
 /// The cache of derived data (catalogs, search filters, tree indexes).
@@ -32,7 +33,7 @@ pub fn run(args: Args, _g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
                 writeln!(out, "no cache directory (no $ARBOR_CACHE_DIR, $XDG_CACHE_HOME or home directory)")?;
                 return Ok(ExitCode::SUCCESS);
             };
-            let bytes = arbor_catalog::clear_cache(&cache).with_context(|| format!("clearing {}", cache.display()))?;
+            let bytes = backend::clear_cache(&cache).with_context(|| format!("clearing {}", cache.display()))?;
             writeln!(out, "removed {:.1} MB of derived data from {}", bytes as f64 / 1e6, cache.display())?;
         }
     }

@@ -6,8 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use arbor_tree::paths;
-
 use crate::shared::session::Globals;
 use crate::ui::chat::{self, ModelFlags, Target};
 use crate::ui::picker::{self, Picked};
@@ -17,6 +15,7 @@ use crate::ui::picker::{self, Picked};
 pub struct Args {
     /// The session file (default: pick one in the session picker; without a terminal, the most
     /// recent session of the current directory, or a new one).
+    #[arg(allow_hyphen_values = true)]
     file: Option<PathBuf>,
     /// Start a new session (at FILE when given, else in the sessions directory of the current directory).
     #[arg(long)]
@@ -46,10 +45,9 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let target = match args.file {
         Some(path) => Target::File { path, new: args.new },
         None if args.new => Target::New,
-        // The picker lists local sessions (the catalog); on a server, the cwd's most recent one.
-        None if picker::available() && g.store.is_none() => {
+        None if picker::available() => {
             let cwd = std::env::current_dir().context("cannot read the current directory")?;
-            match picker::pick(&paths::sessions_root(), &cwd.to_string_lossy())? {
+            match picker::pick(g.sessions()?, &cwd.to_string_lossy())? {
                 Picked::Session { path, .. } => Target::File { path, new: false },
                 Picked::Left => return Ok(ExitCode::SUCCESS),
                 // No session anywhere yet: start one, as before.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use arbor_tree::{check_file, check_session, summary_by_code, Finding, Severity};
+use arbor_tree::{check_session, summary_by_code, Finding, SessionOptions, Severity};
 
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
@@ -29,11 +29,12 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut worst = None;
     let mut reports = vec![];
     for file in &args.files {
-        let checked = match g.server()? {
-            // On a server: the session the argument names, read through the store.
-            Some(_) => g.session(file).and_then(|p| Ok(check_session(&p, g.options()?)?)),
-            None => check_file(file).map_err(anyhow::Error::from),
-        };
+        // The session the argument names, read through the backend's store; a
+        // v1 file shows the ids every read of it shows (seeded from its id).
+        let checked = g.session(file).and_then(|p| {
+            let opts = SessionOptions { seeded_migration_ids: true, ..g.options()? };
+            Ok(check_session(&p, opts)?)
+        });
         let findings = checked.unwrap_or_else(|e| {
             // An unreadable file is an error finding; the other files are still checked.
             vec![Finding::new(0, Severity::Error, "unreadable", format!("{e:#}"))]

@@ -21,6 +21,7 @@ use crate::shared::visible::for_people;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// Keep at least this many tokens of recent messages verbatim (default 20000).
     #[arg(long, value_name = "N")]

@@ -17,6 +17,7 @@ use crate::shared::visible::for_people;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// One entry.
     a: String,

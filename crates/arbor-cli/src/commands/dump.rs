@@ -16,6 +16,7 @@ use crate::shared::visible::for_people;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// Print `{"header", "entries", "leafId"}` as JSON.
     #[arg(long)]

@@ -21,6 +21,7 @@ use crate::shared::visible::for_people;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// The entry the new session ends at.
     #[arg(long, value_name = "ID", required_unless_present = "before", conflicts_with = "before")]

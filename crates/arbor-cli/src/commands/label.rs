@@ -13,6 +13,7 @@ use crate::shared::visible::{say, Visible};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// The entry to label.
     id: String,

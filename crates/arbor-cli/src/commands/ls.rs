@@ -1,22 +1,21 @@
 //! `arbor ls`: the sessions of a working directory, or of all, newest first,
-//! from the catalog, or with `--store` from the server's rows.
+//! from the backend the sessions live in (the catalog of the sessions root,
+//! or the server's rows with `--store`).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 
-use arbor_catalog::Scope;
 use arbor_context::render::normalize;
-use arbor_pg::PgStore;
-use arbor_tree::{paths, read_session_info, SessionListInfo};
+use arbor_tree::sessions::{ListRequest, Scope};
 
-use crate::shared::catalog;
+use crate::shared::backend;
 use crate::shared::output::write_json_line;
+use crate::shared::progress::Bar;
 use crate::shared::session::Globals;
 use crate::shared::visible::for_people;
-
 /// List sessions, newest first.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -44,19 +43,13 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
             Some(std::env::current_dir().context("cannot read the current directory")?.to_string_lossy().into_owned())
         }
     };
-    let list = match g.server()? {
-        Some(store) => {
-            if args.sessions_dir.is_some() {
-                bail!("--sessions-dir names a local folder; with --store the sessions are on the server");
-            }
-            server_list(store, cwd.as_deref(), args.json)?
-        }
-        None => {
-            let root = args.sessions_dir.unwrap_or_else(paths::sessions_root);
-            let scope = cwd.as_deref().map_or(Scope::All, Scope::cwd);
-            catalog::list(&root, &scope, args.json)?
-        }
-    };
+    let sessions = g.sessions_in(args.sessions_dir.as_deref())?;
+    let scope = cwd.as_deref().map_or(Scope::All, Scope::cwd);
+    // pi's SessionInfo in JSON has every message's text.
+    let request = if args.json { ListRequest::new(scope).with_text() } else { ListRequest::new(scope) };
+    let list = sessions.listing(&request, &Bar::new());
+    backend::warn(sessions.as_ref());
+    let list = list?;
     if args.json {
         write_json_line(out, &list)?;
     } else if list.is_empty() {
@@ -69,19 +62,4 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The sessions on the server, from the facts in their rows; with `texts`,
-/// each with pi's `allMessagesText` (read from the session).
-fn server_list(store: &PgStore, cwd: Option<&str>, texts: bool) -> Result<Vec<SessionListInfo>> {
-    let mut list = store.sessions(cwd)?;
-    if texts {
-        for info in &mut list {
-            let Some(r) = arbor_tree::Store::read_from(store, &info.path, 0)? else { continue };
-            if let Some(full) = read_session_info(r, &info.path, None)? {
-                info.all_messages_text = full.all_messages_text;
-            }
-        }
-    }
-    Ok(list)
 }

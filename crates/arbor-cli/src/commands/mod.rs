@@ -43,6 +43,7 @@ mod search;
 mod tail;
 mod tree;
 mod tui;
+mod unlock;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -86,6 +87,7 @@ enum Command {
     Push(push::Args),
     Pull(pull::Args),
     Cache(cache::Args),
+    Unlock(unlock::Args),
     Completions(completions::Args),
 }
 
@@ -116,6 +118,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
         Command::Cache(args) => cache::run(args, g, out),
+        Command::Unlock(args) => unlock::run(args, g, out),
         Command::Completions(args) => completions::run(args, g, out),
     }
 }

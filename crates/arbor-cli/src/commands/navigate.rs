@@ -21,6 +21,7 @@ use crate::shared::visible::for_people;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// The entry to go to (a user message: the leaf goes to its parent and its text is printed).
     target: String,

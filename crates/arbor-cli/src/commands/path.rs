@@ -14,6 +14,7 @@ use crate::shared::visible::for_people;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// The entry the path ends at.
     id: Option<String>,

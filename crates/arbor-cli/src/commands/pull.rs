@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use serde_json::json;
 
-use arbor_pg::PgStore;
 use arbor_tree::paths;
 
+use crate::shared::backend::{self, Live};
 use crate::shared::output::{error_line, transfer, write_json_line};
 use crate::shared::session::Globals;
 use crate::shared::visible::{for_people, say};
@@ -32,6 +32,9 @@ pub struct Args {
     /// The server (default: --store, else $ARBOR_STORE).
     #[arg(long, value_name = "URL")]
     from: Option<String>,
+    /// Pull a session that a writer holds on the server: what is committed now (without it, refused).
+    #[arg(long)]
+    allow_live: bool,
     /// Print one `{"session", "file", "outcome", "lines"}` (or `"error"`) per session as a JSON list.
     #[arg(long)]
     json: bool,
@@ -40,24 +43,18 @@ pub struct Args {
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut human = None;
     let out = for_people(out, args.json, &mut human);
-    let owned;
-    let store = match &args.from {
-        Some(url) => {
-            owned = PgStore::connect(url)?;
-            &owned
-        }
-        None => g.require_server("pull")?,
-    };
+    let store = backend::server(args.from.as_deref(), g.store.as_deref(), "pull")?;
     let root = args.to.clone().unwrap_or_else(paths::sessions_root);
     let keys = if args.all {
         store.keys(None)?
     } else {
-        args.sessions.iter().map(|s| store.resolve(s).with_context(|| s.clone())).collect::<Result<Vec<_>>>()?
+        args.sessions.iter().map(|s| store.session_key(s).with_context(|| s.clone())).collect::<Result<Vec<_>>>()?
     };
     let mut failed = 0;
     let mut report = vec![];
+    let live = if args.allow_live { Live::Allow } else { Live::Refuse };
     for key in &keys {
-        match store.pull(key, &root) {
+        match store.pull_with(key, &root, live) {
             Ok((file, t)) => {
                 let (outcome, text, lines) = transfer(t);
                 if args.json {

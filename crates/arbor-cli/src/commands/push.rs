@@ -8,8 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use serde_json::json;
 
-use arbor_pg::PgStore;
-
+use crate::shared::backend::{self, Live, Pushed};
 use crate::shared::output::{error_line, transfer, write_json_line};
 use crate::shared::session::Globals;
 use crate::shared::visible::{for_people, say};
@@ -24,7 +23,11 @@ pub struct Args {
     /// The server (default: --store, else $ARBOR_STORE).
     #[arg(long, value_name = "URL")]
     to: Option<String>,
-    /// Print one `{"file", "session", "outcome", "lines"}` (or `"error"`) per file as a JSON list.
+    /// Push a file that a local writer (`arbor chat`) holds: its lines written so far (without it, refused).
+    #[arg(long)]
+    allow_live: bool,
+    /// Print one `{"file", "session", "outcome", "lines"}` (or `"error"`) per file as a JSON list
+    /// (`"heldBack"`: the bytes of a last line not yet complete, not sent).
     #[arg(long)]
     json: bool,
 }
@@ -61,25 +64,26 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut human = None;
     let out = for_people(out, args.json, &mut human);
-    let owned;
-    let store = match &args.to {
-        Some(url) => {
-            owned = PgStore::connect(url)?;
-            &owned
-        }
-        None => g.require_server("push")?,
-    };
+    let store = backend::server(args.to.as_deref(), g.store.as_deref(), "push")?;
     let files = session_files(&args.paths)?;
     let mut failed = 0;
     let mut report = vec![];
+    let live = if args.allow_live { Live::Allow } else { Live::Refuse };
     for f in &files {
-        match store.push(f) {
-            Ok((key, t)) => {
+        match store.push_with(f, live) {
+            Ok(Pushed { key, transfer: t, held_back }) => {
                 let (outcome, text, lines) = transfer(t);
                 if args.json {
-                    report.push(json!({"file": f, "session": key.path(), "outcome": outcome, "lines": lines}));
+                    let mut r = json!({"file": f, "session": key.path(), "outcome": outcome, "lines": lines});
+                    if let Some(n) = held_back {
+                        r["heldBack"] = json!(n);
+                    }
+                    report.push(r);
                 } else {
-                    writeln!(out, "{}: {text} as {}", f.display(), key.path().display())?;
+                    let held = held_back
+                        .map(|n| format!("; its last line ({n} bytes) is not complete yet: not sent"))
+                        .unwrap_or_default();
+                    writeln!(out, "{}: {text} as {}{held}", f.display(), key.path().display())?;
                 }
             }
             Err(e) => {

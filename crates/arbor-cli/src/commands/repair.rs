@@ -16,6 +16,7 @@ use crate::shared::visible::for_people;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     // The help names the side files as `FILE.backup-<ms>`, which rustdoc would read as HTML.
     #[arg(long, help = "Apply: keep the original as FILE.backup-<ms>, move rejected lines to FILE.rejected-<ms>")]

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use arbor_tree::{find_most_recent_session, paths};
+use arbor_tree::find_most_recent_session;
 
 use crate::shared::session::Globals;
 use crate::ui::chat::{self, ModelFlags, Target};
@@ -16,7 +16,7 @@ use crate::ui::chat::{self, ModelFlags, Target};
 pub fn run(g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let opts = g.options()?;
-    let dir = paths::session_dir_for(&opts.root(), &cwd.to_string_lossy());
+    let dir = opts.dir_for(&cwd.to_string_lossy())?;
     match find_most_recent_session(opts.store.as_ref(), &dir)? {
         Some(path) => chat::run(out, Target::File { path, new: false }, &ModelFlags::default(), None, g),
         None => {

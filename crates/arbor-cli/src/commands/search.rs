@@ -1,5 +1,6 @@
 //! `arbor search QUERY`: the text of every entry of every session, from the
-//! catalog, or with `--store` on the server.
+//! backend the sessions live in (the session files through their catalog,
+//! or the server with `--store`), with `arbor-search`'s engine either way.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -7,20 +8,18 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 
-use arbor_catalog::{Hit, Query, Relevance, Scope, SearchOptions, TokenKind};
 use arbor_log::Role;
-use arbor_pg::{PgStore, TextQuery};
-use arbor_tree::paths;
+use arbor_tree::sessions::{Hit, Relevance, Scope, SearchRequest};
 
-use crate::shared::catalog;
-use crate::shared::output::write_json_line;
+use crate::shared::backend;
+use crate::shared::progress::Bar;
 use crate::shared::session::Globals;
 use crate::shared::visible::for_people;
 
 /// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Space-separated tokens that must all match (fuzzy), "quoted phrases", or re:REGEX.
+    /// Space-separated tokens that must all be found, "quoted phrases", or re:REGEX.
     #[arg(required = true, num_args = 1.., value_name = "QUERY")]
     query: Vec<String>,
     /// Search the sessions of this working directory (default: the current one).
@@ -50,10 +49,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     if query.trim().is_empty() {
         bail!("the query is empty");
     }
-    if let Some(store) = g.server()? {
-        return search_server(store, &query, &args, out);
-    }
-    let root = args.sessions_dir.unwrap_or_else(paths::sessions_root);
+    let sessions = g.sessions_in(args.sessions_dir.as_deref())?;
     let scope = if args.all {
         Scope::All
     } else {
@@ -63,11 +59,12 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         };
         Scope::cwd(&cwd.to_string_lossy())
     };
-    let mut catalog = catalog::open(&root)?;
-    let bar = catalog::Bar::new();
-    let opts = SearchOptions { scope, limit: args.limit, fuzzy: args.fuzzy };
-    let hits = catalog.search(&query, &opts, &bar);
-    catalog::warn(&mut catalog);
+    let mut request = SearchRequest::new(query, scope).limit(args.limit);
+    if args.fuzzy {
+        request = request.fuzzy();
+    }
+    let hits = sessions.search(&request, &Bar::new());
+    backend::warn(sessions.as_ref());
     let hits = hits?;
     if args.json {
         arbor_log::json::to_writer(&mut *out, &hits)?;
@@ -77,45 +74,6 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     } else {
         for h in &hits {
             write_hit(out, h)?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `arbor --store URL search`: PostgreSQL's full-text search on the server
-/// (docs/postgres.md, "Listing and search"): the same query syntax, without
-/// fuzzy matches or active-path marks.
-fn search_server(store: &PgStore, query: &str, args: &Args, out: &mut dyn Write) -> Result<ExitCode> {
-    if args.sessions_dir.is_some() {
-        bail!("--sessions-dir names a local folder; with --store the sessions are on the server");
-    }
-    let text = match arbor_catalog::parse_query(query).map_err(|e| anyhow::anyhow!("{query}: {e}"))? {
-        Query::Regex(_) => TextQuery::Regex(query.trim().trim_start_matches("re:").trim().to_owned()),
-        Query::Tokens(tokens) => {
-            let (phrases, words): (Vec<_>, Vec<_>) = tokens.into_iter().partition(|t| t.kind == TokenKind::Phrase);
-            TextQuery::Words {
-                words: words.into_iter().map(|t| t.value).collect(),
-                phrases: phrases.into_iter().map(|t| t.value).collect(),
-            }
-        }
-    };
-    let cwd = match (&args.cwd, args.all) {
-        (_, true) => None,
-        (Some(c), false) => Some(c.to_string_lossy().into_owned()),
-        (None, false) => {
-            Some(std::env::current_dir().context("cannot read the current directory")?.to_string_lossy().into_owned())
-        }
-    };
-    let hits = store.search(&text, cwd.as_deref(), args.limit)?;
-    if args.json {
-        write_json_line(out, &hits)?;
-    } else if hits.is_empty() {
-        writeln!(out, "no matches")?;
-    } else {
-        for h in &hits {
-            let what = h.role.as_ref().map_or(h.entry_type.as_str(), Role::as_str);
-            writeln!(out, "{}  {}  {what}  {}", h.timestamp, h.entry_id, h.path.display())?;
-            writeln!(out, "    {}", marked(&h.snippet, &h.marks))?;
         }
     }
     Ok(ExitCode::SUCCESS)

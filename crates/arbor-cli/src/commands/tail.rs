@@ -12,7 +12,8 @@ use arbor_context::render::ToolCalls;
 use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::{is_header, Entry};
 
-use crate::shared::follow::{Followed, Watch};
+use arbor_tree::sessions::{FollowFrom, Followed};
+
 use crate::shared::output::{entry_line, home};
 use crate::shared::session::Globals;
 use crate::shared::visible::{for_people, say};
@@ -21,6 +22,7 @@ use crate::shared::visible::{for_people, say};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file (with --store: DIR/FILE, a file name or a session id on the server).
+    #[arg(allow_hyphen_values = true)]
     session: PathBuf,
     /// How many of the entries already there to print first.
     #[arg(short = 'n', long, value_name = "N", default_value_t = 10)]
@@ -72,15 +74,16 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut human = None;
     let out = for_people(out, args.json, &mut human);
     let path = g.session(&args.session)?;
-    let (mut watch, now) = Watch::open(g, &path)?;
+    let (mut follow, now) = g.sessions()?.follow(&path, FollowFrom::Start)?;
     let mut printer = Printer { json: args.json, calls: ToolCalls::new(), home: home() };
     printer.print(out, &now, Some(args.lines))?;
     loop {
-        match watch.wait(Duration::from_secs(1))? {
+        match follow.wait(Duration::from_secs(1))? {
             Followed::Idle => {}
+            Followed::Gone => say!("{}: the session is gone; waiting for it to come back", path.display()),
             Followed::Lines(b) => printer.print(out, &b, None)?,
             Followed::Replaced(b) => {
-                say!("{}: the session was replaced whole; its last entries:", path.display());
+                say!("{}: the session was replaced whole (or is back); its last entries:", path.display());
                 printer.calls = ToolCalls::new();
                 printer.print(out, &b, Some(args.lines))?;
             }

@@ -15,6 +15,7 @@ use crate::shared::visible::for_people;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file.
+    #[arg(allow_hyphen_values = true)]
     file: PathBuf,
     /// Print pi's `getTree()` JSON.
     #[arg(long, conflicts_with_all = ["filter", "depth", "width"])]

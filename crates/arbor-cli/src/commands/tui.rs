@@ -15,6 +15,7 @@ use crate::ui::tui::{self, FilterMode};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The session file (default: pick one in the session picker).
+    #[arg(allow_hyphen_values = true)]
     file: Option<PathBuf>,
     /// Open the selector with this entry selected.
     #[arg(long, value_name = "ID", conflicts_with = "fork")]

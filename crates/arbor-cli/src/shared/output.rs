@@ -13,6 +13,8 @@ use arbor_context::render::{entry_text, CallText, ToolCalls};
 use arbor_log::Entry;
 use arbor_tree::{Position, Session};
 
+use crate::shared::backend::Transfer;
+
 /// The error and its causes on one line, without repeating a cause whose text
 /// an outer message already includes.
 pub fn error_line(e: &anyhow::Error) -> String {
@@ -40,11 +42,11 @@ pub fn interop_error(file: &Path, e: arbor_interop::InteropError) -> anyhow::Err
 
 /// What a push or pull did: its word (`created`, `extended`, `unchanged`),
 /// a phrase for people, and the number of lines written.
-pub fn transfer(t: arbor_pg::Transfer) -> (&'static str, String, u64) {
+pub fn transfer(t: Transfer) -> (&'static str, String, u64) {
     match t {
-        arbor_pg::Transfer::Created { lines } => ("created", format!("created ({lines} lines)"), lines),
-        arbor_pg::Transfer::Extended { lines } => ("extended", format!("extended by {lines} lines"), lines),
-        arbor_pg::Transfer::Unchanged => ("unchanged", "unchanged".to_owned(), 0),
+        Transfer::Created { lines } => ("created", format!("created ({lines} lines)"), lines),
+        Transfer::Extended { lines } => ("extended", format!("extended by {lines} lines"), lines),
+        Transfer::Unchanged => ("unchanged", "unchanged".to_owned(), 0),
     }
 }
 

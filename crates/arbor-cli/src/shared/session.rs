@@ -3,21 +3,25 @@
 //! what may happen to the file with an `OpenMode`), and shows a file's
 //! diagnostics on stderr.
 //!
-//! With `--store postgres://…` (or `ARBOR_STORE`) sessions live on a
-//! PostgreSQL server (docs/postgres.md): the options every command opens
-//! sessions with carry the server's store, and a session argument is a name
-//! on the server (`DIR/FILE`, a file name or a session id prefix).
+//! Sessions live in one backend ([`Globals::sessions`], built by
+//! [`crate::shared::backend`]): local files under the sessions root, or with
+//! `--store postgres://…` (or `ARBOR_STORE`) a PostgreSQL server
+//! (docs/postgres.md). Every command names, lists, searches, follows and
+//! opens sessions through it, the same way for both: a session argument is
+//! what [`Globals::session`] resolves (a path, `DIR/FILE`, a file name, a
+//! session id or a unique prefix of one).
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
+use crate::shared::backend;
 use crate::shared::visible::say;
 use arbor_log::{CounterIds, Diagnostic};
-use arbor_pg::PgStore;
-use arbor_tree::{OpenMode, Position, Session, SessionOptions};
+use arbor_tree::sessions::Sessions;
+use arbor_tree::{paths, OpenMode, Position, Session, SessionOptions};
 
 use super::progress::Spinner;
 
@@ -29,11 +33,11 @@ pub struct Globals {
     pub ids: IdMode,
     /// Keep sessions on this PostgreSQL server (a connection string: postgres://USER@HOST/DB);
     /// sessions are then named DIR/FILE, by file name or by session id (see docs/postgres.md).
-    #[arg(long, global = true, value_name = "URL", env = "ARBOR_STORE")]
+    #[arg(long, global = true, value_name = "URL", env = "ARBOR_STORE", hide_env_values = true)]
     pub store: Option<String>,
-    /// The server's store, connected on first use.
+    /// The sessions, made on first use.
     #[arg(skip)]
-    server: OnceLock<PgStore>,
+    sessions: OnceLock<Arc<dyn Sessions>>,
 }
 
 /// How new entry ids are made.
@@ -46,20 +50,27 @@ pub enum IdMode {
 }
 
 impl Globals {
-    /// The server's store with `--store`, connected (and its schema brought
-    /// up to date) on first use; `None` for local files.
-    pub fn server(&self) -> Result<Option<&PgStore>> {
-        let Some(url) = &self.store else { return Ok(None) };
-        if self.server.get().is_none() {
-            let store = PgStore::connect(url)?;
-            let _ = self.server.set(store);
+    /// The sessions every command works on: the server's with `--store`
+    /// (connected, its schema brought up to date, on first use), else the
+    /// files under the sessions root.
+    pub fn sessions(&self) -> Result<&Arc<dyn Sessions>> {
+        if self.sessions.get().is_none() {
+            let built = backend::open(self.store.as_deref(), None)?;
+            let _ = self.sessions.set(built);
         }
-        Ok(self.server.get())
+        match self.sessions.get() {
+            Some(s) => Ok(s),
+            None => bail!("the sessions could not be opened"),
+        }
     }
 
-    /// The server's store; an error naming `what` without `--store`.
-    pub fn require_server(&self, what: &str) -> Result<&PgStore> {
-        self.server()?.with_context(|| format!("{what} needs a server: give --store postgres://… or set ARBOR_STORE"))
+    /// [`Globals::sessions`], or for a command given `--sessions-dir DIR` the
+    /// files under DIR (refused with `--store`).
+    pub fn sessions_in(&self, sessions_dir: Option<&Path>) -> Result<Arc<dyn Sessions>> {
+        match sessions_dir {
+            None => self.sessions().cloned(),
+            Some(dir) => backend::open(self.store.as_deref(), Some(dir)),
+        }
     }
 
     /// Refuses a command that works on local files only (`repair`, `import`)
@@ -71,29 +82,22 @@ impl Globals {
         Ok(())
     }
 
-    /// The options every command opens sessions with (the index cache as the
-    /// library places it: `$ARBOR_CACHE_DIR`, …, none under `ARBOR_NO_INDEX`;
-    /// the server's store and its root with `--store`).
+    /// The options every command opens sessions with: the backend's (its
+    /// store and sessions root), with the index cache in Arbor's cache
+    /// directory ([`paths::index_dir`]: none under `ARBOR_NO_INDEX`; a store
+    /// that cannot name a file's version keeps none anyway).
     pub fn options(&self) -> Result<SessionOptions> {
-        let mut opts = SessionOptions::default();
-        if let Some(store) = self.server()? {
-            opts =
-                SessionOptions { sessions_root: Some(PathBuf::from(arbor_pg::ROOT)), ..opts }.with_store(store.clone());
-        }
+        let opts = self.sessions()?.session_options().with_index_dir(paths::index_dir());
         Ok(match self.ids {
             IdMode::Random => opts,
             IdMode::Counter => opts.with_ids(CounterIds::new()),
         })
     }
 
-    /// The session a command's argument names: the file itself, or with
-    /// `--store` the session on the server it names (`DIR/FILE`, a file
-    /// name, a session id or a unique prefix of one), as the store's path.
+    /// The session a command's argument names ([`Sessions::resolve`]): a
+    /// path, `DIR/FILE`, a file name, a session id or a unique prefix of one.
     pub fn session(&self, arg: &Path) -> Result<PathBuf> {
-        match self.server()? {
-            Some(store) => Ok(store.resolve(&arg.to_string_lossy())?.path()),
-            None => Ok(arg.to_owned()),
-        }
+        Ok(self.sessions()?.resolve(&arg.to_string_lossy())?)
     }
 
     /// Opens `file` read-only and prints its diagnostics.

@@ -51,6 +51,7 @@ fn export_writes_to_a_file_or_stdout_and_refuses_markdown_of_the_whole_tree() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
     assert!(std::fs::read_to_string(&page).unwrap().starts_with("<!DOCTYPE html>"));
+    assert!(stderr(&o).starts_with(&format!("arbor: wrote {} (HTML, ", page.display())), "{}", stderr(&o));
     let md = arbor(&["export", "demo/demo.jsonl", "--format", "md", "--leaf", "4f487dd5"]);
     assert!(stdout(&md).starts_with("# wordfreq: case, punctuation, --top\n"), "{}", stdout(&md));
     let all = arbor(&["export", "demo/demo.jsonl", "--format", "jsonl", "--all"]);
@@ -60,6 +61,83 @@ fn export_writes_to_a_file_or_stdout_and_refuses_markdown_of_the_whole_tree() {
     assert!(stderr(&bad).starts_with("arbor: --all: Markdown holds one path"), "{}", stderr(&bad));
     let unknown = arbor(&["export", "demo/demo.jsonl", "--format", "md", "--leaf", "nothere"]);
     assert_eq!(stderr(&unknown), "arbor: demo/demo.jsonl: Entry nothere not found\n");
+}
+
+#[test]
+fn export_takes_the_format_from_the_output_and_names_a_missing_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, start) in [("s.md", "# wordfreq"), ("s.html", "<!DOCTYPE html>"), ("s.jsonl", "{\"type\":\"session\"")] {
+        let out = dir.path().join(name);
+        let o = arbor(&["export", "demo/demo.jsonl", "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert!(std::fs::read_to_string(&out).unwrap().starts_with(start), "{name}");
+        assert_eq!(stderr(&o).lines().count(), 1, "one line: {}", stderr(&o));
+    }
+    let odd = dir.path().join("s.txt");
+    let o = arbor(&["export", "demo/demo.jsonl", "-o", odd.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot tell the format from the extension"), "{}", stderr(&o));
+    let o = arbor(&["export", "demo/demo.jsonl"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--format md|html|jsonl is needed"), "{}", stderr(&o));
+    let lost = dir.path().join("no/such/dir/s.html");
+    let o = arbor(&["export", "demo/demo.jsonl", "-o", lost.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let want = format!("arbor: {}: the folder {} does not exist\n", lost.display(), lost.parent().unwrap().display());
+    assert_eq!(stderr(&o), want);
+}
+
+#[test]
+fn export_never_replaces_a_session_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let original = std::fs::read(crate::fixtures().join("demo/demo.jsonl")).unwrap();
+    std::fs::write(&session, &original).unwrap();
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(&other, &original).unwrap();
+    let link = dir.path().join("link.md");
+    std::fs::hard_link(&session, &link).unwrap();
+    let s = session.to_str().unwrap();
+    for (out, format, why) in [
+        (s, "md", "is the session being exported"),
+        (s, "jsonl", "is the session being exported"),
+        (link.to_str().unwrap(), "md", "is the session being exported"),
+        (other.to_str().unwrap(), "html", "holds a session"),
+    ] {
+        let o = arbor(&["export", s, "--format", format, "-o", out]);
+        assert_eq!(o.status.code(), Some(1), "{out} {format}");
+        assert!(stderr(&o).contains(why) && stderr(&o).contains("--force"), "{}", stderr(&o));
+    }
+    assert_eq!(std::fs::read(&session).unwrap(), original, "the session is untouched");
+    assert_eq!(std::fs::read(&other).unwrap(), original);
+    let o = arbor(&["export", s, "--format", "md", "-o", other.to_str().unwrap(), "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&other).unwrap().starts_with("# wordfreq"));
+}
+
+#[test]
+fn markdown_on_a_terminal_shows_escapes_instead_of_running_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.jsonl");
+    let mut text = std::fs::read_to_string(crate::fixtures().join("demo/demo.jsonl")).unwrap();
+    // A title change, a clipboard write and a screen clear in a user message.
+    text.push_str("{\"type\":\"message\",\"id\":\"e5c0e5c0\",\"parentId\":\"6a490938\",\"timestamp\":\"2026-03-14T10:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"before \\u001b]0;pwned\\u0007 \\u001b]52;c;ZWNobyBwd25lZA==\\u0007 \\u001b[2J after\",\"timestamp\":1773482400000}}\n");
+    std::fs::write(&session, text).unwrap();
+    // `script` runs the command on a pseudo-terminal and copies what it printed.
+    let command = format!("{} export {} --format md", env!("CARGO_BIN_EXE_arbor"), session.display());
+    let o = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env("ARBOR_CACHE_DIR", crate::cache_dir())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("before \\x1b]0;pwned\\x07 \\x1b]52;c;ZWNobyBwd25lZA==\\x07 \\x1b[2J after"), "{shown}");
+    assert!(!o.stdout.contains(&0x1b) && !o.stdout.contains(&0x07), "no escape reaches the terminal");
+    // Into a pipe or a file, Markdown is the session's text exactly.
+    let piped = arbor(&["export", session.to_str().unwrap(), "--format", "md"]);
+    assert!(piped.stdout.windows(4).any(|w| w == b"\x1b]0;"));
 }
 
 #[test]

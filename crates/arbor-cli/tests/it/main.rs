@@ -14,6 +14,7 @@ mod commands;
 mod compat;
 mod context_json;
 mod deep_tree;
+mod follow;
 mod interop;
 mod model_server;
 mod pi_cli;
@@ -22,6 +23,9 @@ mod read_only_dir;
 mod reference;
 mod reliability;
 mod server;
+mod server_connect;
+mod server_safety;
+mod server_unlock;
 mod tui;
 
 use std::path::Path;

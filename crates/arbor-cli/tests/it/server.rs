@@ -215,7 +215,11 @@ fn push_and_pull_through_the_cli_are_byte_identical_and_idempotent() {
         let local = PathBuf::from(r["file"].as_str().unwrap());
         let session = r["session"].as_str().unwrap();
         let copy = out.join(session.trim_start_matches('/'));
-        assert_eq!(fs::read(&copy).unwrap(), fs::read(&local).unwrap(), "{}", local.display());
+        // What was pushed: the complete lines (a torn last line is held back, and the report says so).
+        let bytes = fs::read(&local).unwrap();
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        assert_eq!(r["heldBack"].as_u64(), (whole < bytes.len()).then_some((bytes.len() - whole) as u64), "{r}");
+        assert_eq!(fs::read(&copy).unwrap(), &bytes[..whole], "{}", local.display());
     }
     let twice =
         parsed(arbor_at(Some(&db.url), dir.path(), &["pull", "--all", "--to", out.to_str().unwrap(), "--json"]));
@@ -248,6 +252,59 @@ fn ls_and_search_on_the_server() {
     assert!(hits.contains("«dependency»") || hits.contains("«regex»"), "{hits}");
     let none = stdout(&ok(arbor_at(Some(&db.url), dir.path(), &["search", "--all", "zebra"])));
     assert_eq!(none, "no matches\n");
+}
+
+/// `DIR/FILE` of a path printed by either backend.
+fn rel(p: &str) -> String {
+    let mut parts = p.rsplit('/');
+    let file = parts.next().unwrap_or_default();
+    format!("{}/{file}", parts.next().unwrap_or_default())
+}
+
+/// A JSON list with each object's `path` as `DIR/FILE` and the keys in `drop` left out.
+fn comparable(v: Value, drop: &[&str]) -> Value {
+    let Value::Array(items) = v else { panic!("not a list: {v}") };
+    Value::Array(
+        items
+            .into_iter()
+            .map(|mut item| {
+                let o = item.as_object_mut().unwrap();
+                let path = rel(o["path"].as_str().unwrap());
+                o.insert("path".into(), Value::String(path));
+                for k in drop {
+                    o.remove(*k);
+                }
+                item
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn files_and_the_server_answer_ls_search_and_names_alike() {
+    let Some(db) = TestDb::new("cli_same_answers") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The demo in the local sessions root (ARBOR_SESSIONS_DIR), and a copy of it on the server.
+    let file = dir.path().join("sessions").join(DEMO);
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::copy(fixtures().join("demo/demo.jsonl"), &file).unwrap();
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &db.url]));
+    let both = |args: &[&str]| [None, Some(db.url.as_str())].map(|store| parsed(arbor_at(store, dir.path(), args)));
+
+    let [local, server] = both(&["ls", "--all", "--json"]);
+    assert_eq!(comparable(local, &[]), comparable(server, &[]));
+    for query in ["regex dependency", "re:case-insens", "\"strip punctuation\"", "zebra"] {
+        let [local, server] = both(&["search", "--all", "--json", query]);
+        let (local, server) = (comparable(local, &["snippet", "marks"]), comparable(server, &["snippet", "marks"]));
+        assert_eq!(local, server, "{query}");
+        assert!(query == "zebra" || !local.as_array().unwrap().is_empty(), "{query}: no hits");
+    }
+    // The same names on both: a session id prefix, the file name, DIR/FILE.
+    for name in ["fe01ce2a", "2026-03-14T09-12-03-418Z_fe01ce2a.jsonl", DEMO] {
+        // (A name starting with `--` is taken as a flag unless after `--`.)
+        let [local, server] = both(&["path", "--json", "--", name]);
+        assert_eq!(timeless(local), timeless(server), "{name}");
+    }
 }
 
 #[test]
@@ -305,6 +362,49 @@ fn tui_follow_draws_what_another_process_appends() {
     ok(arbor_at(Some(&db.url), dir.path(), &["label", "fe01ce2a", "6a490938", "drawn-live"]));
     let after = tmux.wait_for("[drawn-live]");
     assert!(after.contains("Session Tree"), "{after}");
+    tmux.keys(&["Escape"]);
+}
+
+#[test]
+fn the_session_picker_lists_and_searches_the_server() {
+    if tmux_missing() {
+        return;
+    }
+    let Some(db) = TestDb::new("cli_picker") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The demo and an older session of the pane's working directory, on the server only.
+    let cwd = dir.path().canonicalize().unwrap();
+    let folder = dir.path().join("upload").join(arbor_tree::paths::encode_cwd(&cwd.to_string_lossy()));
+    fs::create_dir_all(&folder).unwrap();
+    fs::copy(fixtures().join("demo/demo.jsonl"), folder.join("2026-01-01T00-00-00-000Z_x.jsonl")).unwrap();
+    let older = concat!(
+        r#"{"type":"session","version":3,"id":"other-1","timestamp":"2025-06-01T00:00:00.000Z","cwd":"/elsewhere"}"#,
+        "\n",
+        r#"{"type":"message","id":"o1","parentId":null,"timestamp":"2025-06-01T00:00:01.000Z","message":{"role":"user","content":"an older question about tokio","timestamp":1748736001000}}"#,
+        "\n"
+    );
+    fs::write(folder.join("2025-06-01T00-00-00-000Z_other-1.jsonl"), older).unwrap();
+    ok(arbor_at(None, dir.path(), &["push", dir.path().join("upload").to_str().unwrap(), "--to", &db.url]));
+    fs::remove_dir_all(dir.path().join("upload")).unwrap();
+    let cmd = format!(
+        "cd {dir} && ARBOR_IDS=counter HOME=/nonexistent-home ARBOR_CACHE_DIR={dir}/cache TERM=xterm-256color \
+         {bin} --store '{url}' tui; sleep 60",
+        dir = dir.path().display(),
+        bin = env!("CARGO_BIN_EXE_arbor"),
+        url = db.url,
+    );
+    let tmux = Tmux { socket: dir.path().join("tmux-picker.sock") };
+    tmux.run(&["new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", &cmd]);
+    let s = tmux.wait_for("Resume a session");
+    let demo = s.find("wordfreq: case, punctuation, --top").unwrap_or(usize::MAX);
+    let older = s.find("an older question about tokio").unwrap_or(0);
+    assert!(demo < older, "newest first: {s}");
+    // A search over the server's entries, as the picker does it locally.
+    tmux.text("strip punctuation");
+    let s = tmux.wait_for("Strip punctuation without adding dependencies");
+    assert!(!s.contains("an older question"), "{s}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Session Tree");
     tmux.keys(&["Escape"]);
 }
 

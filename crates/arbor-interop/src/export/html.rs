@@ -1,201 +1,333 @@
-//! The whole tree as one self-contained HTML page: the session's data as
-//! JSON in the page (escaped so no `</script>` can end it early), and inline
-//! CSS and JavaScript that draw it lazily (a branch's entries are made when
-//! it is opened, a long branch a chunk at a time), so a page of 10,000
-//! entries opens as fast as one of ten. No network, no external fonts.
+//! The session as one self-contained HTML page: a sidebar tree of every
+//! entry beside the transcript of one path, drawn by inline JavaScript from
+//! data inside the page. Written as a stream, a few thousand entries at a
+//! time, so memory follows the batch and not the session.
+//!
+//! The data: one line per chunk of up to [`CHUNK`] entries (in the order the
+//! sidebar shows them), `ROWS<TAB>BODIES`: `ROWS` the chunk's entries as JSON
+//! (parent, kind, flags, id, title and, when there is any, an object of
+//! label, usage, calls, files, model), `BODIES` the cards' HTML (cleaned by
+//! `ammonia`) as a JSON array, deflated and in base64, which the page inflates
+//! only for the entries it shows or searches. Then the session's facts as JSON,
+//! then the script. A Content-Security-Policy allows that one script (by its
+//! hash), inline styles and `data:` images, and nothing else: no network, no
+//! other script, no inline event handler.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
-use arbor_context::calculate_context_tokens;
-use arbor_log::EntryKind;
 use arbor_tree::{Position, Session};
-use serde::Serialize;
-use serde_json::{json, Value};
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
 
-use super::text::{describe, Part};
+use super::body::{render, Limits, Rendered};
 use crate::InteropError;
 
 const TEMPLATE: &str = include_str!("page.html");
 const CSS: &str = include_str!("page.css");
 const JS: &str = include_str!("page.js");
 
-/// The page's data: the session, its entries and its branches.
-#[derive(Debug, Serialize)]
-struct Page {
-    session: Info,
-    /// The leaf's node, or -1.
-    leaf: i64,
-    nodes: Vec<Node>,
-    /// Branches: maximal chains of entries with one child each.
-    segs: Vec<Seg>,
-    /// The segments that start at a root.
-    roots: Vec<usize>,
+/// Entries per chunk of bodies.
+const CHUNK: usize = 64;
+/// Entries decoded and rendered at a time (on all cores).
+const BATCH: usize = CHUNK * 64;
+
+/// What the page holds beyond the session's text.
+#[derive(Debug, Clone)]
+pub struct HtmlOptions {
+    /// Show the session's working directory and file path (off by default:
+    /// a page is often shared, and paths name the machine's user and folders).
+    pub paths: bool,
+    /// Tool outputs longer than this many bytes are cut to their head in the
+    /// page (the card says how much was left out).
+    pub max_output: usize,
 }
 
-#[derive(Debug, Serialize)]
-struct Info {
-    id: String,
-    name: Option<String>,
-    cwd: Option<String>,
-    timestamp: String,
-    file: Option<String>,
+impl Default for HtmlOptions {
+    fn default() -> Self {
+        HtmlOptions { paths: false, max_output: 16 * 1024 }
+    }
 }
 
-/// One entry (short keys: the page of a big session holds many).
-#[derive(Debug, Serialize)]
-struct Node {
-    /// Id.
-    i: String,
-    /// Kind: a role for messages (`user`, `assistant`, `toolResult`, …), else the entry type.
-    k: String,
-    /// Heading.
-    h: String,
-    /// Time.
-    t: String,
-    /// Label.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    l: Option<String>,
-    /// Parts: `["t", text]`, `["k", thinking]`, `["c", name, id, arguments]`, `["o", output]`, `["i", mime]`.
-    x: Vec<Value>,
-    /// A failed tool result.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    e: bool,
-    /// Part of what the model sees.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    m: bool,
-    /// Its segment.
-    s: usize,
-}
-
-/// One branch segment and its totals: its own, and from the root to its end (`p…`).
-#[derive(Debug, Serialize, Default)]
-struct Seg {
-    /// Nodes, in order.
-    n: Vec<usize>,
-    /// Child segments, oldest first.
-    k: Vec<usize>,
-    /// On the active path.
-    a: bool,
-    msgs: u64,
-    tok: u64,
+/// Running facts of the whole session.
+#[derive(Debug, Default)]
+struct Totals {
+    messages: u64,
+    calls: u64,
+    tokens: u64,
     cost: f64,
-    pmsgs: u64,
-    ptok: u64,
-    pcost: f64,
+    errors: u64,
+    aborted: u64,
+    cut: u64,
+    models: BTreeSet<String>,
 }
 
 /// Writes the page of the whole tree of `s`.
-pub fn export_html(s: &Session, out: &mut dyn Write) -> Result<(), InteropError> {
-    let page = build(s);
-    let data = safe_json(&arbor_log::json::to_string(&page).unwrap_or_else(|_| "{}".into()));
-    let title = html_escape(&page.session.name.clone().unwrap_or_else(|| format!("Session {}", page.session.id)));
-    let html = TEMPLATE.replacen("{{TITLE}}", &title, 1).replacen("{{CSS}}", CSS, 1).replacen("{{JS}}", JS, 1);
-    let (before, after) = html.split_once("{{DATA}}").unwrap_or((&html, ""));
+pub fn export_html(s: &Session, opts: &HtmlOptions, out: &mut dyn Write) -> Result<(), InteropError> {
     let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
-    out.write_all(before.as_bytes()).map_err(io)?;
-    out.write_all(data.as_bytes()).map_err(io)?;
-    out.write_all(after.as_bytes()).map_err(io)
+    let (order, parents) = order(s);
+    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(JS.as_bytes()));
+    let title = s.session_name().map_or_else(|| format!("Session {}", s.session_id()), str::to_owned);
+    let title = super::markup::escape(&title);
+    // Split first: nothing from the session can add a split point.
+    let mut parts = TEMPLATE
+        .split("{{}}")
+        .map(|p| p.replace("{{HASH}}", &hash).replace("{{TITLE}}", &title).replace("{{CSS}}", CSS));
+    let mut part = || parts.next().unwrap_or_default();
+    out.write_all(part().as_bytes()).map_err(io)?;
+    let totals = write_rows(s, opts, &order, &parents, out)?;
+    out.write_all(part().as_bytes()).map_err(io)?;
+    let leaf = leaf_index(s, &order);
+    out.write_all(data(s, opts, order.len(), leaf, &totals).as_bytes()).map_err(io)?;
+    out.write_all(part().as_bytes()).map_err(io)?;
+    out.write_all(first_view(s, opts, &order, leaf).as_bytes()).map_err(io)?;
+    out.write_all(part().as_bytes()).map_err(io)?;
+    out.write_all(JS.as_bytes()).map_err(io)?;
+    out.write_all(part().as_bytes()).map_err(io)?;
+    write_bodies(s, opts, &order, out)?;
+    out.write_all(part().as_bytes()).map_err(io)
 }
 
-fn build(s: &Session) -> Page {
-    let h = s.header();
-    let session = Info {
-        id: h.id.clone(),
-        name: s.session_name().map(str::to_owned),
-        cwd: h.cwd.clone(),
-        timestamp: h.timestamp.clone(),
-        file: s.session_file().map(|p| p.display().to_string()),
-    };
-    let tree = s.get_tree();
-    let active: std::collections::HashSet<Position> = s.branch_positions(None).into_iter().collect();
-    let mut node_of: HashMap<Position, usize> = HashMap::new();
-    let mut nodes = Vec::new();
-    let mut segs: Vec<Seg> = Vec::new();
-    let mut roots = Vec::new();
-    let mut usage: Vec<(u64, u64, f64)> = Vec::new();
-    // (first entry, parent segment)
-    let mut stack: Vec<(Position, Option<usize>)> = tree.root_positions().iter().rev().map(|&r| (r, None)).collect();
-    while let Some((start, parent)) = stack.pop() {
-        let seg = segs.len();
-        segs.push(Seg::default());
-        match parent {
-            Some(p) => segs[p].k.push(seg),
-            None => roots.push(seg),
+/// The first pass: every entry's row, as one JSON array; the session's totals.
+fn write_rows(
+    s: &Session,
+    opts: &HtmlOptions,
+    order: &[Position],
+    parents: &[i64],
+    out: &mut dyn Write,
+) -> Result<Totals, InteropError> {
+    let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
+    let mut totals = Totals::default();
+    let mut calls: HashMap<String, String> = HashMap::new();
+    let limits = Limits { max_output: opts.max_output, html: false };
+    out.write_all(b"[").map_err(io)?;
+    for (b, batch) in order.chunks(BATCH).enumerate() {
+        let rendered: Vec<Option<Rendered>> =
+            s.decode_shares(batch, |_, entries| entries.into_iter().map(|e| e.map(|e| render(&e, limits))).collect());
+        let mut text = String::with_capacity(batch.len() * 120);
+        for (k, r) in rendered.into_iter().enumerate() {
+            let i = b * BATCH + k;
+            if i > 0 {
+                text.push_str(",\n");
+            }
+            let Some(mut r) = r else {
+                text.push_str(&json!([parents[i], "O", 0, "", "(unreadable)"]).to_string());
+                continue;
+            };
+            tally(&mut totals, &r);
+            if let Some(line) = r.call_id.as_ref().and_then(|id| calls.remove(id)) {
+                r.title = line;
+            }
+            for (id, tool, line) in &r.calls {
+                calls.insert(id.clone(), super::tools::one_line(&format!("{tool} {line}"), 80));
+            }
+            let id = s.id_at(order[i]).map(|x| x.to_string()).unwrap_or_default();
+            text.push_str(&row(s, parents[i], &id, &r).to_string());
         }
-        let mut at = start;
-        while let Some(e) = s.entry_at(at) {
-            node_of.insert(at, nodes.len());
-            let (node, counts) = node(s, e, seg);
-            nodes.push(node);
-            usage.push(counts);
-            segs[seg].n.push(nodes.len() - 1);
-            segs[seg].a |= active.contains(&at);
-            match tree.child_positions(at) {
-                [only] => at = *only,
-                kids => {
-                    stack.extend(kids.iter().rev().map(|&k| (k, Some(seg))));
-                    break;
-                }
+        out.write_all(safe_json(&text).as_bytes()).map_err(io)?;
+        // A call whose result never came is forgotten after a while: memory stays bounded.
+        if calls.len() > 100_000 {
+            calls.clear();
+        }
+    }
+    out.write_all(b"]").map_err(io)?;
+    Ok(totals)
+}
+
+/// The second pass: the cards' bodies, one `<script type="text/plain">`
+/// element per chunk of [`CHUNK`] entries, deflated and in base64.
+fn write_bodies(s: &Session, opts: &HtmlOptions, order: &[Position], out: &mut dyn Write) -> Result<(), InteropError> {
+    let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
+    let limits = Limits { max_output: opts.max_output, html: true };
+    for batch in order.chunks(BATCH) {
+        let rendered: Vec<Value> = s.decode_shares(batch, |_, entries| {
+            entries
+                .into_iter()
+                .map(|e| {
+                    e.map_or_else(
+                        || json!(["", ""]),
+                        |e| {
+                            let r = render(&e, limits);
+                            json!([r.time, r.html])
+                        },
+                    )
+                })
+                .collect()
+        });
+        let chunks: Vec<String> = rendered.chunks(CHUNK).map(|c| Value::Array(c.to_vec()).to_string()).collect();
+        for z in deflate_all(chunks) {
+            out.write_all(b"<script type=\"text/plain\" class=\"arbor-z\">").map_err(io)?;
+            out.write_all(z.as_bytes()).map_err(io)?;
+            out.write_all(b"</script>\n").map_err(io)?;
+        }
+    }
+    Ok(())
+}
+
+/// The node the page opens on: the leaf's.
+fn leaf_index(s: &Session, order: &[Position]) -> Option<usize> {
+    let leaf = s.leaf_id().and_then(|id| s.position_of(id))?;
+    order.iter().position(|&o| o == leaf)
+}
+
+/// How many entries at the end of the leaf's path the page can show before
+/// the rest of it is read: their bodies come before the script.
+const FIRST_VIEW: usize = 96;
+
+/// The bodies of the last [`FIRST_VIEW`] entries of the path to the leaf:
+/// `{"n": [node, …], "b": [[time, html], …]}`.
+fn first_view(s: &Session, opts: &HtmlOptions, order: &[Position], leaf: Option<usize>) -> String {
+    let Some(leaf) = leaf else { return "{}".to_owned() };
+    let path = s.branch_positions(s.leaf_id());
+    let tail = &path[path.len().saturating_sub(FIRST_VIEW)..];
+    let wanted: std::collections::HashSet<Position> = tail.iter().copied().collect();
+    let mut index: HashMap<Position, usize> = HashMap::with_capacity(tail.len());
+    // The path's nodes sit at or before the leaf's in the order.
+    for (i, p) in order[..=leaf].iter().enumerate().rev() {
+        if wanted.contains(p) {
+            index.insert(*p, i);
+            if index.len() == tail.len() {
+                break;
             }
         }
     }
-    totals(&mut segs, &roots, &usage);
-    let leaf = s.leaf_id().and_then(|id| s.position_of(id)).and_then(|p| node_of.get(&p)).map_or(-1, |&n| n as i64);
-    Page { session, leaf, nodes, segs, roots }
-}
-
-/// The node of an entry, and its (messages, tokens, cost).
-fn node(s: &Session, e: &arbor_log::Entry, seg: usize) -> (Node, (u64, u64, f64)) {
-    let d = describe(e);
-    let x = d
-        .parts
-        .iter()
-        .map(|p| match p {
-            Part::Text(t) => json!(["t", t]),
-            Part::Thinking(t) => json!(["k", t]),
-            Part::Call { id, name, arguments } => json!(["c", name, id, arguments]),
-            Part::Output(t) => json!(["o", t]),
-            Part::Image(m) => json!(["i", m]),
-        })
-        .collect();
-    let mut counts = (u64::from(d.conversational && !matches!(e.kind, EntryKind::Compaction(_))), 0, 0.0);
-    if let Some(u) = e.message().and_then(|m| m.message.get("usage")) {
-        counts.1 = calculate_context_tokens(u);
-        counts.2 = u.get("cost").and_then(|c| c.get("total")).and_then(Value::as_f64).unwrap_or(0.0);
+    let limits = Limits { max_output: opts.max_output, html: true };
+    let mut nodes = Vec::new();
+    let mut bodies = Vec::new();
+    for (p, e) in tail.iter().zip(s.decode_many(tail)) {
+        let (Some(&n), Some(e)) = (index.get(p), e) else { continue };
+        let r = render(&e, limits);
+        nodes.push(n);
+        bodies.push(json!([r.time, r.html]));
     }
-    let node = Node {
-        i: e.id.clone(),
-        k: d.kind.as_str().to_owned(),
-        h: d.heading,
-        t: e.timestamp.clone(),
-        l: s.get_label(&e.id).map(str::to_owned),
-        x,
-        e: d.error,
-        m: d.conversational,
-        s: seg,
-    };
-    (node, counts)
+    safe_json(&json!({"n": nodes, "b": bodies}).to_string())
 }
 
-/// Fills each segment's own totals and its totals from the root.
-fn totals(segs: &mut [Seg], roots: &[usize], usage: &[(u64, u64, f64)]) {
-    for seg in segs.iter_mut() {
-        for &n in &seg.n {
-            seg.msgs += usage[n].0;
-            seg.tok += usage[n].1;
-            seg.cost += usage[n].2;
+fn tally(t: &mut Totals, r: &Rendered) {
+    if matches!(r.kind, 'u' | 'a' | 'r' | 'b' | 's' | 'm') {
+        t.messages += 1;
+    }
+    t.calls += r.calls.len() as u64;
+    if let Some((tok, cost)) = r.usage {
+        t.tokens += tok;
+        t.cost += cost;
+    }
+    t.errors += u64::from(r.flags & super::body::ERROR != 0);
+    t.aborted += u64::from(r.flags & super::body::ABORTED != 0);
+    t.cut += u64::from(r.flags & super::body::CUT != 0);
+    if let Some(m) = &r.model {
+        if t.models.len() < 64 {
+            t.models.insert(m.clone());
         }
     }
-    let mut stack: Vec<(usize, u64, u64, f64)> = roots.iter().map(|&r| (r, 0, 0, 0.0)).collect();
-    while let Some((i, m, t, c)) = stack.pop() {
-        let seg = &mut segs[i];
-        seg.pmsgs = m + seg.msgs;
-        seg.ptok = t + seg.tok;
-        seg.pcost = c + seg.cost;
-        let next = (seg.pmsgs, seg.ptok, seg.pcost);
-        stack.extend(seg.k.iter().map(|&k| (k, next.0, next.1, next.2)));
+}
+
+/// An entry's row: `[parent, kind, flags, id, title, extra?]`.
+fn row(s: &Session, parent: i64, id: &str, r: &Rendered) -> Value {
+    let mut extra = Map::new();
+    if let Some(l) = s.get_label(id) {
+        extra.insert("l".into(), l.into());
     }
+    if let Some((tok, cost)) = r.usage {
+        extra.insert("u".into(), json!([tok, cost]));
+    }
+    if !r.calls.is_empty() {
+        extra.insert("c".into(), r.calls.iter().map(|(_, tool, _)| tool.as_str()).collect());
+    }
+    if !r.files.0.is_empty() {
+        extra.insert("r".into(), json!(r.files.0));
+    }
+    if !r.files.1.is_empty() {
+        extra.insert("w".into(), json!(r.files.1));
+    }
+    if let Some(m) = &r.model {
+        extra.insert("m".into(), m.as_str().into());
+    }
+    let mut row = vec![json!(parent), json!(r.kind.to_string()), json!(r.flags), json!(id), json!(r.title)];
+    if !extra.is_empty() {
+        row.push(Value::Object(extra));
+    }
+    Value::Array(row)
+}
+
+/// Each text deflated and in base64, on all cores.
+fn deflate_all(lines: Vec<String>) -> Vec<String> {
+    let one = |text: String| {
+        let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(4));
+        let packed = z.write_all(text.as_bytes()).and_then(|()| z.finish()).unwrap_or_default();
+        base64::engine::general_purpose::STANDARD.encode(packed)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).clamp(1, 8);
+    if threads < 2 || lines.len() < 2 {
+        return lines.into_iter().map(one).collect();
+    }
+    let per = lines.len().div_ceil(threads);
+    let mut parts: Vec<Vec<String>> = Vec::new();
+    let mut lines = lines.into_iter().peekable();
+    while lines.peek().is_some() {
+        parts.push(lines.by_ref().take(per).collect());
+    }
+    std::thread::scope(|sc| {
+        let handles: Vec<_> =
+            parts.into_iter().map(|p| sc.spawn(move || p.into_iter().map(one).collect::<Vec<_>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    })
+}
+
+/// The session's facts for the page.
+fn data(s: &Session, opts: &HtmlOptions, entries: usize, leaf: Option<usize>, t: &Totals) -> String {
+    let h = s.header();
+    let mut session = json!({
+        "id": h.id,
+        "name": s.session_name(),
+        "timestamp": h.timestamp,
+        "entries": entries,
+        "messages": t.messages,
+        "calls": t.calls,
+        "tokens": t.tokens,
+        "cost": t.cost,
+        "errors": t.errors,
+        "aborted": t.aborted,
+        "cut": t.cut,
+        "maxOutput": opts.max_output,
+        "models": t.models.iter().collect::<Vec<_>>(),
+        "chunk": CHUNK,
+    });
+    if opts.paths {
+        session["cwd"] = json!(h.cwd);
+        session["file"] = json!(s.session_file().map(|p| p.display().to_string()));
+    }
+    safe_json(&json!({ "session": session, "leaf": leaf.map_or(-1, |l| l as i64) }).to_string())
+}
+
+/// Every live entry in the sidebar's order, and each one's parent (an index
+/// into the order, -1 for a root): depth first, and at a fork the side
+/// branches (oldest first) before the child that carries on (the one on the
+/// active path, else the newest), so the path to the leaf runs down the left
+/// edge and a long session does not drift right.
+fn order(s: &Session) -> (Vec<Position>, Vec<i64>) {
+    let tree = s.get_tree();
+    let mut active = vec![false; s.positions().len()];
+    for p in s.branch_positions(None) {
+        active[p.get()] = true;
+    }
+    let ordered = |kids: &[Position]| -> Vec<Position> {
+        let cont = kids.iter().rposition(|k| active[k.get()]).unwrap_or(kids.len().saturating_sub(1));
+        let mut v: Vec<Position> = kids.iter().enumerate().filter(|&(i, _)| i != cont).map(|(_, &k)| k).collect();
+        v.extend(kids.get(cont));
+        v
+    };
+    let mut order = Vec::with_capacity(s.len());
+    let mut parents = Vec::with_capacity(s.len());
+    let mut stack: Vec<(Position, i64)> = ordered(tree.root_positions()).into_iter().rev().map(|r| (r, -1)).collect();
+    while let Some((p, parent)) = stack.pop() {
+        let me = order.len() as i64;
+        order.push(p);
+        parents.push(parent);
+        stack.extend(ordered(tree.child_positions(p)).into_iter().rev().map(|k| (k, me)));
+    }
+    (order, parents)
 }
 
 /// JSON that can sit inside a `<script>` element: `<`, `>` and `&` (which
@@ -215,10 +347,6 @@ fn safe_json(json: &str) -> String {
         }
     }
     out
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]

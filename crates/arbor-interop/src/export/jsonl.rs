@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
-use arbor_log::{EntryKind, IdGenerator, LabelEntry, SeededIds, CURRENT_VERSION};
+use arbor_log::{EntryKind, EntryType, IdGenerator, LabelEntry, SeededIds, CURRENT_VERSION};
 use arbor_tree::{Position, Session};
 use serde_json::{Map, Value};
 
@@ -21,23 +21,40 @@ use crate::InteropError;
 ///   entry for each entry on the path whose label was set off the path, so the
 ///   copy shows the same labels. Its leaf is the copy's last entry.
 ///
-/// The header keeps the session's id and is written as version 3.
+/// The header keeps the session's id and is written as version 3. A file
+/// `arbor check` finds clean is copied byte for byte by [`Scope::All`]: its
+/// header line as read ([`Session::header_text`]) and each line as the file
+/// holds it ([`Session::map_lines_many`]).
 pub fn export_jsonl(s: &Session, scope: Scope, out: &mut dyn Write) -> Result<(), InteropError> {
-    let mut header = s.header().clone();
-    header.version = Some(Value::from(CURRENT_VERSION));
     let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
-    writeln!(out, "{}", text(&header.to_value())).map_err(io)?;
-    let lines = match scope {
-        Scope::All => whole_tree(s),
-        Scope::Path(leaf) => path_copy(s, leaf)?,
-    };
-    for line in lines {
-        writeln!(out, "{line}").map_err(io)?;
+    match s.header_text() {
+        Some(line) => writeln!(out, "{line}").map_err(io)?,
+        None => {
+            let mut header = s.header().clone();
+            header.version = Some(Value::from(CURRENT_VERSION));
+            writeln!(out, "{}", text(&header.to_value())).map_err(io)?;
+        }
+    }
+    match scope {
+        Scope::All => whole_tree(s, out).map_err(io)?,
+        Scope::Path(leaf) => {
+            for line in path_copy(s, leaf)? {
+                writeln!(out, "{line}").map_err(io)?;
+            }
+        }
     }
     Ok(())
 }
 
-fn whole_tree(s: &Session) -> Vec<String> {
+/// Entries copied at once (on all cores), then written and dropped.
+const BATCH: usize = 4096;
+
+/// Writes every live entry in file order ([`export_jsonl`]'s [`Scope::All`]),
+/// a batch at a time: an entry whose parent is what the tree shows is its
+/// line as written; one the tree shows elsewhere (a missing parent, a
+/// cycle) is written again with that parent; a label of a missing entry is
+/// left out.
+fn whole_tree(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
     let tree = s.get_tree();
     let mut parent: HashMap<Position, Position> = HashMap::new();
     let mut stack: Vec<Position> = tree.root_positions().to_vec();
@@ -47,27 +64,40 @@ fn whole_tree(s: &Session) -> Vec<String> {
             stack.push(c);
         }
     }
-    let mut out = Vec::new();
-    for i in s.positions() {
-        let (Some(e), Some(json)) = (s.entry_at(i), s.json_at(i)) else { continue };
-        if !s.is_live_at(i) {
-            continue;
-        }
-        if let EntryKind::Label(l) = &e.kind {
-            if s.get_entry(&l.target_id).is_none() {
-                continue;
+    drop(tree);
+    let live: Vec<Position> = s.positions().filter(|&i| s.is_live_at(i)).collect();
+    for batch in live.chunks(BATCH) {
+        let lines = s.map_lines_many(batch, |_, line| line.to_owned());
+        for (&i, line) in batch.iter().zip(lines) {
+            let Some(line) = line else { continue };
+            if let Some(line) = shown_line(s, i, parent.get(&i).copied(), line) {
+                writeln!(out, "{line}")?;
             }
         }
-        let shown = parent.get(&i).and_then(|&p| s.id_at(p));
-        if shown.as_deref() == e.parent_id.as_deref() {
-            out.push(json.to_owned());
-        } else {
-            let mut fixed = e.clone();
-            fixed.parent_id = shown.map(|p| p.to_string());
-            out.push(text(&fixed.to_value()));
-        }
     }
-    out
+    Ok(())
+}
+
+/// The line of the entry at `i` as the copy holds it, its parent in the
+/// tree being `shown`: the line as written when it names that parent,
+/// written again with it when not, none for a label of a missing entry.
+fn shown_line(s: &Session, i: Position, shown: Option<Position>, line: String) -> Option<String> {
+    // The parent the line names resolves to the one shown: the line as it is.
+    if shown.is_some() && shown == s.parent_at(i) && s.entry_type_at(i) != Some(&EntryType::Label) {
+        return Some(line);
+    }
+    let e = s.decode_at(i)?;
+    if let EntryKind::Label(l) = &e.kind {
+        // A label of a missing entry is left out.
+        s.position_of(&l.target_id)?;
+    }
+    let shown = shown.and_then(|p| s.id_at(p));
+    if shown.as_deref() == e.parent_id.as_deref() {
+        return Some(line);
+    }
+    let mut fixed = e;
+    fixed.parent_id = shown.map(|p| p.to_string());
+    Some(text(&fixed.to_value()))
 }
 
 fn path_copy(s: &Session, leaf: Option<&str>) -> Result<Vec<String>, InteropError> {

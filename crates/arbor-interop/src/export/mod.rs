@@ -1,15 +1,18 @@
 //! `arbor export`: a session as Markdown (a path), as one self-contained HTML
 //! page (the whole tree) or as clean JSONL (a path or the whole tree).
 
+mod body;
 mod html;
 mod jsonl;
 mod markdown;
+mod markup;
 mod text;
+mod tools;
 
 use arbor_log::Entry;
 use arbor_tree::Session;
 
-pub use html::export_html;
+pub use html::{export_html, HtmlOptions};
 pub use jsonl::export_jsonl;
 pub use markdown::export_markdown;
 

@@ -11,12 +11,36 @@ pub(crate) enum Part {
     Text(String),
     /// A model's thinking.
     Thinking(String),
-    /// A tool call: its id, name and arguments (pretty JSON).
-    Call { id: String, name: String, arguments: String },
+    /// A tool call: its id, name and arguments (as written; `Null` when missing).
+    Call { id: String, name: String, arguments: Value },
     /// A tool's output (or a command's).
     Output(String),
-    /// An image, by MIME type.
-    Image(String),
+    /// An image: its MIME type and base64 data.
+    Image { mime: String, data: String },
+}
+
+/// How an assistant reply ended, when it did not end normally.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Stop {
+    /// The request failed (`stopReason: "error"`), with the provider's message.
+    Error(String),
+    /// The user aborted the reply (`stopReason: "aborted"`), with the message if any.
+    Aborted(Option<String>),
+    /// The reply hit the output token limit (`stopReason: "length"`).
+    Length,
+}
+
+impl Stop {
+    /// One line saying how the reply ended: `Error: HTTP 500 …`, `Aborted`, ….
+    pub fn line(&self) -> String {
+        match self {
+            Stop::Error(m) if m.is_empty() => "Error (no message)".to_owned(),
+            Stop::Error(m) => format!("Error: {m}"),
+            Stop::Aborted(None) => "Aborted".to_owned(),
+            Stop::Aborted(Some(m)) => format!("Aborted: {m}"),
+            Stop::Length => "Stopped at the output token limit".to_owned(),
+        }
+    }
 }
 
 /// What an entry is: a message's role, or the entry's type.
@@ -27,14 +51,6 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    /// The role or type as written in session files.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Kind::Role(r) => r.as_str(),
-            Kind::Type(t) => t.as_str(),
-        }
-    }
-
     /// True for compaction and branch summaries, as entries or as messages.
     pub fn is_summary(&self) -> bool {
         matches!(
@@ -54,8 +70,14 @@ pub(crate) struct Described {
     pub parts: Vec<Part>,
     /// True for entries that are part of what the model sees (messages and summaries).
     pub conversational: bool,
-    /// True for a failed tool result.
+    /// True for a failed tool result or a reply that ended in an error.
     pub error: bool,
+    /// How an assistant reply ended, when not normally.
+    pub stop: Option<Stop>,
+    /// A tool result's `toolCallId`.
+    pub call_id: Option<String>,
+    /// Arbor's own bookkeeping (`custom` entries of type `arbor.*`): never shown.
+    pub bookkeeping: bool,
 }
 
 fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
@@ -67,13 +89,13 @@ fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
             .filter_map(|b| match Block::of(b) {
                 Block::Text(t) => Some(text(t)),
                 Block::Thinking(t) if !t.is_empty() => Some(Part::Thinking(t.to_owned())),
-                Block::Image { mime_type, .. } => Some(Part::Image(mime_type.to_owned())),
+                Block::Image { mime_type, data } => {
+                    Some(Part::Image { mime: mime_type.to_owned(), data: data.to_owned() })
+                }
                 Block::ToolCall(call) => Some(Part::Call {
                     id: call.id.unwrap_or("").to_owned(),
                     name: call.name.unwrap_or("tool").to_owned(),
-                    arguments: call
-                        .arguments
-                        .map_or_else(String::new, |a| serde_json::to_string_pretty(a).unwrap_or_default()),
+                    arguments: call.arguments.cloned().unwrap_or(Value::Null),
                 }),
                 _ => None,
             })
@@ -91,19 +113,37 @@ fn message(view: MessageView<'_>) -> Described {
         parts,
         conversational: true,
         error: false,
+        stop: None,
+        call_id: None,
+        bookkeeping: false,
     };
     let text = |key: &str| view.str_field(key).unwrap_or("").to_owned();
     match &role {
         Role::ToolResult => Described {
             heading: format!("tool result: {}", view.str_field("toolName").unwrap_or("tool")),
             error: view.get("isError") == Some(&Value::Bool(true)),
+            call_id: view.str_field("toolCallId").map(str::to_owned),
             ..plain(String::new(), content_parts(view.content(), true))
         },
+        Role::Assistant => {
+            let message = view.str_field("errorMessage").filter(|m| !m.trim().is_empty()).map(str::to_owned);
+            let stop = match view.str_field("stopReason") {
+                Some("error") => Some(Stop::Error(message.unwrap_or_default())),
+                Some("aborted") => Some(Stop::Aborted(message)),
+                Some("length") => Some(Stop::Length),
+                _ => message.map(Stop::Error),
+            };
+            Described {
+                error: matches!(stop, Some(Stop::Error(_))),
+                stop,
+                ..plain(role.to_string(), content_parts(view.content(), false))
+            }
+        }
         Role::BashExecution => {
             plain("bash".into(), vec![Part::Text(format!("`$ {}`", text("command"))), Part::Output(text("output"))])
         }
         Role::BranchSummary | Role::CompactionSummary => plain(role.to_string(), vec![Part::Text(text("summary"))]),
-        Role::User | Role::Assistant | Role::Custom | Role::HookMessage | Role::Developer | Role::Other(_) => {
+        Role::User | Role::Custom | Role::HookMessage | Role::Developer | Role::Other(_) => {
             plain(role.to_string(), content_parts(view.content(), false))
         }
     }
@@ -117,6 +157,9 @@ pub(crate) fn describe(e: &Entry) -> Described {
         parts,
         conversational,
         error: false,
+        stop: None,
+        call_id: None,
+        bookkeeping: false,
     };
     match &e.kind {
         EntryKind::Message(m) => message(m.view()),
@@ -141,7 +184,10 @@ pub(crate) fn describe(e: &Entry) -> Described {
             plain(what, vec![], false)
         }
         EntryKind::SessionInfo(i) => plain(format!("session name: {}", i.name.as_deref().unwrap_or("")), vec![], false),
-        EntryKind::Custom(c) => plain(format!("custom: {}", c.custom_type), vec![], false),
+        EntryKind::Custom(c) => Described {
+            bookkeeping: c.custom_type.starts_with("arbor."),
+            ..plain(format!("custom: {}", c.custom_type), vec![], false)
+        },
         EntryKind::TtsrInjection(_)
         | EntryKind::ModeChange(_)
         | EntryKind::Unknown { .. }

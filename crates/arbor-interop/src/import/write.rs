@@ -4,6 +4,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use arbor_log::files::is_link;
+use arbor_log::LogError;
 use arbor_tree::{FileStore, Store};
 use serde::Serialize;
 use serde_json::Value;
@@ -36,20 +38,27 @@ pub(crate) struct Written {
 /// Writes `lines` (header first) to `path`; see [`Outcome`]. A file holding
 /// entries that the import does not make (a session continued after its
 /// import) is left alone: [`InteropError::Diverged`].
+///
+/// The path is predictable (the transcript's cwd, time and id), so a link
+/// planted there, or at its directory, is refused and never followed; a new
+/// file is created exclusively (written aside, then linked in under its
+/// name only if that name is still free).
 pub(crate) fn write_session(path: &Path, lines: &[String]) -> Result<Written, InteropError> {
     let store = FileStore;
-    if !path.exists() {
-        if let Some(dir) = path.parent() {
-            store.create_dir_all(dir)?;
-        }
-        let _lock = store.lock(path)?;
-        store.rewrite(path, joined(lines).as_bytes())?;
-        return Ok(Written { outcome: Outcome::Created, written: lines.len() - 1, backup: None });
-    }
-    if read_lines(path)? == lines {
+    refuse_links(path)?;
+    if present(path)? && read_lines(path)? == lines {
         return Ok(Written { outcome: Outcome::Unchanged, written: 0, backup: None });
     }
+    if let Some(dir) = path.parent() {
+        store.create_dir_all(dir)?;
+    }
+    refuse_links(path)?;
     let _lock = store.lock(path)?;
+    refuse_links(path)?;
+    if !present(path)? {
+        arbor_log::writer::create_exclusive(path, joined(lines).as_bytes())?;
+        return Ok(Written { outcome: Outcome::Created, written: lines.len() - 1, backup: None });
+    }
     let existing = read_lines(path)?;
     if existing == lines {
         return Ok(Written { outcome: Outcome::Unchanged, written: 0, backup: None });
@@ -68,6 +77,27 @@ pub(crate) fn write_session(path: &Path, lines: &[String]) -> Result<Written, In
     let backup = store.backup(path, "backup")?;
     store.rewrite(path, joined(lines).as_bytes())?;
     Ok(Written { outcome: Outcome::Replaced, written: lines.len() - 1, backup: Some(backup) })
+}
+
+/// Refuses a symbolic link at the session file `path` or at its directory
+/// (the `--cwd--` folder the import names): Arbor never writes through one.
+fn refuse_links(path: &Path) -> Result<(), InteropError> {
+    if is_link(path) {
+        return Err(LogError::LinkInTheWay { path: path.to_owned(), what: "file" }.into());
+    }
+    match path.parent() {
+        Some(dir) if is_link(dir) => Err(LogError::LinkInTheWay { path: dir.to_owned(), what: "directory" }.into()),
+        _ => Ok(()),
+    }
+}
+
+/// True when something is at `path` (a link is not followed).
+fn present(path: &Path) -> Result<bool, InteropError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(InteropError::io(path, e)),
+    }
 }
 
 fn joined(lines: &[String]) -> String {

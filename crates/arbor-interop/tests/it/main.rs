@@ -11,6 +11,7 @@ mod diff;
 mod export;
 mod import;
 mod pi;
+mod sessions;
 
 use std::path::{Path, PathBuf};
 

@@ -38,10 +38,12 @@
 //! and how Arbor writes JSON of its own.
 
 mod parse;
+mod splice;
 mod write;
 
 use std::borrow::Cow;
 
+pub use splice::splice;
 pub use write::{to_string, to_vec, to_writer, JsFormatter};
 
 use serde_json::Value;

@@ -28,7 +28,7 @@ fn whole_lines(store: &PgStore, path: &Path) -> Vec<String> {
 }
 
 #[test]
-fn the_server_stopped_mid_append_leaves_whole_lines_and_the_next_command_works() {
+fn a_server_crash_and_restart_under_a_writer_lose_nothing_and_double_nothing() {
     let Some(cluster) = Cluster::start("server_stopped_mid_append") else { return };
     let store = PgStore::connect(&cluster.url).unwrap();
     let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
@@ -39,44 +39,78 @@ fn the_server_stopped_mid_append_leaves_whole_lines_and_the_next_command_works()
 
     let mut writer = Writer::start(&cluster.url, &path).unwrap();
     writer.send("flood");
-    let mut acknowledged = HashSet::new();
-    while acknowledged.len() < 50 {
-        let line = writer.next(&["APPENDED ", "FAILED "]);
-        let id = line.strip_prefix("APPENDED ").unwrap_or_else(|| panic!("{line}"));
-        acknowledged.insert(id.to_owned());
-    }
-    cluster.stop("immediate");
-    let failed = loop {
-        let line = writer.next(&["APPENDED ", "FAILED "]);
-        match line.strip_prefix("APPENDED ") {
-            Some(id) => acknowledged.insert(id.to_owned()),
-            None => break line,
-        };
+    let mut acknowledged = Vec::new();
+    let mut appended = |writer: &mut Writer, n: usize| {
+        for _ in 0..n {
+            let line = writer.next(&["APPENDED ", "FAILED "]);
+            let id = line.strip_prefix("APPENDED ").unwrap_or_else(|| panic!("{line}"));
+            acknowledged.push(id.to_owned());
+        }
     };
-    // One clear line, naming the session and what to do.
-    assert_eq!(failed.lines().count(), 1);
-    assert!(failed.contains(&path.display().to_string()), "{failed}");
-    assert!(failed.contains("PostgreSQL server"), "{failed}");
-    assert!(failed.contains("whole write or none of it") || failed.contains("cannot reach"), "{failed}");
-    drop(writer);
-
+    appended(&mut writer, 50);
+    // A crash (no shutdown checkpoint) under the writer's appends.
+    cluster.stop("immediate");
     // While the server is down: one clear line, nothing else.
     let down = Session::open(&path, OpenMode::ReadOnly, pg_opts(&store)).unwrap_err().to_string();
     assert!(down.contains("cannot reach the PostgreSQL server at") && down.lines().count() == 1, "{down}");
     let down = PgStore::connect(&cluster.url).unwrap_err().to_string();
     assert!(down.starts_with("cannot reach the PostgreSQL server at"), "{down}");
-
     cluster.restart();
-    // The same store reconnects by itself; every acknowledged append is there, whole.
+    // The writer reconnects by itself, takes its lock again, finds out whether
+    // the append in flight was committed, and goes on.
+    appended(&mut writer, 50);
+    writer.kill();
+
     let ids = whole_lines(&store, &path);
-    let stored: HashSet<String> = ids.iter().cloned().collect();
-    assert!(acknowledged.is_subset(&stored), "an acknowledged append was lost");
+    let stored: HashSet<&String> = ids.iter().collect();
+    assert_eq!(stored.len(), ids.len(), "an append was written twice");
+    assert!(acknowledged.iter().all(|a| stored.contains(a)), "an acknowledged append was lost");
     assert!(ids.len() <= acknowledged.len() + 3 + 1, "at most the one append in flight beyond them");
     let findings = check_session(&path, pg_opts(&store)).unwrap();
     assert!(findings.iter().all(|f| f.severity < Severity::Error), "{findings:?}");
 
-    // The next writer works: the dead one's lock went with the server.
-    let mut s = Session::open(&path, OpenMode::Write, pg_opts(&store)).unwrap();
+    // The next writer works: the killed one's lock went with its connection.
+    let mut s = loop {
+        match Session::open(&path, OpenMode::Write, pg_opts(&store)) {
+            Ok(s) => break s,
+            Err(arbor_tree::TreeError::Locked { .. }) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(e) => panic!("{e}"),
+        }
+    };
     let id = s.append_message(user("after the restart")).unwrap();
     assert_eq!(whole_lines(&store, &path).last(), Some(&id));
+}
+
+#[test]
+fn an_append_whose_connection_drops_is_written_once_whatever_the_moment() {
+    use arbor_test_support::pg::{socket_of, Cut, CutProxy, TestDb};
+    let Some(db) = TestDb::new("lost_ack") else { return };
+    let Some(socket) = socket_of(&db.url) else {
+        eprintln!("lost_ack: skipped: ARBOR_TEST_PG is not a unix socket URL");
+        return;
+    };
+    let proxy = CutProxy::start(&socket);
+    let store = PgStore::connect(&proxy.url(db.name())).unwrap();
+    let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
+    s.append_message(user("hello")).unwrap();
+    s.append_message(assistant("hi")).unwrap();
+    let path = s.session_file().unwrap().to_owned();
+    for cut in [Cut::AfterCommit, Cut::BeforeCommit, Cut::AfterCommit] {
+        proxy.arm(cut);
+        let cuts = proxy.cuts();
+        let text = format!("written through a cut {cut:?} {cuts}");
+        let id = s.append_message(user(&text)).unwrap_or_else(|e| panic!("{cut:?}: {e}"));
+        assert_eq!(proxy.cuts(), cuts + 1, "{cut:?}: the connection was cut");
+        let ids = whole_lines(&store, &path);
+        assert_eq!(ids.iter().filter(|i| **i == id).count(), 1, "{cut:?}: {ids:?}");
+        assert_eq!(ids.last(), Some(&id));
+    }
+    // Still the session's one writer, on its new connection.
+    assert!(matches!(
+        Session::open(&path, OpenMode::Write, pg_opts(&store)),
+        Err(arbor_tree::TreeError::Locked { .. })
+    ));
+    let id = s.append_message(user("and on")).unwrap();
+    assert_eq!(whole_lines(&store, &path).last(), Some(&id));
+    assert_eq!(whole_lines(&store, &path).len(), 3 + 3 + 1);
 }

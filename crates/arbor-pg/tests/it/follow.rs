@@ -2,7 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use arbor_pg::{Followed, SessionKey};
+use arbor_pg::SessionKey;
+use arbor_tree::sessions::{FollowFrom, Followed, Sessions};
 use arbor_tree::{OpenMode, Session};
 
 use crate::child::Writer;
@@ -17,7 +18,7 @@ fn a_follower_sees_an_append_from_another_process_within_a_second() {
     let path = s.session_file().unwrap().to_owned();
     drop(s);
     let key = SessionKey::of_path(&path);
-    let (mut follower, now) = store.follow(&key, false).unwrap();
+    let (mut follower, now) = store.follow(&path, FollowFrom::Start).unwrap();
     assert_eq!(now, store.read_session(&key).unwrap().unwrap(), "the session as it is, first");
 
     let mut writer = Writer::start(&db.url, &path).unwrap();
@@ -29,7 +30,7 @@ fn a_follower_sees_an_append_from_another_process_within_a_second() {
             match follower.wait(Duration::from_secs(1)).unwrap() {
                 Followed::Lines(b) => break b,
                 Followed::Idle => assert!(sent.elapsed() < Duration::from_secs(1), "nothing within a second"),
-                Followed::Replaced(_) => panic!("replaced"),
+                other => panic!("{other:?}"),
             }
         };
         // Seen within a second of the writer being asked (its append included).
@@ -48,8 +49,7 @@ fn a_follower_from_the_end_gets_only_new_lines_and_sees_a_rewrite() {
     s.append_message(user("hello")).unwrap();
     s.append_message(assistant("hi")).unwrap();
     let path = s.session_file().unwrap().to_owned();
-    let key = SessionKey::of_path(&path);
-    let (mut follower, now) = store.follow(&key, true).unwrap();
+    let (mut follower, now) = store.follow(&path, FollowFrom::End).unwrap();
     assert!(now.is_empty());
     s.append_message(user("one")).unwrap();
     s.append_message(user("two")).unwrap();
@@ -76,4 +76,26 @@ fn a_follower_from_the_end_gets_only_new_lines_and_sees_a_rewrite() {
         other => panic!("{other:?}"),
     }
     let _ = Session::open(&path, OpenMode::ReadOnly, pg_opts(&store)).unwrap();
+}
+
+#[test]
+fn a_session_removed_from_the_server_is_reported_once_and_followed_when_it_comes_back() {
+    let Some((db, store)) = store("follow_gone") else { return };
+    let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
+    s.append_message(user("hello")).unwrap();
+    s.append_message(assistant("hi")).unwrap();
+    let path = s.session_file().unwrap().to_owned();
+    drop(s);
+    let before = store.read_session(&SessionKey::of_path(&path)).unwrap().unwrap();
+    let (mut follower, _) = store.follow(&path, FollowFrom::Start).unwrap();
+    let key = SessionKey::of_path(&path);
+    db.client().execute("DELETE FROM arbor.sessions WHERE dir = $1 AND name = $2", &[&key.dir, &key.name]).unwrap();
+    // Nothing notifies a removal: a wait that nothing notified looks at the row (once a second).
+    assert_eq!(follower.wait(Duration::from_millis(1500)).unwrap(), Followed::Gone);
+    assert_eq!(follower.wait(Duration::from_millis(100)).unwrap(), Followed::Idle, "said once");
+    arbor_tree::Store::rewrite(&store, &path, &before).unwrap();
+    match follower.wait(Duration::from_secs(3)).unwrap() {
+        Followed::Replaced(b) => assert_eq!(b, before),
+        other => panic!("{other:?}"),
+    }
 }

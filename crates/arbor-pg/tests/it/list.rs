@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use arbor_pg::{PgError, TextQuery};
+use arbor_pg::PgError;
 use arbor_test_support::{fixtures, jsonl_under};
+use arbor_tree::sessions::{ListRequest, NoProgress, Relevance, Scope, SearchRequest, Sessions, SessionsError};
 use arbor_tree::{list_sessions, read_session_info, Session, Store};
 
 use crate::{assistant, pg_opts, store, user};
@@ -22,7 +23,7 @@ fn listings_from_the_rows_equal_reading_every_session() {
     s.append_session_info("the name").unwrap();
     drop(s);
 
-    let listed = store.sessions(None).unwrap();
+    let listed = store.listing(&ListRequest::new(Scope::All), &NoProgress).unwrap();
     assert!(listed.len() > 30, "{} sessions", listed.len());
     for info in &listed {
         let bytes = store.read_session(&arbor_pg::SessionKey::of_path(&info.path)).unwrap().unwrap();
@@ -33,7 +34,7 @@ fn listings_from_the_rows_equal_reading_every_session() {
         }
         assert_eq!(info, &want, "{}", info.path.display());
     }
-    let mine = store.sessions(Some("/team/proj")).unwrap();
+    let mine = store.listing(&ListRequest::new(Scope::cwd("/team/proj")), &NoProgress).unwrap();
     assert_eq!(mine.len(), 1);
     assert_eq!((mine[0].name.as_deref(), mine[0].message_count), (Some("the name"), 2));
     assert_eq!(mine[0].first_message, "what the listing shows");
@@ -55,20 +56,23 @@ fn sessions_are_found_by_path_file_name_and_id_prefix() {
     let key = arbor_pg::SessionKey::of_path(&path);
     let id = a.session_id().to_owned();
     drop(a);
-    assert_eq!(store.resolve(&path.to_string_lossy()).unwrap(), key);
-    assert_eq!(store.resolve(&key.to_string()).unwrap(), key);
-    assert_eq!(store.resolve(&key.name).unwrap(), key);
-    assert_eq!(store.resolve(&id).unwrap(), key);
-    assert_eq!(store.resolve(&id[..id.len() - 3]).unwrap(), key);
+    assert_eq!(store.resolve(&path.to_string_lossy()).unwrap(), path);
+    assert_eq!(store.resolve(&key.to_string()).unwrap(), path);
+    assert_eq!(store.resolve(&key.name).unwrap(), path);
+    assert_eq!(store.resolve(&id).unwrap(), path);
+    assert_eq!(store.resolve(&id[..id.len() - 3]).unwrap(), path);
+    assert_eq!(store.session_key(&id).unwrap(), key);
     let e = store.resolve("ffffffff").unwrap_err();
-    assert!(matches!(e, PgError::NoSession { .. }) && e.to_string().contains("no session ffffffff"), "{e}");
+    assert!(matches!(e, SessionsError::NotFound { .. }) && e.to_string().contains("no session ffffffff"), "{e}");
     let mut b = Session::create("/p", opts).unwrap();
     b.append_message(user("x")).unwrap();
     b.append_message(assistant("y")).unwrap();
     drop(b);
     let e = store.resolve("0000").unwrap_err();
-    assert!(matches!(e, PgError::Ambiguous { .. }), "{e}");
-    assert_eq!(store.resolve(&id).unwrap(), key, "an exact id wins");
+    assert!(matches!(e, SessionsError::Ambiguous { count: 2, .. }), "{e}");
+    let e = store.session_key("0000").unwrap_err();
+    assert!(matches!(e, PgError::Ambiguous { total: 2, .. }), "{e}");
+    assert_eq!(store.resolve(&id).unwrap(), path, "an exact id wins");
 }
 
 #[test]
@@ -80,29 +84,59 @@ fn search_finds_words_prefixes_phrases_and_patterns_newest_first() {
     s.append_message(user("thanks, café is open")).unwrap();
     let path = s.session_file().unwrap().to_owned();
     drop(s);
-    let words = |w: &[&str], p: &[&str]| TextQuery::Words {
-        words: w.iter().map(|s| s.to_string()).collect(),
-        phrases: p.iter().map(|s| s.to_string()).collect(),
-    };
-    let hits = store.search(&words(&["build"], &[]), None, 10).unwrap();
+    let search = |q: &str, scope: Scope| store.search(&SearchRequest::new(q, scope).limit(10), &NoProgress).unwrap();
+    let hits = search("build", Scope::All);
     assert_eq!(hits.len(), 2, "{hits:?}");
-    assert!(hits[0].timestamp >= hits[1].timestamp, "newest first");
+    // The whole word first ("the build fails"), then the word it begins ("the builds").
+    let rel: Vec<Relevance> = hits.iter().map(|h| h.relevance).collect();
+    assert_eq!(rel, [Relevance::Exact, Relevance::Fuzzy], "{hits:?}");
+    assert_eq!(hits[0].role, Some(arbor_tree::Role::User));
+    let prefixes = search("bui", Scope::All);
+    assert!(prefixes[0].timestamp >= prefixes[1].timestamp, "then newest first: {prefixes:?}");
+    assert!(hits.iter().all(|h| h.on_active_path && h.labels.is_empty()), "{hits:?}");
     assert_eq!(hits[0].path, path);
     let h = hits.iter().find(|h| h.role == Some(arbor_tree::Role::User)).unwrap();
     let marked: String = h.snippet.chars().skip(h.marks[0][0]).take(h.marks[0][1] - h.marks[0][0]).collect();
     assert_eq!(marked.to_lowercase(), "build");
-    assert_eq!(store.search(&words(&["build", "release"], &[]), None, 10).unwrap().len(), 1);
-    assert_eq!(store.search(&words(&[], &["release branch"]), None, 10).unwrap().len(), 1);
-    assert_eq!(store.search(&words(&[], &["branch release"]), None, 10).unwrap().len(), 0);
-    assert_eq!(store.search(&words(&["CAFÉ"], &[]), None, 10).unwrap().len(), 1);
-    let re = store.search(&TextQuery::Regex("re(build|lease)".into()), Some("/team/proj"), 10).unwrap();
-    assert_eq!(re.len(), 2);
-    assert!(store.search(&words(&["build"], &[]), Some("/elsewhere"), 10).unwrap().is_empty());
-    assert!(store.search(&words(&["!!!"], &[]), None, 10).unwrap().is_empty(), "no words: no hits");
-    // Written after a search: indexed by the next one.
+    assert_eq!(search("build release", Scope::All).len(), 1);
+    assert_eq!(search(r#""release branch""#, Scope::All).len(), 1);
+    assert_eq!(search(r#""branch release""#, Scope::All).len(), 0);
+    assert_eq!(search("CAFÉ", Scope::All).len(), 1);
+    assert_eq!(search("re:re(build|lease)", Scope::cwd("/team/proj")).len(), 2);
+    assert!(search("build", Scope::cwd("/elsewhere")).is_empty());
+    assert!(search("!!!", Scope::All).is_empty(), "no words: no hits");
+    let e = store.search(&SearchRequest::new("re:(", Scope::All), &NoProgress).unwrap_err();
+    assert!(matches!(e, SessionsError::Query(_)), "{e}");
+    // Written after a search: indexed by the next one (not by a search as the index stands).
     let mut s = Session::open(&path, arbor_tree::OpenMode::Write, pg_opts(&store)).unwrap();
     s.append_message(user("a zeppelin arrives late")).unwrap();
     drop(s);
-    assert_eq!(store.search(&words(&["zeppelin"], &[]), None, 10).unwrap().len(), 1);
-    assert_eq!(store.index_pending().unwrap(), 0, "nothing left to index");
+    let as_is = SearchRequest::new("zeppelin", Scope::All).as_is();
+    assert!(store.search(&as_is, &NoProgress).unwrap().is_empty(), "not indexed yet");
+    store.update_index(&Scope::All, &NoProgress).unwrap();
+    assert_eq!(store.search(&as_is, &NoProgress).unwrap().len(), 1);
+    assert_eq!(search("zeppelin", Scope::All).len(), 1);
+}
+
+#[test]
+fn an_ambiguous_prefix_gives_the_true_count() {
+    let Some((db, store)) = store("ambiguous_count") else { return };
+    db.client()
+        .batch_execute(
+            "INSERT INTO arbor.sessions (dir, name, session_id) \
+             SELECT '--p--', 'f' || g || '.jsonl', 'abcd' || lpad(g::text, 4, '0') FROM generate_series(1, 301) g",
+        )
+        .unwrap();
+    let e = store.session_key("abcd").unwrap_err();
+    let PgError::Ambiguous { total, candidates, .. } = &e else { panic!("{e}") };
+    assert_eq!((*total, candidates.len()), (301, 8));
+    let msg = e.to_string();
+    assert!(
+        msg.contains("abcd names 301 sessions (--p--/f1.jsonl, ") && msg.contains(", and 293 more); give more"),
+        "{msg}"
+    );
+    // The seam says it the same way.
+    assert_eq!(store.resolve("abcd").unwrap_err().to_string(), msg);
+    let e = store.session_key("abcd030").unwrap_err().to_string();
+    assert!(e.contains("names 2 sessions (--p--/f300.jsonl, --p--/f301.jsonl); give"), "{e}");
 }

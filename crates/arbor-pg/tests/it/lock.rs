@@ -83,3 +83,43 @@ fn the_lock_is_released_when_the_writer_closes() {
 fn gethostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()
 }
+
+#[test]
+fn every_refusal_names_its_holder_even_one_that_just_left() {
+    use arbor_tree::Store;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some((db, store)) = store("refusal_names_holder") else { return };
+    let path = seeded(&store);
+    // Another writer (its own connections) takes and leaves the session as fast as it can.
+    let other = arbor_pg::PgStore::connect(&db.url).unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let flapping = {
+        let (stop, path) = (stop.clone(), path.clone());
+        std::thread::spawn(move || {
+            let mut held = 0;
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(lock) = other.lock(&path) {
+                    held += 1;
+                    drop(lock);
+                }
+            }
+            held
+        })
+    };
+    let (mut refused, mut unnamed) = (0, 0);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        match store.lock(&path) {
+            Ok(lock) => drop(lock),
+            Err(TreeError::Locked { holder, .. }) => {
+                refused += 1;
+                unnamed += usize::from(holder.is_none());
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(flapping.join().unwrap() > 10);
+    assert!(refused > 10, "the race was not exercised ({refused} refusals)");
+    assert_eq!(unnamed, 0, "{unnamed} of {refused} refusals named no holder");
+}

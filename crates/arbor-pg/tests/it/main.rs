@@ -5,12 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod child;
+mod connect;
 mod failure;
 mod follow;
 mod list;
 mod lock;
 mod schema;
 mod session;
+mod sessions;
 mod sync;
 
 use std::path::PathBuf;

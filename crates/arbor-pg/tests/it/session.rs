@@ -60,3 +60,43 @@ fn a_session_on_the_server_holds_the_bytes_a_file_would() {
     assert_eq!(b.get_label(b.get_branch(None)[1].id.as_str()), Some("start"));
     assert!(Path::new(&on_server).starts_with(arbor_pg::ROOT));
 }
+
+#[test]
+fn positioned_reads_fetch_the_bytes_asked_for_and_refuse_a_replaced_session() {
+    use arbor_tree::Store;
+    use std::io::Read;
+    let Some((_db, store)) = store("positioned_reads") else { return };
+    // A session of a few hundred KB: lines of varied lengths, some over a block.
+    let mut bytes = Vec::new();
+    for i in 0..400usize {
+        let pad = "x".repeat((i * 7919) % 90_000);
+        bytes.extend_from_slice(format!("{{\"n\":{i},\"pad\":\"{pad}\"}}\n").as_bytes());
+    }
+    let path = Path::new("/--p--/big.jsonl");
+    store.rewrite(path, &bytes).unwrap();
+    let file = store.open_at(path).unwrap().unwrap();
+    assert_eq!(file.len().unwrap(), bytes.len() as u64);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    };
+    for _ in 0..300 {
+        let at = next(bytes.len() as u64 + 10);
+        let mut buf = vec![0u8; next(600_000) as usize + 1];
+        let n = file.read_at(&mut buf, at).unwrap();
+        let end = (at as usize + buf.len()).min(bytes.len());
+        let expect = &bytes[(at as usize).min(bytes.len())..end];
+        assert_eq!(&buf[..n], expect, "at {at}, {} bytes", buf.len());
+    }
+    let mut all = Vec::new();
+    store.read_from(path, 1000).unwrap().unwrap().read_to_end(&mut all).unwrap();
+    assert_eq!(all, &bytes[1000..]);
+    // Replaced whole while open: an error, never a mix of two versions.
+    store.rewrite(path, &bytes).unwrap();
+    let mut buf = vec![0u8; 10];
+    let e = file.read_at(&mut buf, bytes.len() as u64 / 2).unwrap_err().to_string();
+    assert!(e.contains("changed on the server while it was read"), "{e}");
+}

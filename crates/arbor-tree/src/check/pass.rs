@@ -35,8 +35,8 @@ pub(crate) struct Pass {
     pub ledger: Ledger,
     /// Lines after the header `repair` moves aside (besides repeated ids), in file order.
     pub rejected: Vec<(usize, Rejection)>,
-    /// Blank lines after the header.
-    pub blank: usize,
+    /// The blank lines, in file order.
+    pub blank: Vec<usize>,
     /// The last line when it lacks its newline: its number and its entry, if it is one.
     pub unterminated: Option<(usize, Option<u32>)>,
     /// The file's length and the bytes of the lines taken so far (to guess the entries to come).
@@ -120,14 +120,14 @@ fn read_prefix(src: &dyn ReadAt, end: u64, last: &StreamedLine) -> std::io::Resu
         odd_parents: vec![],
         ledger: Ledger::default(),
         rejected: vec![],
-        blank: 0,
+        blank: vec![],
         unterminated: None,
         file_len: src.len()?,
         sampled: 0,
     };
     for l in pass.prefix.lines() {
         match &l.kind {
-            LineKind::Blank => pass.blank += 1,
+            LineKind::Blank => pass.blank.push(l.number),
             LineKind::Skipped => {
                 let why = pass.prefix.diagnostics().iter().rev().find(|d| d.line == l.number);
                 let why = why.map_or_else(|| "unreadable".to_owned(), |d| d.kind.to_string());
@@ -157,7 +157,7 @@ impl Pass {
         }
         let head = match &line.kind {
             ScanKind::Blank => {
-                self.blank += 1;
+                self.blank.push(line.number);
                 return;
             }
             ScanKind::Skipped(kind) => {

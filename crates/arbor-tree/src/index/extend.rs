@@ -20,13 +20,14 @@ impl IndexFile {
     /// `tail`, the entries after the ones `old` holds, in file order, their
     /// parents resolved to positions. False (and nothing written) when the
     /// new entries do not fit the layout or the old index cannot be read.
-    pub(crate) fn extend(&self, old: &LazyIndex, tail: &[IndexedEntry]) -> bool {
+    /// `content` is the [`super::content_hash`] of the file as it is now.
+    pub(crate) fn extend(&self, old: &LazyIndex, tail: &[IndexedEntry], content: u64) -> bool {
         let Some(mut cols) = Columns::of(tail, old.n, old.strings_len) else { return false };
         cols.rows.sort_unstable();
         let n = (old.n + tail.len()) as u64;
         let strings_len = old.strings_len + cols.strings.len() as u64;
         let rows = old.rows + cols.rows.len() as u64;
-        let head = fixed(self.stamp, old.header_bytes, n, strings_len, rows);
+        let head = fixed(self.stamp, content, old.header_bytes, n, strings_len, rows);
         let on = old.n as u64;
         // The old index's parts: parents, kinds, records, strings (the rows are merged).
         let parts = [
@@ -119,7 +120,7 @@ mod tests {
             .unwrap();
         let old = LazyIndex::open(Box::new(std::fs::File::open(&path).unwrap()), before).unwrap();
         let file = IndexFile { path: path.clone(), stamp: after };
-        assert!(file.extend(&old, &all[200..]));
+        assert!(file.extend(&old, &all[200..], 0));
         let whole = encode(after, &Index { header_bytes: 10, entries: all.clone() }).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), whole, "the same bytes as indexing every entry at once");
         let new = file.open().unwrap();

@@ -11,7 +11,9 @@
 
 use arbor_log::scan::{read_exact_at, ReadAt};
 
-use super::{checksum, id_hash, stamp_of, IndexFile, LazyIndex, FIXED, NAMES_PARENT, PER_ENTRY, ROW};
+use super::{
+    checksum, content_hash, content_of, id_hash, stamp_of, IndexFile, LazyIndex, FIXED, NAMES_PARENT, PER_ENTRY, ROW,
+};
 
 /// What the index says about one id.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -95,7 +97,7 @@ impl IndexFile {
     /// The index of an earlier state of the file, when the file only grew
     /// since (lines were appended after it): its recorded size is below
     /// the file's, and the checksum of the first and last 64 KiB of that
-    /// many bytes still matches. The index then covers the file up to
+    /// many bytes and the content hash of all of them still match. The index then covers the file up to
     /// [`LazyIndex::covered`]; the lines after are read from the file.
     pub(crate) fn open_grown(&self, src: &dyn ReadAt) -> Option<LazyIndex> {
         let file = std::fs::File::open(&self.path).ok()?;
@@ -109,6 +111,12 @@ impl IndexFile {
         }
         // The covered bytes end a line (an index never covers half a line).
         if read_exact_at(src, recorded.size - 1, 1).ok()? != b"\n" {
+            return None;
+        }
+        // And they are every one the bytes indexed: an append must not vouch
+        // for an edit before it (the times changed with the append).
+        let content = content_of(&fixed);
+        if content == 0 || content_hash(src, recorded.size).ok()? != content {
             return None;
         }
         LazyIndex::open(Box::new(file), recorded)

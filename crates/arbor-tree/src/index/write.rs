@@ -56,7 +56,14 @@ impl<'f> IndexWriter<'f> {
     /// Writes the id rows, sorted, and the fixed part. `rows(emit)` gives
     /// every row the runs' columns held, in any order (it is called once
     /// per part of the rows).
-    pub(crate) fn finish(self, stamp: Stamp, header_bytes: u64, rows: &dyn Fn(EmitRow)) -> std::io::Result<()> {
+    /// `content` is the [`super::content_hash`] of the bytes indexed (0: not known).
+    pub(crate) fn finish(
+        self,
+        stamp: Stamp,
+        content: u64,
+        header_bytes: u64,
+        rows: &dyn Fn(EmitRow),
+    ) -> std::io::Result<()> {
         let mut at = FIXED + self.n * PER_ENTRY + self.strings_len;
         let mut written = 0u64;
         for part in 0..ROW_PARTS {
@@ -77,7 +84,7 @@ impl<'f> IndexWriter<'f> {
         if written != self.rows {
             return Err(std::io::Error::other("the id rows do not match the entries written"));
         }
-        self.file.write_all_at(&fixed(stamp, header_bytes, self.n, self.strings_len, self.rows), 0)
+        self.file.write_all_at(&fixed(stamp, content, header_bytes, self.n, self.strings_len, self.rows), 0)
     }
 }
 
@@ -122,7 +129,7 @@ mod tests {
                 let cols = Columns::of(chunk, k * run, w.strings_len()).unwrap();
                 w.put(k * run, &cols).unwrap();
             }
-            w.finish(stamp, 100, &|emit| {
+            w.finish(stamp, 0, 100, &|emit| {
                 for (i, e) in entries.iter().enumerate() {
                     let unresolved = if e.parent.is_none() { e.parent_id } else { None };
                     id_rows(i as u32, e.id, unresolved, emit);

@@ -16,7 +16,7 @@ use super::slot::{value_json, with_parent};
 use super::{OpenMode, Session, SessionOptions};
 use crate::error::TreeError;
 use crate::labels::Label;
-use crate::paths::{session_dir_for, session_file_name};
+use crate::paths::session_file_name;
 
 /// An entry a fork keeps: the entry, its JSON text, its line, and whether only JavaScript reads it.
 type Kept = (Entry, Box<str>, usize, bool);
@@ -46,6 +46,7 @@ impl Session {
         let parent_session =
             if self.persist { self.file.as_ref().map(|f| f.to_string_lossy().into_owned()) } else { None };
         self.header = SessionHeader::new(new_id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
+        self.header_text = None;
         self.clear();
         for (entry, json, line, js_only) in kept {
             self.push_slot(entry, json, line, js_only);
@@ -138,7 +139,7 @@ impl Session {
             TreeError::NoHeader { .. } => TreeError::ForkSourceNoHeader(source.clone()),
             other => other,
         })?;
-        let dir = opts.session_dir.clone().unwrap_or_else(|| session_dir_for(&opts.root(), target_cwd));
+        let dir = opts.dir_for(target_cwd)?;
         opts.store.create_dir_all(&dir)?;
         let mut fork = Session::blank(opts, target_cwd.to_owned(), true, dir);
         fork.new_session(None, Some(source.to_string_lossy().into_owned()));

@@ -66,7 +66,8 @@ impl Session {
                 let names: Vec<Names> = tail.entries.iter().map(|(s, _)| names_of(s)).collect();
                 let indexed: Option<Vec<IndexedEntry>> =
                     tail.entries.iter().zip(&names).map(|((s, p), n)| indexed(s, *p, n)).collect();
-                indexed.is_some_and(|e| index.extend(&base, &e))
+                let content = || crate::index::content_hash(&**src, index.stamp.size).ok();
+                indexed.and_then(|e| Some((e, content()?))).is_some_and(|(e, content)| index.extend(&base, &e, content))
             };
             if extended {
                 return self.load_indexed(index, src);

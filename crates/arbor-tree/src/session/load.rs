@@ -78,12 +78,18 @@ impl Session {
             // by the scan go, and what the command builds comes on top of the
             // index's few bytes an entry, not the slots' 40. The cache's index
             // when it can be written; else one only this process reads.
-            let write = |file: &mut std::fs::File| self.write_index(file, stamp, header_bytes, &ids);
+            let write = |file: &mut std::fs::File, content| self.write_index(file, stamp, content, header_bytes, &ids);
             let private = || {
                 let held = self.state.slots.len() as u64 * HELD_PER_ENTRY;
-                (held > scanned_bytes / HELD_SHARE).then(|| index::private_index(stamp, write)).flatten()
+                let dir = self.opts.index_dir.as_deref();
+                (held > scanned_bytes / HELD_SHARE).then(|| index::private_index(dir, stamp, |f| write(f, 0))).flatten()
             };
-            let lazy = index.and_then(|i| i.with_stamp(stamp).write_and_open(write)).or_else(private);
+            // The cache's index records what every byte it covers hashed to, for when the file grows.
+            let cached = index.and_then(|i| {
+                let content = index::content_hash(&*src, stamp.size).ok()?;
+                i.with_stamp(stamp).write_and_open(|f| write(f, content))
+            });
+            let lazy = cached.or_else(private);
             if let Some(lazy) = lazy {
                 self.state.slots = Slots::from_index(lazy);
                 return Ok(true);
@@ -104,6 +110,7 @@ impl Session {
         &self,
         file: &mut std::fs::File,
         stamp: index::Stamp,
+        content: u64,
         header_bytes: u64,
         ids: &IdTable,
     ) -> io::Result<()> {
@@ -133,7 +140,7 @@ impl Session {
             let cols = Columns::of(&entries, start, w.strings_len()).ok_or_else(unfit)?;
             w.put(start, &cols)?;
         }
-        w.finish(stamp, header_bytes, &|emit| {
+        w.finish(stamp, content, header_bytes, &|emit| {
             let mut unresolved = unresolved.iter().peekable();
             for (i, s) in slots.iter().enumerate() {
                 let parent = if unresolved.next_if_eq(&&i).is_some() { s.parent_id() } else { None };
@@ -198,6 +205,7 @@ impl Session {
         }
         self.cwd = header.cwd.clone().unwrap_or_default();
         self.header = header;
+        self.header_text = prefix.header_text().map(String::into_boxed_str);
         self.migration = report;
         self.diagnostics = diagnostics;
         self.state.source = Some(src);

@@ -99,6 +99,8 @@ pub(crate) struct Entries {
 #[derive(Debug)]
 pub struct Session {
     header: SessionHeader,
+    /// The lines up to the header as the file holds them, while unchanged ([`Session::header_text`]).
+    header_text: Option<Box<str>>,
     pub(crate) state: Entries,
     persist: bool,
     read_only: bool,
@@ -120,6 +122,7 @@ impl Session {
         let header = SessionHeader::new(String::new(), String::new(), cwd.clone(), None);
         Session {
             header,
+            header_text: None,
             state: Entries::default(),
             persist,
             read_only: false,
@@ -165,6 +168,13 @@ impl Session {
     /// The logical header (migrated; an omp-S title slot folded in).
     pub fn header(&self) -> &SessionHeader {
         &self.header
+    }
+    /// The lines up to the header as the file holds them (an oh-my-pi title
+    /// slot, then the header line; no final line end), when no migration
+    /// changed them. A clean copy of the file (`export --format jsonl
+    /// --all`) starts with these bytes.
+    pub fn header_text(&self) -> Option<&str> {
+        self.header_text.as_deref()
     }
     /// The session id.
     pub fn session_id(&self) -> &str {

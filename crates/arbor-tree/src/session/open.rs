@@ -9,7 +9,7 @@ use arbor_log::{DiagnosticKind, SeededIds, SessionHeader, SessionLog};
 
 use super::{Disk, OpenMode, Session, SessionOptions};
 use crate::error::TreeError;
-use crate::paths::{session_dir_for, session_file_name};
+use crate::paths::session_file_name;
 use crate::store::Store;
 
 fn process_cwd() -> String {
@@ -42,10 +42,10 @@ impl Session {
     }
 
     /// A new persistent session for `cwd` in the session directory (default:
-    /// `<root>/--<cwd>--/`), under a new file name. Nothing is written until
-    /// the first assistant message.
+    /// `<root>/--<cwd>--/`, [`SessionOptions::dir_for`]), under a new file
+    /// name. Nothing is written until the first assistant message.
     pub fn create(cwd: &str, opts: SessionOptions) -> Result<Session, TreeError> {
-        let dir = opts.session_dir.clone().unwrap_or_else(|| session_dir_for(&opts.root(), cwd));
+        let dir = opts.dir_for(cwd)?;
         opts.store.create_dir_all(&dir)?;
         let mut s = Session::blank(opts, cwd.to_owned(), true, dir);
         s.new_session(None, None);
@@ -143,6 +143,7 @@ impl Session {
             }
         }
         self.migration = report;
+        self.header_text = log.header_text().map(String::into_boxed_str);
         if log.is_dirty() {
             // The rewrite on the first write needs the log as read (junk lines included).
             let (entries, diags) = log.clone().into_entries();
@@ -159,7 +160,7 @@ impl Session {
     /// Continues the most recent session in the cwd's directory (opened for
     /// writing), or starts a new one there.
     pub fn continue_recent(cwd: &str, opts: SessionOptions) -> Result<Session, TreeError> {
-        let dir = opts.session_dir.clone().unwrap_or_else(|| session_dir_for(&opts.root(), cwd));
+        let dir = opts.dir_for(cwd)?;
         let opts = SessionOptions { session_dir: Some(dir.clone()), ..opts };
         match crate::listing::find_most_recent_session(opts.store.as_ref(), &dir)? {
             Some(path) => Session::open(&path, OpenMode::Write, opts),
@@ -194,6 +195,7 @@ impl Session {
         let id = id.unwrap_or_else(|| self.next_session_id());
         let timestamp = self.now_iso();
         self.header = SessionHeader::new(id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
+        self.header_text = None;
         self.clear();
         (id, timestamp)
     }

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use arbor_log::{Clock, Durability, IdGenerator, RandomIds, SystemClock};
 
-use crate::paths::{index_dir, sessions_root};
+use crate::error::TreeError;
+use crate::paths::session_dir_for;
 use crate::store::{FileStore, Store};
 
 /// What [`crate::Session::open`] may do to the file at the path it is given.
@@ -19,7 +20,8 @@ use crate::store::{FileStore, Store};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenMode {
     /// Read only: no lock, and nothing is written anywhere near the file (an
-    /// index goes to the cache directory, see [`SessionOptions::index_dir`]).
+    /// index goes only to the cache directory the options name, see
+    /// [`SessionOptions::index_dir`]).
     /// A missing file is [`crate::TreeError::Missing`]; every write fails.
     ReadOnly,
     /// Write an existing session: the write lock is taken and new entries are
@@ -55,7 +57,12 @@ impl OpenMode {
 
 /// Everything about a session but what may happen to its file: injected ids,
 /// clock and store; durability; directories; how files are loaded. The
-/// default is safe for any [`OpenMode`].
+/// default is safe for any [`OpenMode`], reads no environment variable and
+/// writes nowhere the caller did not name: no index cache, and no sessions
+/// root (new sessions for a cwd need [`SessionOptions::sessions_root`] or
+/// [`SessionOptions::session_dir`]). Policy such as Arbor's cache directory
+/// ([`crate::paths::index_dir`]) or pi's sessions root
+/// ([`crate::paths::sessions_root`]) is the caller's to turn on.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
     /// Where files live.
@@ -68,7 +75,9 @@ pub struct SessionOptions {
     pub durability: Durability,
     /// The session directory for new files (`None`: the default for the cwd, or the file's directory).
     pub session_dir: Option<PathBuf>,
-    /// The sessions root (`None`: `$ARBOR_SESSIONS_DIR` or pi's `~/.pi/agent/sessions`).
+    /// The sessions root, under which new sessions for a cwd go
+    /// (`<root>/<encoded cwd>/`); `None`: none (creating a session for a cwd
+    /// without a `session_dir` is then [`TreeError::NoSessionsRoot`]).
     pub sessions_root: Option<PathBuf>,
     /// Ids for migrating a v1 file: seeded from its session id (the default,
     /// so every read shows the same ids), or taken from `ids` when false.
@@ -80,9 +89,9 @@ pub struct SessionOptions {
     /// always decoded in full.
     pub index_first: bool,
     /// Where the index cache lives (docs/format.md, "The index"): an
-    /// unchanged file reopens without a scan. `None` keeps no index. The
-    /// default is [`crate::paths::index_dir`] (`<cache>/index`, or none under
-    /// `ARBOR_NO_INDEX`). Only with `index_first`.
+    /// unchanged file reopens without a scan. `None` (the default) keeps no
+    /// index; Arbor's CLI names [`crate::paths::index_dir`] (`<cache>/index`,
+    /// or none under `ARBOR_NO_INDEX`). Only with `index_first`.
     pub index_dir: Option<PathBuf>,
     /// Files smaller than this are scanned and never indexed (default
     /// [`crate::MIN_INDEXED_BYTES`]: below it the scan costs less than the
@@ -101,7 +110,7 @@ impl Default for SessionOptions {
             sessions_root: None,
             seeded_migration_ids: true,
             index_first: true,
-            index_dir: index_dir(),
+            index_dir: None,
             index_min_bytes: crate::index::MIN_INDEXED_BYTES,
         }
     }
@@ -133,9 +142,20 @@ impl SessionOptions {
         self
     }
 
-    /// The sessions root these options use: `sessions_root`, else
-    /// [`crate::paths::sessions_root`].
-    pub fn root(&self) -> PathBuf {
-        self.sessions_root.clone().unwrap_or_else(sessions_root)
+    /// Puts new sessions under the sessions root `root` (`<root>/<encoded cwd>/`).
+    pub fn with_sessions_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.sessions_root = Some(root.into());
+        self
+    }
+
+    /// The directory new sessions for `cwd` go to: `session_dir`, else the
+    /// cwd's directory under `sessions_root`; with neither,
+    /// [`TreeError::NoSessionsRoot`].
+    pub fn dir_for(&self, cwd: &str) -> Result<PathBuf, TreeError> {
+        match (&self.session_dir, &self.sessions_root) {
+            (Some(dir), _) => Ok(dir.clone()),
+            (None, Some(root)) => Ok(session_dir_for(root, cwd)),
+            (None, None) => Err(TreeError::NoSessionsRoot { cwd: cwd.to_owned() }),
+        }
     }
 }

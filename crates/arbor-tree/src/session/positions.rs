@@ -109,6 +109,16 @@ impl Session {
         self.map_slots(positions, |k, s, cursor| s.with_json_via(cursor, |j| f(k, j)))
     }
 
+    /// [`Session::map_json_many`] with each line's text as the file holds
+    /// it ([`Session::with_line_at`]): for copies of the file.
+    pub fn map_lines_many<R: Send>(
+        &self,
+        positions: &[Position],
+        f: impl Fn(usize, &str) -> R + Sync,
+    ) -> Vec<Option<R>> {
+        self.map_slots(positions, |k, s, cursor| s.with_text_via(cursor, true, |j| f(k, j)))
+    }
+
     /// [`Session::map_json_many`] with each entry's id: `f(k, id, text)`.
     /// The ids are read with the texts, so a session opened through its
     /// index builds none of the slots it reads (where [`Session::id_at`]
@@ -200,6 +210,15 @@ impl Session {
     /// The JSON text of the entry at `p` (read on first use, then kept).
     pub fn json_at(&self, p: Position) -> Option<&str> {
         self.slot_at(p).map(|s| s.json(self.src()))
+    }
+
+    /// Calls `f` with the text of the entry at `p` as its line holds it: its
+    /// JSON text, but for a line only JavaScript reads (a number beyond
+    /// `f64`, a lone surrogate) the line itself, not what `JSON.stringify`
+    /// writes for it. For copies of the file ([`Session::header_text`] gives
+    /// its header).
+    pub fn with_line_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Option<R> {
+        self.slot_at(p).map(|s| s.with_text_via(&mut LineCursor::new(self.src()), true, f))
     }
 
     /// Calls `f` with the JSON text of the entry at `p` without keeping the

@@ -543,7 +543,18 @@ impl Slot {
 
     /// [`Slot::with_json`] reading the line through `cursor` (see [`LineCursor`]).
     pub(crate) fn with_json_via<R>(&self, cursor: &mut LineCursor<'_>, f: impl FnOnce(&str) -> R) -> R {
-        if let Some(j) = self.odd().and_then(|m| m.json.get()) {
+        self.with_text_via(cursor, false, f)
+    }
+
+    /// [`Slot::with_json_via`], or with `as_written` the line's text as the
+    /// file holds it even when only JavaScript reads it (`1e400` stays).
+    pub(crate) fn with_text_via<R>(
+        &self,
+        cursor: &mut LineCursor<'_>,
+        as_written: bool,
+        f: impl FnOnce(&str) -> R,
+    ) -> R {
+        if let Some(j) = self.odd().and_then(|m| m.json.get()).filter(|_| !(as_written && self.js_only())) {
             return f(j);
         }
         // A line the index placed wrongly is never copied: the entry decoded
@@ -556,7 +567,7 @@ impl Slot {
                     Ok(t) => Cow::Borrowed(t),
                     Err(_) => String::from_utf8_lossy(text),
                 };
-                match self.js_only().then(|| stringified(&text)).flatten() {
+                match (self.js_only() && !as_written).then(|| stringified(&text)).flatten() {
                     Some(again) => f(&again),
                     None => f(&text),
                 }

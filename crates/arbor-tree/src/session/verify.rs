@@ -113,6 +113,7 @@ impl Session {
             path.display()
         ));
         self.header = fresh.header;
+        self.header_text = fresh.header_text;
         self.cwd = fresh.cwd;
         self.diagnostics = fresh.diagnostics;
         self.migration = fresh.migration;

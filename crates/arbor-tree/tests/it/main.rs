@@ -6,6 +6,7 @@
 
 mod append_index;
 mod crash;
+mod defaults;
 mod index_first;
 mod lifecycle;
 mod lock;

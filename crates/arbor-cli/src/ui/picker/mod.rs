@@ -1,24 +1,25 @@
 //! The session picker: `arbor tui` and `arbor chat` without a file (pi's
 //! `/resume`). The sessions of the current directory (Tab: of every
-//! directory) from the catalog, newest first, with their name or first
+//! directory) from the backend the sessions live in (the catalog of the
+//! sessions root, or the server), newest first, with their name or first
 //! message, age and message count; typing searches the text of every entry
-//! (the catalog's search) and shows the sessions holding it first, then the
+//! (the backend's search) and shows the sessions holding it first, then the
 //! entries, then the sessions that match only on their id, name, first
 //! message or cwd (pi's picker rule). Enter picks a session, or an entry of
 //! one; Ctrl+U clears the query.
 //!
 //! The listing is refreshed before the picker shows. Searches run on a
-//! thread of their own with their own catalog connection: hits show as the
-//! search finds them (a first search reads every file, so its hits come
-//! session by session), and a search is stopped as soon as the query
-//! changes. The state machine is [`state`], the drawing [`view`]; this
-//! module owns the terminal and the catalog.
+//! thread of their own: hits show as the search finds them (a first search
+//! over files reads every file, so its hits come session by session), and a
+//! search is stopped as soon as the query changes. The state machine is
+//! [`state`], the drawing [`view`]; this module owns the terminal and the
+//! sessions.
 
 mod state;
 mod view;
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -28,10 +29,11 @@ use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifier
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use arbor_catalog::{Catalog, Flow, Hit, NoProgress, Pass, Progress, Scope, SearchOptions};
+use arbor_tree::sessions::{Flow, Hit, ListRequest, NoProgress, Pass, Progress, Scope, SearchRequest, Sessions};
 
-use crate::shared::catalog;
+use crate::shared::backend;
 use crate::shared::output::home;
+use crate::shared::progress::Bar;
 use crate::ui::terminal::TerminalGuard;
 use state::{Input, Outcome, Picker};
 
@@ -57,28 +59,27 @@ pub(crate) fn available() -> bool {
     io::stdin().is_terminal() && io::stderr().is_terminal()
 }
 
-/// Runs the picker over the sessions under `root`, starting with those of `cwd`.
-pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
-    let mut catalog = catalog::open(root)?;
-    catalog.refresh(&Scope::All, &catalog::Bar::new())?;
+/// Runs the picker over `sessions`, starting with those of `cwd`.
+pub(crate) fn pick(sessions: &Arc<dyn Sessions>, cwd: &str) -> Result<Picked> {
     let here = Scope::cwd(cwd);
-    let mut sessions = catalog.sessions(&here)?;
-    let mut scope_all = false;
-    if sessions.is_empty() {
-        sessions = catalog.sessions(&Scope::All)?;
-        scope_all = true;
-    }
-    catalog::warn(&mut catalog);
+    let backend = sessions.clone();
+    let sessions = backend.listing(&ListRequest::new(here.clone()), &Bar::new())?;
+    let (sessions, scope_all) = if sessions.is_empty() {
+        (backend.listing(&ListRequest::new(Scope::All), &Bar::new())?, true)
+    } else {
+        (sessions, false)
+    };
+    backend::warn(backend.as_ref());
     if sessions.is_empty() {
         return Ok(Picked::NoSessions);
     }
-    let searcher = Searcher::start(root);
+    let searcher = Searcher::start(backend.clone());
     let _guard = TerminalGuard::enter()?;
     let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
     term.clear()?;
     let height = term.size().map_or(24, |s| s.height);
     let picker = Picker::new(sessions, scope_all, usize::from(height.saturating_sub(view::CHROME)));
-    let mut run = Run { catalog, picker, here, searcher, dirty: None, progress: None };
+    let mut run = Run { backend, picker, here, searcher, dirty: None, progress: None };
     let home = home();
     loop {
         run.news();
@@ -106,9 +107,9 @@ pub(crate) fn pick(root: &Path, cwd: &str) -> Result<Picked> {
     }
 }
 
-/// The picker at work: its state, the catalog it lists from, the search thread.
+/// The picker at work: its state, the sessions it lists from, the search thread.
 struct Run {
-    catalog: Catalog,
+    backend: Arc<dyn Sessions>,
     picker: Picker,
     /// The current directory's scope.
     here: Scope,
@@ -168,10 +169,11 @@ impl Run {
                 self.dirty = Some(Instant::now());
             }
             Outcome::ScopeChanged => {
-                let scope = self.scope();
-                self.catalog.refresh(&scope, &NoProgress)?;
-                self.picker.set_sessions(self.catalog.sessions(&scope)?);
+                // The search under way is for the other scope: stop it before listing.
                 self.searcher.ask(None);
+                let listed = self.backend.listing(&ListRequest::new(self.scope()), &NoProgress)?;
+                self.picker.set_sessions(listed);
+                backend::warn(self.backend.as_ref());
                 self.dirty = Some(settled());
             }
             Outcome::Open { path, at } => return Ok(Some(Picked::Session { path, at })),
@@ -224,8 +226,8 @@ impl News {
     }
 }
 
-/// The search thread: it takes the newest query asked, searches with its
-/// own catalog connection, and stops when a newer one is asked.
+/// The search thread: it takes the newest query asked, searches the
+/// backend, and stops when a newer one is asked.
 struct Searcher {
     asks: mpsc::Sender<(u64, Option<(String, Scope)>)>,
     news: mpsc::Receiver<News>,
@@ -237,29 +239,21 @@ struct Searcher {
 
 impl Searcher {
     /// Starts the thread; it ends when the picker is dropped (its channel closes).
-    fn start(root: &Path) -> Searcher {
+    fn start(backend: Arc<dyn Sessions>) -> Searcher {
         let (asks, inbox) = mpsc::channel::<(u64, Option<(String, Scope)>)>();
         let (tell, news) = mpsc::channel();
         let newest = Arc::new(AtomicU64::new(0));
-        let (root, latest) = (root.to_owned(), Arc::clone(&newest));
+        let latest = Arc::clone(&newest);
         std::thread::spawn(move || {
-            let mut catalog = None;
             while let Ok(mut job) = inbox.recv() {
                 // Only the newest query matters.
                 while let Ok(newer) = inbox.try_recv() {
                     job = newer;
                 }
                 let (gen, Some((query, scope))) = job else { continue };
-                if catalog.is_none() {
-                    catalog = Catalog::open(&root).ok();
-                }
-                let Some(cat) = catalog.as_mut() else {
-                    let _ = tell.send(News::Done(gen, Some("the catalog cannot be opened".to_owned())));
-                    continue;
-                };
                 let progress = Percent { tell: tell.clone(), gen, total: 1.into(), done: 0.into() };
-                let opts = SearchOptions { scope, limit: HITS, fuzzy: false };
-                let result = cat.search_with(&query, &opts, &progress, &mut |hits| {
+                let request = SearchRequest::new(query, scope).limit(HITS);
+                let result = backend.search_each(&request, &progress, &mut |hits| {
                     if !hits.is_empty() {
                         let _ = tell.send(News::Hits(gen, hits.to_vec()));
                     }
@@ -270,7 +264,7 @@ impl Searcher {
                     }
                 });
                 let warning = match result {
-                    Ok(_) => cat.take_warnings().pop(),
+                    Ok(_) => backend.take_warnings().pop(),
                     Err(e) => Some(e.to_string()),
                 };
                 let _ = tell.send(News::Done(gen, warning));

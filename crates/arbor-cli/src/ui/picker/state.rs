@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use arbor_catalog::{fuzzy_match, parse_query, Hit, Query, TokenKind};
+use arbor_tree::sessions::{fuzzy_match, parse_query, Hit, Query, TokenKind};
 use arbor_tree::SessionListInfo;
 
 /// A key, as the picker reads it.
@@ -395,7 +395,7 @@ mod tests {
             marks: vec![],
             on_active_path: true,
             labels: vec![],
-            relevance: arbor_catalog::Relevance::Exact,
+            relevance: arbor_tree::sessions::Relevance::Exact,
         }
     }
 

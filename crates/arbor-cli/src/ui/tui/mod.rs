@@ -35,10 +35,10 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 use arbor_agent::NavigateOptions;
-use arbor_tree::{paths, OpenMode, Session};
+use arbor_tree::sessions::{Follow, FollowFrom, Followed};
+use arbor_tree::{OpenMode, Session};
 
 use crate::shared::agent::{self, AgentSetup, ModelArgs};
-use crate::shared::follow::{Followed, Watch};
 use crate::shared::output::{error_line, home};
 use crate::shared::session::{print_diagnostics, Globals};
 use crate::shared::visible::say;
@@ -90,8 +90,7 @@ enum Step {
 
 /// The session to open and the entry to select: `file` and `at` as given;
 /// without a file, what the session picker picks (`None`: the user left it),
-/// or, without a terminal for it (or on a server), the most recent session
-/// of the cwd.
+/// or, without a terminal for it, the most recent session of the cwd.
 fn resolve_file(
     file: Option<PathBuf>,
     at: Option<String>,
@@ -103,10 +102,9 @@ fn resolve_file(
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let cwd = cwd.to_string_lossy().into_owned();
     let opts = globals.options()?;
-    let root = opts.sessions_root.clone().unwrap_or_else(paths::sessions_root);
-    let dir = paths::session_dir_for(&root, &cwd);
-    if picker::available() && globals.store.is_none() {
-        return match picker::pick(&root, &cwd)? {
+    let dir = opts.dir_for(&cwd)?;
+    if picker::available() {
+        return match picker::pick(globals.sessions()?, &cwd)? {
             Picked::Session { path, at: hit } => Ok(Some((path, at.or(hit)))),
             Picked::Left => Ok(None),
             Picked::NoSessions => bail!("no session for {cwd} in {}", dir.display()),
@@ -149,7 +147,7 @@ struct FileHost<'a> {
     file: &'a Path,
     globals: &'a Globals,
     session: Session,
-    watch: Option<Watch>,
+    watch: Option<Box<dyn Follow>>,
 }
 
 impl TreeHost for FileHost<'_> {
@@ -159,7 +157,8 @@ impl TreeHost for FileHost<'_> {
 
     fn changed(&mut self) -> Result<bool> {
         let Some(w) = self.watch.as_mut() else { return Ok(false) };
-        if w.wait(Duration::ZERO)? == Followed::Idle {
+        // A session that went away keeps its tree on screen until it comes back.
+        if matches!(w.wait(Duration::ZERO)?, Followed::Idle | Followed::Gone) {
             return Ok(false);
         }
         self.session = Session::open(self.file, OpenMode::ReadOnly, self.globals.options()?)?;
@@ -478,7 +477,7 @@ pub fn run(
     // Shown above: navigations below must not print them again.
     let model = &ModelArgs { diagnostics_shown: true, ..model.clone() };
     // Followed from now on: what is there was just read.
-    let watch = if follow { Some(Watch::open(globals, &file)?.0) } else { None };
+    let watch = if follow { Some(globals.sessions()?.follow(&file, FollowFrom::End)?.0) } else { None };
     let mut host = FileHost { file: &file, globals, session, watch };
     let mut initial: Vec<String> = at.into_iter().collect();
     let mut status: Option<String> = None;

@@ -74,3 +74,49 @@ fn what_is_not_a_regular_file_is_refused_with_one_line() {
         }
     }
 }
+
+/// A "regular" file whose size says 0 but whose reads never end (the
+/// kernel's `/proc/self/pagemap`) is read as what its size says, under a
+/// memory limit no command reaches (item 1 of issue #38; before, every
+/// reading command grew to gigabytes until it was killed).
+#[test]
+fn a_file_that_says_it_is_empty_but_never_ends_is_read_with_a_bound() {
+    let file = "/proc/self/pagemap";
+    if fs::File::open(file).is_err() {
+        eprintln!("skipped: {file} cannot be opened here");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let commands: [&[&str]; 11] = [
+        &["tree", file],
+        &["tree", file, "--json"],
+        &["dump", file, "--json"],
+        &["path", file],
+        &["context", file, "--json"],
+        &["check", file],
+        &["repair", file],
+        &["repair", file, "--write"],
+        &["diff", file, "a", "b"],
+        &["navigate", file, "a"],
+        &["export", file, "--format", "jsonl", "--all"],
+    ];
+    for args in commands {
+        // Under `ulimit -v` (1 GiB): a command that read on would fail to allocate, not take the machine.
+        let mut c = Command::new("sh");
+        c.args(["-c", "ulimit -v 1048576; exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_arbor")])
+            .args(args)
+            .env("HOME", "/nonexistent-home")
+            .env("ARBOR_CACHE_DIR", crate::cache_dir())
+            .current_dir(d.path())
+            .stdin(Stdio::null());
+        let start = Instant::now();
+        let o = c.output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(!o.status.success(), "{args:?} succeeded: {text}");
+        // Read as empty: no header; a writer refuses it first (it is not writable).
+        let said = ["no session header", "no usable session header", "the file is read-only"];
+        assert!(said.iter().any(|s| text.contains(s)), "{args:?}: {text}");
+        assert!(!text.contains("memory allocation"), "{args:?}: {text}");
+        assert!(start.elapsed() < Duration::from_secs(20), "{args:?} took {:?}", start.elapsed());
+    }
+}

@@ -261,3 +261,74 @@ fn ls_all_holds_a_few_mb_and_the_listing_not_the_sessions() {
     assert!(again * 20 < grown_kb, "a listing from the catalog grew by {again} KB for {grown_kb} KB of sessions");
     assert!(peaks[1].1 < 40 * 1024, "a few MB and the listing: {} KB", peaks[1].1);
 }
+
+/// Peak RSS in KB of `arbor repair --write` on a fresh copy of `file` (in `dir`), the lower of two runs.
+fn repair_write_peak_kb(dir: &Path, file: &Path) -> u64 {
+    let run = || {
+        let copy = dir.join("copy.jsonl");
+        fs::copy(file, &copy).unwrap();
+        let args = ["repair", "--write"];
+        let kb = peak_of(arbor_under_time(&args).arg(&copy).env("ARBOR_NO_INDEX", "1"), &args);
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().unwrap().to_string_lossy().starts_with("copy.jsonl") {
+                fs::remove_file(p).unwrap();
+            }
+        }
+        kb
+    };
+    run().min(run())
+}
+
+#[test]
+fn repair_write_streams_the_file_and_holds_a_few_integers_per_entry() {
+    if !can_measure() {
+        return;
+    }
+    // A garbage line and a blank one in the middle, so there is something to
+    // repair (item 1 of issue #38; before, --write read every line whole:
+    // 8.6 GB for a 296 MB session).
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().join("work");
+    fs::create_dir(&work).unwrap();
+    let mut sizes = vec![];
+    for n in [100_000, 200_000] {
+        let file = d.path().join(format!("{n}.jsonl"));
+        let len = write_chain(&file, n, chat(""));
+        let text = fs::read_to_string(&file).unwrap();
+        let mid = text.len() / 2 + text[text.len() / 2..].find('\n').unwrap() + 1;
+        fs::write(&file, format!("{}{{not json\n\n{}", &text[..mid], &text[mid..])).unwrap();
+        sizes.push((len, repair_write_peak_kb(&work, &file)));
+    }
+    let (grown_kb, growth) = ((sizes[1].0 - sizes[0].0) / 1024, sizes[1].1.saturating_sub(sizes[0].1));
+    let ratio = growth as f64 / grown_kb as f64;
+    eprintln!("arbor repair --write: +{growth} KB for +{grown_kb} KB of file ({ratio:.2}x); {sizes:?}");
+    assert!(ratio <= 0.3, "repair --write grows by {ratio:.2}x the file");
+}
+
+#[test]
+fn diff_holds_the_paths_positions_not_their_entries() {
+    if !can_measure() {
+        return;
+    }
+    // The first entry against the last: one side adds the whole chain
+    // (item 1 of issue #38; before, both paths' entries were decoded and
+    // kept and each side's whole context built: 6.6 GB on a 1M chain).
+    let d = tempfile::tempdir().unwrap();
+    let cache = d.path().join("cache");
+    let pad = "lorem ipsum dolor sit amet ".repeat(10);
+    let mut sizes = vec![];
+    for n in [20_000, 40_000] {
+        let file = d.path().join(format!("{n}.jsonl"));
+        let len = write_chain(&file, n, chat(&pad));
+        let last = format!("{n:08x}");
+        let args = ["diff", file.to_str().unwrap(), "00000001", &last];
+        let run = || peak_of(arbor_under_time(&args).env("ARBOR_CACHE_DIR", &cache), &args);
+        run();
+        sizes.push((len, run().min(run())));
+    }
+    let (grown_kb, growth) = ((sizes[1].0 - sizes[0].0) / 1024, sizes[1].1.saturating_sub(sizes[0].1));
+    let ratio = growth as f64 / grown_kb as f64;
+    eprintln!("arbor diff: +{growth} KB for +{grown_kb} KB of file ({ratio:.2}x); {sizes:?}");
+    assert!(ratio <= 0.3, "diff grows by {ratio:.2}x the file");
+}

@@ -10,7 +10,11 @@ mod hostile;
 mod links;
 mod locks;
 mod memory;
+mod memory_table;
 mod model_limits;
+mod numbers;
+mod ownership;
+mod planted;
 mod stale_index;
 mod terminal;
 

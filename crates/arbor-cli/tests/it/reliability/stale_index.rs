@@ -141,3 +141,40 @@ fn a_stale_index_read_again_keeps_the_leaf_and_the_entry_asked_for() {
         }
     }
 }
+
+/// An append does not vouch for the bytes before it (item 5 of issue #38):
+/// a same-length edit of a `parentId` in the middle of an indexed file, then
+/// one appended line, and every reading command answers as without the
+/// index. Before, the index answered for the edited part on its edges'
+/// checksum: the path of the new leaf went through the old parent (3,001
+/// entries instead of 2,001), and so did the tree and the context.
+#[test]
+fn an_append_never_vouches_for_an_edit_before_it() {
+    let d = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let text = write_big_session(&p, 4000, 300);
+    assert!(run_in(d.path(), cache.path(), &["path", "s.jsonl", "--json"], false).status.success());
+    // e2000's parent e1999 becomes e1000, of the same length, far from either edge of the file.
+    let edited = text.replacen("\"id\":\"e2000\",\"parentId\":\"e1999\"", "\"id\":\"e2000\",\"parentId\":\"e1000\"", 1);
+    assert_eq!(edited.len(), text.len());
+    let appended = "{\"type\":\"message\",\"id\":\"z1\",\"parentId\":\"e3999\",\"timestamp\":\"2026-01-01T00:01:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"after\"}}\n";
+    fs::write(&p, edited + appended).unwrap();
+    let cases: [&[&str]; 5] = [
+        &["path", "s.jsonl", "--json"],
+        &["tree", "s.jsonl", "--json"],
+        &["context", "s.jsonl", "--json"],
+        &["context", "s.jsonl"],
+        &["dump", "s.jsonl", "--json"],
+    ];
+    for args in cases {
+        let indexed = run_in(d.path(), cache.path(), args, false);
+        let plain = run_in(d.path(), cache.path(), args, true);
+        assert!(plain.status.success(), "{args:?}: {}", String::from_utf8_lossy(&plain.stderr));
+        assert!(indexed.stdout == plain.stdout, "{args:?}: another answer through the index of the file before");
+    }
+    let path: Vec<serde_json::Value> =
+        serde_json::from_slice(&run_in(d.path(), cache.path(), &["path", "s.jsonl", "--json"], false).stdout).unwrap();
+    let ids: Vec<&str> = path.iter().filter_map(|e| e["id"].as_str()).collect();
+    assert!(ids.contains(&"e1000") && ids.contains(&"e2000") && !ids.contains(&"e1500"), "the edit was not seen");
+}

@@ -20,7 +20,9 @@ pub enum TokenKind {
 /// One token of a query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
+    /// How it matches.
     pub kind: TokenKind,
+    /// Its text (a phrase without its quotes).
     pub value: String,
 }
 
