@@ -28,6 +28,7 @@ mod pi_config;
 mod read_only_dir;
 mod reference;
 mod reliability;
+mod search_server;
 mod server;
 mod server_connect;
 mod server_safety;
