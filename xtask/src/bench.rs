@@ -69,6 +69,8 @@ struct Opts {
     pg_sessions: usize,
     /// `--tui`: the tree selector's bench (`arbor tui FILE --bench`).
     tui: bool,
+    /// `--usage [N]`: `arbor usage` on a store of N sessions next to ccusage (`bench_usage.rs`).
+    usage: Option<usize>,
     /// `--append`: only the append rows (`bench_append.rs`).
     append: bool,
 }
@@ -88,6 +90,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         full_scan: false,
         store: None,
         store_sizes: crate::store::Sizes::default(),
+        usage: None,
         html: None,
         pg: false,
         pg_sessions: 1000,
@@ -97,7 +100,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         tui: false,
         append: false,
     };
-    let mut it = args.iter();
+    let mut it = args.iter().peekable();
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().with_context(|| format!("{name} needs a value")).cloned();
         match a.as_str() {
@@ -117,17 +120,17 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--pg" => o.pg = true,
             "--tui" => o.tui = true,
             "--append" => o.append = true,
+            "--usage" => {
+                // An optional number of sessions follows.
+                let n = it.peek().and_then(|v| v.parse::<usize>().ok());
+                if n.is_some() {
+                    it.next();
+                }
+                o.usage = Some(n.unwrap_or(1000));
+            }
             "--pg-sessions" => o.pg_sessions = value("--pg-sessions")?.parse().context("--pg-sessions")?,
             "--store-entries" => {
-                let v = value("--store-entries")?;
-                let (a, b) = v.split_once('-').context("--store-entries MIN-MAX")?;
-                o.store_sizes = crate::store::Sizes {
-                    min: a.parse().context("--store-entries")?,
-                    max: b.parse().context("--store-entries")?,
-                };
-                if o.store_sizes.min == 0 || o.store_sizes.min > o.store_sizes.max {
-                    bail!("--store-entries: MIN must be at least 1 and at most MAX");
-                }
+                o.store_sizes = crate::store::Sizes::parse(&value("--store-entries")?, "--store-entries")?
             }
             "--no-pi" => o.no_pi = true,
             "--baseline" => o.baseline = Some(PathBuf::from(value("--baseline")?)),
@@ -301,6 +304,19 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
     if let Some(entries) = opts.html {
         let arbor = build_arbor(root, &target)?;
         return crate::bench_html::run(root, &arbor, &target, entries, opts.seed, opts.runs.max(1));
+    }
+    if let Some(sessions) = opts.usage {
+        let arbor = build_arbor(root, &target)?;
+        let o = crate::bench_store::StoreOpts {
+            sessions,
+            seed: opts.seed,
+            runs: opts.runs,
+            sizes: opts.store_sizes,
+            pi: false,
+            baseline: None,
+            search: false,
+        };
+        return crate::bench_usage::run(root, &arbor, &target, &o);
     }
     if let Some(sessions) = opts.store {
         let arbor = build_arbor(root, &target)?;

@@ -51,11 +51,7 @@ console.log(JSON.stringify({ sessions: all.length, ms }));
 pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()> {
     let store = cached_store(target, o)?;
     let sessions = store.join("sessions");
-    let (files, bytes) = size_of(&sessions)?;
-    eprintln!("== warming the page cache ({files} files, {:.0} MB)", bytes as f64 / 1e6);
-    for f in &files_of(&sessions)? {
-        std::io::copy(&mut fs::File::open(f)?, &mut std::io::sink())?;
-    }
+    let (files, bytes) = warm(&sessions)?;
     let cache = store.join("cache");
     let env = |cmd: BenchCmd| cmd.with_env("ARBOR_CACHE_DIR", &cache.to_string_lossy());
     let ls_with = |arbor: &Path, label: &str| {
@@ -121,7 +117,7 @@ pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()
 }
 
 /// The store under `target/bench-data/`, generated if missing.
-fn cached_store(target: &Path, o: &StoreOpts) -> Result<PathBuf> {
+pub(crate) fn cached_store(target: &Path, o: &StoreOpts) -> Result<PathBuf> {
     let dir = target
         .join("bench-data")
         .join(format!("store-{}-seed{}-entries{}-{}-v{STORE_VERSION}", o.sessions, o.seed, o.sizes.min, o.sizes.max));
@@ -135,6 +131,17 @@ fn cached_store(target: &Path, o: &StoreOpts) -> Result<PathBuf> {
     let stats = store::write_store(&sessions, o.sessions, o.seed, o.sizes)?;
     eprintln!("   {} entries, {:.0} MB", stats.entries, stats.bytes as f64 / 1e6);
     Ok(dir)
+}
+
+/// Reads every file under `sessions` once (the rows then time a warm page
+/// cache); its files and bytes.
+pub(crate) fn warm(sessions: &Path) -> Result<(usize, u64)> {
+    let (files, bytes) = size_of(sessions)?;
+    eprintln!("== warming the page cache ({files} files, {:.0} MB)", bytes as f64 / 1e6);
+    for f in &files_of(sessions)? {
+        std::io::copy(&mut fs::File::open(f)?, &mut std::io::sink())?;
+    }
+    Ok((files, bytes))
 }
 
 fn files_of(dir: &Path) -> Result<Vec<PathBuf>> {

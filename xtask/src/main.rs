@@ -4,7 +4,9 @@
 //! `cargo metadata`), `gen-session` (deterministic synthetic pi v3 session
 //! files), `bench` (end-to-end parse benchmark with yardsticks), `fuzz` (bounded
 //! cargo-fuzz runs), `pi` (the reference implementation's npm package, installed
-//! into a cache directory, and node scripts run against it) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
+//! into a cache directory, and node scripts run against it), `ccusage` (the
+//! usage yardstick, installed the same way), `py` (the Python package's wheel, built and tested in
+//! venvs) and `ci` (runs `.ci/run`). It depends on no workspace crate, so it still builds and checks
 //! while a library is broken.
 
 mod bench;
@@ -15,11 +17,14 @@ mod bench_search;
 mod bench_store;
 mod bench_targets;
 mod bench_tui;
+mod bench_usage;
+mod ccusage;
 mod fuzz;
 mod gen;
 mod npm;
 mod pi;
 mod pi_diff;
+mod py;
 mod rusage;
 mod store;
 mod tidy;
@@ -42,6 +47,7 @@ commands:
       --small                       ~450-byte entries with a deep active path (use with ~1000000)
   gen-store ROOT SESSIONS [SEED]    write a store of synthetic sessions in pi's layout (50 to 2,000
                                     entries each, ~1.5 MB on average; deterministic per seed)
+      --entries MIN-MAX             entries per session instead (log-uniformly between the two)
   bench [options]                   release-build arbor and `arbor-log`'s `scan` example and time
                                     `arbor context/tree --json` and the light scan on a generated
                                     session, next to wc/cat/python yardsticks
@@ -75,6 +81,9 @@ commands:
                                     search keystroke), and the chat's first screen (no model), with
                                     and without the index, next to wc -l, on --file or a generated
                                     realistic session (100k; 1M with --huge)
+      --usage [N]                   instead: arbor usage daily on a generated store of N sessions (default
+                                    1000, ~1.5 GB): the first report, again unchanged, after one session
+                                    grew; next to ccusage pi daily --offline, with issue 36's targets
       --append                      instead: only the append rows (one `arbor label` to a copy of a
                                     1k, the 100k and, with --huge, the 1M session: the first append,
                                     then appends through the index; time, CPU, peak RSS, ratios to the
@@ -83,6 +92,9 @@ commands:
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;
                                     with a script, run it under node with the package importable
+  ccusage [ARGS…]                   install ccusage's npm package (the usage yardstick, 20.0.24) into the
+                                    cache (ARBOR_CCUSAGE_DIR, else ~/.cache/arbor-dev/ccusage-20.0.24) and
+                                    print its command; with arguments, run it with them
   pi-diff [options]                 the differential test: generate session files and compare Arbor's
                                     dump/tree/path/context/--llm/fork --at with pi's own answers
       --files N                     how many files (default 500)
@@ -92,6 +104,12 @@ commands:
                                     --files, only these)
       --arbor BIN                   the arbor binary (default: cargo build -p arbor-cli, dev profile)
       --keep                        keep the files under target/pi-diff/ even when all agree
+  py build                          build the Python package's wheel (crates/arbor-py; maturin, pinned,
+                                    installed on first use into ~/.cache/arbor-dev/py-build-*) into
+                                    ~/.cache/arbor-dev/py/<checkout>/wheel/ and print its path
+  py test [--arbor BIN]             the wheel in a fresh venv (in the cache) that sees pinned pytest and
+                                    pandas: pytest over crates/arbor-py/tests against BIN (default: the
+                                    dev build of arbor), then the example over 1,000 generated sessions
   fuzz [options]                    run each cargo-fuzz target in fuzz/ (installs cargo-fuzz) on its
                                     kept corpus (fuzz/corpus/) plus seeds, with its dictionary
       --seconds N                   for N seconds each (default 60)
@@ -122,7 +140,9 @@ fn run() -> Result<()> {
         Some("ci") => ci(&workspace_root()?),
         Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
         Some("pi") => pi_cmd(rest),
+        Some("ccusage") => ccusage::cli(rest),
         Some("pi-diff") => pi_diff::cli(&workspace_root()?, rest),
+        Some("py") => py::cli(&workspace_root()?, rest),
         Some("help" | "-h" | "--help") | None => {
             print!("{HELP}");
             Ok(())
@@ -173,9 +193,18 @@ fn pi_cmd(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask gen-store ROOT SESSIONS [SEED]`
+/// `cargo xtask gen-store ROOT SESSIONS [SEED] [--entries MIN-MAX]`
 fn gen_store(args: &[String]) -> Result<()> {
-    let [root, sessions, rest @ ..] = args else { bail!("usage: cargo xtask gen-store ROOT SESSIONS [SEED]") };
+    let mut sizes = store::Sizes::default();
+    let mut args = args.to_vec();
+    if let Some(k) = args.iter().position(|a| a == "--entries") {
+        let value = args.get(k + 1).context("--entries needs MIN-MAX")?;
+        sizes = store::Sizes::parse(value, "--entries")?;
+        args.drain(k..k + 2);
+    }
+    let [root, sessions, rest @ ..] = args.as_slice() else {
+        bail!("usage: cargo xtask gen-store ROOT SESSIONS [SEED] [--entries MIN-MAX]")
+    };
     let sessions: usize = sessions.parse().with_context(|| format!("SESSIONS must be a number, got {sessions:?}"))?;
     let seed: u64 = match rest {
         [] => 7,
@@ -186,7 +215,7 @@ fn gen_store(args: &[String]) -> Result<()> {
     if root.exists() {
         bail!("{} exists already", root.display());
     }
-    let stats = store::write_store(root, sessions, seed, store::Sizes::default())?;
+    let stats = store::write_store(root, sessions, seed, sizes)?;
     eprintln!(
         "wrote {}: {} sessions, {} entries, {} bytes",
         root.display(),

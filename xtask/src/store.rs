@@ -53,6 +53,18 @@ pub struct Sizes {
     pub max: usize,
 }
 
+impl Sizes {
+    /// `MIN-MAX` as a command line gives it (`flag` names it in errors).
+    pub fn parse(text: &str, flag: &str) -> Result<Sizes> {
+        let (a, b) = text.split_once('-').with_context(|| format!("{flag} MIN-MAX, not {text:?}"))?;
+        let sizes = Sizes { min: a.parse().context(flag.to_owned())?, max: b.parse().context(flag.to_owned())? };
+        if sizes.min == 0 || sizes.min > sizes.max {
+            anyhow::bail!("{flag}: MIN must be at least 1 and at most MAX");
+        }
+        Ok(sizes)
+    }
+}
+
 impl Default for Sizes {
     fn default() -> Self {
         Sizes { min: MIN_ENTRIES, max: MAX_ENTRIES }
@@ -149,6 +161,16 @@ fn relative_path(session: &[u8]) -> Result<PathBuf> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn sizes_are_read_as_min_dash_max_and_checked() {
+        let s = Sizes::parse("10-60", "--entries").unwrap();
+        assert_eq!((s.min, s.max), (10, 60));
+        for bad in ["10", "0-5", "9-3", "a-4"] {
+            let e = Sizes::parse(bad, "--entries").unwrap_err().to_string();
+            assert!(e.starts_with("--entries"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn topic_words_are_distinct() {

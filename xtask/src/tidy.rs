@@ -20,18 +20,29 @@ mod vocab;
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
 /// each other).
-pub const LAYERS: [&[&str]; 6] = [
+pub const LAYERS: [&[&str]; 8] = [
     &["arbor-log"],
     &["arbor-tree"],
     &["arbor-search"],
     &["arbor-context", "arbor-catalog", "arbor-pg"],
     &["arbor-agent", "arbor-interop"],
-    &["arbor-cli"],
+    &["arbor-usage"],
+    &["arbor-serve"],
+    &["arbor-cli", "arbor-py"],
 ];
 
-/// Crates from which `tokio` must not be reachable through normal dependencies.
-pub const SYNC_CRATES: [&str; 6] =
-    ["arbor-log", "arbor-tree", "arbor-search", "arbor-context", "arbor-catalog", "arbor-interop"];
+/// Crates from which `tokio` must not be reachable through normal dependencies
+/// (the Python package too: a wheel that runs no async runtime).
+pub const SYNC_CRATES: [&str; 8] = [
+    "arbor-log",
+    "arbor-tree",
+    "arbor-search",
+    "arbor-context",
+    "arbor-catalog",
+    "arbor-interop",
+    "arbor-usage",
+    "arbor-py",
+];
 
 /// Every chain crate, bottom layer first.
 fn chain_crates() -> impl Iterator<Item = &'static str> {
@@ -430,6 +441,8 @@ mod tests {
             ("arbor-context", "arbor-catalog"),
             ("arbor-pg", "arbor-catalog"),
             ("arbor-catalog", "arbor-pg"),
+            ("arbor-py", "arbor-cli"),
+            ("arbor-cli", "arbor-py"),
         ];
         for (a, b) in side_by_side {
             let mut edges = good_chain();
@@ -454,6 +467,17 @@ mod tests {
         edges.push(("rusqlite", "tokio", None));
         let problems = check_no_tokio(&fake_meta(&edges)).unwrap();
         assert_eq!(problems, vec!["tokio is reachable from arbor-catalog: arbor-catalog -> rusqlite -> tokio"]);
+    }
+
+    #[test]
+    fn tokio_under_the_python_package_is_detected() {
+        let mut edges = good_chain();
+        edges.push(("arbor-py", "arbor-catalog", None));
+        assert!(check_no_tokio(&fake_meta(&edges)).unwrap().is_empty());
+        edges.push(("arbor-py", "arbor-agent", None));
+        assert!(check_chain(&fake_meta(&edges)).unwrap().is_empty(), "the agent is below it in the chain");
+        let problems = check_no_tokio(&fake_meta(&edges)).unwrap();
+        assert_eq!(problems, vec!["tokio is reachable from arbor-py: arbor-py -> arbor-agent -> tokio"]);
     }
 
     #[test]

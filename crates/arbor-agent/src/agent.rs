@@ -3,9 +3,9 @@
 //! [`AbortHandle`]; the flows live beside it (`navigate.rs`, `fork.rs`,
 //! `compact.rs`, `prompt.rs`), model restore (4.3) here.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use arbor_context::{session_context, SessionContext};
+use arbor_context::{plan_session_context, session_context, SessionContext};
 use arbor_log::EntryKind;
 use arbor_tree::{Session, TreeError, LEAF_MARKER_TYPE};
 use serde_json::Value;
@@ -45,7 +45,9 @@ pub struct AgentSession {
     pub(crate) session: Session,
     pub(crate) opts: AgentOptions,
     pub(crate) model: Option<ModelInfo>,
-    pub(crate) context: SessionContext,
+    /// The context of the leaf, built when first asked for after each change:
+    /// a move, a label or a name need not decode every message of the path.
+    context: OnceLock<SessionContext>,
     pub(crate) abort: AbortHandle,
     /// Automatic compactions that failed in a row (see `prompt.rs`).
     pub(crate) auto_compaction_failures: u32,
@@ -67,13 +69,12 @@ impl AgentSession {
             session,
             model: options.model.clone(),
             opts: options,
-            context: SessionContext::empty(),
+            context: OnceLock::new(),
             abort: AbortHandle::default(),
             auto_compaction_failures: 0,
             failed: None,
             notices: vec![],
         };
-        agent.rebuild_context();
         if agent.model.is_none() {
             agent.model = agent.restore_model().or_else(|| agent.fallback());
         }
@@ -90,10 +91,12 @@ impl AgentSession {
     }
 
     fn restore_model(&mut self) -> Option<ModelInfo> {
-        if self.context.messages.is_empty() {
+        // The context's plan names its model without decoding its messages.
+        let plan = plan_session_context(&self.session).plan;
+        if plan.steps.is_empty() {
             return None;
         }
-        let r = self.context.model.clone()?;
+        let r = plan.settings.model?;
         let name = format!("{}/{}", r.provider, r.model_id);
         let Some(model) = self.opts.providers.resolve(&r.provider, &r.model_id) else {
             let why = self
@@ -164,12 +167,12 @@ impl AgentSession {
 
     /// The agent context of the current leaf (rebuilt after every change).
     pub fn context(&self) -> &SessionContext {
-        &self.context
+        self.context.get_or_init(|| session_context(&self.session))
     }
 
     /// The agent messages of the current leaf.
     pub fn messages(&self) -> &[Value] {
-        &self.context.messages
+        &self.context().messages
     }
 
     /// The active model.
@@ -240,8 +243,9 @@ impl AgentSession {
         }
     }
 
+    /// Forgets the context after a change; the next [`AgentSession::context`] builds it again.
     pub(crate) fn rebuild_context(&mut self) {
-        self.context = session_context(&self.session);
+        self.context = OnceLock::new();
     }
 
     /// The summarizer: the injected one, or an LLM one for the active model

@@ -51,6 +51,10 @@ impl AgentSession {
             }
             skip_restore = r.skip_conversation_restore == Some(true);
         }
+        if skip_restore {
+            // The agent keeps the messages it had: build them before the fork changes the session.
+            self.context();
+        }
         let previous_session_file = self.session.session_file().map(|p| p.to_string_lossy().into_owned());
         let path = match &entry.parent_id {
             None => {

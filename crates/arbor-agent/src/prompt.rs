@@ -289,7 +289,7 @@ impl AgentSession {
         let mut run =
             Run { events: options.events.clone(), outcome: None, failures: vec![], overflow_attempted: false };
 
-        let last_assistant = self.context.messages.iter().rev().find(|m| is_assistant(m)).cloned();
+        let last_assistant = self.context().messages.iter().rev().find(|m| is_assistant(m)).cloned();
         if let Some(last) = last_assistant {
             self.check_compaction(&last, false, false, &mut run).await;
             run.overflow_attempted = false;
@@ -323,7 +323,7 @@ impl AgentSession {
         // transformMessages; the clients apply it too, for any request).
         let request = CompletionRequest {
             system_prompt: options.system_prompt.clone(),
-            messages: request_messages(&convert_to_llm(&self.context.messages)),
+            messages: request_messages(&convert_to_llm(&self.context().messages)),
             max_tokens: options.max_tokens,
             reasoning: reasoning_for(self.thinking_level()),
         };
@@ -382,9 +382,9 @@ impl AgentSession {
             return self.auto_compact(AutoCompactionReason::Overflow, retry, run).await;
         }
         let tokens = if stop == "error" {
-            let estimate = estimate_context_tokens(&self.context.messages);
+            let estimate = estimate_context_tokens(&self.context().messages);
             let Some(i) = estimate.last_usage_index else { return false };
-            if let (Some(c), Some(t)) = (compacted_at, ms(self.context.messages[i].get("timestamp"))) {
+            if let (Some(c), Some(t)) = (compacted_at, ms(self.context().messages[i].get("timestamp"))) {
                 if t <= c {
                     return false;
                 }
@@ -393,7 +393,7 @@ impl AgentSession {
         } else {
             match calculate_context_tokens(&message["usage"]) {
                 // No usage (or zeros): the context's size from its text.
-                0 => context_estimate(&self.context.messages),
+                0 => context_estimate(&self.context().messages),
                 n => n,
             }
         };
@@ -476,7 +476,7 @@ impl AgentSession {
 
     /// The thinking level of the current path (`"off"` when none is recorded).
     pub fn thinking_level(&self) -> &str {
-        &self.context.thinking_level
+        &self.context().thinking_level
     }
 
     /// pi's first entries of a new session: `model_change` (when a model is
@@ -500,7 +500,7 @@ impl AgentSession {
     /// compaction, or one of zero tokens, is not used (the messages are
     /// estimated instead).
     pub fn context_tokens(&self) -> u64 {
-        context_estimate(&self.context.messages)
+        context_estimate(&self.context().messages)
     }
 
     /// The context window of the active model (128000 when unknown).

@@ -30,8 +30,19 @@ pub enum InteropError {
     Empty {
         /// The transcript.
         path: PathBuf,
-        /// `claude` or `codex`.
+        /// `claude`, `codex` or `opencode`.
         format: &'static str,
+    },
+    /// A file that is not what its format's transcript must be (an OpenCode
+    /// session file that is not a JSON object with an `id`).
+    #[error("{}: not an {format} session: {reason}", path.display())]
+    NotATranscript {
+        /// The file.
+        path: PathBuf,
+        /// `opencode`.
+        format: &'static str,
+        /// Why.
+        reason: String,
     },
     /// The session file of an earlier import has entries the transcript does not make
     /// (the session was continued after the import): it is left alone.

@@ -1,8 +1,10 @@
 //! Other agents in, pictures out: Claude Code and Codex CLI transcripts
 //! imported as pi sessions, sessions exported as Markdown, as one
 //! self-contained HTML page of the whole tree (a sidebar tree beside the
-//! transcript of one path, [`HtmlOptions`]), or as clean JSONL, and the
-//! diff of two branches of a session.
+//! transcript of one path, [`HtmlOptions`]; a program that serves the page
+//! adds its script with [`Served`] and grows the page as the session grows
+//! with [`LiveEntries`]), or as clean JSONL, and the diff of two branches of
+//! a session.
 //!
 //! `arbor-interop` owns the mappings between pi's format and the others'
 //! ([`import_transcripts`], [`Format`]), the exporters ([`export_markdown`],
@@ -33,7 +35,8 @@ mod import;
 
 pub use diff::{diff, Diff, Side};
 pub use error::InteropError;
-pub use export::{export_html, export_jsonl, export_markdown, HtmlOptions, Scope};
+pub use export::{export_html, export_jsonl, export_markdown, HtmlOptions, LiveEntries, Scope, Served};
 pub use import::{
-    import_transcripts, sources, Format, ImportOptions, ImportReport, Outcome, SessionReport, SkippedLine, SOURCE_KEY,
+    import_transcripts, read_transcript, sources, Format, ImportOptions, ImportReport, InPlace, Outcome, SessionReport,
+    SkippedLine, Transcript, SOURCE_KEY,
 };

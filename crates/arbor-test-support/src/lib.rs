@@ -4,9 +4,10 @@
 //! What it owns: where the fixtures are ([`fixtures`], [`jsonl_under`]), the
 //! oracle's recorded outputs ([`oracle`]), deterministic session options
 //! ([`deterministic_options`]), pi's messages ([`assistant_reply`]),
-//! generated sessions ([`write_big_session`], and [`recall`]'s in many scripts),
-//! snapshots of a directory ([`DirSnapshot`]) and a small deterministic
-//! generator ([`Rng`]). What it promises: nothing outside tests. It is a
+//! generated sessions ([`write_big_session`], and [`recall`]'s in many scripts), an OpenCode storage folder
+//! ([`opencode::write_storage`]), snapshots of a directory ([`DirSnapshot`]),
+//! a small deterministic generator ([`Rng`]) and headless Chromium over
+//! WebDriver ([`browser`]). What it promises: nothing outside tests. It is a
 //! dev-dependency only; `cargo xtask tidy` refuses it as a normal dependency
 //! of any crate.
 //!
@@ -15,8 +16,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod browser;
 mod files;
 mod messages;
+pub mod opencode;
 pub mod oracle;
 pub mod pg;
 pub mod recall;

@@ -9,7 +9,8 @@
 //! What is not refused:
 //! - a literal used as a JSON *field name* (`"message"` and `"label"` are also
 //!   fields): a key of `json!` (followed by `:`), or the argument of `get(`,
-//!   `get_mut(`, `insert(`, `remove(`, `contains_key(` or an index `[`;
+//!   `get_mut(`, `insert(`, `remove(`, `contains_key(`, `get_item(` (a Python
+//!   dict, through PyO3) or an index `[`;
 //! - comments, and test code (`#[cfg(test)]` items, `tests.rs`, `tests/`):
 //!   tests spell the file format on purpose, so a typo in the vocabulary
 //!   cannot hide in both the code and its test;
@@ -37,6 +38,11 @@ pub const ALLOWED: &[(&str, &[&str], &str)] = &[
         "Codex's payload type `message` and its roles, in Codex's own JSON",
     ),
     (
+        "crates/arbor-interop/src/import/opencode.rs",
+        &["message", "user", "assistant", "compaction"],
+        "OpenCode's storage: its `message/` folder, its message roles and its part types",
+    ),
+    (
         "crates/arbor-agent/src/model/anthropic.rs",
         &["user", "assistant"],
         "the Anthropic Messages API's roles in the request body it sends",
@@ -52,6 +58,7 @@ pub const ALLOWED: &[(&str, &[&str], &str)] = &[
         "the OpenAI Responses API's roles and its `message` output items, in the bodies it sends and reads",
     ),
     ("crates/arbor-agent/src/model/http.rs", &["message"], "an API error body's `message` field"),
+    ("crates/arbor-usage/src/opencode.rs", &["message"], "OpenCode's storage folder `message/`"),
     ("crates/arbor-pg/src/conninfo.rs", &["user"], "libpq's connection parameter `user` (the database role)"),
     ("crates/arbor-pg/src/settings.rs", &["user"], "libpq's connection parameter `user` (the database role)"),
     ("crates/arbor-cli/src/ui/chat/commands.rs", &["label"], "the chat's `/label` command word"),
@@ -144,7 +151,7 @@ fn is_field_name(before: &str, after: &str) -> bool {
         return true;
     }
     let before = before.trim_end();
-    ["get(", "get_mut(", "insert(", "remove(", "contains_key(", "["].iter().any(|p| before.ends_with(p))
+    ["get(", "get_mut(", "insert(", "remove(", "contains_key(", "get_item(", "["].iter().any(|p| before.ends_with(p))
 }
 
 /// The byte ranges of `#[cfg(test)]` items in `code` (comments and strings
@@ -253,6 +260,7 @@ mod tests {
             /// A `"user"` message.
             fn f(v: &Value, m: &mut Map) {
                 let _ = v.get("message");
+                let _ = dict.get_item("message");
                 let _ = v["label"];
                 m.insert("label".into(), json!({"message": {"role": Role::User.as_str()}}));
                 let _ = "user-agent";

@@ -85,7 +85,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         check_output(&args.file, o, args.force)?;
     }
     let s = g.open_read(&args.file)?;
-    let html = HtmlOptions { paths: args.paths, max_output: args.max_output };
+    let html = HtmlOptions { paths: args.paths, max_output: args.max_output, ..HtmlOptions::default() };
     let export = |w: &mut dyn Write| -> Result<(), InteropError> {
         match format {
             ExportFormat::Md => arbor_interop::export_markdown(&s, args.leaf.as_deref(), w),

@@ -1,4 +1,4 @@
-//! `arbor import claude|codex PATH…`: other agents' transcripts as pi sessions.
+//! `arbor import claude|codex|opencode PATH…`: other agents' transcripts as pi sessions.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,13 +12,14 @@ use arbor_tree::paths;
 use crate::shared::session::Globals;
 use crate::shared::visible::{for_people, say};
 
-/// Import Claude Code transcripts or Codex CLI rollouts as pi sessions.
+/// Import Claude Code transcripts, Codex CLI rollouts or OpenCode sessions as pi sessions.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The transcripts' format.
     #[arg(value_enum)]
     format: FormatArg,
-    /// The transcripts (a Claude Code session brings its subagents' transcripts along).
+    /// The transcripts (a Claude Code session brings its subagents' transcripts along; for
+    /// OpenCode, a session's file or the storage folder: every session in it).
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// The sessions root (default: $ARBOR_SESSIONS_DIR, else $PI_CODING_AGENT_DIR/sessions, else
@@ -36,6 +37,8 @@ enum FormatArg {
     Claude,
     /// Codex CLI (~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl).
     Codex,
+    /// OpenCode (~/.local/share/opencode/storage, or one session's storage/session/<project>/<id>.json).
+    Opencode,
 }
 
 pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
@@ -45,6 +48,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let format = match args.format {
         FormatArg::Claude => Format::Claude,
         FormatArg::Codex => Format::Codex,
+        FormatArg::Opencode => Format::OpenCode,
     };
     let opts = ImportOptions { sessions_root: args.sessions_dir.unwrap_or_else(paths::sessions_root) };
     let results = arbor_interop::import_transcripts(format, &args.paths, &opts);
@@ -54,7 +58,10 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         match result {
             Ok(report) => {
                 for s in &report.skipped {
-                    say!("{}:{}: {}, line skipped", source.display(), s.line, s.reason);
+                    match &s.file {
+                        Some(file) => say!("{}: {}, file skipped", file.display(), s.reason),
+                        None => say!("{}:{}: {}, line skipped", source.display(), s.line, s.reason),
+                    }
                 }
                 if args.json {
                     json.push(serde_json::to_value(&report)?);

@@ -40,10 +40,12 @@ mod push;
 mod repair;
 mod resume;
 mod search;
+mod serve;
 mod tail;
 mod tree;
 mod tui;
 mod unlock;
+mod usage;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -84,10 +86,12 @@ enum Command {
     Diff(diff::Args),
     Ls(ls::Args),
     Tail(tail::Args),
+    Serve(serve::Args),
     Push(push::Args),
     Pull(pull::Args),
     Cache(cache::Args),
     Unlock(unlock::Args),
+    Usage(usage::Args),
     Completions(completions::Args),
 }
 
@@ -115,10 +119,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Diff(args) => diff::run(args, g, out),
         Command::Ls(args) => ls::run(args, g, out),
         Command::Tail(args) => tail::run(args, g, out),
+        Command::Serve(args) => serve::run(args, g, out),
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
         Command::Cache(args) => cache::run(args, g, out),
         Command::Unlock(args) => unlock::run(args, g, out),
+        Command::Usage(args) => usage::run(args, g, out),
         Command::Completions(args) => completions::run(args, g, out),
     }
 }

@@ -29,12 +29,15 @@ mod read_only_dir;
 mod reference;
 mod reliability;
 mod search_server;
+mod serve;
 mod server;
 mod server_connect;
 mod server_safety;
 mod server_unlock;
 mod term;
 mod tui;
+mod usage;
+mod usage_ccusage;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -42,12 +42,30 @@ pub struct HtmlOptions {
     /// Tool outputs longer than this many bytes are cut to their head in the
     /// page (the card says how much was left out).
     pub max_output: usize,
+    /// What a program that serves the page adds to it (none for a file).
+    pub served: Option<Served>,
 }
 
 impl Default for HtmlOptions {
     fn default() -> Self {
-        HtmlOptions { paths: false, max_output: 16 * 1024 }
+        HtmlOptions { paths: false, max_output: 16 * 1024, served: None }
     }
+}
+
+/// What a program that serves the page (`arbor serve`) adds to it: a script
+/// of its own, run after the page's (it reaches the page through
+/// `window.arbor`: `append`, `decorate`, `open`, …), the data that script
+/// reads (`<script id="arbor-served" type="application/json">`), and styles.
+/// The page's policy then also allows that script (by its hash) and
+/// connections to the page's own origin, and nothing more.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    /// The script's source.
+    pub script: String,
+    /// Its data, as JSON.
+    pub data: Value,
+    /// CSS added after the page's own.
+    pub css: String,
 }
 
 /// Running facts of the whole session.
@@ -67,13 +85,11 @@ struct Totals {
 pub fn export_html(s: &Session, opts: &HtmlOptions, out: &mut dyn Write) -> Result<(), InteropError> {
     let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
     let (order, parents) = order(s);
-    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(JS.as_bytes()));
     let title = s.session_name().map_or_else(|| format!("Session {}", s.session_id()), str::to_owned);
-    let title = super::markup::escape(&title);
-    // Split first: nothing from the session can add a split point.
-    let mut parts = TEMPLATE
-        .split("{{}}")
-        .map(|p| p.replace("{{HASH}}", &hash).replace("{{TITLE}}", &title).replace("{{CSS}}", CSS));
+    let fills = fills(opts.served.as_ref(), &super::markup::escape(&title));
+    // Split first and fill only the template's own marks: nothing from the
+    // session can add a split point or a mark.
+    let mut parts = TEMPLATE.split("{{}}").map(|p| fill(p, &fills));
     let mut part = || parts.next().unwrap_or_default();
     out.write_all(part().as_bytes()).map_err(io)?;
     let totals = write_rows(s, opts, &order, &parents, out)?;
@@ -87,6 +103,53 @@ pub fn export_html(s: &Session, opts: &HtmlOptions, out: &mut dyn Write) -> Resu
     out.write_all(part().as_bytes()).map_err(io)?;
     write_bodies(s, opts, &order, out)?;
     out.write_all(part().as_bytes()).map_err(io)
+}
+
+/// The values of the template's marks: `{{CSP}}`, `{{TITLE}}`, `{{CSS}}`
+/// and `{{SERVED}}` (the serving program's data and script, or nothing).
+fn fills(served: Option<&Served>, title: &str) -> [(&'static str, String); 4] {
+    let hash = |js: &str| base64::engine::general_purpose::STANDARD.encode(Sha256::digest(js.as_bytes()));
+    let mut scripts = format!("'sha256-{}'", hash(JS));
+    let mut connect = String::new();
+    let (mut css, mut tail) = (CSS.to_owned(), String::new());
+    if let Some(sv) = served {
+        scripts.push_str(&format!(" 'sha256-{}'", hash(&sv.script)));
+        connect.push_str("; connect-src 'self'");
+        css.push_str(&sv.css);
+        tail = format!(
+            "<script id=\"arbor-served\" type=\"application/json\">{}</script>\n<script>{}</script>\n",
+            safe_json(&sv.data.to_string()),
+            sv.script
+        );
+    }
+    let csp = format!(
+        "default-src 'none'; base-uri 'none'; form-action 'none'; style-src 'unsafe-inline'; img-src data:; script-src {scripts}{connect}"
+    );
+    [("CSP", csp), ("TITLE", title.to_owned()), ("CSS", css), ("SERVED", tail)]
+}
+
+/// `part` with each `{{NAME}}` of `fills` replaced, in one pass over `part`
+/// (a value is never searched for marks).
+fn fill(part: &str, fills: &[(&'static str, String)]) -> String {
+    let mut out = String::with_capacity(part.len());
+    let mut rest = part;
+    while let Some(at) = rest.find("{{") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let found = fills.iter().find(|(name, _)| after.starts_with(name) && after[name.len()..].starts_with("}}"));
+        match found {
+            Some((name, value)) => {
+                out.push_str(value);
+                rest = &after[name.len() + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The first pass: every entry's row, as one JSON array; the session's totals.
@@ -123,7 +186,7 @@ fn write_rows(
                 calls.insert(id.clone(), super::tools::one_line(&format!("{tool} {line}"), 80));
             }
             let id = s.id_at(order[i]).map(|x| x.to_string()).unwrap_or_default();
-            text.push_str(&row(s, parents[i], &id, &r).to_string());
+            text.push_str(&row(json!(parents[i]), s.get_label(&id), &id, &r).to_string());
         }
         out.write_all(safe_json(&text).as_bytes()).map_err(io)?;
         // A call whose result never came is forgotten after a while: memory stays bounded.
@@ -223,10 +286,11 @@ fn tally(t: &mut Totals, r: &Rendered) {
     }
 }
 
-/// An entry's row: `[parent, kind, flags, id, title, extra?]`.
-fn row(s: &Session, parent: i64, id: &str, r: &Rendered) -> Value {
+/// An entry's row: `[parent, kind, flags, id, title, extra?]` (`parent`:
+/// the parent's place in the order, or its id in a live item).
+pub(super) fn row(parent: Value, label: Option<&str>, id: &str, r: &Rendered) -> Value {
     let mut extra = Map::new();
-    if let Some(l) = s.get_label(id) {
+    if let Some(l) = label {
         extra.insert("l".into(), l.into());
     }
     if let Some((tok, cost)) = r.usage {
@@ -244,7 +308,7 @@ fn row(s: &Session, parent: i64, id: &str, r: &Rendered) -> Value {
     if let Some(m) = &r.model {
         extra.insert("m".into(), m.as_str().into());
     }
-    let mut row = vec![json!(parent), json!(r.kind.to_string()), json!(r.flags), json!(id), json!(r.title)];
+    let mut row = vec![parent, json!(r.kind.to_string()), json!(r.flags), json!(id), json!(r.title)];
     if !extra.is_empty() {
         row.push(Value::Object(extra));
     }

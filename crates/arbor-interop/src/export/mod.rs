@@ -4,6 +4,7 @@
 mod body;
 mod html;
 mod jsonl;
+mod live;
 mod markdown;
 mod markup;
 mod text;
@@ -12,8 +13,9 @@ mod tools;
 use arbor_log::Entry;
 use arbor_tree::Session;
 
-pub use html::{export_html, HtmlOptions};
+pub use html::{export_html, HtmlOptions, Served};
 pub use jsonl::export_jsonl;
+pub use live::LiveEntries;
 pub use markdown::export_markdown;
 
 use crate::InteropError;

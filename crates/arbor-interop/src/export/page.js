@@ -6,43 +6,53 @@
 // only when an entry is shown or searched (and only once the page is read).
 // The sidebar is a virtual list (only the rows in view exist), the
 // transcript a window of one path that grows as it scrolls: a session of
-// 100,000 entries opens as fast as a short one.
+// 100,000 entries opens as fast as a short one. A program that serves the
+// page and follows the session (`arbor serve`) adds what is appended in
+// place through window.arbor.append.
 (function () {
   "use strict";
   var ROW = 22, WINDOW = 40, MORE = 40;
   var $ = function (id) { return document.getElementById(id); };
   var D = JSON.parse($("arbor-data").textContent), S = D.session, CHUNK = S.chunk;
-  var P = [], K = [], F = [], I = [], H = [], X = new Map();
-  JSON.parse($("arbor-rows").textContent).forEach(function (r, n) {
+  var P = [], K = [], F = [], I = [], H = [], X = new Map(), byId = new Map();
+  function push(r) {
+    var n = P.length;
     if (r[5]) X.set(n, r[5]);
     P.push(r[0]); K.push(r[1]); F.push(r[2]); I.push(r[3]); H.push(r[4]);
-  });
+    byId.set(r[3], n);
+  }
+  JSON.parse($("arbor-rows").textContent).forEach(push);
   var first = new Map(), pre0 = JSON.parse($("arbor-first").textContent);
   (pre0.n || []).forEach(function (n, i) { first.set(n, pre0.b[i]); });
-  var N = P.length, ERROR = 1, ABORTED = 2, TOOLS_ONLY = 4;
-  var byId = new Map();
-  for (var n = 0; n < N; n++) byId.set(I[n], n);
-  // Children in order (the one that carries on is last), and each subtree's end.
-  var kidStart = new Int32Array(N + 1), kids = new Int32Array(N), end = new Int32Array(N);
-  for (n = 0; n < N; n++) if (P[n] >= 0) kidStart[P[n] + 1]++;
-  for (n = 0; n < N; n++) kidStart[n + 1] += kidStart[n];
-  var fill = kidStart.slice(0, N);
-  for (n = 0; n < N; n++) { if (P[n] >= 0) kids[fill[P[n]]++] = n; end[n] = n + 1; }
-  for (n = N - 1; n >= 0; n--) if (P[n] >= 0 && end[n] > end[P[n]]) end[P[n]] = end[n];
+  var N = P.length, ERROR = 1, ABORTED = 2, TOOLS_ONLY = 4, decorators = [];
+  var kidStart, kids, end, leaves, isLeaf, sumM, sumT, sumC;
+  // What follows from the rows: children in order (the one that carries on
+  // is last), each subtree's end, and each branch's totals from the root
+  // (parents come before their children).
+  function derive() {
+    var n, j;
+    N = P.length;
+    kidStart = new Int32Array(N + 1); kids = new Int32Array(N); end = new Int32Array(N);
+    for (n = 0; n < N; n++) if (P[n] >= 0) kidStart[P[n] + 1]++;
+    for (n = 0; n < N; n++) kidStart[n + 1] += kidStart[n];
+    var fill = kidStart.slice(0, N);
+    for (n = 0; n < N; n++) { if (P[n] >= 0) kids[fill[P[n]]++] = n; end[n] = n + 1; }
+    for (n = N - 1; n >= 0; n--) if (P[n] >= 0 && end[n] > end[P[n]]) end[P[n]] = end[n];
+    leaves = 0; isLeaf = new Uint8Array(N); sumM = new Int32Array(N); sumT = new Float64Array(N); sumC = new Float64Array(N);
+    for (n = 0; n < N; n++) {
+      var up = P[n], x = X.get(n);
+      sumM[n] = (up >= 0 ? sumM[up] : 0) + ("uarbsm".indexOf(K[n]) >= 0 ? 1 : 0);
+      sumT[n] = (up >= 0 ? sumT[up] : 0) + (x && x.u ? x.u[0] : 0);
+      sumC[n] = (up >= 0 ? sumC[up] : 0) + (x && x.u ? x.u[1] : 0);
+      if (K[n] === "K") continue;
+      var bare = true;
+      for (j = kidStart[n]; j < kidStart[n + 1]; j++) if (K[kids[j]] !== "K") bare = false;
+      if (bare) { leaves++; isLeaf[n] = 1; }
+    }
+  }
+  derive();
   // Arbor's bookkeeping entries are never shown: the leaf is the entry they hang from.
   while (D.leaf >= 0 && K[D.leaf] === "K") D.leaf = P[D.leaf];
-  // Each branch's totals from the root (parents come before their children).
-  var leaves = 0, isLeaf = new Uint8Array(N), sumM = new Int32Array(N), sumT = new Float64Array(N), sumC = new Float64Array(N);
-  for (n = 0; n < N; n++) {
-    var up0 = P[n], x0 = X.get(n);
-    sumM[n] = (up0 >= 0 ? sumM[up0] : 0) + ("uarbsm".indexOf(K[n]) >= 0 ? 1 : 0);
-    sumT[n] = (up0 >= 0 ? sumT[up0] : 0) + (x0 && x0.u ? x0.u[0] : 0);
-    sumC[n] = (up0 >= 0 ? sumC[up0] : 0) + (x0 && x0.u ? x0.u[1] : 0);
-    if (K[n] === "K") continue;
-    var bare = true;
-    for (var j = kidStart[n]; j < kidStart[n + 1]; j++) if (K[kids[j]] !== "K") bare = false;
-    if (bare) { leaves++; isLeaf[n] = 1; }
-  }
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -214,14 +224,7 @@
   function open(n, fromTree) {
     if (n < 0 || n >= N) return Promise.resolve();
     target = n;
-    var tip = n;
-    while (lastKid(tip) >= 0) tip = lastKid(tip);
-    var up = [];
-    for (var m = tip; m >= 0; m = P[m]) up.push(m);
-    up.reverse();
-    onPath.fill(0);
-    up.forEach(function (m) { onPath[m] = 1; });
-    path = up.filter(function (m) { return shownInPath(m) || m === n; });
+    var tip = repath();
     var at = path.indexOf(n);
     from = Math.max(0, at - WINDOW);
     to = Math.min(path.length, at + 8);
@@ -236,6 +239,17 @@
         card.scrollIntoView({ block: n === tip ? "end" : "center" });
       }
     });
+  }
+  // The path through the target (to the end of the branch it is on); its tip.
+  function repath() {
+    var tip = target, up = [];
+    while (lastKid(tip) >= 0) tip = lastKid(tip);
+    for (var m = tip; m >= 0; m = P[m]) up.push(m);
+    up.reverse();
+    onPath.fill(0);
+    up.forEach(function (m) { onPath[m] = 1; });
+    path = up.filter(function (m) { return shownInPath(m) || m === target; });
+    return tip;
   }
   function pathbar() {
     var m = 0, t = 0, c = 0, calls = 0;
@@ -273,6 +287,7 @@
     b.innerHTML = body[1];
     if (showThinking) b.querySelectorAll("details.thinking").forEach(function (d) { d.open = true; });
     a.append(b);
+    decorators.forEach(function (f) { f(a, I[n]); });
     return a;
   }
   function draw() {
@@ -341,9 +356,7 @@
         var at = c;
         inflate(at).then(function (b) {
           for (var i = 0; i < b.length; i++) {
-            var n = at * CHUNK + i, x = X.get(n);
-            var text = b[i][1].replace(/<[^>]*>/g, " ").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, "\"").replace(/&#39;/g, "'").replace(/&amp;/g, "&");
-            lower[n] = (I[n] + " " + KIND[K[n]] + " " + H[n] + " " + (x && x.l || "") + " " + text).toLowerCase();
+            lower[at * CHUNK + i] = searchText(at * CHUNK + i, b[i][1]);
           }
           if (at > 64) bodies.delete(at);
           c++;
@@ -354,6 +367,10 @@
     });
     return building;
   }
+  function searchText(n, html) {
+    var x = X.get(n), text = html.replace(/<[^>]*>/g, " ").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, "\"").replace(/&#39;/g, "'").replace(/&amp;/g, "&");
+    return (I[n] + " " + KIND[K[n]] + " " + H[n] + " " + (x && x.l || "") + " " + text).toLowerCase();
+  }
   var input = $("search"), timer = 0, hitList = [], hitAt = -1;
   function search() {
     var terms = input.value.toLowerCase().split(/\s+/).filter(Boolean);
@@ -362,7 +379,9 @@
       var found = new Set();
       hitList = [];
       for (var n = 0; n < N; n++) {
-        var t = lower[n];
+        // Entries added after the page was made are indexed when first searched.
+        if (lower[n] === undefined && first.has(n)) lower[n] = searchText(n, first.get(n)[1]);
+        var t = lower[n] || "";
         if (K[n] !== "K" && terms.every(function (q) { return t.indexOf(q) >= 0; })) { found.add(n); hitList.push(n); }
       }
       hits = found;
@@ -473,22 +492,97 @@
   });
 
   // ---- the header, then the first drawing ----
-  var facts = [S.timestamp, group(N) + " entries", leaves + (leaves === 1 ? " branch" : " branches"), group(S.messages) + " messages",
-    group(S.calls) + " tool calls", tokens(S.tokens) + " tokens", money(S.cost)];
-  if (S.models.length) facts.push(S.models.join(", "));
-  if (S.cwd) facts.push(S.cwd);
-  var head = $("facts");
-  head.append(el("span", null, facts.join(" · ")));
-  if (S.errors) head.append(el("span", "bad", " · " + S.errors + (S.errors === 1 ? " error" : " errors")));
-  if (S.aborted) head.append(el("span", "bad", " · " + S.aborted + " aborted"));
-  if (S.cut) head.append(el("span", "note", " · " + S.cut + " tool outputs over " + group(S.maxOutput) + " bytes are cut in this page"));
-  document.title = S.name || "Session " + S.id;
-  $("title").textContent = document.title;
+  function drawFacts() {
+    var facts = [S.timestamp, group(N) + " entries", leaves + (leaves === 1 ? " branch" : " branches"), group(S.messages) + " messages",
+      group(S.calls) + " tool calls", tokens(S.tokens) + " tokens", money(S.cost)];
+    if (S.models.length) facts.push(S.models.join(", "));
+    if (S.cwd) facts.push(S.cwd);
+    var head = $("facts");
+    head.textContent = "";
+    head.append(el("span", null, facts.join(" · ")));
+    if (S.errors) head.append(el("span", "bad", " · " + S.errors + (S.errors === 1 ? " error" : " errors")));
+    if (S.aborted) head.append(el("span", "bad", " · " + S.aborted + " aborted"));
+    if (S.cut) head.append(el("span", "note", " · " + S.cut + " tool outputs over " + group(S.maxOutput) + " bytes are cut in this page"));
+    document.title = S.name || "Session " + S.id;
+    $("title").textContent = document.title;
+  }
+  drawFacts();
   var start = location.hash && byId.get(decodeURIComponent(location.hash.slice(1)));
   layout();
   open(start != null && start !== "" ? start : target, false).then(function () {
     document.documentElement.dataset.renderMs = performance.now().toFixed(1);
     if (performance.mark) performance.mark("arbor-rendered");
   });
-  window.arbor = { open: function (id) { return open(byId.get(id), false); }, compare: function (a, b) { compare(byId.get(a), byId.get(b)); }, search: function (q) { input.value = q; return search(); } };
+
+  // ---- growing: entries appended after the page was made (from a server that follows the session) ----
+  // True when a new entry under `p` (-1: a new root) goes at the end of the
+  // sidebar's order: `p` is on the path to the last entry.
+  function endsOrder(p) {
+    if (p < 0) return true;
+    for (var m = P.length - 1; m >= 0; m = P[m]) if (m === p) return true;
+    return false;
+  }
+  function tallyOne(n) {
+    var x = X.get(n) || {};
+    if ("uarbsm".indexOf(K[n]) >= 0) S.messages++;
+    S.calls += (x.c || []).length;
+    if (x.u) { S.tokens += x.u[0]; S.cost += x.u[1]; }
+    if (F[n] & ERROR) S.errors++;
+    if (F[n] & ABORTED) S.aborted++;
+    if (x.m && S.models.indexOf(x.m) < 0) S.models.push(x.m);
+  }
+  function relabel(id, text) {
+    var t = byId.get(id);
+    if (t == null) return;
+    var x = X.get(t) || {};
+    if (text == null) delete x.l; else x.l = text;
+    if (Object.keys(x).length) X.set(t, x); else X.delete(t);
+    var c = $("e-" + id), h = c && c.querySelector("header"), s = h && h.querySelector(".label");
+    if (!h) return;
+    if (text == null) { if (s) s.remove(); } else if (s) s.textContent = text;
+    else h.insertBefore(el("span", "label", text), h.querySelector(".leafmark") || h.querySelector("time"));
+  }
+  // Adds appended entries (items: {id, parent, row, body, label?, name?}, in
+  // file order). False when one does not go at the end of the sidebar's
+  // order (a branch grew elsewhere, an unknown parent): draw the page anew.
+  function append(items) {
+    var before = N, oldLeaf = D.leaf, main = $("main");
+    // The reader sees the end of the path (the leaf's card is in view): the page follows it.
+    var leafCard = oldLeaf >= 0 && $("e-" + I[oldLeaf]);
+    var following = target === oldLeaf && !comparing && !!leafCard && leafCard.getBoundingClientRect().top < main.getBoundingClientRect().bottom;
+    for (var i = 0; i < items.length; i++) {
+      var it = items[i];
+      if (byId.has(it.id)) continue;
+      var p = it.parent == null ? -1 : byId.get(it.parent);
+      if (p === undefined || !endsOrder(p)) return false;
+      push([p].concat(it.row));
+      first.set(P.length - 1, it.body);
+      if (it.label) relabel(it.label[0], it.label[1]);
+      if (it.name) S.name = it.name;
+      tallyOne(P.length - 1);
+    }
+    if (P.length === before) return true;
+    derive();
+    rowOf = new Int32Array(N).fill(-1); foldable = new Uint8Array(N); onPath = new Uint8Array(N);
+    D.leaf = N - 1;
+    while (D.leaf >= 0 && K[D.leaf] === "K") D.leaf = P[D.leaf];
+    // The old leaf's card is marked no more (the sidebar is drawn anew below).
+    var mark = oldLeaf !== D.leaf && leafCard && leafCard.querySelector("header .leafmark");
+    if (mark) mark.remove();
+    drawFacts();
+    if (following) { open(D.leaf, false); return true; }
+    var ended = to === path.length;
+    repath();
+    if (ended && to < path.length && !view.querySelector(".more[data-side=bottom]")) view.append(sentinel("bottom", path.length - to + " later entries on this path"));
+    layout();
+    pathbar();
+    return true;
+  }
+  // Calls f(card, id) for every card drawn, now and from now on.
+  function decorate(f) {
+    decorators.push(f);
+    view.querySelectorAll(".card").forEach(function (c) { f(c, I[+c.dataset.n]); });
+  }
+  window.arbor = { open: function (id) { return open(byId.get(id), false); }, compare: function (a, b) { compare(byId.get(a), byId.get(b)); }, search: function (q) { input.value = q; return search(); },
+    append: append, decorate: decorate, entries: function () { return N; }, leaf: function () { return D.leaf >= 0 ? I[D.leaf] : null; } };
 })();

@@ -94,6 +94,14 @@ impl Builder {
         self.with_message_child.contains(id)
     }
 
+    /// A time in ms as pi writes it, or (`None`) the time of the entry before.
+    pub fn time_at(&mut self, ms: Option<i64>) -> String {
+        if let Some(ms) = ms {
+            self.last_time = format_iso_ms(ms);
+        }
+        self.last_time.clone()
+    }
+
     /// The record's time as pi writes it, or the time of the entry before.
     pub fn time_of(&mut self, r: &Record) -> String {
         if let Some(ms) = r.str("timestamp").and_then(parse_iso_ms) {

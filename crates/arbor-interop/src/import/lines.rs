@@ -44,11 +44,14 @@ impl Record {
     }
 }
 
-/// A line that was not imported.
+/// A line (or, for OpenCode's storage, a file) that was not imported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkippedLine {
-    /// 1-based line number.
+    /// 1-based line number (0 for a whole file).
     pub line: usize,
+    /// The file, when it is not the transcript itself (OpenCode's message and part files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<std::path::PathBuf>,
     /// Why.
     pub reason: String,
 }
@@ -89,7 +92,7 @@ pub(crate) fn parse_records(bytes: &[u8]) -> Records {
             if unfinished {
                 out.partial_tail = true;
             } else {
-                out.skipped.push(SkippedLine { line, reason: "not UTF-8".into() });
+                out.skipped.push(SkippedLine { line, file: None, reason: "not UTF-8".into() });
             }
             continue;
         };
@@ -99,8 +102,12 @@ pub(crate) fn parse_records(bytes: &[u8]) -> Records {
         }
         match serde_json::from_str::<Value>(trimmed) {
             Ok(value @ Value::Object(_)) => out.records.push(Record { line, text: trimmed.to_owned(), value }),
-            Ok(_) if !unfinished => out.skipped.push(SkippedLine { line, reason: "not a JSON object".into() }),
-            Err(e) if !unfinished => out.skipped.push(SkippedLine { line, reason: format!("malformed JSON: {e}") }),
+            Ok(_) if !unfinished => {
+                out.skipped.push(SkippedLine { line, file: None, reason: "not a JSON object".into() })
+            }
+            Err(e) if !unfinished => {
+                out.skipped.push(SkippedLine { line, file: None, reason: format!("malformed JSON: {e}") })
+            }
             _ => out.partial_tail = true,
         }
     }

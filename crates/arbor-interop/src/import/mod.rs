@@ -10,6 +10,7 @@ mod build;
 mod claude;
 mod codex;
 mod lines;
+mod opencode;
 mod write;
 
 use std::collections::{BTreeMap, HashMap};
@@ -34,14 +35,20 @@ pub enum Format {
     Claude,
     /// Codex CLI: `~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`.
     Codex,
+    /// OpenCode: `~/.local/share/opencode/storage` (a JSON file per session,
+    /// message and part); a transcript is a session's file
+    /// (`storage/session/<project>/<id>.json`).
+    #[serde(rename = "opencode")]
+    OpenCode,
 }
 
 impl Format {
-    /// `claude` or `codex`: the prefix of the custom types it keeps records under.
+    /// `claude`, `codex` or `opencode`: the prefix of the custom types it keeps records under.
     pub fn as_str(self) -> &'static str {
         match self {
             Format::Claude => "claude",
             Format::Codex => "codex",
+            Format::OpenCode => "opencode",
         }
     }
 }
@@ -124,8 +131,13 @@ impl Planned {
 }
 
 /// The transcripts an import of `path` reads: the file itself and, for a
-/// Claude Code session, its subagents' transcripts (`<dir>/<stem>/subagents/*.jsonl`).
+/// Claude Code session, its subagents' transcripts (`<dir>/<stem>/subagents/*.jsonl`);
+/// for OpenCode, a session's file, or every session of a storage folder
+/// (parents before their children).
 pub fn sources(format: Format, path: &Path) -> Vec<PathBuf> {
+    if format == Format::OpenCode {
+        return opencode::session_files(path);
+    }
     let mut out = vec![path.to_owned()];
     if format == Format::Claude {
         if let (Some(dir), Some(stem)) = (path.parent(), path.file_stem()) {
@@ -161,12 +173,52 @@ pub fn import_transcripts(
     out
 }
 
-fn import_one(
-    format: Format,
-    path: &Path,
-    opts: &ImportOptions,
-    written: &mut HashMap<String, PathBuf>,
-) -> Result<ImportReport, InteropError> {
+/// One session a transcript makes, read in place ([`read_transcript`]): the
+/// lines an import would write, held in memory.
+#[derive(Debug, Clone)]
+pub struct InPlace {
+    /// The session's header. A sidechain's `parentSession` is its main
+    /// session's id (an import writes the main session's file there).
+    pub header: SessionHeader,
+    /// The session file's lines as an import would write them, header first.
+    pub lines: Vec<String>,
+    /// The session id in the source.
+    pub source_session: String,
+}
+
+/// A transcript read in place: its sessions, and the lines left out.
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    /// The sessions it makes: the main one first, then one per sidechain.
+    pub sessions: Vec<InPlace>,
+    /// The lines left out (not JSON objects), with why.
+    pub skipped: Vec<SkippedLine>,
+    /// True when the last line is unfinished (still being written).
+    pub partial_tail: bool,
+}
+
+/// Reads one transcript and maps it to sessions exactly as an import does,
+/// writing nothing: for readers that look at another agent's history in
+/// place (`arbor usage`). A transcript with no record is
+/// [`InteropError::Empty`].
+pub fn read_transcript(format: Format, path: &Path) -> Result<Transcript, InteropError> {
+    let (read, planned) = plan_file(format, path)?;
+    let sessions = planned
+        .into_iter()
+        .map(|p| {
+            let header = SessionHeader::new(p.id.clone(), p.timestamp.clone(), p.cwd.clone(), p.parent_id.clone());
+            let lines = p.builder.lines(&header);
+            InPlace { header, lines, source_session: p.source_session }
+        })
+        .collect();
+    Ok(Transcript { sessions, skipped: read.skipped, partial_tail: read.partial_tail })
+}
+
+/// A transcript's records and the sessions they make.
+fn plan_file(format: Format, path: &Path) -> Result<(lines::Records, Vec<Planned>), InteropError> {
+    if format == Format::OpenCode {
+        return opencode::plan(path);
+    }
     let read = lines::read_records(path)?;
     if read.records.is_empty() {
         return Err(InteropError::Empty { path: path.to_owned(), format: format.as_str() });
@@ -175,7 +227,18 @@ fn import_one(
     let planned = match format {
         Format::Claude => claude::plan(&read.records, &stem),
         Format::Codex => codex::plan(&read.records, &stem),
+        Format::OpenCode => Vec::new(),
     };
+    Ok((read, planned))
+}
+
+fn import_one(
+    format: Format,
+    path: &Path,
+    opts: &ImportOptions,
+    written: &mut HashMap<String, PathBuf>,
+) -> Result<ImportReport, InteropError> {
+    let (read, planned) = plan_file(format, path)?;
     let mut sessions = Vec::new();
     for p in planned {
         let dir = paths::session_dir_for(&opts.sessions_root, &p.cwd);

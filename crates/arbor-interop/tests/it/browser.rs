@@ -9,40 +9,20 @@
 //! one line (CI installs it and sets `ARBOR_REQUIRE_BROWSER`, so there it
 //! fails instead).
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-use fantoccini::{Client, ClientBuilder, Locator};
+use arbor_test_support::browser::{eval, until};
+use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
 
 use crate::{fixtures, open};
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
-}
 
 /// Where the test keeps what it makes: `target/tmp/arbor-html/`.
 pub fn artifacts() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("arbor-html");
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// A chromedriver process in a process group of its own, ended with the
-/// browser it started when dropped (also when a check fails halfway, before
-/// the session is closed: Chromium would outlive its driver otherwise).
-struct Driver(Child);
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let group = format!("-{}", self.0.id());
-        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The page of `session` written to `out`.
@@ -57,35 +37,13 @@ fn file_url(p: &Path) -> String {
     format!("file://{}", p.canonicalize().unwrap().display())
 }
 
-async fn eval(c: &Client, script: &str) -> Value {
-    c.execute(script, vec![]).await.unwrap()
-}
-
-/// Waits (up to 10 s) until `script` returns true.
-async fn until(c: &Client, script: &str) {
-    for _ in 0..200 {
-        if eval(c, script).await == Value::Bool(true) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for: {script}");
-}
-
 async fn count(c: &Client, css: &str) -> usize {
     c.find_all(Locator::Css(css)).await.unwrap().len()
 }
 
 #[test]
 fn the_page_in_headless_chromium() {
-    let (Some(chromium), Some(chromedriver)) = (on_path("chromium"), on_path("chromedriver")) else {
-        assert!(
-            std::env::var_os("ARBOR_REQUIRE_BROWSER").is_none(),
-            "ARBOR_REQUIRE_BROWSER is set but chromium or chromedriver is not on the PATH"
-        );
-        eprintln!("skipped: chromium and chromedriver are not on the PATH (CI installs them: apt-get install chromium chromium-driver)");
-        return;
-    };
+    let Some((chromium, chromedriver)) = arbor_test_support::browser::tools() else { return };
     let dir = artifacts();
     let demo = dir.join("demo.html");
     export(&fixtures().join("demo/demo.jsonl"), &demo);
@@ -99,44 +57,10 @@ fn the_page_in_headless_chromium() {
     let big_html = dir.join("generated-100000.html");
     export(&big, &big_html);
 
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let _driver = Driver(
-        std::os::unix::process::CommandExt::process_group(&mut Command::new(chromedriver), 0)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let profile = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let mut caps = serde_json::Map::new();
-        caps.insert(
-            "goog:chromeOptions".into(),
-            json!({
-                "binary": chromium,
-                "args": [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    format!("--user-data-dir={}", profile.path().display()), "--window-size=1400,900",
-                ],
-            }),
-        );
-        let url = format!("http://127.0.0.1:{port}");
-        let mut client = None;
-        for _ in 0..100 {
-            // Plain HTTP to the local driver: no TLS stack.
-            let http = hyper_util::client::legacy::connect::HttpConnector::new();
-            match ClientBuilder::new(http).capabilities(caps.clone()).connect(&url).await {
-                Ok(c) => {
-                    client = Some(c);
-                    break;
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-        let c = client.expect("chromedriver did not start");
+        let browser = arbor_test_support::browser::start(&chromium, &chromedriver).await;
+        let c = browser.client.clone();
         demo_page(&c, &demo, &dir).await;
         rich_page(&c, &rich, &ids, &dir).await;
         forks_page(&c, &forks, &dir).await;

@@ -83,9 +83,12 @@ fn render(path: &Path, root: &Path) -> String {
             .and_then(|v| v.as_array().cloned())
             .unwrap_or_default()
             .iter()
-            .map(|o| match o.get("part") {
-                Some(p) => format!("{}#{p}", o["line"]),
-                None => o["line"].to_string(),
+            .map(|o| {
+                let at = o.get("file").and_then(Value::as_str).map_or_else(|| o["line"].to_string(), str::to_owned);
+                match o.get("part") {
+                    Some(p) => format!("{at}#{p}"),
+                    None => at,
+                }
             })
             .collect();
         writeln!(out, "{} {} {what} <- {}", e.id, e.parent_id.as_deref().unwrap_or("-"), lines.join(",")).unwrap();
@@ -104,7 +107,7 @@ fn short(s: &str) -> String {
 }
 
 /// Every session of the reports, then what the import did.
-fn render_reports(reports: &[ImportReport], root: &Path) -> String {
+pub(crate) fn render_reports(reports: &[ImportReport], root: &Path) -> String {
     let mut out = String::new();
     for r in reports {
         writeln!(out, "== {}", r.source.file_name().unwrap().to_string_lossy()).unwrap();
@@ -118,7 +121,11 @@ fn render_reports(reports: &[ImportReport], root: &Path) -> String {
             }
         }
         for k in &r.skipped {
-            writeln!(out, "skipped line {}: {}", k.line, k.reason).unwrap();
+            match &k.file {
+                Some(f) => writeln!(out, "skipped file {}: {}", f.file_name().unwrap().to_string_lossy(), k.reason),
+                None => writeln!(out, "skipped line {}: {}", k.line, k.reason),
+            }
+            .unwrap();
         }
         if r.partial_tail {
             writeln!(out, "the last line is unfinished").unwrap();

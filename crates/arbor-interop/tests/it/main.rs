@@ -10,6 +10,7 @@ mod browser;
 mod diff;
 mod export;
 mod import;
+mod opencode;
 mod pi;
 mod sessions;
 

@@ -332,3 +332,36 @@ fn diff_holds_the_paths_positions_not_their_entries() {
     eprintln!("arbor diff: +{growth} KB for +{grown_kb} KB of file ({ratio:.2}x); {sizes:?}");
     assert!(ratio <= 0.3, "diff grows by {ratio:.2}x the file");
 }
+
+#[test]
+fn navigate_decodes_no_message_it_does_not_show() {
+    if !can_measure() {
+        return;
+    }
+    // A move without a summary reads the target and writes the leaf (item 1
+    // of issue #38; before, the agent built the whole context of the leaf
+    // first: 5.0 GB on a 1M chain, 4.75x this file's growth).
+    let d = tempfile::tempdir().unwrap();
+    let cache = d.path().join("cache");
+    let pad = "lorem ipsum dolor sit amet ".repeat(10);
+    let mut sizes = vec![];
+    for n in [20_000, 40_000] {
+        let chain = d.path().join(format!("{n}.jsonl"));
+        let len = write_chain(&chain, n, chat(&pad));
+        // Each run on a fresh copy: a move changes the leaf the next one starts from.
+        let run = || {
+            let file = d.path().join("moved.jsonl");
+            fs::copy(&chain, &file).unwrap();
+            let args = ["navigate", file.to_str().unwrap(), "00000001"];
+            let peak = peak_of(arbor_under_time(&args).env("ARBOR_CACHE_DIR", &cache), &args);
+            fs::remove_file(&file).unwrap();
+            peak
+        };
+        run();
+        sizes.push((len, run().min(run())));
+    }
+    let (grown_kb, growth) = ((sizes[1].0 - sizes[0].0) / 1024, sizes[1].1.saturating_sub(sizes[0].1));
+    let ratio = growth as f64 / grown_kb as f64;
+    eprintln!("arbor navigate: +{growth} KB for +{grown_kb} KB of file ({ratio:.2}x); {sizes:?}");
+    assert!(ratio <= 0.3, "navigate grows by {ratio:.2}x the file");
+}

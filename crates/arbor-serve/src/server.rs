@@ -1,0 +1,152 @@
+//! [`Server`]: the listener, the routes and the state every request shares.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use arbor_interop::HtmlOptions;
+use arbor_tree::sessions::Sessions;
+use arbor_tree::SessionOptions;
+
+use crate::error::ServeError;
+use crate::guard::Guard;
+
+/// Whether the pages may change sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Writes {
+    /// Every write is refused (403): the default.
+    #[default]
+    Refused,
+    /// Labels and session names can be edited from the page, each through
+    /// the session's write lock.
+    Allowed,
+}
+
+/// How to serve.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// Where to listen (port 0: any free port). Any address but a loopback
+    /// one needs the token.
+    pub addr: SocketAddr,
+    /// Whether pages may write.
+    pub writes: Writes,
+    /// How sessions are opened (the backend's store and root; the caller's
+    /// index cache and ids).
+    pub session_options: SessionOptions,
+    /// How pages are drawn (paths shown, outputs cut).
+    pub html: HtmlOptions,
+}
+
+impl ServeOptions {
+    /// Read-only, on `addr`, opening sessions with `session_options`, pages as
+    /// [`HtmlOptions::default`] draws them.
+    pub fn new(addr: SocketAddr, session_options: SessionOptions) -> ServeOptions {
+        ServeOptions { addr, writes: Writes::Refused, session_options, html: HtmlOptions::default() }
+    }
+
+    /// With `writes`.
+    pub fn writes(mut self, writes: Writes) -> ServeOptions {
+        self.writes = writes;
+        self
+    }
+}
+
+/// Request bodies larger than this are refused (a label or a name is small).
+pub(crate) const BODY_MAX: usize = 16 * 1024;
+/// Sessions followed at once (one thread each); more are refused (503).
+const FOLLOWERS_MAX: usize = 64;
+
+/// What every request shares.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub sessions: Arc<dyn Sessions>,
+    pub options: ServeOptions,
+    pub guard: Guard,
+    /// Bumped when the listing changes (while someone watches it).
+    pub changes: watch::Sender<u64>,
+    /// Permits for sessions followed at once.
+    pub followers: Arc<Semaphore>,
+}
+
+pub(crate) type Shared = Arc<State>;
+
+/// A bound server: [`Server::url`] to open, [`Server::run`] to answer.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    state: Shared,
+    addr: SocketAddr,
+}
+
+impl Server {
+    /// Listens on `options.addr`; off loopback, makes the token.
+    pub async fn bind(sessions: Arc<dyn Sessions>, options: ServeOptions) -> Result<Server, ServeError> {
+        let listener =
+            TcpListener::bind(options.addr).await.map_err(|source| ServeError::Bind { addr: options.addr, source })?;
+        let addr = listener.local_addr()?;
+        let guard = Guard::new(addr)?;
+        let (changes, _) = watch::channel(0);
+        let state =
+            Arc::new(State { sessions, options, guard, changes, followers: Arc::new(Semaphore::new(FOLLOWERS_MAX)) });
+        Ok(Server { listener, state, addr })
+    }
+
+    /// The address listened on (the port chosen when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// True when requests need the token (the address is not a loopback one).
+    pub fn needs_token(&self) -> bool {
+        self.state.guard.token().is_some()
+    }
+
+    /// The URL to open: the session list, with the token when one is
+    /// needed (show it once: it is the key to every session).
+    pub fn url(&self) -> String {
+        let base = self.state.guard.base_url();
+        match self.state.guard.token() {
+            Some(t) => format!("{base}/?token={t}"),
+            None => format!("{base}/"),
+        }
+    }
+
+    /// Answers requests until `shutdown` completes (open event streams are
+    /// then dropped, not waited for).
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+        let app = routes(self.state.clone());
+        let watcher = tokio::spawn(crate::list::watch_listing(self.state.clone()));
+        let served = axum::serve(self.listener, app);
+        let result = tokio::select! {
+            r = served => r.map_err(ServeError::Io),
+            () = shutdown => Ok(()),
+        };
+        watcher.abort();
+        result
+    }
+}
+
+/// Every route, behind the guard. The views are the list (`/`, with search)
+/// and each session's page (`/s/DIR/FILE`); usage charts (`arbor usage`,
+/// issue 36) are one more view here, with its link in the list's header.
+fn routes(state: Shared) -> Router {
+    Router::new()
+        .route("/", get(crate::list::index))
+        .route("/api/sessions", get(crate::list::sessions))
+        .route("/api/search", get(crate::list::search))
+        .route("/api/events", get(crate::list::events))
+        .route("/s/{dir}/{file}", get(crate::page::page))
+        .route("/s/{dir}/{file}/events", get(crate::live::events))
+        .route("/s/{dir}/{file}/label", post(crate::write::label))
+        .route("/s/{dir}/{file}/name", post(crate::write::name))
+        .layer(DefaultBodyLimit::max(BODY_MAX))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::guard::check))
+        .with_state(state)
+}

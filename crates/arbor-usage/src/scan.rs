@@ -1,0 +1,221 @@
+//! Where usage is read from, and reading it: pi's session files through
+//! `arbor-tree` (any [`arbor_tree::Store`]: local files or a server),
+//! other agents' transcripts in place through `arbor-interop`'s readers
+//! (nothing is written), every file on its own thread, and a file whose
+//! stamp the [`Cache`] knows not read again.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use arbor_interop::Format;
+use arbor_tree::{FileStamp, FileStore, MemoryStore, OpenMode, Session, SessionOptions, Store};
+
+use crate::cache::{Cache, Cached};
+use crate::error::UsageError;
+use crate::model::{Agent, SessionUsage};
+use crate::read::read_session;
+
+/// A file to read usage from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Source {
+    /// The agent that wrote it.
+    pub agent: Agent,
+    /// A pi session file (as its store names it), a Claude Code or Codex
+    /// transcript, or an OpenCode session's `info` file.
+    pub path: PathBuf,
+}
+
+/// How files are read.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// How pi's sessions are opened (their store; an index directory, if any).
+    pub session: SessionOptions,
+    /// Files read at once.
+    pub threads: usize,
+}
+
+impl Default for ScanOptions {
+    /// Local files, no index, a thread per core.
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        ScanOptions { session: SessionOptions::default().with_index_dir(None), threads }
+    }
+}
+
+/// What a scan found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Every session read, in the order of the sources.
+    pub sessions: Vec<SessionUsage>,
+    /// Files read.
+    pub read: usize,
+    /// Files whose sessions came from the cache.
+    pub reused: usize,
+    /// Files that could not be read: one line each, naming the file.
+    pub unreadable: Vec<String>,
+}
+
+/// The session files of a sessions root in pi's layout
+/// (`ROOT/<cwd folder>/*.jsonl`): every folder's, or `cwd`'s only.
+pub fn pi_files(root: &Path, cwd: Option<&str>) -> Result<Vec<PathBuf>, UsageError> {
+    let dirs = match cwd {
+        Some(c) => vec![root.join(arbor_tree::paths::encode_cwd(c))],
+        None => sorted_entries(root)?.into_iter().filter(|p| p.is_dir()).collect(),
+    };
+    let mut out = Vec::new();
+    for dir in dirs {
+        for p in sorted_entries(&dir)? {
+            if is_file_named(&p, ".jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The files under `dir` whose names end with `suffix`, at any depth
+/// (Claude Code's projects, Codex's dated folders); links are not followed.
+pub fn files_under(dir: &Path, suffix: &str) -> Result<Vec<PathBuf>, UsageError> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for p in sorted_entries(&d)? {
+            match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => stack.push(p),
+                Ok(m) if m.is_file() && is_file_named(&p, suffix) => out.push(p),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn is_file_named(p: &Path, suffix: &str) -> bool {
+    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.len() > suffix.len() && n.ends_with(suffix))
+        && std::fs::metadata(p).is_ok_and(|m| m.is_file())
+}
+
+/// A folder's entries, sorted; a missing folder has none.
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, UsageError> {
+    let read = match std::fs::read_dir(dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(UsageError::io(dir, e)),
+    };
+    let mut out = Vec::new();
+    for e in read {
+        out.push(e.map_err(|e| UsageError::io(dir, e))?.path());
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads every source (on `opts.threads` threads), taking from `cache`
+/// the files whose stamp it knows and putting there what was read.
+pub fn scan(sources: &[Source], opts: &ScanOptions, cache: &mut Cache) -> Scan {
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Result<Read, UsageError>)>> = Mutex::new(Vec::new());
+    let cache_ref = &*cache;
+    std::thread::scope(|scope| {
+        for _ in 0..opts.threads.clamp(1, sources.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(source) = sources.get(i) else { break };
+                let result = read_source(source, opts, cache_ref);
+                done.lock().unwrap_or_else(|p| p.into_inner()).push((i, result));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    let mut out = Scan::default();
+    let mut seen = HashSet::new();
+    let mut lent = Vec::new();
+    for (i, result) in done {
+        let location = location_of(&sources[i]);
+        seen.insert(location.clone());
+        match result {
+            Ok(Read::Cached) => {
+                out.reused += 1;
+                let start = out.sessions.len();
+                out.sessions.extend(cache.lend(&location));
+                // A file given twice is lent once: the second loan is empty and must not be given back.
+                if out.sessions.len() > start {
+                    lent.push((location, start..out.sessions.len()));
+                }
+            }
+            Ok(Read::Fresh(sessions, stamp)) => {
+                out.read += 1;
+                if let Some(stamp) = stamp {
+                    cache.put(location, Cached { stamp, sessions: sessions.clone() });
+                }
+                out.sessions.extend(sessions);
+            }
+            Err(e) => out.unreadable.push(e.to_string()),
+        }
+    }
+    cache.retain(&seen);
+    if cache.changed() {
+        // It will be written whole: what was lent goes back (only then copied).
+        for (location, range) in lent {
+            cache.give_back(&location, &out.sessions[range]);
+        }
+    }
+    out
+}
+
+/// One file's sessions, and whether they came from the cache.
+#[derive(Debug)]
+enum Read {
+    /// The cache has it as it is (lent out after the threads are done).
+    Cached,
+    Fresh(Vec<SessionUsage>, Option<FileStamp>),
+}
+
+fn location_of(source: &Source) -> String {
+    source.path.to_string_lossy().into_owned()
+}
+
+fn read_source(source: &Source, opts: &ScanOptions, cache: &Cache) -> Result<Read, UsageError> {
+    let location = location_of(source);
+    let stamp = match source.agent {
+        Agent::Pi => opts.session.store.stamp(&source.path),
+        Agent::OpenCode => crate::opencode::stamp(&source.path),
+        Agent::Claude | Agent::Codex => FileStore.stamp(&source.path),
+    };
+    if stamp.as_ref().is_some_and(|s| cache.knows(&location, s)) {
+        return Ok(Read::Cached);
+    }
+    let sessions = match source.agent {
+        Agent::Pi => {
+            let s = Session::open(&source.path, OpenMode::ReadOnly, opts.session.clone())?;
+            vec![read_session(&s, Agent::Pi, location)]
+        }
+        Agent::Claude => in_place(Format::Claude, source, &location)?,
+        Agent::Codex => in_place(Format::Codex, source, &location)?,
+        Agent::OpenCode => in_place(Format::OpenCode, source, &location)?,
+    };
+    Ok(Read::Fresh(sessions, stamp))
+}
+
+/// Another agent's transcript, read as the importer maps it, into sessions
+/// held in memory: nothing is written anywhere.
+fn in_place(format: Format, source: &Source, location: &str) -> Result<Vec<SessionUsage>, UsageError> {
+    let transcript = arbor_interop::read_transcript(format, &source.path)?;
+    let mut out = Vec::new();
+    for (n, planned) in transcript.sessions.iter().enumerate() {
+        let store = MemoryStore::new();
+        let path = PathBuf::from(format!("/in-place/{n}.jsonl"));
+        let mut bytes = planned.lines.join("\n");
+        bytes.push('\n');
+        store.put(&path, bytes.as_bytes());
+        let opts = SessionOptions::default().with_store(store).with_index_dir(None);
+        let s = Session::open(&path, OpenMode::ReadOnly, opts)?;
+        let location = if n == 0 { location.to_owned() } else { format!("{location}#{}", n + 1) };
+        out.push(read_session(&s, source.agent, location));
+    }
+    Ok(out)
+}
