@@ -172,7 +172,7 @@ impl BenchCmd {
         }
     }
 
-    fn exiting_up_to(mut self, code: i32) -> Self {
+    pub fn exiting_up_to(mut self, code: i32) -> Self {
         self.max_exit = code;
         self
     }

@@ -1,16 +1,16 @@
 //! `cargo xtask bench --store N`: listing and searching a store of N
 //! generated sessions with `arbor ls` and `arbor search` (the catalog), next
-//! to pi's own `SessionManager.listAll()` on the same store, in one run.
+//! to pi's own `SessionManager.listAll()` and to ripgrep on the same store,
+//! in one run.
 //!
 //! Rows, each the wall time of a whole `arbor` process (median of the runs):
 //! the first listing with no catalog (the catalog is deleted before each
 //! run), the listing again with nothing changed, the listing after one
-//! session grew by 100 entries (a different session each run), the first
-//! search (which builds the full-text index, once), and searches for a word,
-//! a rare word and a phrase. pi's row is the time `listAll()` takes inside
-//! node (as pi's users wait for it), once, and its whole process.
+//! session grew by 100 entries (a different session each run); then the
+//! search rows beside `rg` ([`crate::bench_search`]). pi's row is the time
+//! `listAll()` takes inside node (as pi's users wait for it), and its whole
+//! process.
 
-use std::ffi::OsString;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use crate::bench::{bench_command, BenchCmd, Measured};
+use crate::bench_search;
 use crate::store::{self, Sizes, STORE_VERSION};
 
 /// What `--store` was asked for.
@@ -47,10 +48,6 @@ const ms = performance.now() - start;
 console.log(JSON.stringify({ sessions: all.length, ms }));
 "#;
 
-/// A common word, a word of few sessions, and a phrase, for the search rows.
-const WORD: &str = "session";
-const PHRASE: &str = "\"root leaf\"";
-
 pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()> {
     let store = cached_store(target, o)?;
     let sessions = store.join("sessions");
@@ -64,21 +61,6 @@ pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()
         ))
     };
     let ls = |label: &str| ls_with(arbor, label);
-    let search = |label: &str, q: &str| {
-        env(BenchCmd::new(
-            label,
-            [
-                arbor.as_os_str(),
-                "search".as_ref(),
-                "--all".as_ref(),
-                "--sessions-dir".as_ref(),
-                sessions.as_os_str(),
-                "--limit".as_ref(),
-                "20".as_ref(),
-                OsString::from(q).as_os_str(),
-            ],
-        ))
-    };
     let mut rows: Vec<Measured> = vec![];
 
     // The first listing: no catalog before each run (the baseline's in turn with it).
@@ -116,18 +98,21 @@ pub fn run(root: &Path, arbor: &Path, target: &Path, o: &StoreOpts) -> Result<()
     }
     rows.push(Measured { cmd: ls("arbor ls --all, one session grew by 100 entries"), runs: grown });
 
-    if o.search {
-        // The first search builds the full-text index.
-        rows.push(bench_command(root, &search("arbor search (first: builds the text index)", WORD), 1)?);
-        let rare = store::topic_word(40);
-        rows.push(bench_command(root, &search(&format!("arbor search {WORD}"), WORD), o.runs)?);
-        rows.push(bench_command(root, &search(&format!("arbor search {rare}"), &rare), o.runs)?);
-        rows.push(bench_command(root, &search(&format!("arbor search {PHRASE}"), PHRASE), o.runs)?);
-    }
-    let catalog_mb = size_of(&cache)?.1 as f64 / 1e6;
+    let listing_mb = size_of(&cache)?.1 as f64 / 1e6;
+    let searches = if o.search {
+        let oldest_only = store::oldest_only_literal(o.sessions, o.seed, o.sizes)?;
+        let setup = bench_search::Setup { root, arbor, sessions: &sessions, cache: &cache, runs: o.runs, oldest_only };
+        bench_search::rows(&setup)?
+    } else {
+        vec![]
+    };
+    let catalog_bytes = bench_search::dir_bytes(&cache)?;
 
     let pi = if o.pi { pi_list_all(&store)? } else { None };
-    report(o, files, bytes, catalog_mb, &rows, pi.as_ref());
+    report(o, files, bytes, listing_mb, &rows, pi.as_ref());
+    if o.search {
+        bench_search::report(&searches, bytes, catalog_bytes);
+    }
     Ok(())
 }
 
@@ -232,7 +217,7 @@ fn pi_list_all(store: &Path) -> Result<Option<PiRun>> {
 fn report(o: &StoreOpts, files: usize, bytes: u64, catalog_mb: f64, rows: &[Measured], pi: Option<&PiRun>) {
     println!();
     println!(
-        "store: {} sessions ({}–{} entries each), {files} files, {:.0} MB; catalog {:.0} MB; {} runs per row",
+        "store: {} sessions ({}–{} entries each), {files} files, {:.0} MB; listing catalog {:.1} MB; {} runs per row",
         o.sessions,
         o.sizes.min,
         o.sizes.max,

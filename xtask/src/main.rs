@@ -13,6 +13,7 @@ mod bench;
 mod bench_append;
 mod bench_html;
 mod bench_pg;
+mod bench_search;
 mod bench_store;
 mod bench_targets;
 mod bench_tui;

@@ -125,6 +125,21 @@ pub fn session_bytes(i: usize, sessions: usize, seed: u64, sizes: Sizes, extra: 
     Ok(bytes)
 }
 
+/// A literal only the store's oldest session (session 0) holds, the last
+/// file a newest-first search reads: a topic word no other session draws,
+/// else (in a large store every topic is shared) the session's id.
+pub fn oldest_only_literal(sessions: usize, seed: u64, sizes: Sizes) -> Result<String> {
+    let others: std::collections::HashSet<String> =
+        (1..sessions).flat_map(|i| plan(i, sessions, seed, sizes).0.topics).collect();
+    if let Some(word) = plan(0, sessions, seed, sizes).0.topics.into_iter().find(|t| !others.contains(t)) {
+        return Ok(word);
+    }
+    let bytes = session_bytes(0, sessions, seed, sizes, 0)?;
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let header: serde_json::Value = serde_json::from_slice(first).context("generated header")?;
+    header.get("id").and_then(|v| v.as_str()).map(str::to_owned).context("generated header without an id")
+}
+
 /// Where session `i` of a store lives under its root.
 pub fn session_path(root: &Path, i: usize, sessions: usize, seed: u64, sizes: Sizes) -> Result<PathBuf> {
     Ok(root.join(relative_path(&session_bytes(i, sessions, seed, sizes, 0)?)?))

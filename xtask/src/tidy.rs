@@ -20,9 +20,10 @@ mod vocab;
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
 /// each other).
-pub const LAYERS: [&[&str]; 7] = [
+pub const LAYERS: [&[&str]; 8] = [
     &["arbor-log"],
     &["arbor-tree"],
+    &["arbor-search"],
     &["arbor-context", "arbor-catalog", "arbor-pg"],
     &["arbor-agent", "arbor-interop"],
     &["arbor-usage"],
@@ -32,8 +33,16 @@ pub const LAYERS: [&[&str]; 7] = [
 
 /// Crates from which `tokio` must not be reachable through normal dependencies
 /// (the Python package too: a wheel that runs no async runtime).
-pub const SYNC_CRATES: [&str; 7] =
-    ["arbor-log", "arbor-tree", "arbor-context", "arbor-catalog", "arbor-interop", "arbor-usage", "arbor-py"];
+pub const SYNC_CRATES: [&str; 8] = [
+    "arbor-log",
+    "arbor-tree",
+    "arbor-search",
+    "arbor-context",
+    "arbor-catalog",
+    "arbor-interop",
+    "arbor-usage",
+    "arbor-py",
+];
 
 /// Every chain crate, bottom layer first.
 fn chain_crates() -> impl Iterator<Item = &'static str> {

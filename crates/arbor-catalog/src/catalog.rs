@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 
 use arbor_log::format_iso_ms;
-use arbor_tree::sessions::{parse_query, Hit, Progress, Scope};
+use arbor_tree::sessions::{Hit, Progress, Scope};
 use arbor_tree::SessionListInfo;
 
 use crate::db;
 use crate::error::CatalogError;
-use crate::index::IndexStats;
 use crate::refresh::RefreshStats;
+use crate::search::SearchOptions;
 
 /// How a catalog is opened.
 #[derive(Debug, Clone)]
@@ -53,6 +53,8 @@ pub struct Catalog {
     /// The root as stored in the catalog (absolute, links resolved when it exists).
     key: String,
     file: Option<PathBuf>,
+    /// The cache directory, for sessions' tree indexes (`<cache>/index`).
+    cache_dir: Option<PathBuf>,
     conn: Connection,
     threads: usize,
     warnings: Vec<String>,
@@ -80,7 +82,8 @@ impl Catalog {
             None => in_memory(&key)?,
         };
         let file = file.filter(|_| conn.path().is_some_and(|p| !p.is_empty()));
-        Ok(Catalog { root: root.to_owned(), key, file, conn, threads: opts.threads.max(1), warnings })
+        let cache_dir = opts.cache_dir.clone();
+        Ok(Catalog { root: root.to_owned(), key, file, cache_dir, conn, threads: opts.threads.max(1), warnings })
     }
 
     /// The catalog file (`None` when it is kept in memory).
@@ -100,34 +103,35 @@ impl Catalog {
 
     /// Brings the listing facts of the scope's sessions up to date.
     pub fn refresh(&mut self, scope: &Scope, progress: &dyn Progress) -> Result<RefreshStats, CatalogError> {
-        self.guard(|c| {
-            let mut stats = RefreshStats::default();
-            // Another process may have updated a row first; a second pass reads on from its result.
-            for _ in 0..3 {
-                let db_path = c.db_path();
-                stats = crate::refresh::refresh(&mut c.conn, &c.root, scope, c.threads, progress, &db_path)?;
-                if stats.conflicts == 0 {
-                    break;
-                }
-            }
-            Ok(stats)
-        })
+        self.guard(|c| c.refresh_now(scope, progress))
     }
 
-    /// [`Catalog::refresh`], then brings the scope's entries and their text up to date.
-    pub fn refresh_text(&mut self, scope: &Scope, progress: &dyn Progress) -> Result<IndexStats, CatalogError> {
-        self.refresh(scope, progress)?;
-        self.guard(|c| {
-            let mut stats = IndexStats::default();
-            for _ in 0..3 {
-                let db_path = c.db_path();
-                stats = crate::index::index(&mut c.conn, &c.root, scope, c.threads, progress, &db_path)?;
-                if stats.conflicts == 0 {
-                    break;
+    fn refresh_now(&mut self, scope: &Scope, progress: &dyn Progress) -> Result<RefreshStats, CatalogError> {
+        let mut stats = RefreshStats::default();
+        // Another process may have updated a row first; a second pass reads on from its result.
+        for _ in 0..3 {
+            let db_path = self.db_path();
+            let mut warnings = vec![];
+            let result = crate::refresh::refresh(
+                &mut self.conn,
+                &self.root,
+                scope,
+                self.threads,
+                progress,
+                &db_path,
+                &mut warnings,
+            );
+            for w in warnings {
+                if !self.warnings.contains(&w) {
+                    self.warnings.push(w);
                 }
             }
-            Ok(stats)
-        })
+            stats = result?;
+            if stats.conflicts == 0 {
+                break;
+            }
+        }
+        Ok(stats)
     }
 
     /// The scope's sessions as pi's `SessionInfo`, newest first, from the
@@ -178,24 +182,55 @@ impl Catalog {
     pub fn search(
         &mut self,
         query: &str,
-        opts: &crate::search::SearchOptions,
+        opts: &SearchOptions,
         progress: &dyn Progress,
     ) -> Result<Vec<Hit>, CatalogError> {
-        let query = parse_query(query).map_err(CatalogError::Query)?;
-        self.refresh_text(&opts.scope, progress)?;
-        self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
+        self.search_with(query, opts, progress, &mut |_| arbor_search::Flow::Go)
     }
 
-    /// [`Catalog::search`] on the catalog as it stands, without refreshing it
-    /// first (the session picker searches while another thread indexes).
-    pub fn search_as_is(&mut self, query: &str, opts: &crate::search::SearchOptions) -> Result<Vec<Hit>, CatalogError> {
-        let query = parse_query(query).map_err(CatalogError::Query)?;
-        self.guard(|c| crate::search::run(c, &query, opts).map_err(|e| c.db_error(e)))
+    /// [`Catalog::search`], handing each session's hits to `on_hits` as soon
+    /// as they are certain (in the order of the answer, after every session
+    /// read, with no hits too), as the session picker shows them; the search
+    /// stops early when it answers [`arbor_search::Flow::Stop`].
+    pub fn search_with(
+        &mut self,
+        query: &str,
+        opts: &SearchOptions,
+        progress: &dyn Progress,
+        on_hits: &mut dyn FnMut(&[Hit]) -> arbor_search::Flow,
+    ) -> Result<Vec<Hit>, CatalogError> {
+        let query_error = |e: arbor_search::PatternError| CatalogError::Query(e.to_string());
+        arbor_search::check_size(query).map_err(query_error)?;
+        let parsed = arbor_search::parse_query(query).map_err(CatalogError::Query)?;
+        let Some(pattern) = arbor_search::Pattern::new(&parsed).map_err(query_error)? else { return Ok(vec![]) };
+        // The refresh and the search are one operation: a catalog found damaged
+        // in either is built again and the whole answer is given from it.
+        self.guard(|c| {
+            c.refresh_now(&opts.scope, progress)?;
+            let db_path = c.db_path();
+            let mut warnings = vec![];
+            let mut ctx = crate::search::Ctx {
+                conn: &mut c.conn,
+                root: &c.root,
+                db: c.file.as_deref(),
+                index_dir: c.cache_dir.as_ref().map(|d| d.join("index")),
+                threads: c.threads,
+                warnings: &mut warnings,
+            };
+            let hits = crate::search::run(&mut ctx, &pattern, opts, progress, on_hits);
+            c.warnings.extend(warnings);
+            hits.map_err(|source| CatalogError::Db { path: db_path, source })
+        })
+    }
+
+    /// The bytes of search filters the catalog keeps (its derived data beside the listing).
+    pub fn filter_bytes(&self) -> u64 {
+        crate::filters::bytes(&self.conn).unwrap_or(0)
     }
 
     /// A file's path from its path under the root.
     pub(crate) fn path_of(&self, rel: &str) -> PathBuf {
-        rel.split('/').fold(self.root.clone(), |p, part| p.join(part))
+        path_under(&self.root, rel)
     }
 
     pub(crate) fn conn(&self) -> &Connection {
@@ -231,6 +266,15 @@ impl Catalog {
                 self.file = None;
                 op(self)
             }
+            Err(CatalogError::Db { source, path }) if db::is_readonly(&source) && self.file.is_some() => {
+                self.warnings.push(format!(
+                    "cannot keep the catalog at {} ({source}); it is kept in memory for now",
+                    path.display()
+                ));
+                self.conn = in_memory(&self.key)?;
+                self.file = None;
+                op(self)
+            }
             other => other,
         }
     }
@@ -250,6 +294,52 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// A file's path from its path under `root` (`DIR/FILE.jsonl`).
+pub(crate) fn path_under(root: &Path, rel: &str) -> PathBuf {
+    rel.split('/').fold(root.to_owned(), |p, part| p.join(part))
+}
+
+/// Removes the derived data Arbor keeps in the cache directory `cache`:
+/// every catalog with its search filters (`catalog/`) and the sessions' tree
+/// indexes (`index/`). Links are removed, never followed. Returns the bytes
+/// removed. The next command builds what it needs again.
+pub fn clear_cache(cache: &Path) -> std::io::Result<u64> {
+    let mut removed = 0;
+    for name in ["catalog", "index"] {
+        let dir = cache.join(name);
+        let meta = match std::fs::symlink_metadata(&dir) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if !meta.is_dir() {
+            removed += meta.len();
+            std::fs::remove_file(&dir)?;
+            continue;
+        }
+        removed += size_of(&dir);
+        std::fs::remove_dir_all(&dir)?;
+    }
+    Ok(removed)
+}
+
+/// Bytes of the files under a directory (links not followed).
+fn size_of(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(_) => total += e.metadata().map_or(0, |m| m.len()),
+                Err(_) => {}
+            }
+        }
+    }
+    total
 }
 
 /// The root as the catalog stores it: absolute, with links resolved when it exists.
@@ -272,15 +362,16 @@ fn connect(path: &Path, key: &str, warnings: &mut Vec<String>) -> Option<Connect
     }
     match db::open(path, key) {
         Ok(conn) => Some(conn),
-        Err(e) if db::is_damage(&e) => {
+        Err(db::OpenError::Damaged(e)) => {
             warnings.push(format!("catalog {} was damaged ({e}); it is built again", path.display()));
             db::remove_files(path);
             match db::open(path, key) {
                 Ok(conn) => Some(conn),
-                Err(e) => fail(warnings, &e),
+                Err(db::OpenError::Damaged(e)) => fail(warnings, &e),
+                Err(db::OpenError::Refused(why)) => fail(warnings, &why),
             }
         }
-        Err(e) => fail(warnings, &e),
+        Err(db::OpenError::Refused(why)) => fail(warnings, &why),
     }
 }
 

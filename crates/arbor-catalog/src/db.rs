@@ -4,11 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 /// Bump whenever the schema or the meaning of a stored column changes: an
 /// older catalog is then dropped and rebuilt.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
+
+/// The `application_id` of Arbor's catalogs ("ARBR"): a database without it
+/// (or an older catalog's tables) is not written to.
+pub(crate) const APPLICATION_ID: i64 = 0x4152_4252;
 
 /// How long a refresh waits for another process's write transaction.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -23,41 +27,29 @@ CREATE TABLE sessions (
     size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,
     ino INTEGER NOT NULL, dev INTEGER NOT NULL,
     scanned INTEGER NOT NULL,      -- end of the last complete line read for the facts
-    head_sum INTEGER NOT NULL, tail_sum INTEGER NOT NULL,
+    sum INTEGER NOT NULL,          -- a checksum of the bytes before `scanned`
     kind INTEGER NOT NULL,         -- 0 nothing read yet, 1 a session, 2 not a session
     lines INTEGER NOT NULL,
     id TEXT NOT NULL, cwd TEXT NOT NULL, parent_session TEXT, created TEXT NOT NULL, version INTEGER NOT NULL,
     name TEXT, message_count INTEGER NOT NULL, first_message TEXT, newest_ms INTEGER,
     modified_ms INTEGER NOT NULL,
-    indexed INTEGER NOT NULL,      -- end of the last line whose entry is in `entries` (<= scanned)
-    max_key INTEGER,               -- the largest entry key of the session
+    epoch INTEGER NOT NULL,        -- bumped when the file is read again from its start: its filters go
     gen INTEGER NOT NULL           -- bumped by every change: a writer that read an older gen skips its update
 );
 CREATE INDEX sessions_dir ON sessions(dir, modified_ms);
--- Every entry of every indexed session. The key (rowid) orders entries by time:
--- its time in ms shifted left 16 bits, plus a counter for entries of the same ms.
-CREATE TABLE entries (
-    rowid INTEGER PRIMARY KEY,
-    session INTEGER NOT NULL,
-    offset INTEGER NOT NULL,       -- the line's byte offset, -1 for a migrated (v1/v2) file
-    len INTEGER NOT NULL,
-    pos INTEGER NOT NULL,          -- the order in the file: the offset, or the entry's index in a migrated file
-    entry_id TEXT NOT NULL,
-    parent_id TEXT,
-    type TEXT NOT NULL,
-    role TEXT
-);
-CREATE INDEX entries_session ON entries(session, entry_id);
--- The resolved labels of each session.
-CREATE TABLE labels (
-    session INTEGER NOT NULL, target TEXT NOT NULL, label TEXT NOT NULL,
-    PRIMARY KEY (session, target)
+-- The gram filters (filters.rs): segment files, their size classes, and which
+-- column of which segment is which range of which session.
+CREATE TABLE segments (id INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, columns INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE TABLE classes (
+    seg INTEGER NOT NULL, log INTEGER NOT NULL, first INTEGER NOT NULL, count INTEGER NOT NULL, offset INTEGER NOT NULL,
+    PRIMARY KEY (seg, log)
 ) WITHOUT ROWID;
--- The text of every entry, full-text indexed; the text itself stays in the session files.
-CREATE VIRTUAL TABLE entry_text USING fts5(
-    text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE entry_vocab USING fts5vocab(entry_text, 'row');
+CREATE TABLE columns (
+    seg INTEGER NOT NULL, col INTEGER NOT NULL, session INTEGER NOT NULL, epoch INTEGER NOT NULL,
+    start INTEGER NOT NULL, end INTEGER NOT NULL,
+    PRIMARY KEY (seg, col)
+) WITHOUT ROWID;
+CREATE INDEX columns_session ON columns(session, start);
 ";
 
 /// The catalog file of a sessions root: `<cache>/catalog/<hash of the root>.sqlite`.
@@ -69,7 +61,12 @@ pub(crate) fn catalog_path(cache: &Path, root: &Path) -> PathBuf {
 /// True for errors that mean the file is not a usable catalog: a damaged
 /// database, or tables and values that are not what this schema wrote.
 pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {
+    let foreign = |m: &str| {
+        m.starts_with("no such table") || m.starts_with("no such column") || m.contains("has no column named")
+    };
     match e {
+        // A statement that does not prepare against these tables.
+        rusqlite::Error::SqlInputError { msg, .. } => foreign(msg),
         rusqlite::Error::InvalidColumnType(..)
         | rusqlite::Error::FromSqlConversionFailure(..)
         | rusqlite::Error::IntegralValueOutOfRange(..)
@@ -77,11 +74,7 @@ pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {
         | rusqlite::Error::InvalidColumnName(_) => true,
         rusqlite::Error::SqliteFailure(f, msg) => {
             matches!(f.code, ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
-                || msg.as_deref().is_some_and(|m| {
-                    m.starts_with("no such table")
-                        || m.starts_with("no such column")
-                        || m.contains("has no column named")
-                })
+                || msg.as_deref().is_some_and(foreign)
         }
         _ => false,
     }
@@ -92,25 +85,90 @@ pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 
+/// True for errors that mean the catalog cannot be written here (a file
+/// left read-only, or owned by another user).
+pub(crate) fn is_readonly(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied))
+}
+
 /// Settings every connection gets.
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.pragma_update(None, "cache_size", -32_000)?;
+    // Text that leaves a session file (a redacted secret) leaves the catalog's pages too.
+    conn.pragma_update(None, "secure_delete", true)?;
     Ok(())
 }
 
+/// Why a catalog file is not used.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// Damaged, or not a database: removed and built again.
+    Damaged(rusqlite::Error),
+    /// Not kept there (a link, someone else's database, no write access): kept in memory.
+    Refused(String),
+}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(e: rusqlite::Error) -> Self {
+        if is_damage(&e) {
+            OpenError::Damaged(e)
+        } else {
+            OpenError::Refused(e.to_string())
+        }
+    }
+}
+
 /// Opens (or creates) the catalog at `path` for `root`, in WAL mode, with
-/// the current schema. A catalog of another schema version or of another
-/// root is emptied and set up again; damage is an error the caller mends.
-pub(crate) fn open(path: &Path, root: &str) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
+/// the current schema. The file is opened without following a link, and
+/// written only when it is Arbor's (its `application_id`, or an older
+/// catalog's tables): a catalog of another schema version or of another root
+/// is emptied and set up again; anything else is refused.
+pub(crate) fn open(path: &Path, root: &str) -> Result<Connection, OpenError> {
+    for p in [Some(path), path.parent()].into_iter().flatten() {
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(OpenError::Refused(format!("{} is a symbolic link", p.display())));
+        }
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = Connection::open_with_flags(path, flags)?;
+    if conn.is_readonly(rusqlite::MAIN_DB)? {
+        return Err(OpenError::Refused("it cannot be written".to_owned()));
+    }
     configure(&conn)?;
+    if !is_ours(&conn)? {
+        return Err(OpenError::Refused("it is not Arbor's catalog".to_owned()));
+    }
     let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
-    debug_assert!(mode.eq_ignore_ascii_case("wal") || mode.eq_ignore_ascii_case("memory"));
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(OpenError::Refused(format!("its journal cannot be set up ({mode})")));
+    }
     prepare(&conn, root)?;
     Ok(conn)
+}
+
+/// True when the database is empty or Arbor's: its `application_id`, or an
+/// older catalog (schema 1 had none: its `meta` table holds the root).
+fn is_ours(conn: &Connection) -> rusqlite::Result<bool> {
+    let app: i64 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    if app == APPLICATION_ID {
+        return Ok(true);
+    }
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+    if tables == 0 {
+        return Ok(app == 0);
+    }
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let old = conn
+        .query_row("SELECT value FROM meta WHERE key = 'root'", [], |r| r.get::<_, String>(0))
+        .optional()
+        .unwrap_or(None);
+    Ok(app == 0 && version == 1 && old.is_some())
 }
 
 /// A catalog in memory, for when none can be kept on disk.
@@ -135,6 +193,7 @@ fn prepare(conn: &Connection, root: &str) -> rusqlite::Result<()> {
         drop_all(conn)?;
         conn.execute_batch(SCHEMA)?;
         conn.execute("INSERT INTO meta (key, value) VALUES ('root', ?1)", [root])?;
+        conn.pragma_update(None, "application_id", APPLICATION_ID)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
     })();
     match result {
@@ -186,11 +245,18 @@ fn drop_all(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "user_version", 0)
 }
 
-/// Removes a damaged catalog's files (the database, its WAL and shared memory).
+/// Removes a damaged catalog's files (the database, its WAL and shared
+/// memory, its filters); a link is removed, never followed.
 pub(crate) fn remove_files(path: &Path) {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+    let grams = crate::filters::dir_of(path);
+    if std::fs::symlink_metadata(&grams).is_ok_and(|m| m.is_dir()) {
+        let _ = std::fs::remove_dir_all(grams);
+    } else {
+        let _ = std::fs::remove_file(grams);
     }
 }

@@ -1,8 +1,8 @@
 //! The catalog of every session under a sessions root: what a listing shows
-//! of each session, every entry with its text in a full-text index, and
-//! search over all of it, kept in SQLite and refreshed incrementally; and
-//! [`FileSessions`], the [`arbor_tree::sessions::Sessions`] of a local
-//! sessions root, answered through it.
+//! of each session, and search over the text of every entry, kept in SQLite
+//! and refreshed incrementally; and [`FileSessions`], the
+//! [`arbor_tree::sessions::Sessions`] of a local sessions root, answered
+//! through it.
 //!
 //! ```
 //! use arbor_catalog::FileSessions;
@@ -29,19 +29,28 @@
 //! caller names, `<cache>/catalog/<hash of the root>.sqlite`; by default the
 //! catalog is kept in memory and nothing is written), its schema (versioned:
 //! an older catalog is rebuilt), the refresh of the listing facts (pi's
-//! `SessionInfo`) and of the entries, and [`Catalog::search`] with pi's picker syntax.
-//! The session files stay the only source of truth: a catalog can be deleted
-//! at any time and is built again; a damaged one is rebuilt with one warning.
+//! `SessionInfo`), and [`Catalog::search`] with pi's picker syntax, run by
+//! [`arbor_search`]'s engine over the session files themselves: the catalog
+//! keeps no text, only each range's gram filter, so that a search reads the
+//! ranges that may hold its literals (`filters.rs`). The session files stay
+//! the only source of truth: a catalog can be deleted at any time
+//! ([`clear_cache`]) and is built again; a damaged one is rebuilt with one
+//! warning, in the run that found it.
 //!
 //! A refresh costs one `stat` per file that did not change (size, mtime,
-//! ctime, inode); a file that only grew is read from where the last refresh
-//! stopped, and one rewritten or shrunk is read again (checksums of its head
-//! and of the bytes before the last read offset tell which). Only complete
-//! lines are read, so a live writer's last line waits for the next refresh.
-//! Files are read on all cores; the listing facts first, the text after, so a
-//! listing never waits for the full-text index. Several processes may refresh
-//! at once (WAL, a busy timeout, and updates applied only to rows no other
-//! process changed in between).
+//! ctime, inode); a file whose stat changed has the bytes it read before
+//! checked against their checksum: a file that only grew is read from where
+//! the last refresh stopped, one rewritten, replaced or shrunk is read again
+//! and its filters go. Only complete lines are read, so a live writer's last
+//! line waits for the next refresh. A file that cannot be read is left out
+//! with a warning naming it. Files are read on all cores. Several processes
+//! may refresh and search at once (WAL, a busy timeout, updates applied only
+//! to rows no other process changed in between, filters written to files of
+//! their own).
+//!
+//! The catalog file is opened without following a link and written only when
+//! it is Arbor's; one that cannot be kept (a link, someone else's database,
+//! no write access) is replaced by one in memory, with a warning.
 //!
 //! [`FileSessions`] follows a file as `tail -F` does (whole lines; a file
 //! replaced, cut short or rewritten in place is handed out whole again; one
@@ -58,8 +67,8 @@ mod catalog;
 mod db;
 mod error;
 mod facts;
+mod filters;
 mod follow;
-mod index;
 mod lines;
 mod names;
 mod refresh;
@@ -69,17 +78,17 @@ mod stamp;
 mod walk;
 mod work;
 
+pub use arbor_search::Flow;
 /// The shared types of every backend's sessions, from `arbor-tree`.
 pub use arbor_tree::sessions::{
     fuzzy_match, parse_query, Hit, NoProgress, Pass, PathLabel, Progress, Query, Relevance, Scope, Token, TokenKind,
 };
-pub use catalog::{Catalog, CatalogOptions};
+pub use catalog::{clear_cache, Catalog, CatalogOptions};
 pub use error::CatalogError;
 pub use facts::all_messages_text;
-pub use index::IndexStats;
 pub use names::Named;
 pub use refresh::RefreshStats;
-pub use search::{SearchOptions, FUZZY_TERMS};
+pub use search::{SearchOptions, FUZZY_FALLBACK_BYTES};
 pub use sessions::FileSessions;
 
 #[cfg(test)]

@@ -1,13 +1,20 @@
 //! Physical lines of a session file from a byte offset on, read in large
 //! positioned reads: only complete lines, so a line a live writer is still
-//! writing waits for the next refresh.
+//! writing waits for the next refresh. A line longer than [`MAX_LINE`] is
+//! read past, not held (its bytes still go into the checksum): memory
+//! follows the buffer, not the file's shape.
 
 use std::cell::Cell;
 use std::io;
 
 use arbor_log::scan::ReadAt;
 
+use crate::stamp::Checksum;
+
 const CHUNK: usize = 256 << 10;
+
+/// The longest line held; a longer one is yielded empty, marked [`Line::long`].
+pub(crate) const MAX_LINE: usize = arbor_search::MAX_LINE;
 
 thread_local! {
     /// Each thread's read buffer, kept from one file to the next: a fresh
@@ -20,10 +27,11 @@ thread_local! {
 /// One physical line.
 #[derive(Debug)]
 pub(crate) struct Line<'a> {
-    /// Byte offset of its first byte.
-    pub offset: u64,
-    /// Its bytes, the `\n` included (absent only on a final line without one).
+    /// Its bytes, the `\n` included (absent only on a final line without one);
+    /// empty for a long line.
     pub bytes: &'a [u8],
+    /// True for a line longer than [`MAX_LINE`], read past.
+    pub long: bool,
 }
 
 /// The lines of `[from, end)`, where `end` is the file's size when the refresh looked.
@@ -38,6 +46,8 @@ pub(crate) struct Lines<'a> {
     start: usize,
     filled: usize,
     base: u64,
+    /// The checksum of the bytes of every line yielded so far.
+    sum: Checksum,
 }
 
 impl<'a> Lines<'a> {
@@ -49,7 +59,20 @@ impl<'a> Lines<'a> {
         if buf.len() < size {
             buf.resize(size, 0);
         }
-        Lines { src, pos: from, end, buf, start: 0, filled: 0, base: from }
+        Lines { src, pos: from, end, buf, start: 0, filled: 0, base: from, sum: Checksum::default() }
+    }
+
+    /// Like [`Lines::new`], carrying on the checksum of the bytes before `from`.
+    pub fn with_sum(src: &'a dyn ReadAt, from: u64, end: u64, sum: Checksum) -> Lines<'a> {
+        let mut lines = Lines::new(src, from, end);
+        lines.sum = sum;
+        lines
+    }
+
+    /// The checksum of everything before the lines not yet yielded (the bytes
+    /// of [`Lines::rest`] are not in it).
+    pub fn sum(&self) -> Checksum {
+        self.sum
     }
 
     /// The next complete line, or `None` at the end (see [`Lines::rest`]).
@@ -58,9 +81,40 @@ impl<'a> Lines<'a> {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.filled]) {
                 let (a, b) = (self.start, self.start + i + 1);
                 self.start = b;
-                return Ok(Some(Line { offset: self.base + a as u64, bytes: &self.buf[a..b] }));
+                self.sum.update(&self.buf[a..b]);
+                return Ok(Some(Line { bytes: &self.buf[a..b], long: false }));
             }
             if self.pos >= self.end {
+                return Ok(None);
+            }
+            if self.start == 0 && self.filled >= MAX_LINE {
+                return self.read_past();
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Reads past a line longer than [`MAX_LINE`] (its first bytes fill the
+    /// buffer) to its end; `None` when the range ends first (the line is not whole).
+    fn read_past(&mut self) -> io::Result<Option<Line<'_>>> {
+        let offset = self.base;
+        let mut sum = self.sum;
+        // The line starts at `offset`: what follows is read past.
+        loop {
+            let unread = &self.buf[self.start..self.filled];
+            if let Some(i) = memchr::memchr(b'\n', unread) {
+                sum.update(&unread[..=i]);
+                self.start += i + 1;
+                self.sum = sum;
+                return Ok(Some(Line { bytes: &[], long: true }));
+            }
+            sum.update(unread);
+            self.base += self.filled as u64;
+            self.start = 0;
+            self.filled = 0;
+            if self.pos >= self.end {
+                // The range ends inside the line: it is not whole yet.
+                self.base = offset;
                 return Ok(None);
             }
             self.fill()?;
@@ -124,8 +178,10 @@ mod tests {
         let src = bytes.to_vec();
         let mut lines = Lines::new(&src, from, bytes.len() as u64);
         let mut out = vec![];
+        let mut at = from;
         while let Some(l) = lines.next_line().unwrap() {
-            out.push((l.offset, l.bytes.to_vec()));
+            out.push((at, l.bytes.to_vec()));
+            at += l.bytes.len() as u64;
         }
         let (end, rest) = lines.rest();
         (out, end, rest.to_vec())
@@ -152,6 +208,27 @@ mod tests {
         let (lines, end, rest) = all(b"ab\ncd\n", 3);
         assert_eq!(lines, vec![(3, b"cd\n".to_vec())]);
         assert_eq!((end, rest), (6, vec![]));
+    }
+
+    #[test]
+    fn a_line_longer_than_any_buffer_is_read_past_and_summed() {
+        let mut bytes = b"head\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'x', MAX_LINE + 5));
+        bytes.extend_from_slice(b"\ntail\n");
+        let mut lines = Lines::new(&bytes, 0, bytes.len() as u64);
+        let first = lines.next_line().unwrap().map(|l| (l.bytes.to_vec(), l.long));
+        assert_eq!(first, Some((b"head\n".to_vec(), false)));
+        assert!(lines.next_line().unwrap().is_some_and(|l| l.long && l.bytes.is_empty()));
+        assert_eq!(lines.next_line().unwrap().map(|l| l.bytes.to_vec()), Some(b"tail\n".to_vec()));
+        assert!(lines.next_line().unwrap().is_none());
+        assert_eq!(lines.sum(), Checksum::of(&bytes, bytes.len() as u64).unwrap());
+        assert!(lines.buf.len() <= MAX_LINE, "the buffer never held the line");
+        // Cut inside the long line: it is not whole yet.
+        let cut = 5 + MAX_LINE as u64 + 2;
+        let mut lines = Lines::new(&bytes, 0, cut);
+        assert!(lines.next_line().unwrap().is_some());
+        assert!(lines.next_line().unwrap().is_none());
+        assert_eq!(lines.rest().0, 5);
     }
 
     #[test]

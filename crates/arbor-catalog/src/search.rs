@@ -1,42 +1,35 @@
-//! Search over the text of every entry on every branch.
+//! Search over the text of every entry on every branch, with
+//! [`arbor_search`]'s engine: the session files are the text, the catalog
+//! keeps only their gram filters ([`crate::filters`]).
 //!
-//! A query is read as pi's picker reads it ([`arbor_tree::sessions::parse_query`]); an entry is a
-//! hit when every token matches its text:
-//!
-//! - a token matches a word of the text: the word itself (`exact`), a word it
-//!   begins (`prefix`), or a word that holds its characters in order and
-//!   starts with its first one, as pi's fuzzy match scores them (`fuzzy`,
-//!   the closest [`FUZZY_TERMS`] words of the catalog); a token of several
-//!   words (`main.rs`) matches them next to each other; case and accents
-//!   do not matter;
-//! - a `"phrase"` is found in the text as it is, up to case and runs of
-//!   whitespace (pi's rule), starting at a word;
-//! - `re:REGEX` is matched against the text (case-insensitive).
-//!
-//! Hits are ranked by relevance (every token exact, then some only as a
-//! prefix, then some only fuzzily), then by recency (the entry's time). The
-//! full-text index finds the candidates in that order, so a search reads only
-//! the entries it returns (and the phrases it must check); a regex, or a query
-//! with no word in it, reads the sessions newest first and stops as soon as
-//! no older session can change the answer.
+//! Hits come in one order, the order a server answers in too: sessions
+//! newest first (pi's `modified`, ties by path under the root), and in a
+//! session its entries last line first. Sessions are read in that order on
+//! all cores and the search stops as soon as the first `limit` hits are
+//! certain. For each session the search reads the ranges whose filters may
+//! hold the query's literals, and what was written since its filters were
+//! built; a range read whole without a filter gets one, stored when the
+//! search ends (the first search of a store reads everything and builds
+//! them all). Exact hits come first; fuzzy ones only when asked for, or
+//! when there is no exact one (then from the newest sessions' first
+//! [`FUZZY_FALLBACK_BYTES`]: a fuzzy match decodes every line).
 
-use rusqlite::{params, Connection};
-use serde_json::Value;
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
 
-use arbor_log::reader::{parse_line, Parsed};
-use arbor_log::scan::read_exact_at;
-use arbor_log::{format_iso_ms, searchable_text, EntryType, Role};
+use rusqlite::Connection;
+
+use arbor_log::{format_iso_ms, CURRENT_VERSION};
+use arbor_search::{ordered, scan_ranges, scan_values, EntryHit, Flow, Mode, Pattern, Range, Scanned};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
-use crate::catalog::Catalog;
-use crate::lines::Lines;
-use arbor_tree::sessions::{fuzzy_match, Hit, PathLabel, Query, Relevance, Scope, Token, TokenKind};
+use arbor_tree::sessions::{Hit, PathLabel, Scope};
 
-/// How many of the catalog's words a fuzzy token may stand for.
-pub const FUZZY_TERMS: usize = 64;
+use arbor_tree::sessions::{Pass, Progress};
+
+use crate::filters::{self, Column, Stored};
 
 /// What to search and how many hits to return.
 #[derive(Debug, Clone)]
@@ -45,560 +38,383 @@ pub struct SearchOptions {
     pub scope: Scope,
     /// The most hits returned.
     pub limit: usize,
+    /// Fuzzy hits after the exact ones (without it, only when there is no exact hit).
+    pub fuzzy: bool,
 }
 
-/// One token prepared for the index.
-#[derive(Debug)]
-struct Prepared {
-    token: Token,
-    /// The token's words, lowercased.
-    words: Vec<String>,
-    /// Words of the catalog the token matches fuzzily (a one-word fuzzy token only).
-    fuzzy: Vec<String>,
+/// What a search needs of the catalog.
+pub(crate) struct Ctx<'a> {
+    pub conn: &'a mut Connection,
+    pub root: &'a Path,
+    /// The catalog file (`None` in memory: then no filter is kept).
+    pub db: Option<&'a Path>,
+    /// Where sessions' tree indexes are kept (the cache's `index/`), if anywhere.
+    pub index_dir: Option<PathBuf>,
+    pub threads: usize,
+    pub warnings: &'a mut Vec<String>,
 }
 
-impl Prepared {
-    /// The full-text query for this token at a relevance level.
-    fn fts(&self, level: Relevance) -> String {
-        let quoted = format!("\"{}\"", self.token.value.replace('"', "\"\""));
-        match (level, self.token.kind == TokenKind::Phrase || self.words.len() > 1) {
-            (Relevance::Exact, _) => quoted,
-            (Relevance::Prefix, _) | (Relevance::Fuzzy, true) => format!("{quoted} *"),
-            (Relevance::Fuzzy, false) => {
-                let mut parts = vec![format!("{quoted} *")];
-                parts.extend(self.fuzzy.iter().map(|t| format!("\"{}\"", t.replace('"', "\"\""))));
-                format!("({})", parts.join(" OR "))
-            }
-        }
-    }
-}
-
-/// The words of a text, lowercased, with their byte ranges: runs of letters and digits.
-fn words(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut it = text.char_indices().peekable();
-    std::iter::from_fn(move || {
-        while it.peek().is_some_and(|(_, c)| !c.is_alphanumeric()) {
-            it.next();
-        }
-        let (start, _) = *it.peek()?;
-        let mut end = start;
-        while let Some(&(i, c)) = it.peek() {
-            if !c.is_alphanumeric() {
-                break;
-            }
-            end = i + c.len_utf8();
-            it.next();
-        }
-        Some((start, end))
-    })
-}
-
-/// pi's `normalizeWhitespaceLower`.
-fn normalize(s: &str) -> String {
-    s.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Runs a search on a refreshed catalog.
-pub(crate) fn run(cat: &Catalog, query: &Query, opts: &SearchOptions) -> rusqlite::Result<Vec<Hit>> {
-    let mut s = Searcher { cat, conn: cat.conn(), opts, texts: Texts::default(), hits: vec![], seen: HashSet::new() };
-    match query {
-        Query::Tokens(tokens) if tokens.is_empty() => {}
-        Query::Tokens(tokens) => {
-            let prepared: Vec<Prepared> = tokens.iter().map(|t| s.prepare(t)).collect::<rusqlite::Result<_>>()?;
-            let (indexed, unindexed): (Vec<&Prepared>, Vec<&Prepared>) =
-                prepared.iter().partition(|p| !p.words.is_empty());
-            let check = Check {
-                phrases: phrases(&prepared),
-                substrings: unindexed.iter().map(|p| p.token.value.to_lowercase()).collect(),
-            };
-            if indexed.is_empty() {
-                s.scan(&|text: &str| check.accepts(text))?;
-            } else {
-                for level in [Relevance::Exact, Relevance::Prefix, Relevance::Fuzzy] {
-                    if s.hits.len() >= opts.limit {
-                        break;
-                    }
-                    if level == Relevance::Fuzzy && indexed.iter().all(|p| p.fuzzy.is_empty()) {
-                        break;
-                    }
-                    let expr = indexed.iter().map(|p| p.fts(level)).collect::<Vec<_>>().join(" AND ");
-                    s.fts(&expr, level, &check)?;
-                }
-            }
-            let marker = Marker::Tokens(&prepared);
-            s.finish(&marker)?;
-            return Ok(s.hits.into_iter().map(|(h, _)| h).collect());
-        }
-        Query::Regex(re) => {
-            s.scan(&|text: &str| re.is_match(text))?;
-            s.finish(&Marker::Regex(re))?;
-            return Ok(s.hits.into_iter().map(|(h, _)| h).collect());
-        }
-    }
-    Ok(vec![])
-}
-
-/// The phrase tokens, normalized.
-fn phrases(prepared: &[Prepared]) -> Vec<String> {
-    prepared.iter().filter(|p| p.token.kind == TokenKind::Phrase).map(|p| normalize(&p.token.value)).collect()
-}
-
-/// What the index cannot decide: phrases (pi's rule: the normalized text holds
-/// the normalized phrase) and tokens without a word (found as they are).
-struct Check {
-    phrases: Vec<String>,
-    substrings: Vec<String>,
-}
-
-impl Check {
-    fn accepts(&self, text: &str) -> bool {
-        if self.phrases.is_empty() && self.substrings.is_empty() {
-            return true;
-        }
-        let norm = normalize(text);
-        self.phrases.iter().all(|p| norm.contains(p.as_str()))
-            && self.substrings.iter().all(|s| norm.contains(s.as_str()))
-    }
-}
-
-/// A candidate entry, before its text and path are read.
+/// A session as a search reads it.
 #[derive(Debug, Clone)]
-struct Candidate {
-    key: i64,
-    session: i64,
-    offset: i64,
-    len: i64,
-    entry_id: String,
-    entry_type: EntryType,
-    role: Option<Role>,
-    relevance: Relevance,
-}
-
-struct Searcher<'a> {
-    cat: &'a Catalog,
-    conn: &'a Connection,
-    opts: &'a SearchOptions,
-    texts: Texts,
-    /// Hits with their text, in rank order.
-    hits: Vec<(Hit, String)>,
-    seen: HashSet<i64>,
-}
-
-impl Searcher<'_> {
-    fn prepare(&self, token: &Token) -> rusqlite::Result<Prepared> {
-        let lower = token.value.to_lowercase();
-        let words: Vec<String> = words(&lower).map(|(a, b)| lower[a..b].to_owned()).collect();
-        let mut fuzzy = vec![];
-        if token.kind == TokenKind::Fuzzy && words.len() == 1 {
-            fuzzy = self.fuzzy_terms(&words[0])?;
-        }
-        Ok(Prepared { token: token.clone(), words, fuzzy })
-    }
-
-    /// The catalog's words that start with `word`'s first character and
-    /// match it fuzzily (not as a prefix: those the index finds itself), best first.
-    fn fuzzy_terms(&self, word: &str) -> rusqlite::Result<Vec<String>> {
-        let Some(first) = word.chars().next() else { return Ok(vec![]) };
-        let Some(next) = char::from_u32(first as u32 + 1) else { return Ok(vec![]) };
-        let mut stmt = self.conn.prepare_cached("SELECT term FROM entry_vocab WHERE term >= ?1 AND term < ?2")?;
-        let mut scored: Vec<(f64, String)> = vec![];
-        let mut rows = stmt.query(params![first.to_string(), next.to_string()])?;
-        while let Some(row) = rows.next()? {
-            let term: String = row.get(0)?;
-            if term.starts_with(word) {
-                continue;
-            }
-            if let Some(score) = fuzzy_match(word, &term) {
-                scored.push((score, term));
-            }
-        }
-        scored.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        scored.truncate(FUZZY_TERMS);
-        Ok(scored.into_iter().map(|(_, t)| t).collect())
-    }
-
-    /// Candidates from the index, newest first, until the limit.
-    fn fts(&mut self, expr: &str, level: Relevance, check: &Check) -> rusqlite::Result<()> {
-        let mut sql = "SELECT e.rowid, e.session, e.offset, e.len, e.entry_id, e.type, e.role \
-                       FROM entry_text JOIN entries e ON e.rowid = entry_text.rowid"
-            .to_owned();
-        let dir = match &self.opts.scope {
-            Scope::All => None,
-            Scope::Dir(d) => {
-                sql.push_str(" JOIN sessions s ON s.rowid = e.session");
-                Some(d.clone())
-            }
-        };
-        sql.push_str(" WHERE entry_text MATCH ?1");
-        if dir.is_some() {
-            sql.push_str(" AND s.dir = ?2");
-        }
-        sql.push_str(" ORDER BY entry_text.rowid DESC");
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = match &dir {
-            None => stmt.query(params![expr])?,
-            Some(d) => stmt.query(params![expr, d])?,
-        };
-        while self.hits.len() < self.opts.limit {
-            let Some(row) = rows.next()? else { break };
-            let c = Candidate {
-                key: row.get(0)?,
-                session: row.get(1)?,
-                offset: row.get(2)?,
-                len: row.get(3)?,
-                entry_id: row.get(4)?,
-                entry_type: EntryType::parse(&row.get::<_, String>(5)?),
-                role: row.get::<_, Option<String>>(6)?.as_deref().map(Role::parse),
-                relevance: level,
-            };
-            if !self.seen.insert(c.key) {
-                continue;
-            }
-            let Some(text) = self.texts.read(self.cat, self.conn, &c)? else { continue };
-            if check.accepts(&text) {
-                let hit = self.hit(&c)?;
-                self.hits.push((hit, text));
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads the scope's sessions newest first, keeping the newest `limit`
-    /// entries whose text `accepts`; stops when no older session can hold a newer one.
-    fn scan(&mut self, accepts: &dyn Fn(&str) -> bool) -> rusqlite::Result<()> {
-        let mut sql = "SELECT rowid, max_key FROM sessions WHERE kind = 1 AND max_key IS NOT NULL".to_owned();
-        if let Scope::Dir(_) = self.opts.scope {
-            sql.push_str(" AND dir = ?1");
-        }
-        sql.push_str(" ORDER BY max_key DESC");
-        let sessions: Vec<(i64, i64)> = {
-            let mut stmt = self.conn.prepare(&sql)?;
-            let map = |r: &rusqlite::Row| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?));
-            let rows: rusqlite::Result<Vec<(i64, i64)>> = match &self.opts.scope {
-                Scope::All => stmt.query_map([], map)?.collect(),
-                Scope::Dir(d) => stmt.query_map([d], map)?.collect(),
-            };
-            rows?
-        };
-        let mut found: Vec<(Candidate, String)> = vec![];
-        for (session, max_key) in sessions {
-            if found.len() >= self.opts.limit && found.last().is_some_and(|(c, _)| c.key > max_key) {
-                break;
-            }
-            for (c, text) in self.texts.session(self.cat, self.conn, session)? {
-                if accepts(&text) {
-                    found.push((c, text));
-                }
-            }
-            found.sort_by_key(|f| std::cmp::Reverse(f.0.key));
-            found.truncate(self.opts.limit);
-        }
-        for (c, text) in found {
-            let hit = self.hit(&c)?;
-            self.hits.push((hit, text));
-        }
-        Ok(())
-    }
-
-    /// A hit without its snippet (made in [`Searcher::finish`]).
-    fn hit(&mut self, c: &Candidate) -> rusqlite::Result<Hit> {
-        let (on_active_path, labels) = self.texts.path_of(self.conn, c.session, &c.entry_id)?;
-        let s = self.texts.session_info(self.conn, c.session)?;
-        Ok(Hit {
-            path: self.cat.path_of(&s.rel),
-            session_id: s.id.clone(),
-            session_name: s.name.clone(),
-            cwd: s.cwd.clone(),
-            entry_id: c.entry_id.clone(),
-            entry_type: c.entry_type.clone(),
-            role: c.role.clone(),
-            timestamp: format_iso_ms(c.key >> 16),
-            snippet: String::new(),
-            marks: vec![],
-            on_active_path,
-            labels,
-            relevance: c.relevance,
-        })
-    }
-
-    fn finish(&mut self, marker: &Marker) -> rusqlite::Result<()> {
-        for (hit, text) in &mut self.hits {
-            let spans = marker.spans(text);
-            (hit.snippet, hit.marks) = snippet(text, &spans);
-        }
-        Ok(())
-    }
-}
-
-/// What to mark in a hit's text.
-enum Marker<'a> {
-    Tokens(&'a [Prepared]),
-    Regex(&'a regex::Regex),
-}
-
-impl Marker<'_> {
-    /// The byte ranges of the matches in `text`, sorted.
-    fn spans(&self, text: &str) -> Vec<(usize, usize)> {
-        let mut spans = vec![];
-        match self {
-            Marker::Regex(re) => {
-                spans.extend(re.find_iter(text).filter(|m| !m.is_empty()).map(|m| (m.start(), m.end())))
-            }
-            Marker::Tokens(tokens) => {
-                for (a, b) in words(text) {
-                    let w = text[a..b].to_lowercase();
-                    let hit = tokens.iter().any(|p| {
-                        p.token.kind == TokenKind::Fuzzy
-                            && (p.words.iter().any(|t| w.starts_with(t.as_str())) || p.fuzzy.contains(&w))
-                    });
-                    if hit {
-                        spans.push((a, b));
-                    }
-                }
-                for p in tokens.iter().filter(|p| p.token.kind == TokenKind::Phrase || p.words.is_empty()) {
-                    let parts: Vec<String> = p.token.value.split_whitespace().map(regex::escape).collect();
-                    if let Ok(re) = regex::RegexBuilder::new(&parts.join(r"\s+")).case_insensitive(true).build() {
-                        spans.extend(re.find_iter(text).filter(|m| !m.is_empty()).map(|m| (m.start(), m.end())));
-                    }
-                }
-            }
-        }
-        spans.sort_unstable();
-        spans
-    }
-}
-
-/// Characters of context before the first match, and in the whole snippet.
-const BEFORE: usize = 50;
-const WIDTH: usize = 180;
-
-/// The text around the first match, on one line, and the matches in it (character ranges).
-fn snippet(text: &str, spans: &[(usize, usize)]) -> (String, Vec<[usize; 2]>) {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let char_at = |byte: usize| chars.partition_point(|&(i, _)| i < byte);
-    let first = spans.first().map_or(0, |&(a, _)| char_at(a));
-    let start = first.saturating_sub(BEFORE);
-    let end = (start + WIDTH).min(chars.len());
-    let mut out = String::new();
-    let lead = usize::from(start > 0);
-    if start > 0 {
-        out.push('…');
-    }
-    out.extend(chars[start..end].iter().map(|&(_, c)| if c.is_whitespace() { ' ' } else { c }));
-    if end < chars.len() {
-        out.push('…');
-    }
-    let marks = spans
-        .iter()
-        .map(|&(a, b)| (char_at(a), char_at(b)))
-        .filter(|&(a, b)| a >= start && b <= end && a < b)
-        .map(|(a, b)| [a - start + lead, b - start + lead])
-        .collect();
-    (out, marks)
-}
-
-/// What a search reads of a session.
-#[derive(Debug)]
-struct SessionRow {
+struct Planned {
+    rowid: i64,
     rel: String,
     id: String,
     cwd: String,
     name: Option<String>,
-    indexed: i64,
+    version: u64,
+    epoch: i64,
+    /// The ranges to read.
+    ranges: Vec<Range>,
 }
 
-/// Reads entries' text from the session files, and the catalog's view of
-/// each session (its row, its tree and labels), once per session.
-#[derive(Default)]
-struct Texts {
-    files: HashMap<i64, Option<File>>,
-    legacy: HashMap<i64, Option<Session>>,
-    rows: HashMap<i64, SessionRow>,
-    trees: HashMap<i64, Tree>,
-}
+/// The bytes of the newest sessions whose text is read for fuzzy matches
+/// when a search has no exact hit and fuzzy matches were not asked for.
+pub const FUZZY_FALLBACK_BYTES: u64 = 256 << 20;
 
-/// A session's tree as the catalog holds it: parents, labels, the leaf's path.
-#[derive(Debug, Default)]
-struct Tree {
-    parent: HashMap<String, Option<String>>,
-    labels: HashMap<String, String>,
-    active: HashSet<String>,
-}
+/// A range read without a filter is given one when at least this long (or
+/// when the session has none yet); shorter ones are just read.
+const BUILD_MIN: u64 = 64 << 10;
 
-impl Texts {
-    fn session_info(&mut self, conn: &Connection, session: i64) -> rusqlite::Result<&SessionRow> {
-        match self.rows.entry(session) {
-            Entry::Occupied(e) => Ok(e.into_mut()),
-            Entry::Vacant(e) => {
-                let sql = "SELECT rel, id, cwd, name, indexed FROM sessions WHERE rowid = ?1";
-                let row = conn.query_row(sql, [session], |r| {
-                    Ok(SessionRow {
-                        rel: r.get(0)?,
-                        id: r.get(1)?,
-                        cwd: r.get(2)?,
-                        name: r.get(3)?,
-                        indexed: r.get(4)?,
-                    })
-                })?;
-                Ok(e.insert(row))
-            }
-        }
+/// Runs `pattern` over the scope's sessions (refreshed by the caller),
+/// handing each session's hits to `on_hits` as soon as they are certain
+/// (after every session read, with no hits too); it stops the search when
+/// it says [`Flow::Stop`].
+pub(crate) fn run(
+    ctx: &mut Ctx,
+    pattern: &Pattern,
+    opts: &SearchOptions,
+    progress: &dyn Progress,
+    on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
+) -> Result<Vec<Hit>, rusqlite::Error> {
+    let sessions = load(ctx.conn, &opts.scope)?;
+    let plan = plan(ctx, pattern, &sessions)?;
+    let stopped = std::cell::Cell::new(false);
+    let mut watch = |h: &[Hit]| {
+        let flow = on_hits(h);
+        stopped.set(stopped.get() || flow == Flow::Stop);
+        flow
+    };
+    let mut hits = scan(ctx, &plan, pattern, Mode::Exact, opts.limit, progress, &mut watch, &HashSet::new())?;
+    if !stopped.get() && pattern.has_tokens() && hits.len() < opts.limit && (opts.fuzzy || hits.is_empty()) {
+        let seen: HashSet<(String, String)> = hits.iter().map(|h| (h.session_id.clone(), h.entry_id.clone())).collect();
+        // Fuzzy matches decode every line. Asked for, they cover the scope; as
+        // the fallback of a search with no exact hit, the newest sessions only.
+        let budget = if opts.fuzzy { u64::MAX } else { FUZZY_FALLBACK_BYTES };
+        let mut spent = 0u64;
+        let whole: Vec<Planned> = sessions
+            .into_iter()
+            .take_while(|(_, scanned)| {
+                let first = spent == 0;
+                spent = spent.saturating_add(*scanned);
+                first || spent <= budget
+            })
+            .map(|(p, scanned)| whole(p, scanned))
+            .collect();
+        let more = scan(ctx, &whole, pattern, Mode::Fuzzy, opts.limit - hits.len(), progress, &mut watch, &seen)?;
+        hits.extend(more);
     }
+    Ok(hits)
+}
 
-    /// The text of a candidate, read from its file; `None` when the file no
-    /// longer holds that entry there (it changed since the refresh).
-    fn read(&mut self, cat: &Catalog, conn: &Connection, c: &Candidate) -> rusqlite::Result<Option<String>> {
-        let rel = self.session_info(conn, c.session)?.rel.clone();
-        let path = cat.path_of(&rel);
-        if c.offset < 0 {
-            let s = self.legacy.entry(c.session).or_insert_with(|| {
-                let opts = SessionOptions { index_dir: None, ..Default::default() };
-                Session::open(&path, OpenMode::ReadOnly, opts).ok()
-            });
-            let Some(s) = s else { return Ok(None) };
-            let Some(i) = s.position_of(&c.entry_id) else { return Ok(None) };
-            return Ok(s.with_json_at(i, |j| arbor_log::json::parse(j).ok().map(|v| searchable_text(&v))).flatten());
-        }
-        let file = self.files.entry(c.session).or_insert_with(|| File::open(&path).ok());
-        let Some(file) = file else { return Ok(None) };
-        let Ok(bytes) = read_exact_at(file, c.offset as u64, c.len as usize) else { return Ok(None) };
-        let Parsed::Object(v) = parse_line(&bytes).0 else { return Ok(None) };
-        if v.get("id").and_then(Value::as_str) != Some(c.entry_id.as_str()) {
-            return Ok(None);
-        }
-        Ok(Some(searchable_text(&v)))
+fn whole(mut p: Planned, scanned: u64) -> Planned {
+    p.ranges = vec![Range { start: 0, end: scanned, build: false }];
+    p
+}
+
+/// The scope's sessions, newest first (ties by path), each with how far it was read.
+fn load(conn: &Connection, scope: &Scope) -> rusqlite::Result<Vec<(Planned, u64)>> {
+    let mut sql = "SELECT rowid, rel, id, cwd, name, version, epoch, scanned, modified_ms FROM sessions WHERE kind = 1"
+        .to_owned();
+    if matches!(scope, Scope::Dir(_)) {
+        sql.push_str(" AND dir = ?1");
     }
+    let mut stmt = conn.prepare(&sql)?;
+    let map = |r: &rusqlite::Row| -> rusqlite::Result<(i64, Planned, u64)> {
+        Ok((
+            r.get(8)?,
+            Planned {
+                rowid: r.get(0)?,
+                rel: r.get(1)?,
+                id: r.get(2)?,
+                cwd: r.get(3)?,
+                name: r.get(4)?,
+                version: r.get::<_, i64>(5)? as u64,
+                epoch: r.get(6)?,
+                ranges: vec![],
+            },
+            r.get::<_, i64>(7)? as u64,
+        ))
+    };
+    let rows: rusqlite::Result<Vec<(i64, Planned, u64)>> = match scope {
+        Scope::All => stmt.query_map([], map)?.collect(),
+        Scope::Dir(d) => stmt.query_map([d], map)?.collect(),
+    };
+    // Sorted here: the table read in its order is cheaper than an index's lookups.
+    let mut rows = rows?;
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.rel.cmp(&b.1.rel)));
+    Ok(rows.into_iter().map(|(_, p, scanned)| (p, scanned)).collect())
+}
 
-    /// Every entry of a session with text, with its text (for a scan).
-    fn session(
-        &mut self,
-        cat: &Catalog,
-        conn: &Connection,
-        session: i64,
-    ) -> rusqlite::Result<Vec<(Candidate, String)>> {
-        let mut stmt = conn.prepare_cached(
-            "SELECT rowid, offset, len, entry_id, type, role FROM entries WHERE session = ?1 ORDER BY pos",
-        )?;
-        let candidates: Vec<Candidate> = stmt
-            .query_map([session], |r| {
-                Ok(Candidate {
-                    key: r.get(0)?,
-                    session,
-                    offset: r.get(1)?,
-                    len: r.get(2)?,
-                    entry_id: r.get(3)?,
-                    entry_type: EntryType::parse(&r.get::<_, String>(4)?),
-                    role: r.get::<_, Option<String>>(5)?.as_deref().map(Role::parse),
-                    relevance: Relevance::Exact,
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        let row = self.session_info(conn, session)?;
-        let (rel, indexed) = (row.rel.clone(), row.indexed);
-        if candidates.first().is_some_and(|c| c.offset < 0) {
-            let mut out = vec![];
-            for c in candidates {
-                if let Some(text) = self.read(cat, conn, &c)?.filter(|t| !t.is_empty()) {
-                    out.push((c, text));
+/// The ranges each session must be read in: those whose filters may hold
+/// the query, and what no filter covers yet.
+fn plan(ctx: &mut Ctx, pattern: &Pattern, sessions: &[(Planned, u64)]) -> rusqlite::Result<Vec<Planned>> {
+    let need = pattern.need();
+    let keys: Vec<(i64, i64)> = sessions.iter().map(|(p, _)| (p.rowid, p.epoch)).collect();
+    let (live, candidates) = match ctx.db {
+        Some(db) => {
+            let live = filters::columns_of(ctx.conn, &keys)?;
+            let candidates: Option<HashSet<(i64, i64)>> = if need.selects() && !live.is_empty() {
+                match filters::candidates(ctx.conn, db, &need) {
+                    Ok(c) => Some(c.into_iter().collect()),
+                    Err(filters::StoreError::Db(e)) => return Err(e),
+                    Err(filters::StoreError::Io(e)) => {
+                        ctx.warnings.push(format!("cannot read the search filters ({e}); every session is read"));
+                        None
+                    }
                 }
-            }
-            return Ok(out);
+            } else {
+                None
+            };
+            (live, candidates)
         }
-        // One pass over the file instead of a read per entry.
-        let by_offset: HashMap<i64, Candidate> = candidates.into_iter().map(|c| (c.offset, c)).collect();
-        let Ok(file) = File::open(cat.path_of(&rel)) else { return Ok(vec![]) };
-        let mut lines = Lines::new(&file, 0, indexed as u64);
-        let mut out = vec![];
-        let mut take = |offset: u64, bytes: &[u8]| {
-            let Some(c) = by_offset.get(&(offset as i64)) else { return };
-            let Parsed::Object(v) = parse_line(bytes).0 else { return };
-            if v.get("id").and_then(Value::as_str) != Some(c.entry_id.as_str()) {
-                return;
-            }
-            let text = searchable_text(&v);
-            if !text.is_empty() {
-                out.push((c.clone(), text));
-            }
-        };
-        while let Ok(Some(line)) = lines.next_line() {
-            take(line.offset, line.bytes);
+        None => (HashMap::new(), None),
+    };
+    let mut out = vec![];
+    for (p, scanned) in sessions {
+        let mut p = p.clone();
+        if p.version < CURRENT_VERSION {
+            // Read whole through the migration: no filters.
+            p.ranges = vec![Range { start: 0, end: *scanned, build: false }];
+            out.push(p);
+            continue;
         }
-        let (at, rest) = lines.rest();
-        if !rest.is_empty() {
-            take(at, rest);
+        let columns = live.get(&p.rowid).map(Vec::as_slice).unwrap_or_default();
+        let named = pattern.in_session(&p.id).names_session();
+        let (mut ranges, covered) =
+            covered_ranges(columns, |s| named || candidates.as_ref().is_none_or(|c| c.contains(&(s.seg, s.col))));
+        if covered < *scanned {
+            let tail = scanned - covered;
+            let build = ctx.db.is_some() && (covered == 0 || tail >= BUILD_MIN);
+            push_range(&mut ranges, Range { start: covered, end: *scanned, build });
         }
-        Ok(out)
+        if !ranges.is_empty() {
+            p.ranges = ranges;
+            out.push(p);
+        }
     }
-
-    /// Whether an entry is on its session's active path, and the labels on its path (root first).
-    fn path_of(&mut self, conn: &Connection, session: i64, id: &str) -> rusqlite::Result<(bool, Vec<PathLabel>)> {
-        let tree = match self.trees.entry(session) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(load_tree(conn, session)?),
-        };
-        let mut labels = vec![];
-        let mut seen = HashSet::new();
-        let mut cur = Some(id.to_owned());
-        while let Some(at) = cur {
-            if !seen.insert(at.clone()) {
-                break;
-            }
-            if let Some(l) = tree.labels.get(&at) {
-                labels.push(PathLabel { entry_id: at.clone(), label: l.clone() });
-            }
-            cur = tree.parent.get(&at).cloned().flatten();
-        }
-        labels.reverse();
-        Ok((tree.active.contains(id), labels))
-    }
+    Ok(out)
 }
 
-/// A session's parents and labels, and the path from its leaf (the last entry in the file).
-fn load_tree(conn: &Connection, session: i64) -> rusqlite::Result<Tree> {
-    let mut tree = Tree::default();
-    let mut stmt = conn.prepare_cached("SELECT entry_id, parent_id FROM entries WHERE session = ?1 ORDER BY pos")?;
-    let mut leaf = None;
-    for row in stmt.query_map([session], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))? {
-        let (id, parent) = row?;
-        tree.parent.insert(id.clone(), parent);
-        leaf = Some(id);
-    }
-    let mut stmt = conn.prepare_cached("SELECT target, label FROM labels WHERE session = ?1")?;
-    for row in stmt.query_map([session], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
-        let (target, label) = row?;
-        tree.labels.insert(target, label);
-    }
-    let mut cur = leaf;
-    while let Some(at) = cur {
-        if !tree.active.insert(at.clone()) {
+/// The ranges of the chain of columns from offset 0 that `keep` keeps, and where the chain ends.
+fn covered_ranges(columns: &[Stored], keep: impl Fn(&Stored) -> bool) -> (Vec<Range>, u64) {
+    let mut ranges = vec![];
+    let mut covered = 0;
+    for s in columns {
+        if s.start > covered {
             break;
         }
-        cur = tree.parent.get(&at).cloned().flatten();
+        if s.end <= covered {
+            continue;
+        }
+        if keep(s) {
+            push_range(&mut ranges, Range { start: covered.max(s.start), end: s.end, build: false });
+        }
+        covered = s.end;
     }
-    Ok(tree)
+    (ranges, covered)
+}
+
+/// Appends a range, joined to the one before when they touch and neither builds.
+fn push_range(ranges: &mut Vec<Range>, r: Range) {
+    if let Some(last) = ranges.last_mut() {
+        if last.end == r.start && !last.build && !r.build {
+            last.end = r.end;
+            return;
+        }
+    }
+    ranges.push(r);
+}
+
+/// What reading one session gave.
+struct Read {
+    hits: Vec<Hit>,
+    columns: Vec<Column>,
+    bytes: u64,
+    warning: Option<String>,
+}
+
+/// Reads the planned sessions in order on all cores until `limit` hits are certain.
+#[allow(clippy::too_many_arguments)]
+fn scan(
+    ctx: &mut Ctx,
+    plan: &[Planned],
+    pattern: &Pattern,
+    mode: Mode,
+    limit: usize,
+    progress: &dyn Progress,
+    on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
+    skip: &HashSet<(String, String)>,
+) -> rusqlite::Result<Vec<Hit>> {
+    let total: u64 = plan.iter().flat_map(|p| &p.ranges).map(|r| r.end - r.start).sum();
+    progress.begin(Pass::Text, plan.len() as u64, total);
+    let (root, index_dir) = (ctx.root, ctx.index_dir.clone());
+    let mut hits = vec![];
+    let columns = std::cell::RefCell::new(vec![]);
+    let mut warnings = vec![];
+    ordered(
+        plan.len(),
+        ctx.threads,
+        |i| read_session(root, index_dir.as_deref(), &plan[i], pattern, mode, limit, skip),
+        |_, r| {
+            progress.advance(r.bytes);
+            warnings.extend(r.warning);
+            columns.borrow_mut().extend(r.columns);
+            let room = limit.saturating_sub(hits.len());
+            let mine: Vec<Hit> = r.hits.into_iter().take(room).collect();
+            let flow = on_hits(&mine);
+            hits.extend(mine);
+            if hits.len() >= limit {
+                Flow::Stop
+            } else {
+                flow
+            }
+        },
+        |_, r| columns.borrow_mut().extend(r.columns),
+    );
+    let columns = columns.into_inner();
+    progress.end();
+    ctx.warnings.extend(warnings);
+    if let Some(db) = ctx.db {
+        if let Err(e) = filters::store(ctx.conn, db, columns).and_then(|_| filters::tidy(ctx.conn, db)) {
+            match e {
+                filters::StoreError::Db(e) => return Err(e),
+                filters::StoreError::Io(e) => ctx.warnings.push(format!("cannot keep the search filters ({e})")),
+            }
+        }
+    }
+    Ok(hits)
+}
+
+/// Reads one session's planned ranges (a migrated file whole) and makes its hits.
+fn read_session(
+    root: &Path,
+    index_dir: Option<&Path>,
+    p: &Planned,
+    pattern: &Pattern,
+    mode: Mode,
+    limit: usize,
+    skip: &HashSet<(String, String)>,
+) -> Read {
+    let path = crate::catalog::path_under(root, &p.rel);
+    let bytes = p.ranges.iter().map(|r| r.end - r.start).sum();
+    let fail = |e: io::Error| Read {
+        hits: vec![],
+        columns: vec![],
+        bytes,
+        warning: (e.kind() != io::ErrorKind::NotFound)
+            .then(|| format!("cannot read {} ({e}); it is left out", path.display())),
+    };
+    let in_session = pattern.in_session(&p.id);
+    // Hits already found exactly are not found again fuzzily: ask for enough.
+    let want = limit + skip.len().min(limit);
+    let (found, session) = if p.version < CURRENT_VERSION {
+        let s = match open_session(&path, index_dir) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        let values = s.positions().filter_map(|pos| {
+            let v = s.with_json_at(pos, arbor_log::json::parse)?.ok()?;
+            Some((usize::from(pos) as u64, v))
+        });
+        let hits = scan_values(values, &in_session, mode, want);
+        (Scanned { hits, ..Scanned::default() }, Some(s))
+    } else {
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) => return fail(e),
+        };
+        match scan_ranges(&file, &p.ranges, &in_session, mode, want) {
+            Ok(s) => (s, None),
+            Err(e) => return fail(e),
+        }
+    };
+    let columns = found
+        .filters
+        .into_iter()
+        .map(|(r, filter)| Column { session: p.rowid, epoch: p.epoch, start: r.start, end: r.end, filter })
+        .collect();
+    let fresh: Vec<EntryHit> =
+        found.hits.into_iter().filter(|h| !skip.contains(&(p.id.clone(), h.entry_id.clone()))).take(limit).collect();
+    let hits = if fresh.is_empty() {
+        vec![]
+    } else {
+        let session = session.or_else(|| open_session(&path, index_dir).ok());
+        fresh.into_iter().map(|h| to_hit(h, p, &path, session.as_ref())).collect()
+    };
+    Read { hits, columns, bytes, warning: None }
+}
+
+fn open_session(path: &Path, index_dir: Option<&Path>) -> io::Result<Session> {
+    let opts = SessionOptions { index_dir: index_dir.map(Path::to_owned), ..SessionOptions::default() };
+    Session::open(path, OpenMode::ReadOnly, opts).map_err(|e| match e {
+        arbor_tree::TreeError::Missing(_) => io::Error::from(io::ErrorKind::NotFound),
+        e => io::Error::other(e),
+    })
+}
+
+/// A hit as the catalog shows it: with its session, and its place in the session's tree.
+fn to_hit(h: EntryHit, p: &Planned, path: &Path, session: Option<&Session>) -> Hit {
+    let (on_active_path, labels) = session.map_or((false, vec![]), |s| place(s, &h.entry_id));
+    Hit {
+        path: path.to_owned(),
+        session_id: p.id.clone(),
+        session_name: p.name.clone(),
+        cwd: p.cwd.clone(),
+        entry_id: h.entry_id,
+        entry_type: h.entry_type,
+        role: h.role,
+        timestamp: h.ts_ms.map(format_iso_ms).unwrap_or_default(),
+        snippet: h.snippet,
+        marks: h.marks,
+        on_active_path,
+        labels,
+        relevance: h.relevance,
+    }
+}
+
+/// Whether an entry is on its session's active path, and the labels on its path (root first).
+fn place(s: &Session, id: &str) -> (bool, Vec<PathLabel>) {
+    let Some(pos) = s.position_of(id) else { return (false, vec![]) };
+    let active = s.branch_positions(None).contains(&pos);
+    let labels = s
+        .branch_positions(Some(id))
+        .into_iter()
+        .filter_map(|p| {
+            let id = s.id_at(p)?.to_string();
+            let label = s.get_label(&id)?.to_owned();
+            Some(PathLabel { entry_id: id, label })
+        })
+        .collect();
+    (active, labels)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn words_are_runs_of_letters_and_digits() {
-        let t = "src/main.rs: Größe 42x, 日本語 ok";
-        let w: Vec<&str> = words(t).map(|(a, b)| &t[a..b]).collect();
-        assert_eq!(w, ["src", "main", "rs", "Größe", "42x", "日本語", "ok"]);
+    fn stored(start: u64, end: u64, col: i64) -> Stored {
+        Stored { seg: 1, col, session: 1, start, end }
     }
 
     #[test]
-    fn snippets_mark_matches_in_characters() {
-        let text = "é\nhello world";
-        let (s, marks) = snippet(text, &[(text.find("world").unwrap_or(0), text.len())]);
-        assert_eq!(s, "é hello world");
-        assert_eq!(marks, vec![[8, 13]]);
-        let long = format!("{}needle{}", "x".repeat(100), "y".repeat(300));
-        let (s, marks) = snippet(&long, &[(100, 106)]);
-        assert!(s.starts_with('…') && s.ends_with('…'));
-        let m = marks[0];
-        assert_eq!(s.chars().skip(m[0]).take(m[1] - m[0]).collect::<String>(), "needle");
+    fn the_chain_of_columns_from_the_start_is_covered() {
+        let cols = [stored(0, 10, 0), stored(10, 20, 1), stored(20, 30, 2), stored(40, 50, 3)];
+        let (ranges, covered) = covered_ranges(&cols, |s| s.col != 1);
+        assert_eq!(covered, 30, "a gap ends the chain");
+        assert_eq!(ranges, [Range { start: 0, end: 10, build: false }, Range { start: 20, end: 30, build: false }]);
+        let (ranges, _) = covered_ranges(&cols, |_| true);
+        assert_eq!(ranges, [Range { start: 0, end: 30, build: false }], "touching ranges are one read");
+        assert_eq!(covered_ranges(&[stored(5, 10, 0)], |_| true), (vec![], 0));
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use arbor_tree::sessions::{
-    choose, path_under, Follow, FollowFrom, Freshness, Hit, ListDetail, ListRequest, NoProgress, Progress, Scope,
+    choose, path_under, Flow, Follow, FollowFrom, Hit, ListDetail, ListRequest, NoProgress, Progress, Scope,
     SearchRequest, Sessions, SessionsError,
 };
 use arbor_tree::{SessionListInfo, SessionOptions};
@@ -100,28 +100,36 @@ impl FileSessions {
     }
 }
 
-/// Fills pi's `allMessagesText` of every listed session, on `threads` threads.
-fn fill_texts(list: &mut [SessionListInfo], threads: usize) -> Result<(), SessionsError> {
+/// Fills pi's `allMessagesText` of every listed session, on `threads`
+/// threads. A session deleted since the listing is left out; one that cannot
+/// be read is left out with a warning (returned).
+fn fill_texts(list: &mut Vec<SessionListInfo>, threads: usize) -> Vec<String> {
     let chunk = list.len().div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|s| {
+    let outcomes: Vec<Option<String>> = std::thread::scope(|s| {
         let handles: Vec<_> = list
             .chunks_mut(chunk)
             .map(|part| {
-                s.spawn(move || -> Result<(), CatalogError> {
-                    for info in part {
-                        info.all_messages_text = crate::facts::all_messages_text(&info.path)
-                            .map_err(|e| CatalogError::Io { path: info.path.clone(), source: e })?;
-                    }
-                    Ok(())
+                s.spawn(move || -> Vec<Option<String>> {
+                    // None: kept; Some(warning): left out ("" when it is simply gone).
+                    part.iter_mut()
+                        .map(|info| match crate::facts::all_messages_text(&info.path) {
+                            Ok(text) => {
+                                info.all_messages_text = text;
+                                None
+                            }
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(String::new()),
+                            Err(e) => Some(format!("cannot read {} ({e}); it is left out", info.path.display())),
+                        })
+                        .collect()
                 })
             })
             .collect();
-        for h in handles {
-            // A reader's panic is this thread's.
-            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)).map_err(SessionsError::backend)?;
-        }
-        Ok(())
-    })
+        // A reader's panic is this thread's.
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    let mut outcome = outcomes.iter();
+    list.retain(|_| outcome.next().is_none_or(Option::is_none));
+    outcomes.into_iter().flatten().filter(|w| !w.is_empty()).collect()
 }
 
 impl Sessions for FileSessions {
@@ -139,22 +147,32 @@ impl Sessions for FileSessions {
             c.sessions(&request.scope)
         })?;
         if request.detail == ListDetail::WithText {
-            fill_texts(&mut list, self.options.threads)?;
+            let warnings = fill_texts(&mut list, self.options.threads);
+            lock(&self.warnings).extend(warnings);
         }
         Ok(list)
     }
 
+    /// Searches the session files themselves (`arbor-search`'s engine), so
+    /// a search is as fresh as the files whatever its [`SearchRequest::freshness`].
     fn search(&self, request: &SearchRequest, progress: &dyn Progress) -> Result<Vec<Hit>, SessionsError> {
-        let opts = SearchOptions { scope: request.scope.clone(), limit: request.limit };
-        self.with(|c| match request.freshness {
-            // A catalog in memory is this connection's alone: nothing else brings it up to date.
-            Freshness::AsIs if c.location().is_some() => c.search_as_is(&request.query, &opts),
-            _ => c.search(&request.query, &opts, progress),
-        })
+        self.search_each(request, progress, &mut |_| Flow::Go)
     }
 
+    fn search_each(
+        &self,
+        request: &SearchRequest,
+        progress: &dyn Progress,
+        on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
+    ) -> Result<Vec<Hit>, SessionsError> {
+        let opts = SearchOptions { scope: request.scope.clone(), limit: request.limit, fuzzy: request.fuzzy };
+        self.with(|c| c.search_with(&request.query, &opts, progress, on_hits))
+    }
+
+    /// Searches keep no index beyond the filters they build as they read:
+    /// this brings the listing up to date.
     fn update_index(&self, scope: &Scope, progress: &dyn Progress) -> Result<(), SessionsError> {
-        self.with(|c| c.refresh_text(scope, progress).map(drop))
+        self.with(|c| c.refresh(scope, progress).map(drop))
     }
 
     /// A path that is there (as given); `DIR/FILE` under the root; another

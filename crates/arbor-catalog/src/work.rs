@@ -5,24 +5,14 @@ use std::sync::{mpsc, Mutex};
 
 use crate::error::CatalogError;
 
-/// What the calling thread of [`run_parallel`] does besides consuming results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Caller {
-    /// Only consumes: for when consuming is the slow side (the full-text index).
-    Consumes,
-    /// Is one of the threads: between its own jobs it consumes what the
-    /// others sent, so no more threads than asked for are busy (for when
-    /// consuming is cheap, like the listing facts).
-    Works,
-}
-
 /// Runs `work` on every job on up to `threads` threads and hands each result
-/// to `consume` on the calling thread, as results come. The first error
-/// (from either side) stops the run and is returned.
+/// to `consume` on the calling thread, as results come. The calling thread
+/// is one of the threads: between its own jobs it consumes what the others
+/// sent, so no more threads than asked for are busy. The first error (from
+/// either side) stops the run and is returned.
 pub(crate) fn run_parallel<J: Send, R: Send>(
     jobs: Vec<J>,
     threads: usize,
-    caller: Caller,
     work: impl Fn(J) -> Result<R, CatalogError> + Sync,
     mut consume: impl FnMut(R) -> Result<(), CatalogError>,
 ) -> Result<(), CatalogError> {
@@ -37,10 +27,9 @@ pub(crate) fn run_parallel<J: Send, R: Send>(
     // A poisoned queue only means another worker panicked: take what is left.
     let next = || queue.lock().unwrap_or_else(|p| p.into_inner()).next();
     let stop = AtomicBool::new(false);
-    // A working caller needs room for what the others finish while it reads a large file.
-    let room = if caller == Caller::Works { threads * 32 } else { threads * 2 };
-    let (tx, rx) = mpsc::sync_channel::<Result<R, CatalogError>>(room);
-    let helpers = if caller == Caller::Works { threads - 1 } else { threads };
+    // The caller needs room for what the others finish while it reads a large file.
+    let (tx, rx) = mpsc::sync_channel::<Result<R, CatalogError>>(threads * 32);
+    let helpers = threads - 1;
     std::thread::scope(|s| {
         for _ in 0..helpers {
             let (tx, stop, work, next) = (tx.clone(), &stop, &work, &next);
@@ -64,7 +53,7 @@ pub(crate) fn run_parallel<J: Send, R: Send>(
             }
         };
         // This thread's own share, with what the others sent so far between jobs.
-        while caller == Caller::Works && !stop.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             let Some(job) = next() else { break };
             take(work(job));
             while let Ok(result) = rx.try_recv() {
@@ -85,13 +74,12 @@ mod tests {
 
     #[test]
     fn every_job_once_and_the_first_error_stops() {
-        for caller in [Caller::Consumes, Caller::Works] {
+        {
             for threads in [1, 2, 3] {
                 let mut seen = vec![];
                 run_parallel(
                     (0..100).collect(),
                     threads,
-                    caller,
                     |j: i32| Ok(j * 2),
                     |r| {
                         seen.push(r);
@@ -100,23 +88,21 @@ mod tests {
                 )
                 .unwrap();
                 seen.sort();
-                assert_eq!(seen, (0..100).map(|j| j * 2).collect::<Vec<_>>(), "{caller:?} {threads}");
+                assert_eq!(seen, (0..100).map(|j| j * 2).collect::<Vec<_>>(), "{threads}");
                 let err = run_parallel(
                     (0..100).collect(),
                     threads,
-                    caller,
                     |j: i32| if j == 50 { Err(CatalogError::Query("boom".into())) } else { Ok(j) },
                     |_| Ok(()),
                 );
-                assert!(matches!(err, Err(CatalogError::Query(_))), "{caller:?} {threads}");
+                assert!(matches!(err, Err(CatalogError::Query(_))), "{threads}");
                 let err = run_parallel(
                     (0..100).collect(),
                     threads,
-                    caller,
                     |j: i32| Ok(j),
                     |r| if r == 70 { Err(CatalogError::Query("full".into())) } else { Ok(()) },
                 );
-                assert!(matches!(err, Err(CatalogError::Query(_))), "{caller:?} {threads}");
+                assert!(matches!(err, Err(CatalogError::Query(_))), "{threads}");
             }
         }
     }

@@ -9,8 +9,8 @@
 //! [`arbor_tree::sessions::Sessions::session_options`]) and name sessions by
 //! their directory and file name, as on disk ([`SessionKey`]). As
 //! [`arbor_tree::sessions::Sessions`], it lists the server's sessions from
-//! the facts each write keeps, searches them with PostgreSQL's full-text
-//! search, finds the session a name means (every match counted), and
+//! the facts each write keeps, searches them with `arbor-search`'s engine
+//! (as files are searched: the same hits in the same order), finds the session a name means (every match counted), and
 //! follows a session through LISTEN/NOTIFY.
 //!
 //! ```no_run

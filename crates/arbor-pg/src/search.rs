@@ -1,219 +1,214 @@
-//! Search on the server: PostgreSQL's full-text search over `arbor.search`
-//! (each entry's searchable text, written with the entry), so every machine
-//! searches the same index and nothing is indexed locally.
+//! Search on the server with the engine files are searched with
+//! ([`arbor_search`]): the same matcher over the same bytes, so a server and
+//! a sessions root holding the same sessions give the same hits, in the same
+//! order, with the same snippets.
 //!
-//! The text's `tsvector` is computed by the first search after a write, for
-//! every entry written since (in batches, skipping rows another searcher is
-//! indexing), so appends and pushes pay nothing for it, as the local catalog
-//! indexes text on its first search.
+//! The sessions of the scope are taken newest first (pi's `modified`, ties
+//! by path: the listing's order), and each is read as a file is, by byte
+//! ranges ([`ServerFile`], fetched with the lines' offsets of migration 3):
+//! candidate lines are found in the raw bytes and only those decoded, its
+//! hits last line first. The search stops as soon as its first `limit` hits
+//! are certain. Exact hits first; fuzzy ones when asked for, or when there
+//! is no exact one (then from the newest sessions' first
+//! [`FUZZY_FALLBACK_BYTES`]), as the local catalog does. Whether a hit is on
+//! its session's active path, and the labels on its path, are read through
+//! the session itself ([`mark_paths`]), before its hits are handed on.
 //!
-//! Words match as prefixes (`build` finds "builds"), every word and every
-//! "quoted phrase" must match (the `simple` configuration: no stemming, no
-//! stop words), and `re:PATTERN` is a case-insensitive PostgreSQL regular
-//! expression over the text. Hits whose every word is whole come first
-//! ([`Relevance::Exact`], then [`Relevance::Prefix`]), each newest first,
-//! with a snippet around the first match; whether a hit is on its
-//! session's active path, and the labels on its path, are read through the
-//! session itself ([`mark_paths`]). Unlike the local catalog, the server
-//! does not match words fuzzily.
+//! The server keeps no search index of its own: every search reads the
+//! scope's sessions until it has its hits (a word in the newest sessions
+//! costs those sessions; a word in none costs the scope). The gram filters
+//! the local catalog keeps are not kept on the server yet.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use postgres::types::Type;
 
-use arbor_log::{EntryType, Role};
-use arbor_tree::sessions::{Hit, PathLabel, Query, Relevance, TokenKind};
-use arbor_tree::{OpenMode, Session, SessionOptions};
+use arbor_log::{format_iso_ms, parse_iso_ms, CURRENT_VERSION};
+use arbor_search::{scan_ranges, scan_values, EntryHit, Flow, Mode, Pattern, Range};
+use arbor_tree::sessions::{Hit, Pass, PathLabel, Progress, SearchRequest, Sessions, SessionsError};
+use arbor_tree::{OpenMode, Session, SessionListInfo, SessionOptions};
 
 use crate::error::PgError;
 use crate::key::SessionKey;
+use crate::list::scope_dir;
+use crate::reader::ServerFile;
+use crate::rows::{SessionRow, COLUMNS};
 use crate::store::PgStore;
 
-/// What to look for, as the server's engine takes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum TextQuery {
-    /// Words (matched as prefixes) and phrases that must all match.
-    Words {
-        /// Single words.
-        words: Vec<String>,
-        /// Quoted phrases: their words in order.
-        phrases: Vec<String>,
-    },
-    /// A case-insensitive regular expression (PostgreSQL's syntax).
-    Regex(String),
+/// The bytes of the newest sessions read for fuzzy matches when a search
+/// has no exact hit and fuzzy matches were not asked for (the local
+/// catalog's bound, so both fall back alike).
+pub(crate) const FUZZY_FALLBACK_BYTES: u64 = 256 << 20;
+
+/// A session as a search reads it: as listed, and its row.
+struct Listed {
+    info: SessionListInfo,
+    row: SessionRow,
 }
-
-impl TextQuery {
-    /// A query in pi's picker syntax as the server's engine takes it: the
-    /// pattern of `re:PATTERN` as it is, else the words and the phrases.
-    pub(crate) fn of(query: &Query, text: &str) -> TextQuery {
-        match query {
-            Query::Regex(_) => TextQuery::Regex(text.trim().trim_start_matches("re:").trim().to_owned()),
-            Query::Tokens(tokens) => {
-                let (phrases, words): (Vec<_>, Vec<_>) = tokens.iter().partition(|t| t.kind == TokenKind::Phrase);
-                TextQuery::Words {
-                    words: words.into_iter().map(|t| t.value.clone()).collect(),
-                    phrases: phrases.into_iter().map(|t| t.value.clone()).collect(),
-                }
-            }
-        }
-    }
-}
-
-/// Marks the server puts around matches in a headline (never in text: they are control characters).
-const START: char = '\u{2}';
-const STOP: char = '\u{3}';
-
-/// The snippet of a headline with its marks taken out, on one line.
-fn unmark(headline: &str) -> (String, Vec<[usize; 2]>) {
-    let mut out = String::with_capacity(headline.len());
-    let mut marks = vec![];
-    let mut open = None;
-    let mut n = 0;
-    let mut space = false;
-    for c in headline.trim().chars() {
-        match c {
-            START => open = Some(n),
-            STOP => {
-                if let Some(s) = open.take() {
-                    marks.push([s, n]);
-                }
-            }
-            c if c.is_whitespace() => {
-                if !space {
-                    out.push(' ');
-                    n += 1;
-                }
-                space = true;
-            }
-            c => {
-                out.push(c);
-                n += 1;
-                space = false;
-            }
-        }
-    }
-    (out, marks)
-}
-
-/// How many characters of text a regex hit's snippet shows around its match.
-const CONTEXT: usize = 60;
-
-/// A snippet around the first match of `re` (case-insensitive) in `body`.
-fn regex_snippet(body: &str, re: &str) -> (String, Vec<[usize; 2]>) {
-    let (flat, _) = unmark(body);
-    let Ok(re) = regex::RegexBuilder::new(re).case_insensitive(true).build() else {
-        return (flat.chars().take(2 * CONTEXT).collect(), vec![]);
-    };
-    let Some(m) = re.find(&flat) else { return (flat.chars().take(2 * CONTEXT).collect(), vec![]) };
-    let (start, end) = (flat[..m.start()].chars().count(), flat[..m.end()].chars().count());
-    let from = start.saturating_sub(CONTEXT);
-    let snippet: String = flat.chars().skip(from).take(end - from + CONTEXT).collect();
-    (snippet, vec![[start - from, end - from]])
-}
-
-/// Rows indexed per statement by [`PgStore::index_pending`].
-const INDEX_BATCH: i64 = 2000;
 
 impl PgStore {
-    /// Computes the `tsvector` of every entry written since the last search;
-    /// how many were indexed.
-    pub(crate) fn index_pending(&self) -> Result<u64, PgError> {
-        let mut total = 0;
-        loop {
-            let n = self.read(|c| {
-                Ok(c.execute_typed(
-                    "UPDATE arbor.search x SET tsv = to_tsvector('simple', x.body) \
-                     FROM (SELECT session, seq FROM arbor.search WHERE tsv IS NULL \
-                           LIMIT $1 FOR UPDATE SKIP LOCKED) p \
-                     WHERE x.session = p.session AND x.seq = p.seq",
-                    &[(&INDEX_BATCH, Type::INT8)],
-                )?)
-            })?;
-            total += n;
-            if n == 0 {
-                return Ok(total);
-            }
-        }
+    /// The sessions of directory `dir` (every directory with `None`), with
+    /// their rows, in the order hits come in: newest first, ties by path.
+    fn search_order(&self, dir: Option<&str>) -> Result<Vec<Listed>, PgError> {
+        let mut out: Vec<Listed> = self.read(|c| {
+            let sql = format!(
+                "SELECT dir, name, {COLUMNS} FROM arbor.sessions \
+                 WHERE kind = 1 AND name LIKE '%.jsonl' AND ($1::text IS NULL OR dir = $1)"
+            );
+            let rows = c.query_typed(&sql, &[(&dir, Type::TEXT)])?;
+            Ok(rows
+                .iter()
+                .filter_map(|r| {
+                    let key = SessionKey { dir: r.get(0), name: r.get(1) };
+                    let row = SessionRow::from_row(r, 2);
+                    let info = row.facts.to_info(&key.path(), Some(row.changed_ms()), String::new())?;
+                    Some(Listed { info, row })
+                })
+                .collect())
+        })?;
+        out.sort_by(|a, b| {
+            let (x, y) = (parse_iso_ms(&a.info.modified), parse_iso_ms(&b.info.modified));
+            y.cmp(&x).then_with(|| a.info.path.cmp(&b.info.path))
+        });
+        Ok(out)
     }
 
-    /// The entries of the sessions of directory `dir` (every directory with
-    /// `None`) that match `query`, exact ones first, each newest first, at
-    /// most `limit`; their text indexed first when `refresh`. Active-path
-    /// marks and labels are left for [`mark_paths`].
-    pub(crate) fn search_text(
+    /// [`Sessions::search_each`](arbor_tree::sessions::Sessions::search_each) on the server.
+    pub(crate) fn search_engine(
         &self,
-        query: &TextQuery,
-        dir: Option<&str>,
-        limit: usize,
-        refresh: bool,
-    ) -> Result<Vec<Hit>, PgError> {
-        if refresh && matches!(query, TextQuery::Words { .. }) {
-            self.index_pending()?;
-        }
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let opts = format!("StartSel={START}, StopSel={STOP}, MaxWords=24, MinWords=10, MaxFragments=1");
-        let (filter, pattern, words, phrases): (&str, Option<&str>, Vec<String>, Vec<String>) = match query {
-            TextQuery::Words { words, phrases } => ("x.tsv @@ q.q", None, words.clone(), phrases.clone()),
-            TextQuery::Regex(re) => ("x.body ~* $3", Some(re.as_str()), vec![], vec![]),
+        request: &SearchRequest,
+        progress: &dyn Progress,
+        on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
+    ) -> Result<Vec<Hit>, SessionsError> {
+        let query_error = |e: arbor_search::PatternError| SessionsError::Query(e.to_string());
+        arbor_search::check_size(&request.query).map_err(query_error)?;
+        let parsed = arbor_search::parse_query(&request.query).map_err(SessionsError::Query)?;
+        let Some(pattern) = Pattern::new(&parsed).map_err(query_error)? else { return Ok(vec![]) };
+        let sessions = self.search_order(scope_dir(&request.scope)).map_err(SessionsError::backend)?;
+        let limit = request.limit;
+        let stopped = std::cell::Cell::new(false);
+        let mut watch = |h: &[Hit]| {
+            let flow = on_hits(h);
+            stopped.set(stopped.get() || flow == Flow::Stop);
+            flow
         };
-        // `q` matches the words as prefixes, `e` as whole words (both with the phrases).
-        let sql = format!(
-            "WITH w AS (SELECT l.lexeme FROM unnest(to_tsvector('simple', array_to_string($1::text[], ' '))) l), \
-                  p AS (SELECT string_agg('(' || p.q::text || ')', ' & ') AS q \
-                    FROM (SELECT phraseto_tsquery('simple', t) AS q FROM unnest($2::text[]) t) p \
-                    WHERE p.q::text <> ''), \
-                  q AS (SELECT \
-                    nullif(concat_ws(' & ', (SELECT string_agg(quote_literal(lexeme) || ':*', ' & ') FROM w), \
-                                     (SELECT q FROM p)), '')::tsquery AS q, \
-                    nullif(concat_ws(' & ', (SELECT string_agg(quote_literal(lexeme), ' & ') FROM w), \
-                                     (SELECT q FROM p)), '')::tsquery AS e) \
-             SELECT s.dir, s.name, s.session_id, s.title, s.cwd, x.entry_id, x.entry_type, x.role, x.ts, \
-                    CASE WHEN q.q IS NULL THEN x.body ELSE ts_headline('simple', x.body, q.q, $5) END, \
-                    coalesce(q.e IS NULL OR x.tsv @@ q.e, true) AS exact \
-             FROM arbor.search x JOIN arbor.sessions s ON s.id = x.session, q \
-             WHERE {filter} AND ($4::text IS NULL OR s.dir = $4) AND s.name LIKE '%.jsonl' \
-             ORDER BY exact DESC, x.ts DESC, s.id, x.seq LIMIT $6"
-        );
-        let rows = self.read(|c| {
-            Ok(c.query_typed(
-                &sql,
-                &[
-                    (&words, Type::TEXT_ARRAY),
-                    (&phrases, Type::TEXT_ARRAY),
-                    (&pattern, Type::TEXT),
-                    (&dir, Type::TEXT),
-                    (&opts, Type::TEXT),
-                    (&limit, Type::INT8),
-                ],
-            )?)
-        })?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let text: String = r.get(9);
-                let (snippet, marks) = match query {
-                    TextQuery::Regex(re) => regex_snippet(&text, re),
-                    TextQuery::Words { .. } => unmark(&text),
-                };
-                Hit {
-                    path: SessionKey { dir: r.get(0), name: r.get(1) }.path(),
-                    session_id: r.get(2),
-                    session_name: r.get(3),
-                    cwd: r.get(4),
-                    entry_id: r.get(5),
-                    entry_type: EntryType::parse(r.get(6)),
-                    role: r.get::<_, Option<&str>>(7).map(Role::parse),
-                    timestamp: r.get(8),
-                    snippet,
-                    marks,
-                    on_active_path: false,
-                    labels: vec![],
-                    relevance: if r.get(10) { Relevance::Exact } else { Relevance::Prefix },
-                }
-            })
-            .collect())
+        let all: Vec<&Listed> = sessions.iter().collect();
+        let mut hits = self.scan(&all, &pattern, Mode::Exact, limit, progress, &mut watch, &HashSet::new())?;
+        if !stopped.get() && pattern.has_tokens() && hits.len() < limit && (request.fuzzy || hits.is_empty()) {
+            let seen: HashSet<(String, String)> =
+                hits.iter().map(|h| (h.session_id.clone(), h.entry_id.clone())).collect();
+            let budget = if request.fuzzy { u64::MAX } else { FUZZY_FALLBACK_BYTES };
+            let mut spent = 0u64;
+            let newest: Vec<&Listed> = sessions
+                .iter()
+                .take_while(|s| {
+                    let first = spent == 0;
+                    spent = spent.saturating_add(u64::try_from(s.row.byte_size).unwrap_or_default());
+                    first || spent <= budget
+                })
+                .collect();
+            let more = self.scan(&newest, &pattern, Mode::Fuzzy, limit - hits.len(), progress, &mut watch, &seen)?;
+            hits.extend(more);
+        }
+        Ok(hits)
+    }
+
+    /// Reads `sessions` in order until `limit` hits are certain, handing
+    /// each session's hits on as it is done.
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        sessions: &[&Listed],
+        pattern: &Pattern,
+        mode: Mode,
+        limit: usize,
+        progress: &dyn Progress,
+        on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
+        skip: &HashSet<(String, String)>,
+    ) -> Result<Vec<Hit>, SessionsError> {
+        let total: u64 = sessions.iter().map(|s| u64::try_from(s.row.byte_size).unwrap_or_default()).sum();
+        progress.begin(Pass::Text, sessions.len() as u64, total);
+        let mut hits = vec![];
+        for s in sessions {
+            if hits.len() >= limit {
+                break;
+            }
+            let found = self.search_session(s, pattern, mode, limit - hits.len(), skip)?;
+            progress.advance(u64::try_from(s.row.byte_size).unwrap_or_default());
+            let flow = on_hits(&found);
+            hits.extend(found);
+            if flow == Flow::Stop {
+                break;
+            }
+        }
+        progress.end();
+        Ok(hits)
+    }
+
+    /// One session's hits, last line first, at most `limit` (those in `skip` left out).
+    fn search_session(
+        &self,
+        s: &Listed,
+        pattern: &Pattern,
+        mode: Mode,
+        limit: usize,
+        skip: &HashSet<(String, String)>,
+    ) -> Result<Vec<Hit>, SessionsError> {
+        let in_session = pattern.in_session(&s.info.id);
+        // Hits already found exactly are not found again fuzzily: ask for enough.
+        let want = limit + skip.len().min(limit);
+        let opts = Sessions::session_options(self);
+        let found: Vec<EntryHit> = if s.row.facts.version < CURRENT_VERSION {
+            // An older version is searched as the entries its migration makes (ids included), as a file is.
+            let session = Session::open(&s.info.path, OpenMode::ReadOnly, opts.clone()).map_err(SessionsError::Tree)?;
+            let values = session.positions().filter_map(|pos| {
+                let v = session.with_json_at(pos, arbor_log::json::parse)?.ok()?;
+                Some((usize::from(pos) as u64, v))
+            });
+            scan_values(values, &in_session, mode, want)
+        } else {
+            let file = ServerFile::new(self.clone(), &s.row);
+            let whole = Range { start: 0, end: u64::try_from(s.row.byte_size).unwrap_or_default(), build: false };
+            scan_ranges(&file, &[whole], &in_session, mode, want)
+                .map_err(|e| SessionsError::backend(ReadError { path: s.info.path.clone(), source: e }))?
+                .hits
+        };
+        let mut hits: Vec<Hit> = found
+            .into_iter()
+            .filter(|h| !skip.contains(&(s.info.id.clone(), h.entry_id.clone())))
+            .take(limit)
+            .map(|h| to_hit(h, &s.info))
+            .collect();
+        mark_paths(&mut hits, &opts);
+        Ok(hits)
+    }
+}
+
+/// A session that could not be read while it was searched.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {} on the server: {source}", path.display())]
+struct ReadError {
+    path: PathBuf,
+    source: std::io::Error,
+}
+
+/// A hit as every backend shows it (marks and labels left for [`mark_paths`]).
+fn to_hit(h: EntryHit, info: &SessionListInfo) -> Hit {
+    Hit {
+        path: info.path.clone(),
+        session_id: info.id.clone(),
+        session_name: info.name.clone(),
+        cwd: info.cwd.clone(),
+        entry_id: h.entry_id,
+        entry_type: h.entry_type,
+        role: h.role,
+        timestamp: h.ts_ms.map(format_iso_ms).unwrap_or_default(),
+        snippet: h.snippet,
+        marks: h.marks,
+        on_active_path: false,
+        labels: vec![],
+        relevance: h.relevance,
     }
 }
 
@@ -238,27 +233,5 @@ pub(crate) fn mark_paths(hits: &mut [Hit], opts: &SessionOptions) {
             .iter()
             .filter_map(|e| s.get_label(&e.id).map(|l| PathLabel { entry_id: e.id.to_string(), label: l.to_owned() }))
             .collect();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn headlines_become_one_line_snippets_with_marks() {
-        let (s, m) = unmark("  the \u{2}build\u{3} failed\n\non  \u{2}café\u{3} ");
-        assert_eq!(s, "the build failed on café");
-        assert_eq!(m, [[4, 9], [20, 24]]);
-    }
-
-    #[test]
-    fn regex_snippets_center_on_the_match() {
-        let body = format!("{}needle{}", "a".repeat(100), "b".repeat(100));
-        let (s, m) = regex_snippet(&body, "NEED");
-        assert_eq!(&s.chars().skip(m[0][0]).take(4).collect::<String>(), "need");
-        assert_eq!(s.chars().count(), CONTEXT + 4 + CONTEXT);
-        let (s, m) = regex_snippet("short text", "(unclosed");
-        assert_eq!((s.as_str(), m.len()), ("short text", 0));
     }
 }

@@ -1,20 +1,19 @@
 //! [`Sessions`] on the server: the listing from the sessions' rows, search
-//! with PostgreSQL's full-text search (`search.rs`), names found by SQL,
+//! with `arbor-search`'s engine, as files are searched (`search.rs`), names found by SQL,
 //! following through LISTEN/NOTIFY (`follow.rs`), new sessions under
 //! [`ROOT`].
 
 use std::path::{Path, PathBuf};
 
 use arbor_tree::sessions::{
-    parse_query, path_under, Follow, FollowFrom, Freshness, Hit, ListDetail, ListRequest, Progress, Scope,
-    SearchRequest, Sessions, SessionsError,
+    path_under, Flow, Follow, FollowFrom, Hit, ListDetail, ListRequest, Progress, Scope, SearchRequest, Sessions,
+    SessionsError,
 };
 use arbor_tree::{read_session_info, SessionListInfo, SessionOptions, Store};
 
 use crate::error::PgError;
 use crate::key::{SessionKey, ROOT};
 use crate::list::scope_dir;
-use crate::search::{mark_paths, TextQuery};
 use crate::store::PgStore;
 
 /// A server error as the seam reports it (names that match nothing or too
@@ -59,22 +58,24 @@ impl Sessions for PgStore {
         Ok(list)
     }
 
-    /// PostgreSQL's full-text search (see `search.rs`); each hit's session is
-    /// read for its active path and labels.
-    fn search(&self, request: &SearchRequest, _progress: &dyn Progress) -> Result<Vec<Hit>, SessionsError> {
-        let query = parse_query(&request.query).map_err(SessionsError::Query)?;
-        let text = TextQuery::of(&query, &request.query);
-        let refresh = request.freshness == Freshness::Refresh;
-        let mut hits =
-            self.search_text(&text, scope_dir(&request.scope), request.limit, refresh).map_err(seam_error)?;
-        mark_paths(&mut hits, &self.session_options());
-        Ok(hits)
+    /// `arbor-search`'s engine over the sessions' bytes, as files are
+    /// searched (see `search.rs`); always as fresh as the server.
+    fn search(&self, request: &SearchRequest, progress: &dyn Progress) -> Result<Vec<Hit>, SessionsError> {
+        self.search_engine(request, progress, &mut |_| Flow::Go)
     }
 
-    /// Indexes the text of every entry written since the last search (the
-    /// server keeps one index for every directory).
+    fn search_each(
+        &self,
+        request: &SearchRequest,
+        progress: &dyn Progress,
+        on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
+    ) -> Result<Vec<Hit>, SessionsError> {
+        self.search_engine(request, progress, on_hits)
+    }
+
+    /// The server keeps no search index: nothing to bring up to date.
     fn update_index(&self, _scope: &Scope, _progress: &dyn Progress) -> Result<(), SessionsError> {
-        self.index_pending().map(drop).map_err(seam_error)
+        Ok(())
     }
 
     /// A name with a `/` is the session of its last two components

@@ -4,7 +4,7 @@
 //! What it owns: where the fixtures are ([`fixtures`], [`jsonl_under`]), the
 //! oracle's recorded outputs ([`oracle`]), deterministic session options
 //! ([`deterministic_options`]), pi's messages ([`assistant_reply`]),
-//! generated sessions ([`write_big_session`]), an OpenCode storage folder
+//! generated sessions ([`write_big_session`], and [`recall`]'s in many scripts), an OpenCode storage folder
 //! ([`opencode::write_storage`]), snapshots of a directory ([`DirSnapshot`]),
 //! a small deterministic generator ([`Rng`]) and headless Chromium over
 //! WebDriver ([`browser`]). What it promises: nothing outside tests. It is a
@@ -22,6 +22,7 @@ mod messages;
 pub mod opencode;
 pub mod oracle;
 pub mod pg;
+pub mod recall;
 mod rng;
 
 use arbor_log::{CounterIds, FixedClock};

@@ -5,6 +5,7 @@
 // Test helpers may unwrap: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod recall;
 mod refresh;
 mod search;
 mod sessions;

@@ -3,6 +3,7 @@
 //! is deleted or damaged between two runs.
 
 use std::fs;
+use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use arbor_catalog::{NoProgress, Scope};
@@ -216,12 +217,12 @@ fn an_older_schema_is_replaced_silently() {
         cat.location().unwrap().to_owned()
     };
     let conn = rusqlite::Connection::open(&file).unwrap();
-    conn.execute_batch("PRAGMA user_version = 0; DROP TABLE entries; CREATE TABLE entries (x);").unwrap();
+    conn.execute_batch("PRAGMA user_version = 1; DROP TABLE columns; CREATE TABLE columns (x);").unwrap();
     drop(conn);
     let mut cat = store.catalog();
     assert_eq!(listed(&mut cat, &Scope::All), direct(&store.root()));
     assert!(cat.take_warnings().is_empty());
-    cat.refresh_text(&Scope::All, &NoProgress).unwrap();
+    cat.search("x", &arbor_catalog::SearchOptions { scope: Scope::All, limit: 1, fuzzy: false }, &NoProgress).unwrap();
 }
 
 #[test]
@@ -252,9 +253,85 @@ fn nothing_is_written_beside_the_sessions() {
     };
     let before = names();
     let mut cat = store.catalog();
-    cat.refresh_text(&Scope::All, &NoProgress).unwrap();
-    let opts = arbor_catalog::SearchOptions { scope: Scope::All, limit: 5 };
+    cat.search("x", &arbor_catalog::SearchOptions { scope: Scope::All, limit: 1, fuzzy: false }, &NoProgress).unwrap();
+    let opts = arbor_catalog::SearchOptions { scope: Scope::All, limit: 5, fuzzy: false };
     assert!(!cat.search("turn", &opts, &NoProgress).unwrap().is_empty());
     assert_eq!(names(), before);
     assert!(cat.location().unwrap().starts_with(store.cache()));
+}
+
+/// The ids of the hits of a search.
+fn search_ids(cat: &mut arbor_catalog::Catalog, q: &str) -> Vec<String> {
+    let opts = arbor_catalog::SearchOptions { scope: Scope::All, limit: 50, fuzzy: false };
+    cat.search(q, &opts, &NoProgress).unwrap().into_iter().map(|h| h.entry_id).collect()
+}
+
+#[test]
+fn a_catalog_damaged_where_only_search_reads_answers_in_the_run_that_rebuilds_it() {
+    let store = Store::new();
+    store.write(CWD, "a", &session("a", 30));
+    let file = {
+        let mut cat = store.catalog();
+        assert_eq!(search_ids(&mut cat, "\"turn 7 of a\""), ["a-7"]);
+        cat.location().unwrap().to_owned()
+    };
+    // The listing's table is intact; the filters' is not what this schema wrote.
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    conn.execute_batch("DROP TABLE columns; CREATE TABLE columns (x);").unwrap();
+    drop(conn);
+    let mut cat = store.catalog();
+    assert_eq!(search_ids(&mut cat, "\"turn 7 of a\""), ["a-7"], "the same run answers from the rebuilt catalog");
+    let warnings = cat.take_warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("damaged") && warnings[0].contains("built again"), "{warnings:?}");
+}
+
+#[test]
+fn a_file_rewritten_in_place_with_its_size_and_mtime_is_searched_anew() {
+    let store = Store::new();
+    // Long enough that the change is far from both ends.
+    let mut text = session("s", 200);
+    let at = text.find("turn 100 of s").unwrap();
+    text.replace_range(at..at + "turn 100 of s".len(), "alphaword 1s");
+    let f = store.write(CWD, "same", &text);
+    let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600);
+    fs::File::options().write(true).open(&f).unwrap().set_modified(mtime).unwrap();
+    // Another session holds both words: each search has an exact hit, so a
+    // miss in the edited file is not hidden by the fuzzy pass (which reads everything).
+    store.write(
+        "/other",
+        "o",
+        &(header("o", "/other", "2025-01-01T00:00:00.000Z") + &message("o-1", None, "user", "alphaword betaword_", 1)),
+    );
+    let mut cat = store.catalog();
+    assert_eq!(search_ids(&mut cat, "alphaword"), ["s-100", "o-1"]);
+    // The same bytes but for one word, written over the same inode, the mtime set back.
+    let edited = text.replace("alphaword 1s", "betaword_ 1s");
+    assert_eq!(edited.len(), text.len());
+    fs::OpenOptions::new().write(true).open(&f).unwrap().write_all(edited.as_bytes()).unwrap();
+    fs::File::options().write(true).open(&f).unwrap().set_modified(mtime).unwrap();
+    assert_eq!(search_ids(&mut cat, "betaword_"), ["s-100", "o-1"]);
+    assert_eq!(search_ids(&mut cat, "alphaword"), ["o-1"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn links_as_pi_takes_them_a_linked_file_is_listed_a_linked_directory_is_not() {
+    use std::os::unix::fs::symlink;
+    let store = Store::new();
+    let a = store.write(CWD, "a", &session("a", 2));
+    let dir = a.parent().unwrap().to_owned();
+    // A session file outside the root, linked in.
+    let outside = store.dir.path().join("elsewhere.jsonl");
+    fs::write(&outside, session("out", 2)).unwrap();
+    symlink(&outside, dir.join("linked.jsonl")).unwrap();
+    // A link to the session directory, and a link back up to the root: neither is followed.
+    symlink(&dir, store.root().join("--dir-link--")).unwrap();
+    symlink(store.root(), dir.join("loop.jsonl")).unwrap();
+    symlink(store.root(), store.root().join("--loop--")).unwrap();
+    let mut cat = store.catalog();
+    let mut ids: Vec<String> = listed(&mut cat, &Scope::All).into_iter().map(|i| i.id).collect();
+    ids.sort();
+    assert_eq!(ids, ["a", "out"]);
+    assert_eq!(search_ids(&mut cat, "turn 1 of out"), ["out-1"]);
 }

@@ -20,6 +20,7 @@
 //! another: what two commands share lives in `crate::shared` (checked by
 //! `cargo xtask tidy`).
 
+mod cache;
 mod chat;
 mod check;
 mod compact;
@@ -88,6 +89,7 @@ enum Command {
     Serve(serve::Args),
     Push(push::Args),
     Pull(pull::Args),
+    Cache(cache::Args),
     Unlock(unlock::Args),
     Usage(usage::Args),
     Completions(completions::Args),
@@ -120,6 +122,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Serve(args) => serve::run(args, g, out),
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
+        Command::Cache(args) => cache::run(args, g, out),
         Command::Unlock(args) => unlock::run(args, g, out),
         Command::Usage(args) => usage::run(args, g, out),
         Command::Completions(args) => completions::run(args, g, out),

@@ -1,6 +1,6 @@
 //! `arbor search QUERY`: the text of every entry of every session, from the
-//! backend the sessions live in (the catalog of the sessions root, or the
-//! server's full-text search with `--store`).
+//! backend the sessions live in (the session files through their catalog,
+//! or the server with `--store`), with `arbor-search`'s engine either way.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _, Result};
 
 use arbor_log::Role;
-use arbor_tree::sessions::{Hit, Scope, SearchRequest};
+use arbor_tree::sessions::{Hit, Relevance, Scope, SearchRequest};
 
 use crate::shared::backend;
 use crate::shared::progress::Bar;
@@ -19,7 +19,7 @@ use crate::shared::visible::for_people;
 /// Search the text of every entry on every branch of the sessions (tokens, "phrases", re:REGEX).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Space-separated tokens that must all match (fuzzy), "quoted phrases", or re:REGEX.
+    /// Space-separated tokens that must all be found, "quoted phrases", or re:REGEX.
     #[arg(required = true, num_args = 1.., value_name = "QUERY")]
     query: Vec<String>,
     /// Search the sessions of this working directory (default: the current one).
@@ -31,6 +31,9 @@ pub struct Args {
     /// The most hits to print.
     #[arg(long, value_name = "N", default_value_t = 20)]
     limit: usize,
+    /// Also words that hold a token's characters in order (after the exact hits; without it only when nothing matches exactly).
+    #[arg(long)]
+    fuzzy: bool,
     /// The sessions root (default: $ARBOR_SESSIONS_DIR, else $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions).
     #[arg(long, value_name = "DIR")]
     sessions_dir: Option<PathBuf>,
@@ -56,7 +59,11 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         };
         Scope::cwd(&cwd.to_string_lossy())
     };
-    let hits = sessions.search(&SearchRequest::new(query, scope).limit(args.limit), &Bar::new());
+    let mut request = SearchRequest::new(query, scope).limit(args.limit);
+    if args.fuzzy {
+        request = request.fuzzy();
+    }
+    let hits = sessions.search(&request, &Bar::new());
     backend::warn(sessions.as_ref());
     let hits = hits?;
     if args.json {
@@ -77,7 +84,8 @@ fn write_hit(out: &mut dyn Write, h: &Hit) -> Result<()> {
     let what = h.role.as_ref().map_or(h.entry_type.as_str(), Role::as_str);
     let active = if h.on_active_path { " •" } else { "" };
     let labels: String = h.labels.iter().map(|l| format!(" [{}]", l.label)).collect();
-    writeln!(out, "{}  {}  {what}{active}{labels}  {}", h.timestamp, h.entry_id, h.path.display())?;
+    let fuzzy = if h.relevance == Relevance::Fuzzy { "  (fuzzy)" } else { "" };
+    writeln!(out, "{}  {}  {what}{active}{labels}{fuzzy}  {}", h.timestamp, h.entry_id, h.path.display())?;
     writeln!(out, "    {}", marked(&h.snippet, &h.marks))?;
     Ok(())
 }

@@ -21,6 +21,10 @@ use crate::shared::visible::say;
 /// `push`, `pull` and `unlock` work on a server as such: they name it.
 pub use arbor_pg::{Live, PgStore as Server, Pushed, Transfer};
 
+/// `cache clear`: the derived data of local files (catalogs, search
+/// filters, tree indexes) removed from Arbor's cache directory.
+pub use arbor_catalog::clear_cache;
+
 /// The sessions the global `--store` names (`None`: local files), under
 /// `sessions_dir` for local files (default: [`paths::sessions_root`]).
 pub fn open(store: Option<&str>, sessions_dir: Option<&Path>) -> Result<Arc<dyn Sessions>> {

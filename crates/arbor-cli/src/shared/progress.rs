@@ -1,7 +1,7 @@
 //! Waits shown on stderr: a spinner with the elapsed time, for waits that
 //! show nothing else (a model writing a summary or a compaction, a big file
 //! opened for the first time), and a progress bar for a pass over many
-//! sessions ([`Bar`]: cataloging, indexing). Drawn only when stderr is a
+//! sessions ([`Bar`]: cataloging, searching). Drawn only when stderr is a
 //! terminal, and cleared when the wait ends, so scripts and pipes never see them.
 
 use std::cell::{Cell, RefCell};
@@ -113,7 +113,7 @@ impl Progress for Bar {
             let b = ProgressBar::with_draw_target(Some(self.total.get()), ProgressDrawTarget::stderr());
             let what = match self.pass.get() {
                 Pass::Listing => "cataloging sessions",
-                Pass::Text => "indexing session text",
+                Pass::Text => "searching session text",
             };
             if let Ok(style) = ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} {eta}") {
                 b.set_style(style);

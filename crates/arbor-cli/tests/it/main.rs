@@ -6,6 +6,7 @@
 
 mod agent;
 mod catalog;
+mod catalog_reliability;
 mod chat;
 mod chat_commands;
 mod chat_keys;
@@ -27,6 +28,7 @@ mod pi_config;
 mod read_only_dir;
 mod reference;
 mod reliability;
+mod search_server;
 mod serve;
 mod server;
 mod server_connect;

@@ -379,6 +379,89 @@ fn picker_search_jumps_to_the_entry_and_navigates_there() {
     assert!(out.starts_with("Strip punctuation without adding dependencies"), "{out}");
 }
 
+/// Two sessions in the pane's working directory: the newer one matches
+/// "frobnicator" only on pi's rule (its first message holds the letters in
+/// order); the older one, named "Frob work", holds the word in two entries,
+/// one off its active path.
+fn frobnicator_sessions(cwd: &Path) {
+    let cwd = cwd.canonicalize().unwrap();
+    let encoded = cwd.to_string_lossy().trim_start_matches('/').replace(['/', '\\', ':'], "-");
+    let dir = cwd.join("sessions").join(format!("--{encoded}--"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = cwd.display();
+    let line = |id: &str, parent: Option<&str>, role: &str, text: &str, ms: u64| {
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+        let time = arbor_log::format_iso_ms(ms as i64);
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{time}","message":{{"role":"{role}","content":"{text}","timestamp":{ms}}}}}"#
+        ) + "\n"
+    };
+    let t = 1_767_225_600_000u64;
+    let mut holder = format!(
+        r#"{{"type":"session","version":3,"id":"holder-1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"{c}"}}"#
+    ) + "\n";
+    holder += &line("u1", None, "user", "set up the machine", t);
+    holder += &line("a1", Some("u1"), "assistant", "the frobnicator one is ready", t + 1000);
+    holder += &line("u3", Some("a1"), "user", "frobnicator off the path", t + 2000);
+    holder += &line("u2", Some("a1"), "user", "something else", t + 3000);
+    holder += r#"{"type":"session_info","id":"n1","parentId":"u2","timestamp":"2026-01-01T00:00:04.000Z","name":"Frob work"}"#;
+    holder += "\n";
+    holder += &line("a2", Some("n1"), "assistant", "done", t + 5000);
+    std::fs::write(dir.join("2026-01-01T00-00-00-000Z_holder-1.jsonl"), holder).unwrap();
+    let mut decoy = format!(
+        r#"{{"type":"session","version":3,"id":"decoy-1","timestamp":"2026-02-01T00:00:00.000Z","cwd":"{c}"}}"#
+    ) + "\n";
+    decoy += &line("d1", None, "user", "from robin i catalog to rome", t + 86_400_000 * 31);
+    std::fs::write(dir.join("2026-02-01T00-00-00-000Z_decoy-1.jsonl"), decoy).unwrap();
+}
+
+/// The row of the screen that holds `what`.
+fn row_of(screen: &str, what: &str) -> usize {
+    screen.lines().position(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what:?} on:\n{screen}"))
+}
+
+#[test]
+fn picker_puts_the_sessions_holding_the_word_first_with_their_entries() {
+    if tmux_missing() {
+        return;
+    }
+    let run = Run::start_with("frob", "", frobnicator_sessions);
+    let tmux = &run.tmux;
+    let s = tmux.wait_for("Resume a session");
+    // Newest first: the decoy, then the session named "Frob work".
+    assert!(row_of(&s, "from robin i catalog") < row_of(&s, "Frob work"), "{s}");
+    // An empty catalog: the first search reads the files; its hits come as it finds them.
+    tmux.text("frobnicator");
+    let s = tmux.wait_for("frobnicator one is ready");
+    let s = if s.contains("from robin i catalog") { s } else { tmux.wait_for("from robin i catalog") };
+    let session = s.lines().position(|l| l.contains("Frob work") && !l.contains(" in Frob work")).unwrap();
+    let off = row_of(&s, "frobnicator off the path");
+    let on = row_of(&s, "frobnicator one is ready");
+    let decoy = row_of(&s, "from robin i catalog");
+    assert!(
+        session < off && off < on && on < decoy,
+        "the session holding it, its entries (last first), then the rest:\n{s}"
+    );
+    let lines: Vec<&str> = s.lines().collect();
+    assert!(lines[on].contains("• the frobnicator one") && lines[on].contains("in Frob work"), "{}", lines[on]);
+    assert!(!lines[off].contains('•') && lines[off].contains("in Frob work"), "{}", lines[off]);
+    // Ctrl+U clears the query: every session again, newest first.
+    tmux.keys(&["C-u"]);
+    let start = Instant::now();
+    let s = loop {
+        let s = tmux.screen();
+        if !s.contains("frobnicator one") && s.contains("> █") {
+            break s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "{s}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(row_of(&s, "from robin i catalog") < row_of(&s, "Frob work"), "{s}");
+    assert!(s.contains("(1/2)"), "{s}");
+    tmux.keys(&["Escape"]);
+    assert_eq!(run.finish(), ("0".to_owned(), String::new()));
+}
+
 #[test]
 fn tui_at_opens_the_selector_on_that_entry() {
     if tmux_missing() {

@@ -147,12 +147,14 @@ fn a_first_open_on_a_new_machine_fetches_what_the_command_needs_not_the_session(
         Session::open(&path, OpenMode::ReadOnly, SessionOptions { index_first: false, ..new_machine(&store) }).unwrap();
     assert_eq!(leaf_path, full.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>());
 
-    // A search marks its hits' active paths through the same index: it fetches no session either.
+    // A search reads the lines it searches once (arbor-search's engine runs
+    // over the server's bytes, as over a file) and marks its hits' active
+    // paths through the same index: no second read of the session for them.
     let before = proxy.served();
     let hits = Sessions::search(&far, &SearchRequest::new("m3995", Scope::All), &NoProgress).unwrap();
     let served = proxy.served() - before;
     assert!(hits.len() == 1 && hits[0].on_active_path, "{hits:?}");
-    assert!(served * 5 < size, "the search fetched {served} bytes of a {size}-byte session");
+    assert!(served * 2 < size * 3, "the search fetched {served} bytes of a {size}-byte session (more than one read)");
 }
 
 #[test]

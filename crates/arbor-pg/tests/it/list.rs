@@ -6,7 +6,7 @@ use std::path::Path;
 use arbor_pg::PgError;
 use arbor_test_support::{fixtures, jsonl_under};
 use arbor_tree::sessions::{ListRequest, NoProgress, Relevance, Scope, SearchRequest, Sessions, SessionsError};
-use arbor_tree::{list_sessions, read_session_info, Session, Store};
+use arbor_tree::{list_sessions, read_session_info, Role, Session, Store};
 
 use crate::{assistant, pg_opts, store, user};
 
@@ -76,7 +76,7 @@ fn sessions_are_found_by_path_file_name_and_id_prefix() {
 }
 
 #[test]
-fn search_finds_words_prefixes_phrases_and_patterns_newest_first() {
+fn search_finds_words_inside_words_phrases_and_patterns_last_line_first() {
     let Some((_db, store)) = store("search_text") else { return };
     let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
     s.append_message(user("the build fails on the release branch")).unwrap();
@@ -86,16 +86,15 @@ fn search_finds_words_prefixes_phrases_and_patterns_newest_first() {
     drop(s);
     let search = |q: &str, scope: Scope| store.search(&SearchRequest::new(q, scope).limit(10), &NoProgress).unwrap();
     let hits = search("build", Scope::All);
-    assert_eq!(hits.len(), 2, "{hits:?}");
-    // The whole word first ("the build fails"), then the word it begins ("the builds").
+    // Found as written, inside words too ("Rebuilding", "builds"), up to case; the last line first.
     let rel: Vec<Relevance> = hits.iter().map(|h| h.relevance).collect();
-    assert_eq!(rel, [Relevance::Exact, Relevance::Prefix], "{hits:?}");
-    assert_eq!(hits[0].role, Some(arbor_tree::Role::User));
-    let prefixes = search("bui", Scope::All);
-    assert!(prefixes[0].timestamp >= prefixes[1].timestamp, "then newest first: {prefixes:?}");
+    assert_eq!(rel, [Relevance::Exact, Relevance::Exact], "{hits:?}");
+    assert_eq!(hits.iter().map(|h| h.role.clone()).collect::<Vec<_>>(), [Some(Role::Assistant), Some(Role::User)]);
+    let ids = |h: &[arbor_tree::sessions::Hit]| h.iter().map(|h| h.entry_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&search("bui", Scope::All)), ids(&hits));
     assert!(hits.iter().all(|h| h.on_active_path && h.labels.is_empty()), "{hits:?}");
     assert_eq!(hits[0].path, path);
-    let h = hits.iter().find(|h| h.role == Some(arbor_tree::Role::User)).unwrap();
+    let h = &hits[1];
     let marked: String = h.snippet.chars().skip(h.marks[0][0]).take(h.marks[0][1] - h.marks[0][0]).collect();
     assert_eq!(marked.to_lowercase(), "build");
     assert_eq!(search("build release", Scope::All).len(), 1);
@@ -104,17 +103,16 @@ fn search_finds_words_prefixes_phrases_and_patterns_newest_first() {
     assert_eq!(search("CAFÉ", Scope::All).len(), 1);
     assert_eq!(search("re:re(build|lease)", Scope::cwd("/team/proj")).len(), 2);
     assert!(search("build", Scope::cwd("/elsewhere")).is_empty());
-    assert!(search("!!!", Scope::All).is_empty(), "no words: no hits");
+    assert!(search("!!!", Scope::All).is_empty(), "no such text: no hits");
     let e = store.search(&SearchRequest::new("re:(", Scope::All), &NoProgress).unwrap_err();
     assert!(matches!(e, SessionsError::Query(_)), "{e}");
-    // Written after a search: indexed by the next one (not by a search as the index stands).
+    // A search reads the sessions as they are: what was just written is found, index or not.
     let mut s = Session::open(&path, arbor_tree::OpenMode::Write, pg_opts(&store)).unwrap();
     s.append_message(user("a zeppelin arrives late")).unwrap();
     drop(s);
     let as_is = SearchRequest::new("zeppelin", Scope::All).as_is();
-    assert!(store.search(&as_is, &NoProgress).unwrap().is_empty(), "not indexed yet");
-    store.update_index(&Scope::All, &NoProgress).unwrap();
     assert_eq!(store.search(&as_is, &NoProgress).unwrap().len(), 1);
+    store.update_index(&Scope::All, &NoProgress).unwrap();
     assert_eq!(search("zeppelin", Scope::All).len(), 1);
 }
 

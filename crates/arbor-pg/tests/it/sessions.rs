@@ -179,7 +179,7 @@ fn files_and_the_server_give_the_same_answers() {
     assert!(resolved(&server, "same-name.jsonl").unwrap_err().starts_with("ambiguous: 2 "));
     assert_eq!(resolved(&server, "ffff"), Err("not found: ffff".to_owned()));
 
-    // Search: whole words, prefixes, phrases, patterns; scopes; marks and labels.
+    // Search: words, parts of words, phrases, patterns; scopes; marks and labels.
     for (query, scope) in [
         ("zeppelin", Scope::All),
         ("parse", Scope::All),
@@ -201,7 +201,7 @@ fn files_and_the_server_give_the_same_answers() {
     let prefixes = files.search(&SearchRequest::new("pars", Scope::All), &NoProgress).unwrap();
     let ids: Vec<&str> = prefixes.iter().map(|h| h.entry_id.as_str()).collect();
     assert_eq!(ids, ["w1", "a3", "u3", "a1", "u1"], "newest first");
-    assert!(prefixes.iter().all(|h| h.relevance == Relevance::Prefix));
+    assert!(prefixes.iter().all(|h| h.relevance == Relevance::Exact), "inside words, as written");
 
     // A resolved session opens with its backend's options and holds the same entries.
     let [a, b] = backends.map(|s| {

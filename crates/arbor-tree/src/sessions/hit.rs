@@ -7,15 +7,15 @@ use serde::Serialize;
 
 use arbor_log::{EntryType, Role};
 
-/// How well a hit matches: the first part of the ranking (best first).
+/// How a hit matches: exact hits come before fuzzy ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Relevance {
-    /// Every token is a whole word of the text (or a phrase or regex matched).
+    /// Every token, phrase or the regex is found as written (up to case), or
+    /// a token names the entry or its session.
     Exact,
-    /// Some token only begins a word.
-    Prefix,
-    /// Some token matches a word only fuzzily.
+    /// Some token matches a word only fuzzily (its characters in order, from
+    /// the word's first one).
     Fuzzy,
 }
 

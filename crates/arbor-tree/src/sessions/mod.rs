@@ -107,6 +107,15 @@ pub enum Freshness {
     AsIs,
 }
 
+/// Whether a search goes on after the hits it handed on ([`Sessions::search_each`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on.
+    Go,
+    /// Stop: the hits so far are the answer.
+    Stop,
+}
+
 /// The hits a search returns unless told otherwise.
 pub const DEFAULT_LIMIT: usize = 20;
 
@@ -122,13 +131,23 @@ pub struct SearchRequest {
     pub limit: usize,
     /// Whether the index is brought up to date first.
     pub freshness: Freshness,
+    /// Fuzzy hits after the exact ones ([`Relevance::Fuzzy`]); without it
+    /// they come only when nothing matches exactly.
+    pub fuzzy: bool,
 }
 
 impl SearchRequest {
     /// A search for `query` in the sessions of `scope`, at most
-    /// [`DEFAULT_LIMIT`] hits, on an index brought up to date first.
+    /// [`DEFAULT_LIMIT`] hits, on an index brought up to date first, fuzzy
+    /// hits only when there is no exact one.
     pub fn new(query: impl Into<String>, scope: Scope) -> SearchRequest {
-        SearchRequest { query: query.into(), scope, limit: DEFAULT_LIMIT, freshness: Freshness::Refresh }
+        SearchRequest { query: query.into(), scope, limit: DEFAULT_LIMIT, freshness: Freshness::Refresh, fuzzy: false }
+    }
+
+    /// Fuzzy hits after the exact ones too.
+    pub fn fuzzy(mut self) -> SearchRequest {
+        self.fuzzy = true;
+        self
     }
 
     /// At most `limit` hits.
@@ -223,10 +242,27 @@ pub trait Sessions: Send + Sync + fmt::Debug {
     fn listing(&self, request: &ListRequest, progress: &dyn Progress) -> Result<Vec<SessionListInfo>, SessionsError>;
 
     /// The entries of the sessions of `request.scope` whose text matches
-    /// `request.query`, best first (by [`Relevance`], then newest first), at
-    /// most `request.limit`; with the marks of the active path and the labels
-    /// on each hit's path.
+    /// `request.query`, at most `request.limit`, in the one order every
+    /// backend gives: exact hits before fuzzy ones ([`Relevance`]); sessions
+    /// newest first (pi's `modified`, ties by `DIR/FILE`), and in a session
+    /// its entries last line first. With the marks of the active path and the
+    /// labels on each hit's path.
     fn search(&self, request: &SearchRequest, progress: &dyn Progress) -> Result<Vec<Hit>, SessionsError>;
+
+    /// [`Sessions::search`], handing the hits on as they are found (in the
+    /// answer's order, a session at a time, possibly none), so that an
+    /// interface shows them before the search ends; it stops early when
+    /// `on_hits` says [`Flow::Stop`]. By default, all at once at the end.
+    fn search_each(
+        &self,
+        request: &SearchRequest,
+        progress: &dyn Progress,
+        on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
+    ) -> Result<Vec<Hit>, SessionsError> {
+        let hits = self.search(request, progress)?;
+        on_hits(&hits);
+        Ok(hits)
+    }
 
     /// Brings the search index of `scope` up to date (what a search with
     /// [`Freshness::Refresh`] does first), so that searches

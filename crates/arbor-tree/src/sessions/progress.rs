@@ -6,7 +6,7 @@
 pub enum Pass {
     /// Reading sessions for the listing: header, name, counts, first message.
     Listing,
-    /// Reading entries for the search index.
+    /// Reading sessions for a search (or its index).
     Text,
 }
 

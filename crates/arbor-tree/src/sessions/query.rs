@@ -2,7 +2,8 @@
 //!
 //! [`parse`] reads a query as pi's `parseSearchQuery` does: space-separated
 //! tokens that must all match, `"quoted phrases"`, and `re:REGEX`
-//! (case-insensitive); an unclosed quote makes every word a token.
+//! (case-insensitive); an unclosed quote makes every word a token (unlike
+//! pi, without its quotes: a phrase being typed finds its words).
 //! [`fuzzy_match`] is pi's `fuzzyMatch`: the query's characters in order,
 //! not necessarily next to each other, scored (lower is better) by gaps,
 //! runs, word starts and position.
@@ -72,8 +73,12 @@ pub fn parse(query: &str) -> Result<Query, String> {
         buf.push(ch);
     }
     if in_quote {
-        // An unclosed quote: every word is a fuzzy token, quotes and all.
-        let words = trimmed.split_whitespace().map(|w| Token { kind: TokenKind::Fuzzy, value: w.to_owned() });
+        // An unclosed quote (a phrase still being typed): every word is a token, without its quotes.
+        let words = trimmed
+            .split_whitespace()
+            .map(|w| w.trim_matches('"'))
+            .filter(|w| !w.is_empty())
+            .map(|w| Token { kind: TokenKind::Fuzzy, value: w.to_owned() });
         return Ok(Query::Tokens(words.collect()));
     }
     flush(&mut buf, TokenKind::Fuzzy, &mut tokens);
@@ -169,7 +174,7 @@ mod tests {
         assert_eq!(tokens(r#""""#), vec![]);
         assert_eq!(
             tokens(r#"foo "bar baz"#),
-            vec![(Fuzzy, "foo".into()), (Fuzzy, "\"bar".into()), (Fuzzy, "baz".into())]
+            vec![(Fuzzy, "foo".into()), (Fuzzy, "bar".into()), (Fuzzy, "baz".into())]
         );
     }
 

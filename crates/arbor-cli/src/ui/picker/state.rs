@@ -1,6 +1,12 @@
 //! The session picker as a pure state machine: the sessions of a scope
 //! (newest first), a query typed into it, the sessions and entry hits that
-//! match, and the selection. No terminal, no catalog: [`super`] feeds it.
+//! match, and the selection. No terminal, no catalog: [`super`] feeds it,
+//! hits as the search finds them.
+//!
+//! For a query the rows are: the sessions whose text holds it (in the order
+//! of their hits: newest first), then the entry hits, then the sessions that
+//! match only on their id, name, first message or cwd (pi's rule, best
+//! first). The selection stays on the row it is on while hits come in.
 
 use std::path::PathBuf;
 
@@ -22,6 +28,8 @@ pub(crate) enum Input {
     Escape,
     /// Between the current directory's sessions and every session.
     Tab,
+    /// Clears the query (Ctrl+U).
+    Clear,
 }
 
 /// What the caller must do after an input.
@@ -47,14 +55,26 @@ pub(crate) enum Row<'a> {
     Hit(&'a Hit),
 }
 
+/// What a row is, to keep the selection on it while rows come in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Key {
+    Session(PathBuf),
+    Hit(PathBuf, String),
+}
+
 #[derive(Debug)]
 pub(crate) struct Picker {
     all: Vec<SessionListInfo>,
     query: String,
-    /// Indices into `all` of the sessions whose name, first message, cwd or id match.
+    /// Indices into `all` of the sessions holding a hit, in the order of their first hit.
+    holding: Vec<usize>,
+    /// Indices into `all` of the sessions whose name, first message, cwd or id
+    /// match (pi's rule), best first, without those in `holding`.
     sessions: Vec<usize>,
     hits: Vec<Hit>,
     selected: usize,
+    /// The selected row, once the user moved to it.
+    chosen: Option<Key>,
     scroll: usize,
     /// Rows the list shows at once.
     height: usize,
@@ -69,9 +89,11 @@ impl Picker {
         Picker {
             all,
             query: String::new(),
+            holding: vec![],
             sessions,
             hits: vec![],
             selected: 0,
+            chosen: None,
             scroll: 0,
             height: height.max(1),
             scope_all,
@@ -88,16 +110,44 @@ impl Picker {
         self.keep_in_view();
     }
 
-    /// The sessions of a new scope.
+    /// The sessions of a new scope (its hits come from a new search).
     pub fn set_sessions(&mut self, all: Vec<SessionListInfo>) {
         self.all = all;
+        self.hits.clear();
+        self.holding.clear();
         self.filter();
     }
 
-    /// The entry hits for the current query.
-    pub fn set_hits(&mut self, hits: Vec<Hit>) {
-        self.hits = hits;
+    /// More entry hits for the current query (in the search's order); their
+    /// sessions move up among the sessions that hold a hit.
+    pub fn add_hits(&mut self, hits: Vec<Hit>) {
+        for h in hits {
+            if let Some(k) = self.all.iter().position(|s| s.path == h.path) {
+                if !self.holding.contains(&k) {
+                    self.holding.push(k);
+                    self.sessions.retain(|&i| i != k);
+                }
+            }
+            self.hits.push(h);
+        }
+        self.follow();
+    }
+
+    /// Keeps the selection on the row the user chose.
+    fn follow(&mut self) {
+        if let Some(key) = self.chosen.clone() {
+            if let Some(i) = (0..self.len()).find(|&i| self.key(i).as_ref() == Some(&key)) {
+                self.selected = i;
+            }
+        }
         self.clamp();
+    }
+
+    fn key(&self, i: usize) -> Option<Key> {
+        Some(match self.row(i)? {
+            Row::Session(s) => Key::Session(s.path.clone()),
+            Row::Hit(h) => Key::Hit(h.path.clone(), h.entry_id.clone()),
+        })
     }
 
     pub fn total(&self) -> usize {
@@ -105,7 +155,7 @@ impl Picker {
     }
 
     pub fn len(&self) -> usize {
-        self.sessions.len() + self.hits.len()
+        self.holding.len() + self.hits.len() + self.sessions.len()
     }
 
     pub fn selected(&self) -> usize {
@@ -119,9 +169,13 @@ impl Picker {
     }
 
     fn row(&self, i: usize) -> Option<Row<'_>> {
-        match self.sessions.get(i) {
-            Some(&k) => self.all.get(k).map(Row::Session),
-            None => self.hits.get(i - self.sessions.len()).map(Row::Hit),
+        let (a, b) = (self.holding.len(), self.holding.len() + self.hits.len());
+        if i < a {
+            self.all.get(self.holding[i]).map(Row::Session)
+        } else if i < b {
+            self.hits.get(i - a).map(Row::Hit)
+        } else {
+            self.sessions.get(i - b).and_then(|&k| self.all.get(k)).map(Row::Session)
         }
     }
 
@@ -135,6 +189,13 @@ impl Picker {
                 if self.query.pop().is_none() {
                     return Outcome::None;
                 }
+                self.edited()
+            }
+            Input::Clear => {
+                if self.query.is_empty() {
+                    return Outcome::None;
+                }
+                self.query.clear();
                 self.edited()
             }
             Input::Up => self.move_to(self.selected.checked_sub(1).unwrap_or(self.len().saturating_sub(1))),
@@ -157,15 +218,18 @@ impl Picker {
     }
 
     fn edited(&mut self) -> Outcome {
-        self.filter();
         self.hits.clear();
+        self.holding.clear();
+        self.filter();
         self.selected = 0;
+        self.chosen = None;
         self.scroll = 0;
         Outcome::QueryChanged
     }
 
     fn move_to(&mut self, i: usize) -> Outcome {
         self.selected = i;
+        self.chosen = self.key(i);
         self.keep_in_view();
         Outcome::None
     }
@@ -208,7 +272,8 @@ impl Picker {
             .collect();
         // A stable sort keeps the newest-first order among equal scores.
         scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-        self.sessions = scored.into_iter().map(|(_, i)| i).collect();
+        let holding = &self.holding;
+        self.sessions = scored.into_iter().map(|(_, i)| i).filter(|i| !holding.contains(i)).collect();
         self.clamp();
     }
 }
@@ -314,6 +379,56 @@ mod tests {
         assert_eq!(p.handle(Input::Tab), Outcome::ScopeChanged);
         assert!(p.scope_all);
         assert_eq!(p.handle(Input::Escape), Outcome::Quit);
+    }
+
+    fn hit(session: &str, id: &str) -> Hit {
+        Hit {
+            path: PathBuf::from(format!("/s/{session}.jsonl")),
+            session_id: session.to_owned(),
+            session_name: None,
+            cwd: "/home/me/proj".to_owned(),
+            entry_id: id.to_owned(),
+            entry_type: arbor_log::EntryType::Message,
+            role: None,
+            timestamp: String::new(),
+            snippet: "frobnicator".to_owned(),
+            marks: vec![],
+            on_active_path: true,
+            labels: vec![],
+            relevance: arbor_tree::sessions::Relevance::Exact,
+        }
+    }
+
+    #[test]
+    fn sessions_holding_the_word_come_first_then_hits_then_the_rest() {
+        let mut p = picker();
+        for c in "/home".chars() {
+            p.handle(Input::Char(c));
+        }
+        // pi's rule matches every session (each cwd holds it), in its order.
+        let before = ids(&p);
+        assert_eq!(before.len(), 3);
+        p.add_hits(vec![hit("c3", "e1")]);
+        let rest: Vec<String> = before.iter().filter(|i| *i != "c3").cloned().collect();
+        assert_eq!(ids(&p), [vec!["c3".to_owned(), "hit:e1".to_owned()], rest.clone()].concat());
+        p.add_hits(vec![hit("c3", "e2"), hit("a1", "e3")]);
+        let rest: Vec<String> = rest.into_iter().filter(|i| i != "a1").collect();
+        let head = ["c3", "a1", "hit:e1", "hit:e2", "hit:e3"].map(str::to_owned).to_vec();
+        assert_eq!(ids(&p), [head, rest].concat());
+    }
+
+    #[test]
+    fn the_selection_stays_on_its_row_while_hits_come_in() {
+        let mut p = picker();
+        p.handle(Input::Char('c'));
+        p.add_hits(vec![hit("c3", "e1")]);
+        p.handle(Input::Down);
+        assert_eq!(p.key(p.selected()), Some(Key::Hit(PathBuf::from("/s/c3.jsonl"), "e1".into())));
+        p.add_hits(vec![hit("b2", "e9")]);
+        assert_eq!(p.key(p.selected()), Some(Key::Hit(PathBuf::from("/s/c3.jsonl"), "e1".into())));
+        assert_eq!(p.handle(Input::Clear), Outcome::QueryChanged);
+        assert_eq!((p.query(), ids(&p).len(), p.selected()), ("", 3, 0));
+        assert_eq!(p.handle(Input::Clear), Outcome::None);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::shared::visible::visible;
 /// Rows above and below the list: title, query, rule; rule, help.
 pub(crate) const CHROME: u16 = 5;
 
-const HELP: &str = "  ↑/↓: move. Enter: open. Tab: this directory / every directory. Esc: quit";
+const HELP: &str = "  ↑/↓: move. Enter: open. Tab: this directory / every directory. Ctrl+U: clear. Esc: quit";
 
 /// pi's age of a session: `now`, `5m`, `3h`, `2d`, `1w`, `4mo`, `1y`.
 pub(crate) fn age(modified: &str, now_ms: i64) -> String {
@@ -116,10 +116,12 @@ pub(crate) fn draw(p: &Picker, home: Option<&str>, area: Rect, buf: &mut Buffer)
             }
             Row::Hit(h) => {
                 let what = h.role.as_ref().map_or(h.entry_type.as_str(), Role::as_str);
-                let mut pieces = vec![marker, (format!("{:>4} {what:>9}  ", age(&h.timestamp, now)), dim)];
+                // `•` when the entry is on its session's active path (root to leaf).
+                let active = if h.on_active_path { "•" } else { " " };
+                let mut pieces = vec![marker, (format!("{:>4} {what:>9} {active} ", age(&h.timestamp, now)), dim)];
                 pieces.extend(marked(&h.snippet, &h.marks, text_style));
                 let session = h.session_name.clone().unwrap_or_else(|| h.session_id.chars().take(8).collect());
-                pieces.push((format!("  {session}"), dim));
+                pieces.push((format!("  in {session}"), dim));
                 pieces
             }
         };
