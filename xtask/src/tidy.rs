@@ -20,11 +20,12 @@ mod vocab;
 /// The crate chain, bottom layer first: a crate may depend only on crates of
 /// the layers below its own (crates side by side in a layer know nothing of
 /// each other).
-pub const LAYERS: [&[&str]; 5] = [
+pub const LAYERS: [&[&str]; 6] = [
     &["arbor-log"],
     &["arbor-tree"],
     &["arbor-context", "arbor-catalog", "arbor-pg"],
     &["arbor-agent", "arbor-interop"],
+    &["arbor-mcp"],
     &["arbor-cli"],
 ];
 

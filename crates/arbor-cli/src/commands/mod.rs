@@ -32,6 +32,7 @@ mod fork;
 mod import;
 mod label;
 mod ls;
+mod mcp;
 mod navigate;
 mod path;
 mod pull;
@@ -82,6 +83,7 @@ enum Command {
     Export(export::Args),
     Diff(diff::Args),
     Ls(ls::Args),
+    Mcp(mcp::Args),
     Tail(tail::Args),
     Push(push::Args),
     Pull(pull::Args),
@@ -112,6 +114,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Export(args) => export::run(args, g, out),
         Command::Diff(args) => diff::run(args, g, out),
         Command::Ls(args) => ls::run(args, g, out),
+        Command::Mcp(args) => mcp::run(args, g, out),
         Command::Tail(args) => tail::run(args, g, out),
         Command::Push(args) => push::run(args, g, out),
         Command::Pull(args) => pull::run(args, g, out),
