@@ -58,7 +58,10 @@ impl AgentSession {
     ///
     /// The model is `options.model`, or else the last `model_change` or
     /// assistant message on the current path, if its provider is known and
-    /// has a key (or is local); otherwise a notice says why it was not restored.
+    /// has a key (or is local); otherwise a notice says why it was not
+    /// restored. A session whose model is not restored (or that has none)
+    /// takes `options.fallback_model` when that one has a key (or is local),
+    /// with a notice when it replaces the session's.
     pub fn new(session: Session, options: AgentOptions) -> AgentSession {
         let mut agent = AgentSession {
             session,
@@ -72,9 +75,18 @@ impl AgentSession {
         };
         agent.rebuild_context();
         if agent.model.is_none() {
-            agent.model = agent.restore_model();
+            agent.model = agent.restore_model().or_else(|| agent.fallback());
         }
         agent
+    }
+
+    /// Why `model` cannot be called now (no key for a server that needs one).
+    fn unusable(&self, model: &ModelInfo) -> Option<String> {
+        self.opts
+            .credentials
+            .require(model)
+            .err()
+            .map(|_| format!("no API key for {} (set {})", model.base_url, model.key_env))
     }
 
     fn restore_model(&mut self) -> Option<ModelInfo> {
@@ -84,12 +96,32 @@ impl AgentSession {
         let r = self.context.model.clone()?;
         let name = format!("{}/{}", r.provider, r.model_id);
         let Some(model) = self.opts.providers.resolve(&r.provider, &r.model_id) else {
-            self.notices.push(format!("Could not restore model {name}: unknown provider {}", r.provider));
+            let why = self
+                .opts
+                .providers
+                .unsupported(&r.provider, &r.model_id)
+                .unwrap_or_else(|| format!("unknown provider {}", r.provider));
+            self.notices.push(format!("Could not restore model {name}: {why}"));
             return None;
         };
-        if self.opts.credentials.require(&model).is_err() {
-            self.notices.push(format!("Could not restore model {name}: no API key (set {})", model.key_env));
+        if let Some(why) = self.unusable(&model) {
+            self.notices.push(format!("Could not restore model {name}: {why}"));
             return None;
+        }
+        Some(model)
+    }
+
+    /// The fallback model, when it can be called; a notice says when it
+    /// replaces a model the session named.
+    fn fallback(&mut self) -> Option<ModelInfo> {
+        let model = self.opts.fallback_model.clone()?;
+        let name = format!("{}/{}", model.provider, model.id);
+        if let Some(why) = self.unusable(&model) {
+            self.notices.push(format!("The default model {name} cannot be used either: {why}"));
+            return None;
+        }
+        if !self.notices.is_empty() {
+            self.notices.push(format!("Using the default model {name} instead"));
         }
         Some(model)
     }
@@ -102,6 +134,32 @@ impl AgentSession {
     /// Gives the session back.
     pub fn into_session(self) -> Session {
         self.session
+    }
+
+    /// Releases the session's file for writing (its lock and append handle;
+    /// see [`Session::stop_writing`]), so that the file can be opened again
+    /// for writing (to take in what another writer appended) or left.
+    pub fn stop_writing(&mut self) {
+        self.session.stop_writing();
+    }
+
+    /// Continues in `session` instead (pi's session switch: `/new`,
+    /// `/resume`, a file read again): the context is rebuilt, a remembered
+    /// write failure and the automatic-compaction failures are forgotten,
+    /// and the model is restored from it when `restore_model` (else the
+    /// active one stays). Returns the session left.
+    pub fn switch_session(&mut self, session: Session, restore_model: bool) -> Session {
+        let old = std::mem::replace(&mut self.session, session);
+        self.failed = None;
+        self.auto_compaction_failures = 0;
+        self.notices.clear();
+        self.rebuild_context();
+        if restore_model {
+            if let Some(m) = self.restore_model() {
+                self.model = Some(m);
+            }
+        }
+        old
     }
 
     /// The agent context of the current leaf (rebuilt after every change).
@@ -122,6 +180,12 @@ impl AgentSession {
     /// Replaces the active model (nothing is written).
     pub fn set_model(&mut self, model: Option<ModelInfo>) {
         self.model = model;
+    }
+
+    /// Tells `observer` of every retry of a model call from now on (the
+    /// reply, summaries, compactions); `None` stops telling.
+    pub fn set_retry_observer(&mut self, observer: Option<crate::model::RetryObserver>) {
+        self.opts.client_options.on_retry = observer;
     }
 
     /// Things a user should hear about (a model that could not be restored).

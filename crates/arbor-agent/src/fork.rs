@@ -66,3 +66,28 @@ impl AgentSession {
         Ok(ForkResult { selected_text, cancelled: false, path, hook_failures: failures })
     }
 }
+
+impl AgentSession {
+    /// pi's `/clone`: copies the active branch (root to leaf) into a new
+    /// session file, which the session continues in; returns its path
+    /// (`None` for a session that is not persisted). The original file is
+    /// not touched.
+    pub fn clone_branch(&mut self) -> Result<Option<PathBuf>, AgentError> {
+        self.check_failed()?;
+        let Some(leaf) = self.session.leaf_id().map(str::to_owned) else {
+            return Err(AgentError::EntryNotFound("(no leaf: the session is empty)".to_owned()));
+        };
+        let path = self.write(|s| s.create_branched_session(&leaf))?;
+        self.rebuild_context();
+        Ok(path)
+    }
+
+    /// pi's `/new`: a new, empty session in the same sessions directory
+    /// (written with its first reply), the active model and hooks kept;
+    /// returns its path (`None` when not persisted).
+    pub fn new_session(&mut self) -> Option<PathBuf> {
+        let path = self.session.new_session(None, None);
+        self.rebuild_context();
+        path
+    }
+}

@@ -14,14 +14,15 @@
 //! The root holds what a tool author needs: the session and its handles
 //! ([`AgentSession`], [`AgentHandle`], [`AbortHandle`]), the options and
 //! results of each flow, [`AgentError`], the model clients ([`ModelClient`],
-//! [`OpenAiClient`], [`AnthropicClient`], [`ModelInfo`], [`ProviderRegistry`],
-//! [`Credentials`]) and the hook bus ([`HookBus`], [`Hook`], [`HookEvent`],
+//! [`OpenAiClient`], [`ResponsesClient`], [`AnthropicClient`], [`ModelInfo`],
+//! [`ProviderRegistry`], [`Credentials`], [`RetryObserver`]) and the hook bus ([`HookBus`], [`Hook`], [`HookEvent`],
 //! [`HookResponse`], [`HookConfig`]). The rest sits in modules: [`model`]
 //! (costs, reasoning effort, the abort marker), [`hooks`] (each event's
 //! payload and answer), [`compaction`] and [`branch`] (the pure halves the
 //! flows rest on: where to cut, what a move abandons), [`summarizer`] (the
 //! [`Summarizer`] trait's requests, [`LlmSummarizer`] and its prompts) and
-//! [`prompt`] (auto-compaction and overflow).
+//! [`prompt`] (auto-compaction and overflow), and [`config_file`] (how a
+//! configuration file is read: regular files only, with a size cap).
 //!
 //! ```no_run
 //! use arbor_agent::{AgentOptions, AgentSession, CompactOptions, NavigateOptions, PromptOptions};
@@ -64,6 +65,7 @@ mod agent;
 pub mod branch;
 mod compact;
 pub mod compaction;
+pub mod config_file;
 mod convert;
 mod error;
 mod fork;
@@ -86,7 +88,8 @@ pub use handle::AgentHandle;
 pub use hooks::{CommandHook, EventName, Hook, HookBus, HookConfig, HookError, HookEvent, HookFailure, HookResponse};
 pub use model::{
     client_for, AnthropicClient, Api, AssistantReply, ClientOptions, CompletionRequest, Credentials, ModelClient,
-    ModelError, ModelInfo, OpenAiClient, ProviderConfig, ProviderRegistry, StreamDelta, StreamSink,
+    ModelError, ModelInfo, OpenAiClient, ProviderConfig, ProviderRegistry, ResponsesClient, RetryNotice, RetryObserver,
+    StreamDelta, StreamSink,
 };
 pub use navigate::{NavigateOptions, NavigateResult};
 pub use options::{AgentOptions, CompactionAlgorithm};

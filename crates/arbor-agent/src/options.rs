@@ -25,6 +25,11 @@ pub enum CompactionAlgorithm {
 pub struct AgentOptions {
     /// The model to use; `None` restores it from the session (docs/architecture.md, "The agent session").
     pub model: Option<ModelInfo>,
+    /// The model when none is given and the session's cannot be used (pi's
+    /// `defaultProvider`/`defaultModel`): a session without a model, or whose
+    /// model has an unknown provider or no key, takes it (when it has a key
+    /// or is local), as pi falls back to its default model.
+    pub fallback_model: Option<ModelInfo>,
     /// Known providers, for restoring a model from a session.
     pub providers: ProviderRegistry,
     /// API keys.
@@ -49,6 +54,7 @@ impl Default for AgentOptions {
     fn default() -> Self {
         AgentOptions {
             model: None,
+            fallback_model: None,
             providers: ProviderRegistry::builtin(),
             credentials: Credentials::from_env(),
             client_options: ClientOptions::default(),
@@ -66,6 +72,11 @@ impl AgentOptions {
     /// Uses `model` instead of the session's.
     pub fn with_model(mut self, model: ModelInfo) -> Self {
         self.model = Some(model);
+        self
+    }
+    /// Falls back to `model` when the session's cannot be used.
+    pub fn with_fallback_model(mut self, model: ModelInfo) -> Self {
+        self.fallback_model = Some(model);
         self
     }
     /// Replaces the hook bus.

@@ -6,9 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arbor_context::{
-    calculate_context_tokens, convert_to_llm, current_context_tokens, estimate_context_tokens, timestamp_ms,
-};
+use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, timestamp_ms, TokenTally};
 use arbor_log::{EntryKind, MessageView, Role};
 use serde_json::Value;
 
@@ -97,6 +95,9 @@ pub enum AgentEvent {
         /// The failures in a row ([`AUTO_COMPACTION_MAX_FAILURES`]).
         failures: u32,
     },
+    /// A model call is about to be retried (sent by a UI's
+    /// [`crate::RetryObserver`], see [`crate::AgentSession::set_retry_observer`]).
+    Retry(crate::model::RetryNotice),
 }
 
 /// Receives the events of a prompt.
@@ -228,6 +229,32 @@ impl Run {
 
 fn is_assistant(m: &Value) -> bool {
     MessageView::new(m).role() == Some(Role::Assistant)
+}
+
+/// True for an assistant message whose usage reports no tokens at all (a
+/// server that sends no usage, or zeros): no measure of the context.
+fn has_empty_usage(m: &Value) -> bool {
+    is_assistant(m) && m.get("usage").is_some_and(|u| calculate_context_tokens(u) == 0)
+}
+
+/// The size of a context as it is now (`arbor_context::current_context_tokens`),
+/// except that a usage of zero tokens is not taken as a measure: the
+/// messages are estimated from their text instead (characters / 4), so a
+/// server that reports no usage still gets automatic compaction.
+pub fn context_estimate(messages: &[Value]) -> u64 {
+    let mut tally = TokenTally::default();
+    for m in messages {
+        if has_empty_usage(m) {
+            let mut counted = m.clone();
+            if let Some(o) = counted.as_object_mut() {
+                o.remove("usage");
+            }
+            tally.add(&counted);
+        } else {
+            tally.add(m);
+        }
+    }
+    tally.tokens().tokens
 }
 
 fn ms(v: Option<&Value>) -> Option<f64> {
@@ -364,7 +391,11 @@ impl AgentSession {
             }
             estimate.tokens
         } else {
-            calculate_context_tokens(&message["usage"])
+            match calculate_context_tokens(&message["usage"]) {
+                // No usage (or zeros): the context's size from its text.
+                0 => context_estimate(&self.context.messages),
+                n => n,
+            }
         };
         if should_compact(tokens, self.context_window(), &settings) {
             self.auto_compact(AutoCompactionReason::Threshold, false, run).await;
@@ -462,13 +493,14 @@ impl AgentSession {
         Ok(())
     }
 
-    /// The size of the current context for people (`arbor_context::current_context_tokens`):
+    /// The size of the current context for people ([`context_estimate`]):
     /// pi's `estimateContextTokens` (docs/architecture.md, "Compacting"), the last usage of an
     /// assistant message that is neither aborted nor an error plus estimates
     /// of the messages after it, except that a usage from before the latest
-    /// compaction is not used (the messages are estimated instead).
+    /// compaction, or one of zero tokens, is not used (the messages are
+    /// estimated instead).
     pub fn context_tokens(&self) -> u64 {
-        current_context_tokens(&self.context.messages).tokens
+        context_estimate(&self.context.messages)
     }
 
     /// The context window of the active model (128000 when unknown).

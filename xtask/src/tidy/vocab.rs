@@ -46,6 +46,11 @@ pub const ALLOWED: &[(&str, &[&str], &str)] = &[
         &["user", "assistant"],
         "the Chat Completions API's roles in the request body it sends",
     ),
+    (
+        "crates/arbor-agent/src/model/responses.rs",
+        &["user", "assistant", "developer", "message"],
+        "the OpenAI Responses API's roles and its `message` output items, in the bodies it sends and reads",
+    ),
     ("crates/arbor-agent/src/model/http.rs", &["message"], "an API error body's `message` field"),
     ("crates/arbor-pg/src/conninfo.rs", &["user"], "libpq's connection parameter `user` (the database role)"),
     ("crates/arbor-pg/src/settings.rs", &["user"], "libpq's connection parameter `user` (the database role)"),

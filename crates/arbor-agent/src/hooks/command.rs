@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::tail;
 use super::{EventName, Hook, HookBus, HookError, HookEvent, HookResponse};
+use crate::config_file::{read_config_file, ConfigFileError};
 
 /// The time a command hook gets when the config names none.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -74,15 +75,9 @@ pub struct CommandHookConfig {
 /// A hooks file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum HookConfigError {
-    /// The file could not be read.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The file could not be read (missing, not a regular file, too large).
+    #[error(transparent)]
+    File(#[from] ConfigFileError),
     /// Bad TOML.
     #[error("hooks config: {0}")]
     Toml(#[from] toml::de::Error),
@@ -118,10 +113,10 @@ impl HookConfig {
         Ok(serde_json::from_str(text)?)
     }
 
-    /// Reads a file: `.json` as JSON, anything else as TOML.
+    /// Reads a file: `.json` as JSON, anything else as TOML. Only a regular
+    /// file is read, and at most [`crate::config_file::CONFIG_FILE_LIMIT`] bytes of it.
     pub fn load(path: &Path) -> Result<HookConfig, HookConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| HookConfigError::Io { path: path.to_owned(), source })?;
+        let text = read_config_file(path)?;
         let mut config = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
             HookConfig::from_json(&text)?
         } else {
@@ -302,15 +297,55 @@ impl Capture {
     }
 }
 
-/// Ends the command's whole process group (the shell and what it started).
+/// The process groups of the command hooks running now (their shells' pids).
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// A running hook's process group, in [`RUNNING`] while this lives.
+struct Running(Option<u32>);
+
+impl Running {
+    fn register(pid: Option<u32>) -> Running {
+        if let Some(p) = pid {
+            RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+        }
+        Running(pid)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = running.iter().position(|&r| r == p) {
+                running.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// Set once the program ends on a signal: a hook it killed is not taken as an answer.
+static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ends the process group of every command hook running now: for a program
+/// about to end on a signal (SIGTERM, SIGHUP), whose hooks run in process
+/// groups of their own and would otherwise go on without it. From then on
+/// no hook's end lets its flow go on (the flow waits for the program's end,
+/// so nothing is written after the signal).
+pub fn kill_running_hooks() {
+    ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+    let running: Vec<u32> = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for pid in running {
+        kill_group(Some(pid));
+    }
+}
+
+/// Ends the command's whole process group (the shell and what it started),
+/// with one system call (no `kill` process to wait for: a program ending on a
+/// signal kills its hooks' groups this way just before it goes).
 fn kill_group(pid: Option<u32>) {
     #[cfg(unix)]
-    if let Some(pid) = pid {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
     #[cfg(not(unix))]
     let _ = pid;
@@ -332,6 +367,7 @@ impl Hook for CommandHook {
         input.push(b'\n');
         let mut child = self.shell().spawn().map_err(|e| format!("could not start: {e}"))?;
         let pid = child.id();
+        let _running = Running::register(pid);
         let out = Capture::start(child.stdout.take(), STDOUT_LIMIT, Overflow::Refuse);
         let err = Capture::start(child.stderr.take(), STDERR_LIMIT, Overflow::KeepTail);
         let stdin = child.stdin.take();
@@ -358,6 +394,10 @@ impl Hook for CommandHook {
             r = tokio::time::timeout(self.timeout, exited) => Some(r),
         };
         write.abort();
+        if ENDING.load(std::sync::atomic::Ordering::SeqCst) {
+            // Killed because the program ends: its flow must not go on and write.
+            std::future::pending::<()>().await;
+        }
         let status = match finished {
             None => {
                 kill_group(pid);

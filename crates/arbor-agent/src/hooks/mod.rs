@@ -20,7 +20,9 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-pub use command::{CommandHook, CommandHookConfig, HookConfig, HookConfigError, DEFAULT_HOOK_TIMEOUT};
+pub use command::{
+    kill_running_hooks, CommandHook, CommandHookConfig, HookConfig, HookConfigError, DEFAULT_HOOK_TIMEOUT,
+};
 pub use events::{
     BeforeCompactEvent, BeforeCompactResult, BeforeForkEvent, BeforeForkResult, BeforeTreeResult, CompactEvent,
     CompactingEvent, CompactingResult, EventName, ForkEvent, HookCompaction, HookEvent, HookResponse, HookSummary,

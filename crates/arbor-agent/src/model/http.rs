@@ -53,6 +53,13 @@ impl Http {
         self.opts.initial_backoff.saturating_mul(factor).min(self.opts.max_backoff)
     }
 
+    /// Tells the observer, if any, of retry `attempt` after `delay`.
+    fn tell_retry(&self, attempt: u32, delay: Duration, reason: String) {
+        if let Some(o) = &self.opts.on_retry {
+            (o.0)(super::RetryNotice { attempt, max: self.opts.max_retries, delay, reason });
+        }
+    }
+
     /// Waits `delay` unless cancelled or past the deadline.
     async fn pause(&self, delay: Duration, cancel: &CancellationToken, deadline: Instant) -> Result<(), ModelError> {
         if Instant::now() + delay > deadline {
@@ -97,7 +104,9 @@ impl Http {
             let response = match sent {
                 Err(_) => return Err(self.timeout("the request", self.opts.request_timeout)),
                 Ok(Err(e)) if may_retry && e.is_connect() => {
-                    self.pause(self.backoff(attempt), cancel, deadline).await?;
+                    let delay = self.backoff(attempt);
+                    self.tell_retry(attempt, delay, "could not connect".to_owned());
+                    self.pause(delay, cancel, deadline).await?;
                     continue;
                 }
                 Ok(Err(source)) => {
@@ -118,6 +127,7 @@ impl Http {
                 let delay = retry_after(response.headers()).unwrap_or_else(|| self.backoff(attempt));
                 if delay <= self.opts.max_retry_after {
                     drop(response);
+                    self.tell_retry(attempt, delay, format!("HTTP {status}"));
                     self.pause(delay, cancel, deadline).await?;
                     continue;
                 }
@@ -254,8 +264,51 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     get("retry-after").and_then(|v| v.parse::<f64>().ok()).and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
+/// The one line an HTML error page (a proxy's, a gateway's) comes down to:
+/// its title, else its first line of text; `None` for a body that is not HTML.
+fn html_line(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    let head = lower.trim_start();
+    if !(head.starts_with("<!doctype html") || head.starts_with("<html") || head.starts_with("<head")) {
+        return None;
+    }
+    let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Some(start) = lower.find("<title>").map(|i| i + "<title>".len()) {
+        if let Some(len) = lower[start..].find("</title>") {
+            let title = squeeze(&text[start..start + len]);
+            if !title.is_empty() {
+                return Some(title);
+            }
+        }
+    }
+    // The first line of text, tags (and what scripts and styles hold) left out.
+    let mut kept = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(open) = ["<script", "<style"].iter().filter_map(|t| lower[at..].find(t).map(|i| (at + i, *t))).min()
+    {
+        kept.push_str(&text[at..open.0]);
+        let close = format!("</{}>", &open.1[1..]);
+        at = lower[open.0..].find(&close).map_or(text.len(), |i| open.0 + i + close.len());
+    }
+    kept.push_str(&text[at..]);
+    let mut plain = String::new();
+    let mut in_tag = false;
+    for c in kept.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                plain.push('\n');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => plain.push(c),
+            _ => {}
+        }
+    }
+    plain.lines().map(squeeze).find(|l| !l.is_empty())
+}
+
 /// The message of an error body: `error.message`, `error` (a string), `message`,
-/// or the start of the body.
+/// an HTML page's title or first line, or the start of the body.
 pub(crate) fn error_message(body: &[u8], status: u16) -> String {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         let candidates = [v.pointer("/error/message"), v.get("error"), v.get("message"), v.get("detail")];
@@ -265,6 +318,10 @@ pub(crate) fn error_message(body: &[u8], status: u16) -> String {
     }
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
+    if let Some(line) = html_line(text) {
+        let short: String = line.chars().take(200).collect();
+        return format!("{short} (an HTML page)");
+    }
     if text.is_empty() {
         return reqwest::StatusCode::from_u16(status)
             .ok()
@@ -464,5 +521,11 @@ mod tests {
         );
         assert_eq!(error_message(b"", 404), "Not Found");
         assert_eq!(error_message(b"plain text", 500), "plain text");
+        let page =
+            b"<!DOCTYPE html>\n<html><head><title>502  Bad\nGateway</title></head><body><h1>502</h1></body></html>";
+        assert_eq!(error_message(page, 502), "502 Bad Gateway (an HTML page)");
+        let untitled =
+            b"<html><body>\n<script>var x = 1;</script><h1>Service Unavailable</h1><p>try later</p></body></html>";
+        assert_eq!(error_message(untitled, 503), "Service Unavailable (an HTML page)");
     }
 }

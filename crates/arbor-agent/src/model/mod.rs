@@ -1,5 +1,6 @@
-//! Model clients over real HTTP: OpenAI-compatible Chat Completions and
-//! Anthropic Messages, both streamed (server-sent events).
+//! Model clients over real HTTP: OpenAI-compatible Chat Completions, the
+//! OpenAI Responses API and Anthropic Messages, all streamed (server-sent
+//! events).
 //!
 //! A [`ModelClient`] is bound to one [`ModelInfo`] and key; its
 //! [`ModelClient::complete`] sends pi-shaped LLM messages and returns pi's
@@ -17,6 +18,7 @@ mod http;
 mod openai;
 pub mod pi_models;
 mod reply;
+mod responses;
 pub mod transform;
 
 use std::collections::HashMap;
@@ -33,6 +35,7 @@ pub use anthropic::AnthropicClient;
 pub use error::ModelError;
 pub use openai::OpenAiClient;
 pub use reply::AssistantReply;
+pub use responses::ResponsesClient;
 
 /// The wire protocol of a model (pi's `api` field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,14 +45,17 @@ pub enum Api {
     OpenAiCompletions,
     /// Anthropic Messages (`POST {base}/v1/messages`).
     AnthropicMessages,
+    /// OpenAI Responses (`POST {base}/responses`): OpenAI's newer endpoint (vLLM and others serve it too).
+    OpenAiResponses,
 }
 
 impl Api {
-    /// pi's name for the API (`openai-completions`, `anthropic-messages`).
+    /// pi's name for the API (`openai-completions`, `anthropic-messages`, `openai-responses`).
     pub fn as_str(self) -> &'static str {
         match self {
             Api::OpenAiCompletions => "openai-completions",
             Api::AnthropicMessages => "anthropic-messages",
+            Api::OpenAiResponses => "openai-responses",
         }
     }
 
@@ -58,6 +64,7 @@ impl Api {
         match s {
             "openai-completions" | "openai" | "openai-compatible" => Some(Api::OpenAiCompletions),
             "anthropic-messages" | "anthropic" => Some(Api::AnthropicMessages),
+            "openai-responses" => Some(Api::OpenAiResponses),
             _ => None,
         }
     }
@@ -177,6 +184,12 @@ pub struct ProviderConfig {
     /// Models with known limits (pi's `models.json`); any other id is a model
     /// with the provider's defaults.
     pub models: Vec<ModelInfo>,
+    /// Models of an API Arbor does not speak (id, API): never resolved, so
+    /// they are never sent over another API.
+    pub unsupported: Vec<(String, String)>,
+    /// The provider's own API, when Arbor does not speak it: then only its
+    /// listed models resolve.
+    pub unsupported_api: Option<String>,
 }
 
 impl ProviderConfig {
@@ -189,6 +202,8 @@ impl ProviderConfig {
             key_env: default_key_env(name),
             api_key: None,
             models: vec![],
+            unsupported: vec![],
+            unsupported_api: None,
         }
     }
 }
@@ -259,6 +274,17 @@ impl ProviderRegistry {
         self.providers.iter().find(|p| p.name == provider)
     }
 
+    /// Why the known provider's model cannot be used, when its API is one
+    /// Arbor does not speak (`API "google-generative-ai" is not one Arbor speaks`).
+    pub fn unsupported(&self, provider: &str, model_id: &str) -> Option<String> {
+        let p = self.get(provider)?;
+        if p.models.iter().any(|m| m.id == model_id) {
+            return None;
+        }
+        let api = p.unsupported.iter().find(|(id, _)| id == model_id).map(|(_, a)| a).or(p.unsupported_api.as_ref())?;
+        Some(format!("API {api:?} is not one Arbor speaks"))
+    }
+
     /// A model from `provider/model-id` (the model id may contain more `/`),
     /// when the provider is known.
     pub fn parse_model(&self, spec: &str) -> Option<ModelInfo> {
@@ -267,11 +293,15 @@ impl ProviderRegistry {
     }
 
     /// The model `model_id` at `provider`, when the provider is known: a
-    /// known model with its limits, else one with the provider's defaults.
+    /// known model with its limits, else one with the provider's defaults;
+    /// `None` for a model of an API Arbor does not speak ([`ProviderRegistry::unsupported`]).
     pub fn resolve(&self, provider: &str, model_id: &str) -> Option<ModelInfo> {
         let p = self.get(provider)?;
         if let Some(m) = p.models.iter().find(|m| m.id == model_id) {
             return Some(m.clone());
+        }
+        if self.unsupported(provider, model_id).is_some() {
+            return None;
         }
         let mut m = ModelInfo::new(provider, model_id, p.api, &p.base_url);
         m.key_env = p.key_env.clone();
@@ -422,6 +452,31 @@ pub struct ClientOptions {
     pub max_retry_after: Duration,
     /// The clock of reply timestamps.
     pub clock: Arc<dyn Clock>,
+    /// Told of every retry before its wait (a UI shows `Retrying (n/m) in Ns`).
+    pub on_retry: Option<RetryObserver>,
+}
+
+/// A retry a client is about to make, after a 429, a 5xx or a failed connection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryNotice {
+    /// This retry's number, from 1.
+    pub attempt: u32,
+    /// The most retries ([`ClientOptions::max_retries`]).
+    pub max: u32,
+    /// The wait before it.
+    pub delay: Duration,
+    /// Why (`HTTP 503: busy`, `could not connect`).
+    pub reason: String,
+}
+
+/// Receives [`RetryNotice`]s.
+#[derive(Clone)]
+pub struct RetryObserver(pub Arc<dyn Fn(RetryNotice) + Send + Sync>);
+
+impl fmt::Debug for RetryObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RetryObserver")
+    }
 }
 
 /// The default of [`ClientOptions::max_reply_bytes`].
@@ -439,6 +494,7 @@ impl Default for ClientOptions {
             max_backoff: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(60),
             clock: Arc::new(SystemClock),
+            on_retry: None,
         }
     }
 }
@@ -497,7 +553,7 @@ pub const REQUEST_ABORTED: &str = "Request was aborted.";
 pub fn aborted_message(api: Api) -> &'static str {
     match api {
         Api::AnthropicMessages => REQUEST_ABORTED,
-        Api::OpenAiCompletions => "Request was aborted",
+        Api::OpenAiCompletions | Api::OpenAiResponses => "Request was aborted",
     }
 }
 
@@ -575,6 +631,7 @@ pub fn client_for(
     Ok(match model.api {
         Api::OpenAiCompletions => Arc::new(OpenAiClient::new(model, api_key, options)?),
         Api::AnthropicMessages => Arc::new(AnthropicClient::new(model, api_key, options)?),
+        Api::OpenAiResponses => Arc::new(ResponsesClient::new(model, api_key, options)?),
     })
 }
 

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Api, ModelCost, ModelError, ModelInfo, ProviderConfig, ProviderRegistry};
+use crate::config_file::read_config_file;
 
 /// pi's defaults for a custom model.
 const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
@@ -129,12 +130,13 @@ pub fn strip_json_comments(text: &str) -> String {
 
 impl PiModels {
     /// Reads `path`; `Ok(None)` when it does not exist. A file that cannot be
-    /// read, does not parse or breaks pi's rules is an error naming it.
+    /// read (not a regular file, too large: see [`read_config_file`]), does
+    /// not parse or breaks pi's rules is an error naming it.
     pub fn load(path: &Path) -> Result<Option<PiModels>, ModelError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match read_config_file(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(bad(path, e.to_string())),
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(bad(path, e.reason())),
         };
         PiModels::parse(&text).map(Some).map_err(|m| bad(path, m))
     }
@@ -172,6 +174,9 @@ impl PiModels {
             if let Some(api) = provider_api {
                 p.api = api;
             }
+            if let Some(a) = entry.api.as_deref().filter(|a| Api::parse(a).is_none()) {
+                p.unsupported_api = Some(a.to_owned());
+            }
             if entry.api_key.is_some() {
                 p.api_key.clone_from(&entry.api_key);
             }
@@ -195,6 +200,7 @@ impl PiModels {
                         None => {
                             self.notes
                                 .push(format!("model {name}/{}: API {a:?} is not one Arbor speaks; left out", def.id));
+                            p.unsupported.push((def.id.clone(), a.to_owned()));
                             continue;
                         }
                     },
@@ -202,6 +208,7 @@ impl PiModels {
                 if def.api.is_none() && entry.api.as_deref().is_some_and(|a| Api::parse(a).is_none()) {
                     let a = entry.api.as_deref().unwrap_or_default();
                     self.notes.push(format!("model {name}/{}: API {a:?} is not one Arbor speaks; left out", def.id));
+                    p.unsupported.push((def.id.clone(), a.to_owned()));
                     continue;
                 }
                 let url = def.base_url.as_deref().unwrap_or(&p.base_url);
@@ -291,6 +298,9 @@ mod tests {
         // An id models.json does not list is still the provider's.
         assert_eq!(r.resolve("local", "anything").unwrap().api_key.as_deref(), Some("LOCAL_KEY"));
         assert!(pi.notes.iter().any(|n| n.contains("local/other")), "{:?}", pi.notes);
+        // Left out means left out: never sent over the provider's other API.
+        assert!(r.resolve("local", "other").is_none());
+        assert_eq!(r.unsupported("local", "other").unwrap(), "API \"google-generative-ai\" is not one Arbor speaks");
         let claude = r.resolve("anthropic", "claude-x").unwrap();
         assert_eq!((claude.base_url.as_str(), claude.context_window), ("https://proxy.example", Some(50000)));
         assert_eq!(r.resolve("anthropic", "claude-y").unwrap().base_url, "https://proxy.example");

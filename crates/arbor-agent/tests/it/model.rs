@@ -247,10 +247,21 @@ async fn rate_limits_and_server_errors_are_retried() {
         Reply::Status { code: 429, retry_after: Some("0"), body: r#"{"error":{"message":"slow down"}}"#.into() },
         Reply::Status { code: 503, retry_after: None, body: String::new() },
     ]);
-    let client = client_for(anthropic_model(&mock), None, fast_client()).unwrap();
+    // Every retry is told before its wait (a UI shows `Retrying (n/m) in Ns`).
+    let told = std::sync::Arc::new(std::sync::Mutex::new(vec![]));
+    let sink = told.clone();
+    let observer = arbor_agent::RetryObserver(std::sync::Arc::new(move |n: arbor_agent::RetryNotice| {
+        sink.lock().unwrap().push((n.attempt, n.max, n.delay, n.reason));
+    }));
+    let opts = arbor_agent::ClientOptions { on_retry: Some(observer), ..fast_client() };
+    let client = client_for(anthropic_model(&mock), None, opts).unwrap();
     let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
     assert_eq!(reply.text(""), "mock summary");
     assert_eq!(mock.requests().len(), 3);
+    assert_eq!(
+        *told.lock().unwrap(),
+        [(1, 3, Duration::ZERO, "HTTP 429".to_owned()), (2, 3, Duration::from_millis(2), "HTTP 503".to_owned())]
+    );
 }
 
 #[tokio::test]

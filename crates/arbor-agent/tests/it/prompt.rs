@@ -88,6 +88,7 @@ fn kinds(log: &Arc<Mutex<Vec<AgentEvent>>>) -> Vec<String> {
             AgentEvent::AutoCompactionStart { reason } => format!("start:{}", reason.as_str()),
             AgentEvent::AutoCompactionEnd { .. } => "end".to_owned(),
             AgentEvent::AutoCompactionStopped { failures } => format!("stopped:{failures}"),
+            AgentEvent::Retry(n) => format!("retry:{}", n.attempt),
         })
         .collect()
 }

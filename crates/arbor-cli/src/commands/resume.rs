@@ -1,5 +1,6 @@
 //! Bare `arbor`: the most recent session of the current directory, resumed
-//! in the chat; without one, how to start one.
+//! in the chat; without one, a new one when a model is configured (pi's
+//! default model, or the settings'), else how to start one.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -18,7 +19,9 @@ pub fn run(g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let opts = g.options()?;
     let dir = opts.dir_for(&cwd.to_string_lossy())?;
     match find_most_recent_session(opts.store.as_ref(), &dir)? {
-        Some(path) => chat::run(out, Target::File { path, new: false }, &ModelFlags::default(), None, g),
+        Some(path) => chat::run(out, Target::File { path, new: false, at: None }, &ModelFlags::default(), None, g),
+        // pi starts a session where there is none: so does Arbor when a model is configured.
+        None if default_model_configured()? => chat::run(out, Target::New, &ModelFlags::default(), None, g),
         None => {
             eprintln!(
                 "No session in {} yet. Start one with `arbor chat --new --model PROVIDER/MODEL` \
@@ -28,4 +31,10 @@ pub fn run(g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// True when the settings (Arbor's, or pi's `defaultProvider`/`defaultModel`) name a model.
+fn default_model_configured() -> Result<bool> {
+    let s = chat::Settings::load(None)?;
+    Ok(s.model.is_some() || s.default_model.is_some())
 }

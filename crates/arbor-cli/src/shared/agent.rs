@@ -15,13 +15,14 @@ use anyhow::{anyhow, Context as _, Result};
 use clap::Args;
 use serde_json::json;
 
+use arbor_agent::hooks::HookConfigError;
 use arbor_agent::{
     AbortHandle, AgentOptions, AgentSession, ClientOptions, CompactOptions, CompactResult, HookBus, HookConfig,
     HookFailure, NavigateOptions, NavigateResult,
 };
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
-use super::models::Models;
+use super::models::{pi_default_model, Models};
 use super::output::write_json_line;
 use super::session::{open_showing_progress, print_diagnostics};
 use crate::shared::visible::say;
@@ -88,6 +89,10 @@ impl AgentSetup<'_> {
         // model applies to the model restored from the session.
         let mut models = Models::load();
         opts.model = models.choose(m.model.as_deref(), m.base_url.as_deref(), &session)?;
+        // As pi does: its default model when the session's cannot be used.
+        if opts.model.is_none() {
+            opts.fallback_model = models.fallback(pi_default_model().as_deref());
+        }
         opts.providers = models.registry;
         let agent = AgentSession::new(session, opts);
         if needs_model {
@@ -125,9 +130,33 @@ pub fn client_options(timeout_secs: Option<u64>, max_bytes: Option<u64>) -> Resu
     Ok(opts)
 }
 
-/// Registers the command hooks of a hooks file on `bus`; errors name the file.
+/// Makes SIGTERM and SIGHUP end the running command hooks with the process:
+/// a hook runs in a process group of its own (so that a timeout ends its
+/// whole pipeline), which a signal to `arbor` does not reach. The process
+/// still ends as the signal's default says, once the hooks are killed.
+fn end_hooks_with_the_process() {
+    use signal_hook::consts::{SIGHUP, SIGTERM};
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP]) else { return };
+        std::thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                arbor_agent::hooks::kill_running_hooks();
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+            }
+        });
+    });
+}
+
+/// Registers the command hooks of a hooks file on `bus`; errors name the
+/// file. From then on SIGTERM and SIGHUP end a running hook with `arbor`.
 pub fn load_hooks(path: &Path, bus: &mut HookBus) -> Result<()> {
-    let config = HookConfig::load(path).with_context(|| format!("{}: cannot load hooks", path.display()))?;
+    end_hooks_with_the_process();
+    let config = HookConfig::load(path).map_err(|e| match e {
+        // Already names the file.
+        HookConfigError::File(e) => anyhow!("cannot load hooks: {e}"),
+        e => anyhow::Error::new(e).context(format!("{}: cannot load hooks", path.display())),
+    })?;
     config.register(bus).with_context(|| format!("{}: bad hooks", path.display()))?;
     Ok(())
 }
@@ -252,7 +281,11 @@ pub fn fork_before(setup: AgentSetup<'_>, id: &str) -> Result<ForkOutcome> {
 }
 
 /// Prints a fork's outcome as `arbor fork --before` does; a cancelled fork exits with 3.
+/// The editor text is a session's text: for people its control characters are
+/// made visible ([`crate::shared::visible`]); JSON is written exactly.
 pub fn write_fork(out: &mut dyn Write, r: &ForkOutcome, json: bool) -> Result<ExitCode> {
+    let mut slot = None;
+    let out = crate::shared::visible::for_people(out, json, &mut slot);
     if r.cancelled {
         if json {
             write_json_line(out, &json!({ "path": null, "editorText": r.editor_text, "cancelled": true }))?;

@@ -1,6 +1,7 @@
 //! A model server for the chat tests, on 127.0.0.1:0, speaking OpenAI Chat
-//! Completions (`POST …/chat/completions`) and Anthropic Messages
-//! (`POST …/v1/messages`), always streamed (SSE).
+//! Completions (`POST …/chat/completions`), the OpenAI Responses API
+//! (`POST …/responses`) and Anthropic Messages (`POST …/v1/messages`),
+//! always streamed (SSE).
 //!
 //! What it answers depends only on the request, so a test needs no script:
 //! - a summary request (the prompt holds `<conversation>`) gets `SUMMARY n`,
@@ -10,11 +11,18 @@
 //! - a prompt containing `endless` streams 100-byte pieces every millisecond
 //!   and never ends the reply, until the client hangs up;
 //! - a prompt containing `please fail` gets HTTP 400 (not retried);
+//! - a prompt containing `html please` gets HTTP 404 with an HTML page (a proxy's);
+//! - a prompt containing `flaky` gets HTTP 503 with `Retry-After: 1` twice
+//!   (counted over the server's life), then its echo;
+//! - a prompt containing `send escapes` gets [`ESCAPES`] (a clipboard write,
+//!   a title, a terminal reset) and `done`;
 //! - anything else gets `echo: <the last user text>`.
 //!
 //! Every request is kept (path, body, `authorization` header) for the test to read.
 //!
-//! Every reply reports `usage` (120 prompt + 30 completion tokens).
+//! Every reply reports `usage` (120 prompt + 30 completion tokens), except
+//! when the conversation's last prompt contains `[no usage]`: then it reports
+//! zeros, as some servers do.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -24,6 +32,17 @@ use std::thread;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+/// What a reply to `send escapes` holds before `done`: an OSC 52 clipboard
+/// write, an OSC 0 title and RIS (a full reset), none of which Arbor's own
+/// drawing ever sends.
+pub const ESCAPES: &str = "\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;pwned-title\u{7}\u{1b}c";
+
+/// True when `bytes` hold any of the raw sequences of [`ESCAPES`].
+pub fn has_raw_escapes(bytes: &[u8]) -> bool {
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    has(b"\x1b]52;") || has(b"\x1b]0;pwned") || has(b"\x1bc")
+}
 
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -40,14 +59,15 @@ impl Request {
         if let Some(s) = self.body["system"].as_str() {
             out.push(format!("system: {s}"));
         }
-        for m in self.body["messages"].as_array().into_iter().flatten() {
+        for m in self.body["messages"].as_array().or(self.body["input"].as_array()).into_iter().flatten() {
             out.push(format!("{}: {}", m["role"].as_str().unwrap_or("?"), text(&m["content"])));
         }
         out
     }
 
     pub fn last_user(&self) -> String {
-        let msgs = self.body["messages"].as_array().cloned().unwrap_or_default();
+        // Chat Completions and Anthropic send `messages`, the Responses API `input`.
+        let msgs = self.body["messages"].as_array().or(self.body["input"].as_array()).cloned().unwrap_or_default();
         msgs.iter().rev().find(|m| m["role"] == "user").map(|m| text(&m["content"])).unwrap_or_default()
     }
 }
@@ -66,6 +86,8 @@ struct State {
     summaries: AtomicUsize,
     slow_started: AtomicBool,
     slow_dropped: AtomicBool,
+    /// Requests of `flaky` prompts so far.
+    flaky: AtomicUsize,
 }
 
 pub struct ModelServer {
@@ -146,13 +168,97 @@ fn read_request_with_auth(stream: &TcpStream) -> Option<(String, Vec<u8>, Option
     Some((path, body, auth))
 }
 
+/// The wire protocol of a request, from its path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Proto {
+    /// `…/chat/completions`.
+    OpenAi,
+    /// `…/v1/messages`.
+    Anthropic,
+    /// `…/responses`.
+    Responses,
+}
+
+impl Proto {
+    fn of(path: &str) -> Proto {
+        if path.ends_with("/messages") {
+            Proto::Anthropic
+        } else if path.ends_with("/responses") {
+            Proto::Responses
+        } else {
+            Proto::OpenAi
+        }
+    }
+
+    fn head(self, model: &str) -> String {
+        match self {
+            Proto::Anthropic => anthropic_head(model),
+            Proto::Responses => responses_head(),
+            Proto::OpenAi => String::new(),
+        }
+    }
+
+    fn delta(self, model: &str, text: &str) -> String {
+        match self {
+            Proto::Anthropic => anthropic_delta(text),
+            Proto::Responses => responses_delta(text),
+            Proto::OpenAi => openai_delta(model, text),
+        }
+    }
+
+    fn tail(self, model: &str, usage: bool) -> String {
+        match self {
+            Proto::Anthropic => anthropic_tail(),
+            Proto::Responses => responses_tail(usage),
+            Proto::OpenAi if usage => openai_tail(model),
+            Proto::OpenAi => {
+                let end = json!({"id": "c1", "object": "chat.completion.chunk", "model": model,
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}});
+                format!("data: {end}\n\ndata: [DONE]\n\n")
+            }
+        }
+    }
+}
+
+/// Writes an error response with this status, content type and body.
+fn send_error(out: &mut TcpStream, status: &str, content_type: &str, extra: &str, body: &str) {
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\nconnection: close\r\n{extra}content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// A stream of `pieces` one every `every`, until done or the client hangs up (then false).
+fn trickle(
+    out: &mut TcpStream,
+    proto: Proto,
+    model: &str,
+    pieces: impl Iterator<Item = String>,
+    every: Duration,
+    started: &AtomicBool,
+) -> bool {
+    let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+    let _ = out.write_all(proto.head(model).as_bytes());
+    for piece in pieces {
+        if out.write_all(proto.delta(model, &piece).as_bytes()).and_then(|_| out.flush()).is_err() {
+            return false;
+        }
+        started.store(true, Ordering::SeqCst);
+        thread::sleep(every);
+    }
+    let _ = out.write_all(proto.tail(model, true).as_bytes());
+    true
+}
+
 fn serve(stream: TcpStream, state: &State) {
     let Some((path, body, auth)) = read_request_with_auth(&stream) else { return };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let request = Request { path: path.clone(), body, auth };
     let prompt = request.last_user();
     state.requests.lock().unwrap().push(request.clone());
-    let anthropic = path.ends_with("/messages");
+    let proto = Proto::of(&path);
     let model = request.body["model"].as_str().unwrap_or("m").to_owned();
     let mut out = stream;
     if prompt.contains("<conversation>") {
@@ -160,59 +266,69 @@ fn serve(stream: TcpStream, state: &State) {
             thread::sleep(Duration::from_secs(2));
         }
         let n = state.summaries.fetch_add(1, Ordering::SeqCst) + 1;
-        let _ = send_whole(&mut out, anthropic, &model, &[format!("SUMMARY {n}")]);
+        let _ = send_whole(&mut out, proto, &model, &[format!("SUMMARY {n}")], true);
     } else if prompt.contains("endless") {
-        let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
-        if anthropic {
-            let _ = out.write_all(anthropic_head(&model).as_bytes());
-        }
         let piece = "more ".repeat(20);
-        let event = if anthropic { anthropic_delta(&piece) } else { openai_delta(&model, &piece) };
-        while out.write_all(event.as_bytes()).and_then(|_| out.flush()).is_ok() {
-            thread::sleep(Duration::from_millis(1));
-        }
+        let dropped =
+            !trickle(&mut out, proto, &model, std::iter::repeat(piece), Duration::from_millis(1), &state.slow_started);
+        state.slow_dropped.store(dropped, Ordering::SeqCst);
     } else if prompt.contains("slow") {
-        let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
-        if anthropic {
-            let _ = out.write_all(anthropic_head(&model).as_bytes());
+        let words = (0..100).map(|i| format!("word{i} "));
+        if !trickle(&mut out, proto, &model, words, Duration::from_millis(100), &state.slow_started) {
+            state.slow_dropped.store(true, Ordering::SeqCst);
         }
-        for i in 0..100 {
-            let piece = format!("word{i} ");
-            let event = if anthropic { anthropic_delta(&piece) } else { openai_delta(&model, &piece) };
-            if out.write_all(event.as_bytes()).and_then(|_| out.flush()).is_err() {
-                state.slow_dropped.store(true, Ordering::SeqCst);
-                return;
-            }
-            state.slow_started.store(true, Ordering::SeqCst);
-            thread::sleep(Duration::from_millis(100));
-        }
-        let _ = out.write_all(if anthropic { anthropic_tail() } else { openai_tail(&model) }.as_bytes());
+    } else if prompt.contains("send escapes") {
+        let _ = send_whole(&mut out, proto, &model, &[ESCAPES.to_owned(), " done".to_owned()], true);
     } else if prompt.contains("please fail") {
         let body = r#"{"error":{"message":"the server refuses this prompt","type":"invalid_request_error"}}"#;
-        let _ = write!(
-            out,
-            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
+        send_error(&mut out, "400 Bad Request", "application/json", "", body);
+    } else if prompt.contains("html please") {
+        let body = "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head>\n<body><h1>Not Found</h1><p>nginx</p><script>x()</script></body></html>\n";
+        send_error(&mut out, "404 Not Found", "text/html", "", body);
+    } else if prompt.contains("flaky") && state.flaky.fetch_add(1, Ordering::SeqCst) < 2 {
+        // The first two tries are refused with a short Retry-After; the third is answered.
+        send_error(
+            &mut out,
+            "503 Service Unavailable",
+            "application/json",
+            "retry-after: 1\r\n",
+            r#"{"error":{"message":"busy"}}"#,
         );
     } else {
-        let _ = send_whole(&mut out, anthropic, &model, &["echo: ".to_owned(), prompt]);
+        let usage = !prompt.contains("[no usage]");
+        let _ = send_whole(&mut out, proto, &model, &["echo: ".to_owned(), prompt], usage);
     }
 }
 
-fn send_whole(out: &mut TcpStream, anthropic: bool, model: &str, pieces: &[String]) -> std::io::Result<()> {
-    let mut sse = String::new();
-    if anthropic {
-        sse.push_str(&anthropic_head(model));
-    }
+fn send_whole(out: &mut TcpStream, proto: Proto, model: &str, pieces: &[String], usage: bool) -> std::io::Result<()> {
+    let mut sse = proto.head(model);
     for p in pieces {
-        sse.push_str(&if anthropic { anthropic_delta(p) } else { openai_delta(model, p) });
+        sse.push_str(&proto.delta(model, p));
     }
-    sse.push_str(&if anthropic { anthropic_tail() } else { openai_tail(model) });
+    sse.push_str(&proto.tail(model, usage));
     write!(
         out,
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{sse}",
         sse.len()
     )
+}
+
+fn responses_head() -> String {
+    let created = json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}});
+    let item = json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}});
+    format!("event: response.created\ndata: {created}\n\nevent: response.output_item.added\ndata: {item}\n\n")
+}
+
+fn responses_delta(text: &str) -> String {
+    let d = json!({"type": "response.output_text.delta", "output_index": 0, "item_id": "msg_1", "delta": text});
+    format!("event: response.output_text.delta\ndata: {d}\n\n")
+}
+
+fn responses_tail(usage: bool) -> String {
+    let n = |v: u64| if usage { v } else { 0 };
+    let done = json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+        "usage": {"input_tokens": n(120), "output_tokens": n(30), "total_tokens": n(150)}}});
+    format!("event: response.completed\ndata: {done}\n\n")
 }
 
 fn openai_delta(model: &str, text: &str) -> String {

@@ -115,3 +115,93 @@ fn a_broken_models_json_is_named_and_the_rest_still_works() {
     let warning = err.lines().find(|l| l.contains("models.json")).unwrap_or_default();
     assert!(warning.contains(agent.join("models.json").to_str().unwrap()) && warning.contains("ignored"), "{err}");
 }
+
+/// A session that last talked to `fake/echo-1`, a provider only a (now
+/// broken or missing) `models.json` knew.
+fn session_of_a_lost_provider(file: &Path) {
+    let header = serde_json::json!({"type": "session", "version": 3, "id": "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f",
+        "timestamp": "2026-01-02T03:04:05.000Z", "cwd": "/w"});
+    let lines = [
+        header,
+        serde_json::json!({"type": "model_change", "id": "0000000a", "parentId": null,
+            "timestamp": "2026-01-02T03:04:05.000Z", "provider": "fake", "modelId": "echo-1"}),
+        serde_json::json!({"type": "message", "id": "0000000b", "parentId": "0000000a", "timestamp": "2026-01-02T03:04:06.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "first"}], "timestamp": 1}}),
+        serde_json::json!({"type": "message", "id": "0000000c", "parentId": "0000000b", "timestamp": "2026-01-02T03:04:07.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "an answer"}], "api": "openai-completions",
+                "provider": "fake", "model": "echo-1", "stopReason": "stop", "timestamp": 2,
+                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2}}}),
+        serde_json::json!({"type": "message", "id": "0000000d", "parentId": "0000000c", "timestamp": "2026-01-02T03:04:08.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "second"}], "timestamp": 3}}),
+        serde_json::json!({"type": "message", "id": "0000000e", "parentId": "0000000d", "timestamp": "2026-01-02T03:04:09.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "another"}], "api": "openai-completions",
+                "provider": "fake", "model": "echo-1", "stopReason": "stop", "timestamp": 4,
+                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2}}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(file, text).unwrap();
+}
+
+/// `arbor ARGS` with pi's agent directory `agent` and its key, in `dir`.
+fn arbor_with_pi(dir: &Path, agent: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", agent)
+        .env("LOCAL_LLM_KEY", "k")
+        .env("HOME", "/nonexistent-home")
+        .env("ARBOR_CACHE_DIR", crate::cache_dir())
+        .env_remove("ARBOR_CONFIG")
+        .env_remove("OPENAI_API_KEY")
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_session_whose_model_is_gone_falls_back_to_pis_default_model_in_chat_compact_and_navigate() {
+    let server = ModelServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = pi_agent_dir(dir.path(), &server);
+    // The session last used `fake`, which no models.json defines any more; settings.json names `local/small`.
+    let file = dir.path().join("lost.jsonl");
+    session_of_a_lost_provider(&file);
+    let f = file.to_str().unwrap();
+    let env = [("PI_CODING_AGENT_DIR", agent.to_str().unwrap()), ("LOCAL_LLM_KEY", "k")];
+    let (status, out, err) = script_with(dir.path(), &["chat"], &[f], &env, &["third", "/quit"]);
+    assert!(status.success(), "{err}");
+    assert!(out.contains("echo: third"), "{out}\n{err}");
+    assert!(err.contains("Could not restore model fake/echo-1: unknown provider fake"), "{err}");
+    assert!(err.contains("Using the default model local/small instead"), "{err}");
+    assert!(!err.contains("OPENAI_API_KEY"), "no hint about a key that is not the problem: {err}");
+    let turn = server.turns().pop().unwrap();
+    assert_eq!(turn.body["model"], "small", "pi's default model was asked");
+    assert_eq!(path_json(&file).last().unwrap()["message"]["provider"], "local");
+
+    // compact and navigate --summarize fall back the same way (on a copy that still ends with fake's reply).
+    session_of_a_lost_provider(&file);
+    let o = arbor_with_pi(dir.path(), &agent, &["compact", f, "--keep-recent-tokens", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Using the default model local/small instead"), "{}", stderr(&o));
+    let summary = server.requests().pop().unwrap();
+    assert!(summary.last_user().contains("<conversation>") && summary.body["model"] == "small");
+    session_of_a_lost_provider(&file);
+    let o = arbor_with_pi(dir.path(), &agent, &["navigate", f, "0000000b", "--summarize"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary = server.requests().pop().unwrap();
+    assert!(summary.last_user().contains("<conversation>") && summary.body["model"] == "small");
+}
+
+#[test]
+fn a_model_of_a_broken_models_json_is_refused_naming_the_file() {
+    let server = ModelServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = pi_agent_dir(dir.path(), &server);
+    std::fs::write(agent.join("models.json"), "{\"providers\": {\"fake\": {\"models\": [{\"id\": 3}]}}}").unwrap();
+    let file = dir.path().join("c.jsonl");
+    let env = [("PI_CODING_AGENT_DIR", agent.to_str().unwrap())];
+    let args = [file.to_str().unwrap(), "--new", "--model", "fake/echo-1"];
+    let (status, _, err) = script_with(dir.path(), &["chat"], &args, &env, &["hello", "/quit"]);
+    assert!(!status.success());
+    let line = err.lines().find(|l| l.contains("unknown model \"fake/echo-1\"")).unwrap_or_default();
+    assert!(line.contains(agent.join("models.json").to_str().unwrap()) && line.contains("bad models.json"), "{err}");
+}

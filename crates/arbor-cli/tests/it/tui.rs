@@ -72,7 +72,7 @@ pub(crate) fn wait_for_file(p: &Path) -> String {
 fn choose_summarize_on_row_19(tmux: &Tmux) {
     tmux.wait_for("Session Tree");
     tmux.keys(&["Up"]);
-    tmux.wait_for("(19/30)");
+    tmux.wait_for("(18/29)");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Summarize branch?");
     tmux.keys(&["Down"]);
@@ -138,7 +138,7 @@ fn filter_search_label_and_navigate_in_a_real_terminal() {
     let file = run.file();
     let s = tmux.wait_for("Session Tree");
     assert!(s.contains("› │     │     • assistant: README.md now documents `--top N`."), "{s}");
-    assert!(s.contains("(20/30)"), "{s}");
+    assert!(s.contains("(19/29)"), "{s}");
 
     // Enter on the leaf does nothing.
     tmux.keys(&["Enter"]);
@@ -154,25 +154,25 @@ fn filter_search_label_and_navigate_in_a_real_terminal() {
     tmux.keys(&["C-l"]);
     tmux.wait_for("(2/2) [labeled]");
     tmux.keys(&["C-d"]);
-    tmux.wait_for("(20/30)");
+    tmux.wait_for("(19/29)");
 
     // User-only moves to the nearest user message; back to default stays there.
     tmux.keys(&["C-u"]);
     let s = tmux.wait_for("[user]");
     assert!(s.contains("› │  │     • user: Document --top in the README."), "{s}");
     tmux.keys(&["C-d"]);
-    tmux.wait_for("(18/30)");
+    tmux.wait_for("(17/29)");
 
     // Search, then Escape clears it.
     tmux.text("clap");
     let s = tmux.wait_for("Type to search: clap");
     assert!(s.contains("user: Add a --top N flag using clap."), "{s}");
     tmux.keys(&["Escape"]);
-    tmux.wait_for("/30)");
+    tmux.wait_for("/29)");
 
     // Navigate to the last row without a summary: the selector stays open on the new leaf.
     tmux.keys(&["End"]);
-    tmux.wait_for("(30/30)");
+    tmux.wait_for("(29/29)");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Summarize branch?");
     tmux.keys(&["Enter"]);
@@ -217,16 +217,25 @@ fn navigating_to_a_user_message_prints_its_text() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("Summarize branch?");
     tmux.keys(&["Escape"]);
-    let s = tmux.wait_for("/30)");
+    let s = tmux.wait_for("/29)");
     assert!(s.contains("› │     └⊟ user: Add a --top N flag using clap."), "{s}");
     tmux.keys(&["Enter"]);
     tmux.wait_for("› No summary");
     tmux.keys(&["Enter"]);
     // #19: the selector stays open after a navigation, on the new leaf (a user message leaves
-    // the leaf on its parent), and q quits; the editor text is printed then.
+    // the leaf on its parent); `q` is typed into the search as in pi (#34), and Escape quits;
+    // the editor text is printed then.
     let s = tmux.wait_for("Navigated to selected point");
     assert!(s.lines().any(|l| l.starts_with("› ") && l.contains("assistant: Punctuation is now stripped")), "{s}");
-    tmux.text("q");
+    // The help at 100 columns is whole and says what Escape does here.
+    assert!(s.contains("Esc: quit") && !s.contains("Esc/q"), "{s}");
+    tmux.text("quiet");
+    tmux.wait_for("Type to search: quiet");
+    tmux.keys(&["Escape"]);
+    crate::chat::wait_until("the search to be cleared", || {
+        tmux.screen().lines().any(|l| l.trim_end() == "  Type to search:")
+    });
+    tmux.keys(&["Escape"]);
     let (rc, out) = run.finish();
     assert_eq!(rc, "0", "screen:\n{}", tmux.screen());
     assert_eq!(out, "Add a --top N flag using clap.\n");
@@ -251,14 +260,14 @@ fn the_selector_stays_open_for_another_navigation() {
     let tmux = &run.tmux;
     tmux.wait_for("Session Tree");
     tmux.keys(&["Home"]);
-    tmux.wait_for("(1/30)");
+    tmux.wait_for("(1/29)");
     tmux.keys(&["Enter"]);
     tmux.wait_for("› No summary");
     tmux.keys(&["Enter"]);
     let s = tmux.wait_for("Navigated to selected point");
     assert!(s.contains("(1/"), "on the first entry: {s}");
     tmux.keys(&["End"]);
-    let s = tmux.wait_for("(30/30)");
+    let s = tmux.wait_for("(29/29)");
     let chosen = selected_text(&s);
     tmux.keys(&["Enter"]);
     tmux.wait_for("› No summary");
@@ -291,7 +300,7 @@ fn a_failed_summary_reopens_the_tree_and_changes_nothing() {
     choose_summarize_on_row_19(tmux);
     // No API key in the environment: the error is shown in the re-opened tree, at the entry.
     let s = tmux.wait_for("No model available for summarization");
-    assert!(s.contains("(19/30)"), "{s}");
+    assert!(s.contains("(18/29)"), "{s}");
     tmux.keys(&["Escape"]);
     let (rc, out) = run.finish();
     assert_eq!((rc.as_str(), out.as_str()), ("0", ""));
@@ -299,7 +308,7 @@ fn a_failed_summary_reopens_the_tree_and_changes_nothing() {
 }
 
 /// Puts the demo session, and a second one, where `arbor tui` looks for the pane's working directory.
-fn sessions_of_the_cwd(cwd: &Path) {
+pub(crate) fn sessions_of_the_cwd(cwd: &Path) {
     let cwd = cwd.canonicalize().unwrap();
     let encoded = cwd.to_string_lossy().trim_start_matches('/').replace(['/', '\\', ':'], "-");
     let dir = cwd.join("sessions").join(format!("--{encoded}--"));
@@ -498,7 +507,7 @@ fn escape_during_a_summary_aborts_it_and_writes_nothing() {
     }
     tmux.keys(&["Escape"]);
     let s = tmux.wait_for("Branch summarization cancelled");
-    assert!(s.contains("(19/30)"), "back at the entry: {s}");
+    assert!(s.contains("(18/29)"), "back at the entry: {s}");
     tmux.keys(&["Escape"]);
     let (rc, out) = run.finish();
     assert_eq!((rc.as_str(), out.as_str()), ("0", ""));
@@ -516,10 +525,10 @@ fn a_small_terminal_keeps_the_footer_and_wraps_the_error() {
     let tmux = &run.tmux;
     tmux.wait_for("Session Tree");
     tmux.run(&["resize-window", "-t", "tui", "-x", "60", "-y", "12"]);
-    let s = tmux.wait_for("(20/30)");
+    let s = tmux.wait_for("(19/29)");
     assert!(s.lines().count() <= 12, "{s}");
     assert!(s.contains("Session Tree: wordfreq"), "the header names the session: {s}");
-    assert!(s.lines().any(|l| l.trim_start() == "(20/30)"), "the footer is whole: {s}");
+    assert!(s.lines().any(|l| l.trim_start() == "(19/29)"), "the footer is whole: {s}");
     choose_summarize_on_row_19(tmux);
     let s = tmux.wait_for("No model available");
     assert!(s.lines().all(|l| l.chars().count() <= 60), "{s}");

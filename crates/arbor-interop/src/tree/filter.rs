@@ -24,7 +24,8 @@ pub enum FilterMode {
 
 /// Bits of what an entry is, for the filters.
 pub mod kind {
-    /// A `label`, `custom`, `model_change` or `thinking_level_change` entry.
+    /// A `label`, `custom`, `model_change`, `thinking_level_change` or `session_info` entry
+    /// (pi's bookkeeping, hidden by the default filter).
     pub const SETTINGS: u8 = 1;
     /// A tool result message.
     pub const TOOL_RESULT: u8 = 2;
@@ -102,13 +103,17 @@ pub fn kind_of(session: &Session, p: Position) -> u8 {
             _ => 0,
         },
         // Settings entries are small; decode them, since one that does not decode is not one.
-        Some(EntryType::Label | EntryType::Custom | EntryType::ModelChange | EntryType::ThinkingLevelChange) => {
-            match session.decode_at(p).map(|e| e.kind) {
-                Some(EntryKind::Label(_) | EntryKind::Custom(_) | EntryKind::ModelChange(_))
-                | Some(EntryKind::ThinkingLevelChange(_)) => kind::SETTINGS,
-                _ => 0,
-            }
-        }
+        Some(
+            EntryType::Label
+            | EntryType::Custom
+            | EntryType::ModelChange
+            | EntryType::ThinkingLevelChange
+            | EntryType::SessionInfo,
+        ) => match session.decode_at(p).map(|e| e.kind) {
+            Some(EntryKind::Label(_) | EntryKind::Custom(_) | EntryKind::ModelChange(_))
+            | Some(EntryKind::ThinkingLevelChange(_) | EntryKind::SessionInfo(_)) => kind::SETTINGS,
+            _ => 0,
+        },
         _ => 0,
     }
 }

@@ -108,7 +108,8 @@ fn every_refusal_names_its_holder_even_one_that_just_left() {
     };
     let (mut refused, mut unnamed) = (0, 0);
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(3) {
+    // Until enough refusals are seen (a loaded machine sees fewer per second), within a bound.
+    while refused < 40 && start.elapsed() < Duration::from_secs(60) {
         match store.lock(&path) {
             Ok(lock) => drop(lock),
             Err(TreeError::Locked { holder, .. }) => {
@@ -120,6 +121,6 @@ fn every_refusal_names_its_holder_even_one_that_just_left() {
     }
     stop.store(true, Ordering::Relaxed);
     assert!(flapping.join().unwrap() > 10);
-    assert!(refused > 10, "the race was not exercised ({refused} refusals)");
+    assert!(refused >= 5, "the race was not exercised ({refused} refusals)");
     assert_eq!(unnamed, 0, "{unnamed} of {refused} refusals named no holder");
 }

@@ -35,7 +35,7 @@ pub fn run(file: &Path, globals: &Globals, out: &mut dyn Write) -> Result<ExitCo
     let entries = session.len();
     let opened = start.elapsed();
     let t = Instant::now();
-    let mut chat = Chat::of_session(session, false, &ModelFlags::default(), Settings::load(None)?)?;
+    let mut chat = Chat::of_session(session, false, &ModelFlags::default(), Settings::load(None)?, globals.options()?)?;
     let set_up = t.elapsed();
     let t = Instant::now();
     let (view, messages, bar) = first_screen(&mut chat);

@@ -26,6 +26,30 @@ pub enum Input {
     Thinking(Option<String>),
     /// `/context`: the token estimate of the context.
     Context,
+    /// `/resume`: pick another session of this directory.
+    Resume,
+    /// `/new`: a new session.
+    New,
+    /// `/session`: the session's file, id, messages, tokens and cost.
+    Session,
+    /// `/clone`: the active branch copied into a new session.
+    Clone,
+    /// `/export [FILE]`: the session as one HTML page.
+    Export(Option<String>),
+    /// `/copy`: the last reply to the clipboard.
+    Copy,
+    /// `/settings`: thinking level, tree filter, double-Escape action.
+    Settings,
+    /// `/hotkeys`: every key.
+    Hotkeys,
+    /// `!COMMAND` (its output goes to the model with the next prompt) or
+    /// `!!COMMAND` (kept out of the context), run by the shell.
+    Shell {
+        /// The command line.
+        command: String,
+        /// `!!`: recorded but never sent to the model.
+        exclude: bool,
+    },
     /// `/help`.
     Help,
     /// `/quit` (or `/exit`).
@@ -45,11 +69,20 @@ pub const HELP: &[(&str, &str)] = &[
     ("/model [PROVIDER/MODEL]", "switch the model (no argument: show it)"),
     ("/thinking [LEVEL]", "set the thinking level: off, minimal, low, medium, high, xhigh"),
     ("/context", "estimate the tokens of the context sent to the model"),
-    ("/quit", "leave (also /exit, Ctrl+D)"),
+    ("/resume", "continue another session of this directory (newest first)"),
+    ("/new", "start a new session (the model is kept)"),
+    ("/session", "the session's file, id, name, messages, tokens and cost"),
+    ("/clone", "copy the current branch into a new session and continue there"),
+    ("/export [FILE]", "write the session as one HTML page (default: the session file's name, .html)"),
+    ("/copy", "copy the last reply to the clipboard"),
+    ("/settings", "thinking level, tree filter, double-Escape action (for this chat)"),
+    ("/hotkeys", "every key, beside pi's"),
+    ("!CMD, !!CMD", "run CMD in the shell; its output goes with the next prompt (!!: kept out)"),
+    ("/quit", "leave (also /exit, Ctrl+D, Ctrl+C twice)"),
 ];
 
 /// Every command name, for completion.
-const NAMES: [&str; 12] = [
+const NAMES: [&str; 20] = [
     "/tree",
     "/fork",
     "/branch",
@@ -59,6 +92,14 @@ const NAMES: [&str; 12] = [
     "/model",
     "/thinking",
     "/context",
+    "/resume",
+    "/new",
+    "/session",
+    "/clone",
+    "/export",
+    "/copy",
+    "/settings",
+    "/hotkeys",
     "/help",
     "/quit",
     "/exit",
@@ -109,6 +150,16 @@ pub fn parse(line: &str) -> Input {
     if let Some(escaped) = trimmed.strip_prefix("//") {
         return Input::Prompt(format!("/{escaped}"));
     }
+    // pi's shell commands: `!!` keeps the output out of the context.
+    if let Some(rest) = trimmed.strip_prefix('!') {
+        let (exclude, command) = match rest.strip_prefix('!') {
+            Some(c) => (true, c.trim()),
+            None => (false, rest.trim()),
+        };
+        if !command.is_empty() {
+            return Input::Shell { command: command.to_owned(), exclude };
+        }
+    }
     let Some(command) = trimmed.strip_prefix('/') else {
         return Input::Prompt(line.trim_end_matches(['\r', '\n']).to_owned());
     };
@@ -123,6 +174,14 @@ pub fn parse(line: &str) -> Input {
         "model" => Input::Model(arg(rest)),
         "thinking" => Input::Thinking(arg(rest)),
         "context" => Input::Context,
+        "resume" => Input::Resume,
+        "new" => Input::New,
+        "session" => Input::Session,
+        "clone" => Input::Clone,
+        "export" => Input::Export(arg(rest)),
+        "copy" => Input::Copy,
+        "settings" => Input::Settings,
+        "hotkeys" => Input::Hotkeys,
         "help" | "?" => Input::Help,
         "quit" | "exit" | "q" => Input::Quit,
         _ => Input::Unknown(format!("/{name}")),
@@ -152,17 +211,24 @@ mod tests {
         assert_eq!(parse("/quit"), Input::Quit);
         assert_eq!(parse("/exit"), Input::Quit);
         assert_eq!(parse("/mode x"), Input::Unknown("/mode".into()));
+        assert_eq!(parse("/export out.html"), Input::Export(Some("out.html".into())));
+        assert_eq!(parse("/resume"), Input::Resume);
+        assert_eq!(parse("!ls -la"), Input::Shell { command: "ls -la".into(), exclude: false });
+        assert_eq!(parse("!! git status"), Input::Shell { command: "git status".into(), exclude: true });
+        assert_eq!(parse("!"), Input::Prompt("!".into()), "nothing to run: a prompt");
     }
 
     #[test]
     fn command_names_complete() {
-        assert_eq!(completions("/co"), ["/compact", "/context"]);
+        assert_eq!(completions("/co"), ["/compact", "/context", "/copy"]);
         assert_eq!(complete("/co"), None);
-        assert_eq!(complete("/c").as_deref(), Some("/co"));
+        assert_eq!(complete("/com").as_deref(), Some("/compact "));
         assert_eq!(complete("/cont").as_deref(), Some("/context "));
         assert_eq!(complete("/t"), None);
         assert_eq!(completions("/t"), ["/tree", "/thinking"]);
-        assert_eq!(complete("/e").as_deref(), Some("/exit "));
+        assert_eq!(completions("/se"), ["/session", "/settings"]);
+        assert_eq!(complete("/e").as_deref(), Some("/ex"));
+        assert_eq!(complete("/exi").as_deref(), Some("/exit "));
         assert_eq!(completions("/"), NAMES);
         assert!(completions("/context").is_empty() && completions("/label x").is_empty());
         assert!(completions("hello").is_empty() && completions("//x").is_empty());

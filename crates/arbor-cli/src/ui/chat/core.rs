@@ -9,15 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use arbor_agent::{
     AbortHandle, AgentError, AgentEvent, AgentOptions, AgentSession, CompactOptions, CompactResult, CompactionSettings,
-    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult,
+    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult, RetryObserver,
 };
 use arbor_context::render::{entry_text, ToolCalls};
 use arbor_log::EntryKind;
-use arbor_tree::{OpenMode, Session};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use super::settings::{Settings, THINKING_LEVELS};
 use crate::shared::agent::{client_options, load_hooks};
@@ -32,8 +32,9 @@ pub type Poll<'a> = &'a mut dyn FnMut(Option<AgentEvent>) -> bool;
 /// How `arbor chat` was asked to open its session.
 #[derive(Debug, Clone)]
 pub enum Target {
-    /// This file (created there with `new`).
-    File { path: PathBuf, new: bool },
+    /// This file (created there with `new`); with `at`, the tree selector
+    /// opens at that entry first (a search hit picked in the session picker).
+    File { path: PathBuf, new: bool, at: Option<String> },
     /// A new session in the sessions directory of the cwd.
     New,
     /// The most recent session of the cwd, or a new one.
@@ -53,13 +54,31 @@ pub struct ModelFlags {
 
 /// The chat session.
 pub struct Chat {
-    rt: tokio::runtime::Runtime,
-    agent: AgentSession,
+    pub(super) rt: tokio::runtime::Runtime,
+    pub(super) agent: AgentSession,
     /// The settings in effect.
     pub settings: Settings,
-    models: Models,
+    pub(super) models: Models,
     /// Things to tell the user once (restored model, settings warnings, new session path).
     pub notices: Vec<String>,
+    /// How sessions are opened (for `/new`, `/resume`, a file read again).
+    pub(super) session_opts: SessionOptions,
+    /// Where agent events (and retries) go while an operation runs, and where `drive` reads them.
+    events_tx: UnboundedSender<AgentEvent>,
+    events_rx: UnboundedReceiver<AgentEvent>,
+    /// The session file's length after the chat's own last look or write (another writer appends past it).
+    pub(super) disk_len: Option<u64>,
+}
+
+/// What `/compact` did.
+#[derive(Debug)]
+pub enum Compacted {
+    /// Compacted.
+    Done(CompactResult),
+    /// There was nothing to compact yet (nothing was sent).
+    Nothing,
+    /// Cancelled (Esc, or a hook): nothing was written.
+    Cancelled,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -77,7 +96,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 async fn drive<T>(
     fut: impl Future<Output = T>,
     abort: AbortHandle,
-    mut events: Option<UnboundedReceiver<AgentEvent>>,
+    mut events: Option<&mut UnboundedReceiver<AgentEvent>>,
     poll: Poll<'_>,
 ) -> T {
     tokio::pin!(fut);
@@ -119,7 +138,7 @@ impl Chat {
         let session_opts = globals.options()?;
         let store = session_opts.store.clone();
         let (session, created) = match &target {
-            Target::File { path, new } => {
+            Target::File { path, new, .. } => {
                 let path = &globals.session(path)?;
                 let existed = store.exists(path)?;
                 if !new && !existed {
@@ -140,12 +159,18 @@ impl Chat {
                 (s, created)
             }
         };
-        Chat::of_session(session, created, flags, settings)
+        Chat::of_session(session, created, flags, settings, globals.options()?)
     }
 
     /// The chat over an open session (`created`: new, its start is recorded):
     /// the model, hooks and settings set up, the context at its leaf built.
-    pub fn of_session(session: Session, created: bool, flags: &ModelFlags, settings: Settings) -> Result<Chat> {
+    pub fn of_session(
+        session: Session,
+        created: bool,
+        flags: &ModelFlags,
+        settings: Settings,
+        session_opts: SessionOptions,
+    ) -> Result<Chat> {
         let rt = runtime()?;
         let mut notices: Vec<String> = settings.warnings.clone();
         let limits = client_options(settings.reply_timeout_secs, settings.max_reply_bytes)?;
@@ -174,19 +199,22 @@ impl Chat {
         let spec = flags.model.clone().or_else(|| settings.model.clone());
         let base_url = flags.base_url.clone().or_else(|| settings.base_url.clone());
         opts.model = models.choose(spec.as_deref(), base_url.as_deref(), &session)?;
+        // pi's default model: a new session's, and the one used when the session's cannot be.
+        if opts.model.is_none() {
+            opts.fallback_model = models.fallback(settings.default_model.as_deref());
+            notices.append(&mut models.notices);
+        }
         opts.providers = models.registry.clone();
-        let mut chat = Chat { rt, agent: AgentSession::new(session, opts), settings, models, notices };
+        let (events_tx, events_rx) = unbounded_channel();
+        let tx = events_tx.clone();
+        let mut agent = AgentSession::new(session, opts);
+        agent.set_retry_observer(Some(RetryObserver(Arc::new(move |n| {
+            let _ = tx.send(AgentEvent::Retry(n));
+        }))));
+        let mut chat =
+            Chat { rt, agent, settings, models, notices, session_opts, events_tx, events_rx, disk_len: None };
         chat.notices.extend(chat.agent.notices().iter().cloned());
-        let model = match chat.agent.model().cloned() {
-            Some(m) => Some(m),
-            None => match chat.settings.default_model.clone() {
-                Some(spec) if chat.agent.messages().is_empty() || chat.agent.context().model.is_none() => {
-                    Some(chat.models.parse(&spec)?)
-                }
-                _ => None,
-            },
-        };
-        if let Some(m) = model {
+        if let Some(m) = chat.agent.model().cloned() {
             let m = chat.tune(m);
             chat.agent.set_model(Some(m));
         }
@@ -197,6 +225,7 @@ impl Chat {
                 chat.notices.push(format!("New session: {}", p.display()));
             }
         }
+        chat.note_disk();
         Ok(chat)
     }
 
@@ -242,7 +271,7 @@ impl Chat {
 
     /// Sends a prompt and records the reply (see [`AgentSession::prompt`]).
     pub fn prompt(&mut self, text: &str, poll: Poll<'_>) -> Result<PromptResult> {
-        let (tx, rx) = unbounded_channel();
+        let tx = self.events_tx.clone();
         let sink: EventSink = Arc::new(move |e| {
             let _ = tx.send(e);
         });
@@ -253,7 +282,9 @@ impl Chat {
         };
         let abort = self.agent.abort_handle();
         let agent = &mut self.agent;
-        Ok(self.rt.block_on(drive(agent.prompt(text, options), abort, Some(rx), poll))?)
+        let r = self.rt.block_on(drive(agent.prompt(text, options), abort, Some(&mut self.events_rx), poll));
+        self.note_disk();
+        Ok(r?)
     }
 
     /// Moves to `id` (pi's navigateTree), summarizing the branch left when asked.
@@ -267,23 +298,30 @@ impl Chat {
         let options = NavigateOptions { summarize, custom_instructions: instructions, ..Default::default() };
         let abort = self.agent.abort_handle();
         let agent = &mut self.agent;
-        Ok(self.rt.block_on(drive(agent.navigate_tree(id, options), abort, None, poll))?)
+        let r = self.rt.block_on(drive(agent.navigate_tree(id, options), abort, Some(&mut self.events_rx), poll));
+        self.note_disk();
+        Ok(r?)
     }
 
     /// Forks before the user message `id` into a new file, which the chat continues in.
     pub fn fork(&mut self, id: &str) -> Result<ForkResult> {
         let agent = &mut self.agent;
-        Ok(self.rt.block_on(agent.fork(id))?)
+        let r = self.rt.block_on(agent.fork(id));
+        self.note_disk();
+        Ok(r?)
     }
 
-    /// Compacts now; `None` when there is nothing to compact yet (nothing is sent).
-    pub fn compact(&mut self, instructions: Option<String>, poll: Poll<'_>) -> Result<Option<CompactResult>> {
+    /// Compacts now (nothing is sent when there is nothing to compact yet).
+    pub fn compact(&mut self, instructions: Option<String>, poll: Poll<'_>) -> Result<Compacted> {
         let options = CompactOptions { custom_instructions: instructions, ..Default::default() };
         let abort = self.agent.abort_handle();
         let agent = &mut self.agent;
-        match self.rt.block_on(drive(agent.compact(options), abort, None, poll)) {
-            Ok(r) => Ok(Some(r)),
-            Err(AgentError::NothingToCompact) => Ok(None),
+        let r = self.rt.block_on(drive(agent.compact(options), abort, Some(&mut self.events_rx), poll));
+        self.note_disk();
+        match r {
+            Ok(r) => Ok(Compacted::Done(r)),
+            Err(AgentError::NothingToCompact) => Ok(Compacted::Nothing),
+            Err(AgentError::CompactionCancelled) => Ok(Compacted::Cancelled),
             Err(e) => Err(e.into()),
         }
     }
@@ -313,15 +351,24 @@ impl Chat {
             return Ok(format!("No label to clear on {id} ({what})"));
         }
         self.agent.append_label_change(&id, label)?;
+        self.note_disk();
         Ok(match label {
             Some(l) => format!("Label set: {l} on {id} ({what})"),
             None => format!("Label cleared on {id} ({what})"),
         })
     }
 
+    /// Appends `message` (a shell command's `bashExecution`) at the leaf.
+    pub fn record(&mut self, message: serde_json::Value) -> Result<()> {
+        self.agent.append_message(message)?;
+        self.note_disk();
+        Ok(())
+    }
+
     /// Labels `id`, or clears its label.
     pub fn set_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
         self.agent.append_label_change(id, label)?;
+        self.note_disk();
         Ok(match label {
             Some(l) => format!("Label set: {l} (on {id})"),
             None => format!("Label cleared (on {id})"),
@@ -333,6 +380,7 @@ impl Chat {
         match name {
             Some(n) => {
                 self.agent.append_session_info(n)?;
+                self.note_disk();
                 Ok(format!("Session name set: {}", n.trim()))
             }
             None => Ok(match self.agent.session().session_name() {
@@ -349,7 +397,61 @@ impl Chat {
         };
         let model = self.resolve_model(spec)?;
         self.agent.set_model_recorded(model)?;
+        self.note_disk();
         Ok(format!("Model: {}", self.model_name()))
+    }
+
+    /// Every model the chat knows by name, `provider/id` with a detail: those
+    /// of pi's `models.json`, the settings' and pi's default one, and the
+    /// active one (pi's model selector lists every configured model).
+    pub fn model_choices(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = vec![];
+        let mut add = |m: &ModelInfo| {
+            let spec = format!("{}/{}", m.provider, m.id);
+            if out.iter().all(|(s, _)| *s != spec) {
+                let window = m.context_window.map_or_else(String::new, |w| format!("{}k tokens", w / 1000));
+                let detail = [window, if m.reasoning { "reasoning".to_owned() } else { String::new() }]
+                    .into_iter()
+                    .filter(|d| !d.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                out.push((spec, detail));
+            }
+        };
+        if let Some(m) = self.agent.model() {
+            add(m);
+        }
+        let named = [self.settings.model.as_deref(), self.settings.default_model.as_deref()];
+        for m in named.into_iter().flatten().filter_map(|s| self.models.registry.parse_model(s)) {
+            add(&m);
+        }
+        for name in self.models.registry.names() {
+            for m in self.models.registry.get(name).map(|p| p.models.as_slice()).unwrap_or_default() {
+                add(m);
+            }
+        }
+        out
+    }
+
+    /// Ctrl+P (Shift+Ctrl+P): the next (previous) of [`Chat::model_choices`], recorded.
+    pub fn cycle_model(&mut self, forward: bool) -> Result<String> {
+        let choices = self.model_choices();
+        if choices.len() < 2 {
+            bail!("No other model to switch to (pi's models.json lists the models to cycle through)");
+        }
+        let now = self.model_name();
+        let i = choices.iter().position(|(s, _)| *s == now).unwrap_or(0);
+        let n = choices.len();
+        let next = &choices[if forward { (i + 1) % n } else { (i + n - 1) % n }].0;
+        self.model(Some(next))
+    }
+
+    /// Shift+Tab: the next thinking level (after `xhigh`, `off`), recorded.
+    pub fn cycle_thinking(&mut self) -> Result<String> {
+        let now = self.agent.thinking_level();
+        let i = THINKING_LEVELS.iter().position(|l| *l == now).unwrap_or(0);
+        let next = THINKING_LEVELS[(i + 1) % THINKING_LEVELS.len()];
+        self.thinking(Some(next))
     }
 
     /// `/thinking`: sets the level (recorded when it changes), or tells it.
@@ -361,6 +463,7 @@ impl Chat {
             bail!("Invalid thinking level {level:?}: use {}", THINKING_LEVELS.join(", "));
         }
         let changed = self.agent.set_thinking_level(level)?;
+        self.note_disk();
         Ok(match changed {
             Some(_) => format!("Thinking level: {level}"),
             None => format!("Thinking level is already {level}"),
@@ -394,9 +497,14 @@ pub fn auto_compaction_stopped(failures: u32) -> String {
     )
 }
 
-/// What `/compact` tells the user: the compaction, or that there is nothing to compact yet.
-pub fn manual_compaction_report(r: Option<&CompactResult>) -> String {
-    r.map_or_else(|| "Nothing to compact yet (the session is too small)".to_owned(), compaction_report)
+/// What `/compact` tells the user: the compaction, that there is nothing to
+/// compact yet, or that it was cancelled (not an error).
+pub fn manual_compaction_report(r: &Compacted) -> String {
+    match r {
+        Compacted::Done(r) => compaction_report(r),
+        Compacted::Nothing => "Nothing to compact yet (the session is too small)".to_owned(),
+        Compacted::Cancelled => "Compaction cancelled".to_owned(),
+    }
 }
 
 /// What an automatic compaction's end tells the user: its error, its

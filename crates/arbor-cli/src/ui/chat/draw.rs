@@ -11,7 +11,7 @@ use serde_json::Value;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::commands::completions;
-use super::transcript::{paragraphs, user_style};
+use super::transcript::{paragraphs, user_style, Detail};
 use super::view::ChatView;
 use crate::shared::visible;
 
@@ -54,8 +54,9 @@ fn wrap(text: &str, width: usize, style: Style, out: &mut Vec<Line<'static>>) {
 fn transcript(messages: &[Value], view: &ChatView, width: usize) -> Vec<Line<'static>> {
     let mut lines: Vec<Line<'static>> = vec![];
     let mut paras: Vec<(String, Style)> = vec![];
+    let detail = Detail { expanded: view.expanded, thinking_collapsed: view.thinking_collapsed };
     for m in messages {
-        paras.extend(paragraphs(m));
+        paras.extend(paragraphs(m, detail));
         paras.push((String::new(), Style::default()));
     }
     if let Some(u) = &view.pending_user {
@@ -180,7 +181,7 @@ pub fn draw(messages: &[Value], view: &ChatView, bar: &Bar, area: Rect, buf: &mu
             Line::from(Span::styled(visible::visible(s).into_owned(), Style::default().fg(Color::Green)))
         }
         (None, None) => Line::from(Span::styled(
-            "Enter: send · ↑: earlier prompts · /help: commands · Esc Esc: tree · Ctrl+D: quit",
+            "Enter: send · ↑: earlier prompts · /help, /hotkeys · Esc Esc: tree · Ctrl+L: model · Ctrl+D: quit",
             Style::default().fg(Color::DarkGray),
         )),
     };

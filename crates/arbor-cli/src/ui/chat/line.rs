@@ -19,7 +19,7 @@ use anyhow::Result;
 use arbor_agent::{AgentEvent, StreamDelta};
 
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat};
+use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat, Compacted};
 use super::settings::DoubleEscape;
 use crate::shared::agent::report_hook_failures;
 use crate::shared::output::error_line;
@@ -91,6 +91,10 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             Input::Empty => Ok(()),
             Input::Quit => break,
             Input::Prompt(text) => {
+                // What another program appended meanwhile comes first: the prompt continues after it.
+                if let Some(n) = chat.take_in_other_writes()? {
+                    say!("arbor: {n}");
+                }
                 let r = prompt(chat, &text, &signals, out);
                 all_answered &= matches!(r, Ok(true));
                 r.map(|_| ())
@@ -111,6 +115,31 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
                 for (c, what) in HELP {
                     say!("{c:<26} {what}");
                 }
+                Ok(())
+            }
+            Input::Shell { command, exclude } => shell(chat, &command, exclude, &signals, out),
+            Input::Resume => resume(chat, input, out),
+            Input::New => chat.new_session().map(|m| say!("{m}")),
+            Input::Session => {
+                chat.session_info().iter().for_each(|l| say!("{l}"));
+                Ok(())
+            }
+            Input::Clone => chat.clone_branch().map(|m| say!("{m}")),
+            Input::Export(file) => chat.export(file.as_deref()).map(|m| say!("{m}")),
+            Input::Copy => Err(anyhow::anyhow!("/copy needs a terminal to copy through (the reply is on stdout)")),
+            Input::Settings => {
+                let s = &chat.settings;
+                say!(
+                    "thinking level {}, tree filter {:?}, double Escape {:?}, ask to summarize {}",
+                    chat.agent().thinking_level(),
+                    s.tree_filter,
+                    s.double_escape,
+                    !s.skip_summary_prompt
+                );
+                Ok(())
+            }
+            Input::Hotkeys => {
+                super::hotkeys::lines().iter().for_each(|l| say!("{l}"));
                 Ok(())
             }
             Input::Unknown(c) => {
@@ -268,9 +297,67 @@ fn compact(chat: &mut Chat, instructions: Option<String>, signals: &Signals) -> 
     let r = chat.compact(instructions, &mut |_| signals.aborted());
     signals.stop();
     let r = r?;
-    if let Some(r) = &r {
+    if let Compacted::Done(r) = &r {
         report_hook_failures(&r.hook_failures);
     }
-    say!("{}", manual_compaction_report(r.as_ref()));
+    say!("{}", manual_compaction_report(&r));
+    Ok(())
+}
+
+/// `!COMMAND`: runs it (Ctrl+C stops it), prints its output, records it.
+fn shell(chat: &mut Chat, command: &str, exclude: bool, signals: &Signals, out: &mut dyn Write) -> Result<()> {
+    signals.start();
+    let ran = super::shell::run(command, &mut || signals.aborted());
+    signals.stop();
+    let ran = ran?;
+    out.write_all(ran.output.as_bytes())?;
+    if !ran.output.is_empty() && !ran.output.ends_with('\n') {
+        writeln!(out)?;
+    }
+    chat.record(ran.message(command, exclude, now_ms()))?;
+    match (ran.cancelled, ran.exit_code) {
+        (true, _) => say!("[stopped]"),
+        (false, Some(0)) => {}
+        (false, Some(code)) => say!("[exit code {code}]"),
+        (false, None) => say!("[ended by a signal]"),
+    }
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// `/resume`: the sessions of the current directory, numbered; reads a number.
+fn resume(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+    let sessions = chat.sessions_here()?;
+    if sessions.is_empty() {
+        say!("No session to resume");
+        return Ok(());
+    }
+    for (i, s) in sessions.iter().enumerate() {
+        writeln!(
+            out,
+            "{}. {}  ({} messages, {})",
+            i + 1,
+            one_line(s.name.as_deref().unwrap_or(&s.first_message)),
+            s.message_count,
+            s.modified
+        )?;
+    }
+    out.flush()?;
+    let Some(answer) = ask("Session number (empty to cancel):", input)? else { return Ok(()) };
+    let answer = answer.trim();
+    if answer.is_empty() {
+        return Ok(());
+    }
+    let n: usize = answer
+        .parse()
+        .ok()
+        .filter(|n| (1..=sessions.len()).contains(n))
+        .ok_or_else(|| anyhow::anyhow!("{answer:?} is not a session number (1 to {})", sessions.len()))?;
+    say!("{}", chat.resume(&sessions[n - 1].path)?);
     Ok(())
 }

@@ -2,84 +2,145 @@
 //! prompt below, drawn by [`super::draw`] from the state in [`super::view`];
 //! [`run`] owns the terminal and the key loop, and opens the tree and
 //! message selectors of [`crate::ui::tui`] over the chat's own session.
+//! What the keys do is pi's (the list: [`super::hotkeys`]); what runs long
+//! (a reply, a summary, a compaction, a shell command) is in
+//! [`super::running`], the dialogs (models, settings, sessions, the external
+//! editor) in [`super::dialogs`].
 //!
-//! Keys: Enter sends (while a reply streams it queues the prompt, sent once
-//! the reply is done); Esc or Ctrl+C while a reply streams aborts it (and a
-//! running summary or compaction; queued prompts come back into the prompt);
-//! Esc twice within 500 ms on an empty prompt opens the selector named by
-//! `doubleEscapeAction`; ↑/↓ on an empty prompt go through earlier prompts;
-//! Tab completes a command name; Ctrl+C clears the prompt, and on an empty
-//! prompt leaves (so does Ctrl+D); PageUp/PageDown scroll.
+//! While the chat waits for a key it looks at its file four times a second:
+//! what another program (pi) appended is taken in and shown, and the next
+//! prompt continues after it.
 
 use std::io;
-use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{
+    self, DisableBracketedPaste, EnableBracketedPaste, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
+};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use serde_json::Value;
 
-use arbor_agent::{AgentEvent, HookFailure, StreamDelta};
-
 use super::commands::{self, Input, HELP};
-use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat};
+use super::core::Chat;
+use super::dialogs;
 use super::draw::{draw, Bar};
+use super::hotkeys;
+use super::progress::Progress;
+use super::running;
 use super::settings::DoubleEscape;
 use super::transcript::path_messages;
 use super::view::{Action, ChatView};
 use crate::shared::output::error_line;
 use crate::ui::terminal::{Term, TerminalGuard};
-use crate::ui::tui::{self, Decision, ForkSelector, TreeHost};
 
-/// Hooks that failed, as lines for the notes under the conversation.
-fn hook_notes(failures: &[HookFailure]) -> Vec<String> {
-    failures.iter().map(|f| format!("hook failed: {f}")).collect()
-}
+/// How often the file is looked at for another writer's entries while no key comes.
+const WATCH: Duration = Duration::from_millis(250);
 
 /// True for the keys that abort a running operation: Esc and Ctrl+C.
-fn is_abort(key: &KeyEvent) -> bool {
+pub(super) fn is_abort(key: &KeyEvent) -> bool {
     key.code == KeyCode::Esc || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL))
 }
 
-/// The chat's own session as the tree selector's host.
-struct ChatHost<'a> {
-    chat: &'a mut Chat,
+/// The terminal's events, read on a thread of their own; the thread can be
+/// parked (it then reads nothing) while an external editor has the terminal.
+pub(super) struct Keys {
+    pub(super) rx: Receiver<Event>,
+    paused: Arc<AtomicBool>,
+    parked: Arc<AtomicBool>,
 }
 
-impl TreeHost for ChatHost<'_> {
-    fn session(&self) -> &arbor_tree::Session {
-        self.chat.session()
+impl Keys {
+    fn start() -> Keys {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let paused = Arc::new(AtomicBool::new(false));
+        let parked = Arc::new(AtomicBool::new(false));
+        let (p, k) = (paused.clone(), parked.clone());
+        std::thread::spawn(move || loop {
+            if p.load(Ordering::SeqCst) {
+                k.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            k.store(false, Ordering::SeqCst);
+            match event::poll(Duration::from_millis(50)) {
+                Ok(true) => match event::read() {
+                    Ok(ev) => {
+                        if tx.send(ev).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                },
+                Ok(false) => {}
+                Err(_) => break,
+            }
+        });
+        Keys { rx, paused, parked }
     }
 
-    fn save_label(&mut self, id: &str, label: Option<&str>) -> Result<String> {
-        self.chat.set_label(id, label)
+    /// Stops reading the terminal (for another program to read it) until [`Keys::resume`].
+    pub(super) fn pause(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+        let start = Instant::now();
+        while !self.parked.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub(super) fn resume(&self) {
+        self.paused.store(false, Ordering::SeqCst);
+    }
+
+    /// The selectors' next event (see `NextEvent`).
+    pub(super) fn next(&self, wait: Option<Duration>) -> Result<Option<Event>> {
+        let closed = || anyhow!("the terminal closed");
+        match wait {
+            None => self.rx.recv().map(Some).map_err(|_| closed()),
+            Some(w) => match self.rx.recv_timeout(w) {
+                Ok(e) => Ok(Some(e)),
+                Err(RecvTimeoutError::Timeout) => Ok(None),
+                Err(RecvTimeoutError::Disconnected) => Err(closed()),
+            },
+        }
     }
 }
 
-/// The selectors' next event from the key reader's channel (see `NextEvent`).
-fn next_from(events: &Receiver<Event>, wait: Option<std::time::Duration>) -> Result<Option<Event>> {
-    let closed = || anyhow!("the terminal closed");
-    match wait {
-        None => events.recv().map(Some).map_err(|_| closed()),
-        Some(w) => match events.recv_timeout(w) {
-            Ok(e) => Ok(Some(e)),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(closed()),
-        },
+/// Bracketed paste on while the chat runs: a paste arrives whole, never as keys (Enter would send it).
+struct Paste;
+
+impl Paste {
+    fn enable() -> Paste {
+        let _ = crossterm::execute!(io::stderr(), EnableBracketedPaste);
+        Paste
     }
 }
 
-struct Screen {
-    term: Term,
-    events: Receiver<Event>,
-    view: ChatView,
+impl Drop for Paste {
+    fn drop(&mut self) {
+        let _ = crossterm::execute!(io::stderr(), DisableBracketedPaste);
+    }
+}
+
+pub(super) struct Screen {
+    pub(super) term: Term,
+    pub(super) keys: Keys,
+    pub(super) view: ChatView,
+    /// What runs now (drawn into `view.busy` at each redraw).
+    pub(super) progress: Option<Progress>,
+    /// The conversation and status bar as last taken from the chat.
+    messages: Vec<Value>,
+    bar: Bar,
 }
 
 impl Screen {
-    fn redraw(&mut self, messages: &[Value], bar: &Bar) -> Result<()> {
-        let view = &self.view;
+    pub(super) fn redraw(&mut self) -> Result<()> {
+        self.view.busy = self.progress.as_ref().map(|p| p.line(Instant::now()));
+        let (view, messages, bar) = (&self.view, &self.messages, &self.bar);
         self.term.draw(|f| {
             let area = f.area();
             let (x, y) = draw(messages, view, bar, area, f.buffer_mut());
@@ -88,16 +149,23 @@ impl Screen {
         Ok(())
     }
 
-    fn next_event(&self) -> Result<Event> {
-        self.events.recv().map_err(|_| anyhow!("the terminal closed"))
+    /// Takes the conversation and the status bar from the chat again (after
+    /// anything that can change the session); `/context`'s line is made again.
+    pub(super) fn snapshot(&mut self, chat: &Chat) {
+        self.messages = path_messages(chat.session());
+        self.bar = bar_of(chat);
+        if self.view.context_shown {
+            self.view.notes = vec![chat.context_info()];
+        }
     }
 
     /// While something runs: take the keys that came in; true when one asks
-    /// to abort. Enter queues the prompt typed so far (pi's steering).
-    fn poll_keys(&mut self) -> Result<bool> {
+    /// to abort. Enter queues the prompt typed so far (pi's steering), Alt+↑
+    /// takes the queued prompts back, a paste goes into the prompt.
+    pub(super) fn poll_keys(&mut self) -> Result<bool> {
         let mut abort = false;
         loop {
-            match self.events.try_recv() {
+            match self.keys.rx.try_recv() {
                 Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => {
                     if is_abort(&k) {
                         abort = true;
@@ -108,10 +176,21 @@ impl Screen {
                             self.view.remember(&text);
                             self.view.queued.push(text);
                         }
+                    } else if k.code == KeyCode::Up && k.modifiers.contains(KeyModifiers::ALT) {
+                        let queued = std::mem::take(&mut self.view.queued);
+                        if !queued.is_empty() {
+                            let mut text = queued.join("\n");
+                            if !self.view.input.is_empty() {
+                                text.push('\n');
+                                text.push_str(&self.view.input);
+                            }
+                            self.view.set_input(&text);
+                        }
                     } else {
                         self.view.edit(&k);
                     }
                 }
+                Ok(Event::Paste(text)) => self.view.insert_text(&text),
                 Ok(_) => {}
                 Err(TryRecvError::Empty) => return Ok(abort),
                 Err(TryRecvError::Disconnected) => return Err(anyhow!("the terminal closed")),
@@ -120,55 +199,57 @@ impl Screen {
     }
 }
 
-/// The status bar of the chat as it is now.
+/// The status bar of the chat as it is now: the session's name, else its first prompt.
 fn bar_of(chat: &Chat) -> Bar {
-    let name = chat.session().session_name().map(str::to_owned).unwrap_or_else(|| {
-        chat.file().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-    });
     Bar {
         model: chat.model_name(),
         thinking: chat.agent().thinking_level().to_owned(),
         tokens: chat.agent().context_tokens(),
         window: chat.agent().context_window(),
-        name,
+        name: chat.title(),
     }
-}
-
-fn snapshot(chat: &Chat) -> (Vec<Value>, Bar) {
-    (path_messages(chat.session()), bar_of(chat))
 }
 
 /// What the first screen draws: the view (the chat's notices, and ↑ starting
 /// with the prompts already on the path), the conversation and the status bar.
 pub(super) fn first_screen(chat: &mut Chat) -> (ChatView, Vec<Value>, Bar) {
     let mut view = ChatView { notes: std::mem::take(&mut chat.notices), ..ChatView::default() };
-    let (messages, bar) = snapshot(chat);
+    let messages = path_messages(chat.session());
     for m in messages.iter().filter(|m| arbor_log::MessageView::new(m).role() == Some(arbor_log::Role::User)) {
         view.remember(&arbor_log::content_text(m.get("content"), ""));
     }
-    (view, messages, bar)
+    (view, messages, bar_of(chat))
 }
 
-/// Runs the chat in the terminal until the user leaves.
-pub fn run(chat: &mut Chat) -> Result<()> {
+/// Runs the chat in the terminal until the user leaves; with `at`, the tree
+/// selector opens first at that entry (a search hit of the session picker).
+pub fn run(chat: &mut Chat, at: Option<String>) -> Result<()> {
     let _guard = TerminalGuard::enter()?;
+    let _paste = Paste::enable();
     let mut term = Terminal::new(CrosstermBackend::new(io::stderr()))?;
     term.clear()?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        while let Ok(ev) = event::read() {
-            if tx.send(ev).is_err() {
-                break;
-            }
-        }
-    });
-    // What the conversation shows; taken again only after something that can change the session.
-    let (view, mut messages, mut bar) = first_screen(chat);
-    let mut screen = Screen { term, events: rx, view };
+    let (view, messages, bar) = first_screen(chat);
+    let mut screen = Screen { term, keys: Keys::start(), view, progress: None, messages, bar };
+    if let Some(at) = at {
+        let r = running::tree(chat, &mut screen, Some(at));
+        after(chat, &mut screen, r)?;
+    }
     loop {
-        screen.redraw(&messages, &bar)?;
-        let key = match screen.next_event()? {
+        screen.redraw()?;
+        let event = match screen.keys.next(Some(WATCH))? {
+            Some(e) => e,
+            None => {
+                let r = other_writer(chat, &mut screen);
+                after(chat, &mut screen, r)?;
+                continue;
+            }
+        };
+        let key = match event {
             Event::Key(k) if k.kind != KeyEventKind::Release => k,
+            Event::Paste(text) => {
+                screen.view.insert_text(&text);
+                continue;
+            }
             _ => continue,
         };
         let action = screen.view.key(&key, chat.settings.double_escape, Instant::now());
@@ -178,270 +259,101 @@ pub fn run(chat: &mut Chat) -> Result<()> {
         let r = match action {
             Action::None => continue,
             Action::Quit => return Ok(()),
-            Action::Tree => tree(chat, &mut screen, None),
-            Action::Branch => branch(chat, &mut screen),
             Action::Submit(line) => match commands::parse(&line) {
                 Input::Quit => return Ok(()),
-                input => command(chat, &mut screen, input, &line),
+                input => command(chat, &mut screen, input),
             },
+            action => act(chat, &mut screen, action),
         };
-        (messages, bar) = snapshot(chat);
-        if let Err(e) = r {
-            screen.view.busy = None;
-            screen.view.status = Some(format!("Error: {}", error_line(&e)));
-            if chat.agent().write_failure().is_some() {
-                return Err(e);
-            }
-        }
+        after(chat, &mut screen, r)?;
     }
 }
 
-fn command(chat: &mut Chat, screen: &mut Screen, input: Input, line: &str) -> Result<()> {
+/// After an action: the screen taken again, an error shown (a write failure ends the chat).
+fn after(chat: &mut Chat, screen: &mut Screen, r: Result<()>) -> Result<()> {
+    screen.progress = None;
+    screen.snapshot(chat);
+    if let Err(e) = r {
+        screen.view.status = Some(format!("Error: {}", error_line(&e)));
+        if chat.agent().write_failure().is_some() {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// What another program appended is taken in, with a note.
+fn other_writer(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
+    if let Some(note) = chat.take_in_other_writes()? {
+        screen.view.context_shown = false;
+        screen.view.notes = vec![note];
+    }
+    Ok(())
+}
+
+/// The keys that are not prompts or commands.
+fn act(chat: &mut Chat, screen: &mut Screen, action: Action) -> Result<()> {
     let say = |screen: &mut Screen, r: Result<String>| -> Result<()> {
         screen.view.status = Some(r?);
         Ok(())
     };
+    match action {
+        Action::Tree => running::tree(chat, screen, None),
+        Action::Branch => running::branch(chat, screen),
+        Action::SelectModel => dialogs::select_model(chat, screen),
+        Action::CycleModel { forward } => say(screen, chat.cycle_model(forward)),
+        Action::CycleThinking => say(screen, chat.cycle_thinking()),
+        Action::ExternalEditor => dialogs::external_editor(screen),
+        Action::Say(s) => say(screen, Ok(s)),
+        Action::None | Action::Quit | Action::Submit(_) => Ok(()),
+    }
+}
+
+fn command(chat: &mut Chat, screen: &mut Screen, input: Input) -> Result<()> {
+    let say = |screen: &mut Screen, r: Result<String>| -> Result<()> {
+        screen.view.status = Some(r?);
+        Ok(())
+    };
+    let notes = |screen: &mut Screen, lines: Vec<String>| -> Result<()> {
+        screen.view.context_shown = false;
+        screen.view.notes = lines;
+        Ok(())
+    };
     match input {
         Input::Empty | Input::Quit => Ok(()),
-        Input::Prompt(text) => prompt(chat, screen, &text),
-        Input::Tree => tree(chat, screen, None),
-        Input::Branch if chat.settings.double_escape == DoubleEscape::Tree => tree(chat, screen, None),
-        Input::Branch | Input::Fork => branch(chat, screen),
+        Input::Prompt(text) => {
+            other_writer(chat, screen)?;
+            running::prompt(chat, screen, &text)
+        }
+        Input::Shell { command, exclude } => running::shell(chat, screen, &command, exclude),
+        Input::Tree => running::tree(chat, screen, None),
+        Input::Branch if chat.settings.double_escape == DoubleEscape::Tree => running::tree(chat, screen, None),
+        Input::Branch | Input::Fork => running::branch(chat, screen),
         Input::Label(l) => say(screen, chat.label(l.as_deref())),
         Input::Name(n) => say(screen, chat.name(n.as_deref())),
+        Input::Model(None) => dialogs::select_model(chat, screen),
         Input::Model(m) => say(screen, chat.model(m.as_deref())),
         Input::Thinking(t) => say(screen, chat.thinking(t.as_deref())),
         Input::Context => {
+            screen.view.context_shown = true;
             screen.view.notes = vec![chat.context_info()];
             Ok(())
         }
-        Input::Help => {
-            screen.view.notes = HELP.iter().map(|(c, what)| format!("{c:<24} {what}")).collect();
-            Ok(())
-        }
-        Input::Compact(i) => compact(chat, screen, i),
+        Input::Resume => dialogs::resume(chat, screen),
+        Input::New => say(screen, chat.new_session()),
+        Input::Session => notes(screen, chat.session_info()),
+        Input::Clone => say(screen, chat.clone_branch()),
+        Input::Export(file) => say(screen, chat.export(file.as_deref())),
+        Input::Copy => say(screen, dialogs::copy(chat)),
+        Input::Settings => dialogs::settings(chat, screen),
+        Input::Hotkeys => notes(screen, hotkeys::lines()),
+        Input::Help => notes(screen, HELP.iter().map(|(c, what)| format!("{c:<24} {what}")).collect()),
+        Input::Compact(i) => running::compact(chat, screen, i),
+        // pi refuses an unknown command and clears it.
         Input::Unknown(c) => {
-            screen.view.set_input(line);
             screen.view.status =
                 Some(format!("Unknown command {c} (try /help; start with // to send it to the model)"));
             Ok(())
         }
     }
-}
-
-/// Sends `text`, then each prompt queued meanwhile; an abort puts the queued
-/// prompts back into the prompt line instead (as pi does).
-fn prompt(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<()> {
-    let mut next = Some(text.to_owned());
-    while let Some(text) = next.take() {
-        let aborted = prompt_once(chat, screen, &text)?;
-        let queued = std::mem::take(&mut screen.view.queued);
-        if aborted {
-            if !queued.is_empty() {
-                let mut restored = queued.join("\n");
-                if !screen.view.input.is_empty() {
-                    restored.push('\n');
-                    restored.push_str(&screen.view.input);
-                }
-                screen.view.set_input(&restored);
-            }
-            break;
-        }
-        let mut rest = queued.into_iter();
-        next = rest.next();
-        screen.view.queued = rest.collect();
-    }
-    Ok(())
-}
-
-/// One prompt and its reply; true when the reply was aborted.
-fn prompt_once(chat: &mut Chat, screen: &mut Screen, text: &str) -> Result<bool> {
-    let (messages, bar) = snapshot(chat);
-    screen.view.notes.clear();
-    screen.view.pending_user = Some(text.to_owned());
-    screen.view.streaming = Some(String::new());
-    screen.view.busy = Some("Waiting for the model... (Esc to abort)".to_owned());
-    let mut failed: Option<anyhow::Error> = None;
-    let r = chat.prompt(text, &mut |ev| {
-        match ev {
-            Some(AgentEvent::Delta(StreamDelta::Text(t))) => {
-                screen.view.busy = Some("Streaming... (Esc to abort)".to_owned());
-                screen.view.streaming.get_or_insert_with(String::new).push_str(&t);
-            }
-            Some(AgentEvent::Delta(StreamDelta::Thinking(_))) => {
-                screen.view.busy = Some("Thinking... (Esc to abort)".to_owned());
-            }
-            Some(AgentEvent::AssistantMessage { .. }) => {
-                // The reply is in the session; the next full redraw shows it from there.
-            }
-            Some(AgentEvent::AutoCompactionStart { reason }) => {
-                screen.view.busy = Some(format!("Auto-compacting ({})... (Esc to cancel)", reason.as_str()));
-            }
-            Some(AgentEvent::AutoCompactionEnd { result, aborted, error_message, .. }) => {
-                if let Some(m) = auto_compaction_report(result.as_ref(), aborted, error_message) {
-                    screen.view.status = Some(m);
-                }
-            }
-            Some(AgentEvent::AutoCompactionStopped { failures }) => {
-                screen.view.notes.push(auto_compaction_stopped(failures));
-            }
-            _ => {}
-        }
-        if failed.is_none() {
-            if let Err(e) = screen.redraw(&messages, &bar) {
-                failed = Some(e);
-            }
-        }
-        match screen.poll_keys() {
-            Ok(abort) => abort,
-            Err(e) => {
-                failed.get_or_insert(e);
-                true
-            }
-        }
-    });
-    screen.view.pending_user = None;
-    screen.view.streaming = None;
-    screen.view.busy = None;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    let r = match r {
-        Ok(r) => r,
-        Err(e) => {
-            // Refused before anything was written (no model, no key): the text goes back into the prompt.
-            if screen.view.input.is_empty() {
-                screen.view.set_input(text);
-            }
-            return Err(e);
-        }
-    };
-    screen.view.notes.extend(hook_notes(&r.hook_failures));
-    match r.reply.stop_reason() {
-        "aborted" => {
-            screen.view.status = Some("Aborted".to_owned());
-            return Ok(true);
-        }
-        "error" => {
-            screen.view.status = Some(format!("Error: {}", r.reply.error_message().unwrap_or("the model failed")))
-        }
-        "length" => screen.view.status = Some("The reply reached its length limit".to_owned()),
-        _ => {}
-    }
-    Ok(false)
-}
-
-/// Runs `op` with a busy line; Esc or Ctrl+C aborts it.
-fn busy<T>(
-    chat: &mut Chat,
-    screen: &mut Screen,
-    label: &str,
-    op: impl FnOnce(&mut Chat, &mut dyn FnMut(Option<AgentEvent>) -> bool) -> Result<T>,
-) -> Result<T> {
-    let (messages, bar) = snapshot(chat);
-    screen.view.busy = Some(label.to_owned());
-    let mut failed: Option<anyhow::Error> = None;
-    let r = op(chat, &mut |_| {
-        if failed.is_none() {
-            if let Err(e) = screen.redraw(&messages, &bar) {
-                failed = Some(e);
-            }
-        }
-        screen.poll_keys().unwrap_or(true)
-    });
-    screen.view.busy = None;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    r
-}
-
-fn tree(chat: &mut Chat, screen: &mut Screen, mut initial: Option<String>) -> Result<()> {
-    if chat.session().get_tree().is_empty() {
-        screen.view.status = Some("No entries in session".to_owned());
-        return Ok(());
-    }
-    let mut status = None;
-    loop {
-        let filter = chat.settings.tree_filter;
-        let skip = chat.settings.skip_summary_prompt;
-        let decision = {
-            let events = &screen.events;
-            let mut next = |wait| next_from(events, wait);
-            let mut host = ChatHost { chat };
-            screen.term.clear()?;
-            tui::select(
-                &mut screen.term,
-                &mut host,
-                &mut next,
-                &initial.as_deref().into_iter().collect::<Vec<_>>(),
-                filter,
-                status.take(),
-                skip,
-            )?
-        };
-        screen.term.clear()?;
-        let Decision::Navigate { id, summarize, instructions } = decision else { return Ok(()) };
-        let label = if summarize { "Summarizing branch... (Esc or Ctrl+C to cancel)" } else { "Navigating..." };
-        let r = busy(chat, screen, label, |chat, poll| chat.navigate(&id, summarize, instructions, poll));
-        let r = match r {
-            Ok(r) => r,
-            Err(e) => {
-                status = Some(format!("Error: {}", error_line(&e)));
-                initial = Some(id);
-                continue;
-            }
-        };
-        if !r.hook_failures.is_empty() {
-            screen.view.notes = hook_notes(&r.hook_failures);
-        }
-        if r.aborted {
-            status = Some("Branch summarization cancelled".to_owned());
-            initial = Some(id);
-            continue;
-        }
-        if r.cancelled {
-            screen.view.status = Some("Navigation cancelled".to_owned());
-            return Ok(());
-        }
-        if let Some(text) = r.editor_text {
-            if screen.view.input.is_empty() {
-                screen.view.set_input(&text);
-            }
-        }
-        screen.view.status = Some("Navigated to selected point".to_owned());
-        return Ok(());
-    }
-}
-
-fn branch(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
-    let Some(sel) = ForkSelector::from_session(chat.session()) else {
-        screen.view.status = Some("No messages to fork from".to_owned());
-        return Ok(());
-    };
-    let picked = {
-        let events = &screen.events;
-        let mut next = |wait| next_from(events, wait);
-        screen.term.clear()?;
-        tui::select_message(&mut screen.term, &mut next, sel)?
-    };
-    screen.term.clear()?;
-    let Some(id) = picked else { return Ok(()) };
-    let r = chat.fork(&id)?;
-    if r.cancelled {
-        screen.view.status = Some("Fork cancelled".to_owned());
-        return Ok(());
-    }
-    screen.view.set_input(&r.selected_text);
-    screen.view.status = Some(match &r.path {
-        Some(p) => format!("Branched to new session: {}", p.display()),
-        None => "Branched to a new session".to_owned(),
-    });
-    Ok(())
-}
-
-fn compact(chat: &mut Chat, screen: &mut Screen, instructions: Option<String>) -> Result<()> {
-    let r = busy(chat, screen, "Compacting... (Esc to cancel)", |chat, poll| chat.compact(instructions, poll))?;
-    screen.view.status = Some(manual_compaction_report(r.as_ref()));
-    Ok(())
 }

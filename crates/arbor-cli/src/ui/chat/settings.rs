@@ -14,10 +14,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use serde::Deserialize;
 use serde_json::Value;
 
+use arbor_agent::config_file::read_config_file;
 use arbor_agent::model::pi_models::strip_json_comments;
 use arbor_tree::paths;
 
@@ -207,8 +208,7 @@ impl Settings {
 
     /// Applies Arbor's settings file at `path` over these settings.
     fn apply_file(&mut self, path: &Path) -> Result<()> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("{}: cannot read settings", path.display()))?;
+        let text = read_config_file(path).map_err(|e| anyhow::anyhow!("cannot read settings: {e}"))?;
         let file: SettingsFile = if path.extension().is_some_and(|e| e == "json") {
             serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: bad settings: {e}", path.display()))?
         } else {
@@ -224,7 +224,14 @@ impl Settings {
     /// exists: a value Arbor cannot use is a warning, never an error (the
     /// file is pi's).
     fn apply_pi(&mut self, path: &Path) {
-        let Ok(text) = std::fs::read_to_string(path) else { return };
+        let text = match read_config_file(path) {
+            Ok(t) => t,
+            Err(e) if e.is_not_found() => return,
+            Err(e) => {
+                self.warnings.push(format!("warning: {e}; pi's settings are ignored"));
+                return;
+            }
+        };
         let name = path.display();
         let parsed: Result<Value, _> = serde_json::from_str(&strip_json_comments(&text));
         let Ok(Value::Object(v)) = parsed else {

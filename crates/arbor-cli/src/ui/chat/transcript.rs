@@ -57,7 +57,7 @@ fn shown_message(e: &Entry) -> Option<Value> {
 /// The last exchange: from the last user message on, as plain text.
 pub fn last_exchange(messages: &[Value]) -> Vec<String> {
     let start = messages.iter().rposition(|m| MessageView::new(m).role() == Some(Role::User)).unwrap_or(0);
-    messages[start..].iter().flat_map(|m| paragraphs(m).into_iter().map(|(text, _)| text)).collect()
+    messages[start..].iter().flat_map(|m| paragraphs(m, Detail::default()).into_iter().map(|(text, _)| text)).collect()
 }
 
 fn text_of(m: &Value, kind: &str, field: &str) -> String {
@@ -73,13 +73,21 @@ fn text_of(m: &Value, kind: &str, field: &str) -> String {
     }
 }
 
-/// The first lines of a text, and how many more there are.
+/// The first `max` lines of a text (all of them when expanded).
+fn clip(text: &str, max: usize, detail: Detail) -> String {
+    if detail.expanded {
+        return text.trim_end().to_owned();
+    }
+    clip_lines(text, max)
+}
+
+/// The first lines of a text, and how many more there are (Ctrl+O shows them).
 fn clip_lines(text: &str, max: usize) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
     if lines.len() <= max {
         return lines.join("\n");
     }
-    format!("{}\n… ({} more lines)", lines[..max].join("\n"), lines.len() - max)
+    format!("{}\n… ({} more lines, Ctrl+O)", lines[..max].join("\n"), lines.len() - max)
 }
 
 /// The style of the user's own prompts.
@@ -87,8 +95,17 @@ pub fn user_style() -> Style {
     Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
 }
 
+/// How much of each message is shown (Ctrl+O, Ctrl+T).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Detail {
+    /// Tool results, shell output, branch summaries and compactions whole.
+    pub expanded: bool,
+    /// Thinking on one line.
+    pub thinking_collapsed: bool,
+}
+
 /// One message as (text, style) paragraphs.
-pub fn paragraphs(m: &Value) -> Vec<(String, Style)> {
+pub fn paragraphs(m: &Value, detail: Detail) -> Vec<(String, Style)> {
     let dim = Style::default().fg(Color::DarkGray);
     let str_field = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     let Some(role) = MessageView::new(m).role() else { return vec![("[]".to_owned(), dim)] };
@@ -98,7 +115,13 @@ pub fn paragraphs(m: &Value) -> Vec<(String, Style)> {
             let mut out = vec![];
             let thinking = text_of(m, "thinking", "thinking");
             if !thinking.trim().is_empty() {
-                out.push((format!("(thinking) {}", thinking.trim()), dim.add_modifier(Modifier::ITALIC)));
+                let shown = if detail.thinking_collapsed {
+                    let first = thinking.trim().lines().next().unwrap_or_default();
+                    format!("(thinking, Ctrl+T shows it) {}…", first.chars().take(60).collect::<String>())
+                } else {
+                    format!("(thinking) {}", thinking.trim())
+                };
+                out.push((shown, dim.add_modifier(Modifier::ITALIC)));
             }
             let text = text_of(m, "text", "text");
             if !text.is_empty() {
@@ -121,16 +144,30 @@ pub fn paragraphs(m: &Value) -> Vec<(String, Style)> {
             out
         }
         Role::ToolResult => {
-            let text = clip_lines(&text_of(m, "text", "text"), TOOL_RESULT_LINES);
+            let text = clip(&text_of(m, "text", "text"), TOOL_RESULT_LINES, detail);
             let mark = if m.get("isError").and_then(Value::as_bool) == Some(true) { "✗" } else { "←" };
             vec![(format!("{mark} {text}"), dim)]
         }
-        Role::BranchSummary => vec![(format!("[branch summary] {}", clip_lines(&str_field("summary"), 2)), dim)],
+        Role::BranchSummary => vec![(format!("[branch summary] {}", clip(&str_field("summary"), 2, detail)), dim)],
         Role::CompactionSummary => {
             let before = m.get("tokensBefore").and_then(Value::as_f64).unwrap_or(0.0);
-            vec![(format!("── compaction: {before} tokens summarized ──"), Style::default().fg(Color::Magenta))]
+            let rule = (format!("── compaction: {before} tokens summarized ──"), Style::default().fg(Color::Magenta));
+            if detail.expanded {
+                vec![rule, (str_field("summary").trim_end().to_owned(), dim)]
+            } else {
+                vec![rule]
+            }
         }
-        Role::BashExecution => vec![(format!("[bash] $ {}", str_field("command")), dim)],
+        Role::BashExecution => {
+            let kept =
+                if m.get("excludeFromContext").and_then(Value::as_bool) == Some(true) { " (not sent)" } else { "" };
+            let mut out = vec![(format!("[bash]{kept} $ {}", str_field("command")), dim)];
+            let output = str_field("output");
+            if !output.trim().is_empty() {
+                out.push((clip(&output, TOOL_RESULT_LINES, detail), dim));
+            }
+            out
+        }
         Role::Custom | Role::HookMessage => {
             vec![(format!("[{}] {}", str_field("customType"), text_of(m, "text", "text")), dim)]
         }
@@ -147,13 +184,17 @@ mod tests {
     fn tool_calls_results_and_compactions() {
         let call = json!({"role": "assistant", "content": [{"type": "text", "text": "Reading."},
             {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "src/main.rs"}}], "stopReason": "toolUse"});
-        let texts: Vec<String> = paragraphs(&call).into_iter().map(|(t, _)| t).collect();
+        let texts: Vec<String> = paragraphs(&call, Detail::default()).into_iter().map(|(t, _)| t).collect();
         assert_eq!(texts, ["Reading.", "[read: src/main.rs]"]);
         let result =
             json!({"role": "toolResult", "toolCallId": "c1", "content": [{"type": "text", "text": "1\n2\n3\n4\n5"}]});
-        assert_eq!(paragraphs(&result)[0].0, "← 1\n2\n3\n… (2 more lines)");
+        assert_eq!(paragraphs(&result, Detail::default())[0].0, "← 1\n2\n3\n… (2 more lines, Ctrl+O)");
+        let expanded = Detail { expanded: true, ..Detail::default() };
+        assert_eq!(paragraphs(&result, expanded)[0].0, "← 1\n2\n3\n4\n5");
         let compaction = json!({"role": "compactionSummary", "summary": "long", "tokensBefore": 9314});
-        assert_eq!(paragraphs(&compaction)[0].0, "── compaction: 9314 tokens summarized ──");
+        assert_eq!(paragraphs(&compaction, Detail::default()).len(), 1);
+        let shown = paragraphs(&compaction, expanded);
+        assert_eq!((shown[0].0.as_str(), shown[1].0.as_str()), ("── compaction: 9314 tokens summarized ──", "long"));
     }
 
     /// The path's newest entries walked up by id, as the chat did before it

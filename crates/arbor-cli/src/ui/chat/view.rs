@@ -1,5 +1,6 @@
 //! The chat's editable state: the prompt being typed and its cursor, what
-//! streams, the notes and status lines, and what each key does to them.
+//! streams, the notes and status lines, and what each key does to them (the
+//! editing itself is in [`super::editor`]).
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +10,9 @@ use super::commands::complete;
 use super::settings::DoubleEscape;
 
 const DOUBLE_ESCAPE: Duration = Duration::from_millis(500);
+
+/// Two Ctrl+C on an empty prompt within this time leave (pi's 500 ms).
+const DOUBLE_CTRL_C: Duration = Duration::from_millis(500);
 
 /// What the screen shows besides the conversation.
 #[derive(Debug, Default, Clone)]
@@ -21,11 +25,11 @@ pub struct ChatView {
     pub pending_user: Option<String>,
     /// The reply streaming in.
     pub streaming: Option<String>,
-    /// Lines to show after the conversation (help, /context, notices); cleared on the next prompt.
+    /// Lines to show after the conversation (help, notices); cleared on the next prompt.
     pub notes: Vec<String>,
     /// The status line.
     pub status: Option<String>,
-    /// What runs now (a reply, a summary), with how to cancel it.
+    /// What runs now (a reply, a summary), as the status line shows it: spinner, elapsed time, retries.
     pub busy: Option<String>,
     /// Lines scrolled up from the bottom.
     pub scroll: usize,
@@ -35,8 +39,18 @@ pub struct ChatView {
     pub history: Vec<String>,
     /// Which of `history` the prompt shows while going through it.
     pub history_pos: Option<usize>,
+    /// Ctrl+O: tool results, branch summaries and compactions shown whole.
+    pub expanded: bool,
+    /// Ctrl+T: thinking shown as one line.
+    pub thinking_collapsed: bool,
+    /// `/context` is shown: its line (the last of the notes) is made again after each change.
+    pub context_shown: bool,
     /// When Escape was last pressed on an empty prompt (the first of a double Escape).
     pub(super) last_escape: Option<Instant>,
+    /// When Ctrl+C last cleared or found an empty prompt (the first of a double Ctrl+C).
+    pub(super) last_ctrl_c: Option<Instant>,
+    /// Deleted text, newest last (Ctrl+Y).
+    pub(super) kill_ring: Vec<String>,
 }
 
 /// What a key asks for.
@@ -50,21 +64,24 @@ pub enum Action {
     Tree,
     /// Open the user-message selector.
     Branch,
+    /// Open the model selector (Ctrl+L).
+    SelectModel,
+    /// The next (or previous) model (Ctrl+P, Shift+Ctrl+P).
+    CycleModel {
+        /// Direction.
+        forward: bool,
+    },
+    /// The next thinking level (Shift+Tab).
+    CycleThinking,
+    /// Edit the prompt in `$VISUAL` / `$EDITOR` (Ctrl+G).
+    ExternalEditor,
+    /// Show this in the status line.
+    Say(String),
     /// Leave.
     Quit,
 }
 
 impl ChatView {
-    fn insert(&mut self, c: char) {
-        let at = self.byte_at(self.cursor);
-        self.input.insert(at, c);
-        self.cursor += 1;
-    }
-
-    fn byte_at(&self, chars: usize) -> usize {
-        self.input.char_indices().nth(chars).map_or(self.input.len(), |(i, _)| i)
-    }
-
     /// Sets the prompt text with the cursor at its end.
     pub fn set_input(&mut self, text: &str) {
         self.input = text.to_owned();
@@ -105,12 +122,14 @@ impl ChatView {
         true
     }
 
-    /// Edits the prompt; used while idle and, for typing ahead, while busy.
+    /// Edits the prompt (pi's editor keys); used while idle and, for typing
+    /// ahead, while busy. False for a key that is not an editing key.
     pub fn edit(&mut self, key: &KeyEvent) -> bool {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
         match key.code {
-            KeyCode::Up => return self.history_back(),
-            KeyCode::Down => return self.history_forward(),
+            KeyCode::Up if !alt => return self.history_back(),
+            KeyCode::Down if !alt => return self.history_forward(),
             KeyCode::Tab => {
                 return match complete(&self.input) {
                     Some(c) => {
@@ -123,29 +142,31 @@ impl ChatView {
             _ => self.history_pos = None,
         }
         match key.code {
-            KeyCode::Char('a') if ctrl => self.cursor = 0,
-            KeyCode::Char('e') if ctrl => self.cursor = self.input.chars().count(),
-            KeyCode::Char('u') if ctrl => {
-                let at = self.byte_at(self.cursor);
-                self.input.replace_range(..at, "");
-                self.cursor = 0;
-            }
+            KeyCode::Char('a') if ctrl => self.line_home(),
+            KeyCode::Char('e') if ctrl => self.line_end_move(),
+            KeyCode::Char('b') if ctrl => self.left(),
+            KeyCode::Char('f') if ctrl => self.right(),
+            KeyCode::Char('b') if alt => self.move_word_left(),
+            KeyCode::Char('f') if alt => self.move_word_right(),
+            KeyCode::Char('u') if ctrl => self.delete_to_line_start(),
+            KeyCode::Char('k') if ctrl => self.delete_to_line_end(),
+            KeyCode::Char('w') if ctrl => self.delete_word_backward(),
+            KeyCode::Char('d') if alt => self.delete_word_forward(),
+            KeyCode::Char('d') if ctrl => self.delete_forward(),
+            KeyCode::Char('y') if ctrl => self.yank(),
             KeyCode::Char('j') if ctrl => self.insert('\n'),
             KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => self.insert('\n'),
-            KeyCode::Char(c) if !ctrl => self.insert(c),
-            KeyCode::Backspace if self.cursor > 0 => {
-                let at = self.byte_at(self.cursor - 1);
-                self.input.remove(at);
-                self.cursor -= 1;
-            }
-            KeyCode::Delete if self.cursor < self.input.chars().count() => {
-                let at = self.byte_at(self.cursor);
-                self.input.remove(at);
-            }
-            KeyCode::Left => self.cursor = self.cursor.saturating_sub(1),
-            KeyCode::Right => self.cursor = (self.cursor + 1).min(self.input.chars().count()),
-            KeyCode::Home => self.cursor = 0,
-            KeyCode::End => self.cursor = self.input.chars().count(),
+            KeyCode::Char(c) if !ctrl && !alt => self.insert(c),
+            KeyCode::Backspace if alt || ctrl => self.delete_word_backward(),
+            KeyCode::Backspace => self.delete_backward(),
+            KeyCode::Delete if alt => self.delete_word_forward(),
+            KeyCode::Delete => self.delete_forward(),
+            KeyCode::Left if ctrl || alt => self.move_word_left(),
+            KeyCode::Right if ctrl || alt => self.move_word_right(),
+            KeyCode::Left => self.left(),
+            KeyCode::Right => self.right(),
+            KeyCode::Home => self.line_home(),
+            KeyCode::End => self.line_end_move(),
             KeyCode::PageUp => self.scroll += 10,
             KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
             _ => return false,
@@ -156,8 +177,13 @@ impl ChatView {
     /// One key while idle.
     pub fn key(&mut self, key: &KeyEvent, double_escape: DoubleEscape, now: Instant) -> Action {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         if key.code != KeyCode::Esc {
             self.last_escape = None;
+        }
+        let ctrl_c = key.code == KeyCode::Char('c') && ctrl;
+        if !ctrl_c {
+            self.last_ctrl_c = None;
         }
         match key.code {
             KeyCode::Enter if key.modifiers.is_empty() => {
@@ -167,14 +193,33 @@ impl ChatView {
                 self.remember(&text);
                 Action::Submit(text)
             }
+            // pi: Ctrl+C clears the prompt; twice within 500 ms leaves.
             KeyCode::Char('c') if ctrl => {
-                if self.input.is_empty() {
+                if self.last_ctrl_c.take().is_some_and(|t| now.duration_since(t) <= DOUBLE_CTRL_C) {
                     return Action::Quit;
                 }
+                self.last_ctrl_c = Some(now);
                 self.set_input("");
-                Action::None
+                Action::Say("Press Ctrl+C again to quit".to_owned())
             }
             KeyCode::Char('d') if ctrl && self.input.is_empty() => Action::Quit,
+            KeyCode::Char('l') if ctrl => Action::SelectModel,
+            KeyCode::Char('p' | 'P') if ctrl => {
+                Action::CycleModel { forward: !shift && key.code != KeyCode::Char('P') }
+            }
+            KeyCode::BackTab => Action::CycleThinking,
+            KeyCode::Char('g') if ctrl => Action::ExternalEditor,
+            KeyCode::Char('o') if ctrl => {
+                self.expanded = !self.expanded;
+                Action::Say(
+                    if self.expanded { "Expanded: tool output, summaries, compactions" } else { "Collapsed" }
+                        .to_owned(),
+                )
+            }
+            KeyCode::Char('t') if ctrl => {
+                self.thinking_collapsed = !self.thinking_collapsed;
+                Action::Say(if self.thinking_collapsed { "Thinking collapsed" } else { "Thinking shown" }.to_owned())
+            }
             KeyCode::Esc => {
                 if !self.input.is_empty() {
                     self.last_escape = None;
@@ -234,12 +279,30 @@ mod tests {
         // `none` never opens anything.
         v.key(&key(KeyCode::Esc), DoubleEscape::None, t0);
         assert_eq!(v.key(&key(KeyCode::Esc), DoubleEscape::None, t0), Action::None);
-        // Ctrl+C clears, then quits.
+        // Ctrl+C clears; a second one within 500 ms quits, a later one only clears again.
         v.set_input("x");
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(v.key(&ctrl_c, DoubleEscape::Tree, t0), Action::None);
+        assert!(matches!(v.key(&ctrl_c, DoubleEscape::Tree, t0), Action::Say(_)));
         assert_eq!(v.input, "");
-        assert_eq!(v.key(&ctrl_c, DoubleEscape::Tree, t0), Action::Quit);
+        assert!(matches!(v.key(&ctrl_c, DoubleEscape::Tree, t0 + Duration::from_millis(700)), Action::Say(_)));
+        assert_eq!(v.key(&ctrl_c, DoubleEscape::Tree, t0 + Duration::from_millis(900)), Action::Quit);
+    }
+
+    #[test]
+    fn pis_chat_keys_ask_for_their_actions() {
+        let mut v = ChatView::default();
+        let t0 = Instant::now();
+        let k = |code, m| KeyEvent::new(code, m);
+        let (c, s) = (KeyModifiers::CONTROL, KeyModifiers::SHIFT);
+        let at = |v: &mut ChatView, key: KeyEvent| v.key(&key, DoubleEscape::Tree, t0);
+        assert_eq!(at(&mut v, k(KeyCode::Char('l'), c)), Action::SelectModel);
+        assert_eq!(at(&mut v, k(KeyCode::Char('p'), c)), Action::CycleModel { forward: true });
+        assert_eq!(at(&mut v, k(KeyCode::Char('p'), c | s)), Action::CycleModel { forward: false });
+        assert_eq!(at(&mut v, k(KeyCode::Char('P'), c | s)), Action::CycleModel { forward: false });
+        assert_eq!(at(&mut v, k(KeyCode::BackTab, s)), Action::CycleThinking);
+        assert_eq!(at(&mut v, k(KeyCode::Char('g'), c)), Action::ExternalEditor);
+        assert!(matches!(at(&mut v, k(KeyCode::Char('o'), c)), Action::Say(_)) && v.expanded);
+        assert!(matches!(at(&mut v, k(KeyCode::Char('t'), c)), Action::Say(_)) && v.thinking_collapsed);
     }
 
     #[test]

@@ -40,11 +40,11 @@ struct Bench<'a> {
 impl Bench<'_> {
     /// Prepares and draws a frame, as the screen's loop does before waiting for a key.
     fn frame(&mut self) {
-        let (page, width) = view::list_size(WIDTH, HEIGHT, None);
+        let (page, width) = view::list_size(WIDTH, HEIGHT, None, "quit");
         self.sel.set_size(page, width);
         self.loader.prepare(self.session, &mut self.sel);
         let mut buf = Buffer::empty(Rect::new(0, 0, WIDTH, HEIGHT));
-        view::draw_selector(&self.sel, &self.title, None, buf.area, &mut buf);
+        view::draw_selector(&self.sel, &self.title, "quit", None, buf.area, &mut buf);
     }
 
     /// One input of a `kind` (what its target is: a move, a fold or a
@@ -81,7 +81,7 @@ pub fn run(file: &Path, globals: &Globals, out: &mut dyn Write) -> Result<ExitCo
     let session = Session::open(file, OpenMode::ReadOnly, globals.options()?)?;
     let opened = start.elapsed();
     let t = Instant::now();
-    let size = view::list_size(WIDTH, HEIGHT, None);
+    let size = view::list_size(WIDTH, HEIGHT, None, "quit");
     let (loader, sel) = Loader::open(&session, home(), size, &[], FilterMode::Default);
     let mut b = Bench { session: &session, loader, sel, title: session_title(&session), out };
     b.frame();

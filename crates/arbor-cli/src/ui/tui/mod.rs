@@ -9,8 +9,8 @@
 //! left by the last navigation (`arbor tui > prompt.txt` works).
 //!
 //! Unlike pi's `/tree`, `arbor tui` stays open after a navigation, on the
-//! session as the navigation left it (no second read of the file); Esc or `q`
-//! quits.
+//! session as the navigation left it (no second read of the file); Escape on
+//! an empty search quits (`q` is typed into the search, as in pi).
 //!
 //! `arbor tui --fork` opens the /branch message selector ([`fork_selector`]) instead and
 //! forks like `arbor fork --before`, whose output (the new session's path and
@@ -41,7 +41,7 @@ use arbor_tree::{OpenMode, Session};
 use crate::shared::agent::{self, AgentSetup, ModelArgs};
 use crate::shared::output::{error_line, home};
 use crate::shared::session::{print_diagnostics, Globals};
-use crate::shared::visible::say;
+use crate::shared::visible::{say, Visible};
 use crate::ui::picker::{self, Picked};
 use crate::ui::terminal::{read_key, NextEvent, Term, TerminalGuard};
 use escape::EscapeWatch;
@@ -139,6 +139,10 @@ pub trait TreeHost {
     fn changed(&mut self) -> Result<bool> {
         Ok(false)
     }
+    /// What Escape on an empty search does, for the help line.
+    fn exit_hint(&self) -> &'static str {
+        "quit"
+    }
 }
 
 /// `arbor tui`'s host: the file, read once (and again when `--follow`
@@ -180,15 +184,18 @@ struct Tree {
     loader: Loader,
     sel: TreeSelector,
     title: String,
+    /// What Escape does ([`TreeHost::exit_hint`]).
+    exit: &'static str,
 }
 
 impl Tree {
     fn open(host: &dyn TreeHost, term: &Term, initial: &[&str], filter: FilterMode) -> Result<Tree> {
         let area = term.size()?;
         let session = host.session();
-        let size = view::list_size(area.width, area.height, None);
+        let exit = host.exit_hint();
+        let size = view::list_size(area.width, area.height, None, exit);
         let (loader, sel) = Loader::open(session, home(), size, initial, filter);
-        Ok(Tree { loader, sel, title: session_title(session) })
+        Ok(Tree { loader, sel, title: session_title(session), exit })
     }
 }
 
@@ -210,7 +217,7 @@ pub fn select(
     loop {
         let area = term.size()?;
         if matches!(screen, Screen::Tree) {
-            let (page, width) = view::list_size(area.width, area.height, status.as_deref());
+            let (page, width) = view::list_size(area.width, area.height, status.as_deref(), tree.exit);
             tree.sel.set_size(page, width);
             tree.loader.prepare(host.session(), &mut tree.sel);
         }
@@ -297,7 +304,7 @@ fn draw(term: &mut Term, screen: &Screen, tree: &Tree, status: Option<&str>) -> 
         let area = f.area();
         let buf = f.buffer_mut();
         match screen {
-            Screen::Tree => view::draw_selector(&tree.sel, &tree.title, status, area, buf),
+            Screen::Tree => view::draw_selector(&tree.sel, &tree.title, tree.exit, status, area, buf),
             Screen::Choice { index, .. } => view::draw_choice("Summarize branch?", &CHOICES, *index, area, buf),
             Screen::Prompt { value, .. } => view::draw_prompt("Custom summarization instructions", value, area, buf),
         }
@@ -443,7 +450,7 @@ fn navigate_on_screen(
     host.session = session;
     Ok(Navigated {
         status: format!(
-            "Navigated to selected point (leaf {}). Esc or q quits.",
+            "Navigated to selected point (leaf {}). Esc quits.",
             r.new_leaf_id.as_deref().unwrap_or("(before the first entry)")
         ),
         at,
@@ -500,7 +507,10 @@ pub fn run(
         }
     }
     if let Some(text) = &editor_text {
+        // A session's text, on its way to a terminal (or a file): its control characters are shown.
+        let mut out = Visible::new(out);
         writeln!(out, "{text}")?;
+        out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
 }

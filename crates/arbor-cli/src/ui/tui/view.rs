@@ -11,8 +11,21 @@ use super::fork_selector::{self, ForkSelector};
 use super::selector::TreeSelector;
 use crate::shared::visible::visible;
 
-/// pi's help line, and Arbor's way out.
-pub const HELP: &str = "  ↑/↓: move. ←/→: page. ^←/^→ or Alt+←/Alt+→: fold/branch. Shift+L: label. ^D/^T/^U/^L/^A: filters (^O/⇧^O cycle). Esc/q: quit";
+/// pi's help line, with the way out (`Esc: quit` in `arbor tui`, `Esc:
+/// back to the chat` in the chat).
+pub fn help(exit: &str) -> String {
+    format!(
+        "↑/↓: move. ←/→: page. ^←/^→: fold/branch. Shift+L: label. ^D/^T/^U/^L/^A: filters (^O/⇧^O cycle). Esc: {exit}"
+    )
+}
+
+/// The help wrapped to the width, indented by two: never cut, at most three lines.
+fn help_lines(exit: &str, width: u16) -> Vec<String> {
+    let width = usize::from(width).saturating_sub(2).max(8);
+    let mut lines: Vec<String> = textwrap::wrap(&help(exit), width).into_iter().map(|l| format!("  {l}")).collect();
+    lines.truncate(3);
+    lines
+}
 
 /// Most lines a status (an error, say) may wrap to.
 const STATUS_LINES: usize = 4;
@@ -85,7 +98,8 @@ fn status_lines(status: Option<&str>, width: u16) -> Vec<String> {
 struct Frame {
     /// The blank lines around the list and above the frame.
     blanks: bool,
-    help: bool,
+    /// The help's lines (none when there is no room).
+    help: u16,
     top_border: bool,
     list: u16,
 }
@@ -94,18 +108,18 @@ impl Frame {
     /// The frame for a screen `height` rows high with `status` lines at the bottom:
     /// the list gets every row the frame does not take, and at least five while
     /// there are optional lines (blanks, then the help line, then the top border) to give up.
-    fn new(height: u16, status: usize) -> Frame {
+    fn new(height: u16, status: usize, help: usize) -> Frame {
         // Title, search line, border, footer, border, and the status.
         let fixed = 5 + status as u16;
-        let mut f = Frame { blanks: true, help: true, top_border: true, list: 0 };
+        let mut f = Frame { blanks: true, help: help as u16, top_border: true, list: 0 };
         for step in 0..4 {
             match step {
                 1 => f.blanks = false,
-                2 => f.help = false,
+                2 => f.help = 0,
                 3 => f.top_border = false,
                 _ => {}
             }
-            let optional = 3 * u16::from(f.blanks) + u16::from(f.help) + u16::from(f.top_border);
+            let optional = 3 * u16::from(f.blanks) + f.help + u16::from(f.top_border);
             f.list = height.saturating_sub(fixed + optional);
             if f.list >= 5 {
                 break;
@@ -117,17 +131,19 @@ impl Frame {
 }
 
 /// How many rows the list shows and how wide they are, on a screen
-/// `width`×`height` with this status line (what [`draw_selector`] will do).
-pub fn list_size(width: u16, height: u16, status: Option<&str>) -> (usize, usize) {
-    let f = Frame::new(height, status_lines(status, width).len());
+/// `width`×`height` with this status line and way out (what [`draw_selector`] will do).
+pub fn list_size(width: u16, height: u16, status: Option<&str>, exit: &str) -> (usize, usize) {
+    let f = Frame::new(height, status_lines(status, width).len(), help_lines(exit, width).len());
     (usize::from(f.list), usize::from(width))
 }
 
 /// Draws the whole selector: a header naming the session (`title`), the search line,
-/// the list (or the label editor), the footer, and the status wrapped at the bottom.
-pub fn draw_selector(sel: &TreeSelector, title: &str, status: Option<&str>, area: Rect, buf: &mut Buffer) {
+/// the help (its way out: `exit`), the list (or the label editor), the
+/// footer, and the status wrapped at the bottom.
+pub fn draw_selector(sel: &TreeSelector, title: &str, exit: &str, status: Option<&str>, area: Rect, buf: &mut Buffer) {
     let status = status_lines(status, area.width);
-    let frame = Frame::new(area.height, status.len());
+    let help = help_lines(exit, area.width);
+    let frame = Frame::new(area.height, status.len(), help.len());
     let mut y = 0;
     if frame.blanks {
         put(buf, area, &mut y, plain(""));
@@ -137,8 +153,10 @@ pub fn draw_selector(sel: &TreeSelector, title: &str, status: Option<&str>, area
     }
     let title = if title.is_empty() { "Session Tree".to_owned() } else { format!("Session Tree: {title}") };
     put(buf, area, &mut y, vec![(format!("  {title}"), Style::default().add_modifier(Modifier::BOLD))]);
-    if frame.help {
-        put(buf, area, &mut y, plain(HELP));
+    if frame.help > 0 {
+        for line in help {
+            put(buf, area, &mut y, plain(line));
+        }
     }
     put(buf, area, &mut y, plain(format!("  Type to search: {}", sel.query())));
     put(buf, area, &mut y, border(area));
@@ -267,12 +285,12 @@ mod tests {
 
     /// The selector drawn on a `w`×`h` screen (its list sized as the screen's loop sizes it).
     fn frame(sel: &mut TreeSelector, w: u16, h: u16, status: Option<&str>) -> String {
-        let (page, width) = list_size(w, h, status);
+        let (page, width) = list_size(w, h, status, "quit");
         sel.set_size(page, width);
         let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
         term.draw(|f| {
             let area = f.area();
-            draw_selector(sel, "s.jsonl", status, area, f.buffer_mut());
+            draw_selector(sel, "s.jsonl", "quit", status, area, f.buffer_mut());
         })
         .unwrap();
         buffer_text(term.backend().buffer())
@@ -463,10 +481,10 @@ mod robustness {
             for input in inputs.iter().cloned() {
                 sel.handle(input);
                 for (w, h) in [(40, 12), (3, 2)] {
-                    let (page, width) = list_size(w, h, Some("status"));
+                    let (page, width) = list_size(w, h, Some("status"), "quit");
                     sel.set_size(page, width);
                     let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
-                    draw_selector(&sel, "title", Some("status"), buf.area, &mut buf);
+                    draw_selector(&sel, "title", "quit", Some("status"), buf.area, &mut buf);
                 }
             }
         }
@@ -482,10 +500,10 @@ mod frame_tests {
     use unicode_width::UnicodeWidthStr;
 
     fn draw(sel: &mut TreeSelector, w: u16, h: u16, status: Option<&str>) -> String {
-        let (page, width) = list_size(w, h, status);
+        let (page, width) = list_size(w, h, status, "quit");
         sel.set_size(page, width);
         let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
-        draw_selector(sel, "a-session.jsonl", status, buf.area, &mut buf);
+        draw_selector(sel, "a-session.jsonl", "quit", status, buf.area, &mut buf);
         buffer_text(&buf)
     }
 
@@ -507,7 +525,8 @@ mod frame_tests {
         // A tall screen: every row of the tree and the footer, no scrolling.
         let tall = draw(&mut sel, 100, 40, None);
         assert_eq!(sel.window(), (0, 11));
-        assert_eq!(sel.page(), 40 - 10);
+        // The frame takes ten rows, and the help one more where it wraps (100 columns).
+        assert_eq!(sel.page(), 40 - 11);
         assert!(tall.contains("user: user-4b message"), "{tall}");
     }
 }

@@ -661,8 +661,6 @@ impl TreeSelector {
                 self.clear_folds_and_refilter();
             }
             Input::Char('L') if self.query.is_empty() => self.open_label_editor(),
-            // Arbor's: q on an empty search closes the selector (a search can start with a space).
-            Input::Char('q') if self.query.is_empty() => return Outcome::Cancel,
             Input::Char(c) if !c.is_control() => self.type_chars(&c.to_string()),
             Input::Chars(s) => return self.handle_chars(&s),
             _ => {}
@@ -678,7 +676,7 @@ impl TreeSelector {
                 self.handle_label(Input::Char(c));
                 continue;
             }
-            let special = self.query.is_empty() && pending.is_empty() && (c == 'L' || c == 'q');
+            let special = self.query.is_empty() && pending.is_empty() && c == 'L';
             if special {
                 match self.handle(Input::Char(c)) {
                     Outcome::None => continue,

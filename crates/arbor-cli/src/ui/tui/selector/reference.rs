@@ -395,7 +395,6 @@ impl Reference {
                     self.editing = Some((n, self.nodes[n].label.clone().unwrap_or_default()));
                 }
             }
-            Input::Char('q') if self.query.is_empty() => return Outcome::Cancel,
             Input::Char(c) if !c.is_control() => {
                 self.query.push(c);
                 self.folded.clear();

@@ -762,12 +762,15 @@ fn incremental_folds_agree_with_a_fresh_recompute() {
 }
 
 #[test]
-fn q_quits_on_an_empty_search_and_is_typed_after_a_space() {
+fn q_is_typed_into_the_search_as_pi_does() {
     let f = branching();
     let mut t = f.selector();
-    assert_eq!(t.handle(Input::Char('q')), Outcome::Cancel);
-    t.handle(Input::Chars(" q".to_owned()));
-    assert_eq!(t.query(), " q");
+    // pi's /tree has no key on `q`: a search for "queued" starts with it.
+    assert_eq!(t.handle(Input::Char('q')), Outcome::None);
+    assert_eq!(t.query(), "q");
     t.handle(Input::Escape);
-    assert_eq!(t.handle(Input::Chars("qx".to_owned())), Outcome::Cancel);
+    assert_eq!(t.handle(Input::Chars("queued".to_owned())), Outcome::None);
+    assert_eq!(t.query(), "queued");
+    t.handle(Input::Escape);
+    assert_eq!(t.handle(Input::Escape), Outcome::Cancel);
 }
