@@ -53,6 +53,11 @@ impl FilterMode {
         Self::NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|&(_, m)| m)
     }
 
+    /// The mode's name ([`FilterMode::NAMES`]).
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, m)| *m == self).map_or("default", |(n, _)| n)
+    }
+
     /// Every mode, in the order of Ctrl+O's cycle.
     pub const CYCLE: [FilterMode; 5] =
         [FilterMode::Default, FilterMode::NoTools, FilterMode::UserOnly, FilterMode::LabeledOnly, FilterMode::All];
