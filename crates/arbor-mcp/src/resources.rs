@@ -54,13 +54,22 @@ pub fn list(
             .map_err(|_| ErrorData::invalid_params(format!("cursor {c:?} is not one this server gave"), None))?,
     };
     let all = sessions.listing(&ListRequest::new(Scope::All), &NoProgress).map_err(|e| error(e.into()))?;
+    let mut ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for i in &all {
+        *ids.entry(i.id.as_str()).or_default() += 1;
+    }
     let resources: Vec<Resource> = all
         .iter()
         .skip(start)
         .take(PAGE)
         .map(|i| {
             let title = i.name.clone().unwrap_or_else(|| i.first_message.chars().take(80).collect());
-            let mut r = Resource::new(format!("{PREFIX}{}", i.id), title)
+            // A session id two files share (a copy) names neither: those are named by DIR/FILE.
+            let name = match ids.get(i.id.as_str()) {
+                Some(1) => i.id.clone(),
+                _ => dir_file(&i.path).unwrap_or_else(|| i.id.clone()),
+            };
+            let mut r = Resource::new(format!("{PREFIX}{name}"), title)
                 .with_description(format!("{} · {} messages · {}", i.cwd, i.message_count, i.modified))
                 .with_mime_type("text/markdown");
             if let Some(stamp) = open.store.stamp(&i.path) {
@@ -72,6 +81,16 @@ pub fn list(
     let mut page = ListResourcesResult::with_all_items(resources);
     page.next_cursor = (start + PAGE < all.len()).then(|| (start + PAGE).to_string());
     Ok(page)
+}
+
+/// How a `/` inside a session's name is written in a URI (`DIR%2FFILE`).
+const SLASH: &str = "%2F";
+
+/// `DIR%2FFILE` of a session file: its folder's and its own name.
+fn dir_file(path: &std::path::Path) -> Option<String> {
+    let file = path.file_name()?.to_str()?;
+    let dir = path.parent()?.file_name()?.to_str()?;
+    Some(format!("{dir}{SLASH}{file}"))
 }
 
 /// Reads `arbor://session/<session>` or `arbor://session/<session>/entry/<entry>`.
@@ -86,7 +105,8 @@ pub fn read(sessions: &dyn Sessions, open: &SessionOptions, uri: &str) -> Result
     if session.is_empty() || session.contains('/') || entry_id.is_some_and(|e| e.is_empty() || e.contains('/')) {
         return Err(ErrorData::resource_not_found(format!("{uri}: not a resource of this server"), None));
     }
-    let (path, s) = open_read(sessions, open, session).map_err(error)?;
+    let session = session.replace(SLASH, "/").replace("%2f", "/");
+    let (path, s) = open_read(sessions, open, &session).map_err(error)?;
     let contents = match entry_id {
         None => {
             let mut out = Capped::default();

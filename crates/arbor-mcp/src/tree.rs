@@ -93,7 +93,10 @@ pub fn read_tree(sessions: &dyn Sessions, opts: &SessionOptions, args: &TreeArgs
     }
     let mut out = head;
     if window.start > 0 {
-        out.push_str(&format!("[… {} rows above]\n", window.start));
+        out.push_str(&format!(
+            "[… {} rows above: give `entry` an earlier entry (the root) to draw them]\n",
+            window.start
+        ));
     }
     for row in &window.rows {
         out.push_str(row);
