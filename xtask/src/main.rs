@@ -10,12 +10,14 @@
 mod bench;
 mod bench_append;
 mod bench_html;
+mod bench_mcp;
 mod bench_pg;
 mod bench_store;
 mod bench_targets;
 mod bench_tui;
 mod fuzz;
 mod gen;
+mod mcp_clients;
 mod npm;
 mod pi;
 mod pi_diff;
@@ -74,6 +76,9 @@ commands:
                                     search keystroke), and the chat's first screen (no model), with
                                     and without the index, next to wc -l, on --file or a generated
                                     realistic session (100k; 1M with --huge)
+      --mcp                         instead: `arbor mcp` through the MCP Python SDK: read_context
+                                    (budget 20,000) on a 100k session, search_sessions on a 1,000-
+                                    session store, cold then --runs warm calls (median)
       --append                      instead: only the append rows (one `arbor label` to a copy of a
                                     1k, the 100k and, with --huge, the 1M session: the first append,
                                     then appends through the index; time, CPU, peak RSS, ratios to the
@@ -82,6 +87,10 @@ commands:
   pi [SCRIPT.mjs [ARGS…]]           install pi's npm package (the reference, 0.73.1) into the cache
                                     (ARBOR_PI_DIR, else ~/.cache/arbor-dev/pi-0.73.1) and print where;
                                     with a script, run it under node with the package importable
+  mcp-clients                       install the MCP clients the tests of `arbor mcp` drive into the
+                                    cache: PyPI's mcp 1.26.0 in a venv (ARBOR_PY_MCP_DIR, else
+                                    ~/.cache/arbor-dev/py-mcp-1.26.0) and the npm MCP inspector 0.17.2;
+                                    print the venv's python and the inspector's cli.js, one a line
   pi-diff [options]                 the differential test: generate session files and compare Arbor's
                                     dump/tree/path/context/--llm/fork --at with pi's own answers
       --files N                     how many files (default 500)
@@ -121,6 +130,7 @@ fn run() -> Result<()> {
         Some("ci") => ci(&workspace_root()?),
         Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
         Some("pi") => pi_cmd(rest),
+        Some("mcp-clients") => mcp_clients::cli(),
         Some("pi-diff") => pi_diff::cli(&workspace_root()?, rest),
         Some("help" | "-h" | "--help") | None => {
             print!("{HELP}");
