@@ -258,6 +258,29 @@ fn the_python_sdk_calls_every_tool_over_streamable_http() {
     let config = json!({"http": {"url": server.url}, "calls": calls(file.to_str().unwrap())});
     let out = clients.python(&config);
     check(&out, &root, &file);
+    // A page another site's script sends here under its own name (DNS rebinding) is refused.
+    let authority = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    assert!(status_of(&authority, &authority).starts_with("HTTP/1.1 2"), "the server's own name is served");
+    assert!(status_of(&authority, "rebound.example").starts_with("HTTP/1.1 4"), "another Host is refused");
+}
+
+/// The status line of an MCP `initialize` POSTed to `authority` with `Host: host`.
+fn status_of(authority: &str, host: &str) -> String {
+    use std::io::{Read, Write};
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head).unwrap();
+    String::from_utf8_lossy(&head[..n]).lines().next().unwrap_or_default().to_owned()
 }
 
 #[test]
