@@ -71,6 +71,8 @@ struct Opts {
     tui: bool,
     /// `--usage [N]`: `arbor usage` on a store of N sessions next to ccusage (`bench_usage.rs`).
     usage: Option<usize>,
+    /// `--mcp`: `arbor mcp` through the MCP Python SDK (`bench_mcp.rs`).
+    mcp: bool,
     /// `--append`: only the append rows (`bench_append.rs`).
     append: bool,
 }
@@ -98,6 +100,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         baseline: None,
         no_search: false,
         tui: false,
+        mcp: false,
         append: false,
     };
     let mut it = args.iter().peekable();
@@ -119,6 +122,7 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
             "--html" => o.html = Some(value("--html")?.parse().context("--html")?),
             "--pg" => o.pg = true,
             "--tui" => o.tui = true,
+            "--mcp" => o.mcp = true,
             "--append" => o.append = true,
             "--usage" => {
                 // An optional number of sessions follows.
@@ -291,6 +295,10 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         let entries = opts.entries.unwrap_or(if opts.huge { 1_000_000 } else { 100_000 });
         let file = crate::bench_tui::session(&target, opts.file.as_ref(), entries, opts.seed)?;
         return crate::bench_tui::run(root, &arbor, &file, &target.join("bench-cache"));
+    }
+    if opts.mcp {
+        let arbor = build_arbor(root, &target)?;
+        return crate::bench_mcp::run(&arbor, &target, opts.seed, opts.runs);
     }
     if opts.append {
         let arbor = build_arbor(root, &target)?;

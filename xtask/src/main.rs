@@ -12,6 +12,7 @@
 mod bench;
 mod bench_append;
 mod bench_html;
+mod bench_mcp;
 mod bench_pg;
 mod bench_search;
 mod bench_store;
@@ -21,6 +22,7 @@ mod bench_usage;
 mod ccusage;
 mod fuzz;
 mod gen;
+mod mcp_clients;
 mod npm;
 mod pi;
 mod pi_diff;
@@ -84,6 +86,9 @@ commands:
       --usage [N]                   instead: arbor usage daily on a generated store of N sessions (default
                                     1000, ~1.5 GB): the first report, again unchanged, after one session
                                     grew; next to ccusage pi daily --offline, with issue 36's targets
+      --mcp                         instead: `arbor mcp` through the MCP Python SDK: read_context
+                                    (budget 20,000) on a 100k session, search_sessions on a 1,000-
+                                    session store, cold then --runs warm calls (median)
       --append                      instead: only the append rows (one `arbor label` to a copy of a
                                     1k, the 100k and, with --huge, the 1M session: the first append,
                                     then appends through the index; time, CPU, peak RSS, ratios to the
@@ -95,6 +100,10 @@ commands:
   ccusage [ARGS…]                   install ccusage's npm package (the usage yardstick, 20.0.24) into the
                                     cache (ARBOR_CCUSAGE_DIR, else ~/.cache/arbor-dev/ccusage-20.0.24) and
                                     print its command; with arguments, run it with them
+  mcp-clients                       install the MCP clients the tests of `arbor mcp` drive into the
+                                    cache: PyPI's mcp 1.26.0 in a venv (ARBOR_PY_MCP_DIR, else
+                                    ~/.cache/arbor-dev/py-mcp-1.26.0) and the npm MCP inspector 0.17.2;
+                                    print the venv's python and the inspector's cli.js, one a line
   pi-diff [options]                 the differential test: generate session files and compare Arbor's
                                     dump/tree/path/context/--llm/fork --at with pi's own answers
       --files N                     how many files (default 500)
@@ -141,6 +150,7 @@ fn run() -> Result<()> {
         Some("fuzz") => fuzz::cli(&workspace_root()?, rest),
         Some("pi") => pi_cmd(rest),
         Some("ccusage") => ccusage::cli(rest),
+        Some("mcp-clients") => mcp_clients::cli(),
         Some("pi-diff") => pi_diff::cli(&workspace_root()?, rest),
         Some("py") => py::cli(&workspace_root()?, rest),
         Some("help" | "-h" | "--help") | None => {

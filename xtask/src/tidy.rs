@@ -26,7 +26,7 @@ pub const LAYERS: [&[&str]; 8] = [
     &["arbor-search"],
     &["arbor-context", "arbor-catalog", "arbor-pg"],
     &["arbor-agent", "arbor-interop"],
-    &["arbor-usage"],
+    &["arbor-usage", "arbor-mcp"],
     &["arbor-serve"],
     &["arbor-cli", "arbor-py"],
 ];

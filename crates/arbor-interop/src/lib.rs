@@ -32,6 +32,7 @@ mod error;
 mod export;
 mod files;
 mod import;
+pub mod tree;
 
 pub use diff::{diff, Diff, Side};
 pub use error::InteropError;

@@ -33,6 +33,7 @@ mod fork;
 mod import;
 mod label;
 mod ls;
+mod mcp;
 mod navigate;
 mod path;
 mod pull;
@@ -85,6 +86,7 @@ enum Command {
     Export(export::Args),
     Diff(diff::Args),
     Ls(ls::Args),
+    Mcp(mcp::Args),
     Tail(tail::Args),
     Serve(serve::Args),
     Push(push::Args),
@@ -118,6 +120,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode> {
         Command::Export(args) => export::run(args, g, out),
         Command::Diff(args) => diff::run(args, g, out),
         Command::Ls(args) => ls::run(args, g, out),
+        Command::Mcp(args) => mcp::run(args, g, out),
         Command::Tail(args) => tail::run(args, g, out),
         Command::Serve(args) => serve::run(args, g, out),
         Command::Push(args) => push::run(args, g, out),

@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 
 use crate::shared::filter::FilterMode;
 use crate::shared::session::{check_lines, exit_without_freeing, Globals};
-use crate::shared::tree_text::{print_tree, TreeText};
+use crate::shared::tree_text::{filter_modes, print_tree, TreeText};
 use crate::shared::visible::for_people;
 
 /// Show the session tree: branches, the active path, labels and the leaf.
@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     leaf: Option<String>,
     /// Show only what this filter of the tree selector shows (default: every entry).
-    #[arg(long, value_enum, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = filter_modes())]
     filter: Option<FilterMode>,
     /// Indent at most N levels; a deeper row shows its level as a number (default: what fits
     /// half of the width).
@@ -56,7 +56,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
                 .filter(|&w| w > 0)
         };
         let width = args.width.map(usize::from).or_else(terminal);
-        let opts = TreeText { filter: args.filter, depth: args.depth.map(usize::from), width };
+        let opts = TreeText { filter: args.filter, depth: args.depth.map(usize::from), width, home: None };
         print_tree(&s, &opts, out)?;
     }
     exit_without_freeing(s);

@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(long, value_name = "ID", conflicts_with = "fork")]
     at: Option<String>,
     /// The filter the list opens with (pi's `treeFilterMode` setting).
-    #[arg(long, value_enum, default_value = "default")]
+    #[arg(long, value_name = "MODE", default_value = "default", value_parser = crate::shared::tree_text::filter_modes())]
     filter: FilterMode,
     /// Draw the tree again as entries arrive (from another process, or with --store another
     /// machine), keeping the selection.

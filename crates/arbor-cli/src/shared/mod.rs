@@ -3,8 +3,9 @@
 //! ([`session`]), the one place that builds the backend the sessions live
 //! in ([`backend`]), the model and hook arguments and the agent flows run
 //! on a small runtime ([`agent`]), the providers and the choice of a model
-//! ([`models`]), and how results are printed ([`output`]; [`forest`],
-//! [`filter`], [`layout`], [`tree_walk`] and [`tree_text`] for the tree;
+//! ([`models`]), and how results are printed ([`output`]; [`tree_text`]
+//! for the tree, drawn by `arbor_interop::tree`, whose [`forest`],
+//! [`filter`] and [`layout`] the tree selector uses too;
 //! [`progress`] for a spinner or a progress bar while something slow runs;
 //! [`visible`] for text from files on a terminal).
 //!
@@ -12,13 +13,11 @@
 
 pub mod agent;
 pub mod backend;
-pub mod filter;
-pub mod forest;
-pub mod layout;
 pub mod models;
 pub mod output;
 pub mod progress;
 pub mod session;
 pub mod tree_text;
-pub mod tree_walk;
 pub mod visible;
+
+pub use arbor_interop::tree::{filter, forest, layout};

@@ -22,6 +22,7 @@ mod escapes;
 mod follow;
 mod hook_signals;
 mod interop;
+mod mcp;
 mod model_server;
 mod pi_cli;
 mod pi_config;

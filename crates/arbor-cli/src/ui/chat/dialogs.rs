@@ -40,8 +40,7 @@ pub(super) fn select_model(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
 pub(super) fn settings(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
     loop {
         let s = &chat.settings;
-        let filter = <FilterMode as clap::ValueEnum>::to_possible_value(&s.tree_filter)
-            .map_or_else(String::new, |v| v.get_name().to_owned());
+        let filter = s.tree_filter.name().to_owned();
         let escape = match s.double_escape {
             DoubleEscape::Tree => "tree",
             DoubleEscape::Branch => "fork",
@@ -73,7 +72,7 @@ pub(super) fn settings(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
         screen.view.status = Some(match which.as_str() {
             "thinking" => chat.thinking(Some(&v))?,
             "filter" => {
-                chat.settings.tree_filter = <FilterMode as clap::ValueEnum>::from_str(&v, true).unwrap_or_default();
+                chat.settings.tree_filter = FilterMode::named(&v).unwrap_or_default();
                 format!("Tree filter: {v} (for this chat)")
             }
             "escape" => {

@@ -281,9 +281,9 @@ impl Settings {
             })?;
         }
         if let Some(m) = f.tree_filter_mode {
-            match <FilterMode as clap::ValueEnum>::from_str(&m, true) {
-                Ok(mode) => s.tree_filter = mode,
-                Err(_) => s.warnings.push(format!("{name}: treeFilterMode {m:?} is not a filter mode; using default")),
+            match FilterMode::named(&m) {
+                Some(mode) => s.tree_filter = mode,
+                None => s.warnings.push(format!("{name}: treeFilterMode {m:?} is not a filter mode; using default")),
             }
         }
         if let Some(h) = f.hooks {

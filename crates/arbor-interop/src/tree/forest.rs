@@ -114,6 +114,11 @@ impl Forest {
         self.pos.len()
     }
 
+    /// True when the forest holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.pos.is_empty()
+    }
+
     /// The session position of the entry at display index `k`.
     pub fn position(&self, k: u32) -> Position {
         Position::new(self.pos[k as usize] as usize)
@@ -219,7 +224,6 @@ impl Visible {
     /// The visible part of `forest`: the entries `show` accepts, without the
     /// subtrees under the entries `folded` names (ascending; pi folds by the
     /// real tree, so a folded entry hides its subtree even where it is filtered out).
-    #[cfg(test)]
     pub fn new(forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) -> Visible {
         let mut v = Visible::default();
         v.rebuild(forest, show, folded);
@@ -228,7 +232,6 @@ impl Visible {
 
     /// The same as [`Visible::new`], in place: the buffer is reused, so a
     /// recompute touches no new memory once it has held as many rows.
-    #[cfg(test)]
     pub fn rebuild(&mut self, forest: &Forest, show: impl FnMut(u32) -> bool, folded: &[u32]) {
         self.rebuild_with(forest, ByFn(show), folded);
     }
@@ -402,7 +405,47 @@ impl Visible {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::ui::tui::selector::tests::branching;
+    use serde_json::json;
+
+    /// user-1 → asst-1 → user-2 → asst-2, then two branches: user-3a →
+    /// asst-3a → user-4a → asst-4a (the leaf) and user-3b → asst-3b → user-4b.
+    struct Branching {
+        s: Session,
+        names: Vec<(String, String)>,
+    }
+
+    impl Branching {
+        fn name_of(&self, id: Option<&str>) -> Option<String> {
+            self.names.iter().find(|(i, _)| Some(i.as_str()) == id).map(|(_, n)| n.clone())
+        }
+    }
+
+    fn branching() -> Branching {
+        let mut s = Session::in_memory("/w", arbor_test_support::deterministic_options());
+        let mut names = vec![];
+        let mut add = |s: &mut Session, name: &str, parent: Option<&str>| {
+            if let Some(p) = parent {
+                let id = names.iter().find(|(_, n): &&(String, String)| n == p).map(|(i, _)| i.clone()).unwrap();
+                s.branch(&id).unwrap();
+            }
+            let message = if name.starts_with("user") {
+                json!({"role": "user", "content": name, "timestamp": 1})
+            } else {
+                json!({"role": "assistant", "content": [{"type": "text", "text": name}], "provider": "p",
+                    "model": "m", "usage": {}, "stopReason": "stop", "timestamp": 1})
+            };
+            names.push((s.append_message(message).unwrap(), name.to_owned()));
+        };
+        for n in ["user-1", "asst-1", "user-2", "asst-2", "user-3a", "asst-3a", "user-4a", "asst-4a"] {
+            add(&mut s, n, None);
+        }
+        add(&mut s, "user-3b", Some("asst-2"));
+        add(&mut s, "asst-3b", None);
+        add(&mut s, "user-4b", None);
+        let leaf = names.iter().find(|(_, n)| n == "asst-4a").map(|(i, _)| i.clone()).unwrap();
+        s.branch(&leaf).unwrap();
+        Branching { s, names }
+    }
 
     #[test]
     fn the_active_path_comes_first_and_subtrees_are_ranges() {

@@ -70,7 +70,6 @@ pub fn pi_depth(forest: &Forest) -> u32 {
 }
 
 /// The style for a session: pi's when its whole tree fits in `budget` levels.
-#[cfg(test)]
 pub fn style_for(forest: &Forest, budget: usize) -> Style {
     if pi_depth(forest) as usize <= budget {
         Style::Pi
@@ -119,7 +118,6 @@ pub struct Layout {
 
 impl Layout {
     /// Lays out `vis` (a visible part of `forest`) in `style`, showing at most `budget` levels.
-    #[cfg(test)]
     pub fn new(forest: &Forest, vis: &Visible, style: Style, budget: usize) -> Layout {
         let mut l = Layout::default();
         l.rebuild(forest, vis, style, budget);
@@ -322,8 +320,10 @@ pub(crate) fn draw_prefix(
     Prefix { text, glyph_at }
 }
 
-#[cfg(test)]
-pub(crate) mod reference;
+/// A plain reference layout the tests of the layout and of the tree
+/// selector compare with.
+#[doc(hidden)]
+pub mod reference;
 
 #[cfg(test)]
 mod tests;

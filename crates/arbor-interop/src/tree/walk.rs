@@ -45,6 +45,7 @@ impl Bits {
 }
 
 /// The tree's shape as the walk reads it: children, the active path and what shows.
+#[derive(Debug)]
 pub struct Shape<'t> {
     tree: &'t Tree<'t>,
     /// The active path (root to leaf) by position.
@@ -186,6 +187,12 @@ pub struct Walk<'s, 't> {
     cells: Vec<(u32, bool, u32)>,
     still_active: bool,
     rows: u32,
+}
+
+impl std::fmt::Debug for Walk<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Walk").field("style", &self.style).field("rows", &self.rows).finish_non_exhaustive()
+    }
 }
 
 impl<'s, 't> Walk<'s, 't> {
@@ -341,9 +348,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::shared::forest::{Forest, Visible};
-    use crate::shared::layout::{style_for, Layout};
-    use crate::ui::tui::selector::tests::fixture_sessions;
+    use crate::tree::forest::{Forest, Visible};
+    use crate::tree::layout::{style_for, Layout};
+
+    /// Every session under the repository's `fixtures/` with a tree, and the demo.
+    fn fixture_sessions() -> impl Iterator<Item = (std::path::PathBuf, Session)> {
+        let mut files = arbor_test_support::jsonl_under(&arbor_test_support::fixtures());
+        files.push(arbor_test_support::fixtures().join("demo/demo.jsonl"));
+        files.into_iter().filter_map(|file| {
+            let s = Session::open(&file, arbor_tree::OpenMode::ReadOnly, arbor_tree::SessionOptions::default()).ok()?;
+            (!s.get_tree().is_empty()).then_some((file, s))
+        })
+    }
 
     /// (position, prefix, active, leaf) of every row.
     type Rows = Vec<(usize, String, bool, bool)>;
@@ -464,10 +480,10 @@ mod tests {
     }
 
     /// `arbor tree`'s text of `s` with `filter`, at 120 columns.
-    fn text(s: &Session, filter: Option<crate::shared::filter::FilterMode>) -> String {
+    fn text(s: &Session, filter: Option<crate::tree::filter::FilterMode>) -> String {
         let mut out = vec![];
-        let opts = crate::shared::tree_text::TreeText { filter, depth: None, width: Some(120) };
-        crate::shared::tree_text::print_tree(s, &opts, &mut out).unwrap();
+        let opts = crate::tree::text::TreeText { filter, depth: None, width: Some(120), home: None };
+        crate::tree::text::print_tree(s, &opts, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -476,7 +492,7 @@ mod tests {
     /// read in full writes and the arrays make, with every filter.
     #[test]
     fn through_the_index_the_walk_writes_what_the_full_load_writes() {
-        use crate::shared::filter::FilterMode;
+        use crate::tree::filter::FilterMode;
         use arbor_tree::{OpenMode, SessionOptions};
         let dir = tempfile::tempdir().unwrap();
         for seed in 0..4 {

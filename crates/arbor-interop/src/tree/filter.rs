@@ -7,7 +7,7 @@ use arbor_log::{EntryKind, EntryType, Role};
 use arbor_tree::{Position, Session};
 
 /// Which entries a tree shows (docs/cli.md, "arbor tui"; pi's `treeFilterMode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FilterMode {
     /// Everything but settings entries.
     #[default]
@@ -38,6 +38,26 @@ pub mod kind {
 }
 
 impl FilterMode {
+    /// Every mode with its name as `arbor tree --filter` and the MCP
+    /// server's `read_tree` take it.
+    pub const NAMES: [(&'static str, FilterMode); 5] = [
+        ("default", FilterMode::Default),
+        ("no-tools", FilterMode::NoTools),
+        ("user-only", FilterMode::UserOnly),
+        ("labeled-only", FilterMode::LabeledOnly),
+        ("all", FilterMode::All),
+    ];
+
+    /// The mode a name names ([`FilterMode::NAMES`], in any case).
+    pub fn named(name: &str) -> Option<FilterMode> {
+        Self::NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|&(_, m)| m)
+    }
+
+    /// The mode's name ([`FilterMode::NAMES`]).
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, m)| *m == self).map_or("default", |(n, _)| n)
+    }
+
     /// Every mode, in the order of Ctrl+O's cycle.
     pub const CYCLE: [FilterMode; 5] =
         [FilterMode::Default, FilterMode::NoTools, FilterMode::UserOnly, FilterMode::LabeledOnly, FilterMode::All];

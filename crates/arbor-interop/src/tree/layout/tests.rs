@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::*;
-use crate::shared::forest::{Forest, Visible};
+use crate::tree::forest::{Forest, Visible};
 
 /// A forest of `parents` (children in index order) with the leaf at `leaf`.
 fn forest(parents: &[Option<usize>], leaf: Option<usize>) -> Forest {
