@@ -2,7 +2,9 @@
 //! (newest first, by working directory, name or first prompt), search
 //! across sessions ([`Sessions::search`], as `arbor search`), each session's
 //! page (the page of `arbor export --format html`, made per request and
-//! streamed), and live updates: an open page shows what is appended to its
+//! streamed), usage (`/usage`: daily cost and tokens as bar charts, by model,
+//! by project and by place in the trees, from `arbor-usage`; `/api/usage`:
+//! the report's JSON, as `arbor usage --json`), and live updates: an open page shows what is appended to its
 //! session (server-sent events from [`Sessions::follow`]; on a PostgreSQL
 //! server, its notifications), the list shows new sessions.
 //!
@@ -50,6 +52,7 @@ mod list;
 mod live;
 mod page;
 mod server;
+mod usage;
 mod write;
 
 pub use error::ServeError;

@@ -73,6 +73,8 @@ pub(crate) struct State {
     pub changes: watch::Sender<u64>,
     /// Permits for sessions followed at once.
     pub followers: Arc<Semaphore>,
+    /// The usage view's sessions as last read.
+    pub usage: crate::usage::UsageCache,
 }
 
 pub(crate) type Shared = Arc<State>;
@@ -93,8 +95,9 @@ impl Server {
         let addr = listener.local_addr()?;
         let guard = Guard::new(addr)?;
         let (changes, _) = watch::channel(0);
-        let state =
-            Arc::new(State { sessions, options, guard, changes, followers: Arc::new(Semaphore::new(FOLLOWERS_MAX)) });
+        let followers = Arc::new(Semaphore::new(FOLLOWERS_MAX));
+        let usage = crate::usage::UsageCache::default();
+        let state = Arc::new(State { sessions, options, guard, changes, followers, usage });
         Ok(Server { listener, state, addr })
     }
 
@@ -133,15 +136,17 @@ impl Server {
     }
 }
 
-/// Every route, behind the guard. The views are the list (`/`, with search)
-/// and each session's page (`/s/DIR/FILE`); usage charts (`arbor usage`,
-/// issue 36) are one more view here, with its link in the list's header.
+/// Every route, behind the guard. The views are the list (`/`, with search),
+/// usage (`/usage`, with the report's JSON at `/api/usage`; its link is in
+/// the list's header) and each session's page (`/s/DIR/FILE`).
 fn routes(state: Shared) -> Router {
     Router::new()
         .route("/", get(crate::list::index))
         .route("/api/sessions", get(crate::list::sessions))
         .route("/api/search", get(crate::list::search))
         .route("/api/events", get(crate::list::events))
+        .route("/usage", get(crate::usage::page))
+        .route("/api/usage", get(crate::usage::json))
         .route("/s/{dir}/{file}", get(crate::page::page))
         .route("/s/{dir}/{file}/events", get(crate::live::events))
         .route("/s/{dir}/{file}/label", post(crate::write::label))

@@ -3,7 +3,9 @@
 //! refused unless allowed, a write through the session's lock) and by
 //! headless Chromium (the list, search across sessions, a hit opening the
 //! page at its entry, an entry appended by another process shown in place,
-//! a new session appearing in the list). Screenshots go to
+//! a new session appearing in the list; the usage view's chart, one bar per
+//! day). The usage endpoint's JSON is `arbor usage --json`'s on the same
+//! sessions, over local files and a PostgreSQL store. Screenshots go to
 //! `target/tmp/arbor-serve/`.
 
 use std::fs;
@@ -30,6 +32,49 @@ fn root() -> (tempfile::TempDir, PathBuf) {
     fs::create_dir_all(session.parent().unwrap()).unwrap();
     fs::copy(fixtures().join("demo/demo.jsonl"), &session).unwrap();
     (dir, session)
+}
+
+/// The demo session again two days later (another id, other times: other
+/// replies, not a fork's copies), beside the first.
+fn second_day(session: &Path) -> PathBuf {
+    let text = fs::read_to_string(fixtures().join("demo/demo.jsonl")).unwrap();
+    let text = text
+        .replace("2026-03-14", "2026-03-16")
+        .replace("fe01ce2a-7fba-48fa-baed-7c982a04e229", "5ec0d000-0000-4000-8000-00000000d002");
+    let other = session.parent().unwrap().join("2026-03-16T09-12-03-418Z_5ec0d000-0000-4000-8000-00000000d002.jsonl");
+    fs::write(&other, text).unwrap();
+    other
+}
+
+/// `arbor usage ARGS --json` over the sessions under `dir` (or the store), as a user runs it.
+fn usage_json(dir: &Path, store: Option<&str>, args: &[&str]) -> Value {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_arbor"));
+    c.arg("usage")
+        .args(args)
+        .arg("--json")
+        .env("HOME", "/nonexistent-home")
+        .env("ARBOR_CACHE_DIR", cache_dir())
+        .env("ARBOR_SESSIONS_DIR", dir.join("sessions"))
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .current_dir(dir);
+    match store {
+        Some(url) => c.env("ARBOR_STORE", url),
+        None => c.env_remove("ARBOR_STORE"),
+    };
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `/api/usage?report=R` is `arbor usage R --json`, for every report the view draws.
+fn assert_usage_matches(addr: SocketAddr, dir: &Path, store: Option<&str>) {
+    for report in ["daily", "model", "project", "session"] {
+        let served = get(addr, &format!("/api/usage?report={report}"), &[]);
+        assert_eq!(served.status, 200, "{}", served.body);
+        assert_eq!(served.json(), usage_json(dir, store, &[report]), "{report}");
+    }
 }
 
 /// `arbor serve ARGS` over the sessions under `dir`, ended (with its process
@@ -311,6 +356,34 @@ fn message(id: &str, parent: &str, text: &str) -> String {
 }
 
 #[test]
+fn its_usage_endpoint_is_arbor_usage_json_and_its_view_draws_it_without_script() {
+    let (dir, session) = root();
+    second_day(&session);
+    let serving = Serving::start(dir.path(), &["--addr", "127.0.0.1:0"]);
+    let addr = serving.addr();
+    assert_usage_matches(addr, dir.path(), None);
+    let daily = get(addr, "/api/usage", &[]).json();
+    assert_eq!(daily["daily"].as_array().map(Vec::len), Some(2), "{daily}");
+    assert!(daily["totals"]["totalCost"].as_f64().unwrap() > 0.0, "{daily}");
+
+    let view = get(addr, "/usage", &[]);
+    assert_eq!(view.status, 200);
+    let csp = view.head.lines().find(|l| l.starts_with("content-security-policy:")).unwrap().to_owned();
+    assert!(csp.contains("default-src 'none'") && !csp.contains("script-src"), "{csp}");
+    assert!(!view.body.contains("<script"), "drawn without script");
+    assert_eq!(view.body.matches("<rect class=\"bar\"").count(), 4, "a bar per day, in both charts");
+    assert!(view.body.contains("claude-sonnet-4-5") && view.body.contains("/home/dev/wordfreq"));
+    // Narrowed by the form's fields; a bad one is said, naming it.
+    let one = get(addr, "/usage?since=2026-03-15&until=&cwd=", &[]);
+    assert_eq!(one.body.matches("<rect class=\"bar\"").count(), 2, "{}", one.body);
+    let bad = get(addr, "/api/usage?since=soon", &[]);
+    assert_eq!(bad.status, 400);
+    assert!(bad.json()["error"].as_str().unwrap().starts_with("since:"), "{}", bad.body);
+    let bad = get(addr, "/api/usage?report=hourly", &[]);
+    assert_eq!(bad.status, 400, "{}", bad.body);
+}
+
+#[test]
 fn in_headless_chromium_the_list_search_a_page_and_live_appends() {
     let Some((chromium, chromedriver)) = arbor_test_support::browser::tools() else { return };
     let (dir, session) = root();
@@ -398,6 +471,45 @@ fn in_headless_chromium_the_list_search_a_page_and_live_appends() {
     });
 }
 
+#[test]
+fn in_headless_chromium_the_usage_view_charts_one_bar_per_day() {
+    let Some((chromium, chromedriver)) = arbor_test_support::browser::tools() else { return };
+    let (dir, session) = root();
+    second_day(&session);
+    let serving = Serving::start(dir.path(), &["--addr", "127.0.0.1:0"]);
+    let days: Vec<Value> = get(serving.addr(), "/api/usage", &[]).json()["daily"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["date"].clone())
+        .collect();
+    assert_eq!(days.len(), 2);
+    let model_keys: Vec<Value> = get(serving.addr(), "/api/usage?report=model", &[]).json()["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["model"].clone())
+        .collect();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let browser = arbor_test_support::browser::start(&chromium, &chromedriver).await;
+        let c = &browser.client;
+        c.goto(&serving.url).await.unwrap();
+        until(c, "return document.documentElement.dataset.ready === '1'").await;
+        // Reached from the list's header.
+        eval(c, "document.querySelector('#views a[href=\"/usage\"]').click()").await;
+        until(c, "return !!document.getElementById('daily-cost')").await;
+        let drawn = eval(c, "return Array.from(document.querySelectorAll('#daily-cost rect.bar')).map(r => r.dataset.day)").await;
+        assert_eq!(drawn, Value::Array(days), "one bar per day, oldest first");
+        let heights = eval(c, "return Array.from(document.querySelectorAll('#daily-cost rect.bar')).map(r => r.getBoundingClientRect().height)").await;
+        assert!(heights.as_array().unwrap().iter().all(|h| h.as_f64().unwrap() > 10.0), "bars are drawn: {heights}");
+        let models = eval(c, "return Array.from(document.querySelectorAll('#by-model td.key')).map(t => t.textContent)").await;
+        assert_eq!(models, Value::Array(model_keys), "a row per model, as `arbor usage model`");
+        assert_eq!(eval(c, "return document.querySelectorAll('#tree tbody tr').length").await, 4);
+        shot(&browser, "usage.png").await;
+    });
+}
+
 /// Reads a server-sent event stream until `what` is in it (10 s at most);
 /// how long that took.
 fn read_events_until(s: &mut TcpStream, what: &str) -> Duration {
@@ -466,4 +578,8 @@ fn over_a_postgresql_store_the_same_list_search_page_live_events_and_writes() {
     let hits = get(addr, "/api/search?q=case-insensitive", &[]).json();
     let hit = hits["hits"].as_array().unwrap().iter().find(|h| h["entryId"] == "7a828db3").cloned().unwrap();
     assert!(hit["labels"].to_string().contains("from the page"), "{hit}");
+
+    // Usage over the server: the same code, the numbers `arbor usage --store` gives.
+    assert_usage_matches(addr, dir.path(), Some(&db.url));
+    assert_eq!(get(addr, "/api/usage", &[]).json()["daily"].as_array().map(Vec::len), Some(1));
 }
