@@ -451,7 +451,8 @@ mod tests {
             assert_eq!(problems.len(), 1, "{problems:?}");
             assert!(problems[0].starts_with(&format!("{a} depends on {b}")), "{problems:?}");
             assert!(
-                problems[0].ends_with("arbor-context | arbor-catalog | arbor-pg -> arbor-tree -> arbor-log"),
+                problems[0]
+                    .ends_with("arbor-context | arbor-catalog | arbor-pg -> arbor-search -> arbor-tree -> arbor-log"),
                 "{problems:?}"
             );
         }

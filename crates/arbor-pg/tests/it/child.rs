@@ -100,6 +100,16 @@ impl Writer {
         read_tagged(&mut self.out, tags)
     }
 
+    /// SIGKILL, wait for the process to be gone, and hand back what it had
+    /// said that was not read yet (the lines still in the pipe).
+    pub fn kill_and_drain(mut self) -> Vec<String> {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.out, &mut rest);
+        rest.lines().map(str::to_owned).collect()
+    }
+
     /// SIGKILL, and wait for the process to be gone.
     pub fn kill(mut self) {
         self.child.kill().unwrap();
