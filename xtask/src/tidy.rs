@@ -221,7 +221,8 @@ pub fn check_no_tokio(meta: &Value) -> Result<Vec<String>> {
 }
 
 /// Every package under `crates/` has `[lints] workspace = true`, a folder named
-/// after it, and lib/bin roots that open with a `//!` doc; every folder under
+/// after it, and lib/bin roots that open with a `//!` doc (a library's denies
+/// `missing_docs`, but for test support's); every folder under
 /// `crates/` with a manifest is a workspace member.
 pub fn check_crate_files(meta: &Value, root: &Path) -> Result<Vec<String>> {
     let crates_dir = root.join("crates");
@@ -250,6 +251,11 @@ pub fn check_crate_files(meta: &Value, root: &Path) -> Result<Vec<String>> {
             let text = fs::read_to_string(src).with_context(|| format!("reading {}", src.display()))?;
             if !starts_with_crate_doc(&text) {
                 problems.push(format!("{}: does not start with a `//!` crate doc", src.display()));
+            }
+            // Every library crate documents every public item (issue 37).
+            let is_lib = kinds.iter().any(|k| k.as_str() == Some("lib"));
+            if is_lib && !DEV_ONLY.contains(&name) && !text.contains("#![deny(missing_docs)]") {
+                problems.push(format!("{}: a library crate without `#![deny(missing_docs)]`", src.display()));
             }
         }
     }

@@ -58,7 +58,7 @@
 //! - a write failure is remembered and refuses every later change;
 //! - time and ids come from the session's injected clock and id generator.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod abort;
 mod agent;

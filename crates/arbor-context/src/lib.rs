@@ -61,7 +61,7 @@
 //! - lengths, cuts and sorting follow JavaScript strings (UTF-16 code units);
 //! - nothing panics on bad data, every walk is cycle-safe and linear in the path.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod context;
 mod js;

@@ -27,6 +27,8 @@
 //!   only its own script run), and the Markdown and HTML exports read a
 //!   session a batch of entries at a time, keeping none of them.
 
+#![deny(missing_docs)]
+
 mod diff;
 mod error;
 mod export;

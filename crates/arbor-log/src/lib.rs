@@ -55,7 +55,7 @@
 //! - unknown entry types and unknown fields are kept verbatim;
 //! - an append never glues a new line onto a torn tail.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod clock;
 mod diag;

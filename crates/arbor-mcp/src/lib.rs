@@ -28,6 +28,8 @@
 //! - the first search index is built in the background, tools answer
 //!   meanwhile, and a search waits for it with progress notifications.
 
+#![deny(missing_docs)]
+
 mod context;
 mod diff;
 mod entries;

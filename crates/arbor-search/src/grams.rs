@@ -12,8 +12,9 @@
 //! may be in the range only if the bits of all its grams are set ([`Need`]);
 //! a clear bit proves it is not. False positives cost a read, never a hit.
 
-/// The fewest and most bits of a filter, as powers of two.
+/// The fewest bits of a filter, as a power of two.
 pub const MIN_LOG: u8 = 9;
+/// The most bits of a filter, as a power of two.
 pub const MAX_LOG: u8 = 21;
 
 /// The size of a range's filter (log2 of its bits): a bit for every eight bytes, within bounds.
@@ -147,8 +148,11 @@ impl Builder {
 pub enum Need {
     /// Every range may hold it.
     Anything,
+    /// The bit of this gram (its hash).
     Gram(u32),
+    /// Every one of these.
     All(Vec<Need>),
+    /// At least one of these.
     Any(Vec<Need>),
 }
 

@@ -39,6 +39,8 @@
 //! assert_eq!(found.hits[0].snippet, "Back up to openclaw-backup.git");
 //! ```
 
+#![deny(missing_docs)]
+
 mod escape;
 mod fold;
 pub mod grams;

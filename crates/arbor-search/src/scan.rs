@@ -38,8 +38,11 @@ pub const COLUMN_BYTES: u64 = 1 << 20;
 pub struct EntryHit {
     /// The line's byte offset (a migrated file's entry index).
     pub offset: u64,
+    /// The entry's id.
     pub entry_id: String,
+    /// The entry's `type`.
     pub entry_type: EntryType,
+    /// The message's role, for a message entry.
     pub role: Option<Role>,
     /// The entry's time (epoch ms), when it has one.
     pub ts_ms: Option<i64>,
@@ -47,6 +50,7 @@ pub struct EntryHit {
     pub snippet: String,
     /// The matches in `snippet`, as `[start, end)` character offsets.
     pub marks: Vec<[usize; 2]>,
+    /// How the entry matched (exactly, or only fuzzily).
     pub relevance: Relevance,
 }
 
@@ -54,8 +58,11 @@ pub struct EntryHit {
 /// (one per [`COLUMN_BYTES`] or so, each for the whole lines it covers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Range {
+    /// The first byte (a line's start).
     pub start: u64,
+    /// The byte after the last (a line's end).
     pub end: u64,
+    /// Build the range's filters while scanning it.
     pub build: bool,
 }
 

@@ -69,7 +69,7 @@
 //! - a leaf move can be made durable ([`Session::persist_leaf`]) in a way pi reads;
 //! - a second writer on the same file is refused with the holder's pid.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod check;
 mod error;

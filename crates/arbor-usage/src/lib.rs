@@ -40,6 +40,8 @@
 //! # Ok::<(), arbor_tree::TreeError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod branch;
 mod cache;
 mod error;

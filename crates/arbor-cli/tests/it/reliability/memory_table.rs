@@ -9,7 +9,7 @@
 //!
 //! ```sh
 //! ARBOR_MEMORY_ENTRIES=1000000 ARBOR_MEMORY_LINE_MB=200 \
-//!   ARBOR_MEMORY_BIN=target/release/arbor \
+//!   ARBOR_MEMORY_BIN=$PWD/target/release/arbor \
 //!   cargo nextest run -p arbor-cli every_command_peaks --no-capture
 //! ```
 //!
