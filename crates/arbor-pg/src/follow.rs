@@ -97,7 +97,7 @@ impl Follower {
 
     /// Waits up to `timeout` for new lines. A server that cannot be reached
     /// is [`Followed::Reconnecting`] (after waiting out the timeout, at most
-    /// [`LOOK_EVERY`]): the next wait tries again and catches up.
+    /// a second): the next wait tries again and catches up.
     pub fn wait(&mut self, timeout: Duration) -> Result<Followed, PgError> {
         let started = Instant::now();
         let got = if self.reconnecting {

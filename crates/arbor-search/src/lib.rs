@@ -4,7 +4,7 @@
 //! bytes at ripgrep's speed and decodes only the lines that may match
 //! ([`scan_ranges`]), the gram filter that lets a search skip the ranges
 //! that cannot hold a literal ([`grams`]), and the ordered parallel driver
-//! that stops a search as soon as its first hits are certain ([`ordered`]).
+//! that stops a search as soon as its first hits are certain ([`ordered()`]).
 //!
 //! What matches: a token is found in an entry's text as written, ASCII
 //! letters in either case, other cased letters by Unicode's simple case

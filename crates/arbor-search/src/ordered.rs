@@ -25,7 +25,7 @@ struct State<T> {
 /// Runs `work(i)` for each `i` in `0..n` on up to `threads` threads and
 /// hands each result to `take` in the order of `i`. Once `take` says
 /// [`Flow::Stop`], no further item starts; the results of items already
-/// started go to `rest`, in any order. A thread works at most [`AHEAD`]
+/// started go to `rest`, in any order. A thread works at most `AHEAD`
 /// items per thread ahead of the first unfinished one, so results waiting
 /// their turn stay few.
 pub fn ordered<T: Send>(

@@ -28,7 +28,7 @@ impl Copies {
 
 /// Finds the copies among `sessions`: the first session is the one that
 /// started first (its header's time, then its location), and a reply that
-/// repeats one of an earlier session (same key, see [`crate::read`]) is a
+/// repeats one of an earlier session (same key, see the `read` module) is a
 /// copy of the session that has it first.
 pub fn find_copies(sessions: &[SessionUsage]) -> Copies {
     let mut order: Vec<usize> = (0..sessions.len()).collect();

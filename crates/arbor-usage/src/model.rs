@@ -138,7 +138,7 @@ pub struct Reply {
     /// Where it stands in the tree.
     pub place: Place,
     /// What identifies it across sessions (a fork copies it with its id and
-    /// time): a stable hash, see [`crate::read`].
+    /// time): a stable hash, see the `read` module.
     pub key: u64,
 }
 

@@ -11,7 +11,7 @@
 //! branches to a single rail in the first column instead of opening a level
 //! each, and everything off the active path keeps pi's rules. In either
 //! style a row deeper than the budget shows its level as a number in place of
-//! its outermost cells ([`level_marker`]).
+//! its outermost cells (`level_marker`).
 //!
 //! [`Layout`] computes, in one pass over a [`Visible`] forest, each row's
 //! level and connector; [`Layout::prefix`] then draws any one row on demand,
