@@ -38,7 +38,7 @@ pub mod tree;
 
 pub use diff::{diff, Diff, Side};
 pub use error::InteropError;
-pub use export::{export_html, export_jsonl, export_markdown, HtmlOptions, LiveEntries, Scope, Served};
+pub use export::{escape_html, export_html, export_jsonl, export_markdown, HtmlOptions, LiveEntries, Scope, Served};
 pub use import::{
     import_transcripts, read_transcript, sources, Format, ImportOptions, ImportReport, InPlace, Outcome, SessionReport,
     SkippedLine, Transcript, SOURCE_KEY,

@@ -21,11 +21,13 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
+use arbor_interop::escape_html;
 use arbor_tree::sessions::{ListRequest, NoProgress, Scope};
 use arbor_usage::jiff::civil::Weekday;
 use arbor_usage::jiff::tz::TimeZone;
 use arbor_usage::{
-    parse_date, report, scan, zone, Agent, Amount, Cache, Grouping, Report, ReportOptions, ScanOptions, Source, Usage,
+    dollars, parse_date, report, scan, short_count, zone, Agent, Amount, Cache, Grouping, Report, ReportOptions,
+    ScanOptions, Source, Usage,
 };
 
 use crate::error::Refusal;
@@ -165,7 +167,7 @@ pub(crate) async fn page(State(st): State<Shared>, Query(ask): Query<Ask>) -> Re
     };
     let body = match made.await {
         Ok((r, location, zone)) => view(&r, &ask, &location, &zone),
-        Err(Refusal(_, why)) => frame("", &format!("<p class=\"bad\" id=\"usage-error\">{}</p>", esc(&why))),
+        Err(Refusal(_, why)) => frame("", &format!("<p class=\"bad\" id=\"usage-error\">{}</p>", escape_html(&why))),
     };
     let mut r = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
     // No script at all; the filter form goes to this page only.
@@ -184,46 +186,11 @@ fn daily_zone(ask: &Ask) -> String {
     }
 }
 
-/// Text for HTML (element content and quoted attributes).
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// `1234` as `1.2k`, `3400000` as `3.4M`.
-fn short(n: u64) -> String {
-    let f = n as f64;
-    match n {
-        0..=9_999 => n.to_string(),
-        10_000..=999_999 => format!("{:.1}k", f / 1e3),
-        1_000_000..=999_999_999 => format!("{:.1}M", f / 1e6),
-        _ => format!("{:.1}B", f / 1e9),
-    }
-}
-
-fn money(c: f64) -> String {
-    if c >= 1000.0 {
-        format!("${c:.0}")
-    } else {
-        format!("${c:.2}")
-    }
-}
-
 /// The page around `main`.
 fn frame(location: &str, main: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"arbor serve\">\n<title>Arbor usage</title>\n<style>\n{CSS}\n{USAGE_CSS}\n</style>\n</head>\n<body>\n<header id=\"top\">\n  <h1>Arbor</h1>\n  <nav id=\"views\" aria-label=\"Views\"><a href=\"/\">Sessions</a><a href=\"/usage\" class=\"on\">Usage</a></nav>\n  <span id=\"where\">{}</span>\n</header>\n{main}\n</body>\n</html>\n",
-        esc(location)
+        escape_html(location)
     )
 }
 
@@ -231,19 +198,19 @@ fn view(r: &Reports, ask: &Ask, location: &str, zone: &str) -> String {
     let mut m = String::new();
     filters(&mut m, ask, &r.projects_all);
     for line in &r.unreadable {
-        let _ = writeln!(m, "<p class=\"bad\">{}</p>", esc(line));
+        let _ = writeln!(m, "<p class=\"bad\">{}</p>", escape_html(line));
     }
     let t = &r.daily.totals;
     let _ = writeln!(
         m,
         "<p id=\"usage-totals\">{} in {} replies, {} tokens ({} in, {} out, {} cache); days in {}.</p>",
-        money(t.cost),
+        dollars(t.cost),
         t.replies,
-        short(t.tokens.total()),
-        short(t.tokens.input),
-        short(t.tokens.output),
-        short(t.tokens.cache_read + t.tokens.cache_write),
-        esc(zone)
+        short_count(t.tokens.total()),
+        short_count(t.tokens.input),
+        short_count(t.tokens.output),
+        short_count(t.tokens.cache_read + t.tokens.cache_write),
+        escape_html(zone)
     );
     if r.daily.rows.is_empty() {
         m.push_str("<p id=\"usage-none\">No usage found.</p>\n");
@@ -251,9 +218,9 @@ fn view(r: &Reports, ask: &Ask, location: &str, zone: &str) -> String {
     }
     let days: Vec<(&str, Amount)> = r.daily.rows.iter().map(|row| (row.key.as_str(), row.total)).collect();
     m.push_str("<h2>Cost by day</h2>\n");
-    chart(&mut m, "daily-cost", &days, |a| a.cost, |a| money(a.cost));
+    chart(&mut m, "daily-cost", &days, |a| a.cost, |a| dollars(a.cost));
     m.push_str("<h2>Tokens by day</h2>\n");
-    chart(&mut m, "daily-tokens", &days, |a| a.tokens.total() as f64, |a| short(a.tokens.total()));
+    chart(&mut m, "daily-tokens", &days, |a| a.tokens.total() as f64, |a| short_count(a.tokens.total()));
     tree(&mut m, &r.daily);
     m.push_str("<h2>By model</h2>\n");
     table(&mut m, "by-model", "Model", &r.models);
@@ -265,8 +232,8 @@ fn view(r: &Reports, ask: &Ask, location: &str, zone: &str) -> String {
             m,
             "<p class=\"note\">Forks: {} replies copied from earlier sessions ({}, {} tokens) are counted there only.</p>",
             c.replies,
-            money(c.cost),
-            short(c.tokens.total())
+            dollars(c.cost),
+            short_count(c.tokens.total())
         );
     }
     frame(location, &m)
@@ -274,7 +241,7 @@ fn view(r: &Reports, ask: &Ask, location: &str, zone: &str) -> String {
 
 /// The filters: a form that asks this page again.
 fn filters(m: &mut String, ask: &Ask, projects: &[String]) {
-    let v = |o: &Option<String>| esc(given(o).unwrap_or(""));
+    let v = |o: &Option<String>| escape_html(given(o).unwrap_or(""));
     let _ = write!(
         m,
         "<form id=\"usage-filter\" method=\"get\" action=\"/usage\">\n<label>Since <input name=\"since\" type=\"date\" value=\"{}\"></label>\n<label>Until <input name=\"until\" type=\"date\" value=\"{}\"></label>\n<select name=\"cwd\" aria-label=\"Working directory\"><option value=\"\">Every directory</option>",
@@ -284,10 +251,10 @@ fn filters(m: &mut String, ask: &Ask, projects: &[String]) {
     let chosen = given(&ask.cwd);
     for p in projects {
         let on = if chosen == Some(p.as_str()) { " selected" } else { "" };
-        let _ = write!(m, "<option value=\"{0}\"{on}>{0}</option>", esc(p));
+        let _ = write!(m, "<option value=\"{0}\"{on}>{0}</option>", escape_html(p));
     }
     if let Some(tz) = given(&ask.tz) {
-        let _ = write!(m, "<input type=\"hidden\" name=\"tz\" value=\"{}\">", esc(tz));
+        let _ = write!(m, "<input type=\"hidden\" name=\"tz\" value=\"{}\">", escape_html(tz));
     }
     m.push_str("</select>\n<button type=\"submit\">Show</button>\n</form>\n");
 }
@@ -322,7 +289,7 @@ fn chart(
             m,
             "<rect class=\"bar\" data-day=\"{day}\" x=\"{x}\" y=\"{}\" width=\"{BAR_W}\" height=\"{h:.1}\"><title>{day}: {} ({} replies)</title></rect>",
             PLOT_H - h,
-            esc(&say(a)),
+            escape_html(&say(a)),
             a.replies,
         );
     }
@@ -338,7 +305,7 @@ fn chart(
             );
         }
     }
-    let _ = writeln!(m, "</svg><span class=\"peak\">peak {}</span></div>", esc(&say_max(days, &of, &say)));
+    let _ = writeln!(m, "</svg><span class=\"peak\">peak {}</span></div>", escape_html(&say_max(days, &of, &say)));
 }
 
 fn say_max(days: &[(&str, Amount)], of: &impl Fn(&Amount) -> f64, say: &impl Fn(&Amount) -> String) -> String {
@@ -364,8 +331,8 @@ fn tree(m: &mut String, r: &Report) {
             m,
             "<tr class=\"{name}\"><td title=\"{what}\">{name}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td><span class=\"share\" style=\"width:{share:.1}%\"></span></td></tr>",
             a.replies,
-            short(a.tokens.total()),
-            money(a.cost)
+            short_count(a.tokens.total()),
+            dollars(a.cost)
         );
     }
     m.push_str("</tbody></table>\n");
@@ -384,12 +351,12 @@ fn table(m: &mut String, id: &str, title: &str, r: &Report) {
         let _ = writeln!(
             m,
             "<tr><td class=\"key\" title=\"{0}\">{0}</td><td class=\"n\">{1}</td><td class=\"n\">{2}</td><td class=\"n\">{3}</td><td class=\"n\">{4}</td><td class=\"n\">{5}</td><td><span class=\"share\" style=\"width:{share:.1}%\"></span></td></tr>",
-            esc(&row.key),
+            escape_html(&row.key),
             t.replies,
-            short(t.tokens.input),
-            short(t.tokens.output),
-            short(t.tokens.cache_read + t.tokens.cache_write),
-            money(t.cost)
+            short_count(t.tokens.input),
+            short_count(t.tokens.output),
+            short_count(t.tokens.cache_read + t.tokens.cache_write),
+            dollars(t.cost)
         );
     }
     m.push_str("</tbody></table>\n");
@@ -401,7 +368,7 @@ mod tests {
 
     #[test]
     fn text_from_sessions_is_escaped() {
-        assert_eq!(esc("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+        assert_eq!(escape_html("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
     }
 
     #[test]

@@ -44,6 +44,7 @@
 
 mod branch;
 mod cache;
+mod display;
 mod error;
 mod forks;
 mod model;
@@ -56,6 +57,7 @@ mod scan;
 
 pub use branch::{branches, Branch};
 pub use cache::Cache;
+pub use display::{dollars, short_count};
 pub use error::UsageError;
 pub use forks::{find_copies, Copies};
 pub use model::{Agent, Place, Reply, SessionUsage, Tokens};

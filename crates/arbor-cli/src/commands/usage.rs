@@ -15,8 +15,8 @@ use arbor_tree::sessions::{ListRequest, NoProgress, Scope};
 use arbor_usage::jiff::civil::Weekday;
 use arbor_usage::jiff::tz::TimeZone;
 use arbor_usage::{
-    branches, parse_date, report, scan, zone, Agent, Amount, Branch, Cache, Difference, Grouping, PriceTable, Report,
-    ReportOptions, ScanOptions, Source, Usage,
+    branches, dollars, parse_date, report, scan, short_count, zone, Agent, Amount, Branch, Cache, Difference, Grouping,
+    PriceTable, Report, ReportOptions, ScanOptions, Source, Usage,
 };
 
 use crate::shared::backend;
@@ -267,25 +267,6 @@ fn cache_file(cache: &Path, pi: &str, args: &Args) -> PathBuf {
     cache.join("usage").join(format!("{hash:016x}.bin"))
 }
 
-/// `1234` as `1.2k`, `3400000` as `3.4M`.
-fn short(n: u64) -> String {
-    let f = n as f64;
-    match n {
-        0..=9_999 => n.to_string(),
-        10_000..=999_999 => format!("{:.1}k", f / 1e3),
-        1_000_000..=999_999_999 => format!("{:.1}M", f / 1e6),
-        _ => format!("{:.1}B", f / 1e9),
-    }
-}
-
-fn money(c: f64) -> String {
-    if c >= 1000.0 {
-        format!("${c:.0}")
-    } else {
-        format!("${c:.2}")
-    }
-}
-
 /// Cuts `s` to `max` characters, keeping its end (paths) or its start.
 fn fit(s: &str, max: usize, keep_end: bool) -> String {
     let n = s.chars().count();
@@ -332,10 +313,10 @@ fn write_table(out: &mut dyn Write, r: &Report, opts: &ReportOptions) -> Result<
             "{:<key_w$} {:>7} {:>7} {:>7} {:>8} {:>9} {}",
             fit(key, key_w, matches!(r.grouping, Grouping::Project)),
             t.replies,
-            short(t.tokens.input),
-            short(t.tokens.output),
-            short(t.tokens.cache_read + t.tokens.cache_write),
-            money(t.cost),
+            short_count(t.tokens.input),
+            short_count(t.tokens.output),
+            short_count(t.tokens.cache_read + t.tokens.cache_write),
+            dollars(t.cost),
             "█".repeat(filled.min(bar_w)),
         )?;
     }
@@ -345,10 +326,10 @@ fn write_table(out: &mut dyn Write, r: &Report, opts: &ReportOptions) -> Result<
         "{:<key_w$} {:>7} {:>7} {:>7} {:>8} {:>9}",
         "total",
         t.replies,
-        short(t.tokens.input),
-        short(t.tokens.output),
-        short(t.tokens.cache_read + t.tokens.cache_write),
-        money(t.cost)
+        short_count(t.tokens.input),
+        short_count(t.tokens.output),
+        short_count(t.tokens.cache_read + t.tokens.cache_write),
+        dollars(t.cost)
     )?;
     write_tree_line(out, r)
 }
@@ -366,7 +347,7 @@ fn row_label(grouping: Grouping, row: &arbor_usage::Row) -> String {
 
 /// Where the money went in the trees, on one or two lines.
 fn write_tree_line(out: &mut dyn Write, r: &Report) -> Result<()> {
-    let part = |name: &str, a: &Amount| format!("{name} {} ({})", money(a.cost), a.replies);
+    let part = |name: &str, a: &Amount| format!("{name} {} ({})", dollars(a.cost), a.replies);
     let tree = &r.tree;
     let parts = [
         part("active", &tree.active),
@@ -390,8 +371,8 @@ fn write_tree_line(out: &mut dyn Write, r: &Report) -> Result<()> {
         let line = format!(
             "forks: {} replies copied from earlier sessions ({}, {} tokens) counted there only",
             copies.replies,
-            money(copies.cost),
-            short(copies.tokens.total())
+            dollars(copies.cost),
+            short_count(copies.tokens.total())
         );
         write_wrapped(out, &line, "       ")?;
     }
@@ -420,20 +401,20 @@ fn write_differences(out: &mut dyn Write, r: &Report) -> Result<()> {
                 session.1,
                 amount.all.replies,
                 of.1,
-                money(amount.all.cost),
-                short(amount.all.tokens.total()),
+                dollars(amount.all.cost),
+                short_count(amount.all.tokens.total()),
                 of.0,
                 amount.recounted.replies
             ),
             Difference::Priced { model, amount } => format!(
                 "- {} replies of {model} recorded no cost: priced from Arbor's table at {}",
                 amount.replies,
-                money(amount.cost)
+                dollars(amount.cost)
             ),
             Difference::Unpriced { model, amount } => format!(
                 "- {} replies of {model} recorded no cost and the price table does not know it: counted at $0 ({} tokens)",
                 amount.replies,
-                short(amount.tokens.total())
+                short_count(amount.tokens.total())
             ),
         };
         write_wrapped(out, &fit(&line, 400, false), "  ")?;
@@ -462,15 +443,15 @@ fn branch(file: &Path, args: &Args, g: &Globals, out: &mut dyn Write) -> Result<
             mark,
             b.entries,
             b.own.replies,
-            money(b.own.cost),
-            money(b.path.cost),
+            dollars(b.own.cost),
+            dollars(b.path.cost),
             b.parts_at.as_deref().map_or("root".to_owned(), |p| fit(p, 10, false)),
             fit(b.label.as_deref().unwrap_or(""), 24, false)
         );
         writeln!(out, "{}", line.trim_end())?;
     }
     let total: f64 = list.iter().map(|b| b.own.cost).sum();
-    writeln!(out, "{} branches, {} in all", list.len(), money(total))?;
+    writeln!(out, "{} branches, {} in all", list.len(), dollars(total))?;
     Ok(ExitCode::SUCCESS)
 }
 

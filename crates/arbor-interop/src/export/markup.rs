@@ -33,8 +33,10 @@ pub(crate) fn escape_into(out: &mut String, s: &str) {
     out.push_str(&s[last..]);
 }
 
-/// `s`, escaped.
-pub(crate) fn escape(s: &str) -> String {
+/// `s` as HTML text (element content and quoted attributes): `&`, `<`,
+/// `>`, `"` and `'` escaped. The page's own escaping, for servers that draw
+/// pages of their own (`arbor serve`'s usage view).
+pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     escape_into(&mut out, s);
     out

@@ -17,6 +17,7 @@ pub use html::{export_html, HtmlOptions, Served};
 pub use jsonl::export_jsonl;
 pub use live::LiveEntries;
 pub use markdown::export_markdown;
+pub use markup::escape as escape_html;
 
 use crate::InteropError;
 
