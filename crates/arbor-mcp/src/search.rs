@@ -16,7 +16,7 @@ pub const MAX_LIMIT: u64 = 200;
 /// `search_sessions`' arguments.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema, Hash)]
 pub struct SearchArgs {
-    /// What to find: space-separated words that must all match (fuzzy), "quoted phrases", or re:REGEX.
+    /// What to find: space-separated words that must all match (as written, up to case; fuzzily only when nothing matches exactly), "quoted phrases", or re:REGEX.
     pub query: String,
     /// Only the sessions of this working directory (an absolute path). Default: every directory.
     #[serde(default)]

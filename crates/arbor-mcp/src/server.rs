@@ -126,7 +126,7 @@ fn sink(ctx: &RequestContext<RoleServer>) -> Option<Sink> {
 impl ArborMcp {
     /// Search the text of every entry of every session, on every branch.
     #[tool(
-        description = "Search every past session (all branches, abandoned ones included) for text. Query: words that must all match (fuzzy), \"quoted phrases\", or re:REGEX. Each hit: session, entryId, role, snippet, onActivePath, time. Read more with read_context or read_entries.",
+        description = "Search every past session (all branches, abandoned ones included) for text. Query: words that must all match (fuzzily only when nothing matches exactly), \"quoted phrases\", or re:REGEX. Each hit: session, entryId, role, snippet, onActivePath, time. Read more with read_context or read_entries.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn search_sessions(
