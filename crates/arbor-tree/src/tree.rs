@@ -182,6 +182,16 @@ impl<'a> Tree<'a> {
     /// "labelTimestamp": …}]`, `label` and `labelTimestamp` absent when none,
     /// entries as held. Iterative: any depth is fine.
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
+        self.write_json_checked(w).map(drop)
+    }
+
+    /// [`Tree::write_json`], checking each line the index placed as it is
+    /// read and written (each line read once): false when one was not where
+    /// the index put it (its entry was then written as decoded from the
+    /// file, or as a placeholder saying the line changed: never the wrong
+    /// line; [`Session::verify_all_lines`] checks first instead).
+    pub fn write_json_checked<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<bool> {
+        let mut sound = true;
         let slots = &self.session.state.slots;
         // In passing: writing every entry keeps none of their slots.
         let mut out = slots.passing();
@@ -208,7 +218,9 @@ impl<'a> Tree<'a> {
                     let mut has_label = false;
                     if let Some(s) = out.get(position.get()) {
                         has_label = any_label && self.session.label(&s.id()).is_some();
-                        s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
+                        let (written, here) = s.with_json_sound_via(&mut cursor, |j| w.write_all(j.as_bytes()));
+                        written?;
+                        sound &= here;
                     }
                     w.write_all(b",\"children\":[")?;
                     labelled.push(has_label);
@@ -232,7 +244,7 @@ impl<'a> Tree<'a> {
                 }
             }
         }
-        Ok(())
+        Ok(sound)
     }
 }
 

@@ -204,3 +204,39 @@ fn an_index_the_server_keeps_that_does_not_match_the_lines_is_noticed() {
     assert!(s.notices().iter().any(|n| n.contains("the index the store keeps did not match")), "{:?}", s.notices());
     assert_eq!(s.leaf_id(), Some("z299"));
 }
+
+#[test]
+fn a_session_from_before_the_server_kept_indexes_gets_one_from_its_first_writer() {
+    let Some((db, store)) = store("index_built_late") else { return };
+    let path = Path::new(arbor_pg::ROOT).join("--w--").join("s.jsonl");
+    store.rewrite(&path, branched(9000, 0).as_bytes()).unwrap();
+    // As migration 4 left a session written before it: no index, every ix_* column NULL.
+    let key = SessionKey::of_path(&path);
+    db.client()
+        .batch_execute(&format!(
+            "DELETE FROM arbor.index_parts; DELETE FROM arbor.index_ids; \
+             UPDATE arbor.sessions SET ix_entries = NULL, ix_strings = NULL, ix_header = NULL, \
+             ix_lines = NULL, ix_bytes = NULL WHERE dir = '{}' AND name = '{}'",
+            key.dir, key.name
+        ))
+        .unwrap();
+    assert!(server_parts(&db, &path).is_none());
+    // A writer opens it (and appends): the index is built, exactly the cache's.
+    let mut s = Session::open(&path, OpenMode::Write, pg_opts(&store)).unwrap();
+    s.append_message(user("later")).unwrap();
+    drop(s);
+    assert!(server_parts(&db, &path).unwrap() == cache_parts(&server_bytes(&store, &path)));
+    let s = Session::open(&path, OpenMode::ReadOnly, new_machine(&store)).unwrap();
+    assert!(s.opened_from_index());
+    // One whose lines an index cannot hold is tried once, then left as it is.
+    let dup = path.with_file_name("dup.jsonl");
+    let text = format!("{}{}", branched(20, 0), branched(20, 0).lines().nth(3).unwrap());
+    store.rewrite(&dup, format!("{text}\n").as_bytes()).unwrap();
+    let ix = |c: &mut postgres::Client| -> Option<i64> {
+        c.query_one("SELECT ix_entries FROM arbor.sessions WHERE name = 'dup.jsonl'", &[]).unwrap().get(0)
+    };
+    assert_eq!(ix(&mut db.client()), Some(-1));
+    let mut s = Session::open(&dup, OpenMode::Write, pg_opts(&store)).unwrap();
+    s.append_message(user("later")).unwrap();
+    assert_eq!(ix(&mut db.client()), Some(-1));
+}

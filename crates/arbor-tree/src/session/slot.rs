@@ -554,8 +554,18 @@ impl Slot {
         as_written: bool,
         f: impl FnOnce(&str) -> R,
     ) -> R {
+        self.text_via(cursor, as_written, f).0
+    }
+
+    /// [`Slot::with_json_via`], and whether the line was where the index
+    /// put it ([`Slot::line_is_sound`], read once for both).
+    pub(crate) fn with_json_sound_via<R>(&self, cursor: &mut LineCursor<'_>, f: impl FnOnce(&str) -> R) -> (R, bool) {
+        self.text_via(cursor, false, f)
+    }
+
+    fn text_via<R>(&self, cursor: &mut LineCursor<'_>, as_written: bool, f: impl FnOnce(&str) -> R) -> (R, bool) {
         if let Some(j) = self.odd().and_then(|m| m.json.get()).filter(|_| !(as_written && self.js_only())) {
-            return f(j);
+            return (f(j), true);
         }
         // A line the index placed wrongly is never copied: the entry decoded
         // from the file (or a placeholder saying the line changed) is written instead.
@@ -567,12 +577,13 @@ impl Slot {
                     Ok(t) => Cow::Borrowed(t),
                     Err(_) => String::from_utf8_lossy(text),
                 };
-                match (self.js_only() && !as_written).then(|| stringified(&text)).flatten() {
+                let r = match (self.js_only() && !as_written).then(|| stringified(&text)).flatten() {
                     Some(again) => f(&again),
                     None => f(&text),
-                }
+                };
+                (r, true)
             }
-            None => f(&entry_json(self.entry(cursor.src))),
+            None => (f(&entry_json(self.entry(cursor.src))), !self.placed_by_index()),
         }
     }
 }

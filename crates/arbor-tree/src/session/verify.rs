@@ -22,6 +22,13 @@ impl Session {
         self.state.slots.first().is_some_and(|s| s.placed_by_index())
     }
 
+    /// True when the session was opened through the index its store keeps
+    /// (a server's, maintained with the lines in the same transactions),
+    /// not through the index cache.
+    pub fn opened_from_stored_index(&self) -> bool {
+        self.opened_from_index() && self.state.slots.index().is_some_and(|x| x.ids.is_some())
+    }
+
     /// Checks that the lines at `positions` are where the index says (see
     /// the module docs); when one is not, drops the index, reads the file
     /// again and returns true (positions taken before are then stale: take
