@@ -208,16 +208,6 @@ impl PgStore {
         self.write_via(writer, key, f)
     }
 
-    /// Runs `f` in one transaction as a writer of its own (a push): refused
-    /// while any writer holds the session, this process's included.
-    pub(crate) fn write_apart<T: Send>(
-        &self,
-        key: &SessionKey,
-        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
-    ) -> Result<T, PgError> {
-        self.write_via(None, key, f)
-    }
-
     fn write_via<T: Send>(
         &self,
         writer: Option<Arc<Mutex<Conn>>>,
@@ -286,7 +276,8 @@ impl PgStore {
         self.write_bounded_via(writer, key, f)
     }
 
-    /// [`PgStore::write_apart`], bounded as [`PgStore::write_bounded`] is.
+    /// [`PgStore::write_bounded`] as a writer of its own (a push): refused
+    /// while any writer holds the session, this process's included.
     pub(crate) fn write_apart_bounded<T, F>(&self, key: &SessionKey, f: F) -> Result<T, PgError>
     where
         T: Send + 'static,
