@@ -34,7 +34,7 @@
 //!
 //! let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo/demo.jsonl");
 //! let s = Session::open(file.as_ref(), OpenMode::ReadOnly, SessionOptions::default().with_index_dir(None))?;
-//! let usage = Usage::new(vec![read_session(&s, Agent::Pi, file)]);
+//! let usage = Usage::new(vec![read_session(&s, Agent::Pi, file)?]);
 //! let daily = report(&usage, &ReportOptions::new(Grouping::Daily));
 //! assert_eq!(daily.rows.iter().map(|r| r.total.replies).sum::<u64>(), daily.totals.replies);
 //! # Ok::<(), arbor_tree::TreeError>(())

@@ -93,7 +93,7 @@ impl Session {
         bytes.push('\n');
         let mut cursor = LineCursor::new(self.src());
         for s in self.state.slots.iter() {
-            s.with_json_via(&mut cursor, |j| bytes.push_str(j));
+            s.with_json_via(&mut cursor, |j| bytes.push_str(j)).map_err(|e| self.stale(e))?;
             bytes.push('\n');
         }
         drop(cursor);
@@ -110,7 +110,7 @@ impl Session {
         let Some(path) = self.file.clone() else { return Ok(()) };
         let mut bytes = String::new();
         for s in self.state.slots.iter_from(count) {
-            s.with_json(self.src(), |j| bytes.push_str(j));
+            s.with_json(self.src(), |j| bytes.push_str(j)).map_err(|e| self.stale(e))?;
             bytes.push('\n');
         }
         if self.writer.is_none() {
@@ -121,7 +121,10 @@ impl Session {
             self.writer = Some(w);
         }
         if let Some(w) = self.writer.as_mut() {
-            w.append(bytes.as_bytes())?;
+            match &self.state.watch {
+                Some(watch) => watch.appending(|| w.append(bytes.as_bytes()))?,
+                None => w.append(bytes.as_bytes())?,
+            }
         }
         self.disk = Disk::Synced { count: self.state.slots.len() };
         Ok(())
@@ -132,7 +135,7 @@ impl Session {
         let Some(path) = self.file.clone() else { return Ok(()) };
         let mut bytes = log.to_bytes(true);
         for s in self.state.slots.iter_from(count) {
-            s.with_json(self.src(), |j| bytes.extend_from_slice(j.as_bytes()));
+            s.with_json(self.src(), |j| bytes.extend_from_slice(j.as_bytes())).map_err(|e| self.stale(e))?;
             bytes.push(b'\n');
         }
         if let Err(e) = self.opts.store.rewrite(&path, &bytes) {
