@@ -56,4 +56,5 @@ mod usage;
 mod write;
 
 pub use error::ServeError;
-pub use server::{ServeOptions, Server, Writes};
+pub use guard::Writes;
+pub use server::{ServeOptions, Server};

@@ -15,18 +15,7 @@ use arbor_tree::sessions::Sessions;
 use arbor_tree::SessionOptions;
 
 use crate::error::ServeError;
-use crate::guard::Guard;
-
-/// Whether the pages may change sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Writes {
-    /// Every write is refused (403): the default.
-    #[default]
-    Refused,
-    /// Labels and session names can be edited from the page, each through
-    /// the session's write lock.
-    Allowed,
-}
+use crate::guard::{Guard, Writes};
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -68,7 +57,7 @@ const FOLLOWERS_MAX: usize = 64;
 pub(crate) struct State {
     pub sessions: Arc<dyn Sessions>,
     pub options: ServeOptions,
-    pub guard: Guard,
+    pub guard: Arc<Guard>,
     /// Bumped when the listing changes (while someone watches it).
     pub changes: watch::Sender<u64>,
     /// Permits for sessions followed at once.
@@ -93,7 +82,7 @@ impl Server {
         let listener =
             TcpListener::bind(options.addr).await.map_err(|source| ServeError::Bind { addr: options.addr, source })?;
         let addr = listener.local_addr()?;
-        let guard = Guard::new(addr)?;
+        let guard = Arc::new(Guard::new(addr, options.writes)?);
         let (changes, _) = watch::channel(0);
         let followers = Arc::new(Semaphore::new(FOLLOWERS_MAX));
         let usage = crate::usage::UsageCache::default();
@@ -152,6 +141,6 @@ fn routes(state: Shared) -> Router {
         .route("/s/{dir}/{file}/label", post(crate::write::label))
         .route("/s/{dir}/{file}/name", post(crate::write::name))
         .layer(DefaultBodyLimit::max(BODY_MAX))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::guard::check))
+        .layer(axum::middleware::from_fn_with_state(state.guard.clone(), crate::guard::check))
         .with_state(state)
 }
