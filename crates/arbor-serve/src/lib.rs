@@ -52,9 +52,11 @@ mod list;
 mod live;
 mod page;
 mod server;
+mod state;
 mod usage;
 mod write;
 
 pub use error::ServeError;
 pub use guard::Writes;
-pub use server::{ServeOptions, Server};
+pub use server::Server;
+pub use state::ServeOptions;
