@@ -113,18 +113,22 @@ impl Session {
             s.with_json(self.src(), |j| bytes.push_str(j)).map_err(|e| self.stale(e))?;
             bytes.push('\n');
         }
+        // The file as this session read it, before a torn tail is cut and the lines go on.
+        let watch = self.state.watch.clone().filter(|w| w.check().is_ok());
+        let mut repaired = false;
         if self.writer.is_none() {
             let (w, repair) = self.opts.store.open_append(&path, self.opts.durability)?;
             if let Some(r) = repair {
                 self.notices.push(describe_repair(&path, &r));
+                repaired = true;
             }
             self.writer = Some(w);
         }
         if let Some(w) = self.writer.as_mut() {
-            match &self.state.watch {
-                Some(watch) => watch.appending(|| w.append(bytes.as_bytes()))?,
-                None => w.append(bytes.as_bytes())?,
-            }
+            w.append(bytes.as_bytes())?;
+        }
+        if let Some(watch) = watch {
+            watch.appended(repaired);
         }
         self.disk = Disk::Synced { count: self.state.slots.len() };
         Ok(())

@@ -50,13 +50,19 @@ pub(crate) struct Watched {
     inner: Arc<dyn ReadAt>,
     store: Arc<dyn Store>,
     path: PathBuf,
+    base: Mutex<Base>,
+    /// The file's stamp when the session was read from it.
+    opened: FileStamp,
+}
+
+/// What the session's bytes are, and when they were last found in the file.
+#[derive(Debug)]
+struct Base {
     /// The bytes the session was read from: how many, and their content hash.
     len: u64,
     content: u64,
     /// The file's stamp when its first `len` bytes were last found to be those.
-    seen: Mutex<Option<FileStamp>>,
-    /// The file's stamp when the session was read from it.
-    opened: FileStamp,
+    seen: Option<FileStamp>,
 }
 
 impl Watched {
@@ -78,7 +84,12 @@ impl Watched {
                 (len, content_hash(&*inner, len).ok()?)
             }
         };
-        Some(Watched { inner, store, path, len, content, seen: Mutex::new(Some(seen.clone())), opened: seen })
+        let base = Mutex::new(Base { len, content, seen: Some(seen.clone()) });
+        Some(Watched { inner, store, path, base, opened: seen })
+    }
+
+    fn base(&self) -> std::sync::MutexGuard<'_, Base> {
+        self.base.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// True when the file is not as the session was read from it (another
@@ -91,33 +102,40 @@ impl Watched {
     /// was read from; else what changed.
     pub(crate) fn check(&self) -> Result<(), FileChanged> {
         let now = self.store.stamp(&self.path);
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        if *seen == now {
+        let mut base = self.base();
+        if base.seen == now {
             return Ok(());
         }
         let len = self.inner.len().map_err(|e| FileChanged(format!("cannot read it: {e}")))?;
-        if len < self.len {
-            return Err(FileChanged(format!("truncated to {len} bytes from {}", self.len)));
+        if len < base.len {
+            return Err(FileChanged(format!("truncated to {len} bytes from {}", base.len)));
         }
-        match content_hash(&*self.inner, self.len) {
-            Ok(h) if h == self.content => {}
+        match content_hash(&*self.inner, base.len) {
+            Ok(h) if h == base.content => {}
             Ok(_) => return Err(FileChanged("rewritten before its end".to_owned())),
             Err(e) => return Err(FileChanged(format!("cannot read it: {e}"))),
         }
-        *seen = now;
+        base.seen = now;
         Ok(())
     }
 
-    /// Runs `append`, an append of this session to the file: when the file
-    /// was sound before it, it is after (its stamp taken as sound), so the
-    /// session's own appends cost no check of the bytes before them.
-    pub(crate) fn appending<T>(&self, append: impl FnOnce() -> T) -> T {
-        let sound = self.check().is_ok();
-        let done = append();
-        if sound {
-            *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = self.store.stamp(&self.path);
+    /// After this session appended to the file, found sound just before
+    /// (`check`): the file as it is now is the session's, so its own
+    /// appends cost no check of the bytes before them. `rebase` when the
+    /// append first cut a torn last line the session had read: the bytes
+    /// it reads are still there, and are hashed again as they are now.
+    pub(crate) fn appended(&self, rebase: bool) {
+        let now = self.store.stamp(&self.path);
+        let mut base = self.base();
+        if rebase {
+            let Some((len, content)) =
+                self.inner.len().ok().and_then(|l| Some((l, content_hash(&*self.inner, l).ok()?)))
+            else {
+                return;
+            };
+            (base.len, base.content) = (len, content);
         }
-        done
+        base.seen = now;
     }
 }
 

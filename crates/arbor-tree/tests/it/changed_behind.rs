@@ -294,3 +294,19 @@ fn a_sessions_own_appends_are_not_a_change() {
     assert!(s.get_entry(EDITED).unwrap().is_some());
     assert!(s.notices().is_empty(), "{:?}", s.notices());
 }
+
+/// A writer whose first append moves a torn last line aside (the file is
+/// cut, then goes on) reads on: the cut was its own.
+#[test]
+fn a_writer_that_moves_a_torn_tail_aside_reads_on() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    let whole = session_text();
+    fs::write(&p, format!("{whole}{}", r#"{"type":"message","id":"t1","parentId":"n1","timest"#)).unwrap();
+    let mut s = Session::open(&p, OpenMode::Write, SessionOptions::default().with_store(FileStore)).unwrap();
+    s.append_message(serde_json::json!({"role": "user", "content": "more", "timestamp": 1})).unwrap();
+    assert!(s.notices().iter().any(|n| n.contains("torn")), "{:?}", s.notices());
+    let again = Session::open(&p, OpenMode::ReadOnly, SessionOptions::default().with_store(FileStore)).unwrap();
+    let texts = |s: &Session| -> Vec<String> { s.entries_json().map(|e| e.unwrap().1.to_owned()).collect() };
+    assert_eq!(texts(&s), texts(&again));
+}
