@@ -60,6 +60,7 @@ mod blocking;
 mod conninfo;
 mod dest;
 mod error;
+mod filters;
 mod follow;
 mod index;
 mod key;

@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the session index on the server",
         sql: include_str!("../migrations/0004_index.sql"),
     },
+    Migration {
+        version: 5,
+        name: "gram filters for search; the search table dropped",
+        sql: include_str!("../migrations/0005_filters.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations ("arbormig" in ASCII).
