@@ -6,7 +6,7 @@
 //! Every write adds the filters of the bytes it writes, in its own
 //! transaction ([`after_append`], [`after_replace`], [`copy`]; a repaired
 //! tail drops those that reach into it, [`drop_from`]): one per MiB or so of
-//! whole lines ([`COLUMN_BYTES`]). An append whose new lines, with those
+//! whole lines ([`arbor_search::COLUMN_BYTES`]). An append whose new lines, with those
 //! written since the last filter, are fewer than [`BUILD_MIN`] bytes leaves
 //! them without one (a search reads them as they are); a session with no
 //! filter yet (written before migration 5, or by a build whose filter format
@@ -27,10 +27,12 @@ use std::sync::OnceLock;
 use postgres::types::{ToSql, Type};
 use postgres::GenericClient;
 
-use arbor_search::grams::{self, Builder, Filter, Need};
-use arbor_search::{Range, COLUMN_BYTES};
+use std::io;
 
-use crate::lines::split_lines;
+use arbor_log::scan::ReadAt;
+use arbor_search::grams::{self, Builder, Filter, Need};
+use arbor_search::{scan_ranges, Mode, Pattern, Range};
+
 use crate::rows::{read_range, SessionRow};
 use crate::server::SqlError;
 
@@ -105,31 +107,55 @@ fn bits_of(f: &Filter) -> Vec<u8> {
     f.words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
-/// The filters of `lines`, which start at byte `at`: one per
-/// [`COLUMN_BYTES`] or so of whole lines. A last line without its newline
-/// gets none (it may yet grow).
-pub(crate) fn build(at: u64, lines: &[&[u8]]) -> Vec<Built> {
-    let whole = match lines.last() {
-        Some(l) if !l.ends_with(b"\n") => &lines[..lines.len() - 1],
-        _ => lines,
-    };
-    let mut out = vec![];
-    let (mut i, mut start) = (0, at);
-    while i < whole.len() {
-        let (mut j, mut len) = (i, 0u64);
-        while j < whole.len() && (j == i || len < COLUMN_BYTES) {
-            len += whole[j].len() as u64;
-            j += 1;
-        }
-        let mut b = Builder::new(len);
-        for l in &whole[i..j] {
-            b.add(l);
-        }
-        out.push(Built { start, end: start + len, filter: b.finish() });
-        start += len;
-        i = j;
+/// Bytes standing in for a session file, for [`scan_ranges`].
+#[derive(Debug)]
+struct Bytes<'a>(&'a [u8]);
+
+impl ReadAt for Bytes<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.0.len());
+        let n = buf.len().min(self.0.len() - start);
+        buf[..n].copy_from_slice(&self.0[start..start + n]);
+        Ok(n)
     }
-    out
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.len() as u64)
+    }
+}
+
+/// A query no entry is asked for: scanning with it (and no hit wanted)
+/// builds a range's filters exactly as a search of files does, lines with
+/// odd escapes given the grams of their decoded text.
+fn builder_pattern() -> Option<&'static Pattern> {
+    static NEVER: OnceLock<Option<Pattern>> = OnceLock::new();
+    NEVER
+        .get_or_init(|| {
+            let query = arbor_search::parse_query("re:\\x00arbor-filter-build\\x00").ok()?;
+            Pattern::new(&query).ok().flatten()
+        })
+        .as_ref()
+}
+
+/// The filters of `bytes`, which start at byte `at` of their session: one
+/// per [`arbor_search::COLUMN_BYTES`] or so of whole lines, built by arbor-search's scan.
+/// A last line without its newline gets none (it may yet grow).
+pub(crate) fn build(at: u64, bytes: &[u8]) -> Vec<Built> {
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let Some(pattern) = builder_pattern() else { return vec![] };
+    if whole == 0 {
+        return vec![];
+    }
+    let range = Range { start: 0, end: whole as u64, build: true };
+    let Ok(scanned) = scan_ranges(&Bytes(&bytes[..whole]), &[range], &pattern.in_session(""), Mode::Exact, 0) else {
+        return vec![];
+    };
+    scanned.filters.into_iter().map(|(r, filter)| Built { start: at + r.start, end: at + r.end, filter }).collect()
+}
+
+/// The filters of `lines`, which start at byte `at` (see [`build`]).
+pub(crate) fn build_lines(at: u64, lines: &[&[u8]]) -> Vec<Built> {
+    build(at, &lines.concat())
 }
 
 /// Adds `built` to session `id` at `generation`, in the caller's
@@ -191,7 +217,7 @@ pub(crate) fn after_replace(
 ) -> Result<(), SqlError> {
     c.execute_typed("DELETE FROM arbor.filters WHERE session = $1", &[(&id, Type::INT8)])?;
     let Some(fmt) = format() else { return Ok(()) };
-    insert(c, id, generation, fmt, &build(0, lines))
+    insert(c, id, generation, fmt, &build_lines(0, lines))
 }
 
 /// `new` was just appended to session `row` (as it was before): filters
@@ -218,7 +244,7 @@ pub(crate) fn after_append(c: &mut impl GenericClient, row: &SessionRow, new: &[
         return Ok(());
     }
     let built = if pending > PENDING_MAX || covered > size {
-        build(u64::try_from(size).unwrap_or_default(), new)
+        build_lines(u64::try_from(size).unwrap_or_default(), new)
     } else {
         let mut bytes = read_range(c, id, generation, covered, size)?;
         if (bytes.len() as u64) < pending || !(bytes.is_empty() || bytes.ends_with(b"\n")) {
@@ -226,7 +252,7 @@ pub(crate) fn after_append(c: &mut impl GenericClient, row: &SessionRow, new: &[
             return Ok(());
         }
         new.iter().for_each(|l| bytes.extend_from_slice(l));
-        build(u64::try_from(covered).unwrap_or_default(), &split_lines(&bytes))
+        build(u64::try_from(covered).unwrap_or_default(), &bytes)
     };
     insert(c, id, generation, fmt, &built)
 }
@@ -425,6 +451,7 @@ fn minus(from: &[(u64, u64)], cut: &[(u64, u64)]) -> Vec<(u64, u64)> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use arbor_search::COLUMN_BYTES;
 
     #[test]
     fn the_server_reads_the_bits_the_filter_has() {
@@ -435,16 +462,27 @@ mod tests {
     #[test]
     fn filters_cover_whole_lines_and_leave_a_torn_one() {
         let text = "{\"a\":1}\n".repeat(200_000);
-        let lines = split_lines(text.as_bytes());
-        let built = build(100, &lines);
+        let built = build(100, text.as_bytes());
         assert!(built.len() >= 2);
         assert_eq!(built[0].start, 100);
         assert!(built.windows(2).all(|w| w[0].end == w[1].start));
         assert_eq!(built.last().unwrap().end, 100 + text.len() as u64);
         assert!((built[0].end - built[0].start) >= COLUMN_BYTES && (built[0].end - 100).is_multiple_of(8));
-        let torn = split_lines(b"{\"a\":1}\n{\"b\":");
-        let built = build(0, &torn);
+        let built = build(0, b"{\"a\":1}\n{\"b\":");
         assert_eq!((built.len(), built[0].end), (1, 8));
+    }
+
+    #[test]
+    fn a_line_with_odd_escapes_gets_the_grams_of_its_text() {
+        // Written as Python writes JSON: every non-ASCII character and the slash escaped.
+        let line = br#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"caf\u00e9 github.com\/openclaw"}}"#;
+        let mut bytes = line.to_vec();
+        bytes.push(b'\n');
+        let built = build(0, &bytes);
+        for q in ["café", "m/op", "github.com/openclaw"] {
+            let need = Pattern::new(&arbor_search::parse_query(q).unwrap()).unwrap().unwrap().need();
+            assert!(need.eval(&|g| built[0].filter.has(g)), "{q}");
+        }
     }
 
     fn st(start: u64, end: u64, may: bool) -> Stored {

@@ -69,11 +69,7 @@ impl PgStore {
     /// The sessions of directory `dir` (every directory with `None`), with
     /// their rows, in the order hits come in: newest first, ties by path;
     /// and the filters of each session that this build reads, checked for `need`.
-    fn search_order(
-        &self,
-        dir: Option<&str>,
-        need: &arbor_search::grams::Need,
-    ) -> Result<Order, PgError> {
+    fn search_order(&self, dir: Option<&str>, need: &arbor_search::grams::Need) -> Result<Order, PgError> {
         let (mut out, stored, build) = self.read(|c| {
             let mut tx =
                 c.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start()?;
