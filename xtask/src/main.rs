@@ -14,6 +14,7 @@ mod bench_append;
 mod bench_html;
 mod bench_mcp;
 mod bench_pg;
+mod bench_pg_search;
 mod bench_search;
 mod bench_store;
 mod bench_targets;
@@ -78,6 +79,8 @@ commands:
                                     context --json of a --entries session (default 100k), push of
                                     --pg-sessions N sessions (default 1000; --store-entries sizes,
                                     default 20-400), push again, pull --all, next to cp -r
+                                    With --store N: instead, arbor search on the server (the store
+                                    pushed to a throwaway cluster) beside the files and rg
       --tui                         instead: the tree selector through its state machine and view, no
                                     terminal (first frame, reading, move, fold, filter switch, each
                                     search keystroke), and the chat's first screen (no model), with
