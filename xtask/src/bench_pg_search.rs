@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::bench::{bench_command, BenchCmd, Measured};
+use crate::measure::{bench_command, BenchCmd, Measured};
 use crate::bench_pg::Cluster;
 use crate::bench_store::{self, StoreOpts};
 use crate::store;
