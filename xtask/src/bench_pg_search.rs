@@ -24,9 +24,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::measure::{bench_command, BenchCmd, Measured};
 use crate::bench_pg::Cluster;
 use crate::bench_store::{self, StoreOpts};
+use crate::measure::{bench_command, BenchCmd, Measured};
 use crate::store;
 
 /// A common word (in nearly every session) and a phrase: the `--store` bench's.

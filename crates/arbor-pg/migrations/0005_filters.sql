@@ -30,4 +30,7 @@ CREATE TABLE arbor.filters (
     PRIMARY KEY (session, generation, format, start_off, end_off)
 );
 
+-- A filter's bits are nearly random bytes: kept out of line without trying to compress them.
+ALTER TABLE arbor.filters ALTER COLUMN bits SET STORAGE EXTERNAL;
+
 DROP TABLE arbor.search;

@@ -246,7 +246,7 @@ pub(crate) fn after_append(c: &mut impl GenericClient, row: &SessionRow, new: &[
     let built = if pending > PENDING_MAX || covered > size {
         build_lines(u64::try_from(size).unwrap_or_default(), new)
     } else {
-        let mut bytes = read_range(c, id, generation, covered, size)?;
+        let mut bytes = if pending == 0 { vec![] } else { read_range(c, id, generation, covered, size)? };
         if (bytes.len() as u64) < pending || !(bytes.is_empty() || bytes.ends_with(b"\n")) {
             // Not the bytes expected, or a torn line before the new ones: left to searches.
             return Ok(());
