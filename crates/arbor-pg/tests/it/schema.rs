@@ -56,6 +56,20 @@ fn a_server_at_migration_4_is_migrated_by_the_next_client_and_its_sessions_searc
         )
         .unwrap();
     drop(store);
+    // A role that may only read cannot migrate it: one line says so, and who can.
+    let role = format!("reader_m4_{}", std::process::id());
+    db.client()
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA arbor TO {role}; \
+             GRANT SELECT ON ALL TABLES IN SCHEMA arbor TO {role}"
+        ))
+        .unwrap();
+    let reader = db.url.replacen("://arbor@", &format!("://{role}@"), 1);
+    let e = PgStore::connect(&reader).unwrap_err().to_string();
+    assert!(
+        e.contains("is at version 4 and this arbor needs version 5") && e.contains("its owner") && !e.contains('\n'),
+        "{e}"
+    );
     let store = PgStore::connect(&db.url).unwrap();
     let mut c = db.client();
     let gone: bool = c.query_one("SELECT to_regclass('arbor.search') IS NULL", &[]).unwrap().get(0);
