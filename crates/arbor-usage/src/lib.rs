@@ -46,6 +46,7 @@ mod branch;
 mod cache;
 mod display;
 mod error;
+mod files;
 mod forks;
 mod model;
 mod opencode;
@@ -68,7 +69,8 @@ pub use read::read_session;
 pub use report::{
     report, Amount, Copied, Difference, Grouping, Report, ReportOptions, Row, SessionFacts, TreeCosts, Usage,
 };
-pub use scan::{files_under, pi_files, scan, Scan, ScanOptions, Source};
+pub use files::{files_under, pi_files};
+pub use scan::{scan, Scan, ScanOptions, Source};
 
 /// jiff's civil dates, time zones and weekdays, as [`ReportOptions`] takes them.
 pub use jiff;
