@@ -9,7 +9,8 @@
 //! pricing replies that recorded no cost from Arbor's own table
 //! ([`PriceTable`], offline), reports ([`report`], [`Report::to_json`]:
 //! ccusage's field names where they mean the same), each leaf's branch
-//! ([`branches`]), and the incremental [`Cache`] keyed by file stamps.
+//! ([`branches`]), and the incremental [`Cache`] keyed by file stamps
+//! (which also keeps the copies found, [`Usage::with_cache`]).
 //! pi's sessions are read through `arbor-tree` (local files or any
 //! [`arbor_tree::Store`]); Claude Code, Codex and OpenCode transcripts in
 //! place through `arbor-interop`'s readers ([`scan`]), writing nothing.
