@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::bench::{bench_command, kib_to_mb, BenchCmd, Measured};
 use crate::bench_store::{cached_store, warm, StoreOpts};
+use crate::measure::{bench_command, kib_to_mb, BenchCmd, Measured};
 use crate::store;
 
 /// The targets of issue 36.
