@@ -61,6 +61,7 @@ pub use branch::{branches, Branch};
 pub use cache::Cache;
 pub use display::{dollars, short_count};
 pub use error::UsageError;
+pub use files::{files_under, pi_files};
 pub use forks::{find_copies, Copies};
 pub use model::{Agent, Place, Reply, SessionUsage, Tokens};
 pub use opencode::opencode_sessions;
@@ -70,7 +71,6 @@ pub use read::read_session;
 pub use report::{
     report, Amount, Copied, Difference, Grouping, Report, ReportOptions, Row, SessionFacts, TreeCosts, Usage,
 };
-pub use files::{files_under, pi_files};
 pub use scan::{scan, Scan, ScanOptions, Source};
 
 /// jiff's civil dates, time zones and weekdays, as [`ReportOptions`] takes them.
