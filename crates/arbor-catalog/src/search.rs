@@ -304,7 +304,7 @@ fn read_session(
     limit: usize,
     skip: &HashSet<(String, String)>,
 ) -> Read {
-    let path = crate::catalog::path_under(root, &p.rel);
+    let path = crate::walk::path_under(root, &p.rel);
     let bytes = p.ranges.iter().map(|r| r.end - r.start).sum();
     let fail = |e: io::Error| Read {
         hits: vec![],
