@@ -74,35 +74,40 @@ const HOLD: usize = 4 << 20;
 
 /// `tree --json` of a session opened through the index its store keeps
 /// (a server's, which changes with its lines in the same transactions):
-/// each line is read once, checked as it is written, instead of all of
-/// them checked first and read again to be written. A line not where the
-/// index put it within the first [`HOLD`] bytes of output: nothing is
-/// written, the session is read again without the index and written from
-/// that. Later (the output is on its way): the entry is written as read
-/// from the session (never the wrong line) and the command fails saying so.
+/// each line is read once, checked as it is written (a line not where the
+/// index put it fails the write, [`arbor_tree::TreeError::Changed`]),
+/// instead of all of them checked first and read again to be written. Such
+/// a line within the first [`HOLD`] bytes of output: nothing is written,
+/// the session is read again without the index and written from that.
+/// Later (the output is on its way): the command fails saying so.
 fn write_json_once(s: &mut Session, args: &Args, out: &mut dyn Write) -> Result<()> {
     if let Some(id) = &args.leaf {
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
     let mut held = Held { held: Some(Vec::new()), out: &mut *out };
-    if s.get_tree().write_json_checked(&mut held)? {
-        held.flush()?;
-    } else if held.held.is_some() {
-        read_again(s)?;
-        if let Some(id) = &args.leaf {
-            s.branch(id).with_context(|| args.file.display().to_string())?;
+    match s.get_tree().write_json(&mut held) {
+        Ok(()) => held.flush()?,
+        Err(e) if held.held.is_some() && changed(&e) => {
+            read_again(s)?;
+            if let Some(id) = &args.leaf {
+                s.branch(id).with_context(|| args.file.display().to_string())?;
+            }
+            s.get_tree().write_json(out)?;
         }
-        s.get_tree().write_json(out)?;
-    } else {
-        out.flush()?;
-        bail!(
-            "{}: a line was not where the index the store keeps put it (changed on the server while it was read): \
-             its entry was written as read; run the command again",
-            args.file.display()
-        );
+        Err(e) => {
+            out.flush()?;
+            bail!("{}: {e} (while the tree was written)", args.file.display());
+        }
     }
     out.write_all(b"\n")?;
     Ok(())
+}
+
+/// True when `e` says that the session changed under the reader.
+fn changed(e: &std::io::Error) -> bool {
+    e.get_ref()
+        .and_then(|i| i.downcast_ref::<arbor_tree::TreeError>())
+        .is_some_and(|t| matches!(t, arbor_tree::TreeError::Changed { .. }))
 }
 
 /// A writer that holds what it is given until [`HOLD`] bytes, then writes through.
