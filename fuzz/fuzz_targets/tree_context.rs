@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
     let ids: Vec<String> = s.entries().map(|e| e.id.clone()).take(64).collect();
     for id in &ids {
         let path = s.get_branch(Some(id));
-        let ctx = arbor_context::build_context_from_path(&path);
+        let ctx = arbor_context::plan::build_from_path(&path);
         let _ = arbor_context::convert_to_llm(&ctx.messages);
         let _ = arbor_context::estimate_context_tokens(&ctx.messages);
     }
@@ -50,5 +50,5 @@ fuzz_target!(|data: &[u8]| {
         let _ = s.branch(id);
     }
     let entries: Vec<arbor_log::Entry> = s.entries().cloned().collect();
-    let _ = arbor_context::build_session_context(&entries, arbor_context::Leaf::Default);
+    let _ = arbor_context::plan::build_from_entries(&entries, arbor_context::plan::Leaf::Default);
 });

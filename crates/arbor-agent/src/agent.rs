@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use arbor_context::{plan_session_context, session_context, SessionContext};
+use arbor_context::{Context, SessionContext};
 use arbor_log::EntryKind;
 use arbor_tree::{Session, TreeError, LEAF_MARKER_TYPE};
 use serde_json::Value;
@@ -92,7 +92,7 @@ impl AgentSession {
 
     fn restore_model(&mut self) -> Option<ModelInfo> {
         // The context's plan names its model without decoding its messages.
-        let plan = plan_session_context(&self.session).plan;
+        let plan = Context::of(&self.session).plan().plan;
         if plan.steps.is_empty() {
             return None;
         }
@@ -167,7 +167,7 @@ impl AgentSession {
 
     /// The agent context of the current leaf (rebuilt after every change).
     pub fn context(&self) -> &SessionContext {
-        self.context.get_or_init(|| session_context(&self.session))
+        self.context.get_or_init(|| Context::of(&self.session).build())
     }
 
     /// The agent messages of the current leaf.

@@ -1,7 +1,7 @@
 //! Entries as the agent messages that summaries and compaction read (pi's
 //! `getMessageFromEntry` and the `create*Message` helpers).
 
-use arbor_context::{branch_summary_message, compaction_summary_message, custom_message};
+use arbor_context::messages::{branch_summary_message, compaction_summary_message, custom_message};
 use arbor_log::{content_text, Entry, EntryKind, MessageView, Role};
 use serde_json::{Map, Value};
 

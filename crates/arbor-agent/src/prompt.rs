@@ -6,7 +6,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, timestamp_ms, TokenTally};
+use arbor_context::messages::timestamp_ms;
+use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, TokenTally};
 use arbor_log::{EntryKind, MessageView, Role};
 use serde_json::Value;
 

@@ -5,7 +5,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arbor_context::{compute_file_lists, convert_to_llm, format_file_operations, serialize_conversation};
+use arbor_context::convert_to_llm;
+use arbor_context::summary::{compute_file_lists, format_file_operations, serialize_conversation};
 use arbor_log::{Clock, Entry};
 use async_trait::async_trait;
 use serde_json::{json, Value};

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use arbor_context::{for_each_plan_message, plan_branch_context, EstimateTally, FileOps};
+use arbor_context::summary::FileOps;
+use arbor_context::{Context, EstimateTally};
 use arbor_log::{Entry, EntryType, Role};
 use arbor_tree::{Position, Session};
 use serde::Serialize;
@@ -160,9 +161,8 @@ fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage
     });
     let (files_read, files_modified) = file_lists(&ops);
     // The context at the entry, a batch of messages at a time.
-    let plan = plan_branch_context(s, path);
     let mut tally = EstimateTally::default();
-    let _ = for_each_plan_message(s, &plan, |m| {
+    let _ = Context::of(s).at_path(path).for_each_message(|m| {
         tally.add(m);
         Ok::<(), ()>(())
     });

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use arbor_context::{message_of_entry, plan_branch_context, ContextStep, SessionPlan};
+use arbor_context::messages::message_of_entry;
+use arbor_context::plan::{ContextStep, SessionPlan};
+use arbor_context::Context;
 use arbor_tree::sessions::Sessions;
 use arbor_tree::{Position, Session, SessionOptions};
 
@@ -77,7 +79,7 @@ fn page_of(
         });
     };
     let leaf_id = id_at(s, leaf);
-    let plan = plan_branch_context(s, s.branch_positions(Some(&leaf_id)));
+    let plan = Context::of(s).at(&leaf_id).plan();
     let steps = &plan.plan.steps;
     let n = steps.len();
     let name = s.session_name().map(|n| format!(" ({n})")).unwrap_or_default();

@@ -466,7 +466,7 @@ async fn a_persistent_move_is_durable_and_resumes_after_reopening() {
     let context = agent.messages().to_vec();
     drop(agent);
     let reopened = Session::open(&file, arbor_tree::OpenMode::ReadOnly, session_opts().with_store(store)).unwrap();
-    let again = arbor_context::build_context_from_path(&reopened.get_branch(None)).messages;
+    let again = arbor_context::plan::build_from_path(&reopened.get_branch(None)).messages;
     assert_eq!(again, context);
     assert_eq!(again.len(), 2);
 }

@@ -64,7 +64,7 @@ fn decoded(path: &std::path::Path, leaf: Option<&str>) -> Value {
     if let Some(l) = leaf {
         s.branch(l).unwrap();
     }
-    serde_json::to_value(arbor_context::session_context(&s)).unwrap()
+    serde_json::to_value(arbor_context::Context::of(&s).build()).unwrap()
 }
 
 #[test]

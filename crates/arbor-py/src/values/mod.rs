@@ -18,7 +18,7 @@ mod tree;
 use std::path::{Path, PathBuf};
 
 use arbor_catalog::{CatalogOptions, FileSessions};
-use arbor_context::{plan_branch_context, write_plan_json, write_plan_llm_json, SessionPlan};
+use arbor_context::Context;
 use arbor_tree::sessions::{ListRequest, NoProgress, Scope, SearchRequest, Sessions};
 use arbor_tree::{OpenMode, Position, Session, SessionOptions};
 use serde_json::Value;
@@ -149,26 +149,25 @@ pub fn tree_json(s: &Session) -> Result<String, Failure> {
     text(out)
 }
 
-/// The plan of the context at `at` (default: the leaf), the leaf left where it is.
-fn plan_at(s: &Session, at: Option<&str>) -> Result<SessionPlan, Failure> {
-    let path = path(s, at)?;
-    Ok(plan_branch_context(s, path))
+/// The context at `at` (default: the leaf), the leaf left where it is.
+fn context_at<'s>(s: &'s Session, at: Option<&str>) -> Result<Context<'s>, Failure> {
+    Ok(Context::of(s).at_path(path(s, at)?))
 }
 
 /// pi's `buildSessionContext()` at `at` (default: the leaf): what `arbor
 /// context --json [--leaf ID]` prints.
 pub fn context_json(s: &Session, at: Option<&str>) -> Result<String, Failure> {
-    let plan = plan_at(s, at)?;
+    let context = context_at(s, at)?;
     let mut out = Vec::new();
-    write_plan_json(s, &plan, &mut out).map_err(|e| io_failure(s, &e))?;
+    context.write_json(&mut out).map_err(|e| io_failure(s, &e))?;
     text(out)
 }
 
 /// pi's `convertToLlm()` of that context: what `arbor context --llm --json` prints.
 pub fn llm_json(s: &Session, at: Option<&str>) -> Result<String, Failure> {
-    let plan = plan_at(s, at)?;
+    let context = context_at(s, at)?;
     let mut out = Vec::new();
-    write_plan_llm_json(s, &plan, &mut out).map_err(|e| io_failure(s, &e))?;
+    context.write_llm_json(&mut out).map_err(|e| io_failure(s, &e))?;
     text(out)
 }
 
