@@ -7,7 +7,8 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use arbor_tree::{tree_findings, MemoryStore, OpenMode, Session, SessionOptions};
+use arbor_tree::check::tree_findings;
+use arbor_tree::{MemoryStore, OpenMode, Session, SessionOptions};
 use libfuzzer_sys::fuzz_target;
 
 fn open(data: &[u8], index_first: bool) -> Option<Session> {

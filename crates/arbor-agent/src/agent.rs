@@ -35,6 +35,16 @@ pub(crate) async fn emit(
     emitted.response
 }
 
+/// The model an [`AgentSession::switch_session`] leaves active.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelOnSwitch {
+    /// The model of the new session's context (as on open), when one is
+    /// found and usable; otherwise the active one stays.
+    Restore,
+    /// The active model stays.
+    Keep,
+}
+
 /// The agent session: owns a [`Session`] and runs the flows that change it.
 ///
 /// Operations take `&mut self`, so one runs at a time; [`AgentSession::spawn`]
@@ -149,9 +159,9 @@ impl AgentSession {
     /// Continues in `session` instead (pi's session switch: `/new`,
     /// `/resume`, a file read again): the context is rebuilt, a remembered
     /// write failure and the automatic-compaction failures are forgotten,
-    /// and the model is restored from it when `restore_model` (else the
-    /// active one stays). Returns the session left.
-    pub fn switch_session(&mut self, session: Session, restore_model: bool) -> Session {
+    /// and the model is what `model` says. Returns the session left.
+    pub fn switch_session(&mut self, session: Session, model: ModelOnSwitch) -> Session {
+        let restore_model = model == ModelOnSwitch::Restore;
         let old = std::mem::replace(&mut self.session, session);
         self.failed = None;
         self.auto_compaction_failures = 0;

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use arbor_log::{format_iso_ms, CURRENT_VERSION};
+use arbor_log::time::format_iso_ms;
+use arbor_log::CURRENT_VERSION;
 use arbor_search::{ordered, scan_ranges, scan_values, EntryHit, Flow, Mode, Pattern, Range, Scanned};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
@@ -392,7 +393,7 @@ fn place(s: &Session, id: &str) -> (bool, Vec<PathLabel>) {
         .into_iter()
         .filter_map(|p| {
             let id = s.id_at(p)?.to_string();
-            let label = s.get_label(&id)?.to_owned();
+            let label = s.label(&id).map(|l| l.text.as_str())?.to_owned();
             Some(PathLabel { entry_id: id, label })
         })
         .collect();

@@ -4,9 +4,9 @@
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arbor_log::{
-    parse_iso_ms, BranchSummary, Compaction, CustomMessageEntry, Entry, EntryKind, EntryType, ModelChange, Role,
-};
+use arbor_log::entries::{BranchSummary, Compaction, CustomMessageEntry, ModelChange};
+use arbor_log::time::parse_iso_ms;
+use arbor_log::{Entry, EntryKind, EntryType, Role};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};

@@ -46,7 +46,7 @@ pub enum DiagnosticKind {
     ExtraHeader,
     /// A record that is not a usable entry (no id, bad parentId, …); skipped by the tree.
     NotAnEntry {
-        /// Why (see [`crate::NotAnEntry`]).
+        /// Why (see [`crate::entries::NotAnEntry`]).
         reason: String,
     },
     /// A known entry type whose body did not decode; kept raw, shown as `[type]`.

@@ -66,6 +66,16 @@ impl LogLine {
     }
 }
 
+/// How [`SessionLog::write_to`] ends the last line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastLine {
+    /// As it was read: an unchanged log is written back byte for byte.
+    AsRead,
+    /// With a newline added when it had none (a torn tail), so that a
+    /// following append can never be glued to it.
+    Terminated,
+}
+
 /// A session file, line by line. See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct SessionLog {
@@ -298,9 +308,9 @@ impl SessionLog {
     }
 
     /// Writes the log: unchanged lines byte for byte, changed lines written into
-    /// their text ([`crate::json::splice`]) and `\n`. With `terminate` a last line without a newline
-    /// gets one, so that a following append can never be glued to it.
-    pub fn write_to<W: Write>(&self, w: &mut W, terminate: bool) -> io::Result<()> {
+    /// their text ([`crate::json::splice`]) and `\n`; the last line as `last` says.
+    pub fn write_to<W: Write>(&self, w: &mut W, last: LastLine) -> io::Result<()> {
+        let terminate = last == LastLine::Terminated;
         for line in &self.lines {
             if line.dirty {
                 let v = match &line.kind {
@@ -320,10 +330,10 @@ impl SessionLog {
     }
 
     /// The log as bytes (see [`SessionLog::write_to`]).
-    pub fn to_bytes(&self, terminate: bool) -> Vec<u8> {
+    pub fn to_bytes(&self, last: LastLine) -> Vec<u8> {
         let mut out = Vec::new();
         // Writing to a Vec cannot fail.
-        let _ = self.write_to(&mut out, terminate);
+        let _ = self.write_to(&mut out, last);
         out
     }
 }
@@ -404,8 +414,8 @@ mod tests {
     fn round_trip_is_byte_identical_even_with_junk() {
         let data = format!("\u{feff}{V3}\r\n\nnot json\n42\n{{\"torn\":");
         let log = SessionLog::read(data.as_bytes()).unwrap();
-        assert_eq!(log.to_bytes(false), data.as_bytes());
-        assert!(log.to_bytes(true).ends_with(b"{\"torn\":\n"));
+        assert_eq!(log.to_bytes(LastLine::AsRead), data.as_bytes());
+        assert!(log.to_bytes(LastLine::Terminated).ends_with(b"{\"torn\":\n"));
         let kinds: Vec<String> = log.diagnostics().iter().map(|d| d.to_string()).collect();
         assert_eq!(kinds.len(), 3, "{kinds:?}");
         assert!(kinds[2].starts_with("7: torn last line"), "{kinds:?}");
@@ -436,7 +446,7 @@ mod tests {
         let mut log = SessionLog::read(v2.as_bytes()).unwrap();
         let report = log.migrate(&mut CounterIds::new());
         assert!(report.migrated());
-        let out = String::from_utf8(log.to_bytes(true)).unwrap();
+        let out = String::from_utf8(log.to_bytes(LastLine::Terminated)).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}");
         assert_eq!(lines[1], v2.lines().nth(1).unwrap());

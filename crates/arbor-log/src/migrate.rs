@@ -47,7 +47,7 @@ pub fn migrate(records: &mut [Value], ids: &mut dyn IdGenerator) -> MigrationRep
     migrate_from(records, version, ids)
 }
 
-/// [`migrate`] from `version` ([`crate::version_of`] of the first session
+/// [`migrate`] from `version` ([`crate::records::version_of`] of the first session
 /// record, `None` without one), for a caller that read it from the line.
 pub(crate) fn migrate_from(records: &mut [Value], version: Option<u64>, ids: &mut dyn IdGenerator) -> MigrationReport {
     let mut report = MigrationReport::default();

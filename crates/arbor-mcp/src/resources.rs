@@ -132,7 +132,7 @@ pub fn read(sessions: &dyn Sessions, open: &SessionOptions, uri: &str) -> Result
                 "type": value.get("type"),
                 "role": value.pointer("/message/role"),
                 "timestamp": value.get("timestamp"),
-                "label": s.get_label(&id),
+                "label": s.label(&id).map(|l| l.text.as_str()),
                 "text": entry_text(&value),
             });
             ResourceContents::text(body.to_string(), uri).with_mime_type("application/json")

@@ -6,8 +6,8 @@ use postgres::types::{ToSql, Type};
 use postgres::GenericClient;
 use serde_json::Value;
 
+use arbor_log::messages::searchable_text;
 use arbor_log::reader::{parse_line, Parsed};
-use arbor_log::searchable_text;
 
 /// The physical lines of `bytes`, each with its newline (the last one
 /// without, when the bytes do not end in a newline).

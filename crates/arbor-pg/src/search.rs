@@ -24,10 +24,12 @@ use std::path::PathBuf;
 
 use postgres::types::Type;
 
-use arbor_log::{format_iso_ms, parse_iso_ms, CURRENT_VERSION};
+use arbor_log::time::{format_iso_ms, parse_iso_ms};
+use arbor_log::CURRENT_VERSION;
 use arbor_search::{scan_ranges, scan_values, EntryHit, Flow, Mode, Pattern, Range};
+use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{Hit, Pass, PathLabel, Progress, SearchRequest, Sessions, SessionsError};
-use arbor_tree::{OpenMode, Session, SessionListInfo, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::error::PgError;
 use crate::key::SessionKey;
@@ -231,7 +233,11 @@ pub(crate) fn mark_paths(hits: &mut [Hit], opts: &SessionOptions) {
         hit.labels = s
             .get_branch(Some(&hit.entry_id))
             .iter()
-            .filter_map(|e| s.get_label(&e.id).map(|l| PathLabel { entry_id: e.id.to_string(), label: l.to_owned() }))
+            .filter_map(|e| {
+                s.label(&e.id)
+                    .map(|l| l.text.as_str())
+                    .map(|l| PathLabel { entry_id: e.id.to_string(), label: l.to_owned() })
+            })
             .collect();
     }
 }

@@ -9,8 +9,8 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use arbor_log::entries::LabelEntry;
 use arbor_log::json;
-use arbor_log::LabelEntry;
 
 /// The label of one entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +21,22 @@ pub struct Label {
     pub text: String,
     /// The `timestamp` of the label entry that set it (absent when that entry had none).
     pub timestamp: Option<Value>,
+}
+
+/// A resolved label and the entry it labels ([`Session::labels`](crate::Session::labels)).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Labeled<'a> {
+    /// The id of the labelled entry.
+    pub id: &'a str,
+    /// Its label.
+    pub label: &'a Label,
+}
+
+impl<'a> Labeled<'a> {
+    /// The label as text ([`Label::text`]).
+    pub fn text(&self) -> &'a str {
+        &self.label.text
+    }
 }
 
 /// Every entry's resolved label, by target id.

@@ -14,8 +14,9 @@ use std::time::SystemTime;
 
 use arbor_log::files::{ensure_writable, is_link, open_read, resolve};
 use arbor_log::scan::ReadAt;
+use arbor_log::writer::{atomic_write, Appender, Durability, TailRepair};
 use arbor_log::writer::{backup_copy, ensure_one_name};
-use arbor_log::{atomic_write, Appender, Durability, LogError, TailRepair};
+use arbor_log::LogError;
 
 use crate::error::{LockHolder, TreeError};
 use crate::index::stored::StoredIndex;

@@ -130,7 +130,12 @@ impl<'a> Tree<'a> {
     pub fn node(&self, position: Position) -> TreeNode<'a> {
         let s = &self.session.state.slots[position.get()];
         let src = self.session.src();
-        TreeNode { position, entry: s.entry(src), json: s.json(src), label: self.session.get_label(&s.id()) }
+        TreeNode {
+            position,
+            entry: s.entry(src),
+            json: s.json(src),
+            label: self.session.label(&s.id()).map(|l| l.text.as_str()),
+        }
     }
 
     /// The roots, in file order.

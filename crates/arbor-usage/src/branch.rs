@@ -73,7 +73,7 @@ pub fn branches(s: &Session, prices: &PriceTable) -> Vec<Branch> {
                 add(&mut own, &t, c);
             }
             if label.is_none() {
-                label = s.get_label(&ids[p.get()]).map(str::to_owned);
+                label = s.label(&ids[p.get()]).map(|l| l.text.clone());
             }
             at = s.parent_at(p);
         }

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use arbor_tree::{FileStamp, FileStore, Store};
+use arbor_tree::storage::FileStamp;
+use arbor_tree::{FileStore, Store};
 
 use crate::error::UsageError;
 use crate::scan::files_under;

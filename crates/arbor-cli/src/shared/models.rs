@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use arbor_agent::config_file::read_config_file;
 use arbor_agent::model::pi_models::{models_json_path, strip_json_comments, PiModels};
-use arbor_agent::{Api, ModelInfo, ProviderConfig, ProviderRegistry};
+use arbor_agent::model::{Api, ModelInfo, ProviderConfig, ProviderRegistry};
 use arbor_tree::{paths, Session};
 
 /// The providers a command knows, and what reading pi's file had to say.

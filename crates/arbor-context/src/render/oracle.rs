@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use arbor_log::{content_text, MessageView, Role};
+use arbor_log::messages::content_text;
+use arbor_log::{MessageView, Role};
 
 use super::entry::{format_tool_call, normalize};
 use crate::context::SessionContext;

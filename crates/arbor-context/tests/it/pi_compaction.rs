@@ -4,7 +4,7 @@
 
 use arbor_context::calculate_context_tokens;
 use arbor_context::plan::{build_from_entries, build_from_path, Leaf};
-use arbor_log::CounterIds;
+use arbor_log::ids::CounterIds;
 use arbor_tree::{OpenMode, Session, SessionOptions};
 use serde_json::json;
 

@@ -8,7 +8,8 @@ use std::fs::File;
 use arbor_context::plan::{build_from_entries, build_from_path, walk_to_root, Leaf};
 use arbor_context::summary::{extract_file_ops_from_message, FileOps};
 use arbor_context::{convert_to_llm, estimate_context_tokens, estimate_tokens};
-use arbor_log::{CounterIds, Entry, EntryKind, SessionLog};
+use arbor_log::ids::CounterIds;
+use arbor_log::{Entry, EntryKind, SessionLog};
 use serde_json::Value;
 
 const STEMS: [&str; 2] = ["large-session", "before-compaction"];

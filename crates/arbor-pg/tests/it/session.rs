@@ -57,7 +57,7 @@ fn a_session_on_the_server_holds_the_bytes_a_file_would() {
         b.entries_json().map(|(_, j)| j.to_owned()).collect::<Vec<_>>()
     );
     assert_eq!(b.session_name(), Some("named"));
-    assert_eq!(b.get_label(b.get_branch(None)[1].id.as_str()), Some("start"));
+    assert_eq!(b.label(b.get_branch(None)[1].id.as_str()).map(|l| l.text.as_str()), Some("start"));
     assert!(Path::new(&on_server).starts_with(arbor_pg::ROOT));
 }
 

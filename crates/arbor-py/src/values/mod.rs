@@ -12,7 +12,6 @@
 //! escapes, and a number beyond `f64` as JavaScript reads it.
 
 mod failure;
-pub mod messages;
 mod tree;
 
 use std::path::{Path, PathBuf};
@@ -181,7 +180,7 @@ pub fn header_json(s: &Session) -> Result<String, Failure> {
 
 /// Every resolved label (target id, label text), in the order the targets got theirs.
 pub fn labels(s: &Session) -> Vec<(String, String)> {
-    s.labels().map(|(id, l)| (id.to_owned(), l.to_owned())).collect()
+    s.labels().map(|l| (l.id.to_owned(), l.text().to_owned())).collect()
 }
 
 /// Appends a message (a JSON object, read as JavaScript reads it) after the

@@ -54,7 +54,8 @@ use compact_str::CompactString;
 
 use arbor_log::idhash::{IdHash, IdMap};
 use arbor_log::scan::ReadAt;
-use arbor_log::{format_iso_ms, Diagnostic, MigrationReport, SessionHeader};
+use arbor_log::time::format_iso_ms;
+use arbor_log::{Diagnostic, MigrationReport, SessionHeader};
 
 use crate::labels::Labels;
 use crate::store::{AppendHandle, WriteLock};

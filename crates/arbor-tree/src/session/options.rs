@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use arbor_log::{Clock, Durability, IdGenerator, RandomIds, SystemClock};
+use arbor_log::ids::{IdGenerator, RandomIds};
+use arbor_log::writer::Durability;
+use arbor_log::{Clock, SystemClock};
 
 use crate::error::TreeError;
 use crate::paths::session_dir_for;
@@ -94,7 +96,7 @@ pub struct SessionOptions {
     /// or none under `ARBOR_NO_INDEX`). Only with `index_first`.
     pub index_dir: Option<PathBuf>,
     /// Files smaller than this are scanned and never indexed (default
-    /// [`crate::MIN_INDEXED_BYTES`]: below it the scan costs less than the
+    /// [`crate::storage::MIN_INDEXED_BYTES`]: below it the scan costs less than the
     /// index). Tests set 0 to read every file through its index.
     pub index_min_bytes: u64,
 }

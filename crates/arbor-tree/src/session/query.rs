@@ -3,11 +3,12 @@
 
 use std::collections::HashSet;
 
+use arbor_log::entries::SessionInfo;
 use arbor_log::idhash::IdHash;
-use arbor_log::{Entry, EntryKind, EntryType, Role, SessionInfo};
+use arbor_log::{Entry, EntryKind, EntryType, Role};
 
 use super::Session;
-use crate::labels::Label;
+use crate::labels::{Label, Labeled};
 
 impl Session {
     /// The entry in slot `i`, decoded on first use.
@@ -54,12 +55,19 @@ impl Session {
             .unwrap_or_default()
     }
 
-    /// The resolved label of an entry.
-    pub fn get_label(&self, id: &str) -> Option<&str> {
-        self.resolved_labels().get(id).map(|l| l.text.as_str())
-    }
-
-    /// The resolved label of an entry: its value as written and when it was set.
+    /// The resolved label of an entry: its text, its value as written and
+    /// when it was set.
+    ///
+    /// ```
+    /// use arbor_tree::{Session, SessionOptions};
+    /// use serde_json::json;
+    ///
+    /// let mut session = Session::in_memory("/w", SessionOptions::default());
+    /// let id = session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// session.append_label_change(&id, Some("start"))?;
+    /// assert_eq!(session.label(&id).map(|l| l.text.as_str()), Some("start"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn label(&self, id: &str) -> Option<&Label> {
         self.resolved_labels().get(id)
     }
@@ -69,9 +77,22 @@ impl Session {
         !self.resolved_labels().is_empty()
     }
 
-    /// Every resolved label, in the order the targets first got one.
-    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.resolved_labels().iter().map(|(k, v)| (k, v.text.as_str()))
+    /// Every resolved label with the id of the entry it labels, in the
+    /// order the targets got one.
+    ///
+    /// ```
+    /// use arbor_tree::{Session, SessionOptions};
+    /// use serde_json::json;
+    ///
+    /// let mut session = Session::in_memory("/w", SessionOptions::default());
+    /// let id = session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    /// session.append_label_change(&id, Some("start"))?;
+    /// let labels: Vec<(&str, &str)> = session.labels().map(|l| (l.id, l.text())).collect();
+    /// assert_eq!(labels, [(id.as_str(), "start")]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn labels(&self) -> impl Iterator<Item = Labeled<'_>> + '_ {
+        self.resolved_labels().iter().map(|(id, label)| Labeled { id, label })
     }
 
     /// The path root → `from` (or the leaf), every entry type included; empty

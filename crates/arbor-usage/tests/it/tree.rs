@@ -95,7 +95,7 @@ fn a_fork_counts_only_what_it_adds() {
         .filter(|(_, (id, _, _))| ["u1", "a1", "bs", "u5", "a5"].contains(id))
         .map(|(k, (id, parent, body))| {
             let mut body = body.clone();
-            body["timestamp"] = json!(arbor_log::format_iso_ms(crate::T0 + 60_000 * k as i64));
+            body["timestamp"] = json!(arbor_log::time::format_iso_ms(crate::T0 + 60_000 * k as i64));
             (*id, *parent, body)
         })
         .collect();

@@ -97,7 +97,7 @@ impl Reference {
                 id: e.id.clone(),
                 parent,
                 kind: bits,
-                label: session.get_label(&e.id).map(str::to_owned),
+                label: session.label(&e.id).map(|l| l.text.clone()),
                 text: entry_text(e, &calls, None),
                 search: facts.search,
             });
