@@ -11,7 +11,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::reads;
+use crate::reads::{self, PathKind};
 
 /// The provider and model id that a session context selects (`{provider, modelId}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -282,15 +282,6 @@ pub fn plan_heads<E: Borrow<Entry>>(
     let kinds: Vec<PathKind<'_>> =
         heads.iter().map(|h| PathKind { entry_type: &h.entry_type, role: h.role.as_ref() }).collect();
     plan_kinds(&kinds, |first, k| heads[..k].iter().position(|h| h.id == first), decode)
-}
-
-/// What a path position shows without decoding its entry or reading its id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PathKind<'a> {
-    /// The entry `type`.
-    pub entry_type: &'a EntryType,
-    /// A message entry's message `role`.
-    pub role: Option<&'a Role>,
 }
 
 /// [`plan_heads`] from the path's types and roles alone: `find_kept(id,

@@ -12,10 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::context::{message_of_entry, ContextStep};
 use crate::llm::convert_message;
-use crate::session::{for_each_message, stored_positions, SessionPlan};
-
-/// Steps of the plan whose messages are read (and held) at once.
-pub(crate) const BATCH: usize = 512;
+use crate::session::{for_each_message, stored_positions, SessionPlan, BATCH};
 
 /// Writes the context a plan of the session's context describes as pi's
 /// `SessionContext` JSON: what `arbor_log::json::to_writer(out,

@@ -122,9 +122,10 @@ pub mod plan {
 
     pub use crate::context::{
         build_from_entries, build_from_owned_path, build_from_path, plan_heads, plan_kinds, plan_kinds_at,
-        walk_to_root, ContextPlan, ContextStep, Leaf, PathHead, PathKind,
+        walk_to_root, ContextPlan, ContextStep, Leaf, PathHead,
     };
     pub use crate::json::{write_json, write_llm_json};
+    pub use crate::reads::PathKind;
     pub use crate::render::transcript::write_plan_transcript as write_transcript;
     pub use crate::session::{build, for_each_message, plan_path, Checked, SessionPlan};
 }

@@ -9,8 +9,11 @@ use arbor_tree::{Position, Session};
 
 use serde_json::Value;
 
-use crate::context::{message_of_entry, plan_kinds_at, ContextPlan, ContextStep, PathKind, SessionContext};
-use crate::json::BATCH;
+use crate::context::{message_of_entry, plan_kinds_at, ContextPlan, ContextStep, SessionContext};
+use crate::reads::PathKind;
+
+/// Steps of the plan whose messages are read (and held) at once.
+pub(crate) const BATCH: usize = 512;
 
 /// The plan of a session's context at an entry ([`Context::plan`](crate::Context::plan)).
 #[derive(Debug, Clone, PartialEq)]

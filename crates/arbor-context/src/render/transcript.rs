@@ -10,10 +10,9 @@ use arbor_tree::{Position, Session};
 
 use super::entry::format_tool_call;
 use crate::context::{message_of_entry, ContextStep, SessionContext};
-use crate::json::BATCH;
 use crate::llm::convert_message;
 use crate::parts::{stored_parts, Parts};
-use crate::session::{stored_positions, write_checked, Checked, SessionPlan};
+use crate::session::{stored_positions, write_checked, Checked, SessionPlan, BATCH};
 use crate::tokens::{Counted, TokenTally};
 
 const WIDTH: usize = 160;
