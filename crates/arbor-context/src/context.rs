@@ -14,6 +14,17 @@ use serde_json::{Map, Value};
 use crate::reads::{self, PathKind};
 
 /// The provider and model id that a session context selects (`{provider, modelId}`).
+///
+/// ```
+/// use arbor_context::{Context, ModelRef};
+/// use arbor_tree::{Session, SessionOptions};
+///
+/// let mut session = Session::in_memory("/w", SessionOptions::default());
+/// session.append_model_change("anthropic", "claude-sonnet-4-5")?;
+/// let model = Context::of(&session).build().model;
+/// assert_eq!(model, Some(ModelRef { provider: "anthropic".into(), model_id: "claude-sonnet-4-5".into() }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelRef {
@@ -29,6 +40,23 @@ pub struct ModelRef {
 /// Serializes (and [`SessionContext::to_json`] converts) to pi's exact shape
 /// `{"messages": [...], "thinkingLevel": "...", "model": {...} | null}`; the
 /// oh-my-pi fields are never part of that JSON.
+///
+/// ```
+/// use arbor_context::{Context, SessionContext};
+/// use arbor_tree::{Session, SessionOptions};
+/// use serde_json::json;
+///
+/// let mut session = Session::in_memory("/w", SessionOptions::default());
+/// session.append_thinking_level_change("high")?;
+/// session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+/// let context: SessionContext = Context::of(&session).build();
+/// assert_eq!(context.to_json(), json!({
+///     "messages": [{"role": "user", "content": "hi", "timestamp": 1}],
+///     "thinkingLevel": "high",
+///     "model": null,
+/// }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionContext {
     /// The agent messages, in order, as JSON values (see [`build_from_path`]).
