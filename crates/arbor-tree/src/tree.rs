@@ -9,6 +9,19 @@ use arbor_log::Entry;
 use crate::session::{LineCursor, Position, Session, Slot};
 
 /// One node of the tree: an entry, its JSON text and its resolved label.
+///
+/// ```
+/// use arbor_tree::{Message, Session, SessionOptions};
+///
+/// let mut s = Session::in_memory("/w", SessionOptions::default());
+/// let id = s.append_message(Message::user("hi", 1))?;
+/// s.append_label_change(&id, Some("start"))?;
+/// let tree = s.get_tree();
+/// let node = tree.roots().next().expect("a root");
+/// assert_eq!((node.entry.id.as_str(), node.label), (id.as_str(), Some("start")));
+/// assert!(node.json.contains(r#""type":"message""#));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct TreeNode<'a> {
     /// Where the entry is in the session's file order.
@@ -22,6 +35,21 @@ pub struct TreeNode<'a> {
 }
 
 /// The session as a tree: roots in file order, children oldest first.
+///
+/// ```
+/// use arbor_tree::{Message, Session, SessionOptions, Tree, TreeNode};
+///
+/// let mut s = Session::in_memory("/w", SessionOptions::default());
+/// let first = s.append_message(Message::user("hi", 1))?;
+/// s.append_message(Message::user("one way", 2))?;
+/// s.branch(&first)?;
+/// s.append_message(Message::user("another", 3))?;
+/// let tree: Tree = s.get_tree();
+/// let root: TreeNode = tree.roots().next().expect("a root");
+/// assert_eq!(root.entry.id, first);
+/// assert_eq!(tree.children(&root).len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Tree<'a> {
     session: &'a Session,
