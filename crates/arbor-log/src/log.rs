@@ -21,6 +21,20 @@ use crate::reader::{parse_line_detail, LineReader, Parsed};
 use crate::version::version_in_line;
 
 /// What a physical line holds.
+///
+/// ```
+/// use arbor_log::{LineKind, SessionLog};
+///
+/// let log = SessionLog::read(&b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n\nnot json\n"[..])?;
+/// let kinds: Vec<&str> = log.lines().iter().map(|l| match l.kind {
+///     LineKind::Header(_) => "header",
+///     LineKind::Blank => "blank",
+///     LineKind::Skipped => "skipped",
+///     _ => "other",
+/// }).collect();
+/// assert_eq!(kinds, ["header", "blank", "skipped"]);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum LineKind {
     /// Whitespace only.
@@ -38,6 +52,16 @@ pub enum LineKind {
 }
 
 /// One physical line.
+///
+/// ```
+/// use arbor_log::SessionLog;
+///
+/// let log = SessionLog::read(&b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n"[..])?;
+/// let line = &log.lines()[0];
+/// assert_eq!((line.number, line.offset, line.is_dirty()), (1, 0, false));
+/// assert!(line.raw().ends_with(b"}\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct LogLine {
     /// 1-based line number in the file as read.
@@ -67,6 +91,16 @@ impl LogLine {
 }
 
 /// How [`SessionLog::write_to`] ends the last line.
+///
+/// ```
+/// use arbor_log::{LastLine, SessionLog};
+///
+/// let torn = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{\"type\":";
+/// let log = SessionLog::read(&torn[..])?;
+/// assert_eq!(log.to_bytes(LastLine::AsRead), torn);
+/// assert!(log.to_bytes(LastLine::Terminated).ends_with(b"{\"type\":\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LastLine {
     /// As it was read: an unchanged log is written back byte for byte.
@@ -77,6 +111,17 @@ pub enum LastLine {
 }
 
 /// A session file, line by line. See the module docs.
+///
+/// ```
+/// use arbor_log::{LastLine, SessionLog};
+///
+/// let file = b"{\"type\":\"session\",\"version\":3,\"id\":\"s1\",\"timestamp\":\"t\",\"cwd\":\"/w\"}\nnot json\n";
+/// let log = SessionLog::read(&file[..])?;
+/// assert_eq!(log.header().map(|h| h.id), Some("s1".to_owned()));
+/// assert_eq!(log.diagnostics().len(), 1);
+/// assert_eq!(log.to_bytes(LastLine::AsRead), file, "kept byte for byte");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct SessionLog {
     lines: Vec<LogLine>,
@@ -347,6 +392,17 @@ fn changed_text(raw: &[u8], v: &Value) -> Vec<u8> {
 }
 
 /// A line's bytes, taken out of a consumed log.
+///
+/// ```
+/// use arbor_log::SessionLog;
+///
+/// let file = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
+/// let (entries, _) = SessionLog::read(&file[..])?.into_entries();
+/// let (_, entry, line) = &entries[0];
+/// assert_eq!(entry.id, "a");
+/// assert!(!line.dirty && line.raw.starts_with(b"{\"type\":\"message\""));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct OwnedLine {
     /// The bytes as read, terminator included; for a record a migration
