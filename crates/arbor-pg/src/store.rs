@@ -51,6 +51,8 @@ struct Inner {
     shared: Mutex<Option<Conn>>,
     /// The connections holding the locks of the sessions this process writes.
     writers: Mutex<HashMap<SessionKey, Arc<Mutex<Conn>>>>,
+    /// Warnings of searches, until [`PgStore::take_warnings`] (search.rs).
+    warnings: Mutex<Vec<String>>,
 }
 
 /// Sessions on a PostgreSQL server, as an arbor-tree [`Store`]. Cheap to clone.
@@ -82,6 +84,7 @@ impl PgStore {
                 server,
                 shared: Mutex::new(Some(Conn(client))),
                 writers: Mutex::new(HashMap::new()),
+                warnings: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -89,6 +92,16 @@ impl PgStore {
     /// The server.
     pub fn server(&self) -> &Server {
         &self.inner.server
+    }
+
+    /// Notes a warning for the caller (one line).
+    pub(crate) fn warn(&self, line: String) {
+        guard(&self.inner.warnings).push(line);
+    }
+
+    /// The warnings noted since the last call.
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *guard(&self.inner.warnings))
     }
 
     /// Runs `f` on the shared connection, connecting first when there is
