@@ -20,10 +20,6 @@ use super::DEV_ONLY;
 /// The most items a library crate's root may name.
 pub const MAX_ROOT_EXPORTS: usize = 30;
 
-/// Crates still being narrowed, crate by crate (issue 37): their count is
-/// not checked yet. Each leaves this list in the commit that narrows it.
-const NARROWING: [&str; 1] = ["arbor-usage"];
-
 /// The crates under `crates/` with a `src/lib.rs`, but for test support, whose root names too much.
 pub fn check(root: &Path) -> Result<Vec<String>> {
     let mut problems = Vec::new();
@@ -33,7 +29,7 @@ pub fn check(root: &Path) -> Result<Vec<String>> {
     for lib in libs.into_iter().filter(|l| l.is_file()) {
         let name = lib.parent().and_then(Path::parent).and_then(Path::file_name);
         let name = name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if DEV_ONLY.contains(&name.as_str()) || NARROWING.contains(&name.as_str()) {
+        if DEV_ONLY.contains(&name.as_str()) {
             continue;
         }
         let text = fs::read_to_string(&lib).with_context(|| format!("reading {}", lib.display()))?;
