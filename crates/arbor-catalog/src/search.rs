@@ -183,11 +183,9 @@ fn plan(ctx: &mut Ctx, pattern: &Pattern, sessions: &[(Planned, u64)]) -> rusqli
     };
     let mut out = vec![];
     for (p, scanned) in sessions {
-        let mut p = p.clone();
         if p.version < CURRENT_VERSION {
             // Read whole through the migration: no filters.
-            p.ranges = vec![Range { start: 0, end: *scanned, build: false }];
-            out.push(p);
+            out.push(whole(p.clone(), *scanned));
             continue;
         }
         let columns = live.get(&p.rowid).map(Vec::as_slice).unwrap_or_default();
@@ -199,9 +197,9 @@ fn plan(ctx: &mut Ctx, pattern: &Pattern, sessions: &[(Planned, u64)]) -> rusqli
             let build = ctx.db.is_some() && (covered == 0 || tail >= BUILD_MIN);
             push_range(&mut ranges, Range { start: covered, end: *scanned, build });
         }
+        // Only the sessions read are copied: most are ruled out by their filters.
         if !ranges.is_empty() {
-            p.ranges = ranges;
-            out.push(p);
+            out.push(Planned { ranges, ..p.clone() });
         }
     }
     Ok(out)
@@ -307,7 +305,7 @@ fn read_session(
     limit: usize,
     skip: &HashSet<(String, String)>,
 ) -> Read {
-    let path = crate::catalog::path_under(root, &p.rel);
+    let path = crate::walk::path_under(root, &p.rel);
     let bytes = p.ranges.iter().map(|r| r.end - r.start).sum();
     let fail = |e: io::Error| Read {
         hits: vec![],
