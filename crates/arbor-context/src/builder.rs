@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 use serde_json::Value;
 
 use crate::context::SessionContext;
@@ -44,12 +44,12 @@ enum At<'a> {
 /// }))?;
 ///
 /// // At the leaf, as a value.
-/// let context = Context::of(&session).build();
+/// let context = Context::of(&session).build()?;
 /// assert_eq!(context.messages.len(), 2);
 /// assert_eq!(context.model.as_ref().map(|m| m.model_id.as_str()), Some("claude-sonnet-4-5"));
 ///
 /// // As if the leaf were at the question (the session's leaf stays where it is).
-/// assert_eq!(Context::of(&session).at(&question).build().messages.len(), 1);
+/// assert_eq!(Context::of(&session).at(&question).build()?.messages.len(), 1);
 ///
 /// // As pi's JSON, the stored messages copied from the session.
 /// let mut out = Vec::new();
@@ -79,7 +79,8 @@ impl<'a> Context<'a> {
     /// # use arbor_context::Context;
     /// # use arbor_tree::{Session, SessionOptions};
     /// let session = Session::in_memory("/work", SessionOptions::default());
-    /// assert!(Context::of(&session).at("no-such-id").build().messages.is_empty());
+    /// assert!(Context::of(&session).at("no-such-id").build()?.messages.is_empty());
+    /// # Ok::<(), arbor_tree::TreeError>(())
     /// ```
     pub fn at(self, id: &'a str) -> Context<'a> {
         Context { at: At::Entry(id), ..self }
@@ -97,7 +98,7 @@ impl<'a> Context<'a> {
     /// let first = session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// session.append_message(json!({"role": "user", "content": "again", "timestamp": 2}))?;
     /// let path = session.branch_positions(Some(&first));
-    /// assert_eq!(Context::of(&session).at_path(path).build(), Context::of(&session).at(&first).build());
+    /// assert_eq!(Context::of(&session).at_path(path).build()?, Context::of(&session).at(&first).build()?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn at_path(self, path: Vec<Position>) -> Context<'a> {
@@ -114,12 +115,12 @@ impl<'a> Context<'a> {
     /// # use serde_json::json;
     /// let mut session = Session::in_memory("/work", SessionOptions::default());
     /// session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
-    /// let p = Context::of(&session).plan();
+    /// let p = Context::of(&session).plan()?;
     /// assert_eq!(p.plan.steps.len(), 1);
-    /// assert_eq!(plan::build(&session, p), Context::of(&session).build());
+    /// assert_eq!(plan::build(&session, p)?, Context::of(&session).build()?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn plan(&self) -> SessionPlan {
+    pub fn plan(&self) -> Result<SessionPlan, TreeError> {
         let path = match &self.at {
             At::Leaf => self.session.branch_positions(None),
             At::Entry(id) => self.session.branch_positions(Some(id)),
@@ -133,8 +134,8 @@ impl<'a> Context<'a> {
     /// the answer costs, not the whole path. The same value as pi's
     /// `buildSessionContext` over every entry
     /// ([`plan::build_from_entries`](crate::plan::build_from_entries)).
-    pub fn build(&self) -> SessionContext {
-        build(self.session, self.plan())
+    pub fn build(&self) -> Result<SessionContext, TreeError> {
+        build(self.session, self.plan()?)
     }
 
     /// Writes the context as pi's `SessionContext` JSON (what `arbor context
@@ -142,7 +143,7 @@ impl<'a> Context<'a> {
     /// at a time ([`plan::write_json`](crate::plan::write_json)): it parses
     /// to exactly what serializing [`Context::build`] gives.
     pub fn write_json<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
-        write_json(out, self.session, &self.plan())
+        write_json(out, self.session, &self.plan().map_err(io::Error::other)?)
     }
 
     /// Writes the context's messages after pi's convertToLlm as a JSON list
@@ -160,7 +161,7 @@ impl<'a> Context<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_llm_json<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
-        write_llm_json(out, self.session, &self.plan())
+        write_llm_json(out, self.session, &self.plan().map_err(io::Error::other)?)
     }
 
     /// Writes the context as text for people (`arbor context`), its
@@ -181,7 +182,7 @@ impl<'a> Context<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_transcript<W: Write + ?Sized>(&self, out: &mut W, form: Form) -> io::Result<Checked> {
-        write_plan_transcript(out, self.session, &self.plan(), form)
+        write_plan_transcript(out, self.session, &self.plan().map_err(io::Error::other)?, form)
     }
 
     /// Calls `f` with each message of the context, in order, decoding a
@@ -196,11 +197,11 @@ impl<'a> Context<'a> {
     /// let mut session = Session::in_memory("/work", SessionOptions::default());
     /// session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
     /// let mut n = 0;
-    /// Context::of(&session).for_each_message(|_| Ok::<_, ()>(n += 1)).ok();
+    /// Context::of(&session).for_each_message(|_| Ok::<_, arbor_tree::TreeError>(n += 1))?;
     /// assert_eq!(n, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn for_each_message<E>(&self, f: impl FnMut(&Value) -> Result<(), E>) -> Result<(), E> {
-        for_each_message(self.session, &self.plan(), f)
+    pub fn for_each_message<E: From<TreeError>>(&self, f: impl FnMut(&Value) -> Result<(), E>) -> Result<(), E> {
+        for_each_message(self.session, &self.plan()?, f)
     }
 }

@@ -21,7 +21,7 @@ use crate::reads::{self, PathKind};
 ///
 /// let mut session = Session::in_memory("/w", SessionOptions::default());
 /// session.append_model_change("anthropic", "claude-sonnet-4-5")?;
-/// let model = Context::of(&session).build().model;
+/// let model = Context::of(&session).build()?.model;
 /// assert_eq!(model, Some(ModelRef { provider: "anthropic".into(), model_id: "claude-sonnet-4-5".into() }));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -49,7 +49,7 @@ pub struct ModelRef {
 /// let mut session = Session::in_memory("/w", SessionOptions::default());
 /// session.append_thinking_level_change("high")?;
 /// session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
-/// let context: SessionContext = Context::of(&session).build();
+/// let context: SessionContext = Context::of(&session).build()?;
 /// assert_eq!(context.to_json(), json!({
 ///     "messages": [{"role": "user", "content": "hi", "timestamp": 1}],
 ///     "thinkingLevel": "high",

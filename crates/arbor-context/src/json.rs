@@ -59,9 +59,25 @@ pub fn write_llm_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &
         if !std::mem::take(&mut first) {
             out.write_all(b",")?;
         }
-        arbor_log::json::to_writer(&mut *out, &m).map_err(io::Error::from)
-    })?;
+        arbor_log::json::to_writer(&mut *out, &m).map_err(|e| WriteError(io::Error::from(e)))
+    })
+    .map_err(|e| e.0)?;
     out.write_all(b"]")
+}
+
+/// A write's error, or a read's (the file changed under the session) as one.
+struct WriteError(io::Error);
+
+impl From<io::Error> for WriteError {
+    fn from(e: io::Error) -> WriteError {
+        WriteError(e)
+    }
+}
+
+impl From<arbor_tree::TreeError> for WriteError {
+    fn from(e: arbor_tree::TreeError) -> WriteError {
+        WriteError(io::Error::other(e))
+    }
 }
 
 /// The JSON text of each message a batch of steps gives, in order (a
@@ -69,8 +85,9 @@ pub fn write_llm_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &
 fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -> io::Result<Vec<Vec<u8>>> {
     let stored = stored_positions(path, batch);
     // The message's text as stored, or `None` when the entry must be decoded.
-    let copies =
-        session.map_id_json_many(&stored, |_, id, line| stored_message(line, id).map(|m| m.as_bytes().to_vec()));
+    let copies = session
+        .map_id_json_many(&stored, |_, id, line| stored_message(line, id).map(|m| m.as_bytes().to_vec()))
+        .map_err(io::Error::other)?;
     let mut copies = stored.iter().zip(copies);
     let mut texts = Vec::with_capacity(batch.len());
     for step in batch {
@@ -80,6 +97,7 @@ fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -
                 Some((_, Some(Some(copy)))) => Some(copy),
                 Some((&index, _)) => session
                     .decode_at(index)
+                    .map_err(io::Error::other)?
                     .and_then(message_of_entry)
                     .map(|m| arbor_log::json::to_vec(&m))
                     .transpose()?,
@@ -173,7 +191,7 @@ mod tests {
                 }
                 // Read back from its text, as the output is: a value nested past serde_json's
                 // limit is kept as its JSON text at a depth counted from the document's root.
-                let want = arbor_log::json::to_string(&Context::of(&s).build()).unwrap();
+                let want = arbor_log::json::to_string(&Context::of(&s).build().unwrap()).unwrap();
                 let want = arbor_log::json::parse(&want).unwrap();
                 assert_eq!(written(&s), want, "{} at {leaf:?}", path.display());
                 checked += 1;
@@ -295,7 +313,7 @@ mod tests {
         let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
             .unwrap();
         let ctx = written(&s);
-        assert_eq!(ctx, serde_json::to_value(Context::of(&s).build()).unwrap());
+        assert_eq!(ctx, serde_json::to_value(Context::of(&s).build().unwrap()).unwrap());
         let n = ctx["messages"].as_array().unwrap().len();
         assert!(n > 256 * threads, "{n} messages");
     }

@@ -33,7 +33,7 @@
 //! }))?;
 //!
 //! // The context at the leaf, as a value.
-//! let context = Context::of(&session).build();
+//! let context = Context::of(&session).build()?;
 //! assert_eq!(context.messages.len(), 2);
 //! assert_eq!(context.model.as_ref().map(|m| m.model_id.as_str()), Some("claude-sonnet-4-5"));
 //!
@@ -110,13 +110,13 @@ pub mod plan {
     //!
     //! let mut session = Session::in_memory("/work", SessionOptions::default());
     //! session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
-    //! let p = plan::plan_path(&session, session.branch_positions(None));
+    //! let p = plan::plan_path(&session, session.branch_positions(None))?;
     //! let mut json = Vec::new();
     //! plan::write_json(&mut json, &session, &p)?;
-    //! assert_eq!(serde_json::from_slice::<serde_json::Value>(&json)?, plan::build(&session, p).to_json());
+    //! assert_eq!(serde_json::from_slice::<serde_json::Value>(&json)?, plan::build(&session, p)?.to_json());
     //! // pi's reference, over the entries themselves.
-    //! let entries: Vec<_> = session.entries().cloned().collect();
-    //! assert_eq!(plan::build_from_entries(&entries, plan::Leaf::Default), Context::of(&session).build());
+    //! let entries: Vec<_> = session.entries().map(|e| e.cloned()).collect::<Result<_, _>>()?;
+    //! assert_eq!(plan::build_from_entries(&entries, plan::Leaf::Default), Context::of(&session).build()?);
     //! # Ok::<(), Box<dyn std::error::Error>>(())
     //! ```
 

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use arbor_log::EntryType;
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 
 use serde_json::Value;
 
@@ -32,11 +32,11 @@ pub struct SessionPlan {
 /// [`Context::plan`](crate::Context::plan) or [`plan_path`]): the stored
 /// messages it reads are decoded (on all cores) and moved into it, so on a
 /// large session the answer costs what it holds, not the whole path.
-pub fn build(session: &Session, plan: SessionPlan) -> SessionContext {
+pub fn build(session: &Session, plan: SessionPlan) -> Result<SessionContext, TreeError> {
     let SessionPlan { path, plan, .. } = plan;
     let wanted: Vec<Position> = plan.message_positions().map(|p| path[p]).collect();
-    let mut messages = session.decode_many(&wanted).into_iter();
-    plan.into_context(|_| messages.next().flatten().and_then(message_of_entry))
+    let mut messages = session.decode_many(&wanted)?.into_iter();
+    Ok(plan.into_context(|_| messages.next().flatten().and_then(message_of_entry)))
 }
 
 /// The plan of the context at the end of `path` (its positions, root
@@ -52,7 +52,7 @@ pub fn build(session: &Session, plan: SessionPlan) -> SessionContext {
 /// up once: but for the leaf, the path holds only entries that ids resolve
 /// to (parents), so the entry with that id before the compaction, if any,
 /// is the one the id resolves to. No id of the path is read.
-pub fn plan_path(session: &Session, path: Vec<Position>) -> SessionPlan {
+pub fn plan_path(session: &Session, path: Vec<Position>) -> Result<SessionPlan, TreeError> {
     // Read from the session's columns as the plan asks (a position the
     // session just gave always has a type; one that gives the context
     // nothing stands in otherwise).
@@ -71,21 +71,28 @@ pub fn plan_path(session: &Session, path: Vec<Position>) -> SessionPlan {
         }
     };
     let mut read = vec![];
+    let mut failed = None;
     let plan = plan_kinds_at(path.len(), kind_at, find_kept, |ps| {
         let wanted: Vec<Position> = ps.iter().map(|&p| path[p]).collect();
         read.extend_from_slice(&wanted);
-        session.decode_many(&wanted)
+        session.decode_many(&wanted).unwrap_or_else(|e| {
+            failed = Some(e);
+            vec![None; wanted.len()]
+        })
     });
+    if let Some(e) = failed {
+        return Err(e);
+    }
     read.sort_unstable();
     read.dedup();
-    SessionPlan { path, plan, read }
+    Ok(SessionPlan { path, plan, read })
 }
 
 /// Calls `f` with each message of the context a plan describes, in order:
 /// the stored messages are decoded a batch at a time (on all cores) and
 /// dropped after `f` saw them, so a context of a million messages is never
 /// all in memory (what `arbor context` prints from).
-pub fn for_each_message<E>(
+pub fn for_each_message<E: From<TreeError>>(
     session: &Session,
     plan: &SessionPlan,
     mut f: impl FnMut(&Value) -> Result<(), E>,
@@ -93,7 +100,7 @@ pub fn for_each_message<E>(
     let SessionPlan { path, plan, .. } = plan;
     for batch in plan.steps.chunks(BATCH) {
         let wanted = stored_positions(path, batch);
-        let mut decoded = session.decode_many(&wanted).into_iter();
+        let mut decoded = session.decode_many(&wanted)?.into_iter();
         for step in batch {
             match step {
                 ContextStep::Made(m) => f(m)?,
@@ -228,7 +235,7 @@ mod tests {
     /// A line per stored message (its id and length), `batch` steps at a
     /// time through [`write_checked_holding`], holding up to `hold` bytes.
     fn written(s: &Session, batch: usize, hold: usize) -> (Checked, Vec<u8>) {
-        let plan = plan_path(s, s.branch_positions(None));
+        let plan = plan_path(s, s.branch_positions(None)).unwrap();
         let mut out = vec![];
         let checked = write_checked_holding(s, &plan, &mut out, batch, hold, |steps, check, sink| {
             let stored = stored_positions(&plan.path, steps);
@@ -239,7 +246,7 @@ mod tests {
                     None => return Ok(false),
                 }
             } else {
-                s.map_id_json_many(&stored, f)
+                s.map_id_json_many(&stored, f).unwrap()
             };
             read.into_iter().flatten().try_for_each(|line| sink.write_all(line.as_bytes()))?;
             Ok(true)

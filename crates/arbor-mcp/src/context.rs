@@ -7,10 +7,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use arbor_context::messages::message_of_entry;
-use arbor_context::plan::{ContextStep, SessionPlan};
-use arbor_context::Context;
+use arbor_context::plan::{plan_path, ContextStep, SessionPlan};
 use arbor_tree::sessions::Sessions;
-use arbor_tree::{Position, Session, SessionOptions};
+use arbor_tree::{Position, Session, SessionOptions, TreeError};
 
 use crate::error::ToolError;
 use crate::page::{self, chars, take_chars, At};
@@ -79,10 +78,10 @@ fn page_of(
         });
     };
     let leaf_id = id_at(s, leaf);
-    let plan = Context::of(s).at(&leaf_id).plan();
+    let plan = plan_path(s, s.branch_positions(Some(&leaf_id)))?;
     let steps = &plan.plan.steps;
     let n = steps.len();
-    let name = s.session_name().map(|n| format!(" ({n})")).unwrap_or_default();
+    let name = s.session_name()?.map(|n| format!(" ({n})")).unwrap_or_default();
     let mut head = format!(
         "session {}{name} at entry {leaf_id}: {n} messages in the model's context, oldest first\n",
         s.session_id()
@@ -107,7 +106,7 @@ fn page_of(
         }
         _ => None,
     };
-    let (shown, read, first) = newest_first(s, &plan, end, summary.filter(|_| summary_text.is_some()), left);
+    let (shown, read, first) = newest_first(s, &plan, end, summary.filter(|_| summary_text.is_some()), left)?;
     let mut text = head;
     if let Some((k, t)) = &summary_text {
         if *k < first {
@@ -140,14 +139,14 @@ fn newest_first(
     end: usize,
     skip: Option<usize>,
     mut left: usize,
-) -> (Vec<String>, Vec<Position>, usize) {
+) -> Result<(Vec<String>, Vec<Position>, usize), TreeError> {
     let mut shown: Vec<String> = Vec::new();
     let mut read = Vec::new();
     let mut first = end;
     let mut full = false;
     while first > 0 && !full {
         let lo = first.saturating_sub(BATCH);
-        let texts = render(s, plan, lo..first, &mut read);
+        let texts = render(s, plan, lo..first, &mut read)?;
         for (k, text) in texts.into_iter().rev() {
             if Some(k) == skip || text.is_empty() {
                 first = k;
@@ -168,7 +167,7 @@ fn newest_first(
             first = k;
         }
     }
-    (shown, read, first)
+    Ok((shown, read, first))
 }
 
 /// The texts of the context's messages at steps `range`, each with its
@@ -178,7 +177,7 @@ fn render(
     plan: &SessionPlan,
     range: std::ops::Range<usize>,
     read: &mut Vec<Position>,
-) -> Vec<(usize, String)> {
+) -> Result<Vec<(usize, String)>, TreeError> {
     let steps = &plan.plan.steps[range.clone()];
     let stored: Vec<Position> = steps
         .iter()
@@ -188,7 +187,7 @@ fn render(
         })
         .collect();
     read.extend_from_slice(&stored);
-    let mut decoded = s.decode_many(&stored).into_iter().zip(stored.iter().copied());
+    let mut decoded = s.decode_many(&stored)?.into_iter().zip(stored.iter().copied());
     let mut out = Vec::with_capacity(steps.len());
     for (k, st) in range.zip(steps) {
         let text = match st {
@@ -208,7 +207,7 @@ fn render(
         };
         out.push((k, text));
     }
-    out
+    Ok(out)
 }
 
 /// The first `n` characters of `text`, saying how many more there were.

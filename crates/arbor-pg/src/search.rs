@@ -242,8 +242,9 @@ impl PgStore {
         let (found, built): (Vec<EntryHit>, _) = if s.row.facts.version < CURRENT_VERSION {
             // An older version is searched as the entries its migration makes (ids included), as a file is.
             let session = Session::open(&s.info.path, OpenMode::ReadOnly, opts.clone()).map_err(SessionsError::Tree)?;
+            // A migrated session is read whole (no line is read again later): no read fails.
             let values = session.positions().filter_map(|pos| {
-                let v = session.with_json_at(pos, arbor_log::json::parse)?.ok()?;
+                let v = session.with_json_at(pos, arbor_log::json::parse).ok()??.ok()?;
                 Some((usize::from(pos) as u64, v))
             });
             (scan_values(values, &in_session, mode, want), vec![])
@@ -317,28 +318,32 @@ fn to_hit(h: EntryHit, info: &SessionListInfo) -> Hit {
 
 /// Fills in each hit's active-path mark and the labels on its path, from
 /// its session opened with `opts` (once per session). A session that does
-/// not open leaves its hits unmarked.
+/// not open (or whose labels cannot be read: it changed meanwhile) leaves
+/// its hits unmarked.
 pub(crate) fn mark_paths(hits: &mut [Hit], opts: &SessionOptions) {
     let mut sessions: HashMap<PathBuf, Option<(Session, HashSet<String>)>> = HashMap::new();
     for hit in hits {
         let opened = sessions.entry(hit.path.clone()).or_insert_with(|| {
             let s = Session::open(&hit.path, OpenMode::ReadOnly, opts.clone()).ok()?;
-            let active = s.get_branch(None).iter().map(|e| e.id.to_string()).collect();
+            let active = s.branch_positions(None).into_iter().filter_map(|p| Some(s.id_at(p)?.to_string())).collect();
             Some((s, active))
         });
         let Some((s, active)) = opened else { continue };
-        if s.get_entry(&hit.entry_id).is_none() {
+        if s.position_of(&hit.entry_id).is_none() {
             continue;
         }
+        let path_labels = || -> Result<Vec<PathLabel>, arbor_tree::TreeError> {
+            let mut labels = vec![];
+            for p in s.branch_positions(Some(&hit.entry_id)) {
+                let Some(id) = s.id_at(p).map(|i| i.to_string()) else { continue };
+                if let Some(l) = s.label(&id).map(|l| l.map(|l| l.text.as_str()))? {
+                    labels.push(PathLabel { entry_id: id, label: l.to_owned() });
+                }
+            }
+            Ok(labels)
+        };
+        let Ok(labels) = path_labels() else { continue };
         hit.on_active_path = active.contains(&hit.entry_id);
-        hit.labels = s
-            .get_branch(Some(&hit.entry_id))
-            .iter()
-            .filter_map(|e| {
-                s.label(&e.id)
-                    .map(|l| l.text.as_str())
-                    .map(|l| PathLabel { entry_id: e.id.to_string(), label: l.to_owned() })
-            })
-            .collect();
+        hit.labels = labels;
     }
 }

@@ -20,7 +20,7 @@ use arbor_log::json;
 /// let mut s = Session::in_memory("/w", SessionOptions::default());
 /// let id = s.append_message(Message::user("hi", 1))?;
 /// s.append_label_change(&id, Some("v1"))?;
-/// let label: &Label = s.label(&id).expect("labelled");
+/// let label: &Label = s.label(&id)?.expect("labelled");
 /// assert_eq!((label.text.as_str(), &label.value), ("v1", &serde_json::json!("v1")));
 /// assert!(label.timestamp.is_some());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -43,7 +43,7 @@ pub struct Label {
 /// let mut s = Session::in_memory("/w", SessionOptions::default());
 /// let id = s.append_message(Message::user("hi", 1))?;
 /// s.append_label_change(&id, Some("start"))?;
-/// let labeled = s.labels().next().expect("one label");
+/// let labeled = s.labels()?.next().expect("one label");
 /// assert_eq!((labeled.id, labeled.text()), (id.as_str(), "start"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

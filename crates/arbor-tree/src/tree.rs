@@ -6,22 +6,10 @@ use std::io::{self, Write};
 
 use arbor_log::Entry;
 
+use crate::error::TreeError;
 use crate::session::{LineCursor, Position, Session, Slot};
 
 /// One node of the tree: an entry, its JSON text and its resolved label.
-///
-/// ```
-/// use arbor_tree::{Message, Session, SessionOptions};
-///
-/// let mut s = Session::in_memory("/w", SessionOptions::default());
-/// let id = s.append_message(Message::user("hi", 1))?;
-/// s.append_label_change(&id, Some("start"))?;
-/// let tree = s.get_tree();
-/// let node = tree.roots().next().expect("a root");
-/// assert_eq!((node.entry.id.as_str(), node.label), (id.as_str(), Some("start")));
-/// assert!(node.json.contains(r#""type":"message""#));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct TreeNode<'a> {
     /// Where the entry is in the session's file order.
@@ -35,21 +23,6 @@ pub struct TreeNode<'a> {
 }
 
 /// The session as a tree: roots in file order, children oldest first.
-///
-/// ```
-/// use arbor_tree::{Message, Session, SessionOptions, Tree, TreeNode};
-///
-/// let mut s = Session::in_memory("/w", SessionOptions::default());
-/// let first = s.append_message(Message::user("hi", 1))?;
-/// s.append_message(Message::user("one way", 2))?;
-/// s.branch(&first)?;
-/// s.append_message(Message::user("another", 3))?;
-/// let tree: Tree = s.get_tree();
-/// let root: TreeNode = tree.roots().next().expect("a root");
-/// assert_eq!(root.entry.id, first);
-/// assert_eq!(tree.children(&root).len(), 2);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug)]
 pub struct Tree<'a> {
     session: &'a Session,
@@ -155,24 +128,23 @@ impl<'a> Tree<'a> {
     /// # Panics
     ///
     /// When `position` is not one of this session's.
-    pub fn node(&self, position: Position) -> TreeNode<'a> {
-        let s = &self.session.state.slots[position.get()];
-        let src = self.session.src();
-        TreeNode {
-            position,
-            entry: s.entry(src),
-            json: s.json(src),
-            label: self.session.label(&s.id()).map(|l| l.text.as_str()),
-        }
+    /// An `Err` when the file changed under the session ([`TreeError::Changed`]).
+    pub fn node(&self, position: Position) -> Result<TreeNode<'a>, TreeError> {
+        let session = self.session;
+        let s = &session.state.slots[position.get()];
+        let src = session.src();
+        let entry = s.entry(src).map_err(|e| session.stale(e))?;
+        let json = s.json(src).map_err(|e| session.stale(e))?;
+        Ok(TreeNode { position, entry, json, label: session.label(&s.id()).map(|l| l.map(|l| l.text.as_str()))? })
     }
 
     /// The roots, in file order.
-    pub fn roots(&self) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
+    pub fn roots(&self) -> impl ExactSizeIterator<Item = Result<TreeNode<'a>, TreeError>> + '_ {
         self.roots.iter().map(|&p| self.node(p))
     }
 
     /// The children of a node, oldest first.
-    pub fn children(&self, node: &TreeNode<'_>) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
+    pub fn children(&self, node: &TreeNode<'_>) -> impl ExactSizeIterator<Item = Result<TreeNode<'a>, TreeError>> + '_ {
         self.child_positions(node.position).iter().map(|&p| self.node(p))
     }
 
@@ -213,7 +185,9 @@ impl<'a> Tree<'a> {
 
     /// Writes pi's `getTree()` JSON: `[{"entry": …, "children": […], "label": …,
     /// "labelTimestamp": …}]`, `label` and `labelTimestamp` absent when none,
-    /// entries as held. Iterative: any depth is fine.
+    /// entries as held. Iterative: any depth is fine. A file changed under
+    /// the session fails the write with the [`TreeError::Changed`] inside
+    /// the `io::Error` ([`io::Error::into_inner`]).
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
         let slots = &self.session.state.slots;
         // In passing: writing every entry keeps none of their slots.
@@ -226,7 +200,9 @@ impl<'a> Tree<'a> {
             Step::Enter { position, .. } => ahead.get(position.get()).and_then(Slot::json_span),
             Step::Leave(_) => None,
         }));
-        let any_label = self.session.has_labels();
+        let session = self.session;
+        let changed = |e| io::Error::other(session.stale(e));
+        let any_label = session.has_labels().map_err(io::Error::other)?;
         // Whether each open node has a label (looked up when it is entered).
         let mut labelled: Vec<bool> = vec![];
         w.write_all(b"[")?;
@@ -240,8 +216,8 @@ impl<'a> Tree<'a> {
                     // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
                     let mut has_label = false;
                     if let Some(s) = out.get(position.get()) {
-                        has_label = any_label && self.session.label(&s.id()).is_some();
-                        s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?;
+                        has_label = any_label && session.label(&s.id()).map_err(io::Error::other)?.is_some();
+                        s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes())).map_err(changed)??;
                     }
                     w.write_all(b",\"children\":[")?;
                     labelled.push(has_label);
@@ -250,7 +226,10 @@ impl<'a> Tree<'a> {
                 Step::Leave(Some(position)) => {
                     w.write_all(b"]")?;
                     let label = match labelled.pop().unwrap_or(false) {
-                        true => out.get(position.get()).and_then(|s| self.session.label(&s.id())),
+                        true => match out.get(position.get()) {
+                            Some(s) => session.label(&s.id()).map_err(io::Error::other)?,
+                            None => None,
+                        },
                         false => None,
                     };
                     if let Some(label) = label {

@@ -37,7 +37,7 @@
 //!
 //! let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo/demo.jsonl");
 //! let s = Session::open(file.as_ref(), OpenMode::ReadOnly, SessionOptions::default().with_index_dir(None))?;
-//! let usage = Usage::new(vec![read_session(&s, Agent::Pi, file)]);
+//! let usage = Usage::new(vec![read_session(&s, Agent::Pi, file)?]);
 //! let daily = report(&usage, &ReportOptions::new(Grouping::Daily));
 //! assert_eq!(daily.rows.iter().map(|r| r.total.replies).sum::<u64>(), daily.totals.replies);
 //! # Ok::<(), arbor_tree::TreeError>(())
@@ -137,8 +137,8 @@ pub mod tree {
     //!
     //! let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo/demo.jsonl");
     //! let s = Session::open(file.as_ref(), OpenMode::ReadOnly, SessionOptions::default())?;
-    //! assert!(!branches(&s, &PriceTable::builtin()).is_empty());
-    //! # Ok::<(), arbor_tree::TreeError>(())
+    //! assert!(!branches(&s, &PriceTable::builtin())?.is_empty());
+    //! # Ok::<(), Box<dyn std::error::Error>>(())
     //! ```
 
     pub use crate::branch::{branches, Branch};

@@ -145,7 +145,7 @@ fn read_source(source: &Source, opts: &ScanOptions, cache: &Cache) -> Result<Rea
     let sessions = match source.agent {
         Agent::Pi => {
             let s = Session::open(&source.path, OpenMode::ReadOnly, opts.session.clone())?;
-            vec![read_session(&s, Agent::Pi, location)]
+            vec![read_session(&s, Agent::Pi, location)?]
         }
         Agent::Claude => in_place(Format::Claude, source, &location)?,
         Agent::Codex => in_place(Format::Codex, source, &location)?,
@@ -168,7 +168,7 @@ fn in_place(format: Format, source: &Source, location: &str) -> Result<Vec<Sessi
         let opts = SessionOptions::default().with_store(store).with_index_dir(None);
         let s = Session::open(&path, OpenMode::ReadOnly, opts)?;
         let location = if n == 0 { location.to_owned() } else { format!("{location}#{}", n + 1) };
-        out.push(read_session(&s, source.agent, location));
+        out.push(read_session(&s, source.agent, location)?);
     }
     Ok(out)
 }

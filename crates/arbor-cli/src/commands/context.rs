@@ -75,5 +75,5 @@ fn plan_at(s: &mut Session, args: &Args) -> Result<SessionPlan> {
         require_entry(s, id, &args.file)?;
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
-    Ok(Context::of(s).plan())
+    Ok(Context::of(s).plan()?)
 }

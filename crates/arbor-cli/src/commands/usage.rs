@@ -430,7 +430,7 @@ fn write_differences(out: &mut dyn Write, r: &Report) -> Result<()> {
 
 fn branch(file: &Path, args: &Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let s = g.open_read(file)?;
-    let list = branches(&s, &PriceTable::builtin());
+    let list = branches(&s, &PriceTable::builtin())?;
     if args.json {
         let rows: Vec<serde_json::Value> = list.iter().map(branch_json).collect();
         write_json_line(out, &serde_json::json!({ "branches": rows }))?;

@@ -69,7 +69,7 @@ pub fn write_entries_json(out: &mut dyn Write, s: &Session, positions: &[Positio
     out.write_all(b"[")?;
     let mut first = true;
     for batch in positions.chunks(BATCH) {
-        for j in s.map_json_many(batch, |_, j| j.to_owned()).into_iter().flatten() {
+        for j in s.map_json_many(batch, |_, j| j.to_owned())?.into_iter().flatten() {
             if !std::mem::take(&mut first) {
                 out.write_all(b",")?;
             }
@@ -88,7 +88,7 @@ pub fn write_entry_lines(out: &mut dyn Write, s: &Session, positions: &[Position
     let home = home();
     let mut made_at: HashMap<CompactString, Position> = HashMap::new();
     for batch in positions.chunks(BATCH) {
-        let entries = s.decode_many(batch);
+        let entries = s.decode_many(batch)?;
         let decoded: HashMap<Position, &Entry> =
             batch.iter().zip(&entries).filter_map(|(&p, e)| Some((p, e.as_ref()?))).collect();
         for (&p, e) in batch.iter().zip(&entries) {

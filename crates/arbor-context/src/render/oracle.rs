@@ -209,13 +209,14 @@ mod tests {
                 if let Some(id) = &id {
                     s.branch(id).unwrap();
                 }
-                let ctx = Context::of(&s).build();
+                let ctx = Context::of(&s).build().unwrap();
                 for (llm, form) in [(false, Form::AsStored), (true, Form::ForModel)] {
                     let want = transcript(&ctx.messages, &ctx, llm);
                     let mut whole = vec![];
                     write_transcript(&mut whole, &ctx, form).unwrap();
                     let mut batched = vec![];
-                    let checked = write_plan_transcript(&mut batched, &s, &Context::of(&s).plan(), form).unwrap();
+                    let checked =
+                        write_plan_transcript(&mut batched, &s, &Context::of(&s).plan().unwrap(), form).unwrap();
                     assert_eq!(checked, crate::plan::Checked::Written);
                     let at = format!("{} at {id:?} (llm {llm}, index {})", path.display(), dir.is_some());
                     assert_eq!(String::from_utf8(whole).unwrap(), want, "{at}: the whole context's");

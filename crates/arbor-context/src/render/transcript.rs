@@ -126,7 +126,7 @@ pub enum Form {
 /// let mut session = Session::in_memory("/work", SessionOptions::default());
 /// session.append_message(json!({"role": "user", "content": "What is a session tree?", "timestamp": 1}))?;
 /// let mut text = Vec::new();
-/// write_transcript(&mut text, &Context::of(&session).build(), Form::AsStored)?;
+/// write_transcript(&mut text, &Context::of(&session).build()?, Form::AsStored)?;
 /// assert!(String::from_utf8(text)?.starts_with("user: What is a session tree?\n"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -159,7 +159,7 @@ pub fn write_plan_transcript<W: Write + ?Sized>(
     let llm = form == Form::ForModel;
     let mut t = Transcript::default();
     let checked = write_checked(session, plan, &mut out, TEXT_BATCH, |batch, check, sink| {
-        let Some(written) = written_batch(session, &plan.path, batch, llm, check) else { return Ok(false) };
+        let Some(written) = written_batch(session, &plan.path, batch, llm, check)? else { return Ok(false) };
         for w in written {
             t.write(sink, &w)?;
         }
@@ -185,18 +185,24 @@ fn written_batch(
     batch: &[ContextStep],
     llm: bool,
     check: bool,
-) -> Option<Vec<Written>> {
+) -> io::Result<Option<Vec<Written>>> {
     let stored = stored_positions(path, batch);
     let of_line = |_, id: &str, line: &str| Written::of_line(line, id, llm);
-    let read =
-        if check { session.map_id_json_sound(&stored, of_line)? } else { session.map_id_json_many(&stored, of_line) };
+    let read = if check {
+        let Some(read) = session.map_id_json_sound(&stored, of_line) else { return Ok(None) };
+        read
+    } else {
+        session.map_id_json_many(&stored, of_line).map_err(io::Error::other)?
+    };
     // The entries the text could not be read from are decoded (on all cores).
     let again: Vec<Position> =
         stored.iter().zip(&read).filter(|(_, r)| !matches!(r, Some(Some(_)))).map(|(&p, _)| p).collect();
-    let mut decoded = again.chunks(BATCH).flat_map(|part| {
-        let entries = session.decode_many(part).into_iter();
-        entries.map(|e| e.and_then(message_of_entry).map(|m| Written::of_value(&m, llm))).collect::<Vec<_>>()
-    });
+    let mut decoded = vec![];
+    for part in again.chunks(BATCH) {
+        let entries = session.decode_many(part).map_err(io::Error::other)?.into_iter();
+        decoded.extend(entries.map(|e| e.and_then(message_of_entry).map(|m| Written::of_value(&m, llm))));
+    }
+    let mut decoded = decoded.into_iter();
     let mut read = read.into_iter();
     let mut out = Vec::with_capacity(batch.len());
     for step in batch {
@@ -209,7 +215,7 @@ fn written_batch(
         };
         out.extend(w);
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 /// One message of a transcript: its lines (none when the mapping for the

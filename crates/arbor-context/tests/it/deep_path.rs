@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use arbor_context::messages::{branch_summary_message, compaction_summary_message, custom_message};
-use arbor_context::plan::write_transcript;
+use arbor_context::plan::write_transcript as write_plan_transcript;
 use arbor_context::plan::{write_llm_json, Checked};
 use arbor_context::render::Form;
 use arbor_context::{Context, SessionContext};
@@ -252,12 +252,12 @@ fn omp_of(c: &SessionContext) -> Map<String, Value> {
 /// Every way `arbor context` prints the context at the session's leaf: the
 /// JSON, the JSON after convertToLlm, the text and the text after it.
 fn printed(s: &Session) -> [Vec<u8>; 4] {
-    let plan = Context::of(s).plan();
+    let plan = Context::of(s).plan().unwrap();
     let mut out: [Vec<u8>; 4] = Default::default();
     Context::of(s).write_json(&mut out[0]).unwrap();
     write_llm_json(&mut out[1], s, &plan).unwrap();
-    assert_eq!(write_transcript(&mut out[2], s, &plan, Form::AsStored).unwrap(), Checked::Written);
-    assert_eq!(write_transcript(&mut out[3], s, &plan, Form::ForModel).unwrap(), Checked::Written);
+    assert_eq!(write_plan_transcript(&mut out[2], s, &plan, Form::AsStored).unwrap(), Checked::Written);
+    assert_eq!(write_plan_transcript(&mut out[3], s, &plan, Form::ForModel).unwrap(), Checked::Written);
     out
 }
 
@@ -281,16 +281,17 @@ fn same_three_ways(file: &Path, ids: &[String], leaves: usize, indexed: bool) {
         let at = format!("{} at {id}", file.display());
         let printed_lazy = printed(&lazy);
         assert!(printed_lazy == printed(&full), "{at}: printed through the index differs from the full load");
-        let context = Context::of(&lazy).build();
-        assert_eq!(context, Context::of(&full).build(), "{at}: the context");
-        let path: Vec<Entry> = full.branch_positions(None).into_iter().map(|p| full.decode_at(p).unwrap()).collect();
+        let context = Context::of(&lazy).build().unwrap();
+        assert_eq!(context, Context::of(&full).build().unwrap(), "{at}: the context");
+        let path: Vec<Entry> =
+            full.branch_positions(None).into_iter().map(|p| full.decode_at(p).unwrap().unwrap()).collect();
         let (want, want_omp) = plain_context(&path);
         let got: Value = serde_json::from_slice(&printed_lazy[0]).unwrap();
         assert!(got == want, "{at}: the context is not what reading every entry gives");
         assert_eq!(omp_of(&context), want_omp, "{at}: oh-my-pi's fields");
         // Of the path, only the settings that count, the last compaction and
         // the made-up messages it shows are decoded.
-        let plan = Context::of(&lazy).plan();
+        let plan = Context::of(&lazy).plan().unwrap();
         let shown = plan.plan.steps.len() + 1;
         assert!(plan.read.len() <= shown + 16 + count_each(&path), "{at}: {} entries decoded", plan.read.len());
     }
@@ -326,10 +327,11 @@ fn last_settings_that_do_not_decode_give_way_to_the_ones_before() {
     // Bodies that do not decode are diagnosed: such a file gets no index.
     same_three_ways(&file, &ids, 3, false);
     let s = open_full(&file);
-    let (want, _) =
-        plain_context(&s.branch_positions(None).into_iter().map(|p| s.decode_at(p).unwrap()).collect::<Vec<_>>());
+    let (want, _) = plain_context(
+        &s.branch_positions(None).into_iter().map(|p| s.decode_at(p).unwrap().unwrap()).collect::<Vec<_>>(),
+    );
     assert_eq!(want["messages"][0]["role"], "compactionSummary", "an earlier compaction counts");
-    assert!(Context::of(&s).build().mode.is_some(), "an earlier mode counts");
+    assert!(Context::of(&s).build().unwrap().mode.is_some(), "an earlier mode counts");
 }
 
 /// A compaction's kept entry is looked up by its id (no id of the path is
@@ -398,7 +400,7 @@ fn the_kept_entry_is_found_by_its_id_wherever_it_is() {
         let cache = tempfile::tempdir().unwrap();
         drop(open_indexed(&file, cache.path()));
         for s in [open_full(&file), open_indexed(&file, cache.path())] {
-            assert_eq!(Context::of(&s).build(), pure, "{name}");
+            assert_eq!(Context::of(&s).build().unwrap(), pure, "{name}");
             assert!(printed(&s) == printed(&open_full(&file)), "{name}: printed");
         }
     }

@@ -1,6 +1,6 @@
 //! The transcript written a batch of messages at a time
 //! (`Context::write_transcript`, what `arbor context` prints) is the transcript
-//! of the whole context built first (`render::write_transcript`), byte for byte: at a
+//! of the whole context built first (`write_transcript`), byte for byte: at a
 //! spread of leaves of every fixture session (compactions, branch summaries,
 //! usages), with and without the mapping for the model, and on a chain of
 //! more messages than one batch holds. The same for the `--json --llm`
@@ -24,7 +24,7 @@ fn form(llm: bool) -> Form {
 
 fn both(s: &Session, llm: bool) -> (String, String) {
     let mut whole = vec![];
-    write_transcript(&mut whole, &Context::of(s).build(), form(llm)).unwrap();
+    write_transcript(&mut whole, &Context::of(s).build().unwrap(), form(llm)).unwrap();
     let mut batched = vec![];
     let checked = Context::of(s).write_transcript(&mut batched, form(llm)).unwrap();
     assert_eq!(checked, Checked::Written);
@@ -46,7 +46,7 @@ fn the_transcript_written_a_batch_at_a_time_is_the_whole_one() {
             }
             let mut llm_json = vec![];
             Context::of(&s).write_llm_json(&mut llm_json).unwrap();
-            let whole = arbor_log::json::to_vec(&Context::of(&s).build().llm_messages()).unwrap();
+            let whole = arbor_log::json::to_vec(&Context::of(&s).build().unwrap().llm_messages()).unwrap();
             assert_eq!(
                 String::from_utf8(llm_json).unwrap(),
                 String::from_utf8(whole).unwrap(),
@@ -54,7 +54,7 @@ fn the_transcript_written_a_batch_at_a_time_is_the_whole_one() {
                 p.display()
             );
             // The tally one message at a time gives what the whole list gives.
-            let messages = Context::of(&s).build().messages;
+            let messages = Context::of(&s).build().unwrap().messages;
             let mut tally = TokenTally::default();
             messages.iter().for_each(|m| tally.add(m));
             assert_eq!(tally.tokens(), current_context_tokens(&messages), "{} at {id}", p.display());

@@ -88,9 +88,9 @@ fn new_machine(store: &PgStore) -> SessionOptions {
 
 fn same(a: &Session, b: &Session) {
     assert_eq!(a.leaf_id(), b.leaf_id());
-    let ids = |s: &Session| s.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
+    let ids = |s: &Session| s.get_branch(None).unwrap().iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
     assert_eq!(ids(a), ids(b));
-    let json = |s: &Session| s.entries_json().map(|(_, j)| j.to_owned()).collect::<Vec<_>>();
+    let json = |s: &Session| s.entries_json().map(Result::unwrap).map(|(_, j)| j.to_owned()).collect::<Vec<_>>();
     assert_eq!(json(a), json(b));
 }
 
@@ -126,7 +126,7 @@ fn every_write_keeps_the_caches_index_on_the_server_and_a_first_open_reads_throu
         Session::open(&path, OpenMode::ReadOnly, SessionOptions { index_first: false, ..new_machine(&store) }).unwrap();
     assert!(!full.opened_from_index());
     same(&through, &full);
-    assert!(through.get_entry("e1234").is_some() && through.get_entry("nobody").is_none());
+    assert!(through.get_entry("e1234").unwrap().is_some() && through.get_entry("nobody").unwrap().is_none());
 }
 
 #[test]
@@ -140,12 +140,12 @@ fn a_first_open_on_a_new_machine_fetches_what_the_command_needs_not_the_session(
     let far = PgStore::connect(&proxy.url(db.name())).unwrap();
     let before = proxy.served();
     let s = Session::open(&path, OpenMode::ReadOnly, new_machine(&far)).unwrap();
-    let leaf_path = s.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
+    let leaf_path = s.get_branch(None).unwrap().iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
     let served = proxy.served() - before;
     assert!(served * 5 < size, "the server sent {served} bytes of a {size}-byte session for the path at the leaf");
     let full =
         Session::open(&path, OpenMode::ReadOnly, SessionOptions { index_first: false, ..new_machine(&store) }).unwrap();
-    assert_eq!(leaf_path, full.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>());
+    assert_eq!(leaf_path, full.get_branch(None).unwrap().iter().map(|e| e.id.to_string()).collect::<Vec<_>>());
 
     // A search reads the lines it searches once (arbor-search's engine runs
     // over the server's bytes, as over a file) and marks its hits' active

@@ -17,6 +17,7 @@ mod tree;
 use std::path::{Path, PathBuf};
 
 use arbor_catalog::{CatalogOptions, FileSessions};
+use arbor_context::plan::SessionPlan;
 use arbor_context::Context;
 use arbor_tree::sessions::{ListRequest, NoProgress, Scope, SearchRequest, Sessions};
 use arbor_tree::{OpenMode, Position, Session, SessionOptions};
@@ -94,12 +95,12 @@ pub struct Rows {
 const BATCH: usize = 2048;
 
 /// The entries at `positions`, in order.
-pub fn rows(s: &Session, positions: &[Position]) -> Rows {
+pub fn rows(s: &Session, positions: &[Position]) -> Result<Rows, Failure> {
     let mut heads = Vec::with_capacity(positions.len());
     let mut json = String::from("[");
     for batch in positions.chunks(BATCH) {
-        let texts = s.map_json_many(batch, |_, j| j.to_owned());
-        for (entry, text) in s.decode_many(batch).into_iter().zip(texts) {
+        let texts = s.map_json_many(batch, |_, j| j.to_owned()).map_err(changed(s))?;
+        for (entry, text) in s.decode_many(batch).map_err(changed(s))?.into_iter().zip(texts) {
             let (Some(e), Some(text)) = (entry, text) else { continue };
             if !heads.is_empty() {
                 json.push(',');
@@ -114,7 +115,12 @@ pub fn rows(s: &Session, positions: &[Position]) -> Rows {
         }
     }
     json.push(']');
-    Rows { heads, json }
+    Ok(Rows { heads, json })
+}
+
+/// A read that found the session's file changed under it, as a failure naming the file.
+pub fn changed(s: &Session) -> impl Fn(arbor_tree::TreeError) -> Failure + '_ {
+    |e| Failure::of_tree(e, s.session_file())
 }
 
 /// The position of the entry `id` names; an unknown id names the file.
@@ -137,7 +143,7 @@ pub fn path(s: &Session, to: Option<&str>) -> Result<Vec<Position>, Failure> {
 /// The children of `id`, in file order.
 pub fn children(s: &Session, id: &str) -> Result<Vec<Position>, Failure> {
     position(s, id)?;
-    Ok(s.get_children(id).iter().filter_map(|e| s.position_of(&e.id)).collect())
+    Ok(s.get_children(id).map_err(changed(s))?.iter().filter_map(|e| s.position_of(&e.id)).collect())
 }
 
 /// pi's `getTree()`: what `arbor tree --json` prints (nested as deep as
@@ -148,25 +154,25 @@ pub fn tree_json(s: &Session) -> Result<String, Failure> {
     text(out)
 }
 
-/// The context at `at` (default: the leaf), the leaf left where it is.
-fn context_at<'s>(s: &'s Session, at: Option<&str>) -> Result<Context<'s>, Failure> {
-    Ok(Context::of(s).at_path(path(s, at)?))
+/// The plan of the context at `at` (default: the leaf), the leaf left where it is.
+fn plan_at(s: &Session, at: Option<&str>) -> Result<SessionPlan, Failure> {
+    Context::of(s).at_path(path(s, at)?).plan().map_err(changed(s))
 }
 
 /// pi's `buildSessionContext()` at `at` (default: the leaf): what `arbor
 /// context --json [--leaf ID]` prints.
 pub fn context_json(s: &Session, at: Option<&str>) -> Result<String, Failure> {
-    let context = context_at(s, at)?;
+    let plan = plan_at(s, at)?;
     let mut out = Vec::new();
-    context.write_json(&mut out).map_err(|e| io_failure(s, &e))?;
+    arbor_context::plan::write_json(&mut out, s, &plan).map_err(|e| io_failure(s, &e))?;
     text(out)
 }
 
 /// pi's `convertToLlm()` of that context: what `arbor context --llm --json` prints.
 pub fn llm_json(s: &Session, at: Option<&str>) -> Result<String, Failure> {
-    let context = context_at(s, at)?;
+    let plan = plan_at(s, at)?;
     let mut out = Vec::new();
-    context.write_llm_json(&mut out).map_err(|e| io_failure(s, &e))?;
+    arbor_context::plan::write_llm_json(&mut out, s, &plan).map_err(|e| io_failure(s, &e))?;
     text(out)
 }
 
@@ -179,8 +185,8 @@ pub fn header_json(s: &Session) -> Result<String, Failure> {
 }
 
 /// Every resolved label (target id, label text), in the order the targets got theirs.
-pub fn labels(s: &Session) -> Vec<(String, String)> {
-    s.labels().map(|l| (l.id.to_owned(), l.text().to_owned())).collect()
+pub fn labels(s: &Session) -> Result<Vec<(String, String)>, Failure> {
+    Ok(s.labels().map_err(changed(s))?.map(|l| (l.id.to_owned(), l.text().to_owned())).collect())
 }
 
 /// Appends a message (a JSON object, read as JavaScript reads it) after the

@@ -29,7 +29,7 @@ use crate::store::{FileStore, Store};
 /// assert!(Session::open(&file, OpenMode::ReadOnly, SessionOptions::default()).is_err());
 /// assert!(Session::open(&file, OpenMode::Write, SessionOptions::default()).is_err());
 /// let s = Session::open(&file, OpenMode::WriteOrCreate, SessionOptions::default())?;
-/// assert!(s.get_branch(None).is_empty());
+/// assert!(s.get_branch(None)?.is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +89,7 @@ impl OpenMode {
 /// // The default writes nothing; naming a cache directory turns the index cache on.
 /// let opts = SessionOptions::default().with_index_dir(Some(cache.clone()));
 /// let s = Session::open(&file, OpenMode::ReadOnly, opts)?;
-/// assert_eq!(s.get_branch(None).len(), 0);
+/// assert_eq!(s.get_branch(None)?.len(), 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
