@@ -5,7 +5,7 @@
 //! a notification).
 #![no_main]
 
-use arbor_agent::{EventName, HookConfig, HookResponse};
+use arbor_agent::hooks::{EventName, HookConfig, HookResponse};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

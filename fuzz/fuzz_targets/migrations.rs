@@ -2,7 +2,8 @@
 //! changes nothing the second time.
 #![no_main]
 
-use arbor_log::{CounterIds, SessionLog};
+use arbor_log::ids::CounterIds;
+use arbor_log::SessionLog;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use arbor_agent::{AnthropicClient, Api, ClientOptions, ModelInfo};
+use arbor_agent::model::{AnthropicClient, Api, ClientOptions, ModelInfo};
 use arbor_log::FixedClock;
 use libfuzzer_sys::fuzz_target;
 

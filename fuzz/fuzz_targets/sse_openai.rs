@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use arbor_agent::{Api, ClientOptions, ModelInfo, OpenAiClient};
+use arbor_agent::model::{Api, ClientOptions, ModelInfo, OpenAiClient};
 use arbor_log::FixedClock;
 use libfuzzer_sys::fuzz_target;
 

@@ -7,7 +7,8 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use arbor_tree::{tree_findings, MemoryStore, OpenMode, Session, SessionOptions};
+use arbor_tree::check::tree_findings;
+use arbor_tree::{MemoryStore, OpenMode, Session, SessionOptions};
 use libfuzzer_sys::fuzz_target;
 
 fn open(data: &[u8], index_first: bool) -> Option<Session> {
@@ -42,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     let ids: Vec<String> = s.entries().map(|e| e.id.clone()).take(64).collect();
     for id in &ids {
         let path = s.get_branch(Some(id));
-        let ctx = arbor_context::build_context_from_path(&path);
+        let ctx = arbor_context::plan::build_from_path(&path);
         let _ = arbor_context::convert_to_llm(&ctx.messages);
         let _ = arbor_context::estimate_context_tokens(&ctx.messages);
     }
@@ -50,5 +51,5 @@ fuzz_target!(|data: &[u8]| {
         let _ = s.branch(id);
     }
     let entries: Vec<arbor_log::Entry> = s.entries().cloned().collect();
-    let _ = arbor_context::build_session_context(&entries, arbor_context::Leaf::Default);
+    let _ = arbor_context::plan::build_from_entries(&entries, arbor_context::plan::Leaf::Default);
 });

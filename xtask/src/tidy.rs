@@ -13,6 +13,7 @@ use serde_json::Value;
 
 mod backends;
 mod commands;
+mod exports;
 mod readme;
 mod size;
 mod vocab;
@@ -67,6 +68,7 @@ pub fn problems(root: &Path) -> Result<Vec<String>> {
     problems.extend(check_crate_files(&meta, root)?);
     problems.extend(commands::check(root)?);
     problems.extend(backends::check(root)?);
+    problems.extend(exports::check(root)?);
     problems.extend(vocab::check(root)?);
     problems.extend(size::check(root)?);
     problems.extend(readme::check(root)?);
@@ -82,10 +84,11 @@ pub fn run(root: &Path) -> Result<()> {
         bail!("tidy found {} problem(s)", problems.len());
     }
     println!(
-        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart, backends built in one place, entry types and roles as types, files and functions in size)",
+        "tidy: ok ({} layered, no tokio under {}, {} dev-only, crate lints and docs present, CLI commands apart, backends built in one place, at most {} root exports a library crate, entry types and roles as types, files and functions in size)",
         chain_text(),
         SYNC_CRATES.join("/"),
-        DEV_ONLY.join("/")
+        DEV_ONLY.join("/"),
+        exports::MAX_ROOT_EXPORTS
     );
     Ok(())
 }

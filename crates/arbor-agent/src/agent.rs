@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use arbor_context::{plan_session_context, session_context, SessionContext};
+use arbor_context::{Context, SessionContext};
 use arbor_log::EntryKind;
 use arbor_tree::{Session, TreeError, LEAF_MARKER_TYPE};
 use serde_json::Value;
@@ -33,6 +33,16 @@ pub(crate) async fn emit(
     let emitted = hooks.emit(event, cancel).await;
     failures.extend(emitted.failures);
     emitted.response
+}
+
+/// The model an [`AgentSession::switch_session`] leaves active.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelOnSwitch {
+    /// The model of the new session's context (as on open), when one is
+    /// found and usable; otherwise the active one stays.
+    Restore,
+    /// The active model stays.
+    Keep,
 }
 
 /// The agent session: owns a [`Session`] and runs the flows that change it.
@@ -94,7 +104,7 @@ impl AgentSession {
         // The context's plan names its model without decoding its messages.
         // A file changed under the session restores no model here; the
         // context, built next, fails with the change.
-        let plan = plan_session_context(&self.session).ok()?.plan;
+        let plan = Context::of(&self.session).plan().ok()?.plan;
         if plan.steps.is_empty() {
             return None;
         }
@@ -151,9 +161,9 @@ impl AgentSession {
     /// Continues in `session` instead (pi's session switch: `/new`,
     /// `/resume`, a file read again): the context is rebuilt, a remembered
     /// write failure and the automatic-compaction failures are forgotten,
-    /// and the model is restored from it when `restore_model` (else the
-    /// active one stays). Returns the session left.
-    pub fn switch_session(&mut self, session: Session, restore_model: bool) -> Session {
+    /// and the model is what `model` says. Returns the session left.
+    pub fn switch_session(&mut self, session: Session, model: ModelOnSwitch) -> Session {
+        let restore_model = model == ModelOnSwitch::Restore;
         let old = std::mem::replace(&mut self.session, session);
         self.failed = None;
         self.auto_compaction_failures = 0;
@@ -174,7 +184,7 @@ impl AgentSession {
         if let Some(c) = self.context.get() {
             return Ok(c);
         }
-        let built = session_context(&self.session)?;
+        let built = Context::of(&self.session).build()?;
         Ok(self.context.get_or_init(|| built))
     }
 

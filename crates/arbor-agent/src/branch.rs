@@ -3,7 +3,8 @@
 
 use std::collections::HashSet;
 
-use arbor_context::{estimate_tokens, extract_file_ops_from_message, FileOps};
+use arbor_context::estimate_tokens;
+use arbor_context::summary::{extract_file_ops_from_message, FileOps};
 use arbor_log::{Entry, EntryKind, Role};
 use arbor_tree::{Session, TreeError};
 use serde_json::Value;

@@ -7,7 +7,8 @@
 //! which loses those entries on a second compaction; it exists to check the
 //! shared parts against the reference outputs.
 
-use arbor_context::{estimate_context_tokens, estimate_tokens, extract_file_ops_from_message, FileOps};
+use arbor_context::summary::{extract_file_ops_from_message, FileOps};
+use arbor_context::{estimate_context_tokens, estimate_tokens};
 use arbor_log::{Entry, EntryKind, Role};
 use serde_json::Value;
 

@@ -1,9 +1,10 @@
 //! Entries as the agent messages that summaries and compaction read (pi's
 //! `getMessageFromEntry` and the `create*Message` helpers).
 
-use arbor_context::{branch_summary_message, compaction_summary_message, custom_message};
-use arbor_log::{content_text, Entry, EntryKind, MessageView, Role};
-use serde_json::{Map, Value};
+use arbor_context::messages::{branch_summary_message, compaction_summary_message, custom_message};
+use arbor_log::messages::content_text;
+use arbor_log::{Entry, EntryKind, MessageView, Role};
+use serde_json::Value;
 
 /// The message an entry stands for in compaction (docs/architecture.md, "Compacting"):
 /// `message` → its message (tool results included), `custom_message` → a
@@ -33,16 +34,4 @@ pub(crate) fn editor_text(entry: &Entry) -> Option<String> {
 /// The text blocks of an assistant message joined with `sep`.
 pub(crate) fn assistant_text(message: &Value, sep: &str) -> String {
     MessageView::new(message).text(sep)
-}
-
-/// A `{role:"user", content:[{type:"text", text}], timestamp}` message.
-pub(crate) fn user_text_message(text: String, timestamp: i64) -> Value {
-    let mut block = Map::new();
-    block.insert("type".into(), "text".into());
-    block.insert("text".into(), text.into());
-    let mut m = Map::new();
-    m.insert("role".into(), Role::User.as_str().into());
-    m.insert("content".into(), Value::Array(vec![Value::Object(block)]));
-    m.insert("timestamp".into(), timestamp.into());
-    Value::Object(m)
 }

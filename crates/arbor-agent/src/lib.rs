@@ -11,21 +11,24 @@
 //! [`AgentSession::set_thinking_level`]) and restoring the model from a
 //! session.
 //!
-//! The root holds what a tool author needs: the session and its handles
-//! ([`AgentSession`], [`AgentHandle`], [`AbortHandle`]), the options and
-//! results of each flow, [`AgentError`], the model clients ([`ModelClient`],
-//! [`OpenAiClient`], [`ResponsesClient`], [`AnthropicClient`], [`ModelInfo`],
-//! [`ProviderRegistry`], [`Credentials`], [`RetryObserver`]) and the hook bus ([`HookBus`], [`Hook`], [`HookEvent`],
-//! [`HookResponse`], [`HookConfig`]). The rest sits in modules: [`model`]
-//! (costs, reasoning effort, the abort marker), [`hooks`] (each event's
-//! payload and answer), [`compaction`] and [`branch`] (the pure halves the
-//! flows rest on: where to cut, what a move abandons), [`summarizer`] (the
-//! [`Summarizer`] trait's requests, [`LlmSummarizer`] and its prompts) and
-//! [`prompt`] (auto-compaction and overflow), and [`config_file`] (how a
-//! configuration file is read: regular files only, with a size cap).
+//! The root holds what a tool author starts from: the session and its
+//! handles ([`AgentSession`], [`AgentHandle`], [`AbortHandle`]), its options
+//! ([`AgentOptions`]), the options and results of the flows it runs
+//! directly ([`CompactOptions`], [`NavigateOptions`], [`ForkResult`], …) and
+//! [`AgentError`]. The rest sits in modules, each item in one place:
+//! [`prompt`] (a prompt's options, events and result, auto-compaction and
+//! overflow), [`model`] (the clients and [`model::ModelClient`], the
+//! provider registry and credentials, costs, reasoning effort, the abort
+//! marker), [`hooks`] (the hook bus, each event's payload and answer),
+//! [`compaction`] and [`branch`] (the pure halves the flows rest on: where
+//! to cut, what a move abandons), [`summarizer`] (the
+//! [`summarizer::Summarizer`] trait's requests, [`summarizer::LlmSummarizer`]
+//! and its prompts) and [`config_file`] (how a configuration file is read:
+//! regular files only, with a size cap).
 //!
 //! ```no_run
-//! use arbor_agent::{AgentOptions, AgentSession, CompactOptions, NavigateOptions, PromptOptions};
+//! use arbor_agent::prompt::PromptOptions;
+//! use arbor_agent::{AgentOptions, AgentSession, CompactOptions, NavigateOptions};
 //! use arbor_tree::{OpenMode, Session, SessionOptions};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -79,19 +82,10 @@ mod prompts;
 pub mod summarizer;
 
 pub use abort::AbortHandle;
-pub use agent::AgentSession;
+pub use agent::{AgentSession, ModelOnSwitch};
 pub use compact::{CompactOptions, CompactResult};
-pub use compaction::CompactionSettings;
 pub use error::AgentError;
 pub use fork::ForkResult;
 pub use handle::AgentHandle;
-pub use hooks::{CommandHook, EventName, Hook, HookBus, HookConfig, HookError, HookEvent, HookFailure, HookResponse};
-pub use model::{
-    client_for, AnthropicClient, Api, AssistantReply, ClientOptions, CompletionRequest, Credentials, ModelClient,
-    ModelError, ModelInfo, OpenAiClient, ProviderConfig, ProviderRegistry, ResponsesClient, RetryNotice, RetryObserver,
-    StreamDelta, StreamSink,
-};
 pub use navigate::{NavigateOptions, NavigateResult};
 pub use options::{AgentOptions, CompactionAlgorithm};
-pub use prompt::{AgentEvent, EventSink, PromptOptions, PromptResult};
-pub use summarizer::{LlmSummarizer, Summarizer};

@@ -6,15 +6,15 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, timestamp_ms, TokenTally};
-use arbor_log::{EntryKind, MessageView, Role};
+use arbor_context::messages::timestamp_ms;
+use arbor_context::{calculate_context_tokens, convert_to_llm, estimate_context_tokens, TokenTally};
+use arbor_log::{EntryKind, Message, MessageView, Role};
 use serde_json::Value;
 
 use crate::abort::Op;
 use crate::agent::AgentSession;
 use crate::compact::{CompactOptions, CompactResult};
 use crate::compaction::should_compact;
-use crate::convert::user_text_message;
 use crate::error::AgentError;
 use crate::hooks::HookFailure;
 use crate::model::transform::request_messages;
@@ -96,7 +96,7 @@ pub enum AgentEvent {
         failures: u32,
     },
     /// A model call is about to be retried (sent by a UI's
-    /// [`crate::RetryObserver`], see [`crate::AgentSession::set_retry_observer`]).
+    /// [`crate::model::RetryObserver`], see [`crate::AgentSession::set_retry_observer`]).
     Retry(crate::model::RetryNotice),
 }
 
@@ -295,7 +295,7 @@ impl AgentSession {
             run.overflow_attempted = false;
         }
 
-        let user = user_text_message(text.to_owned(), self.opts.clock.now_ms());
+        let user = Message::user(text, self.opts.clock.now_ms());
         let user_entry_id = self.append_message(user)?;
         run.emit(AgentEvent::UserMessage { entry_id: user_entry_id.clone() });
 

@@ -5,15 +5,15 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arbor_context::{compute_file_lists, convert_to_llm, format_file_operations, serialize_conversation};
-use arbor_log::{Clock, Entry};
+use arbor_context::convert_to_llm;
+use arbor_context::summary::{compute_file_lists, format_file_operations, serialize_conversation};
+use arbor_log::{Clock, Entry, Message};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::branch::prepare_branch_entries;
 use crate::compaction::CompactionPreparation;
-use crate::convert::user_text_message;
 use crate::error::AgentError;
 use crate::model::transform::is_replayable;
 use crate::model::{CompletionRequest, ModelClient, ModelError, ReasoningEffort};
@@ -135,7 +135,7 @@ impl LlmSummarizer {
     fn request(&self, prompt: String, max_tokens: u64, reasoning: bool) -> CompletionRequest {
         CompletionRequest {
             system_prompt: Some(SUMMARIZATION_SYSTEM_PROMPT.to_owned()),
-            messages: vec![user_text_message(prompt, self.clock.now_ms())],
+            messages: vec![Message::user(&prompt, self.clock.now_ms())],
             max_tokens: Some(max_tokens),
             reasoning: (reasoning && self.client.model().reasoning).then_some(ReasoningEffort::High),
         }

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use arbor_log::format_iso_ms;
+use arbor_log::time::format_iso_ms;
+use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{Hit, Progress, Scope};
-use arbor_tree::SessionListInfo;
 
 use crate::db;
 use crate::error::CatalogError;
@@ -172,7 +172,7 @@ impl Catalog {
         // Ties in time go by path, as `arbor_tree`'s listings order them.
         let mut list = list?;
         list.sort_by(|a, b| {
-            let time = |i: &SessionListInfo| arbor_log::parse_iso_ms(&i.modified);
+            let time = |i: &SessionListInfo| arbor_log::time::parse_iso_ms(&i.modified);
             time(b).cmp(&time(a)).then_with(|| a.path.cmp(&b.path))
         });
         Ok(list)

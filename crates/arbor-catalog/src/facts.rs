@@ -1,8 +1,8 @@
 //! pi's `allMessagesText` of a session file, read from the file (the
 //! catalog keeps no message text). The listing facts themselves are
-//! [`arbor_tree::ListingFacts`], carried over between refreshes.
+//! [`arbor_tree::listing::ListingFacts`], carried over between refreshes.
 
-use arbor_tree::ListingFacts;
+use arbor_tree::listing::ListingFacts;
 
 /// pi's `allMessagesText` of a session file: the text of every user and
 /// assistant message, joined with spaces (what `ls --json` prints; the
@@ -29,15 +29,15 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    use arbor_tree::ListingKind;
+    use arbor_tree::listing::ListingKind;
 
     /// Facts of `bytes` fed line by line, and `read_session_info`'s answer.
-    fn both(bytes: &[u8]) -> (ListingFacts, Option<arbor_tree::SessionListInfo>) {
+    fn both(bytes: &[u8]) -> (ListingFacts, Option<arbor_tree::listing::SessionListInfo>) {
         let mut f = ListingFacts::default();
         for line in bytes.split_inclusive(|&b| b == b'\n') {
             f.feed(line);
         }
-        let info = arbor_tree::read_session_info(bytes, Path::new("x.jsonl"), None).unwrap();
+        let info = arbor_tree::listing::read_session_info(bytes, Path::new("x.jsonl"), None).unwrap();
         (f, info)
     }
 
@@ -65,7 +65,7 @@ mod tests {
                     assert_eq!(f.name, i.name, "{p}");
                     assert_eq!(f.message_count as usize, i.message_count, "{p}");
                     assert_eq!(f.first_message.as_deref().unwrap_or("(no messages)"), i.first_message, "{p}");
-                    let modified = arbor_log::format_iso_ms(f.modified_ms(0));
+                    let modified = arbor_log::time::format_iso_ms(f.modified_ms(0));
                     if !i.modified.is_empty() {
                         assert_eq!(modified, i.modified, "{p}");
                     }

@@ -22,8 +22,8 @@ use crate::lines::Lines;
 use crate::stamp::{classify, Change, Checksum, Known, Stat};
 use crate::walk::{walk, Found};
 use crate::work::run_parallel;
+use arbor_tree::listing::{ListingFacts, ListingKind};
 use arbor_tree::sessions::{Pass, Progress, Scope};
-use arbor_tree::{ListingFacts, ListingKind};
 
 /// A file's row as a refresh reads it: what tells whether it changed (its
 /// listing facts are read only for a file read on, [`load_facts`]).

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use arbor_log::{format_iso_ms, CURRENT_VERSION};
+use arbor_log::time::format_iso_ms;
+use arbor_log::CURRENT_VERSION;
 use arbor_search::{ordered, scan_ranges, scan_values, EntryHit, Flow, Mode, Pattern, Range, Scanned};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
@@ -398,7 +399,7 @@ fn place(s: &Session, id: &str) -> Result<(bool, Vec<PathLabel>), arbor_tree::Tr
     let mut labels = vec![];
     for p in s.branch_positions(Some(id)) {
         let Some(id) = s.id_at(p).map(|i| i.to_string()) else { continue };
-        if let Some(label) = s.get_label(&id)? {
+        if let Some(label) = s.label(&id).map(|l| l.map(|l| l.text.as_str()))? {
             labels.push(PathLabel { entry_id: id, label: label.to_owned() });
         }
     }

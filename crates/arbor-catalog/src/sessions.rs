@@ -5,11 +5,12 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{
     choose, path_under, Flow, Follow, FollowFrom, Hit, ListDetail, ListRequest, NoProgress, Progress, Scope,
     SearchRequest, Sessions, SessionsError,
 };
-use arbor_tree::{SessionListInfo, SessionOptions};
+use arbor_tree::SessionOptions;
 
 use crate::catalog::{Catalog, CatalogOptions};
 use crate::error::CatalogError;

@@ -4,16 +4,27 @@
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arbor_log::{
-    parse_iso_ms, BranchSummary, Compaction, CustomMessageEntry, Entry, EntryKind, EntryType, ModelChange, Role,
-};
+use arbor_log::entries::{BranchSummary, Compaction, CustomMessageEntry, ModelChange};
+use arbor_log::time::parse_iso_ms;
+use arbor_log::{Entry, EntryKind, EntryType, Role};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::reads;
+use crate::reads::{self, PathKind};
 
 /// The provider and model id that a session context selects (`{provider, modelId}`).
+///
+/// ```
+/// use arbor_context::{Context, ModelRef};
+/// use arbor_tree::{Session, SessionOptions};
+///
+/// let mut session = Session::in_memory("/w", SessionOptions::default());
+/// session.append_model_change("anthropic", "claude-sonnet-4-5")?;
+/// let model = Context::of(&session).build()?.model;
+/// assert_eq!(model, Some(ModelRef { provider: "anthropic".into(), model_id: "claude-sonnet-4-5".into() }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelRef {
@@ -29,9 +40,26 @@ pub struct ModelRef {
 /// Serializes (and [`SessionContext::to_json`] converts) to pi's exact shape
 /// `{"messages": [...], "thinkingLevel": "...", "model": {...} | null}`; the
 /// oh-my-pi fields are never part of that JSON.
+///
+/// ```
+/// use arbor_context::{Context, SessionContext};
+/// use arbor_tree::{Session, SessionOptions};
+/// use serde_json::json;
+///
+/// let mut session = Session::in_memory("/w", SessionOptions::default());
+/// session.append_thinking_level_change("high")?;
+/// session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+/// let context: SessionContext = Context::of(&session).build()?;
+/// assert_eq!(context.to_json(), json!({
+///     "messages": [{"role": "user", "content": "hi", "timestamp": 1}],
+///     "thinkingLevel": "high",
+///     "model": null,
+/// }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionContext {
-    /// The agent messages, in order, as JSON values (see [`build_context_from_path`]).
+    /// The agent messages, in order, as JSON values (see [`build_from_path`]).
     pub messages: Vec<Value>,
     /// The last thinking level on the path (`"off"` by default; omp's `null`, or
     /// anything but a string, reads `"off"`).
@@ -145,7 +173,7 @@ pub fn walk_to_root<'a>(start: &'a Entry, lookup: impl Fn(&str) -> Option<&'a En
 /// path (cycle-safe, see [`walk_to_root`]) and builds the context from it.
 ///
 /// Ids are indexed in file order, so of duplicate ids the later entry wins.
-pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContext {
+pub fn build_from_entries(entries: &[Entry], leaf: Leaf<'_>) -> SessionContext {
     let by_id: HashMap<&str, &Entry> = entries.iter().map(|e| (e.id.as_str(), e)).collect();
     let chosen = match leaf {
         Leaf::Null => return SessionContext::empty(),
@@ -156,11 +184,11 @@ pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContex
         return SessionContext::empty();
     };
     let path = walk_to_root(chosen, |id| by_id.get(id).copied());
-    build_context_from_path(&path)
+    build_from_path(&path)
 }
 
 /// Builds the context of a root-first path (docs/architecture.md, "Building the context"): the
-/// [`plan_context`] of the path, with each `message` entry's message copied in.
+/// [`plan_heads`] of the path, with each `message` entry's message copied in.
 ///
 /// - Settings: each `thinking_level_change`, `model_change` (pi's or omp's
 ///   shape) and assistant message updates the state; the last one wins.
@@ -174,25 +202,25 @@ pub fn build_session_context(entries: &[Entry], leaf: Leaf<'_>) -> SessionContex
 ///   `{role:"compactionSummary", summary, tokensBefore, timestamp}` followed by
 ///   the entries from its `firstKeptEntryId` (inclusive) up to it; if that id
 ///   is not on the path before it, nothing from before it is kept.
-pub fn build_context_from_path(path: &[&Entry]) -> SessionContext {
+pub fn build_from_path(path: &[&Entry]) -> SessionContext {
     let heads: Vec<PathHead> = path.iter().map(|e| PathHead::of(e)).collect();
-    let plan = plan_context(&heads, |ps| ps.iter().map(|&p| Some(path[p])).collect());
+    let plan = plan_heads(&heads, |ps| ps.iter().map(|&p| Some(path[p])).collect());
     plan.into_context(|p| entry_message(path[p]))
 }
 
-/// [`build_context_from_path`] over owned entries: the same context, with
+/// [`build_from_path`] over owned entries: the same context, with
 /// each message moved into it instead of copied, so the context never holds
 /// a second copy of the messages it was built from.
-pub fn build_context_from_entries(path: Vec<Entry>) -> SessionContext {
+pub fn build_from_owned_path(path: Vec<Entry>) -> SessionContext {
     let plan = {
         let heads: Vec<PathHead> = path.iter().map(PathHead::of).collect();
-        plan_context(&heads, |ps| ps.iter().map(|&p| Some(&path[p])).collect())
+        plan_heads(&heads, |ps| ps.iter().map(|&p| Some(&path[p])).collect())
     };
     let mut path: Vec<Option<Entry>> = path.into_iter().map(Some).collect();
     plan.into_context(|p| path[p].take().and_then(message_of_entry))
 }
 
-/// One message of a context, in order (see [`plan_context`]).
+/// One message of a context, in order (see [`plan_heads`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContextStep {
     /// A message the context makes up from an entry: the compaction summary,
@@ -242,7 +270,7 @@ impl ContextPlan {
 }
 
 /// What a path position shows without decoding its entry: enough for
-/// [`plan_context`] to know which entries it must read.
+/// [`plan_heads`] to know which entries it must read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathHead<'a> {
     /// The entry id.
@@ -273,45 +301,36 @@ impl<'a> PathHead<'a> {
 /// entry is left to the caller as a [`ContextStep::Message`], so its
 /// message can be taken as stored.
 ///
-/// The settings and the steps are what [`build_context_from_path`] gives for
+/// The settings and the steps are what [`build_from_path`] gives for
 /// the whole path (see there for the rules).
-pub fn plan_context<E: Borrow<Entry>>(
+pub fn plan_heads<E: Borrow<Entry>>(
     heads: &[PathHead<'_>],
     decode: impl FnMut(&[usize]) -> Vec<Option<E>>,
 ) -> ContextPlan {
     let kinds: Vec<PathKind<'_>> =
         heads.iter().map(|h| PathKind { entry_type: &h.entry_type, role: h.role.as_ref() }).collect();
-    plan_path_context(&kinds, |first, k| heads[..k].iter().position(|h| h.id == first), decode)
+    plan_kinds(&kinds, |first, k| heads[..k].iter().position(|h| h.id == first), decode)
 }
 
-/// What a path position shows without decoding its entry or reading its id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PathKind<'a> {
-    /// The entry `type`.
-    pub entry_type: &'a EntryType,
-    /// A message entry's message `role`.
-    pub role: Option<&'a Role>,
-}
-
-/// [`plan_context`] from the path's types and roles alone: `find_kept(id,
+/// [`plan_heads`] from the path's types and roles alone: `find_kept(id,
 /// k)` is the first position before `k` whose entry has the id `id` (a
 /// compaction's `firstKeptEntryId`), asked at most once. A caller whose
 /// path holds each id once (a session's path) may search back from `k`,
 /// reading only the ids between the kept entry and the compaction.
-pub fn plan_path_context<E: Borrow<Entry>>(
+pub fn plan_kinds<E: Borrow<Entry>>(
     heads: &[PathKind<'_>],
     find_kept: impl FnOnce(&str, usize) -> Option<usize>,
     decode: impl FnMut(&[usize]) -> Vec<Option<E>>,
 ) -> ContextPlan {
-    plan_kinds_context(heads.len(), |p| heads[p], find_kept, decode)
+    plan_kinds_at(heads.len(), |p| heads[p], find_kept, decode)
 }
 
-/// [`plan_path_context`] with the path's heads asked for one at a time:
+/// [`plan_kinds`] with the path's heads asked for one at a time:
 /// `kind_at(p)` is the head of position `p < len`. A caller that reads the
 /// heads from columns (a session opened through its index) so lists none
 /// of them; the path is walked once from its end, and from the start only
 /// where the context shows messages.
-pub fn plan_kinds_context<'k, E: Borrow<Entry>>(
+pub fn plan_kinds_at<'k, E: Borrow<Entry>>(
     len: usize,
     kind_at: impl Fn(usize) -> PathKind<'k>,
     find_kept: impl FnOnce(&str, usize) -> Option<usize>,
@@ -535,7 +554,7 @@ mod tests {
             ),
         ];
         let refs: Vec<&Entry> = path.iter().collect();
-        let ctx = build_context_from_path(&refs);
+        let ctx = build_from_path(&refs);
         let text: Vec<String> = ctx.messages.iter().map(|m| serde_json::to_string(m).unwrap()).collect();
         assert_eq!(
             text,
@@ -552,13 +571,13 @@ mod tests {
         let c = entry(
             json!({"type":"compaction","id":"c","parentId":null,"timestamp":"2025-01-01T00:00:00Z","summary":"S","firstKeptEntryId":"zz","tokensBefore":42}),
         );
-        let ctx = build_context_from_path(&[&c]);
+        let ctx = build_from_path(&[&c]);
         assert_eq!(
             serde_json::to_string(&ctx.messages).unwrap(),
             r#"[{"role":"compactionSummary","summary":"S","tokensBefore":42,"timestamp":1735689600000}]"#
         );
         let v1 = entry(json!({"type":"compaction","id":"c","parentId":null,"timestamp":"x","summary":"S"}));
-        let ctx = build_context_from_path(&[&v1]);
+        let ctx = build_from_path(&[&v1]);
         assert_eq!(
             serde_json::to_string(&ctx.messages).unwrap(),
             r#"[{"role":"compactionSummary","summary":"S","timestamp":null}]"#

@@ -12,29 +12,19 @@ use serde_json::value::RawValue;
 
 use crate::context::{message_of_entry, ContextStep};
 use crate::llm::convert_message;
-use crate::session::{for_each_plan_message, plan_session_context, stored_positions, SessionPlan};
+use crate::session::{for_each_message, stored_positions, SessionPlan, BATCH};
 
-/// Steps of the plan whose messages are read (and held) at once.
-pub(crate) const BATCH: usize = 512;
-
-/// Writes the context at the session's leaf as pi's `SessionContext` JSON:
-/// what `arbor_log::json::to_writer(out, &session_context(session))` writes, up
-/// to the text of numbers and strings (the parsed JSON is the same).
+/// Writes the context a plan of the session's context describes as pi's
+/// `SessionContext` JSON: what `arbor_log::json::to_writer(out,
+/// &plan::build(session, plan))` writes, up to the text of numbers and
+/// strings (the parsed JSON is the same; what `arbor context --json` prints).
 ///
 /// The messages of `message` entries are copied from the entries' JSON text
 /// as stored instead of being decoded and encoded again (`stored_message`;
 /// an entry it is not sure of is decoded). A batch of steps at a time, the
 /// lines are read and their messages cut out on all cores
 /// (`Session::map_json_many`), so only one batch's messages are held at once.
-///
-/// [`session_context`]: crate::session_context
-pub fn write_context_json<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Result<()> {
-    write_plan_json(session, &plan_session_context(session).map_err(io::Error::other)?, out)
-}
-
-/// [`write_context_json`] from a plan of the session's context made before
-/// (for callers that check the lines the plan reads first).
-pub fn write_plan_json<W: Write + ?Sized>(session: &Session, plan: &SessionPlan, out: &mut W) -> io::Result<()> {
+pub fn write_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &SessionPlan) -> io::Result<()> {
     let SessionPlan { path, plan, .. } = plan;
     out.write_all(b"{\"messages\":[")?;
     let mut first = true;
@@ -60,11 +50,11 @@ pub fn write_plan_json<W: Write + ?Sized>(session: &Session, plan: &SessionPlan,
 /// Writes the messages of the context a plan describes after pi's
 /// convertToLlm as a JSON list (`arbor context --json --llm`): what
 /// `to_writer(out, &context.llm_messages())` writes, a batch of messages
-/// decoded at a time ([`for_each_plan_message`]).
-pub fn write_plan_llm_json<W: Write + ?Sized>(session: &Session, plan: &SessionPlan, out: &mut W) -> io::Result<()> {
+/// decoded at a time ([`for_each_message`]).
+pub fn write_llm_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &SessionPlan) -> io::Result<()> {
     out.write_all(b"[")?;
     let mut first = true;
-    for_each_plan_message(session, plan, |m| {
+    for_each_message(session, plan, |m| {
         let Some(m) = convert_message(m) else { return Ok(()) };
         if !std::mem::take(&mut first) {
             out.write_all(b",")?;
@@ -174,12 +164,12 @@ mod tests {
     use arbor_tree::{OpenMode, SessionOptions};
     use serde_json::{json, Value};
 
-    use crate::session_context;
+    use crate::Context;
 
     /// `context --json` of the session's leaf, parsed.
     fn written(s: &Session) -> Value {
         let mut out = Vec::new();
-        write_context_json(s, &mut out).unwrap();
+        Context::of(s).write_json(&mut out).unwrap();
         // As JavaScript reads it: the output writes lone surrogates as their escapes.
         let text = String::from_utf8(out).unwrap();
         arbor_log::json::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -201,7 +191,7 @@ mod tests {
                 }
                 // Read back from its text, as the output is: a value nested past serde_json's
                 // limit is kept as its JSON text at a depth counted from the document's root.
-                let want = arbor_log::json::to_string(&session_context(&s).unwrap()).unwrap();
+                let want = arbor_log::json::to_string(&Context::of(&s).build().unwrap()).unwrap();
                 let want = arbor_log::json::parse(&want).unwrap();
                 assert_eq!(written(&s), want, "{} at {leaf:?}", path.display());
                 checked += 1;
@@ -323,7 +313,7 @@ mod tests {
         let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
             .unwrap();
         let ctx = written(&s);
-        assert_eq!(ctx, serde_json::to_value(session_context(&s).unwrap()).unwrap());
+        assert_eq!(ctx, serde_json::to_value(Context::of(&s).build().unwrap()).unwrap());
         let n = ctx["messages"].as_array().unwrap().len();
         assert!(n > 256 * threads, "{n} messages");
     }

@@ -24,6 +24,22 @@ pub const BRANCH_SUMMARY_SUFFIX: &str = "</summary>";
 /// (unless `excludeFromContext`), `custom`, `branchSummary` and
 /// `compactionSummary` become `{role:"user", content, timestamp}` user
 /// messages; every other role is dropped.
+///
+/// ```
+/// use arbor_context::convert_to_llm;
+/// use arbor_log::{MessageView, Role};
+/// use serde_json::json;
+///
+/// let messages = [
+///     json!({"role": "user", "content": "hi", "timestamp": 1}),
+///     json!({"role": "branchSummary", "summary": "Tried another way.", "fromId": "a1", "timestamp": 2}),
+///     json!({"role": "somethingElse"}),
+/// ];
+/// let for_the_model = convert_to_llm(&messages);
+/// let roles: Vec<_> = for_the_model.iter().map(|m| MessageView::new(m).role()).collect();
+/// assert_eq!(roles, [Some(Role::User), Some(Role::User)]);
+/// assert!(MessageView::new(&for_the_model[1]).text("").contains("Tried another way."));
+/// ```
 pub fn convert_to_llm(messages: &[Value]) -> Vec<Value> {
     messages.iter().filter_map(convert_message).collect()
 }

@@ -109,7 +109,7 @@ impl<'a> Parts<'a> {
         }
     }
 
-    /// The message's text for people ([`arbor_log::content_text`] with `" "`
+    /// The message's text for people ([`arbor_log::messages::content_text`] with `" "`
     /// between text blocks): borrowed when one piece holds it all.
     pub fn text(&self) -> Cow<'_, str> {
         match &self.content {

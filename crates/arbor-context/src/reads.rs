@@ -13,7 +13,14 @@ use std::borrow::Borrow;
 
 use arbor_log::{Entry, EntryKind, EntryType, Role};
 
-use crate::context::PathKind;
+/// What a path position shows without decoding its entry or reading its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathKind<'a> {
+    /// The entry `type`.
+    pub entry_type: &'a EntryType,
+    /// A message entry's message `role`.
+    pub role: Option<&'a Role>,
+}
 
 /// A setting of which only the last entry on the path counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,15 +9,18 @@ use arbor_tree::{Position, Session, TreeError};
 
 use serde_json::Value;
 
-use crate::context::{message_of_entry, plan_kinds_context, ContextPlan, ContextStep, PathKind, SessionContext};
-use crate::json::BATCH;
+use crate::context::{message_of_entry, plan_kinds_at, ContextPlan, ContextStep, SessionContext};
+use crate::reads::PathKind;
 
-/// The plan of a session's context at its leaf ([`plan_session_context`]).
+/// Steps of the plan whose messages are read (and held) at once.
+pub(crate) const BATCH: usize = 512;
+
+/// The plan of a session's context at an entry ([`Context::plan`](crate::Context::plan)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionPlan {
     /// The leaf's path, root first, as positions in file order.
     pub path: Vec<Position>,
-    /// The [`plan_context`](crate::plan_context) of that path: its positions index [`SessionPlan::path`].
+    /// The [`plan_heads`](crate::plan::plan_heads) of that path: its positions index [`SessionPlan::path`].
     pub plan: ContextPlan,
     /// The positions decoded for the plan (the settings that count, the
     /// last compaction, the made-up messages it shows, the last assistant
@@ -25,28 +28,23 @@ pub struct SessionPlan {
     pub read: Vec<Position>,
 }
 
-/// The context at the session's leaf, decoding only the path entries it
-/// reads (on all cores) and moving them into it: on a large session that is
-/// what the answer costs, not the whole path. The same value as
-/// `build_context_from_path(&session.get_branch(None))` (tested in the
-/// `positions` tests). An `Err` when the file changed under the session
-/// ([`TreeError::Changed`]), like every read of a session's lines.
-pub fn session_context(session: &Session) -> Result<SessionContext, TreeError> {
-    context_of_plan(session, plan_session_context(session)?)
-}
-
-/// [`session_context`] from a plan of the session's context made before.
-pub fn context_of_plan(session: &Session, plan: SessionPlan) -> Result<SessionContext, TreeError> {
+/// The context a plan of the session's context describes (made before, by
+/// [`Context::plan`](crate::Context::plan) or [`plan_path`]): the stored
+/// messages it reads are decoded (on all cores) and moved into it, so on a
+/// large session the answer costs what it holds, not the whole path.
+pub fn build(session: &Session, plan: SessionPlan) -> Result<SessionContext, TreeError> {
     let SessionPlan { path, plan, .. } = plan;
     let wanted: Vec<Position> = plan.message_positions().map(|p| path[p]).collect();
     let mut messages = session.decode_many(&wanted)?.into_iter();
     Ok(plan.into_context(|_| messages.next().flatten().and_then(message_of_entry)))
 }
 
-/// The leaf's path and the [`plan_context`](crate::plan_context) of its context: the settings and
+/// The plan of the context at the end of `path` (its positions, root
+/// first, as [`Session::branch_positions`] gives them), the session's leaf
+/// left where it is: the path and the [`plan_heads`](crate::plan::plan_heads) of its context: the settings and
 /// made-up messages are decoded (on all cores), each other message is left
 /// where it is stored, for callers that copy it from there
-/// ([`session_context`] decodes it, [`crate::write_context_json`] copies it).
+/// ([`build`] decodes it, [`write_json`](crate::plan::write_json) copies it).
 ///
 /// Only the path's types and roles are read for the plan (the session
 /// answers them without building its entries when it was opened through
@@ -54,14 +52,7 @@ pub fn context_of_plan(session: &Session, plan: SessionPlan) -> Result<SessionCo
 /// up once: but for the leaf, the path holds only entries that ids resolve
 /// to (parents), so the entry with that id before the compaction, if any,
 /// is the one the id resolves to. No id of the path is read.
-pub fn plan_session_context(session: &Session) -> Result<SessionPlan, TreeError> {
-    plan_branch_context(session, session.branch_positions(None))
-}
-
-/// [`plan_session_context`] at another entry: `path` is its path, root
-/// first, as [`Session::branch_positions`] gives it (the context as if the
-/// leaf were there, the session's leaf left where it is).
-pub fn plan_branch_context(session: &Session, path: Vec<Position>) -> Result<SessionPlan, TreeError> {
+pub fn plan_path(session: &Session, path: Vec<Position>) -> Result<SessionPlan, TreeError> {
     // Read from the session's columns as the plan asks (a position the
     // session just gave always has a type; one that gives the context
     // nothing stands in otherwise).
@@ -81,7 +72,7 @@ pub fn plan_branch_context(session: &Session, path: Vec<Position>) -> Result<Ses
     };
     let mut read = vec![];
     let mut failed = None;
-    let plan = plan_kinds_context(path.len(), kind_at, find_kept, |ps| {
+    let plan = plan_kinds_at(path.len(), kind_at, find_kept, |ps| {
         let wanted: Vec<Position> = ps.iter().map(|&p| path[p]).collect();
         read.extend_from_slice(&wanted);
         session.decode_many(&wanted).unwrap_or_else(|e| {
@@ -101,7 +92,7 @@ pub fn plan_branch_context(session: &Session, path: Vec<Position>) -> Result<Ses
 /// the stored messages are decoded a batch at a time (on all cores) and
 /// dropped after `f` saw them, so a context of a million messages is never
 /// all in memory (what `arbor context` prints from).
-pub fn for_each_plan_message<E: From<TreeError>>(
+pub fn for_each_message<E: From<TreeError>>(
     session: &Session,
     plan: &SessionPlan,
     mut f: impl FnMut(&Value) -> Result<(), E>,
@@ -244,7 +235,7 @@ mod tests {
     /// A line per stored message (its id and length), `batch` steps at a
     /// time through [`write_checked_holding`], holding up to `hold` bytes.
     fn written(s: &Session, batch: usize, hold: usize) -> (Checked, Vec<u8>) {
-        let plan = plan_session_context(s).unwrap();
+        let plan = plan_path(s, s.branch_positions(None)).unwrap();
         let mut out = vec![];
         let checked = write_checked_holding(s, &plan, &mut out, batch, hold, |steps, check, sink| {
             let stored = stored_positions(&plan.path, steps);

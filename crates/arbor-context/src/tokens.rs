@@ -23,6 +23,15 @@ const IMAGE_CHARS: usize = 4800;
 /// | `bashExecution` | `command` + `output` |
 /// | `branchSummary`, `compactionSummary` | `summary` |
 /// | any other | 0 |
+///
+/// ```
+/// use arbor_context::estimate_tokens;
+/// use serde_json::json;
+///
+/// // Eight characters: two tokens.
+/// assert_eq!(estimate_tokens(&json!({"role": "user", "content": "abcdefgh"})), 2);
+/// assert_eq!(estimate_tokens(&json!({"role": "mystery"})), 0);
+/// ```
 pub fn estimate_tokens(message: &Value) -> u64 {
     Parts::of_value(message).estimate_tokens()
 }
@@ -85,6 +94,14 @@ fn str_len(s: &Option<Cow<'_, str>>) -> usize {
 
 /// The context size an assistant's usage reports: `totalTokens`, or (when it
 /// is missing or 0) `input + output + cacheRead + cacheWrite`.
+///
+/// ```
+/// use arbor_context::calculate_context_tokens;
+/// use serde_json::json;
+///
+/// assert_eq!(calculate_context_tokens(&json!({"totalTokens": 1200})), 1200);
+/// assert_eq!(calculate_context_tokens(&json!({"input": 1000, "output": 150, "cacheRead": 50})), 1200);
+/// ```
 pub fn calculate_context_tokens(usage: &Value) -> u64 {
     Usage::of_value(usage).tokens()
 }
@@ -100,6 +117,16 @@ impl Usage {
 }
 
 /// The estimated size of a context (pi's `ContextUsageEstimate`).
+///
+/// ```
+/// use arbor_context::{estimate_context_tokens, ContextTokens};
+/// use serde_json::json;
+///
+/// let reply = json!({"role": "assistant", "content": [], "stopReason": "stop", "usage": {"totalTokens": 500}});
+/// let after = json!({"role": "user", "content": "abcdefgh"});
+/// let size: ContextTokens = estimate_context_tokens(&[reply, after]);
+/// assert_eq!((size.tokens, size.usage_tokens, size.trailing_tokens, size.last_usage_index), (502, 500, 2, Some(0)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextTokens {
     /// `usage_tokens + trailing_tokens`.
@@ -114,6 +141,14 @@ pub struct ContextTokens {
 
 /// Estimates the tokens of a whole context: the last usable assistant usage
 /// plus the estimates of the messages after it, or the sum of all estimates.
+///
+/// ```
+/// use arbor_context::estimate_context_tokens;
+/// use serde_json::json;
+///
+/// let messages = [json!({"role": "user", "content": "abcdefgh"}), json!({"role": "user", "content": "abcd"})];
+/// assert_eq!(estimate_context_tokens(&messages).tokens, 3);
+/// ```
 pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
     let last = messages.iter().enumerate().rev().find_map(|(i, m)| Parts::of_value(m).usable_usage().map(|u| (i, u)));
     match last {
@@ -137,6 +172,16 @@ pub fn estimate_context_tokens(messages: &[Value]) -> ContextTokens {
 /// [`estimate_context_tokens`] one message at a time, in order, for callers
 /// that do not hold the whole context (`arbor diff` on a long path): the
 /// same `tokens` as the whole list gives.
+///
+/// ```
+/// use arbor_context::{estimate_context_tokens, EstimateTally};
+/// use serde_json::json;
+///
+/// let messages = [json!({"role": "user", "content": "abcdefgh"}), json!({"role": "user", "content": "abcd"})];
+/// let mut tally = EstimateTally::default();
+/// messages.iter().for_each(|m| tally.add(m));
+/// assert_eq!((tally.tokens(), tally.count()), (estimate_context_tokens(&messages).tokens, 2));
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EstimateTally {
     /// The last usable assistant usage so far.
@@ -178,6 +223,19 @@ impl EstimateTally {
 /// used. Such a usage measured the context before it was compacted (pi then
 /// shows no number until the next reply); without a newer one the messages
 /// are estimated one by one.
+///
+/// ```
+/// use arbor_context::{current_context_tokens, estimate_context_tokens};
+/// use serde_json::json;
+///
+/// let messages = [
+///     json!({"role": "compactionSummary", "summary": "abcdefgh", "tokensBefore": 9000, "timestamp": 10}),
+///     // A reply from before the compaction: its usage measured the old context.
+///     json!({"role": "assistant", "content": [], "stopReason": "stop", "usage": {"totalTokens": 9000}, "timestamp": 5}),
+/// ];
+/// assert_eq!(estimate_context_tokens(&messages).tokens, 9000);
+/// assert_eq!(current_context_tokens(&messages).tokens, 2);
+/// ```
 pub fn current_context_tokens(messages: &[Value]) -> ContextTokens {
     let mut tally = TokenTally::default();
     messages.iter().for_each(|m| tally.add(m));
@@ -186,6 +244,16 @@ pub fn current_context_tokens(messages: &[Value]) -> ContextTokens {
 
 /// [`current_context_tokens`] one message at a time, in order, for callers
 /// that do not hold the whole context (the transcript of a large session).
+///
+/// ```
+/// use arbor_context::{current_context_tokens, TokenTally};
+/// use serde_json::json;
+///
+/// let messages = [json!({"role": "user", "content": "abcdefgh"}), json!({"role": "user", "content": "abcd"})];
+/// let mut tally = TokenTally::default();
+/// messages.iter().for_each(|m| tally.add(m));
+/// assert_eq!(tally.tokens(), current_context_tokens(&messages));
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct TokenTally {
     /// How many messages were added.

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use arbor_context::{for_each_plan_message, plan_branch_context, EstimateTally, FileOps};
+use arbor_context::plan::{for_each_message, plan_path};
+use arbor_context::summary::FileOps;
+use arbor_context::EstimateTally;
 use arbor_log::{Entry, EntryType, Role};
 use arbor_tree::{Position, Session, TreeError};
 use serde::Serialize;
@@ -161,9 +163,9 @@ fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage
     })?;
     let (files_read, files_modified) = file_lists(&ops);
     // The context at the entry, a batch of messages at a time.
-    let plan = plan_branch_context(s, path)?;
+    let plan = plan_path(s, path)?;
     let mut tally = EstimateTally::default();
-    for_each_plan_message(s, &plan, |m| {
+    for_each_message(s, &plan, |m| {
         tally.add(m);
         Ok::<(), TreeError>(())
     })?;

@@ -2,7 +2,7 @@
 //! `arbor-context`'s extraction (the one summaries use), plus the file tools
 //! of the agents Arbor imports from, whose calls keep their own names.
 
-use arbor_context::{compute_file_lists, extract_file_ops_from_message, FileOps};
+use arbor_context::summary::{compute_file_lists, extract_file_ops_from_message, FileOps};
 use arbor_log::{MessageView, Role};
 use serde_json::Value;
 

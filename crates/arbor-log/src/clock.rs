@@ -10,12 +10,27 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 /// A source of the current time in Unix epoch milliseconds.
+///
+/// ```
+/// use arbor_log::{Clock, FixedClock, SystemClock};
+///
+/// // Injected wherever time is written, so tests are deterministic.
+/// let clock: &dyn Clock = &FixedClock::new(1_000, 10);
+/// assert_eq!((clock.now_ms(), clock.now_ms()), (1_000, 1_010));
+/// assert!(SystemClock.now_ms() > 1_700_000_000_000);
+/// ```
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Now, in epoch milliseconds.
     fn now_ms(&self) -> i64;
 }
 
 /// The system clock.
+///
+/// ```
+/// use arbor_log::{Clock, SystemClock};
+///
+/// assert!(SystemClock.now_ms() > 1_700_000_000_000);
+/// ```
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
@@ -34,6 +49,14 @@ impl SystemClock {
 }
 
 /// A clock for tests: starts at a given instant and advances by `step_ms` on each read.
+///
+/// ```
+/// use arbor_log::{Clock, FixedClock};
+///
+/// let clock = FixedClock::new(1_767_225_600_000, 1);
+/// assert_eq!(clock.now_ms(), 1_767_225_600_000);
+/// assert_eq!(clock.now_ms(), 1_767_225_600_001);
+/// ```
 #[derive(Debug, Clone)]
 pub struct FixedClock {
     now: Arc<AtomicI64>,

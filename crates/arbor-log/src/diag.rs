@@ -5,6 +5,16 @@ use std::fmt;
 use crate::vocab::EntryType;
 
 /// One problem found while reading a log. Bad data is never an `Err`.
+///
+/// ```
+/// use arbor_log::{DiagnosticKind, SessionLog};
+///
+/// let log = SessionLog::read(&b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n42\n"[..])?;
+/// let d = &log.diagnostics()[0];
+/// assert_eq!((d.line, &d.kind), (2, &DiagnosticKind::NotObject { found: "a number" }));
+/// assert_eq!(d.to_string(), format!("2: {}", d.kind));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     /// 1-based physical line number.
@@ -16,6 +26,13 @@ pub struct Diagnostic {
 }
 
 /// The kinds of problems a reader reports.
+///
+/// ```
+/// use arbor_log::DiagnosticKind;
+///
+/// let kind = DiagnosticKind::Malformed { error: "expected value".into() };
+/// assert_eq!(kind.to_string(), "malformed JSON, line skipped: expected value");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiagnosticKind {
     /// The line is not valid JSON; it is skipped (and kept in the file).
@@ -46,7 +63,7 @@ pub enum DiagnosticKind {
     ExtraHeader,
     /// A record that is not a usable entry (no id, bad parentId, …); skipped by the tree.
     NotAnEntry {
-        /// Why (see [`crate::NotAnEntry`]).
+        /// Why (see [`crate::entries::NotAnEntry`]).
         reason: String,
     },
     /// A known entry type whose body did not decode; kept raw, shown as `[type]`.

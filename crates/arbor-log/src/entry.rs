@@ -14,6 +14,19 @@ use crate::message::{Extra, MessageView};
 use crate::vocab::{EntryType, Role};
 
 /// One non-header record: the base fields and a typed body.
+///
+/// ```
+/// use arbor_log::{Entry, EntryKind, EntryType, Role};
+/// use serde_json::json;
+///
+/// let v = json!({"type": "message", "id": "a1", "parentId": null, "timestamp": "2026-01-01T00:00:01.000Z",
+///                "message": {"role": "user", "content": "hi"}});
+/// let entry = Entry::from_value(&v)?;
+/// assert_eq!((entry.id.as_str(), entry.parent_id.as_deref()), ("a1", None));
+/// assert_eq!((entry.entry_type(), entry.message_role()), (EntryType::Message, Some(Role::User)));
+/// assert!(matches!(entry.kind, EntryKind::Message(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     /// Unique within the file (last occurrence wins on duplicates).
@@ -27,6 +40,19 @@ pub struct Entry {
 }
 
 /// The body of an entry, by `type`.
+///
+/// ```
+/// use arbor_log::{Entry, EntryKind};
+/// use serde_json::json;
+///
+/// let v = json!({"type": "model_change", "id": "m1", "parentId": null, "timestamp": "2026-01-01T00:00:01.000Z",
+///                "provider": "anthropic", "modelId": "claude-sonnet-4-5"});
+/// match Entry::from_value(&v)?.kind {
+///     EntryKind::ModelChange(m) => assert_eq!(m.model_id, Some(json!("claude-sonnet-4-5"))),
+///     other => panic!("a model change, not {other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntryKind {
     /// `message`: an agent message.

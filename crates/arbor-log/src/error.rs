@@ -4,6 +4,15 @@ use std::io;
 use std::path::PathBuf;
 
 /// A failure to read or write a log.
+///
+/// ```
+/// use arbor_log::{LogError, SessionLog};
+/// use std::path::Path;
+///
+/// let err = SessionLog::read_path(Path::new("/no/such/session.jsonl")).unwrap_err();
+/// assert!(matches!(err, LogError::Io { .. }));
+/// assert!(err.to_string().starts_with("/no/such/session.jsonl: "));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     /// An I/O error on a named file.

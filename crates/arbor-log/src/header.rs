@@ -7,9 +7,26 @@ use crate::message::Extra;
 use crate::version::{version_in_line, version_of};
 
 /// The current format version that Arbor writes.
+///
+/// ```
+/// use arbor_log::{SessionHeader, CURRENT_VERSION};
+///
+/// let header = SessionHeader::new("s1".into(), "2026-01-01T00:00:00.000Z".into(), "/w".into(), None);
+/// assert_eq!(header.version(), CURRENT_VERSION);
+/// ```
 pub const CURRENT_VERSION: u64 = 3;
 
 /// The first logical line of a session file.
+///
+/// ```
+/// use arbor_log::SessionHeader;
+/// use serde_json::json;
+///
+/// let v = json!({"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"});
+/// let header = SessionHeader::from_value(&v).expect("a header");
+/// assert_eq!((header.id.as_str(), header.cwd.as_deref(), header.version()), ("s1", Some("/w"), 3));
+/// assert_eq!(header.to_value(), v);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionHeader {

@@ -21,6 +21,20 @@ use crate::reader::{parse_line_detail, LineReader, Parsed};
 use crate::version::version_in_line;
 
 /// What a physical line holds.
+///
+/// ```
+/// use arbor_log::{LineKind, SessionLog};
+///
+/// let log = SessionLog::read(&b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n\nnot json\n"[..])?;
+/// let kinds: Vec<&str> = log.lines().iter().map(|l| match l.kind {
+///     LineKind::Header(_) => "header",
+///     LineKind::Blank => "blank",
+///     LineKind::Skipped => "skipped",
+///     _ => "other",
+/// }).collect();
+/// assert_eq!(kinds, ["header", "blank", "skipped"]);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum LineKind {
     /// Whitespace only.
@@ -38,6 +52,16 @@ pub enum LineKind {
 }
 
 /// One physical line.
+///
+/// ```
+/// use arbor_log::SessionLog;
+///
+/// let log = SessionLog::read(&b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n"[..])?;
+/// let line = &log.lines()[0];
+/// assert_eq!((line.number, line.offset, line.is_dirty()), (1, 0, false));
+/// assert!(line.raw().ends_with(b"}\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct LogLine {
     /// 1-based line number in the file as read.
@@ -66,7 +90,38 @@ impl LogLine {
     }
 }
 
+/// How [`SessionLog::write_to`] ends the last line.
+///
+/// ```
+/// use arbor_log::{LastLine, SessionLog};
+///
+/// let torn = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{\"type\":";
+/// let log = SessionLog::read(&torn[..])?;
+/// assert_eq!(log.to_bytes(LastLine::AsRead), torn);
+/// assert!(log.to_bytes(LastLine::Terminated).ends_with(b"{\"type\":\n"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastLine {
+    /// As it was read: an unchanged log is written back byte for byte.
+    AsRead,
+    /// With a newline added when it had none (a torn tail), so that a
+    /// following append can never be glued to it.
+    Terminated,
+}
+
 /// A session file, line by line. See the module docs.
+///
+/// ```
+/// use arbor_log::{LastLine, SessionLog};
+///
+/// let file = b"{\"type\":\"session\",\"version\":3,\"id\":\"s1\",\"timestamp\":\"t\",\"cwd\":\"/w\"}\nnot json\n";
+/// let log = SessionLog::read(&file[..])?;
+/// assert_eq!(log.header().map(|h| h.id), Some("s1".to_owned()));
+/// assert_eq!(log.diagnostics().len(), 1);
+/// assert_eq!(log.to_bytes(LastLine::AsRead), file, "kept byte for byte");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct SessionLog {
     lines: Vec<LogLine>,
@@ -298,9 +353,9 @@ impl SessionLog {
     }
 
     /// Writes the log: unchanged lines byte for byte, changed lines written into
-    /// their text ([`crate::json::splice`]) and `\n`. With `terminate` a last line without a newline
-    /// gets one, so that a following append can never be glued to it.
-    pub fn write_to<W: Write>(&self, w: &mut W, terminate: bool) -> io::Result<()> {
+    /// their text ([`crate::json::splice`]) and `\n`; the last line as `last` says.
+    pub fn write_to<W: Write>(&self, w: &mut W, last: LastLine) -> io::Result<()> {
+        let terminate = last == LastLine::Terminated;
         for line in &self.lines {
             if line.dirty {
                 let v = match &line.kind {
@@ -320,10 +375,10 @@ impl SessionLog {
     }
 
     /// The log as bytes (see [`SessionLog::write_to`]).
-    pub fn to_bytes(&self, terminate: bool) -> Vec<u8> {
+    pub fn to_bytes(&self, last: LastLine) -> Vec<u8> {
         let mut out = Vec::new();
         // Writing to a Vec cannot fail.
-        let _ = self.write_to(&mut out, terminate);
+        let _ = self.write_to(&mut out, last);
         out
     }
 }
@@ -337,6 +392,17 @@ fn changed_text(raw: &[u8], v: &Value) -> Vec<u8> {
 }
 
 /// A line's bytes, taken out of a consumed log.
+///
+/// ```
+/// use arbor_log::SessionLog;
+///
+/// let file = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"t\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
+/// let (entries, _) = SessionLog::read(&file[..])?.into_entries();
+/// let (_, entry, line) = &entries[0];
+/// assert_eq!(entry.id, "a");
+/// assert!(!line.dirty && line.raw.starts_with(b"{\"type\":\"message\""));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct OwnedLine {
     /// The bytes as read, terminator included; for a record a migration
@@ -404,8 +470,8 @@ mod tests {
     fn round_trip_is_byte_identical_even_with_junk() {
         let data = format!("\u{feff}{V3}\r\n\nnot json\n42\n{{\"torn\":");
         let log = SessionLog::read(data.as_bytes()).unwrap();
-        assert_eq!(log.to_bytes(false), data.as_bytes());
-        assert!(log.to_bytes(true).ends_with(b"{\"torn\":\n"));
+        assert_eq!(log.to_bytes(LastLine::AsRead), data.as_bytes());
+        assert!(log.to_bytes(LastLine::Terminated).ends_with(b"{\"torn\":\n"));
         let kinds: Vec<String> = log.diagnostics().iter().map(|d| d.to_string()).collect();
         assert_eq!(kinds.len(), 3, "{kinds:?}");
         assert!(kinds[2].starts_with("7: torn last line"), "{kinds:?}");
@@ -436,7 +502,7 @@ mod tests {
         let mut log = SessionLog::read(v2.as_bytes()).unwrap();
         let report = log.migrate(&mut CounterIds::new());
         assert!(report.migrated());
-        let out = String::from_utf8(log.to_bytes(true)).unwrap();
+        let out = String::from_utf8(log.to_bytes(LastLine::Terminated)).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}");
         assert_eq!(lines[1], v2.lines().nth(1).unwrap());

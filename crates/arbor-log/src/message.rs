@@ -15,6 +15,20 @@ use crate::vocab::Role;
 pub type Extra = Map<String, Value>;
 
 /// A borrowed view of one agent message (a JSON object with a `role`).
+///
+/// ```
+/// use arbor_log::{MessageView, Role};
+/// use serde_json::json;
+///
+/// let m = json!({"role": "assistant", "content": [
+///     {"type": "text", "text": "Reading."},
+///     {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.rs"}},
+/// ]});
+/// let view = MessageView::new(&m);
+/// assert_eq!(view.role(), Some(Role::Assistant));
+/// assert_eq!(view.text(" "), "Reading.");
+/// assert_eq!(view.tool_calls().map(|c| c.name).collect::<Vec<_>>(), [Some("read")]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MessageView<'a> {
     value: &'a Value,

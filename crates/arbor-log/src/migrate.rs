@@ -24,6 +24,19 @@ pub struct MigrationStep {
 }
 
 /// What a migration run did: the steps, and which records it changed.
+///
+/// ```
+/// use arbor_log::ids::CounterIds;
+/// use arbor_log::SessionLog;
+///
+/// // A v1 file: no version, entries without ids.
+/// let v1 = b"{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n";
+/// let mut log = SessionLog::read(&v1[..])?;
+/// let report = log.migrate(&mut CounterIds::default());
+/// assert_eq!(report.from_version, Some(1));
+/// assert!(report.migrated());
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MigrationReport {
     /// The version of the input (`version ?? 1` of the first header), or `None` without a header.
@@ -47,7 +60,7 @@ pub fn migrate(records: &mut [Value], ids: &mut dyn IdGenerator) -> MigrationRep
     migrate_from(records, version, ids)
 }
 
-/// [`migrate`] from `version` ([`crate::version_of`] of the first session
+/// [`migrate`] from `version` ([`crate::records::version_of`] of the first session
 /// record, `None` without one), for a caller that read it from the line.
 pub(crate) fn migrate_from(records: &mut [Value], version: Option<u64>, ids: &mut dyn IdGenerator) -> MigrationReport {
     let mut report = MigrationReport::default();

@@ -58,6 +58,14 @@ macro_rules! vocabulary {
 
 vocabulary! {
     /// An entry's `type` (docs/format.md, "Entries" and "oh-my-pi additions").
+    ///
+    /// ```
+    /// use arbor_log::EntryType;
+    ///
+    /// assert_eq!(EntryType::parse("compaction"), EntryType::Compaction);
+    /// assert_eq!(EntryType::Compaction.as_str(), "compaction");
+    /// assert!(!EntryType::parse("future_thing").is_known());
+    /// ```
     EntryType, "entry type" {
         /// `message`: an agent message (any role).
         Message = "message",
@@ -86,6 +94,13 @@ vocabulary! {
 
 vocabulary! {
     /// A message's `role` (docs/format.md, "Message roles").
+    ///
+    /// ```
+    /// use arbor_log::Role;
+    ///
+    /// assert_eq!(Role::parse("toolResult"), Role::ToolResult);
+    /// assert_eq!(Role::ToolResult.to_string(), "toolResult");
+    /// ```
     Role, "message role" {
         /// `user`.
         User = "user",

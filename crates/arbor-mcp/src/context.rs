@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use arbor_context::{message_of_entry, plan_branch_context, ContextStep, SessionPlan};
+use arbor_context::messages::message_of_entry;
+use arbor_context::plan::{plan_path, ContextStep, SessionPlan};
 use arbor_tree::sessions::Sessions;
 use arbor_tree::{Position, Session, SessionOptions, TreeError};
 
@@ -77,7 +78,7 @@ fn page_of(
         });
     };
     let leaf_id = id_at(s, leaf);
-    let plan = plan_branch_context(s, s.branch_positions(Some(&leaf_id)))?;
+    let plan = plan_path(s, s.branch_positions(Some(&leaf_id)))?;
     let steps = &plan.plan.steps;
     let n = steps.len();
     let name = s.session_name()?.map(|n| format!(" ({n})")).unwrap_or_default();

@@ -91,7 +91,7 @@ pub fn read_entries(sessions: &dyn Sessions, opts: &SessionOptions, args: &Entri
         let skip = usize::try_from(within).unwrap_or(usize::MAX);
         let rest: &str = whole.char_indices().nth(skip).map_or("", |(i, _)| &whole[i..]);
         let mut shown = Shown {
-            label: s.get_label(&id)?.map(str::to_owned),
+            label: s.label(&id).map(|l| l.map(|l| l.text.as_str()))?.map(str::to_owned),
             id,
             parent_id: field("parentId"),
             entry_type: field("type").unwrap_or_default(),

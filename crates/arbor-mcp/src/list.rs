@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use arbor_log::parse_iso_ms;
+use arbor_log::time::parse_iso_ms;
+use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{ListRequest, Scope, Sessions};
-use arbor_tree::SessionListInfo;
 
 use crate::error::ToolError;
 use crate::page::{self, JsonPage};

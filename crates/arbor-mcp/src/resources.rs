@@ -136,7 +136,7 @@ pub fn read(sessions: &dyn Sessions, open: &SessionOptions, uri: &str) -> Result
                 "type": value.get("type"),
                 "role": value.pointer("/message/role"),
                 "timestamp": value.get("timestamp"),
-                "label": s.get_label(&id).map_err(|e| error(e.into()))?,
+                "label": s.label(&id).map(|l| l.map(|l| l.text.as_str())).map_err(|e| error(e.into()))?,
                 "text": entry_text(&value),
             });
             ResourceContents::text(body.to_string(), uri).with_mime_type("application/json")

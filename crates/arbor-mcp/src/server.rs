@@ -152,7 +152,7 @@ impl ArborMcp {
     ) -> Result<String, String> {
         let (sessions, open, sink) = (self.sessions(), self.open(), sink(&ctx));
         blocking(move || {
-            let size = |i: &arbor_tree::SessionListInfo| open.store.stamp(&i.path).map(|s| s.size);
+            let size = |i: &arbor_tree::listing::SessionListInfo| open.store.stamp(&i.path).map(|s| s.size);
             crate::list::list(sessions.as_ref(), &size, &args, &Reporter::new(sink))
         })
         .await

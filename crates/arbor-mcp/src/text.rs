@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use arbor_context::{convert_to_llm, serialize_conversation};
+use arbor_context::convert_to_llm;
+use arbor_context::summary::serialize_conversation;
 use arbor_log::{EntryType, MessageView, Role};
 
 /// The whole text of an entry line's parsed value: a message's parts one

@@ -19,7 +19,8 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use arbor_pg::{PgStore, ROOT};
-use arbor_tree::{Durability, OpenMode, Session, SessionOptions};
+use arbor_tree::log::writer::Durability;
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,5 +1,5 @@
 //! The session index on the server (migration 4): the index arbor-tree's
-//! load reads ([`arbor_tree::stored_index`]), kept in `arbor.index_parts`
+//! load reads ([`arbor_tree::storage::stored_index`]), kept in `arbor.index_parts`
 //! and `arbor.index_ids` and maintained by every write in the write's own
 //! transaction, so that a first open on a machine reads the entries a
 //! command needs instead of the whole session, as a reopen through the
@@ -9,7 +9,7 @@
 //! append knows where the last chunk starts and how full it is from the
 //! index's extent alone: it fills that chunk and adds new ones, two
 //! statements whatever the append. A session whose lines an index cannot
-//! hold ([`arbor_tree::stored_index::Unindexable`]) keeps no index (its
+//! hold ([`arbor_tree::storage::stored_index::Unindexable`]) keeps no index (its
 //! `ix_entries` -1, the other `ix_*` columns NULL) until it is replaced
 //! whole; it reads as it did before, by ranges. A session written before
 //! migration 4 (every `ix_*` column NULL) gets its index built by the
@@ -22,7 +22,7 @@ use std::sync::Arc;
 use postgres::types::Type;
 use postgres::GenericClient;
 
-use arbor_tree::stored_index::{scan, Extent, IdRow, IndexSource, Part, StoredIndex};
+use arbor_tree::storage::stored_index::{scan, Extent, IdRow, IndexSource, Part, StoredIndex};
 
 use crate::key::SessionKey;
 use crate::reader::ServerFile;

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use postgres::types::Type;
 
+use arbor_tree::listing::{sort_newest_first, SessionListInfo};
 use arbor_tree::sessions::{Candidate, Scope, SHOWN};
-use arbor_tree::{sort_newest_first, SessionListInfo};
 
 use crate::error::PgError;
 use crate::key::SessionKey;

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use postgres::types::{ToSql, Type};
 use postgres::{GenericClient, Row};
 
-use arbor_tree::{ListingFacts, ListingKind};
+use arbor_tree::listing::{ListingFacts, ListingKind};
 
 use crate::key::SessionKey;
 use crate::server::SqlError;

@@ -28,11 +28,13 @@ use std::path::PathBuf;
 use postgres::types::Type;
 use postgres::IsolationLevel;
 
-use arbor_log::{format_iso_ms, parse_iso_ms, CURRENT_VERSION};
+use arbor_log::time::{format_iso_ms, parse_iso_ms};
+use arbor_log::CURRENT_VERSION;
 use arbor_search::grams::Filter;
 use arbor_search::{scan_ranges, scan_values, EntryHit, Flow, Mode, Pattern, Range};
+use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{Hit, Pass, PathLabel, Progress, SearchRequest, Sessions, SessionsError};
-use arbor_tree::{OpenMode, Session, SessionListInfo, SessionOptions};
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use crate::error::PgError;
 use crate::filters::{self, Stored};
@@ -334,7 +336,7 @@ pub(crate) fn mark_paths(hits: &mut [Hit], opts: &SessionOptions) {
             let mut labels = vec![];
             for p in s.branch_positions(Some(&hit.entry_id)) {
                 let Some(id) = s.id_at(p).map(|i| i.to_string()) else { continue };
-                if let Some(l) = s.get_label(&id)? {
+                if let Some(l) = s.label(&id).map(|l| l.map(|l| l.text.as_str()))? {
                     labels.push(PathLabel { entry_id: id, label: l.to_owned() });
                 }
             }

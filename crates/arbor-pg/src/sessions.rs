@@ -5,11 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
+use arbor_tree::listing::{read_session_info, SessionListInfo};
 use arbor_tree::sessions::{
     path_under, Flow, Follow, FollowFrom, Hit, ListDetail, ListRequest, Progress, Scope, SearchRequest, Sessions,
     SessionsError,
 };
-use arbor_tree::{read_session_info, SessionListInfo, SessionOptions, Store};
+use arbor_tree::{SessionOptions, Store};
 
 use crate::error::PgError;
 use crate::key::{SessionKey, ROOT};

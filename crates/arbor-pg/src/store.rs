@@ -20,8 +20,9 @@ use postgres::types::Type;
 use postgres::{Client, Transaction};
 
 use arbor_log::scan::ReadAt;
-use arbor_log::{Durability, TailRepair};
-use arbor_tree::{AppendHandle, FileStamp, Indexed, Store, StoredFile, TreeError, WriteLock};
+use arbor_log::writer::{Durability, TailRepair};
+use arbor_tree::storage::{AppendHandle, FileStamp, Indexed, StoredFile, WriteLock};
+use arbor_tree::{Store, TreeError};
 
 use crate::blocking::blocking;
 use crate::conninfo::PgEnv;

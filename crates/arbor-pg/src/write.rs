@@ -8,8 +8,8 @@ use postgres::types::Type;
 use postgres::GenericClient;
 
 use arbor_log::reader::{parse_line, Parsed};
-use arbor_log::TailRepair;
-use arbor_tree::ListingFacts;
+use arbor_log::writer::TailRepair;
+use arbor_tree::listing::ListingFacts;
 
 use crate::key::SessionKey;
 use crate::lines::{self, split_lines};

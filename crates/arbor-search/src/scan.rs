@@ -13,9 +13,10 @@ use std::io;
 
 use serde_json::Value;
 
+use arbor_log::messages::searchable_text;
 use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::scan::{ReadAt, RecordHead};
-use arbor_log::{searchable_text, EntryType, Role};
+use arbor_log::{EntryType, Role};
 use arbor_tree::sessions::Relevance;
 
 use crate::escape::{escaped, odd_escapes};
@@ -458,7 +459,7 @@ fn head_of(window: &[u8]) -> RecordHead {
     RecordHead {
         entry_type: field("type").map(|t| EntryType::parse(&t)),
         id: field("id").map(Into::into),
-        ts_ms: field("timestamp").and_then(|t| arbor_log::parse_iso_ms(&t)),
+        ts_ms: field("timestamp").and_then(|t| arbor_log::time::parse_iso_ms(&t)),
         role: field("role").map(|r| Role::parse(&r)),
         ..RecordHead::default()
     }

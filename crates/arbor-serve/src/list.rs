@@ -20,8 +20,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{ListRequest, NoProgress, Scope, SearchRequest};
-use arbor_tree::SessionListInfo;
 
 use crate::error::Refusal;
 use crate::page::key_of;

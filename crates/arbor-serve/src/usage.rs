@@ -22,12 +22,11 @@ use serde_json::Value;
 
 use arbor_interop::escape_html;
 use arbor_tree::sessions::{ListRequest, NoProgress, Scope};
+use arbor_usage::dates::{parse_date, zone};
+use arbor_usage::format::{dollars, short_count};
 use arbor_usage::jiff::civil::Weekday;
 use arbor_usage::jiff::tz::TimeZone;
-use arbor_usage::{
-    dollars, parse_date, report, scan, short_count, zone, Agent, Amount, Grouping, Report, ReportOptions, ScanOptions,
-    Source, Usage,
-};
+use arbor_usage::{report, scan, Agent, Amount, Grouping, Report, ReportOptions, ScanOptions, Source, Usage};
 
 use crate::error::Refusal;
 use crate::state::Shared;

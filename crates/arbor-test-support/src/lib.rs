@@ -25,7 +25,8 @@ pub mod pg;
 pub mod recall;
 mod rng;
 
-use arbor_log::{CounterIds, FixedClock};
+use arbor_log::ids::CounterIds;
+use arbor_log::FixedClock;
 use arbor_tree::SessionOptions;
 
 pub use files::{edit_in_place, fixtures, forged_index, jsonl_under, write_big_session, DirSnapshot};

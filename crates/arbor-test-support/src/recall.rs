@@ -88,7 +88,7 @@ fn text(rng: &mut Rng) -> String {
 
 /// One entry with text, of a kind picked at random, child of `parent`.
 fn entry(rng: &mut Rng, id: &str, parent: Option<&str>, ms: i64) -> Value {
-    let ts = arbor_log::format_iso_ms(ms);
+    let ts = arbor_log::time::format_iso_ms(ms);
     let base = |kind: &str| json!({"type": kind, "id": id, "parentId": parent, "timestamp": ts});
     let mut e = match rng.below(10) {
         0 => {
@@ -193,7 +193,7 @@ pub fn write_recall_sessions(root: &Path, n: usize, seed: u64) -> Vec<RecallSess
         std::fs::create_dir_all(&dir).unwrap();
         let id = format!("5e55{i:04x}-0000-4000-8000-{:012x}", rng.next() & 0xFFFF_FFFF_FFFF);
         let start = crate::START_MS + i as i64 * 3_600_000;
-        let header = json!({"type": "session", "version": 3, "id": id, "timestamp": arbor_log::format_iso_ms(start), "cwd": cwd});
+        let header = json!({"type": "session", "version": 3, "id": id, "timestamp": arbor_log::time::format_iso_ms(start), "cwd": cwd});
         let mut lines = vec![header.to_string()];
         let mut ids: Vec<String> = vec![];
         let count = rng.between(20, 60);
@@ -211,7 +211,7 @@ pub fn write_recall_sessions(root: &Path, n: usize, seed: u64) -> Vec<RecallSess
         }
         let python = i % 4 == 1;
         let body: String = lines.iter().map(|l| if python { python_escaped(l) } else { l.clone() } + "\n").collect();
-        let path = dir.join(format!("{}_{id}.jsonl", arbor_log::format_iso_ms(start).replace([':', '.'], "-")));
+        let path = dir.join(format!("{}_{id}.jsonl", arbor_log::time::format_iso_ms(start).replace([':', '.'], "-")));
         std::fs::write(&path, body).unwrap();
         out.push(RecallSession { path, id, entries: ids });
     }
@@ -234,7 +234,7 @@ pub fn entry_texts(sessions: &[RecallSession]) -> Vec<((String, String), String)
         for line in text.lines().skip(1) {
             let v: Value = serde_json::from_str(line).unwrap();
             let id = v["id"].as_str().unwrap().to_owned();
-            out.push(((s.id.clone(), id), arbor_log::searchable_text(&v)));
+            out.push(((s.id.clone(), id), arbor_log::messages::searchable_text(&v)));
         }
     }
     out

@@ -16,7 +16,9 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use arbor_tree::{lock_path, Durability, OpenMode, Session, SessionOptions};
+use arbor_tree::log::writer::Durability;
+use arbor_tree::paths::lock_path;
+use arbor_tree::{OpenMode, Session, SessionOptions};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

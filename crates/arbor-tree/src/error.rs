@@ -5,6 +5,17 @@ use std::path::PathBuf;
 use arbor_log::LogError;
 
 /// What can go wrong in the tree model and its storage.
+///
+/// ```
+/// use arbor_tree::{OpenMode, Session, SessionOptions, TreeError};
+///
+/// # let dir = tempfile::tempdir()?;
+/// let missing = dir.path().join("nowhere.jsonl");
+/// let err = Session::open(&missing, OpenMode::ReadOnly, SessionOptions::default()).unwrap_err();
+/// assert!(matches!(err, TreeError::Missing(_)));
+/// assert!(err.to_string().contains("nowhere.jsonl"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
     /// An id that is not in the session (`branch`, `branch_with_summary`, labels, `create_branched_session`).
@@ -65,7 +76,7 @@ pub enum TreeError {
     Poisoned(String),
     /// The file changed behind an open session in a way it cannot answer
     /// from (truncated, or rewritten before its end; lines appended are
-    /// read on): open the session again (or [`crate::Session::read_again`]).
+    /// read on): open the session again (or [`crate::Session::read_again_without_index`]).
     #[error("{}{}: changed since the session was opened ({what}); open it again", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Changed {
         /// The session file.
@@ -91,6 +102,20 @@ pub enum TreeError {
 
 /// Who holds a session's write lock: a process, and the machine it runs on
 /// when the store knows it (a lock on a server is held from any machine).
+///
+/// ```
+/// use arbor_tree::{OpenMode, Session, SessionOptions, TreeError};
+///
+/// # let dir = tempfile::tempdir()?;
+/// let file = dir.path().join("s.jsonl");
+/// std::fs::write(&file, concat!(r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#, "\n"))?;
+/// let _writer = Session::open(&file, OpenMode::Write, SessionOptions::default())?;
+/// match Session::open(&file, OpenMode::Write, SessionOptions::default()) {
+///     Err(TreeError::Locked { holder: Some(holder), .. }) => assert_eq!(holder.pid, std::process::id()),
+///     other => panic!("a second writer is refused, not {other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockHolder {
     /// The holder's process id.

@@ -16,8 +16,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use arbor_log::reader::{parse_line, Parsed};
+use arbor_log::records::{is_header, is_title_slot};
 use arbor_log::scan::{scan_line, ScanKind};
-use arbor_log::{format_iso_ms, is_header, is_title_slot, parse_iso_ms, EntryType, MessageView, Role};
+use arbor_log::time::{format_iso_ms, parse_iso_ms};
+use arbor_log::{EntryType, MessageView, Role};
 
 /// pi's `SessionInfo` for one file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -131,7 +133,7 @@ impl ListingFacts {
     fn first_record(&mut self, bytes: &[u8]) {
         let Parsed::Object(v) = parse_line(bytes).0 else { return };
         if self.lines == 1 && is_title_slot(&v) {
-            // omp-S's title slot precedes the header (see arbor_tree::read_session_info).
+            // omp-S's title slot precedes the header (see arbor_tree::listing::read_session_info).
             return;
         }
         if !is_header(&v) {
@@ -144,7 +146,7 @@ impl ListingFacts {
         self.cwd = text("cwd").unwrap_or_default();
         self.parent_session = text("parentSession");
         self.created = text("timestamp").unwrap_or_default();
-        self.version = arbor_log::version_in_line(v.get("version"), bytes);
+        self.version = arbor_log::records::version_in_line(v.get("version"), bytes);
     }
 
     fn record(&mut self, bytes: &[u8], texts: Option<&mut Vec<String>>) {
@@ -186,7 +188,7 @@ impl ListingFacts {
 
     /// pi's `modified`: the newest message time, else the header time, else the file's mtime (ms).
     pub fn modified_ms(&self, mtime_ms: i64) -> i64 {
-        self.newest_ms.or_else(|| arbor_log::parse_iso_ms(&self.created)).unwrap_or(mtime_ms)
+        self.newest_ms.or_else(|| arbor_log::time::parse_iso_ms(&self.created)).unwrap_or(mtime_ms)
     }
 
     /// pi's `SessionInfo` of a session file read so far (`None` when it is
@@ -229,9 +231,9 @@ mod tests {
         for line in bytes.split_inclusive(|&b| b == b'\n') {
             f.feed(line);
         }
-        let info = crate::read_session_info(&bytes[..], Path::new("x.jsonl"), None).unwrap().unwrap();
+        let info = crate::listing::read_session_info(&bytes[..], Path::new("x.jsonl"), None).unwrap().unwrap();
         assert_eq!(f.newest_ms, Some(1_735_776_000_999));
-        assert_eq!(arbor_log::format_iso_ms(f.modified_ms(0)), info.modified);
+        assert_eq!(arbor_log::time::format_iso_ms(f.modified_ms(0)), info.modified);
         assert_eq!((f.message_count, f.name.as_deref(), f.first_message.as_deref()), (3, Some("named"), Some("hi")));
     }
 }

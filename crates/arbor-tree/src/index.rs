@@ -54,7 +54,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use arbor_log::scan::{read_exact_at, ReadAt};
-use arbor_log::{atomic_write_file, EntryType, Role};
+use arbor_log::writer::atomic_write_file;
+use arbor_log::{EntryType, Role};
 
 use crate::store::Store;
 

@@ -9,10 +9,22 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use arbor_log::entries::LabelEntry;
 use arbor_log::json;
-use arbor_log::LabelEntry;
 
 /// The label of one entry.
+///
+/// ```
+/// use arbor_tree::{Label, Message, Session, SessionOptions};
+///
+/// let mut s = Session::in_memory("/w", SessionOptions::default());
+/// let id = s.append_message(Message::user("hi", 1))?;
+/// s.append_label_change(&id, Some("v1"))?;
+/// let label: &Label = s.label(&id)?.expect("labelled");
+/// assert_eq!((label.text.as_str(), &label.value), ("v1", &serde_json::json!("v1")));
+/// assert!(label.timestamp.is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Label {
     /// The label as written in the file (a string, or any other true value).
@@ -21,6 +33,33 @@ pub struct Label {
     pub text: String,
     /// The `timestamp` of the label entry that set it (absent when that entry had none).
     pub timestamp: Option<Value>,
+}
+
+/// A resolved label and the entry it labels ([`Session::labels`](crate::Session::labels)).
+///
+/// ```
+/// use arbor_tree::{Message, Session, SessionOptions};
+///
+/// let mut s = Session::in_memory("/w", SessionOptions::default());
+/// let id = s.append_message(Message::user("hi", 1))?;
+/// s.append_label_change(&id, Some("start"))?;
+/// let labeled = s.labels()?.next().expect("one label");
+/// assert_eq!((labeled.id, labeled.text()), (id.as_str(), "start"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Labeled<'a> {
+    /// The id of the labelled entry.
+    pub id: &'a str,
+    /// Its label.
+    pub label: &'a Label,
+}
+
+impl<'a> Labeled<'a> {
+    /// The label as text ([`Label::text`]).
+    pub fn text(&self) -> &'a str {
+        &self.label.text
+    }
 }
 
 /// Every entry's resolved label, by target id.

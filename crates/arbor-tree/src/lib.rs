@@ -33,7 +33,8 @@
 //! `branch`, `reset_leaf`, `branch_with_summary`; every append; `get_branch`,
 //! `get_tree` ([`Tree`]), `get_children`; the session name; branched sessions;
 //! open (in an explicit [`OpenMode`]) / create / continue-recent / in-memory /
-//! fork-from; where files live ([`paths`]) and listing ([`list_sessions`]);
+//! fork-from; where files live ([`paths`]) and listing ([`listing`]);
+//! checking and repairing a file ([`check`], [`repair`]);
 //! one writer per file. Session files are reached only through a [`Store`]
 //! ([`FileStore`], [`MemoryStore`]): one session's bytes. All the sessions
 //! of a backend (a sessions root, a server) are reached through the
@@ -48,7 +49,8 @@
 //! first use ([`SessionOptions::index_first`]), so opening costs a scan and
 //! every later question costs what its answer costs; the index is cached
 //! only where the options name a directory ([`SessionOptions::index_dir`]).
-//! The `arbor-log` types this API takes and returns are re-exported here.
+//! The `arbor-log` types its entries are read through are re-exported here
+//! (the rest under [`log`]).
 //!
 //! It does not know about LLM contexts, models, summaries or async runtimes.
 //!
@@ -71,40 +73,69 @@
 
 #![deny(missing_docs)]
 
-mod check;
+pub mod check;
 mod error;
 mod facts;
 mod index;
 mod labels;
-mod listing;
+pub mod listing;
 mod lock;
 pub mod paths;
-mod repair;
+pub mod repair;
 mod session;
 pub mod sessions;
 mod store;
 mod tree;
 
-pub use check::{check_file, check_session, summary_by_code, tree_findings, Finding, Severity};
 pub use error::{LockHolder, TreeError};
-pub use facts::{ListingFacts, ListingKind};
-pub use index::stored as stored_index;
-pub use index::MIN_INDEXED_BYTES;
-pub use labels::Label;
-pub use listing::{
-    find_most_recent_session, list_all_sessions, list_sessions, read_session_info, sort_newest_first, SessionListInfo,
-};
-pub use lock::lock_path;
-pub use repair::{repair_file, RepairReport};
+pub use labels::{Label, Labeled};
 pub use session::{EntryId, OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
-pub use store::{AppendHandle, FileStamp, FileStore, Indexed, MemoryStore, Store, StoredFile, WriteLock};
-pub use tree::{sort_by_timestamp, Step, Tree, TreeNode, Walk};
+pub use store::{FileStore, MemoryStore, Store};
+pub use tree::{Tree, TreeNode};
 
 /// The log format crate, for what the root does not re-export.
 pub use arbor_log as log;
-/// The `arbor-log` types this crate's API takes and returns, so common work needs only `arbor-tree`.
-pub use arbor_log::scan::ReadAt;
-pub use arbor_log::{
-    Clock, CounterIds, Diagnostic, DiagnosticKind, Durability, Entry, EntryKind, EntryType, FixedClock, IdGenerator,
-    LogError, MessageView, MigrationReport, RandomIds, Role, SeededIds, SessionHeader, SystemClock, TailRepair,
-};
+/// The `arbor-log` types a session's entries are read through, so common
+/// work needs only `arbor-tree` (the rest is under [`log`]).
+pub use arbor_log::{Entry, EntryKind, EntryType, Message, MessageView, Role};
+
+pub mod storage {
+    //! What a [`Store`](crate::Store) implementation deals in: a session's
+    //! stored file ([`StoredFile`], its [`FileStamp`] and [`Indexed`] form),
+    //! append handles and write locks, positioned reads ([`ReadAt`]), and the
+    //! index a session is opened through, cached on disk ([`stored_index`],
+    //! made for files of [`MIN_INDEXED_BYTES`] and more).
+    //!
+    //! ```
+    //! use arbor_tree::storage::MIN_INDEXED_BYTES;
+    //! use arbor_tree::SessionOptions;
+    //!
+    //! // Small files are read whole; an index pays off from this size up.
+    //! assert_eq!(SessionOptions::default().index_min_bytes, MIN_INDEXED_BYTES);
+    //! ```
+
+    pub use crate::index::stored as stored_index;
+    pub use crate::index::MIN_INDEXED_BYTES;
+    pub use crate::store::{AppendHandle, FileStamp, Indexed, StoredFile, WriteLock};
+    pub use arbor_log::scan::ReadAt;
+}
+
+pub mod walk {
+    //! Walking a [`Tree`](crate::Tree) depth first ([`Walk`], one [`Step`]
+    //! at a time) and pi's order of siblings ([`sort_by_timestamp`]).
+    //!
+    //! ```
+    //! use arbor_tree::walk::Step;
+    //! use arbor_tree::{Session, SessionOptions};
+    //! use serde_json::json;
+    //!
+    //! let mut session = Session::in_memory("/w", SessionOptions::default());
+    //! session.append_message(json!({"role": "user", "content": "hi", "timestamp": 1}))?;
+    //! let tree = session.get_tree();
+    //! let entered = tree.walk().filter(|s| matches!(s, Step::Enter { .. })).count();
+    //! assert_eq!(entered, 1);
+    //! # Ok::<(), Box<dyn std::error::Error>>(())
+    //! ```
+
+    pub use crate::tree::{sort_by_timestamp, Step, Walk};
+}

@@ -10,11 +10,12 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use arbor_log::reader::{trim_line, LineReader};
-use arbor_log::{is_header, parse_iso_ms};
+use arbor_log::records::is_header;
+use arbor_log::time::parse_iso_ms;
 
 use crate::error::TreeError;
 pub use crate::facts::SessionListInfo;
-use crate::facts::{ListingFacts, ListingKind};
+pub use crate::facts::{ListingFacts, ListingKind};
 use crate::store::Store;
 
 fn system_time_ms(t: SystemTime) -> Option<i64> {
@@ -85,7 +86,9 @@ pub fn find_most_recent_session(store: &dyn Store, dir: &Path) -> Result<Option<
         let first = lines.next().filter(|l| l.len() < 512).and_then(parse);
         let ok = match first {
             Some(v) if is_header(&v) => true,
-            Some(v) if arbor_log::is_title_slot(&v) => lines.next().and_then(parse).is_some_and(|h| is_header(&h)),
+            Some(v) if arbor_log::records::is_title_slot(&v) => {
+                lines.next().and_then(parse).is_some_and(|h| is_header(&h))
+            }
             _ => false,
         };
         if !ok {

@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub use crate::lock::lock_path;
+
 /// The environment variable that overrides the sessions root for Arbor.
 pub const SESSIONS_DIR_ENV: &str = "ARBOR_SESSIONS_DIR";
 /// pi's agent directory override.

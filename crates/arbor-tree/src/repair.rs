@@ -17,9 +17,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use arbor_log::files::{ensure_writable, is_link, resolve};
+use arbor_log::ids::SeededIds;
 use arbor_log::scan::ReadAt;
-use arbor_log::writer::{backup_copy, ensure_one_name, write_side, write_side_by};
-use arbor_log::{atomic_write, LineKind, LogLine, SeededIds, SessionLog};
+use arbor_log::writer::{atomic_write, backup_copy, ensure_one_name, write_side, write_side_by};
+use arbor_log::{LastLine, LineKind, LogLine, SessionLog};
 
 use crate::check::pass::{read_pass, Rejection};
 use crate::error::TreeError;
@@ -45,13 +46,39 @@ pub struct RepairReport {
     pub rejected_file: Option<PathBuf>,
 }
 
-/// Repairs `path`; with `write` false it only reports.
+/// What [`repair_file`] does besides finding what needs repair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    /// Only report: nothing is written.
+    Report,
+    /// Write the repair: the original is backed up, the rejected lines go
+    /// to a side file, and the file is replaced atomically under its lock.
+    Write,
+}
+
+/// Repairs `path` (with [`Repair::Report`], only says what a repair would do).
 ///
 /// A current-version file is read in one streaming pass (a few integers
-/// per entry) and, with `write`, copied line by line into the repaired
-/// file and the side file: memory follows the entries, not the file.
-/// Files that need a migration are read whole ([`SessionLog`]).
-pub fn repair_file(path: &Path, write: bool) -> Result<RepairReport, TreeError> {
+/// per entry) and, with [`Repair::Write`], copied line by line into the
+/// repaired file and the side file: memory follows the entries, not the
+/// file. Files that need a migration are read whole ([`SessionLog`]).
+///
+/// ```
+/// use arbor_tree::repair::{repair_file, Repair};
+///
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("s.jsonl");
+/// # std::fs::write(&path, concat!(
+/// #     r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#, "\n",
+/// #     "not json\n",
+/// # ))?;
+/// let report = repair_file(&path, Repair::Report)?;
+/// assert!(!report.clean);
+/// assert!(std::fs::read_to_string(&path)?.contains("not json"), "a report writes nothing");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn repair_file(path: &Path, repair: Repair) -> Result<RepairReport, TreeError> {
+    let write = repair == Repair::Write;
     if !FileStore.exists(path)? {
         return Err(TreeError::Missing(path.to_owned()));
     }
@@ -147,8 +174,8 @@ fn copy_lines(plan: &Plan, wanted: &dyn Fn(usize) -> bool, w: &mut dyn Write) ->
 /// [`repair_file`] reading every line into a [`SessionLog`] (what `--write`
 /// and files that need a migration take).
 #[cfg(test)]
-pub(crate) fn repair_in_full(path: &Path, write: bool) -> Result<RepairReport, TreeError> {
-    repair_with_log(path, &resolve(path)?, write)
+pub(crate) fn repair_in_full(path: &Path, repair: Repair) -> Result<RepairReport, TreeError> {
+    repair_with_log(path, &resolve(path)?, repair == Repair::Write)
 }
 
 /// (With `write`, the caller holds the file's write lock.)
@@ -161,7 +188,7 @@ fn repair_with_log(path: &Path, target: &Path, write: bool) -> Result<RepairRepo
             reason: "no usable session header; nothing can be repaired safely (the file is left as it is)".into(),
         });
     };
-    let original = log.to_bytes(false);
+    let original = log.to_bytes(LastLine::AsRead);
     let mut actions = vec![];
     let report = log.migrate(&mut SeededIds::from_text(&header.id));
     for step in &report.steps {

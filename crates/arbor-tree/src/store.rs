@@ -14,8 +14,9 @@ use std::time::SystemTime;
 
 use arbor_log::files::{ensure_writable, is_link, open_read, resolve};
 use arbor_log::scan::ReadAt;
+use arbor_log::writer::{atomic_write, Appender, Durability, TailRepair};
 use arbor_log::writer::{backup_copy, ensure_one_name};
-use arbor_log::{atomic_write, Appender, Durability, LogError, TailRepair};
+use arbor_log::LogError;
 
 use crate::error::{LockHolder, TreeError};
 use crate::index::stored::StoredIndex;
@@ -57,6 +58,18 @@ pub struct StoredFile {
 }
 
 /// Storage for session files. See the module docs.
+///
+/// ```
+/// use arbor_tree::{FileStore, MemoryStore, Store};
+/// use std::path::Path;
+///
+/// // A session reaches its bytes only through a store: the same calls on disk or in memory.
+/// fn exists(store: &dyn Store, path: &Path) -> bool {
+///     store.exists(path).unwrap_or(false)
+/// }
+/// assert!(!exists(&FileStore, Path::new("/no/such/session.jsonl")));
+/// assert!(!exists(&MemoryStore::new(), Path::new("s.jsonl")));
+/// ```
 pub trait Store: Send + Sync + fmt::Debug {
     /// True when `path` exists (an `Err` when the store cannot tell, e.g. a
     /// server that cannot be reached: never taken for "missing").
@@ -113,7 +126,17 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn create_dir_all(&self, dir: &Path) -> Result<(), TreeError>;
 }
 
-/// Session files on the local file system.
+/// Session files on the local file system (what [`crate::SessionOptions::default`] uses).
+///
+/// ```
+/// use arbor_tree::{FileStore, Store};
+///
+/// # let dir = tempfile::tempdir()?;
+/// let file = dir.path().join("s.jsonl");
+/// std::fs::write(&file, "")?;
+/// assert!(FileStore.exists(&file)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FileStore;
 
@@ -263,6 +286,22 @@ fn open_regular(path: &Path) -> Result<Option<fs::File>, TreeError> {
 }
 
 /// Session files held in memory (shared between clones).
+///
+/// ```
+/// use arbor_tree::{Message, MemoryStore, OpenMode, Session, SessionOptions};
+/// use arbor_tree::log::messages::Assistant;
+/// use std::path::Path;
+///
+/// let store = MemoryStore::new();
+/// let path = Path::new("/sessions/s.jsonl");
+/// let mut s = Session::open(path, OpenMode::WriteOrCreate, SessionOptions::default().with_store(store.clone()))?;
+/// s.append_message(Message::user("hi", 1))?;
+/// // Like pi, a new session is written with its first assistant message.
+/// assert!(store.get(path).is_none());
+/// s.append_message(Message::assistant(Assistant { text: "hello".into(), timestamp: 2, ..Assistant::default() })?)?;
+/// assert_eq!(store.get(path).map(|b| b.iter().filter(|&&c| c == b'\n').count()), Some(3));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Default, Clone)]
 pub struct MemoryStore {
     inner: Arc<Mutex<MemoryInner>>,

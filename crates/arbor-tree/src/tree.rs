@@ -135,7 +135,7 @@ impl<'a> Tree<'a> {
         let src = session.src();
         let entry = s.entry(src).map_err(|e| session.stale(e))?;
         let json = s.json(src).map_err(|e| session.stale(e))?;
-        Ok(TreeNode { position, entry, json, label: session.get_label(&s.id())? })
+        Ok(TreeNode { position, entry, json, label: session.label(&s.id()).map(|l| l.map(|l| l.text.as_str()))? })
     }
 
     /// The roots, in file order.

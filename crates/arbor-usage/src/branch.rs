@@ -73,7 +73,7 @@ pub fn branches(s: &Session, prices: &PriceTable) -> Result<Vec<Branch>, TreeErr
                 add(&mut own, &t, c);
             }
             if label.is_none() {
-                label = s.get_label(&ids[p.get()])?.map(str::to_owned);
+                label = s.label(&ids[p.get()]).map(|l| l.map(|l| l.text.as_str()))?.map(str::to_owned);
             }
             at = s.parent_at(p);
         }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use arbor_tree::FileStamp;
+use arbor_tree::storage::FileStamp;
 
 use crate::error::UsageError;
 use crate::forks::Copies;
@@ -148,7 +148,7 @@ impl Cache {
             std::fs::create_dir_all(dir).map_err(|e| UsageError::io(dir, e))?;
         }
         let bytes = encode(&self.files, self.copies.as_ref());
-        arbor_log::atomic_write(path, |w| w.write_all(&bytes))
+        arbor_log::writer::atomic_write(path, |w| w.write_all(&bytes))
             .map_err(|e| UsageError::Cache { path: path.clone(), reason: e.to_string() })?;
         self.changed = false;
         Ok(())

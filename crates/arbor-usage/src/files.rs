@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use arbor_tree::FileStamp;
+use arbor_tree::storage::FileStamp;
 
 use crate::error::UsageError;
 

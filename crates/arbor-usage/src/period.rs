@@ -86,7 +86,7 @@ pub fn month_text(day: Date) -> String {
 
 /// A time (ms since the epoch) as ISO 8601 in UTC with milliseconds.
 pub fn iso(ms: i64) -> String {
-    arbor_log::format_iso_ms(ms)
+    arbor_log::time::format_iso_ms(ms)
 }
 
 #[cfg(test)]

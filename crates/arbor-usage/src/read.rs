@@ -119,7 +119,7 @@ pub fn read_session(s: &Session, agent: Agent, location: impl Into<String>) -> R
         id: header.id.clone(),
         cwd: header.cwd.clone().unwrap_or_default(),
         parent_session: header.parent_session.clone(),
-        started_ms: arbor_log::parse_iso_ms(&header.timestamp).unwrap_or(0),
+        started_ms: arbor_log::time::parse_iso_ms(&header.timestamp).unwrap_or(0),
         models,
         replies,
         branch_summaries: count(Kind::BranchSummary),
@@ -143,7 +143,7 @@ fn parse_reply(agent: Agent, id: &str, json: &str) -> Option<Parsed> {
     let body = line.message?;
     let usage = body.usage.as_ref().filter(|u| u.is_object())?;
     let timestamp = line.timestamp?;
-    let time_ms = arbor_log::parse_iso_ms(&timestamp)?;
+    let time_ms = arbor_log::time::parse_iso_ms(&timestamp)?;
     let mut tokens = Tokens {
         input: count(usage.get("input")),
         output: count(usage.get("output")),

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use arbor_interop::Format;
-use arbor_tree::{FileStamp, MemoryStore, OpenMode, Session, SessionOptions};
+use arbor_tree::storage::FileStamp;
+use arbor_tree::{MemoryStore, OpenMode, Session, SessionOptions};
 
 use crate::cache::{Cache, Cached};
 use crate::error::UsageError;

@@ -5,7 +5,7 @@
 //! assistant message whose stop reason is one pi knows, and its JSON
 //! survives a round trip.
 
-use arbor_agent::AssistantReply;
+use arbor_agent::model::AssistantReply;
 
 /// The stop reasons an assistant message may carry.
 const STOP_REASONS: &[&str] = &["stop", "length", "toolUse", "error", "aborted"];

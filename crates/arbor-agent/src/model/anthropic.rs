@@ -144,7 +144,7 @@ fn assistant_part(b: &Value) -> Option<Value> {
 
 /// A tool result, added to the user message of tool results before it, or in a new one.
 fn push_tool_result(m: &Value, out: &mut Vec<Value>) {
-    let text = arbor_log::content_text(m.get("content"), "\n");
+    let text = arbor_log::messages::content_text(m.get("content"), "\n");
     let block = json!({
         "type": "tool_result",
         "tool_use_id": str_of(m, "toolCallId"),

@@ -3,11 +3,10 @@
 use std::sync::{Arc, Mutex};
 
 use arbor_agent::hooks::{BeforeCompactResult, CompactingResult, HookCompaction};
+use arbor_agent::hooks::{EventName, HookBus, HookConfig, HookResponse};
+use arbor_agent::model::{Api, ModelInfo};
 use arbor_agent::summarizer::{SUMMARIZATION_PROMPT, TURN_PREFIX_PROMPT, UPDATE_SUMMARIZATION_PROMPT};
-use arbor_agent::{
-    AgentError, AgentSession, Api, CompactOptions, CompactionAlgorithm, EventName, HookBus, HookConfig, HookResponse,
-    ModelInfo,
-};
+use arbor_agent::{AgentError, AgentSession, CompactOptions, CompactionAlgorithm};
 use arbor_context::estimate_tokens;
 use arbor_log::EntryKind;
 use arbor_tree::{MemoryStore, Session};
@@ -385,7 +384,7 @@ async fn the_model_is_restored_from_the_session() {
     let ids = three_turns(&mut s);
     let keep_last = tokens(&s, &ids[4..]);
     // The assistant messages name anthropic/claude-test; point anthropic at the mock.
-    let mut providers = arbor_agent::ProviderRegistry::builtin();
+    let mut providers = arbor_agent::model::ProviderRegistry::builtin();
     assert!(providers.set_base_url("anthropic", &mock.base()));
     let mut opts = agent_opts();
     opts.providers = providers;
@@ -455,8 +454,8 @@ async fn an_external_command_hook_supplies_or_cancels_the_compaction() {
 
 /// pi's `compaction.test.ts` cases for the pure parts.
 mod pure {
+    use arbor_agent::compaction::CompactionSettings;
     use arbor_agent::compaction::{find_cut_point, should_compact};
-    use arbor_agent::CompactionSettings;
     use arbor_log::Entry;
     use serde_json::json;
 

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use arbor_agent::hooks::BeforeForkResult;
-use arbor_agent::{EventName, HookBus, HookResponse};
+use arbor_agent::hooks::{EventName, HookBus, HookResponse};
 use arbor_log::Entry;
 use arbor_tree::MemoryStore;
 

@@ -4,7 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arbor_agent::hooks::{BeforeForkEvent, BeforeForkResult, BeforeTreeResult};
-use arbor_agent::{CommandHook, EventName, HookBus, HookConfig, HookEvent, HookResponse, NavigateOptions};
+use arbor_agent::hooks::{CommandHook, EventName, HookBus, HookConfig, HookEvent, HookResponse};
+use arbor_agent::NavigateOptions;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -87,7 +88,7 @@ async fn notifications_ignore_results() {
 }
 
 async fn run(hook: CommandHook, event: HookEvent) -> Result<Option<HookResponse>, String> {
-    use arbor_agent::Hook;
+    use arbor_agent::hooks::Hook;
     hook.handle(Arc::new(event), CancellationToken::new()).await.map_err(|e| e.to_string())
 }
 
@@ -200,7 +201,7 @@ async fn an_external_hook_supplies_or_cancels_a_tree_summary() {
     let entry = r.summary_entry.unwrap();
     let arbor_log::EntryKind::BranchSummary(b) = &entry.kind else { panic!() };
     assert_eq!((b.summary.as_str(), b.from_hook), ("script summary", Some(true)));
-    assert_eq!(agent.session().get_label(&entry.id).unwrap(), Some("from-script"));
+    assert_eq!(agent.session().label(&entry.id).map(|l| l.map(|l| l.text.as_str())).unwrap(), Some("from-script"));
     assert!(mock.requests().is_empty());
     let sent: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(sent["type"], "session_before_tree");

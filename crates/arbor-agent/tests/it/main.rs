@@ -19,9 +19,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arbor_agent::{
-    AgentOptions, AgentSession, Api, ClientOptions, Credentials, EventName, HookBus, HookEvent, HookResponse, ModelInfo,
-};
+use arbor_agent::hooks::{EventName, HookBus, HookEvent, HookResponse};
+use arbor_agent::model::{Api, ClientOptions, Credentials, ModelInfo};
+use arbor_agent::{AgentOptions, AgentSession};
 use arbor_log::FixedClock;
 use arbor_tree::{MemoryStore, Session, SessionOptions};
 use serde_json::{json, Value};
@@ -107,7 +107,7 @@ pub fn add_recorder(bus: &mut HookBus, log: &Arc<Mutex<Vec<Value>>>) {
             let log = log.clone();
             async move {
                 log.lock().unwrap().push(e.to_json());
-                Ok::<Option<HookResponse>, arbor_agent::HookError>(None)
+                Ok::<Option<HookResponse>, arbor_agent::hooks::HookError>(None)
             }
         });
     }

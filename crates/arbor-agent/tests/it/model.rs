@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use arbor_agent::{
+use arbor_agent::model::{
     client_for, AnthropicClient, AssistantReply, CompletionRequest, ModelClient, ModelError, OpenAiClient,
 };
 use serde_json::json;
@@ -250,10 +250,10 @@ async fn rate_limits_and_server_errors_are_retried() {
     // Every retry is told before its wait (a UI shows `Retrying (n/m) in Ns`).
     let told = std::sync::Arc::new(std::sync::Mutex::new(vec![]));
     let sink = told.clone();
-    let observer = arbor_agent::RetryObserver(std::sync::Arc::new(move |n: arbor_agent::RetryNotice| {
+    let observer = arbor_agent::model::RetryObserver(std::sync::Arc::new(move |n: arbor_agent::model::RetryNotice| {
         sink.lock().unwrap().push((n.attempt, n.max, n.delay, n.reason));
     }));
-    let opts = arbor_agent::ClientOptions { on_retry: Some(observer), ..fast_client() };
+    let opts = arbor_agent::model::ClientOptions { on_retry: Some(observer), ..fast_client() };
     let client = client_for(anthropic_model(&mock), None, opts).unwrap();
     let reply = client.complete(&request(), CancellationToken::new()).await.unwrap();
     assert_eq!(reply.text(""), "mock summary");
@@ -325,7 +325,7 @@ async fn cancellation_drops_the_request() {
 async fn a_silent_stream_times_out() {
     let mock = MockServer::start().await;
     mock.set_default(Reply::Hang);
-    let opts = arbor_agent::ClientOptions { idle_timeout: Duration::from_millis(50), ..fast_client() };
+    let opts = arbor_agent::model::ClientOptions { idle_timeout: Duration::from_millis(50), ..fast_client() };
     let client = client_for(openai_model(&mock), None, opts).unwrap();
     let e = bounded(client.complete(&request(), CancellationToken::new())).await.unwrap_err();
     assert!(matches!(e, ModelError::Timeout { what: "the response stream", .. }), "{e}");
@@ -337,7 +337,7 @@ async fn an_endless_stream_is_cut_at_the_reply_limit() {
     let mock = MockServer::start().await;
     mock.set_default(Reply::Endless);
     for model in [openai_model(&mock), anthropic_model(&mock)] {
-        let opts = arbor_agent::ClientOptions { max_reply_bytes: 1024 * 1024, ..fast_client() };
+        let opts = arbor_agent::model::ClientOptions { max_reply_bytes: 1024 * 1024, ..fast_client() };
         let client = client_for(model, None, opts).unwrap();
         let e = bounded(client.complete(&request(), CancellationToken::new())).await.unwrap_err();
         assert!(matches!(e, ModelError::TooLarge { limit: 1_048_576, .. }), "{e}");
@@ -394,10 +394,10 @@ async fn servers_that_ignore_stream_true_still_work() {
 async fn unreachable_servers_fail_with_the_url() {
     // Bind and drop a listener to get a port nobody listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let model = arbor_agent::ModelInfo::new(
+    let model = arbor_agent::model::ModelInfo::new(
         "local",
         "m",
-        arbor_agent::Api::OpenAiCompletions,
+        arbor_agent::model::Api::OpenAiCompletions,
         &format!("http://127.0.0.1:{port}/v1"),
     );
     let client = client_for(model, None, fast_client()).unwrap();
@@ -428,18 +428,18 @@ async fn a_recorded_stream_replays_to_the_reply_a_live_request_records() {
         let bytewise: Vec<&[u8]> = body.as_bytes().chunks(1).collect();
         for chunks in [whole, bytewise] {
             let replayed = if openai {
-                arbor_agent::OpenAiClient::new(model.clone(), None, fast_client()).unwrap().replay(&chunks)
+                arbor_agent::model::OpenAiClient::new(model.clone(), None, fast_client()).unwrap().replay(&chunks)
             } else {
-                arbor_agent::AnthropicClient::new(model.clone(), None, fast_client()).unwrap().replay(&chunks)
+                arbor_agent::model::AnthropicClient::new(model.clone(), None, fast_client()).unwrap().replay(&chunks)
             };
             assert_eq!(replayed.json(), live.json(), "{}", model.provider);
         }
         // A stream cut short is a failed reply that keeps what arrived.
         let cut = &body.as_bytes()[..body.len() / 2];
         let replayed = if openai {
-            arbor_agent::OpenAiClient::new(model.clone(), None, fast_client()).unwrap().replay(&[cut])
+            arbor_agent::model::OpenAiClient::new(model.clone(), None, fast_client()).unwrap().replay(&[cut])
         } else {
-            arbor_agent::AnthropicClient::new(model.clone(), None, fast_client()).unwrap().replay(&[cut])
+            arbor_agent::model::AnthropicClient::new(model.clone(), None, fast_client()).unwrap().replay(&[cut])
         };
         assert_eq!(replayed.stop_reason(), "error", "{}", model.provider);
     }
@@ -452,7 +452,7 @@ async fn a_recorded_stream_replays_to_the_reply_a_live_request_records() {
 #[test]
 fn a_block_index_far_past_the_blocks_so_far_is_an_error_not_an_allocation() {
     let model = ModelInfo::new("anthropic", "claude-test", Api::AnthropicMessages, "http://127.0.0.1:9");
-    let client = arbor_agent::AnthropicClient::new(model, None, fast_client()).unwrap();
+    let client = arbor_agent::model::AnthropicClient::new(model, None, fast_client()).unwrap();
     let stream = |index: u64| {
         format!(
             "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{}}}}\n\n\

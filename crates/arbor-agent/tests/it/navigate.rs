@@ -3,10 +3,12 @@
 use std::sync::{Arc, Mutex};
 
 use arbor_agent::hooks::{BeforeTreeResult, HookSummary};
+use arbor_agent::hooks::{EventName, HookBus, HookEvent, HookResponse};
+use arbor_agent::model::{Api, ModelInfo};
 use arbor_agent::summarizer::{
     BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_CONTENT_TO_SUMMARIZE, SUMMARIZATION_SYSTEM_PROMPT,
 };
-use arbor_agent::{AgentError, Api, EventName, HookBus, HookEvent, HookResponse, ModelInfo, NavigateOptions};
+use arbor_agent::{AgentError, NavigateOptions};
 use arbor_log::EntryKind;
 use arbor_tree::{MemoryStore, Session, LEAF_MARKER_TYPE};
 use serde_json::json;
@@ -395,7 +397,7 @@ async fn hook_overrides_of_instructions_and_label() {
     );
     assert_eq!(leaf.parent_id.as_deref(), Some(summary_id.as_str()));
     assert_eq!(r.new_leaf_id.as_deref(), Some(leaf.id.as_str()));
-    assert_eq!(agent.session().get_label(&summary_id).unwrap(), Some("checkpoint"));
+    assert_eq!(agent.session().label(&summary_id).map(|l| l.map(|l| l.text.as_str())).unwrap(), Some("checkpoint"));
 }
 
 #[tokio::test]
@@ -466,7 +468,7 @@ async fn a_persistent_move_is_durable_and_resumes_after_reopening() {
     let context = agent.messages().unwrap().to_vec();
     drop(agent);
     let reopened = Session::open(&file, arbor_tree::OpenMode::ReadOnly, session_opts().with_store(store)).unwrap();
-    let again = arbor_context::build_context_from_path(&reopened.get_branch(None).unwrap()).messages;
+    let again = arbor_context::plan::build_from_path(&reopened.get_branch(None).unwrap()).messages;
     assert_eq!(again, context);
     assert_eq!(again.len(), 2);
 }
@@ -520,11 +522,11 @@ struct FailingStore {
 
 #[derive(Debug)]
 struct FailingAppend {
-    inner: Box<dyn arbor_tree::AppendHandle>,
+    inner: Box<dyn arbor_tree::storage::AppendHandle>,
     fail: Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl arbor_tree::AppendHandle for FailingAppend {
+impl arbor_tree::storage::AppendHandle for FailingAppend {
     fn append(&mut self, bytes: &[u8]) -> Result<(), arbor_tree::TreeError> {
         if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
             let e = std::io::Error::other("disk full");
@@ -548,8 +550,11 @@ impl arbor_tree::Store for FailingStore {
     fn open_append(
         &self,
         path: &std::path::Path,
-        durability: arbor_log::Durability,
-    ) -> Result<(Box<dyn arbor_tree::AppendHandle>, Option<arbor_log::TailRepair>), arbor_tree::TreeError> {
+        durability: arbor_log::writer::Durability,
+    ) -> Result<
+        (Box<dyn arbor_tree::storage::AppendHandle>, Option<arbor_log::writer::TailRepair>),
+        arbor_tree::TreeError,
+    > {
         let (inner, repair) = self.inner.open_append(path, durability)?;
         Ok((Box::new(FailingAppend { inner, fail: self.fail.clone() }), repair))
     }
@@ -559,10 +564,10 @@ impl arbor_tree::Store for FailingStore {
     fn backup(&self, path: &std::path::Path, what: &str) -> Result<std::path::PathBuf, arbor_tree::TreeError> {
         self.inner.backup(path, what)
     }
-    fn lock(&self, path: &std::path::Path) -> Result<Box<dyn arbor_tree::WriteLock>, arbor_tree::TreeError> {
+    fn lock(&self, path: &std::path::Path) -> Result<Box<dyn arbor_tree::storage::WriteLock>, arbor_tree::TreeError> {
         self.inner.lock(path)
     }
-    fn list(&self, dir: &std::path::Path) -> Result<Vec<arbor_tree::StoredFile>, arbor_tree::TreeError> {
+    fn list(&self, dir: &std::path::Path) -> Result<Vec<arbor_tree::storage::StoredFile>, arbor_tree::TreeError> {
         self.inner.list(dir)
     }
     fn list_dirs(&self, dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>, arbor_tree::TreeError> {

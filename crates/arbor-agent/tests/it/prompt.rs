@@ -6,12 +6,14 @@
 use std::sync::{Arc, Mutex};
 
 use arbor_agent::model::REQUEST_ABORTED;
-use arbor_agent::prompt::{AutoCompactionReason, AUTO_COMPACTION_MAX_FAILURES, OVERFLOW_RECOVERY_FAILED};
-use arbor_agent::{
-    AgentError, AgentEvent, AgentOptions, AgentSession, Api, AssistantReply, CompactOptions, CompletionRequest,
-    EventSink, ModelClient, ModelError, ModelInfo, PromptOptions, StreamDelta, StreamSink,
+use arbor_agent::model::{
+    Api, AssistantReply, CompletionRequest, ModelClient, ModelError, ModelInfo, StreamDelta, StreamSink,
 };
-use arbor_log::{CounterIds, FixedClock};
+use arbor_agent::prompt::{AgentEvent, EventSink, PromptOptions};
+use arbor_agent::prompt::{AutoCompactionReason, AUTO_COMPACTION_MAX_FAILURES, OVERFLOW_RECOVERY_FAILED};
+use arbor_agent::{AgentError, AgentOptions, AgentSession, CompactOptions};
+use arbor_log::ids::CounterIds;
+use arbor_log::FixedClock;
 use arbor_tree::{Session, SessionOptions};
 use async_trait::async_trait;
 use serde_json::{json, Value};

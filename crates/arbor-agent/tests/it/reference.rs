@@ -7,9 +7,10 @@
 //! (Arbor's default, fixed) is checked to differ only as the fix says.
 
 use arbor_agent::branch::{collect_entries_for_branch_summary, prepare_branch_entries};
+use arbor_agent::compaction::CompactionSettings;
 use arbor_agent::compaction::{prepare_compaction, prepare_compaction_pi};
-use arbor_agent::CompactionSettings;
-use arbor_log::{CounterIds, EntryKind};
+use arbor_log::ids::CounterIds;
+use arbor_log::EntryKind;
 use arbor_tree::{Session, SessionOptions};
 use serde_json::Value;
 

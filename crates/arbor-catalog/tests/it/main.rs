@@ -68,7 +68,7 @@ pub fn header(id: &str, cwd: &str, time: &str) -> String {
 /// A message entry line.
 pub fn message(id: &str, parent: Option<&str>, role: &str, text: &str, ms: i64) -> String {
     let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
-    let time = arbor_log::format_iso_ms(ms);
+    let time = arbor_log::time::format_iso_ms(ms);
     let content = serde_json::to_string(text).unwrap();
     format!(
         r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{time}","message":{{"role":"{role}","content":{content},"timestamp":{ms}}}}}"#
@@ -77,7 +77,7 @@ pub fn message(id: &str, parent: Option<&str>, role: &str, text: &str, ms: i64) 
 
 /// A label entry line.
 pub fn label(id: &str, parent: &str, target: &str, text: &str, ms: i64) -> String {
-    let time = arbor_log::format_iso_ms(ms);
+    let time = arbor_log::time::format_iso_ms(ms);
     format!(
         r#"{{"type":"label","id":"{id}","parentId":"{parent}","timestamp":"{time}","targetId":"{target}","label":"{text}"}}"#
     ) + "\n"
@@ -89,14 +89,14 @@ pub fn append(path: &Path, text: &str) {
 }
 
 /// The listing of the catalog after a refresh, as `arbor_tree`'s direct reading gives it (paths, ids, counts, …).
-pub fn listed(cat: &mut Catalog, scope: &Scope) -> Vec<arbor_tree::SessionListInfo> {
+pub fn listed(cat: &mut Catalog, scope: &Scope) -> Vec<arbor_tree::listing::SessionListInfo> {
     cat.refresh(scope, &NoProgress).unwrap();
     cat.sessions(scope).unwrap()
 }
 
 /// What `arbor_tree` lists for the whole root, reading every file (the reference).
-pub fn direct(root: &Path) -> Vec<arbor_tree::SessionListInfo> {
-    let mut list = arbor_tree::list_all_sessions(&arbor_tree::FileStore, root).unwrap();
+pub fn direct(root: &Path) -> Vec<arbor_tree::listing::SessionListInfo> {
+    let mut list = arbor_tree::listing::list_all_sessions(&arbor_tree::FileStore, root).unwrap();
     for i in &mut list {
         i.all_messages_text.clear();
     }

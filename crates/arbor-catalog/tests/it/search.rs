@@ -149,7 +149,7 @@ fn hits_say_whether_they_are_on_the_active_path_and_the_labels_on_their_path() {
     assert_eq!(cafe[0].path, f);
     assert_eq!((cafe[0].session_id.as_str(), cafe[0].cwd.as_str()), ("sess-1", CWD));
     assert_eq!(cafe[0].role, Some(arbor_log::Role::Assistant));
-    assert_eq!(cafe[0].timestamp, arbor_log::format_iso_ms(T + 3000));
+    assert_eq!(cafe[0].timestamp, arbor_log::time::format_iso_ms(T + 3000));
 
     // Appending moves the leaf to branch A and labels another entry: the next search sees both.
     append(&f, &message("u4", Some("a2"), "user", "back on the café branch", T + 7000));

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use arbor_tree::{check_session, summary_by_code, Finding, SessionOptions, Severity};
+use arbor_tree::check::{check_session, summary_by_code, Finding, Severity};
+use arbor_tree::SessionOptions;
 
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 
-use arbor_context::render::write_plan_transcript;
-use arbor_context::{plan_session_context, write_plan_json, write_plan_llm_json, Checked, SessionPlan};
+use arbor_context::plan::{self, Checked, SessionPlan};
+use arbor_context::render::Form;
+use arbor_context::Context;
 use arbor_tree::Session;
 
 use crate::shared::session::{check_lines, exit_without_freeing, read_again, require_entry, Globals};
@@ -45,16 +46,17 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     // Each writes a batch of messages at a time: never all in memory.
     // Without --llm the JSON messages are copied from the file.
     match (args.json, args.llm) {
-        (true, false) => write_plan_json(&s, &plan, out)?,
-        (true, true) => write_plan_llm_json(&s, &plan, out)?,
+        (true, false) => plan::write_json(out, &s, &plan)?,
+        (true, true) => plan::write_llm_json(out, &s, &plan)?,
         // The transcript checks the lines as it reads them (each once) and
         // writes nothing when one is not where the index put it: the file
         // is then read again (and the leaf moved again), without the index.
         (false, llm) => {
-            if write_plan_transcript(&s, &plan, out, llm)? == Checked::Moved {
+            let form = if llm { Form::ForModel } else { Form::AsStored };
+            if plan::write_transcript(out, &s, &plan, form)? == Checked::Moved {
                 read_again(&mut s)?;
                 plan = plan_at(&mut s, &args)?;
-                if write_plan_transcript(&s, &plan, out, llm)? == Checked::Moved {
+                if plan::write_transcript(out, &s, &plan, form)? == Checked::Moved {
                     bail!("{}: the file changed while it was read", args.file.display());
                 }
             }
@@ -73,5 +75,5 @@ fn plan_at(s: &mut Session, args: &Args) -> Result<SessionPlan> {
         require_entry(s, id, &args.file)?;
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
-    Ok(plan_session_context(s)?)
+    Ok(Context::of(s).plan()?)
 }

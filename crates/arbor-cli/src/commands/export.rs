@@ -108,7 +108,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     let mut failed = None;
-    let written = arbor_log::atomic_write(path, |w| {
+    let written = arbor_log::writer::atomic_write(path, |w| {
         export(w).map_err(|e| {
             let text = e.to_string();
             failed = Some(e);

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use arbor_tree::repair_file;
+use arbor_tree::repair::{repair_file, Repair};
 
 use crate::shared::output::write_json_line;
 use crate::shared::session::Globals;
@@ -31,7 +31,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let out = for_people(out, args.json, &mut human);
     g.local_only("repair", "pull the session (arbor pull) and repair the local copy")?;
     let Args { file, write, json } = args;
-    let report = repair_file(&file, write)?;
+    let report = repair_file(&file, if write { Repair::Write } else { Repair::Report })?;
     if json {
         write_json_line(out, &report)?;
     } else if report.clean {

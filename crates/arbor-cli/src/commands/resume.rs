@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 
-use arbor_tree::find_most_recent_session;
+use arbor_tree::listing::find_most_recent_session;
 
 use crate::shared::session::Globals;
 use crate::ui::chat::{self, ModelFlags, Target};

@@ -10,7 +10,8 @@ use anyhow::Result;
 
 use arbor_context::render::ToolCalls;
 use arbor_log::reader::{parse_line, Parsed};
-use arbor_log::{is_header, Entry};
+use arbor_log::records::is_header;
+use arbor_log::Entry;
 
 use arbor_tree::sessions::{FollowFrom, Followed};
 

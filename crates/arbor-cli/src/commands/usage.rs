@@ -12,11 +12,14 @@ use clap::ValueEnum;
 
 use arbor_tree::paths;
 use arbor_tree::sessions::{ListRequest, NoProgress, Scope};
+use arbor_usage::dates::{parse_date, zone};
+use arbor_usage::format::{dollars, short_count};
 use arbor_usage::jiff::civil::Weekday;
 use arbor_usage::jiff::tz::TimeZone;
+use arbor_usage::prices::PriceTable;
+use arbor_usage::tree::{branches, Branch};
 use arbor_usage::{
-    branches, dollars, parse_date, report, scan, short_count, zone, Agent, Amount, Branch, Cache, Difference, Grouping,
-    PriceTable, Report, ReportOptions, ScanOptions, Source, Usage,
+    report, scan, Agent, Amount, Cache, Difference, Grouping, Report, ReportOptions, ScanOptions, Source, Usage,
 };
 
 use crate::shared::backend;
@@ -209,7 +212,7 @@ fn pi_sessions(args: &Args, g: &Globals, cwd: Option<&str>) -> Result<(Vec<PathB
         opts.local = true;
         let root = args.sessions_dir.clone().unwrap_or_else(paths::sessions_root);
         let location = root.to_string_lossy().into_owned();
-        return Ok((arbor_usage::pi_files(&root, cwd)?, opts, location));
+        return Ok((arbor_usage::sources::pi_files(&root, cwd)?, opts, location));
     }
     let sessions = g.sessions_in(args.sessions_dir.as_deref())?;
     let scope = cwd.map_or(Scope::All, Scope::cwd);
@@ -233,11 +236,11 @@ fn sources(args: &Args, g: &Globals) -> Result<(Vec<Source>, ScanOptions, String
                 files
             }
             Agent::Claude => match agent_dir(&args.claude_dir, "CLAUDE_CONFIG_DIR", "projects", ".claude/projects") {
-                Some(dir) => arbor_usage::files_under(&dir, ".jsonl")?,
+                Some(dir) => arbor_usage::sources::files_under(&dir, ".jsonl")?,
                 None => Vec::new(),
             },
             Agent::Codex => match agent_dir(&args.codex_dir, "CODEX_HOME", "sessions", ".codex/sessions") {
-                Some(dir) => arbor_usage::files_under(&dir, ".jsonl")?,
+                Some(dir) => arbor_usage::sources::files_under(&dir, ".jsonl")?,
                 None => Vec::new(),
             },
             Agent::OpenCode => {
@@ -247,7 +250,7 @@ fn sources(args: &Args, g: &Globals) -> Result<(Vec<Source>, ScanOptions, String
                     "opencode/storage",
                     ".local/share/opencode/storage",
                 ) {
-                    Some(dir) => arbor_usage::opencode_sessions(&dir)?,
+                    Some(dir) => arbor_usage::sources::opencode_sessions(&dir)?,
                     None => Vec::new(),
                 }
             }

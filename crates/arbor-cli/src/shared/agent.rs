@@ -16,9 +16,10 @@ use clap::Args;
 use serde_json::json;
 
 use arbor_agent::hooks::HookConfigError;
+use arbor_agent::hooks::{HookBus, HookConfig, HookFailure};
+use arbor_agent::model::ClientOptions;
 use arbor_agent::{
-    AbortHandle, AgentOptions, AgentSession, ClientOptions, CompactOptions, CompactResult, HookBus, HookConfig,
-    HookFailure, NavigateOptions, NavigateResult,
+    AbortHandle, AgentOptions, AgentSession, CompactOptions, CompactResult, NavigateOptions, NavigateResult,
 };
 use arbor_tree::{OpenMode, Session, SessionOptions};
 

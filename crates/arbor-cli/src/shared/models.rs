@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use arbor_agent::config_file::read_config_file;
 use arbor_agent::model::pi_models::{models_json_path, strip_json_comments, PiModels};
-use arbor_agent::{Api, ModelInfo, ProviderConfig, ProviderRegistry};
+use arbor_agent::model::{Api, ModelInfo, ProviderConfig, ProviderRegistry};
 use arbor_tree::{paths, Session};
 
 /// The providers a command knows, and what reading pi's file had to say.
@@ -111,7 +111,7 @@ impl Models {
         let spec = match spec {
             Some(s) => Some(s.to_owned()),
             None if base_url.is_some() => {
-                arbor_context::session_context(session)?.model.map(|r| format!("{}/{}", r.provider, r.model_id))
+                arbor_context::Context::of(session).build()?.model.map(|r| format!("{}/{}", r.provider, r.model_id))
             }
             None => None,
         };

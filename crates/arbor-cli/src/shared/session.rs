@@ -19,7 +19,8 @@ use clap::{Args, ValueEnum};
 
 use crate::shared::backend;
 use crate::shared::visible::say;
-use arbor_log::{CounterIds, Diagnostic};
+use arbor_log::ids::CounterIds;
+use arbor_log::Diagnostic;
 use arbor_tree::sessions::Sessions;
 use arbor_tree::{paths, OpenMode, Position, Session, SessionOptions};
 

@@ -31,7 +31,7 @@ fn ls_lists_what_reading_every_file_lists() {
     let (_dir, root) = root();
     let r = root.to_str().unwrap();
     let list = json(&arbor(&["ls", "--all", "--sessions-dir", r, "--json"]));
-    let direct = arbor_tree::list_all_sessions(&arbor_tree::FileStore, &root).unwrap();
+    let direct = arbor_tree::listing::list_all_sessions(&arbor_tree::FileStore, &root).unwrap();
     assert_eq!(list, serde_json::to_value(&direct).unwrap());
     // Again, from the catalog as it stands.
     assert_eq!(json(&arbor(&["ls", "--all", "--sessions-dir", r, "--json"])), list);
@@ -134,7 +134,7 @@ fn a_refresh_waits_for_another_process_holding_the_catalog() {
     assert!(started.elapsed() >= Duration::from_millis(800), "it cannot finish before the lock is released");
     assert_eq!(stderr(&out), "", "waited, not worked around");
     let list = json(&out);
-    let direct = arbor_tree::list_all_sessions(&arbor_tree::FileStore, &root).unwrap();
+    let direct = arbor_tree::listing::list_all_sessions(&arbor_tree::FileStore, &root).unwrap();
     assert_eq!(list, serde_json::to_value(&direct).unwrap());
     let mut counts: Vec<u64> = list.as_array().unwrap().iter().map(|i| i["messageCount"].as_u64().unwrap()).collect();
     counts.sort();

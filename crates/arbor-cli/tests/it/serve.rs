@@ -332,7 +332,11 @@ fn off_loopback_every_request_needs_the_token_and_allowed_writes_take_the_lock()
     let written = ask(addr, "POST", &label_url(), &[auth, JSON, ("Origin", &origin)], body);
     assert_eq!(written.status, 200, "{}", written.body);
     let s = Session::open(&session, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
-    assert_eq!(s.get_label("7a828db3").unwrap(), Some("from the page"), "the label is in the file");
+    assert_eq!(
+        s.label("7a828db3").map(|l| l.map(|l| l.text.as_str())).unwrap(),
+        Some("from the page"),
+        "the label is in the file"
+    );
     let unknown = ask(addr, "POST", &label_url(), &[auth, JSON], r#"{"entry":"nope","label":"x"}"#);
     assert_eq!(unknown.status, 404, "{}", unknown.body);
 }
@@ -417,7 +421,7 @@ fn in_headless_chromium_the_list_search_a_page_and_live_appends() {
         eval(c, edit).await;
         until(c, "var l = document.querySelector('#e-7a828db3 header .label'); return !!l && l.textContent === 'set in the browser'").await;
         let s = Session::open(&session, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
-        assert_eq!(s.get_label("7a828db3").unwrap(), Some("set in the browser"));
+        assert_eq!(s.label("7a828db3").map(|l| l.map(|l| l.text.as_str())).unwrap(), Some("set in the browser"));
         // Another process holds the session: the page says who.
         let held = Session::open(&session, OpenMode::Write, SessionOptions::default()).unwrap();
         eval(c, &edit.replace("set in the browser", "refused")).await;

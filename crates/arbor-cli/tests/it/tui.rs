@@ -391,7 +391,7 @@ fn frobnicator_sessions(cwd: &Path) {
     let c = cwd.display();
     let line = |id: &str, parent: Option<&str>, role: &str, text: &str, ms: u64| {
         let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
-        let time = arbor_log::format_iso_ms(ms as i64);
+        let time = arbor_log::time::format_iso_ms(ms as i64);
         format!(
             r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{time}","message":{{"role":"{role}","content":"{text}","timestamp":{ms}}}}}"#
         ) + "\n"

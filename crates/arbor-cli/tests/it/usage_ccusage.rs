@@ -51,7 +51,7 @@ impl Gen {
     }
 
     fn iso(ms: i64) -> String {
-        arbor_log::format_iso_ms(ms)
+        arbor_log::time::format_iso_ms(ms)
     }
 
     fn push(&mut self, mut v: Value) -> String {
@@ -352,7 +352,7 @@ fn claude_transcript(path: &Path, session: &str, start: i64, turns: usize, seed:
         t += 60_000 + rng.below(50) as i64 * 60_000;
         let u = format!("{session}-u{k}");
         lines.push(json!({"parentUuid": parent, "isSidechain": false, "type": "user", "sessionId": session, "cwd": "/work/app",
-            "version": "2.0.31", "uuid": u, "timestamp": arbor_log::format_iso_ms(t),
+            "version": "2.0.31", "uuid": u, "timestamp": arbor_log::time::format_iso_ms(t),
             "message": {"role": "user", "content": "next step"}}).to_string());
         let (input, cache_read, cache_write) =
             (1 + rng.below(900) as u64, rng.below(90_000) as u64, rng.below(9_000) as u64);
@@ -369,7 +369,7 @@ fn claude_transcript(path: &Path, session: &str, start: i64, turns: usize, seed:
                 json!([{"type": "text", "text": "done"}])
             };
             lines.push(json!({"parentUuid": prev, "isSidechain": false, "type": "assistant", "sessionId": session, "cwd": "/work/app",
-                "version": "2.0.31", "uuid": a, "requestId": format!("req_{session}_{k}"), "timestamp": arbor_log::format_iso_ms(t + 2_000 + part),
+                "version": "2.0.31", "uuid": a, "requestId": format!("req_{session}_{k}"), "timestamp": arbor_log::time::format_iso_ms(t + 2_000 + part),
                 "message": {"id": format!("msg_{session}_{k}"), "type": "message", "role": "assistant", "model": model, "content": content,
                     "stop_reason": if part == 1 { json!("end_turn") } else { Value::Null },
                     "usage": {"input_tokens": input, "output_tokens": out, "cache_read_input_tokens": cache_read, "cache_creation_input_tokens": cache_write}}}).to_string());
@@ -385,7 +385,7 @@ fn claude_transcript(path: &Path, session: &str, start: i64, turns: usize, seed:
 /// message, the reply's items and a token count (last and running totals).
 fn codex_rollout(path: &Path, start: i64, turns: usize, seed: u64) {
     let mut rng = Rng(seed);
-    let iso = arbor_log::format_iso_ms;
+    let iso = arbor_log::time::format_iso_ms;
     let mut lines = vec![
         json!({"timestamp": iso(start), "type": "session_meta", "payload": {"id": "0199a3c4-0000-7b80-9f3d-5c6b7a8e9d10",
             "timestamp": iso(start), "cwd": "/work/app", "originator": "codex_cli_rs", "cli_version": "0.58.0", "model_provider": "openai"}}),

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use arbor_log::{content_text, Entry, EntryKind, Role};
+use arbor_log::messages::content_text;
+use arbor_log::{Entry, EntryKind, Role};
 
 /// Collapses newlines and tabs to spaces and trims.
 pub fn normalize(s: &str) -> String {

@@ -18,7 +18,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use arbor_log::{content_text, Block, Entry, EntryKind, Role};
+use arbor_log::messages::{content_text, Block};
+use arbor_log::{Entry, EntryKind, Role};
 
 use super::entry::format_tool_call;
 

@@ -6,11 +6,11 @@
 
 mod entry;
 mod facts;
-mod transcript;
+pub(crate) mod transcript;
 
 pub use entry::{entry_text, format_tool_call, normalize, CallText, ToolCalls};
 pub use facts::{entry_facts, message_facts, EntryFacts, SEARCH_CHARS};
-pub use transcript::{write_plan_transcript, write_transcript};
+pub use transcript::{write_transcript, Form};
 
 #[cfg(test)]
 mod oracle;

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use arbor_log::{content_text, MessageView, Role};
+use arbor_log::messages::content_text;
+use arbor_log::{MessageView, Role};
 
 use super::entry::{format_tool_call, normalize};
 use crate::context::SessionContext;
@@ -183,8 +184,9 @@ mod tests {
     use arbor_tree::{OpenMode, Session, SessionOptions};
 
     use crate::parts::{stored_parts, Parts};
-    use crate::render::{write_plan_transcript, write_transcript};
-    use crate::{plan_session_context, session_context};
+    use crate::render::transcript::write_plan_transcript;
+    use crate::render::{write_transcript, Form};
+    use crate::Context;
 
     /// Read-only: fully read (no index), or through an index in `cache` (written on the first open).
     fn open(path: &Path, cache: Option<&Path>) -> Option<Session> {
@@ -207,15 +209,15 @@ mod tests {
                 if let Some(id) = &id {
                     s.branch(id).unwrap();
                 }
-                let ctx = session_context(&s).unwrap();
-                for llm in [false, true] {
+                let ctx = Context::of(&s).build().unwrap();
+                for (llm, form) in [(false, Form::AsStored), (true, Form::ForModel)] {
                     let want = transcript(&ctx.messages, &ctx, llm);
                     let mut whole = vec![];
-                    write_transcript(&mut whole, &ctx, llm).unwrap();
+                    write_transcript(&mut whole, &ctx, form).unwrap();
                     let mut batched = vec![];
                     let checked =
-                        write_plan_transcript(&s, &plan_session_context(&s).unwrap(), &mut batched, llm).unwrap();
-                    assert_eq!(checked, crate::Checked::Written);
+                        write_plan_transcript(&mut batched, &s, &Context::of(&s).plan().unwrap(), form).unwrap();
+                    assert_eq!(checked, crate::plan::Checked::Written);
                     let at = format!("{} at {id:?} (llm {llm}, index {})", path.display(), dir.is_some());
                     assert_eq!(String::from_utf8(whole).unwrap(), want, "{at}: the whole context's");
                     assert_eq!(String::from_utf8(batched).unwrap(), want, "{at}: the plan's");

@@ -10,10 +10,9 @@ use arbor_tree::{Position, Session};
 
 use super::entry::format_tool_call;
 use crate::context::{message_of_entry, ContextStep, SessionContext};
-use crate::json::BATCH;
 use crate::llm::convert_message;
 use crate::parts::{stored_parts, Parts};
-use crate::session::{stored_positions, write_checked, Checked, SessionPlan};
+use crate::session::{stored_positions, write_checked, Checked, SessionPlan, BATCH};
 use crate::tokens::{Counted, TokenTally};
 
 const WIDTH: usize = 160;
@@ -101,11 +100,38 @@ fn lines_of(m: &Parts<'_>, out: &mut String) {
     };
 }
 
-/// Writes one or more lines per message of `ctx` (after [`convert_to_llm`]
-/// when `llm`), then the model, thinking level and token estimate.
+/// How a transcript shows the messages of a context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Form {
+    /// Each message as the session stores it (`arbor context`).
+    #[default]
+    AsStored,
+    /// The messages after the mapping for the model, pi's convertToLlm
+    /// ([`convert_to_llm`]; `arbor context --llm`): summaries and custom
+    /// messages read as user text, other roles dropped.
+    ///
+    /// [`convert_to_llm`]: crate::convert_to_llm
+    ForModel,
+}
+
+/// Writes one or more lines per message of `ctx` (shown in `form`), then
+/// the model, thinking level and token estimate.
 ///
-/// [`convert_to_llm`]: crate::convert_to_llm
-pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, llm: bool) -> io::Result<()> {
+/// ```
+/// use arbor_context::render::{write_transcript, Form};
+/// use arbor_context::Context;
+/// use arbor_tree::{Session, SessionOptions};
+/// use serde_json::json;
+///
+/// let mut session = Session::in_memory("/work", SessionOptions::default());
+/// session.append_message(json!({"role": "user", "content": "What is a session tree?", "timestamp": 1}))?;
+/// let mut text = Vec::new();
+/// write_transcript(&mut text, &Context::of(&session).build()?, Form::AsStored)?;
+/// assert!(String::from_utf8(text)?.starts_with("user: What is a session tree?\n"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, form: Form) -> io::Result<()> {
+    let llm = form == Form::ForModel;
     let mut t = Transcript::default();
     for m in &ctx.messages {
         t.write(out, &Written::of_value(m, llm))?;
@@ -125,11 +151,12 @@ pub fn write_transcript<W: Write + ?Sized>(out: &mut W, ctx: &SessionContext, ll
 /// known to be where the index put it (see [`Checked`]; past 4 MiB of
 /// text, the lines still to come are checked first and the rest streams).
 pub fn write_plan_transcript<W: Write + ?Sized>(
+    mut out: &mut W,
     session: &Session,
     plan: &SessionPlan,
-    mut out: &mut W,
-    llm: bool,
+    form: Form,
 ) -> io::Result<Checked> {
+    let llm = form == Form::ForModel;
     let mut t = Transcript::default();
     let checked = write_checked(session, plan, &mut out, TEXT_BATCH, |batch, check, sink| {
         let Some(written) = written_batch(session, &plan.path, batch, llm, check)? else { return Ok(false) };

@@ -1,7 +1,8 @@
 //! pi's `test/session-manager/build-context.test.ts`, every case,
 //! plus the edge rules of docs/architecture.md, "Building the context" and the omp state.
 
-use arbor_context::{build_context_from_path, build_session_context, Leaf, ModelRef, SessionContext};
+use arbor_context::plan::{build_from_entries, build_from_path, Leaf};
+use arbor_context::{ModelRef, SessionContext};
 use arbor_log::Entry;
 use serde_json::json;
 
@@ -18,7 +19,7 @@ fn anthropic_test() -> Option<ModelRef> {
 // 1
 #[test]
 fn empty_entries() {
-    let ctx = build_session_context(&[], Leaf::Default);
+    let ctx = build_from_entries(&[], Leaf::Default);
     assert!(ctx.messages.is_empty());
     assert_eq!(ctx.thinking_level, "off");
     assert_eq!(ctx.model, None);
@@ -28,7 +29,7 @@ fn empty_entries() {
 // 2
 #[test]
 fn single_user_message() {
-    let ctx = build_session_context(&[msg("1", None, "user", "hello")], Leaf::Default);
+    let ctx = build_from_entries(&[msg("1", None, "user", "hello")], Leaf::Default);
     assert_eq!(roles(&ctx.messages), ["user"]);
 }
 
@@ -41,7 +42,7 @@ fn simple_conversation() {
         msg("3", Some("2"), "user", "how are you"),
         msg("4", Some("3"), "assistant", "great"),
     ];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(roles(&ctx.messages), ["user", "assistant", "user", "assistant"]);
 }
 
@@ -50,7 +51,7 @@ fn simple_conversation() {
 fn tracks_thinking_level_changes() {
     let es =
         [msg("1", None, "user", "hello"), thinking("2", Some("1"), "high"), msg("3", Some("2"), "assistant", "hi")];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(ctx.thinking_level, "high");
     assert_eq!(ctx.messages.len(), 2);
 }
@@ -59,7 +60,7 @@ fn tracks_thinking_level_changes() {
 #[test]
 fn tracks_model_from_assistant_message() {
     let es = [msg("1", None, "user", "hello"), msg("2", Some("1"), "assistant", "hi")];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(ctx.model, anthropic_test());
     assert_eq!(ctx.to_json()["model"], json!({"provider": "anthropic", "modelId": "claude-test"}));
 }
@@ -72,10 +73,10 @@ fn tracks_model_from_model_change_entry_but_a_later_assistant_wins() {
         model_change("2", Some("1"), "openai", "gpt-4"),
         msg("3", Some("2"), "assistant", "hi"),
     ];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(ctx.model, anthropic_test());
     // Up to the model change alone, the change is what counts.
-    let ctx = build_session_context(&es, Leaf::Id("2"));
+    let ctx = build_from_entries(&es, Leaf::Id("2"));
     assert_eq!(ctx.model, Some(ModelRef { provider: "openai".into(), model_id: "gpt-4".into() }));
 }
 
@@ -91,7 +92,7 @@ fn includes_summary_before_kept_messages() {
         msg("6", Some("5"), "user", "third"),
         msg("7", Some("6"), "assistant", "response3"),
     ];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(ctx.messages.len(), 5);
     assert_eq!(ctx.messages[0]["role"], "compactionSummary");
     assert!(ctx.messages[0]["summary"].as_str().unwrap().contains("Summary of first two turns"));
@@ -112,7 +113,7 @@ fn handles_compaction_keeping_from_first_message() {
         compaction("3", Some("2"), "Empty summary", "1"),
         msg("4", Some("3"), "user", "second"),
     ];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(ctx.messages.len(), 4);
     assert_eq!(roles(&ctx.messages), ["compactionSummary", "user", "assistant", "user"]);
     assert_eq!(texts(&ctx), ["Empty summary", "first", "response1", "second"]);
@@ -130,7 +131,7 @@ fn multiple_compactions_uses_latest() {
         compaction("6", Some("5"), "Second summary", "4"),
         msg("7", Some("6"), "user", "e"),
     ];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(ctx.messages.len(), 4);
     assert_eq!(texts(&ctx), ["Second summary", "c", "d", "e"]);
 }
@@ -144,10 +145,10 @@ fn follows_path_to_specified_leaf() {
         msg("3", Some("2"), "user", "branch A"),
         msg("4", Some("2"), "user", "branch B"),
     ];
-    let a = build_session_context(&es, Leaf::Id("3"));
+    let a = build_from_entries(&es, Leaf::Id("3"));
     assert_eq!(a.messages.len(), 3);
     assert_eq!(text_of(&a.messages[2]), "branch A");
-    let b = build_session_context(&es, Leaf::Id("4"));
+    let b = build_from_entries(&es, Leaf::Id("4"));
     assert_eq!(b.messages.len(), 3);
     assert_eq!(text_of(&b.messages[2]), "branch B");
 }
@@ -162,7 +163,7 @@ fn includes_branch_summary_in_path() {
         branch_summary("4", Some("2"), "Summary of abandoned work", "3"),
         msg("5", Some("4"), "user", "new direction"),
     ];
-    let ctx = build_session_context(&es, Leaf::Id("5"));
+    let ctx = build_from_entries(&es, Leaf::Id("5"));
     assert_eq!(ctx.messages.len(), 4);
     assert_eq!(roles(&ctx.messages), ["user", "assistant", "branchSummary", "user"]);
     assert_eq!(ctx.messages[2]["summary"], "Summary of abandoned work");
@@ -193,15 +194,15 @@ fn complex_tree_with_branches_and_compaction() {
         branch_summary("10", Some("3"), "Tried wrong approach", "9"),
         msg("11", Some("10"), "user", "better approach"),
     ];
-    let at7 = build_session_context(&es, Leaf::Id("7"));
+    let at7 = build_from_entries(&es, Leaf::Id("7"));
     assert_eq!(at7.messages.len(), 5);
     assert_eq!(texts(&at7), ["Compacted history", "q2", "r2", "q3", "r3"]);
     assert_eq!(at7.messages[0]["role"], "compactionSummary");
-    let at11 = build_session_context(&es, Leaf::Id("11"));
+    let at11 = build_from_entries(&es, Leaf::Id("11"));
     assert_eq!(at11.messages.len(), 5);
     assert_eq!(texts(&at11), ["start", "r1", "q2", "Tried wrong approach", "better approach"]);
     assert_eq!(roles(&at11.messages), ["user", "assistant", "user", "branchSummary", "user"]);
-    let at9 = build_session_context(&es, Leaf::Id("9"));
+    let at9 = build_from_entries(&es, Leaf::Id("9"));
     assert_eq!(texts(&at9), ["start", "r1", "q2", "wrong path", "wrong response"]);
 }
 
@@ -209,17 +210,17 @@ fn complex_tree_with_branches_and_compaction() {
 #[test]
 fn uses_last_entry_when_leaf_id_not_found() {
     let es = [msg("1", None, "user", "hello"), msg("2", Some("1"), "assistant", "hi")];
-    let ctx = build_session_context(&es, Leaf::Id("nonexistent"));
+    let ctx = build_from_entries(&es, Leaf::Id("nonexistent"));
     assert_eq!(ctx.messages.len(), 2);
     // pi tests `if (leafId)`: an empty id is the same as none.
-    assert_eq!(build_session_context(&es, Leaf::Id("")).messages.len(), 2);
+    assert_eq!(build_from_entries(&es, Leaf::Id("")).messages.len(), 2);
 }
 
 // 14
 #[test]
 fn handles_orphaned_entries_gracefully() {
     let es = [msg("1", None, "user", "hello"), msg("2", Some("missing"), "assistant", "orphan")];
-    let ctx = build_session_context(&es, Leaf::Id("2"));
+    let ctx = build_from_entries(&es, Leaf::Id("2"));
     assert_eq!(ctx.messages.len(), 1);
     assert_eq!(text_of(&ctx.messages[0]), "orphan");
 }
@@ -227,22 +228,22 @@ fn handles_orphaned_entries_gracefully() {
 #[test]
 fn explicit_null_leaf_is_empty() {
     let es = [msg("1", None, "user", "hello"), thinking("2", Some("1"), "high")];
-    assert_eq!(build_session_context(&es, Leaf::Null), SessionContext::empty());
+    assert_eq!(build_from_entries(&es, Leaf::Null), SessionContext::empty());
 }
 
 #[test]
 fn parent_cycles_terminate() {
     let es = [msg("a", Some("c"), "user", "a"), msg("b", Some("a"), "user", "b"), msg("c", Some("b"), "user", "c")];
-    let ctx = build_session_context(&es, Leaf::Id("c"));
+    let ctx = build_from_entries(&es, Leaf::Id("c"));
     assert_eq!(texts(&ctx), ["a", "b", "c"]);
     let self_loop = [msg("x", Some("x"), "user", "x")];
-    assert_eq!(build_session_context(&self_loop, Leaf::Default).messages.len(), 1);
+    assert_eq!(build_from_entries(&self_loop, Leaf::Default).messages.len(), 1);
 }
 
 #[test]
 fn later_duplicate_ids_win() {
     let es = [msg("1", None, "user", "old"), msg("2", Some("1"), "assistant", "r"), msg("1", None, "user", "new")];
-    let ctx = build_session_context(&es, Leaf::Id("2"));
+    let ctx = build_from_entries(&es, Leaf::Id("2"));
     assert_eq!(texts(&ctx), ["new", "r"]);
 }
 
@@ -254,12 +255,12 @@ fn compaction_whose_kept_id_is_not_on_the_path_keeps_nothing_before_it() {
         compaction("3", Some("2"), "S", "elsewhere"),
         msg("4", Some("3"), "user", "c"),
     ];
-    assert_eq!(texts(&build_session_context(&es, Leaf::Default)), ["S", "c"]);
+    assert_eq!(texts(&build_from_entries(&es, Leaf::Default)), ["S", "c"]);
     let v1 = entry(
         json!({"type": "compaction", "id": "3", "parentId": "2", "timestamp": TS, "summary": "S", "tokensBefore": 1}),
     );
     let es = [es[0].clone(), es[1].clone(), v1, es[3].clone()];
-    assert_eq!(texts(&build_session_context(&es, Leaf::Default)), ["S", "c"]);
+    assert_eq!(texts(&build_from_entries(&es, Leaf::Default)), ["S", "c"]);
 }
 
 #[test]
@@ -269,7 +270,7 @@ fn compactions_on_other_branches_are_ignored() {
         compaction("2", Some("1"), "S", "1"),
         msg("3", Some("1"), "user", "other branch"),
     ];
-    assert_eq!(texts(&build_session_context(&es, Leaf::Id("3"))), ["a", "other branch"]);
+    assert_eq!(texts(&build_from_entries(&es, Leaf::Id("3"))), ["a", "other branch"]);
 }
 
 #[test]
@@ -287,7 +288,7 @@ fn entries_that_are_not_messages_emit_nothing() {
         entry(json!({"type": "ttsr_injection", "id": "8", "parentId": "7", "timestamp": TS, "injectedRules": ["r1"]})),
         msg("9", Some("8"), "assistant", "b"),
     ];
-    assert_eq!(texts(&build_session_context(&es, Leaf::Default)), ["a", "b"]);
+    assert_eq!(texts(&build_from_entries(&es, Leaf::Default)), ["a", "b"]);
 }
 
 #[test]
@@ -298,7 +299,7 @@ fn custom_message_entries_become_custom_messages() {
         entry(json!({"type": "custom_message", "customType": "ext", "content": [{"type": "text", "text": "t"}],
                      "display": true, "details": {"a": [1]}, "id": "2", "parentId": "1", "timestamp": "garbage"})),
     ];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(
         serde_json::to_value(&ctx.messages).unwrap(),
         json!([
@@ -330,7 +331,7 @@ fn thinking_level_null_reads_off_and_omp_model_changes() {
             json!({"type": "mode_change", "id": "7", "parentId": "6", "timestamp": TS, "mode": "plan", "data": {"k": 1}}),
         ),
     ];
-    let ctx = build_session_context(&es, Leaf::Default);
+    let ctx = build_from_entries(&es, Leaf::Default);
     assert_eq!(ctx.thinking_level, "off");
     // The smol role does not change the default model.
     assert_eq!(ctx.model, Some(ModelRef { provider: "openai".into(), model_id: "gpt-5".into() }));
@@ -347,7 +348,7 @@ fn thinking_level_null_reads_off_and_omp_model_changes() {
     );
 
     let with_assistant = [es[2].clone(), msg("8", Some("3"), "assistant", "hi")];
-    let ctx = build_session_context(&with_assistant, Leaf::Default);
+    let ctx = build_from_entries(&with_assistant, Leaf::Default);
     assert_eq!(ctx.models.get("default").map(String::as_str), Some("anthropic/claude-test"));
 }
 
@@ -360,6 +361,6 @@ fn from_path_agrees_with_the_pure_function() {
         msg("4", Some("3"), "user", "c"),
     ];
     let path: Vec<&Entry> = es.iter().collect();
-    assert_eq!(build_context_from_path(&path), build_session_context(&es, Leaf::Default));
-    assert_eq!(texts(&build_context_from_path(&path)), ["S", "b", "c"]);
+    assert_eq!(build_from_path(&path), build_from_entries(&es, Leaf::Default));
+    assert_eq!(texts(&build_from_path(&path)), ["S", "b", "c"]);
 }

@@ -11,11 +11,10 @@ use std::fs;
 use std::io::{self, Write as _};
 use std::path::Path;
 
-use arbor_context::render::write_plan_transcript;
-use arbor_context::{
-    context_of_plan, for_each_plan_message, plan_branch_context, plan_session_context, session_context,
-    write_context_json, write_plan_json, write_plan_llm_json, Checked,
-};
+use arbor_context::plan::write_transcript as write_plan_transcript;
+use arbor_context::plan::{build, for_each_message, plan_path, write_json, write_llm_json, Checked};
+use arbor_context::render::Form;
+use arbor_context::Context;
 use arbor_tree::{FileStore, OpenMode, Session, SessionOptions, TreeError};
 
 /// A way to build the context, its answer written out to compare.
@@ -25,32 +24,32 @@ type Build = fn(&Session) -> Result<String, TreeError>;
 const MOVED: &str = "(moved)";
 
 const BUILDS: &[(&str, Build)] = &[
-    ("session_context", |s| Ok(format!("{:?}", session_context(s)?))),
-    ("plan_session_context", |s| Ok(format!("{:?}", plan_session_context(s)?))),
-    ("context_of_plan", |s| Ok(format!("{:?}", context_of_plan(s, plan_session_context(s)?)?))),
-    ("plan_branch_context", |s| Ok(format!("{:?}", plan_branch_context(s, s.branch_positions(Some("e150")))?))),
-    ("for_each_plan_message", |s| {
+    ("session_context", |s| Ok(format!("{:?}", Context::of(s).build()?))),
+    ("plan_session_context", |s| Ok(format!("{:?}", Context::of(s).plan()?))),
+    ("build", |s| Ok(format!("{:?}", build(s, Context::of(s).plan()?)?))),
+    ("plan_path", |s| Ok(format!("{:?}", plan_path(s, s.branch_positions(Some("e150")))?))),
+    ("for_each_message", |s| {
         let mut all = vec![];
-        for_each_plan_message(s, &plan_session_context(s)?, |m| {
+        for_each_message(s, &Context::of(s).plan()?, |m| {
             all.push(m.clone());
             Ok::<(), TreeError>(())
         })?;
         Ok(format!("{all:?}"))
     }),
-    ("write_context_json", |s| written(|out| write_context_json(s, out))),
-    ("write_plan_json", |s| {
-        let plan = plan_session_context(s)?;
-        written(|out| write_plan_json(s, &plan, out))
+    ("write_context_json", |s| written(|out| Context::of(s).write_json(out))),
+    ("write_json", |s| {
+        let plan = Context::of(s).plan()?;
+        written(|out| write_json(out, s, &plan))
     }),
-    ("write_plan_llm_json", |s| {
-        let plan = plan_session_context(s)?;
-        written(|out| write_plan_llm_json(s, &plan, out))
+    ("write_llm_json", |s| {
+        let plan = Context::of(s).plan()?;
+        written(|out| write_llm_json(out, s, &plan))
     }),
     ("write_plan_transcript", |s| {
-        let plan = plan_session_context(s)?;
+        let plan = Context::of(s).plan()?;
         let mut checked = Checked::Written;
         let text = written(|out| {
-            checked = write_plan_transcript(s, &plan, out, false)?;
+            checked = write_plan_transcript(out, s, &plan, Form::AsStored)?;
             Ok(())
         })?;
         Ok(if checked == Checked::Moved {

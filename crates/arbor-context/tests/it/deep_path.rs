@@ -12,11 +12,11 @@
 
 use std::path::Path;
 
-use arbor_context::render::write_plan_transcript;
-use arbor_context::{
-    branch_summary_message, compaction_summary_message, custom_message, plan_session_context, session_context,
-    write_context_json, write_plan_llm_json, Checked, SessionContext,
-};
+use arbor_context::messages::{branch_summary_message, compaction_summary_message, custom_message};
+use arbor_context::plan::write_transcript as write_plan_transcript;
+use arbor_context::plan::{write_llm_json, Checked};
+use arbor_context::render::Form;
+use arbor_context::{Context, SessionContext};
 use arbor_log::{Entry, EntryKind, Role};
 use arbor_test_support::Rng;
 use arbor_tree::{FileStore, OpenMode, Session, SessionOptions};
@@ -252,12 +252,12 @@ fn omp_of(c: &SessionContext) -> Map<String, Value> {
 /// Every way `arbor context` prints the context at the session's leaf: the
 /// JSON, the JSON after convertToLlm, the text and the text after it.
 fn printed(s: &Session) -> [Vec<u8>; 4] {
-    let plan = plan_session_context(s).unwrap();
+    let plan = Context::of(s).plan().unwrap();
     let mut out: [Vec<u8>; 4] = Default::default();
-    write_context_json(s, &mut out[0]).unwrap();
-    write_plan_llm_json(s, &plan, &mut out[1]).unwrap();
-    assert_eq!(write_plan_transcript(s, &plan, &mut out[2], false).unwrap(), Checked::Written);
-    assert_eq!(write_plan_transcript(s, &plan, &mut out[3], true).unwrap(), Checked::Written);
+    Context::of(s).write_json(&mut out[0]).unwrap();
+    write_llm_json(&mut out[1], s, &plan).unwrap();
+    assert_eq!(write_plan_transcript(&mut out[2], s, &plan, Form::AsStored).unwrap(), Checked::Written);
+    assert_eq!(write_plan_transcript(&mut out[3], s, &plan, Form::ForModel).unwrap(), Checked::Written);
     out
 }
 
@@ -281,8 +281,8 @@ fn same_three_ways(file: &Path, ids: &[String], leaves: usize, indexed: bool) {
         let at = format!("{} at {id}", file.display());
         let printed_lazy = printed(&lazy);
         assert!(printed_lazy == printed(&full), "{at}: printed through the index differs from the full load");
-        let context = session_context(&lazy).unwrap();
-        assert_eq!(context, session_context(&full).unwrap(), "{at}: the context");
+        let context = Context::of(&lazy).build().unwrap();
+        assert_eq!(context, Context::of(&full).build().unwrap(), "{at}: the context");
         let path: Vec<Entry> =
             full.branch_positions(None).into_iter().map(|p| full.decode_at(p).unwrap().unwrap()).collect();
         let (want, want_omp) = plain_context(&path);
@@ -291,7 +291,7 @@ fn same_three_ways(file: &Path, ids: &[String], leaves: usize, indexed: bool) {
         assert_eq!(omp_of(&context), want_omp, "{at}: oh-my-pi's fields");
         // Of the path, only the settings that count, the last compaction and
         // the made-up messages it shows are decoded.
-        let plan = plan_session_context(&lazy).unwrap();
+        let plan = Context::of(&lazy).plan().unwrap();
         let shown = plan.plan.steps.len() + 1;
         assert!(plan.read.len() <= shown + 16 + count_each(&path), "{at}: {} entries decoded", plan.read.len());
     }
@@ -331,7 +331,7 @@ fn last_settings_that_do_not_decode_give_way_to_the_ones_before() {
         &s.branch_positions(None).into_iter().map(|p| s.decode_at(p).unwrap().unwrap()).collect::<Vec<_>>(),
     );
     assert_eq!(want["messages"][0]["role"], "compactionSummary", "an earlier compaction counts");
-    assert!(session_context(&s).unwrap().mode.is_some(), "an earlier mode counts");
+    assert!(Context::of(&s).build().unwrap().mode.is_some(), "an earlier mode counts");
 }
 
 /// A compaction's kept entry is looked up by its id (no id of the path is
@@ -394,13 +394,13 @@ fn the_kept_entry_is_found_by_its_id_wherever_it_is() {
         let lines: Vec<String> =
             std::iter::once(header.clone()).chain(entries.iter().map(Entry::to_value)).map(|v| v.to_string()).collect();
         std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-        let pure = arbor_context::build_session_context(&entries, arbor_context::Leaf::Default);
+        let pure = arbor_context::plan::build_from_entries(&entries, arbor_context::plan::Leaf::Default);
         let texts: Vec<String> = pure.messages.iter().map(crate::text_of).collect();
         assert_eq!(texts, want, "{name}: the pure reading");
         let cache = tempfile::tempdir().unwrap();
         drop(open_indexed(&file, cache.path()));
         for s in [open_full(&file), open_indexed(&file, cache.path())] {
-            assert_eq!(session_context(&s).unwrap(), pure, "{name}");
+            assert_eq!(Context::of(&s).build().unwrap(), pure, "{name}");
             assert!(printed(&s) == printed(&open_full(&file)), "{name}: printed");
         }
     }

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use arbor_context::{plan_session_context, session_context, write_context_json};
+use arbor_context::Context;
 use arbor_tree::{FileStore, OpenMode, Session, SessionOptions};
 
 use arbor_test_support::{jsonl_under, write_big_session};
@@ -28,9 +28,9 @@ fn open_indexed(path: &Path, cache: &Path) -> Option<Session> {
 
 /// The context at the session's leaf: the value, its JSON and the JSON `arbor context --json` writes.
 fn context(s: &Session) -> String {
-    let value = arbor_log::json::to_string(&session_context(s).unwrap().to_json()).unwrap();
+    let value = arbor_log::json::to_string(&Context::of(s).build().unwrap().to_json()).unwrap();
     let mut written = Vec::new();
-    write_context_json(s, &mut written).unwrap();
+    Context::of(s).write_json(&mut written).unwrap();
     format!("{value}\n{}", String::from_utf8(written).unwrap())
 }
 
@@ -65,7 +65,7 @@ fn same_through_the_index(file: &Path, step: usize) -> bool {
     }
     let name = file.display();
     assert_eq!(context(&fresh), context(&full), "{name}: the context at the leaf");
-    assert_eq!(plan_session_context(&fresh).unwrap(), plan_session_context(&full).unwrap(), "{name}: the plan");
+    assert_eq!(Context::of(&fresh).plan().unwrap(), Context::of(&full).plan().unwrap(), "{name}: the plan");
     let mut lazy = open_indexed(file, cache.path()).unwrap();
     assert_eq!(path(&lazy), path(&full), "{name}: the path");
     assert_eq!(tree(&lazy), tree(&full), "{name}: the tree");

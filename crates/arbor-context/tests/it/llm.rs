@@ -1,6 +1,7 @@
 //! `convert_to_llm` (docs/architecture.md, "Building the context"): every role and every bash variant.
 
-use arbor_context::{bash_execution_to_text, convert_to_llm, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_SUFFIX};
+use arbor_context::convert_to_llm;
+use arbor_context::messages::{bash_execution_to_text, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_SUFFIX};
 use serde_json::{json, Value};
 
 fn one(m: Value) -> Option<Value> {

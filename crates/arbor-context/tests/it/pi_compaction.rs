@@ -2,8 +2,9 @@
 //! half of its `save-entry.test.ts`. The cut-point
 //! and compaction-flow cases belong to arbor-agent.
 
-use arbor_context::{build_context_from_path, build_session_context, calculate_context_tokens, Leaf};
-use arbor_log::CounterIds;
+use arbor_context::calculate_context_tokens;
+use arbor_context::plan::{build_from_entries, build_from_path, Leaf};
+use arbor_log::ids::CounterIds;
 use arbor_tree::{OpenMode, Session, SessionOptions};
 use serde_json::json;
 
@@ -25,7 +26,7 @@ fn no_compaction_gives_every_message_and_the_assistant_model() {
         msg("3", Some("2"), "user", "u2"),
         msg("4", Some("3"), "assistant", "a2"),
     ];
-    let ctx = build_session_context(&e, Leaf::Default);
+    let ctx = build_from_entries(&e, Leaf::Default);
     assert_eq!(ctx.messages.len(), 4);
     assert_eq!(ctx.thinking_level, "off");
     assert_eq!(
@@ -46,7 +47,7 @@ fn single_multiple_and_first_entry_compactions() {
         msg("6", Some("5"), "user", "u3"),
         msg("7", Some("6"), "assistant", "a3"),
     ];
-    let ctx = build_session_context(&single, Leaf::Default);
+    let ctx = build_from_entries(&single, Leaf::Default);
     assert_eq!(ctx.messages.len(), 5);
     assert_eq!(ctx.messages[0]["role"], "compactionSummary");
 
@@ -63,7 +64,7 @@ fn single_multiple_and_first_entry_compactions() {
         msg("9", Some("8"), "user", "u4"),
         msg("10", Some("9"), "assistant", "a4"),
     ];
-    let ctx = build_session_context(&multiple, Leaf::Default);
+    let ctx = build_from_entries(&multiple, Leaf::Default);
     assert_eq!(ctx.messages.len(), 5);
     assert_eq!(ctx.messages[0]["summary"], "S2");
 
@@ -75,7 +76,7 @@ fn single_multiple_and_first_entry_compactions() {
         msg("4", Some("3"), "user", "u2"),
         msg("5", Some("4"), "assistant", "a2"),
     ];
-    let ctx = build_session_context(&first, Leaf::Default);
+    let ctx = build_from_entries(&first, Leaf::Default);
     assert_eq!(roles(&ctx.messages), vec!["compactionSummary", "user", "assistant", "user", "assistant"]);
 }
 
@@ -87,7 +88,7 @@ fn model_and_thinking_from_the_path() {
         msg("3", Some("2"), "assistant", "a"),
         thinking("4", Some("3"), "high"),
     ];
-    let ctx = build_session_context(&e, Leaf::Default);
+    let ctx = build_from_entries(&e, Leaf::Default);
     assert_eq!(ctx.model.as_ref().map(|m| m.provider.as_str()), Some("anthropic"), "the assistant wins");
     assert_eq!(ctx.thinking_level, "high");
 }
@@ -98,7 +99,7 @@ fn large_v1_fixture_parsed_and_migrated() {
     let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default().with_ids(CounterIds::new())).unwrap();
     assert!(s.len() > 100);
     assert!(s.entries().map(Result::unwrap).filter(|e| e.message().is_some()).count() > 100);
-    let ctx = build_context_from_path(&s.get_branch(None).unwrap());
+    let ctx = build_from_path(&s.get_branch(None).unwrap());
     assert!(ctx.messages.len() > 100);
     assert!(ctx.model.is_some());
 }
@@ -113,10 +114,10 @@ fn save_entry_custom_entries_stay_out_of_the_context() {
                             "model": "test", "stopReason": "stop", "timestamp": 2}))
         .unwrap();
     assert_eq!(s.len(), 3);
-    let ctx = build_context_from_path(&s.get_branch(None).unwrap());
+    let ctx = build_from_path(&s.get_branch(None).unwrap());
     assert_eq!(ctx.messages.len(), 2);
     // Labels never reach the context either (7.4 case 7).
     let first = s.get_branch(None).unwrap()[0].id.clone();
     s.append_label_change(&first, Some("x")).unwrap();
-    assert_eq!(build_context_from_path(&s.get_branch(None).unwrap()).messages.len(), 2);
+    assert_eq!(build_from_path(&s.get_branch(None).unwrap()).messages.len(), 2);
 }

@@ -1,11 +1,10 @@
-//! `plan_context` from a session's heads, decoding only what it asks for,
+//! `plan_heads` from a session's heads, decoding only what it asks for,
 //! gives the context of the whole path, for every leaf of every fixture
 //! session; and it asks only for what it must.
 
-use arbor_context::{
-    branch_summary_message, build_context_from_entries, build_context_from_path, compaction_summary_message,
-    custom_message, plan_context, ModelRef, PathHead, SessionContext,
-};
+use arbor_context::messages::{branch_summary_message, compaction_summary_message, custom_message};
+use arbor_context::plan::{build_from_owned_path, build_from_path, plan_heads, PathHead};
+use arbor_context::{ModelRef, SessionContext};
 use arbor_log::{Entry, EntryKind, EntryType, Role};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 use serde_json::{json, Value};
@@ -34,7 +33,7 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
                 })
                 .collect();
             let asked = std::cell::RefCell::new(vec![]);
-            let plan = plan_context(&heads, |ps| {
+            let plan = plan_heads(&heads, |ps| {
                 asked.borrow_mut().extend_from_slice(ps);
                 ps.iter().map(|&k| s.decode_at(idx[k]).unwrap()).collect()
             });
@@ -51,12 +50,12 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
             assert!(
                 ps.windows(2).all(|w| w[0] < w[1]) && ps.iter().all(|&k| heads[k].entry_type == EntryType::Message)
             );
-            let whole = build_context_from_path(&full);
+            let whole = build_from_path(&full);
             assert_eq!(whole, spec_context(&full), "{} at {id} (spec)", p.display());
             let planned = plan.into_context(|k| full[k].message().map(|m| m.message.clone()));
             assert_eq!(planned, whole, "{} at {id}", p.display());
             let owned: Vec<Entry> = idx.iter().map(|&i| s.decode_at(i).unwrap().unwrap()).collect();
-            assert_eq!(build_context_from_entries(owned), whole, "{} at {id} (owned)", p.display());
+            assert_eq!(build_from_owned_path(owned), whole, "{} at {id} (owned)", p.display());
             compared += 1;
         }
     }

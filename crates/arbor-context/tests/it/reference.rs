@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 use std::fs::File;
 
-use arbor_context::{
-    build_context_from_path, build_session_context, convert_to_llm, estimate_context_tokens, estimate_tokens,
-    extract_file_ops_from_message, walk_to_root, FileOps, Leaf,
-};
-use arbor_log::{CounterIds, Entry, EntryKind, SessionLog};
+use arbor_context::plan::{build_from_entries, build_from_path, walk_to_root, Leaf};
+use arbor_context::summary::{extract_file_ops_from_message, FileOps};
+use arbor_context::{convert_to_llm, estimate_context_tokens, estimate_tokens};
+use arbor_log::ids::CounterIds;
+use arbor_log::{Entry, EntryKind, SessionLog};
 use serde_json::Value;
 
 const STEMS: [&str; 2] = ["large-session", "before-compaction"];
@@ -65,7 +65,7 @@ fn contexts_match_the_reference_at_every_leaf() {
         let context_runs = runs(stem, "context");
         assert!(context_runs.len() >= 3, "{stem}: {context_runs:?}");
         for (leaf, output) in context_runs {
-            let got = build_session_context(&es, leaf_of(&leaf)).to_json();
+            let got = build_from_entries(&es, leaf_of(&leaf)).to_json();
             assert_same(&output, &read_json(&output), &got);
             checked += 1;
         }
@@ -81,7 +81,7 @@ fn llm_messages_match_the_reference_at_every_leaf() {
         let llm_runs = runs(stem, "llm");
         assert!(llm_runs.len() >= 3, "{stem}: {llm_runs:?}");
         for (leaf, output) in llm_runs {
-            let ctx = build_session_context(&es, leaf_of(&leaf));
+            let ctx = build_from_entries(&es, leaf_of(&leaf));
             let got = Value::Array(convert_to_llm(&ctx.messages));
             assert_same(&output, &read_json(&output), &got);
             checked += 1;
@@ -92,7 +92,7 @@ fn llm_messages_match_the_reference_at_every_leaf() {
 
 /// The file operations as the reference prints them: each set sorted.
 fn ops_json(ops: &FileOps) -> Value {
-    let sorted = |set: &arbor_context::PathSet| {
+    let sorted = |set: &arbor_context::summary::PathSet| {
         let mut v = set.to_vec();
         v.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
         v
@@ -137,7 +137,7 @@ fn compaction_preparation_tokens_and_file_ops_match_the_reference() {
         let by_id: HashMap<&str, &Entry> = es.iter().map(|e| (e.id.as_str(), e)).collect();
         let path = walk_to_root(es.last().unwrap(), |id| by_id.get(id).copied());
         let prev = path.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction(_)));
-        let messages = build_context_from_path(&path[prev.unwrap_or(0)..]).messages;
+        let messages = build_from_path(&path[prev.unwrap_or(0)..]).messages;
         let tokens = estimate_context_tokens(&messages);
         let manifest = read_json("MANIFEST.json");
         for r in manifest["files"][format!("{stem}.jsonl")]["runs"].as_array().unwrap() {

@@ -1,6 +1,6 @@
 //! The summarizer's text helpers (docs/architecture.md, "Summaries").
 
-use arbor_context::{
+use arbor_context::summary::{
     compute_file_lists, extract_file_ops_from_message, format_file_operations, serialize_conversation, FileOps,
 };
 use serde_json::{json, Value};

@@ -1,22 +1,32 @@
 //! The transcript written a batch of messages at a time
-//! (`write_plan_transcript`, what `arbor context` prints) is the transcript
+//! (`Context::write_transcript`, what `arbor context` prints) is the transcript
 //! of the whole context built first (`write_transcript`), byte for byte: at a
 //! spread of leaves of every fixture session (compactions, branch summaries,
 //! usages), with and without the mapping for the model, and on a chain of
 //! more messages than one batch holds. The same for the `--json --llm`
-//! message list (`write_plan_llm_json`).
+//! message list (`write_llm_json`).
 
-use arbor_context::render::{write_plan_transcript, write_transcript};
-use arbor_context::{current_context_tokens, plan_session_context, session_context, Checked, TokenTally};
+use arbor_context::plan::Checked;
+use arbor_context::render::{write_transcript, Form};
+use arbor_context::{current_context_tokens, Context, TokenTally};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
 use arbor_test_support::{jsonl_under, write_big_session};
 
+/// The form `llm` asks for.
+fn form(llm: bool) -> Form {
+    if llm {
+        Form::ForModel
+    } else {
+        Form::AsStored
+    }
+}
+
 fn both(s: &Session, llm: bool) -> (String, String) {
     let mut whole = vec![];
-    write_transcript(&mut whole, &session_context(s).unwrap(), llm).unwrap();
+    write_transcript(&mut whole, &Context::of(s).build().unwrap(), form(llm)).unwrap();
     let mut batched = vec![];
-    let checked = write_plan_transcript(s, &plan_session_context(s).unwrap(), &mut batched, llm).unwrap();
+    let checked = Context::of(s).write_transcript(&mut batched, form(llm)).unwrap();
     assert_eq!(checked, Checked::Written);
     (String::from_utf8(whole).unwrap(), String::from_utf8(batched).unwrap())
 }
@@ -35,8 +45,8 @@ fn the_transcript_written_a_batch_at_a_time_is_the_whole_one() {
                 assert_eq!(batched, whole, "{} at {id} (llm: {llm})", p.display());
             }
             let mut llm_json = vec![];
-            arbor_context::write_plan_llm_json(&s, &plan_session_context(&s).unwrap(), &mut llm_json).unwrap();
-            let whole = arbor_log::json::to_vec(&session_context(&s).unwrap().llm_messages()).unwrap();
+            Context::of(&s).write_llm_json(&mut llm_json).unwrap();
+            let whole = arbor_log::json::to_vec(&Context::of(&s).build().unwrap().llm_messages()).unwrap();
             assert_eq!(
                 String::from_utf8(llm_json).unwrap(),
                 String::from_utf8(whole).unwrap(),
@@ -44,7 +54,7 @@ fn the_transcript_written_a_batch_at_a_time_is_the_whole_one() {
                 p.display()
             );
             // The tally one message at a time gives what the whole list gives.
-            let messages = session_context(&s).unwrap().messages;
+            let messages = Context::of(&s).build().unwrap().messages;
             let mut tally = TokenTally::default();
             messages.iter().for_each(|m| tally.add(m));
             assert_eq!(tally.tokens(), current_context_tokens(&messages), "{} at {id}", p.display());

@@ -3,7 +3,8 @@
 //! calls as people read them, outputs cut at a size with the full size
 //! said, errors and aborts in words).
 
-use arbor_context::{calculate_context_tokens, FileOps};
+use arbor_context::calculate_context_tokens;
+use arbor_context::summary::FileOps;
 use arbor_log::{Entry, EntryKind, Role};
 use serde_json::Value;
 

@@ -186,7 +186,9 @@ fn write_rows(
                 calls.insert(id.clone(), super::tools::one_line(&format!("{tool} {line}"), 80));
             }
             let id = s.id_at(order[i]).map(|x| x.to_string()).unwrap_or_default();
-            text.push_str(&row(json!(parents[i]), s.get_label(&id)?, &id, &r).to_string());
+            text.push_str(
+                &row(json!(parents[i]), s.label(&id).map(|l| l.map(|l| l.text.as_str()))?, &id, &r).to_string(),
+            );
         }
         out.write_all(safe_json(&text).as_bytes()).map_err(io)?;
         // A call whose result never came is forgotten after a while: memory stays bounded.

@@ -5,7 +5,9 @@
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
-use arbor_log::{EntryKind, EntryType, IdGenerator, LabelEntry, SeededIds, CURRENT_VERSION};
+use arbor_log::entries::LabelEntry;
+use arbor_log::ids::{IdGenerator, SeededIds};
+use arbor_log::{EntryKind, EntryType, CURRENT_VERSION};
 use arbor_tree::{Position, Session, TreeError};
 use serde_json::{Map, Value};
 
@@ -118,7 +120,7 @@ fn path_copy(s: &Session, leaf: Option<&str>) -> Result<Vec<String>, InteropErro
     let mut taken: HashSet<String> = path.iter().map(|e| e.id.clone()).collect();
     let mut last = path.last().map(|e| (e.id.clone(), e.timestamp.clone()));
     for e in &path {
-        let want = s.get_label(&e.id)?;
+        let want = s.label(&e.id).map(|l| l.map(|l| l.text.as_str()))?;
         if in_copy.get(e.id.as_str()).cloned().flatten().as_deref() == want
             || (want.is_none() && !in_copy.contains_key(e.id.as_str()))
         {

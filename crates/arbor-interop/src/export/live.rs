@@ -13,7 +13,8 @@
 use std::collections::HashMap;
 
 use arbor_log::reader::{parse_line, Parsed};
-use arbor_log::{is_header, json as js, Entry, EntryKind};
+use arbor_log::records::is_header;
+use arbor_log::{json as js, Entry, EntryKind};
 use serde_json::{json, Value};
 
 use super::body::{render, Limits};

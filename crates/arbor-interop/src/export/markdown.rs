@@ -41,7 +41,7 @@ pub fn export_markdown(s: &Session, leaf: Option<&str>, out: &mut dyn Write) -> 
     for batch in path.chunks(2048) {
         let mut doc = String::new();
         for e in s.decode_many(batch)?.into_iter().flatten() {
-            section(&mut doc, &e, s.get_label(&e.id)?);
+            section(&mut doc, &e, s.label(&e.id).map(|l| l.map(|l| l.text.as_str()))?);
         }
         out.write_all(doc.as_bytes()).map_err(io)?;
     }

@@ -1,7 +1,8 @@
 //! What an entry says, in parts a page or a document can lay out: the
 //! heading, the text, thinking, tool calls and results, images.
 
-use arbor_log::{Block, Entry, EntryKind, EntryType, MessageView, Role};
+use arbor_log::messages::Block;
+use arbor_log::{Entry, EntryKind, EntryType, MessageView, Role};
 use serde_json::Value;
 
 /// One piece of an entry's content.

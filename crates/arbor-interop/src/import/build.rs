@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arbor_log::{
-    format_iso_ms, parse_iso_ms, CustomEntry, Entry, EntryKind, IdGenerator, MessageEntry, SeededIds, SessionHeader,
-};
+use arbor_log::entries::{CustomEntry, MessageEntry};
+use arbor_log::ids::{IdGenerator, SeededIds};
+use arbor_log::time::{format_iso_ms, parse_iso_ms};
+use arbor_log::{Entry, EntryKind, SessionHeader};
 use serde_json::{json, Map, Value};
 
 use super::lines::Record;
@@ -256,7 +257,7 @@ mod tests {
         let c = b.push("u2", Parent::Source(Some("u1")), "t".into(), message(json!({"role":"user"})), json!([]));
         assert_eq!(b.entry(&s).and_then(|e| e.parent_id.as_deref()), Some(a.as_str()));
         assert_eq!(b.entry(&c).and_then(|e| e.parent_id.as_deref()), Some(s.as_str()));
-        assert!(arbor_log::is_pi_entry_id(&a));
+        assert!(arbor_log::ids::is_pi_entry_id(&a));
         let again = Builder::new("claude:s".into(), "claude", "").new_id("u1");
         assert_eq!(again, a);
         assert_eq!(b.tally["file-history-snapshot"]["custom claude.file-history-snapshot"], 1);

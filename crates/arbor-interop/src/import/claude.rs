@@ -11,7 +11,9 @@
 
 use std::collections::HashMap;
 
-use arbor_log::{Compaction, EntryKind, EntryType, IdGenerator, LabelEntry, MessageView, Role, SeededIds};
+use arbor_log::entries::{Compaction, LabelEntry};
+use arbor_log::ids::{IdGenerator, SeededIds};
+use arbor_log::{EntryKind, EntryType, MessageView, Role};
 use serde_json::{json, Map, Value};
 
 use super::build::{add_origin, message, message_mut, millis, origin, part_origin, usage, Builder, Parent};
@@ -93,8 +95,8 @@ fn build(
     parent_session: Option<String>,
     names: &HashMap<String, String>,
 ) -> Planned {
-    let first_time = records.iter().find_map(|r| r.str("timestamp").and_then(arbor_log::parse_iso_ms));
-    let first_time = first_time.map(arbor_log::format_iso_ms).unwrap_or_default();
+    let first_time = records.iter().find_map(|r| r.str("timestamp").and_then(arbor_log::time::parse_iso_ms));
+    let first_time = first_time.map(arbor_log::time::format_iso_ms).unwrap_or_default();
     let cwd = records.iter().find_map(|r| r.str("cwd")).unwrap_or("/").to_owned();
     let id = session_uuid(&seed);
     let mut b = Builder::new(seed, "claude", &first_time);

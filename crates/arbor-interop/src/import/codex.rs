@@ -12,7 +12,8 @@
 
 use std::collections::HashMap;
 
-use arbor_log::{Compaction, EntryKind, EntryType, Role, ThinkingLevelChange};
+use arbor_log::entries::{Compaction, ThinkingLevelChange};
+use arbor_log::{EntryKind, EntryType, Role};
 use serde_json::{json, Map, Value};
 
 use super::build::{add_origin, message, message_mut, millis, origin, part_origin, usage, zero_usage, Builder, Parent};
@@ -49,8 +50,11 @@ pub(crate) fn plan(records: &[Record], fallback_id: &str) -> Vec<Planned> {
         .unwrap_or_else(|| "/".to_owned());
     let first =
         str_in(meta, "timestamp").or_else(|| records.iter().find_map(|r| r.str("timestamp").map(str::to_owned)));
-    let first_time =
-        first.as_deref().and_then(arbor_log::parse_iso_ms).map(arbor_log::format_iso_ms).unwrap_or_default();
+    let first_time = first
+        .as_deref()
+        .and_then(arbor_log::time::parse_iso_ms)
+        .map(arbor_log::time::format_iso_ms)
+        .unwrap_or_default();
     let seed = format!("codex:{sid}");
     let id = session_uuid(&seed);
     let mut b = Builder::new(seed, "codex", &first_time);

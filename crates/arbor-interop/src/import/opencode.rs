@@ -20,7 +20,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use arbor_log::{Compaction, CustomEntry, EntryKind, EntryType, Role};
+use arbor_log::entries::{Compaction, CustomEntry};
+use arbor_log::{EntryKind, EntryType, Role};
 use arbor_tree::sessions::check_component;
 use serde_json::{json, Map, Value};
 
@@ -148,7 +149,7 @@ pub(crate) fn plan(path: &Path) -> Result<(Records, Vec<Planned>), InteropError>
     let mut records = Records::default();
     let messages = docs(storage, &[MESSAGES, &id], &mut records.skipped);
     let created = info.get("time").and_then(|t| t.get("created")).and_then(Value::as_i64);
-    let first_time = created.or_else(|| messages.iter().find_map(Doc::created)).map(arbor_log::format_iso_ms);
+    let first_time = created.or_else(|| messages.iter().find_map(Doc::created)).map(arbor_log::time::format_iso_ms);
     let first_time = first_time.unwrap_or_default();
     let cwd = info.get("directory").and_then(Value::as_str).unwrap_or("/").to_owned();
     let parent = info.get("parentID").and_then(Value::as_str).map(|p| session_uuid(&format!("opencode:{p}")));

@@ -65,7 +65,7 @@ pub(crate) fn write_session(path: &Path, lines: &[String]) -> Result<Written, In
     }
     if !existing.is_empty() && lines.starts_with(&existing) {
         let rest = &lines[existing.len()..];
-        let (mut handle, _repair) = store.open_append(path, arbor_log::Durability::Fsync)?;
+        let (mut handle, _repair) = store.open_append(path, arbor_log::writer::Durability::Fsync)?;
         handle.append(joined(rest).as_bytes())?;
         return Ok(Written { outcome: Outcome::Extended, written: rest.len(), backup: None });
     }

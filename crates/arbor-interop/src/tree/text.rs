@@ -88,7 +88,7 @@ fn assistant_facts(s: &Session, shape: &Shape<'_>, want_hidden: bool) -> Result<
 
 /// The positions `mode` shows.
 fn shown(s: &Session, mode: FilterMode, hidden: &Bits, leaf: Option<Position>) -> Result<Bits, TreeError> {
-    let labelled: HashSet<Position> = s.labels()?.filter_map(|(id, _)| s.position_of(id)).collect();
+    let labelled: HashSet<Position> = s.labels()?.filter_map(|l| s.position_of(l.id)).collect();
     let mut shown = Bits::new(s.len());
     for p in s.positions() {
         let mut bits = kind_of(s, p) & !kind::UNKNOWN;
@@ -197,7 +197,7 @@ impl RowWriter<'_> {
             if row.active {
                 line.push_str("• ");
             }
-            if let Some(l) = s.get_label(&id).map_err(io::Error::other)? {
+            if let Some(l) = s.label(&id).map(|l| l.map(|l| l.text.as_str())).map_err(io::Error::other)? {
                 line.push_str(&format!("[{l}] "));
             }
             line.push_str(&text);

@@ -67,10 +67,13 @@ fn jsonl_of_a_path_keeps_the_labels_set_off_the_path_and_is_clean() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("copy.jsonl");
     fs::write(&file, &copy).unwrap();
-    assert!(arbor_tree::check_file(&file).unwrap().is_empty());
+    assert!(arbor_tree::check::check_file(&file).unwrap().is_empty());
     let c = open(&file);
-    assert_eq!(c.get_label("eb499f6b").unwrap(), s.get_label("eb499f6b").unwrap());
-    assert!(c.get_label("eb499f6b").unwrap().is_some());
+    assert_eq!(
+        c.label("eb499f6b").map(|l| l.map(|l| l.text.as_str())).unwrap(),
+        s.label("eb499f6b").map(|l| l.map(|l| l.text.as_str())).unwrap()
+    );
+    assert!(c.label("eb499f6b").map(|l| l.map(|l| l.text.as_str())).unwrap().is_some());
     let path_ids: Vec<&str> = s.get_branch(Some("eb499f6b")).unwrap().iter().map(|e| e.id.as_str()).collect();
     let leaf_path: Vec<String> = c.get_branch(None).unwrap().iter().map(|e| e.id.clone()).collect();
     assert!(leaf_path.starts_with(&path_ids.iter().map(|x| x.to_string()).collect::<Vec<_>>()));
@@ -88,7 +91,7 @@ fn jsonl_of_a_damaged_file_is_clean() {
         let s = open(&src);
         let file = dir.path().join(name);
         fs::write(&file, text(|o| export_jsonl(&s, Scope::All, o).unwrap())).unwrap();
-        let findings = arbor_tree::check_file(&file).unwrap();
+        let findings = arbor_tree::check::check_file(&file).unwrap();
         let bad: Vec<_> = findings.iter().filter(|f| f.code != "tool-call-without-result").collect();
         assert!(bad.is_empty(), "{name}: {bad:?}");
     }

@@ -175,7 +175,7 @@ fn every_imported_session_is_clean_for_check() {
     files.extend(session_files(&import(Format::Codex, &transcripts(Format::Codex), root.path())));
     assert_eq!(files.len(), 7, "{files:?}");
     for f in files {
-        let findings = arbor_tree::check_file(&f).unwrap();
+        let findings = arbor_tree::check::check_file(&f).unwrap();
         assert!(findings.is_empty(), "{}: {findings:?}", f.display());
     }
 }

@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use arbor_log::{CounterIds, EntryKind, LineKind, Role, SessionLog};
+use arbor_log::ids::CounterIds;
+use arbor_log::{EntryKind, LastLine, LineKind, Role, SessionLog};
 
 mod scan_diff;
 
@@ -26,9 +27,9 @@ fn every_fixture_round_trips_byte_for_byte() {
     for p in files {
         let bytes = fs::read(&p).unwrap();
         let log = SessionLog::read(&bytes[..]).unwrap();
-        assert_eq!(log.to_bytes(false), bytes, "{}", p.display());
+        assert_eq!(log.to_bytes(LastLine::AsRead), bytes, "{}", p.display());
         // Reading the same bytes from the file path gives the same log.
-        assert_eq!(SessionLog::read_path(&p).unwrap().to_bytes(false), bytes);
+        assert_eq!(SessionLog::read_path(&p).unwrap().to_bytes(LastLine::AsRead), bytes);
     }
 }
 
@@ -37,11 +38,11 @@ fn migrated_logs_rewrite_only_changed_lines_and_are_idempotent() {
     for p in all_session_files() {
         let mut log = SessionLog::read_path(&p).unwrap();
         let report = log.migrate(&mut CounterIds::new());
-        let once = log.to_bytes(true);
+        let once = log.to_bytes(LastLine::Terminated);
         let mut again = SessionLog::read(&once[..]).unwrap();
         let second = again.migrate(&mut CounterIds::new());
         assert!(!second.migrated(), "{}: a migrated log needs no second migration", p.display());
-        assert_eq!(again.to_bytes(true), once, "{}", p.display());
+        assert_eq!(again.to_bytes(LastLine::Terminated), once, "{}", p.display());
         if !report.migrated() {
             assert!(!log.is_dirty());
         }

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use arbor_pg::{PgStore, SessionKey};
 use arbor_test_support::pg::Cluster;
-use arbor_tree::{check_session, OpenMode, Session, Severity};
+use arbor_tree::check::{check_session, Severity};
+use arbor_tree::{OpenMode, Session};
 use serde_json::Value;
 
 use crate::child::Writer;

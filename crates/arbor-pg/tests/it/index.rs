@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use arbor_log::Durability;
+use arbor_log::writer::Durability;
 use arbor_pg::{PgStore, SessionKey};
 use arbor_tree::sessions::{NoProgress, Scope, SearchRequest, Sessions};
 use arbor_tree::{OpenMode, Position, Session, SessionOptions, Store};

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use arbor_pg::PgError;
 use arbor_test_support::{fixtures, jsonl_under};
+use arbor_tree::listing::{list_sessions, read_session_info};
 use arbor_tree::sessions::{ListRequest, NoProgress, Relevance, Scope, SearchRequest, Sessions, SessionsError};
-use arbor_tree::{list_sessions, read_session_info, Role, Session, Store};
+use arbor_tree::{Role, Session, Store};
 
 use crate::{assistant, pg_opts, store, user};
 

@@ -57,7 +57,10 @@ fn a_session_on_the_server_holds_the_bytes_a_file_would() {
         b.entries_json().map(Result::unwrap).map(|(_, j)| j.to_owned()).collect::<Vec<_>>()
     );
     assert_eq!(b.session_name().unwrap(), Some("named"));
-    assert_eq!(b.get_label(b.get_branch(None).unwrap()[1].id.as_str()).unwrap(), Some("start"));
+    assert_eq!(
+        b.label(b.get_branch(None).unwrap()[1].id.as_str()).map(|l| l.map(|l| l.text.as_str())).unwrap(),
+        Some("start")
+    );
     assert!(Path::new(&on_server).starts_with(arbor_pg::ROOT));
 }
 

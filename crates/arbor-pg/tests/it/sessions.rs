@@ -11,23 +11,24 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use arbor_catalog::FileSessions;
+use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{
     FollowFrom, Followed, Hit, ListRequest, NoProgress, Relevance, Scope, SearchRequest, Sessions, SessionsError,
 };
-use arbor_tree::{OpenMode, Session, SessionListInfo};
+use arbor_tree::{OpenMode, Session};
 
 use crate::store;
 
 const T: i64 = 1_767_225_600_000;
 
 fn header(id: &str, cwd: &str, ms: i64) -> String {
-    let time = arbor_log::format_iso_ms(ms);
+    let time = arbor_log::time::format_iso_ms(ms);
     format!(r#"{{"type":"session","version":3,"id":"{id}","timestamp":"{time}","cwd":"{cwd}"}}"#) + "\n"
 }
 
 fn message(id: &str, parent: Option<&str>, role: &str, text: &str, ms: i64) -> String {
     let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
-    let time = arbor_log::format_iso_ms(ms);
+    let time = arbor_log::time::format_iso_ms(ms);
     let content = serde_json::to_string(text).unwrap();
     format!(
         r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{time}","message":{{"role":"{role}","content":{content},"timestamp":{ms}}}}}"#
@@ -35,14 +36,14 @@ fn message(id: &str, parent: Option<&str>, role: &str, text: &str, ms: i64) -> S
 }
 
 fn label(id: &str, parent: &str, target: &str, text: &str, ms: i64) -> String {
-    let time = arbor_log::format_iso_ms(ms);
+    let time = arbor_log::time::format_iso_ms(ms);
     format!(
         r#"{{"type":"label","id":"{id}","parentId":"{parent}","timestamp":"{time}","targetId":"{target}","label":"{text}"}}"#
     ) + "\n"
 }
 
 fn named(id: &str, parent: &str, name: &str, ms: i64) -> String {
-    let time = arbor_log::format_iso_ms(ms);
+    let time = arbor_log::time::format_iso_ms(ms);
     format!(r#"{{"type":"session_info","id":"{id}","parentId":"{parent}","timestamp":"{time}","name":"{name}"}}"#)
         + "\n"
 }
@@ -240,7 +241,7 @@ fn both_backends_follow_an_append_and_a_removal() {
         assert!(now.is_empty());
         // Appended through the backend's own store, as any writer would.
         let opts = backend.session_options();
-        let (mut handle, _) = opts.store.open_append(&path, arbor_log::Durability::Buffered).unwrap();
+        let (mut handle, _) = opts.store.open_append(&path, arbor_log::writer::Durability::Buffered).unwrap();
         handle.append(appended.as_bytes()).unwrap();
         drop(handle);
         for f in [&mut follower, &mut from_end] {

@@ -3,15 +3,22 @@
 use pyo3::prelude::*;
 
 use super::{from_value, to_value, Raise};
-use crate::values::messages::{self, Assistant, ToolCall};
+use arbor_log::messages::{Assistant, ToolCallSpec};
+use arbor_log::{Clock, Message, SystemClock};
+
 use crate::values::Failure;
+
+/// Now, in epoch milliseconds: a message's `timestamp` when none is given.
+fn now_ms() -> i64 {
+    SystemClock.now_ms()
+}
 
 /// A user message: `{"role": "user", "content": [{"type": "text", "text":
 /// text}], "timestamp": ms}` (`timestamp` in epoch milliseconds, default now).
 #[pyfunction]
 #[pyo3(signature = (text, *, timestamp = None))]
 pub fn user_message<'py>(py: Python<'py>, text: &str, timestamp: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
-    from_value(py, &messages::user(text, timestamp.unwrap_or_else(messages::now_ms)))
+    from_value(py, &Message::user(text, timestamp.unwrap_or_else(now_ms)))
 }
 
 /// An assistant message in pi's shape: a thinking block (`thinking`), the
@@ -43,7 +50,7 @@ pub fn assistant_message<'py>(
         None => Vec::new(),
     };
     let usage = usage.map(|u| to_value(py, "usage", &u)).transpose()?;
-    let message = messages::assistant(Assistant {
+    let message = Message::assistant(Assistant {
         text: text.to_owned(),
         provider,
         model,
@@ -53,14 +60,15 @@ pub fn assistant_message<'py>(
         usage,
         stop_reason,
         error_message,
-        timestamp: timestamp.unwrap_or_else(messages::now_ms),
+        timestamp: timestamp.unwrap_or_else(now_ms),
     })
+    .map_err(|e| Failure::Invalid(e.reason))
     .raise(py)?;
     from_value(py, &message)
 }
 
 /// Tool calls from a list of dicts with `id`, `name` and `arguments`.
-fn calls_of(py: Python<'_>, calls: &Bound<'_, PyAny>) -> PyResult<Vec<ToolCall>> {
+fn calls_of(py: Python<'_>, calls: &Bound<'_, PyAny>) -> PyResult<Vec<ToolCallSpec>> {
     let serde_json::Value::Array(items) = to_value(py, "tool_calls", calls)? else {
         return Err(Failure::Invalid("tool_calls must be a list of dicts".into())).raise(py);
     };
@@ -72,7 +80,7 @@ fn calls_of(py: Python<'_>, calls: &Bound<'_, PyAny>) -> PyResult<Vec<ToolCall>>
                 Some(serde_json::Value::String(s)) => Ok(s.clone()),
                 _ => Err(Failure::Invalid(format!("tool_calls[{k}] needs a string {key:?}"))),
             };
-            let call = ToolCall {
+            let call = ToolCallSpec {
                 id: field("id").raise(py)?,
                 name: field("name").raise(py)?,
                 arguments: item.get("arguments").cloned().unwrap_or_else(|| serde_json::json!({})),
@@ -97,6 +105,15 @@ pub fn tool_result<'py>(
     timestamp: Option<i64>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let details = details.filter(|d| !d.is_none()).map(|d| to_value(py, "details", &d)).transpose()?;
-    let ts = timestamp.unwrap_or_else(messages::now_ms);
-    from_value(py, &messages::tool_result(call_id, tool_name, text, is_error, details, ts))
+    let ts = timestamp.unwrap_or_else(now_ms);
+    let message = if is_error {
+        Message::tool_error(call_id, tool_name, text, ts)
+    } else {
+        Message::tool_result(call_id, tool_name, text, ts)
+    };
+    let message = match details {
+        Some(d) => Message::with_details(message, d),
+        None => message,
+    };
+    from_value(py, &message)
 }

@@ -179,7 +179,9 @@ impl PySession {
 
     /// The label of an entry, or `None`.
     fn label(&self, py: Python<'_>, id: &str) -> PyResult<Option<String>> {
-        self.with(py, |s| Ok(s.get_label(id).map_err(values::changed(s))?.map(str::to_owned)))
+        self.with(py, |s| {
+            Ok(s.label(id).map(|l| l.map(|l| l.text.as_str())).map_err(values::changed(s))?.map(str::to_owned))
+        })
     }
 
     /// Every label, by entry id, in the order the entries got theirs.

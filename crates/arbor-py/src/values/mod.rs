@@ -12,13 +12,13 @@
 //! escapes, and a number beyond `f64` as JavaScript reads it.
 
 mod failure;
-pub mod messages;
 mod tree;
 
 use std::path::{Path, PathBuf};
 
 use arbor_catalog::{CatalogOptions, FileSessions};
-use arbor_context::{plan_branch_context, write_plan_json, write_plan_llm_json, SessionPlan};
+use arbor_context::plan::SessionPlan;
+use arbor_context::Context;
 use arbor_tree::sessions::{ListRequest, NoProgress, Scope, SearchRequest, Sessions};
 use arbor_tree::{OpenMode, Position, Session, SessionOptions};
 use serde_json::Value;
@@ -156,8 +156,7 @@ pub fn tree_json(s: &Session) -> Result<String, Failure> {
 
 /// The plan of the context at `at` (default: the leaf), the leaf left where it is.
 fn plan_at(s: &Session, at: Option<&str>) -> Result<SessionPlan, Failure> {
-    let path = path(s, at)?;
-    plan_branch_context(s, path).map_err(changed(s))
+    Context::of(s).at_path(path(s, at)?).plan().map_err(changed(s))
 }
 
 /// pi's `buildSessionContext()` at `at` (default: the leaf): what `arbor
@@ -165,7 +164,7 @@ fn plan_at(s: &Session, at: Option<&str>) -> Result<SessionPlan, Failure> {
 pub fn context_json(s: &Session, at: Option<&str>) -> Result<String, Failure> {
     let plan = plan_at(s, at)?;
     let mut out = Vec::new();
-    write_plan_json(s, &plan, &mut out).map_err(|e| io_failure(s, &e))?;
+    arbor_context::plan::write_json(&mut out, s, &plan).map_err(|e| io_failure(s, &e))?;
     text(out)
 }
 
@@ -173,7 +172,7 @@ pub fn context_json(s: &Session, at: Option<&str>) -> Result<String, Failure> {
 pub fn llm_json(s: &Session, at: Option<&str>) -> Result<String, Failure> {
     let plan = plan_at(s, at)?;
     let mut out = Vec::new();
-    write_plan_llm_json(s, &plan, &mut out).map_err(|e| io_failure(s, &e))?;
+    arbor_context::plan::write_llm_json(&mut out, s, &plan).map_err(|e| io_failure(s, &e))?;
     text(out)
 }
 
@@ -187,7 +186,7 @@ pub fn header_json(s: &Session) -> Result<String, Failure> {
 
 /// Every resolved label (target id, label text), in the order the targets got theirs.
 pub fn labels(s: &Session) -> Result<Vec<(String, String)>, Failure> {
-    Ok(s.labels().map_err(changed(s))?.map(|(id, l)| (id.to_owned(), l.to_owned())).collect())
+    Ok(s.labels().map_err(changed(s))?.map(|l| (l.id.to_owned(), l.text().to_owned())).collect())
 }
 
 /// Appends a message (a JSON object, read as JavaScript reads it) after the

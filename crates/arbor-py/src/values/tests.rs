@@ -59,7 +59,7 @@ fn appends_refuse_what_is_not_a_message_and_reads_refuse_writes() {
     for bad in ["[1]", r#"{"content":"x"}"#, r#"{"role":3}"#, "{"] {
         assert!(matches!(append_message(&mut s, bad), Err(Failure::Invalid(_))), "{bad}");
     }
-    let id = append_message(&mut s, &json_text(&messages::user("more", 1)).unwrap()).unwrap();
+    let id = append_message(&mut s, &json_text(&arbor_log::Message::user("more", 1)).unwrap()).unwrap();
     assert_eq!(s.leaf_id(), Some(id.as_str()));
     assert!(matches!(set_label(&mut s, "nope", Some("x")), Err(Failure::NotFound(_))));
     drop(s);

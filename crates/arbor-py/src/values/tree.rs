@@ -3,7 +3,8 @@
 //! than a recursive reader such as Python's `json.loads` goes (about a
 //! thousand levels), while this list is one level whatever the shape.
 
-use arbor_tree::{Position, Session, Step};
+use arbor_tree::walk::Step;
+use arbor_tree::{Position, Session};
 
 use super::{json_text, Failure, BATCH};
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{check_in_full, check_session};
-use crate::repair::{repair_file, repair_in_full};
+use crate::repair::{repair_file, repair_in_full, Repair};
 use crate::session::SessionOptions;
 
 /// splitmix64: a small deterministic source.
@@ -161,8 +161,8 @@ fn same(f: &Path) {
     let opts = || SessionOptions { index_dir: None, ..SessionOptions::default() };
     let (fast, full) = (check_session(f, opts()), check_in_full(f, opts()));
     assert_eq!(format!("{fast:#?}"), format!("{full:#?}"), "check {}", f.display());
-    let fast = repair_file(f, false).map_err(|e| e.to_string());
-    let full = repair_in_full(f, false).map_err(|e| e.to_string());
+    let fast = repair_file(f, Repair::Report).map_err(|e| e.to_string());
+    let full = repair_in_full(f, Repair::Report).map_err(|e| e.to_string());
     assert_eq!(fast, full, "repair {}", f.display());
 }
 
@@ -171,10 +171,10 @@ fn same(f: &Path) {
 #[track_caller]
 fn same_written(f: &Path) {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let written = |name: &str, repair: fn(&Path, bool) -> Result<crate::RepairReport, crate::TreeError>| {
+    let written = |name: &str, repair: fn(&Path, Repair) -> Result<crate::repair::RepairReport, crate::TreeError>| {
         let copy = d.path().join(name);
         std::fs::copy(f, &copy).unwrap_or_else(|e| panic!("{e}"));
-        let r = repair(&copy, true).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let r = repair(&copy, Repair::Write).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let side = r.rejected_file.as_ref().map(|p| std::fs::read(p).unwrap_or_else(|e| panic!("{e}")));
         let report = (r.actions.iter().map(|a| a.replace(name, "F")).collect::<Vec<_>>(), r.kept, r.rejected);
         (std::fs::read(&copy).unwrap_or_else(|e| panic!("{e}")), side, report)
@@ -217,7 +217,7 @@ fn the_streaming_pass_finds_what_the_full_read_finds_on_damaged_files() {
             std::fs::write(&out, damaged.concat()).unwrap_or_else(|e| panic!("{e}"));
             same(&out);
             // And what --write writes, for a few of them (each write is fsynced).
-            if rng.below(4) == 0 && repair_file(&out, false).is_ok_and(|r| !r.clean) {
+            if rng.below(4) == 0 && repair_file(&out, Repair::Report).is_ok_and(|r| !r.clean) {
                 same_written(&out);
             }
             let found = check_session(&out, SessionOptions::default()).unwrap_or_default();

@@ -7,9 +7,9 @@
 //! finding is reported once: a tool call unanswered on the paths to many
 //! leaves is one finding with the number of leaves as its `count`.
 //!
-//! A current-version file is read in one streaming pass ([`pass`]) into a
-//! [`ledger`] of a few integers per entry, and the tree is walked over entry
-//! numbers ([`walk`]): memory grows by some 30 bytes an entry, whatever the
+//! A current-version file is read in one streaming pass (`pass`) into a
+//! `ledger` of a few integers per entry, and the tree is walked over entry
+//! numbers (`walk`): memory grows by some 30 bytes an entry, whatever the
 //! entries hold. Anything else is read in full (`check_in_full`), which is
 //! also what the streaming pass is tested against.
 

@@ -8,9 +8,10 @@ use std::ops::ControlFlow;
 
 use serde_json::Value;
 
+use arbor_log::ids::SeededIds;
 use arbor_log::scan::{read_exact_at, ReadAt, ScanKind};
 use arbor_log::stream::{stream_lines, StreamedLine};
-use arbor_log::{Diagnostic, DiagnosticKind, EntryKind, LineKind, SeededIds, SessionLog, CURRENT_VERSION};
+use arbor_log::{Diagnostic, DiagnosticKind, EntryKind, LineKind, SessionLog, CURRENT_VERSION};
 
 use super::ledger::Ledger;
 

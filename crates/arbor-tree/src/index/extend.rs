@@ -7,8 +7,8 @@
 
 use std::io::{self, Write};
 
-use arbor_log::atomic_write;
 use arbor_log::scan::read_exact_at;
+use arbor_log::writer::atomic_write;
 
 use super::{fixed, row_bytes, Columns, IndexFile, IndexedEntry, LazyIndex, FIXED, RECORD};
 

@@ -4,10 +4,11 @@
 
 use serde_json::Value;
 
-use arbor_log::{
-    BranchSummary, Compaction, CustomEntry, CustomMessageEntry, Entry, EntryKind, LabelEntry, MessageEntry,
-    ModelChange, SessionInfo, ThinkingLevelChange,
+use arbor_log::entries::{
+    BranchSummary, Compaction, CustomEntry, CustomMessageEntry, LabelEntry, MessageEntry, ModelChange, SessionInfo,
+    ThinkingLevelChange,
 };
+use arbor_log::{Entry, EntryKind};
 
 use super::slot::entry_json;
 use super::Session;

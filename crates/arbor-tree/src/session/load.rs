@@ -7,9 +7,10 @@ use std::io;
 use std::sync::{Arc, OnceLock};
 
 use arbor_log::idhash::{IdMap, IdTable};
+use arbor_log::ids::SeededIds;
 use arbor_log::scan::{read_exact_at, ReadAt, ScannedLog};
 use arbor_log::{
-    Diagnostic, DiagnosticKind, Entry, EntryKind, EntryType, OwnedLine, Role, SeededIds, SessionHeader, SessionLog,
+    Diagnostic, DiagnosticKind, Entry, EntryKind, EntryType, OwnedLine, Role, SessionHeader, SessionLog,
     CURRENT_VERSION,
 };
 use compact_str::CompactString;

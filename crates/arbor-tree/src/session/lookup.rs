@@ -110,7 +110,7 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
-    use arbor_log::CounterIds;
+    use arbor_log::ids::CounterIds;
 
     use crate::{OpenMode, Session, SessionOptions};
 

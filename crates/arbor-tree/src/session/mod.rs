@@ -55,7 +55,8 @@ use compact_str::CompactString;
 
 use arbor_log::idhash::{IdHash, IdMap};
 use arbor_log::scan::ReadAt;
-use arbor_log::{format_iso_ms, Diagnostic, MigrationReport, SessionHeader};
+use arbor_log::time::format_iso_ms;
+use arbor_log::{Diagnostic, MigrationReport, SessionHeader};
 
 use crate::error::TreeError;
 use crate::labels::Labels;
@@ -70,6 +71,24 @@ pub(crate) use slot::Slot;
 pub(crate) use slots::Slots;
 
 /// The `customType` of the hidden entry that makes a leaf move durable.
+///
+/// ```
+/// use arbor_tree::{EntryKind, OpenMode, Session, SessionOptions, LEAF_MARKER_TYPE};
+///
+/// # let dir = tempfile::tempdir()?;
+/// # let file = dir.path().join("s.jsonl");
+/// # std::fs::write(&file, concat!(
+/// #     r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#, "\n",
+/// #     r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}"#, "\n",
+/// #     r#"{"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"user","content":"again"}}"#, "\n",
+/// # ))?;
+/// let mut s = Session::open(&file, OpenMode::Write, SessionOptions::default())?;
+/// s.branch("u1")?;
+/// let marker = s.persist_leaf()?.expect("the leaf moved");
+/// let entry = s.get_entry(&marker)?.expect("appended");
+/// assert!(matches!(&entry.kind, EntryKind::Custom(c) if c.custom_type == LEAF_MARKER_TYPE));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const LEAF_MARKER_TYPE: &str = "arbor.leaf";
 
 /// The entries and everything derived from them. `Default` is the empty
@@ -100,6 +119,23 @@ pub(crate) struct Entries {
 }
 
 /// A session: the tree/leaf model over one log. See the module docs.
+///
+/// ```
+/// use arbor_tree::{Message, Session, SessionOptions};
+///
+/// let mut s = Session::in_memory("/w", SessionOptions::default());
+/// let question = s.append_message(Message::user("Which crate owns the leaf?", 1))?;
+/// let first = s.append_message(Message::user("Answer briefly.", 2))?;
+/// // Back to the question, then another way on.
+/// s.branch(&question)?;
+/// let second = s.append_message(Message::user("Answer at length.", 3))?;
+/// let path: Vec<&str> = s.get_branch(None)?.iter().map(|e| e.id.as_str()).collect();
+/// assert_eq!(path, [question.as_str(), second.as_str()]);
+/// assert_eq!(s.get_children(&question)?.len(), 2);
+/// assert_eq!(s.leaf_id(), Some(second.as_str()));
+/// # let _ = first;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Session {
     header: SessionHeader,

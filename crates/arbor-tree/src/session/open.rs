@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arbor_log::{DiagnosticKind, SeededIds, SessionHeader, SessionLog};
+use arbor_log::ids::SeededIds;
+use arbor_log::{DiagnosticKind, SessionHeader, SessionLog};
 
 use super::{Disk, OpenMode, Session, SessionOptions};
 use crate::error::TreeError;

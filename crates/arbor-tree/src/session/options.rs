@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use arbor_log::{Clock, Durability, IdGenerator, RandomIds, SystemClock};
+use arbor_log::ids::{IdGenerator, RandomIds};
+use arbor_log::writer::Durability;
+use arbor_log::{Clock, SystemClock};
 
 use crate::error::TreeError;
 use crate::paths::session_dir_for;
@@ -17,6 +19,19 @@ use crate::store::{FileStore, Store};
 /// Every mode refuses a file that exists but is not a session (no usable
 /// header), except [`OpenMode::WriteCreateOrRecover`], which asks for pi's
 /// behaviour by name.
+///
+/// ```
+/// use arbor_tree::{OpenMode, Session, SessionOptions};
+///
+/// # let dir = tempfile::tempdir()?;
+/// let file = dir.path().join("new.jsonl");
+/// // Read-only and Write refuse a missing file; WriteOrCreate starts one there.
+/// assert!(Session::open(&file, OpenMode::ReadOnly, SessionOptions::default()).is_err());
+/// assert!(Session::open(&file, OpenMode::Write, SessionOptions::default()).is_err());
+/// let s = Session::open(&file, OpenMode::WriteOrCreate, SessionOptions::default())?;
+/// assert!(s.get_branch(None)?.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenMode {
     /// Read only: no lock, and nothing is written anywhere near the file (an
@@ -63,6 +78,20 @@ impl OpenMode {
 /// [`SessionOptions::session_dir`]). Policy such as Arbor's cache directory
 /// ([`crate::paths::index_dir`]) or pi's sessions root
 /// ([`crate::paths::sessions_root`]) is the caller's to turn on.
+///
+/// ```
+/// use arbor_tree::{OpenMode, Session, SessionOptions};
+///
+/// # let dir = tempfile::tempdir()?;
+/// # let file = dir.path().join("s.jsonl");
+/// # std::fs::write(&file, concat!(r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#, "\n"))?;
+/// let cache = dir.path().join("cache");
+/// // The default writes nothing; naming a cache directory turns the index cache on.
+/// let opts = SessionOptions::default().with_index_dir(Some(cache.clone()));
+/// let s = Session::open(&file, OpenMode::ReadOnly, opts)?;
+/// assert_eq!(s.get_branch(None)?.len(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
     /// Where files live.
@@ -94,7 +123,7 @@ pub struct SessionOptions {
     /// or none under `ARBOR_NO_INDEX`). Only with `index_first`.
     pub index_dir: Option<PathBuf>,
     /// Files smaller than this are scanned and never indexed (default
-    /// [`crate::MIN_INDEXED_BYTES`]: below it the scan costs less than the
+    /// [`crate::storage::MIN_INDEXED_BYTES`]: below it the scan costs less than the
     /// index). Tests set 0 to read every file through its index.
     pub index_min_bytes: u64,
 }

@@ -30,6 +30,17 @@ impl PackedId {
 /// An entry's id as the session holds it: the 8 hex digits of a packed
 /// one, or the text it was written as. Reads as a `&str` (`&*id`, or
 /// wherever a `&str` is expected); `to_string` gives an owned one.
+///
+/// ```
+/// use arbor_tree::{EntryId, Message, Session, SessionOptions};
+///
+/// let mut s = Session::in_memory("/w", SessionOptions::default());
+/// let id = s.append_message(Message::user("hi", 1))?;
+/// let held: EntryId = s.id_at(s.branch_positions(None)[0]).expect("an entry");
+/// assert_eq!(&*held, id.as_str());
+/// assert_eq!(held.to_string(), id);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy)]
 pub enum EntryId<'a> {
     /// The digits of one of pi's ids.

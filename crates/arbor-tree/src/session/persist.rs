@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use arbor_log::{SessionLog, TailRepair};
+use arbor_log::writer::TailRepair;
+use arbor_log::{LastLine, SessionLog};
 
 use super::cursor::LineCursor;
 use super::Session;
@@ -137,7 +138,7 @@ impl Session {
     /// The first write after a migration: the migrated log and the new slots, atomically.
     fn rewrite_migrated(&mut self, log: Box<SessionLog>, count: usize) -> Result<(), TreeError> {
         let Some(path) = self.file.clone() else { return Ok(()) };
-        let mut bytes = log.to_bytes(true);
+        let mut bytes = log.to_bytes(LastLine::Terminated);
         for s in self.state.slots.iter_from(count) {
             s.with_json(self.src(), |j| bytes.extend_from_slice(j.as_bytes())).map_err(|e| self.stale(e))?;
             bytes.push(b'\n');

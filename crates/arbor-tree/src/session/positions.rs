@@ -20,6 +20,19 @@ use crate::error::TreeError;
 /// duplicates included (the first entry after the header is `Position(0)`).
 /// Valid for the session that gave it, until its entries are replaced
 /// (`new_session`, `create_branched_session`).
+///
+/// ```
+/// use arbor_tree::{Message, Session, SessionOptions};
+///
+/// let mut s = Session::in_memory("/w", SessionOptions::default());
+/// let a = s.append_message(Message::user("hi", 1))?;
+/// let b = s.append_message(Message::user("again", 2))?;
+/// let path = s.branch_positions(None);
+/// assert_eq!(path.iter().map(|p| p.get()).collect::<Vec<_>>(), [0, 1]);
+/// assert_eq!(s.position_of(&b), Some(path[1]));
+/// assert_eq!(s.id_at(path[0]).map(|id| id.to_string()), Some(a));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 ///
 /// Held as a `u32` (lists of positions as long as the session cost 4 bytes

@@ -3,12 +3,13 @@
 
 use std::collections::HashSet;
 
+use arbor_log::entries::SessionInfo;
 use arbor_log::idhash::IdHash;
-use arbor_log::{Entry, EntryKind, EntryType, Role, SessionInfo};
+use arbor_log::{Entry, EntryKind, EntryType, Role};
 
 use super::Session;
 use crate::error::TreeError;
-use crate::labels::Label;
+use crate::labels::{Label, Labeled};
 
 impl Session {
     /// The entry in slot `i`, decoded on first use.
@@ -55,11 +56,6 @@ impl Session {
         kids.as_slice().iter().filter(|&&i| self.state.slots[i].id() != parent_id).map(|&i| self.entry_of(i)).collect()
     }
 
-    /// The resolved label of an entry.
-    pub fn get_label(&self, id: &str) -> Result<Option<&str>, TreeError> {
-        Ok(self.resolved_labels()?.get(id).map(|l| l.text.as_str()))
-    }
-
     /// The resolved label of an entry: its value as written and when it was set.
     pub fn label(&self, id: &str) -> Result<Option<&Label>, TreeError> {
         Ok(self.resolved_labels()?.get(id))
@@ -71,8 +67,8 @@ impl Session {
     }
 
     /// Every resolved label, in the order the targets first got one.
-    pub fn labels(&self) -> Result<impl Iterator<Item = (&str, &str)> + '_, TreeError> {
-        Ok(self.resolved_labels()?.iter().map(|(k, v)| (k, v.text.as_str())))
+    pub fn labels(&self) -> Result<impl Iterator<Item = Labeled<'_>> + '_, TreeError> {
+        Ok(self.resolved_labels()?.iter().map(|(id, label)| Labeled { id, label }))
     }
 
     /// The path root → `from` (or the leaf), every entry type included; empty

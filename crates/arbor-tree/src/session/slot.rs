@@ -12,7 +12,8 @@ use serde_json::Value;
 use arbor_log::idhash::{IdHash, IdMap, IdTable};
 use arbor_log::reader::trim_line;
 use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget, ScannedEntry};
-use arbor_log::{parse_iso_ms, Entry, EntryType, Role};
+use arbor_log::time::parse_iso_ms;
+use arbor_log::{Entry, EntryType, Role};
 
 use super::cursor::LineCursor;
 use super::packed::{EntryId, PackedId};

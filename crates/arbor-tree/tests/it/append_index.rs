@@ -11,7 +11,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use arbor_test_support::write_big_session;
-use arbor_tree::{CounterIds, FileStore, IdGenerator, OpenMode, Session, SessionOptions};
+use arbor_tree::log::{ids::CounterIds, ids::IdGenerator};
+use arbor_tree::{FileStore, OpenMode, Session, SessionOptions};
 use serde_json::json;
 
 use crate::index_first::observe;

@@ -17,7 +17,8 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use arbor_tree::{tree_findings, FileStore, OpenMode, Position, Session, SessionOptions, TreeError};
+use arbor_tree::check::tree_findings;
+use arbor_tree::{FileStore, OpenMode, Position, Session, SessionOptions, TreeError};
 
 /// A read of an open session, its answer written out to compare.
 type Read = fn(&Session) -> Result<String, TreeError>;
@@ -34,7 +35,7 @@ const READS: &[(&str, bool, Read)] = &[
     ("get_entry", true, |s| Ok(format!("{:?}", s.get_entry(EDITED)?))),
     ("entry_json", true, |s| Ok(format!("{:?}", s.entry_json(EDITED)?))),
     ("get_children", true, |s| Ok(format!("{:?}", s.get_children("e149")?))),
-    ("get_label", true, |s| Ok(format!("{:?}", s.get_label("e3")?))),
+    ("get_label", true, |s| Ok(format!("{:?}", s.label("e3").map(|l| l.map(|l| l.text.as_str()))?))),
     ("label", true, |s| Ok(format!("{:?}", s.label("e3")?))),
     ("labels", true, |s| Ok(format!("{:?}", s.labels()?.collect::<Vec<_>>()))),
     ("get_branch", true, |s| Ok(format!("{:?}", s.get_branch(None)?))),

@@ -18,8 +18,10 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use arbor_log::{Diagnostic, DiagnosticKind, Durability, EntryKind, SessionLog};
-use arbor_tree::{lock_path, Session, SessionOptions, TreeError};
+use arbor_log::writer::Durability;
+use arbor_log::{Diagnostic, DiagnosticKind, EntryKind, SessionLog};
+use arbor_tree::paths::lock_path;
+use arbor_tree::{Session, SessionOptions, TreeError};
 use serde_json::{json, Value};
 
 use crate::{assistant, user};

@@ -9,7 +9,8 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use arbor_tree::{OpenMode, Session, SessionOptions, TreeError, MIN_INDEXED_BYTES};
+use arbor_tree::storage::MIN_INDEXED_BYTES;
+use arbor_tree::{OpenMode, Session, SessionOptions, TreeError};
 
 /// Set in the child process: the session file it opens.
 const CHILD: &str = "ARBOR_TEST_DEFAULTS_CHILD";

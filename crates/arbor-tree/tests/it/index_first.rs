@@ -37,8 +37,8 @@ pub(crate) fn observe(s: &Session) -> String {
         }
     }
     writeln!(out, "leaf {:?} name {:?}", s.leaf_id(), s.session_name().unwrap()).unwrap();
-    for (t, l) in s.labels().unwrap() {
-        writeln!(out, "label {t} {l}").unwrap();
+    for l in s.labels().unwrap() {
+        writeln!(out, "label {} {}", l.id, l.text()).unwrap();
     }
     let branch: Vec<&str> = s.get_branch(None).unwrap().iter().map(|e| e.id.as_str()).collect();
     writeln!(out, "branch {branch:?}").unwrap();
@@ -115,7 +115,7 @@ fn a_large_branched_file_reads_the_same_index_first() {
 /// A clean session of more than `MIN_INDEXED_BYTES`, with branches and labels.
 fn clean_big_session(p: &Path) -> String {
     let text = write_big_session(p, 4000, 300);
-    assert!(text.len() as u64 > arbor_tree::MIN_INDEXED_BYTES);
+    assert!(text.len() as u64 > arbor_tree::storage::MIN_INDEXED_BYTES);
     text
 }
 
@@ -260,7 +260,8 @@ fn an_append_whose_id_an_unresolved_parent_names_adopts_its_children() {
             open_in(&copy, true, index_dir.as_deref()).unwrap();
             assert_eq!(indexes(cache.path()).len(), 2);
         }
-        let opts = SessionOptions { index_dir, ..SessionOptions::default() }.with_ids(arbor_log::CounterIds::new());
+        let opts =
+            SessionOptions { index_dir, ..SessionOptions::default() }.with_ids(arbor_log::ids::CounterIds::new());
         let mut s = Session::open(&copy, OpenMode::Write, opts).unwrap();
         assert!(s.get_children("00000001").unwrap().iter().any(|e| e.id == "x"));
         s.branch("e3998").unwrap();

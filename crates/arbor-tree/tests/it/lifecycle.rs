@@ -191,13 +191,13 @@ fn continue_recent_and_listing() {
     drop(s);
     let s = Session::continue_recent("/work/proj", o()).unwrap();
     assert_eq!(s.session_file(), Some(path.as_path()));
-    let list = arbor_tree::list_sessions(&arbor_tree::FileStore, &dir.path().join("--work-proj--")).unwrap();
+    let list = arbor_tree::listing::list_sessions(&arbor_tree::FileStore, &dir.path().join("--work-proj--")).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].name.as_deref(), Some("Named"));
     assert_eq!(list[0].message_count, 2);
     assert_eq!(list[0].first_message, "what is this?");
     assert_eq!(list[0].all_messages_text, "what is this? a test");
-    assert_eq!(arbor_tree::list_all_sessions(&arbor_tree::FileStore, dir.path()).unwrap().len(), 1);
+    assert_eq!(arbor_tree::listing::list_all_sessions(&arbor_tree::FileStore, dir.path()).unwrap().len(), 1);
 }
 
 #[test]

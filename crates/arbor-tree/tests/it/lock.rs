@@ -157,7 +157,7 @@ fn a_writer_that_ends_removes_its_lock_file_and_one_killed_leaves_it_for_the_nex
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.jsonl");
     std::fs::copy(fixtures().join("logs/ok/linear-chat.jsonl"), &p).unwrap();
-    let lock = arbor_tree::lock_path(&p);
+    let lock = arbor_tree::paths::lock_path(&p);
     let s = Session::open(&p, OpenMode::Write, opts()).unwrap();
     assert!(lock.exists());
     drop(s);

@@ -12,8 +12,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use arbor_log::{format_iso_ms, parse_iso_ms, Clock, CounterIds, EntryKind, FixedClock, SessionLog};
-use arbor_tree::{Session, SessionOptions, Step, Tree, TreeError, TreeNode, LEAF_MARKER_TYPE};
+use arbor_log::ids::CounterIds;
+use arbor_log::time::{format_iso_ms, parse_iso_ms};
+use arbor_log::{Clock, EntryKind, FixedClock, SessionLog};
+use arbor_tree::walk::Step;
+use arbor_tree::{Session, SessionOptions, Tree, TreeError, TreeNode, LEAF_MARKER_TYPE};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -656,21 +659,19 @@ impl Case {
                 id,
                 after
             );
-            prop_assert_eq!(s.get_label(&id).unwrap().map(str::to_owned), m.label_of(&id));
+            prop_assert_eq!(
+                s.label(&id).map(|l| l.map(|l| l.text.as_str())).unwrap().map(str::to_owned),
+                m.label_of(&id)
+            );
         }
         prop_assert_eq!(render_real(s), m.tree(), "tree after {}", after);
         prop_assert_eq!(render_walked(s), m.tree(), "walk after {}", after);
         let labels: Vec<(String, String, Option<i64>)> = s
             .labels()
             .unwrap()
-            .map(|(t, l)| {
-                let ts = s
-                    .label(t)
-                    .unwrap()
-                    .and_then(|l| l.timestamp.as_ref())
-                    .and_then(|v| v.as_str())
-                    .and_then(parse_iso_ms);
-                (t.to_owned(), l.to_owned(), ts)
+            .map(|l| {
+                let ts = l.label.timestamp.as_ref().and_then(|v| v.as_str()).and_then(parse_iso_ms);
+                (l.id.to_owned(), l.text().to_owned(), ts)
             })
             .collect();
         prop_assert_eq!(labels, m.labels(), "labels after {}", after);

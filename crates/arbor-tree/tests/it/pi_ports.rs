@@ -6,7 +6,8 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use arbor_log::{EntryKind, SessionLog};
-use arbor_tree::{find_most_recent_session, FileStore, Session, TreeError};
+use arbor_tree::listing::find_most_recent_session;
+use arbor_tree::{FileStore, Session, TreeError};
 use serde_json::json;
 
 use crate::{assistant, ids, in_memory, opts, user};
@@ -134,18 +135,18 @@ fn corrupted_files_are_recovered_with_a_backup() {
 fn labels_set_get_clear_and_last_wins() {
     let mut s = in_memory();
     let m = s.append_message(user("hi")).unwrap();
-    assert_eq!(s.get_label(&m).unwrap(), None);
+    assert_eq!(s.label(&m).map(|l| l.map(|l| l.text.as_str())).unwrap(), None);
     let l = s.append_label_change(&m, Some("checkpoint")).unwrap();
-    assert_eq!(s.get_label(&m).unwrap(), Some("checkpoint"));
+    assert_eq!(s.label(&m).map(|l| l.map(|l| l.text.as_str())).unwrap(), Some("checkpoint"));
     let e = s.get_entry(&l).unwrap().unwrap();
     let EntryKind::Label(le) = &e.kind else { panic!() };
     assert_eq!((le.target_id.as_str(), le.label.as_ref().and_then(|v| v.as_str())), (m.as_str(), Some("checkpoint")));
     s.append_label_change(&m, None).unwrap();
-    assert_eq!(s.get_label(&m).unwrap(), None);
+    assert_eq!(s.label(&m).map(|l| l.map(|l| l.text.as_str())).unwrap(), None);
     for t in ["first", "second", "third"] {
         s.append_label_change(&m, Some(t)).unwrap();
     }
-    assert_eq!(s.get_label(&m).unwrap(), Some("third"));
+    assert_eq!(s.label(&m).map(|l| l.map(|l| l.text.as_str())).unwrap(), Some("third"));
 }
 
 #[test]
@@ -170,8 +171,8 @@ fn labels_preserved_and_dropped_in_branched_sessions() {
     s.append_label_change(&m1, Some("one")).unwrap();
     s.append_label_change(&m2, Some("two")).unwrap();
     assert_eq!(s.create_branched_session(&m2).unwrap(), None);
-    assert_eq!(s.get_label(&m1).unwrap(), Some("one"));
-    assert_eq!(s.get_label(&m2).unwrap(), Some("two"));
+    assert_eq!(s.label(&m1).map(|l| l.map(|l| l.text.as_str())).unwrap(), Some("one"));
+    assert_eq!(s.label(&m2).map(|l| l.map(|l| l.text.as_str())).unwrap(), Some("two"));
     assert_eq!(s.entries().map(Result::unwrap).filter(|e| matches!(e.kind, EntryKind::Label(_))).count(), 2);
 
     let mut s = in_memory();
@@ -182,8 +183,8 @@ fn labels_preserved_and_dropped_in_branched_sessions() {
         s.append_label_change(id, Some(l)).unwrap();
     }
     s.create_branched_session(&m2).unwrap();
-    assert_eq!(s.get_label(&m3).unwrap(), None);
-    assert_eq!(s.get_label(&m1).unwrap(), Some("a"));
+    assert_eq!(s.label(&m3).map(|l| l.map(|l| l.text.as_str())).unwrap(), None);
+    assert_eq!(s.label(&m1).map(|l| l.map(|l| l.text.as_str())).unwrap(), Some("a"));
 }
 
 #[test]

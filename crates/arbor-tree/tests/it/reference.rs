@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use arbor_tree::{read_session_info, Session, Tree, TreeNode};
+use arbor_tree::listing::read_session_info;
+use arbor_tree::{Session, Tree, TreeNode};
 use serde_json::{json, Value};
 
 use crate::{fixtures, opts};
@@ -122,7 +123,8 @@ fn branches_equal_reference() {
 fn labels_equal_reference() {
     for stem in STEMS {
         let s = open(stem);
-        let got: serde_json::Map<String, Value> = s.labels().unwrap().map(|(k, v)| (k.to_owned(), json!(v))).collect();
+        let got: serde_json::Map<String, Value> =
+            s.labels().unwrap().map(|l| (l.id.to_owned(), json!(l.text()))).collect();
         assert_eq!(Value::Object(got), load(&format!("{stem}.labels.json")));
     }
 }

@@ -1,4 +1,4 @@
-//! An index a store keeps itself ([`arbor_tree::stored_index`]): built
+//! An index a store keeps itself ([`arbor_tree::storage::stored_index`]): built
 //! with the public builder, a line or a chunk at a time as a store's writes
 //! would, it holds the cache's bytes part for part; a session opened
 //! through it reads the same as one read in full, reads only what the
@@ -12,11 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arbor_log::scan::ReadAt;
-use arbor_log::{Durability, TailRepair};
-use arbor_tree::stored_index::{scan, Extent, IdRow, IndexSource, Part, StoredIndex, Unindexable};
-use arbor_tree::{
-    AppendHandle, FileStore, Indexed, OpenMode, Session, SessionOptions, Store, StoredFile, TreeError, WriteLock,
-};
+use arbor_log::writer::{Durability, TailRepair};
+use arbor_tree::storage::stored_index::{scan, Extent, IdRow, IndexSource, Part, StoredIndex, Unindexable};
+use arbor_tree::storage::{AppendHandle, Indexed, StoredFile, WriteLock};
+use arbor_tree::{FileStore, OpenMode, Session, SessionOptions, Store, TreeError};
 
 use arbor_test_support::jsonl_under;
 

@@ -4,7 +4,8 @@
 
 use arbor_test_support::opencode::write_storage;
 use arbor_test_support::DirSnapshot;
-use arbor_usage::{opencode_sessions, report, scan, Agent, Cache, Grouping, ReportOptions, ScanOptions, Source, Usage};
+use arbor_usage::sources::opencode_sessions;
+use arbor_usage::{report, scan, Agent, Cache, Grouping, ReportOptions, ScanOptions, Source, Usage};
 
 #[test]
 fn opencode_sessions_are_read_in_place_with_their_costs() {

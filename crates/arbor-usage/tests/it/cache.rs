@@ -1,7 +1,8 @@
 //! The cache: a repeated scan reads only the files that changed, and gives
 //! what a fresh scan gives.
 
-use arbor_usage::{pi_files, scan, Agent, Cache, ScanOptions, Source};
+use arbor_usage::sources::pi_files;
+use arbor_usage::{scan, Agent, Cache, ScanOptions, Source};
 
 use crate::{reply, user, write_session};
 
@@ -120,7 +121,7 @@ fn links_to_session_files_and_folders_are_found_links_elsewhere_are_not_followed
         ]
     );
     // Another agent's folders: a link is not followed at all.
-    let under = arbor_usage::files_under(&root, ".jsonl").unwrap();
+    let under = arbor_usage::sources::files_under(&root, ".jsonl").unwrap();
     assert_eq!(under, [real]);
 }
 

@@ -25,7 +25,7 @@ pub fn write_session(
     parent_session: Option<&str>,
     entries: &[(&str, Option<&str>, Value)],
 ) -> PathBuf {
-    let iso = arbor_log::format_iso_ms;
+    let iso = arbor_log::time::format_iso_ms;
     let mut header = json!({"type": "session", "version": 3, "id": id, "timestamp": iso(T0), "cwd": "/work/app"});
     if let Some(p) = parent_session {
         header["parentSession"] = json!(p);

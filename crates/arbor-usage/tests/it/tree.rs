@@ -10,7 +10,9 @@
 //! Arbor's $1 per million. So: compacted a1 + a5 = $17, active a6 + a7 =
 //! $33, summarized a4 = $8, abandoned a2 + a3 = $6; $64 in all.
 
-use arbor_usage::{branches, read_session, report, Agent, Grouping, Place, PriceTable, ReportOptions, Usage};
+use arbor_usage::prices::PriceTable;
+use arbor_usage::tree::branches;
+use arbor_usage::{read_session, report, Agent, Grouping, Place, ReportOptions, Usage};
 use serde_json::json;
 
 use crate::{open, reply, user, write_session};
@@ -95,7 +97,7 @@ fn a_fork_counts_only_what_it_adds() {
         .filter(|(_, (id, _, _))| ["u1", "a1", "bs", "u5", "a5"].contains(id))
         .map(|(k, (id, parent, body))| {
             let mut body = body.clone();
-            body["timestamp"] = json!(arbor_log::format_iso_ms(crate::T0 + 60_000 * k as i64));
+            body["timestamp"] = json!(arbor_log::time::format_iso_ms(crate::T0 + 60_000 * k as i64));
             (*id, *parent, body)
         })
         .collect();

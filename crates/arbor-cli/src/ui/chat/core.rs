@@ -11,9 +11,12 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use arbor_agent::compaction::CompactionSettings;
+use arbor_agent::model::{ModelInfo, RetryObserver};
+use arbor_agent::prompt::{AgentEvent, EventSink, PromptOptions, PromptResult};
 use arbor_agent::{
-    AbortHandle, AgentError, AgentEvent, AgentOptions, AgentSession, CompactOptions, CompactResult, CompactionSettings,
-    EventSink, ForkResult, ModelInfo, NavigateOptions, NavigateResult, PromptOptions, PromptResult, RetryObserver,
+    AbortHandle, AgentError, AgentOptions, AgentSession, CompactOptions, CompactResult, ForkResult, NavigateOptions,
+    NavigateResult,
 };
 use arbor_context::render::{entry_text, ToolCalls};
 use arbor_log::EntryKind;
@@ -347,7 +350,7 @@ impl Chat {
         let (id, what) = (target.id.clone(), entry_text(target, &calls, home().as_deref()));
         let what: String =
             if what.chars().count() > 60 { format!("{}…", what.chars().take(59).collect::<String>()) } else { what };
-        if label.is_none() && self.agent.session().get_label(&id)?.is_none() {
+        if label.is_none() && self.agent.session().label(&id).map(|l| l.map(|l| l.text.as_str()))?.is_none() {
             return Ok(format!("No label to clear on {id} ({what})"));
         }
         self.agent.append_label_change(&id, label)?;

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use arbor_agent::{AgentEvent, StreamDelta};
+use arbor_agent::model::StreamDelta;
+use arbor_agent::prompt::AgentEvent;
 
 use super::commands::{self, Input, HELP};
 use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat, Compacted};

@@ -38,7 +38,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
-use arbor_agent::{AgentEvent, StreamDelta};
+use arbor_agent::model::StreamDelta;
+use arbor_agent::prompt::AgentEvent;
 
 use crate::shared::session::Globals;
 

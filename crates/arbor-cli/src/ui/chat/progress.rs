@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use arbor_agent::RetryNotice;
+use arbor_agent::model::RetryNotice;
 
 /// The spinner's frames, one every 100 ms.
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];

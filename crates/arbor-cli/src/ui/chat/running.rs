@@ -8,7 +8,9 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::Value;
 
-use arbor_agent::{AgentEvent, HookFailure, StreamDelta};
+use arbor_agent::hooks::HookFailure;
+use arbor_agent::model::StreamDelta;
+use arbor_agent::prompt::AgentEvent;
 
 use super::core::{auto_compaction_report, auto_compaction_stopped, manual_compaction_report, Chat};
 use super::progress::Progress;

@@ -215,7 +215,7 @@ pub(super) fn first_screen(chat: &mut Chat) -> (ChatView, Vec<Value>, Bar) {
         vec![]
     });
     for m in messages.iter().filter(|m| arbor_log::MessageView::new(m).role() == Some(arbor_log::Role::User)) {
-        view.remember(&arbor_log::content_text(m.get("content"), ""));
+        view.remember(&arbor_log::messages::content_text(m.get("content"), ""));
     }
     (view, messages, bar_of(chat))
 }

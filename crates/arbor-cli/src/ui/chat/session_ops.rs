@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _, Result};
 use serde_json::Value;
 
+use arbor_agent::ModelOnSwitch;
 use arbor_log::{MessageView, Role};
 use arbor_tree::{OpenMode, Position, Session};
 
@@ -38,14 +39,15 @@ impl Chat {
                 // Back on the file left, writing again, so nothing typed next is lost.
                 if let Some(old) = self.file().map(Path::to_owned) {
                     if let Ok(s) = Session::open(&old, OpenMode::Write, self.session_opts.clone()) {
-                        self.agent.switch_session(s, false);
+                        self.agent.switch_session(s, ModelOnSwitch::Keep);
                     }
                 }
                 return Err(anyhow::Error::new(e).context(path.display().to_string()));
             }
         };
         let after = session.positions().len();
-        self.agent.switch_session(session, restore_model);
+        let model = if restore_model { ModelOnSwitch::Restore } else { ModelOnSwitch::Keep };
+        self.agent.switch_session(session, model);
         self.note_disk();
         Ok(after.saturating_sub(before))
     }
@@ -98,9 +100,9 @@ impl Chat {
 
     /// The sessions of the session's directory (where `/new` and `/clone`
     /// write, as pi lists them for `/resume`), newest first.
-    pub fn sessions_here(&self) -> Result<Vec<arbor_tree::SessionListInfo>> {
+    pub fn sessions_here(&self) -> Result<Vec<arbor_tree::listing::SessionListInfo>> {
         let dir = self.session().session_dir().to_owned();
-        Ok(arbor_tree::list_sessions(self.session_opts.store.as_ref(), &dir)?)
+        Ok(arbor_tree::listing::list_sessions(self.session_opts.store.as_ref(), &dir)?)
     }
 
     /// `/clone`: the active branch copied into a new session file, continued there.
@@ -208,7 +210,7 @@ impl Chat {
     pub fn last_reply_text(&self) -> Result<String> {
         let last = self.agent().messages()?.iter().rev().find(|m| MessageView::new(m).role() == Some(Role::Assistant));
         let Some(m) = last else { bail!("No reply to copy yet") };
-        let text = arbor_log::content_text(m.get("content"), "\n");
+        let text = arbor_log::messages::content_text(m.get("content"), "\n");
         if text.trim().is_empty() {
             bail!("The last reply has no text to copy");
         }
@@ -228,7 +230,7 @@ fn ends_with_newline(path: &Path) -> bool {
 fn first_text(s: &Session, p: Position) -> Result<Option<String>, arbor_tree::TreeError> {
     let Some(e) = s.entry_at(p)? else { return Ok(None) };
     let arbor_log::EntryKind::Message(m) = &e.kind else { return Ok(None) };
-    let text = arbor_log::content_text(m.message.get("content").filter(|c| !matches!(c, Value::Null)), " ");
+    let text = arbor_log::messages::content_text(m.message.get("content").filter(|c| !matches!(c, Value::Null)), " ");
     let line = one_line(&text);
     Ok((!line.trim().is_empty()).then(|| line.trim().to_owned()))
 }

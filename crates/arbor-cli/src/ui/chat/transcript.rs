@@ -4,8 +4,8 @@
 //! user prompts, replies with their thinking and tool calls, tool results
 //! clipped to a few lines, summaries and compactions as one dim line.
 
+use arbor_context::messages::{branch_summary_message, compaction_summary_message, custom_message};
 use arbor_context::render::format_tool_call;
-use arbor_context::{branch_summary_message, compaction_summary_message, custom_message};
 use arbor_log::{Entry, EntryKind, MessageView, Role};
 use arbor_tree::Session;
 use ratatui::style::{Color, Modifier, Style};

@@ -10,8 +10,8 @@
 
 use std::path::PathBuf;
 
+use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{fuzzy_match, parse_query, Hit, Query, TokenKind};
-use arbor_tree::SessionListInfo;
 
 /// A key, as the picker reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,7 @@ const HELP: &str = "  ↑/↓: move. Enter: open. Tab: this directory / every di
 
 /// pi's age of a session: `now`, `5m`, `3h`, `2d`, `1w`, `4mo`, `1y`.
 pub(crate) fn age(modified: &str, now_ms: i64) -> String {
-    let Some(t) = arbor_log::parse_iso_ms(modified) else { return String::new() };
+    let Some(t) = arbor_log::time::parse_iso_ms(modified) else { return String::new() };
     let mins = (now_ms - t).max(0) / 60_000;
     let (hours, days) = (mins / 60, mins / 1440);
     match () {
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn ages_as_pi_shows_them() {
-        let t = arbor_log::parse_iso_ms("2026-03-14T09:00:00.000Z").unwrap_or(0);
+        let t = arbor_log::time::parse_iso_ms("2026-03-14T09:00:00.000Z").unwrap_or(0);
         let iso = "2026-03-14T09:00:00.000Z";
         assert_eq!(age(iso, t + 30_000), "now");
         assert_eq!(age(iso, t + 5 * 60_000), "5m");

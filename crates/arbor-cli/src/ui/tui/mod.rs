@@ -110,7 +110,7 @@ fn resolve_file(
             Picked::NoSessions => bail!("no session for {cwd} in {}", dir.display()),
         };
     }
-    match arbor_tree::find_most_recent_session(opts.store.as_ref(), &dir)? {
+    match arbor_tree::listing::find_most_recent_session(opts.store.as_ref(), &dir)? {
         Some(p) => Ok(Some((p, at))),
         None => bail!("no session for {cwd} in {}", dir.display()),
     }

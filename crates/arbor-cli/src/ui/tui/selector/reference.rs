@@ -97,7 +97,7 @@ impl Reference {
                 id: e.id.clone(),
                 parent,
                 kind: bits,
-                label: session.get_label(&e.id).unwrap().map(str::to_owned),
+                label: session.label(&e.id).map(|l| l.map(|l| l.text.as_str())).unwrap().map(str::to_owned),
                 text: entry_text(e, &calls, None),
                 search: facts.search,
             });

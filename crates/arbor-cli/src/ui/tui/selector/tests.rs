@@ -8,7 +8,8 @@ use super::reference;
 
 use super::*;
 use crate::ui::tui::loader::Loader;
-use arbor_log::{CounterIds, FixedClock};
+use arbor_log::ids::CounterIds;
+use arbor_log::FixedClock;
 use arbor_tree::{MemoryStore, Session, SessionOptions};
 use crossterm::event::KeyCode;
 use serde_json::json;
