@@ -518,6 +518,12 @@ impl Store for PgStore {
         })
     }
 
+    /// Sessions change only through writes that keep their index in the
+    /// same transaction: open sessions are not watched.
+    fn changes_in_place(&self) -> bool {
+        false
+    }
+
     fn open_append(
         &self,
         path: &Path,

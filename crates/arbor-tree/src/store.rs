@@ -99,6 +99,15 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn stamp(&self, _path: &Path) -> Option<FileStamp> {
         None
     }
+    /// True when a session's bytes can change behind an open session's back
+    /// (a file any program may edit), so reads check the stamp again
+    /// (`session/watch.rs`). A store whose sessions change only through its
+    /// own writes, each a transaction that keeps its index (a server), says
+    /// false: checking would cost a round trip per read and a hash of the
+    /// whole session at open.
+    fn changes_in_place(&self) -> bool {
+        true
+    }
     /// Opens `path` for appending (creating it), first making it end cleanly.
     fn open_append(
         &self,

@@ -209,6 +209,9 @@ impl Session {
     /// answers from bytes changed since (`watch.rs`).
     fn watch_source(&mut self) {
         let (Some(src), Some(path)) = (self.state.source.clone(), self.file.clone()) else { return };
+        if !self.opts.store.changes_in_place() {
+            return;
+        }
         // The index's content hash, when it covers every byte read.
         let len = src.len().ok();
         let known = self.state.slots.index().map(|x| (x.file_size(), x.content)).filter(|&(l, _)| Some(l) == len);
