@@ -1,7 +1,7 @@
 //! What commands and the interactive front ends both use, and nothing that
 //! runs a command: the global flags and how a session is opened
 //! ([`session`]), the one place that builds the backend the sessions live
-//! in ([`backend`]), the model and hook arguments and the agent flows run
+//! in ([`backend`]; [`background`] for the search filters' builder), the model and hook arguments and the agent flows run
 //! on a small runtime ([`agent`]), the providers and the choice of a model
 //! ([`models`]), and how results are printed ([`output`]; [`tree_text`]
 //! for the tree, drawn by `arbor_interop::tree`, whose [`forest`],
@@ -13,6 +13,7 @@
 
 pub mod agent;
 pub mod backend;
+pub mod background;
 pub mod models;
 pub mod output;
 pub mod progress;
