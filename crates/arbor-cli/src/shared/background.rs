@@ -4,12 +4,13 @@
 //! low-priority `arbor cache build` (stdin, stdout and stderr null, a
 //! process group of its own, under `nice` when there is one); the builder
 //! holds `<cache>/build.lock` (an advisory `flock`, released by the kernel
-//! when the builder ends, however it ends), so a second builder started
+//! when the builder ends, however it ends; it holds the builder's pid), so a
+//! second builder started
 //! meanwhile skips. `ARBOR_BACKGROUND=0` makes searches build their filters
 //! themselves, as they read (deterministic, for CI).
 
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Write as _};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -54,7 +55,13 @@ pub fn try_lock(cache: &Path) -> io::Result<Option<BuildLock>> {
         .mode(0o600)
         .open(lock_path(cache))?;
     match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Ok(Some(BuildLock { _file: file })),
+        Ok(()) => {
+            // The holder's pid, for people (and the bench: the file's mtime says a builder started).
+            let mut f = &file;
+            f.set_len(0)?;
+            writeln!(f, "{}", std::process::id())?;
+            Ok(Some(BuildLock { _file: file }))
+        }
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(None),
         Err(e) => Err(e.into()),
     }
