@@ -2,6 +2,7 @@
 //! and mended when it is damaged, outdated or held too long by another process.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rusqlite::Connection;
 
@@ -9,6 +10,7 @@ use arbor_log::time::format_iso_ms;
 use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{Hit, Progress, Scope};
 
+use crate::build::BuildStats;
 use crate::db;
 use crate::error::CatalogError;
 use crate::refresh::RefreshStats;
@@ -23,6 +25,30 @@ pub struct CatalogOptions {
     pub cache_dir: Option<PathBuf>,
     /// Threads that read session files.
     pub threads: usize,
+    /// Searches that would build many filters leave them to a builder
+    /// (`None`: every search builds the filters of what it reads whole).
+    pub background: Option<Background>,
+}
+
+/// When a search leaves its filters to a builder, and how it starts one.
+///
+/// A search that must read at least [`Background::above`] bytes that no
+/// filter covers answers from a plain scan, builds no filter, and calls
+/// [`Background::start`] after it: the caller starts a builder
+/// ([`Catalog::build_filters`], `arbor cache build` for the CLI), usually in
+/// a process of its own, so that the first search is as fast as a scan.
+#[derive(Clone)]
+pub struct Background {
+    /// The bytes without filters from which a search leaves them to a builder.
+    pub above: u64,
+    /// Starts a builder (called once per search that left its filters).
+    pub start: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for Background {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Background").field("above", &self.above).finish_non_exhaustive()
+    }
 }
 
 impl Default for CatalogOptions {
@@ -31,7 +57,7 @@ impl Default for CatalogOptions {
     /// read on every core (up to 8).
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        CatalogOptions { cache_dir: None, threads }
+        CatalogOptions { cache_dir: None, threads, background: None }
     }
 }
 
@@ -39,6 +65,12 @@ impl CatalogOptions {
     /// Keeps the catalog in `<dir>/catalog/` (`None`: in memory).
     pub fn with_cache_dir(mut self, dir: Option<PathBuf>) -> CatalogOptions {
         self.cache_dir = dir;
+        self
+    }
+
+    /// Leaves large filter builds to a builder, as `background` says.
+    pub fn with_background(mut self, background: Option<Background>) -> CatalogOptions {
+        self.background = background;
         self
     }
 }
@@ -58,6 +90,7 @@ pub struct Catalog {
     cache_dir: Option<PathBuf>,
     conn: Connection,
     threads: usize,
+    background: Option<Background>,
     warnings: Vec<String>,
 }
 
@@ -84,7 +117,8 @@ impl Catalog {
         };
         let file = file.filter(|_| conn.path().is_some_and(|p| !p.is_empty()));
         let cache_dir = opts.cache_dir.clone();
-        Ok(Catalog { root: root.to_owned(), key, file, cache_dir, conn, threads: opts.threads.max(1), warnings })
+        let (threads, background) = (opts.threads.max(1), opts.background);
+        Ok(Catalog { root: root.to_owned(), key, file, cache_dir, conn, threads, background, warnings })
     }
 
     /// The catalog file (`None` when it is kept in memory).
@@ -206,7 +240,8 @@ impl Catalog {
         let Some(pattern) = arbor_search::Pattern::new(&parsed).map_err(query_error)? else { return Ok(vec![]) };
         // The refresh and the search are one operation: a catalog found damaged
         // in either is built again and the whole answer is given from it.
-        self.guard(|c| {
+        let mut deferred = false;
+        let hits = self.guard(|c| {
             c.refresh_now(&opts.scope, progress)?;
             let db_path = c.db_path();
             let mut warnings = vec![];
@@ -217,10 +252,33 @@ impl Catalog {
                 index_dir: c.cache_dir.as_ref().map(|d| d.join("index")),
                 threads: c.threads,
                 warnings: &mut warnings,
+                defer_above: c.background.as_ref().map(|b| b.above),
+                deferred: false,
             };
             let hits = crate::search::run(&mut ctx, &pattern, opts, progress, on_hits);
+            deferred = ctx.deferred;
             c.warnings.extend(warnings);
             hits.map_err(|source| CatalogError::Db { path: db_path, source })
+        })?;
+        if let (true, Some(b), Some(_)) = (deferred, &self.background, &self.file) {
+            (b.start)();
+        }
+        Ok(hits)
+    }
+
+    /// Builds the search filters of every session range that has none (the
+    /// listing refreshed first), as searches would build them while reading:
+    /// what a search left to a builder ([`Background`]). Safe beside searches
+    /// and refreshes of other processes. A catalog in memory keeps no filters:
+    /// then it only refreshes.
+    pub fn build_filters(&mut self, progress: &dyn Progress) -> Result<BuildStats, CatalogError> {
+        self.guard(|c| {
+            c.refresh_now(&Scope::All, progress)?;
+            let Some(db) = c.file.clone() else { return Ok(BuildStats::default()) };
+            let mut warnings = vec![];
+            let stats = crate::build::run(&mut c.conn, &c.root, &db, c.threads, progress, &mut warnings);
+            c.warnings.extend(warnings);
+            stats
         })
     }
 

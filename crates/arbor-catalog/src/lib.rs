@@ -63,6 +63,7 @@
 
 #![deny(missing_docs)]
 
+mod build;
 mod catalog;
 mod db;
 mod error;
@@ -83,7 +84,8 @@ pub use arbor_search::Flow;
 pub use arbor_tree::sessions::{
     fuzzy_match, parse_query, Hit, NoProgress, Pass, PathLabel, Progress, Query, Relevance, Scope, Token, TokenKind,
 };
-pub use catalog::{clear_cache, Catalog, CatalogOptions};
+pub use build::BuildStats;
+pub use catalog::{clear_cache, Background, Catalog, CatalogOptions};
 pub use error::CatalogError;
 pub use facts::all_messages_text;
 pub use names::Named;

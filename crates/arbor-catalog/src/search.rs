@@ -53,18 +53,23 @@ pub(crate) struct Ctx<'a> {
     pub index_dir: Option<PathBuf>,
     pub threads: usize,
     pub warnings: &'a mut Vec<String>,
+    /// Builds no filter when the ranges without one hold at least this many
+    /// bytes (they are left to a builder, [`crate::build`]); `None`: always builds.
+    pub defer_above: Option<u64>,
+    /// Set when filters were left to a builder.
+    pub deferred: bool,
 }
 
 /// A session as a search reads it.
 #[derive(Debug, Clone)]
-struct Planned {
-    rowid: i64,
-    rel: String,
+pub(crate) struct Planned {
+    pub rowid: i64,
+    pub rel: String,
     id: String,
     cwd: String,
     name: Option<String>,
-    version: u64,
-    epoch: i64,
+    pub version: u64,
+    pub epoch: i64,
     /// The ranges to read.
     ranges: Vec<Range>,
 }
@@ -75,7 +80,7 @@ pub const FUZZY_FALLBACK_BYTES: u64 = 256 << 20;
 
 /// A range read without a filter is given one when at least this long (or
 /// when the session has none yet); shorter ones are just read.
-const BUILD_MIN: u64 = 64 << 10;
+pub(crate) const BUILD_MIN: u64 = 64 << 10;
 
 /// Runs `pattern` over the scope's sessions (refreshed by the caller),
 /// handing each session's hits to `on_hits` as soon as they are certain
@@ -124,7 +129,7 @@ fn whole(mut p: Planned, scanned: u64) -> Planned {
 }
 
 /// The scope's sessions, newest first (ties by path), each with how far it was read.
-fn load(conn: &Connection, scope: &Scope) -> rusqlite::Result<Vec<(Planned, u64)>> {
+pub(crate) fn load(conn: &Connection, scope: &Scope) -> rusqlite::Result<Vec<(Planned, u64)>> {
     let mut sql = "SELECT rowid, rel, id, cwd, name, version, epoch, scanned, modified_ms FROM sessions WHERE kind = 1"
         .to_owned();
     if matches!(scope, Scope::Dir(_)) {
@@ -202,11 +207,19 @@ fn plan(ctx: &mut Ctx, pattern: &Pattern, sessions: &[(Planned, u64)]) -> rusqli
             out.push(Planned { ranges, ..p.clone() });
         }
     }
+    let unfiltered: u64 = out.iter().flat_map(|p| &p.ranges).filter(|r| r.build).map(|r| r.end - r.start).sum();
+    if ctx.defer_above.is_some_and(|above| unfiltered >= above) {
+        // A plain scan answers; a builder makes the filters afterwards.
+        for r in out.iter_mut().flat_map(|p| &mut p.ranges) {
+            r.build = false;
+        }
+        ctx.deferred = true;
+    }
     Ok(out)
 }
 
 /// The ranges of the chain of columns from offset 0 that `keep` keeps, and where the chain ends.
-fn covered_ranges(columns: &[Stored], keep: impl Fn(&Stored) -> bool) -> (Vec<Range>, u64) {
+pub(crate) fn covered_ranges(columns: &[Stored], keep: impl Fn(&Stored) -> bool) -> (Vec<Range>, u64) {
     let mut ranges = vec![];
     let mut covered = 0;
     for s in columns {

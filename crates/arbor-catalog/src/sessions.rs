@@ -170,10 +170,14 @@ impl Sessions for FileSessions {
         self.with(|c| c.search_with(&request.query, &opts, progress, on_hits))
     }
 
-    /// Searches keep no index beyond the filters they build as they read:
-    /// this brings the listing up to date.
+    /// Brings the listing up to date and builds the search filters every
+    /// session range lacks ([`Catalog::build_filters`]; of every session,
+    /// whatever the scope, since the filters are the whole catalog's).
     fn update_index(&self, scope: &Scope, progress: &dyn Progress) -> Result<(), SessionsError> {
-        self.with(|c| c.refresh(scope, progress).map(drop))
+        self.with(|c| {
+            c.refresh(scope, progress)?;
+            c.build_filters(progress).map(drop)
+        })
     }
 
     /// A path that is there (as given); `DIR/FILE` under the root; another

@@ -42,7 +42,7 @@ impl Store {
     }
 
     pub fn catalog(&self) -> Catalog {
-        let opts = CatalogOptions { cache_dir: Some(self.cache()), threads: 2 };
+        let opts = CatalogOptions { cache_dir: Some(self.cache()), threads: 2, background: None };
         Catalog::open_with(&self.root(), opts).unwrap()
     }
 

@@ -54,7 +54,8 @@ fn every_literal_in_an_entrys_text_is_a_hit_first_time_and_again() {
         eprintln!("(ripgrep is not installed: checked against the decoded text only)");
     }
     // In memory (every search a scan), and on disk (the first builds filters, the rest read through them).
-    let mut scanning = Catalog::open_with(&store.root(), CatalogOptions { cache_dir: None, threads: 2 }).unwrap();
+    let mut scanning =
+        Catalog::open_with(&store.root(), CatalogOptions { cache_dir: None, threads: 2, background: None }).unwrap();
     let mut filtered = store.catalog();
     let (mut checked, mut from_rg) = (0, 0);
     for lit in &literals {

@@ -231,7 +231,7 @@ fn without_a_cache_directory_the_catalog_lives_in_memory() {
     store.write(CWD, "a", &session("a", 3));
     let blocked = store.dir.path().join("a-file");
     fs::write(&blocked, "").unwrap();
-    let opts = arbor_catalog::CatalogOptions { cache_dir: Some(blocked.join("below")), threads: 1 };
+    let opts = arbor_catalog::CatalogOptions { cache_dir: Some(blocked.join("below")), threads: 1, background: None };
     let mut cat = arbor_catalog::Catalog::open_with(&store.root(), opts).unwrap();
     assert_eq!(cat.location(), None);
     assert_eq!(cat.take_warnings().len(), 1);

@@ -29,7 +29,11 @@ fn root(store: &Store) -> Vec<PathBuf> {
 }
 
 fn on_disk(store: &Store) -> FileSessions {
-    FileSessions::new(store.root()).with_catalog(CatalogOptions { cache_dir: Some(store.cache()), threads: 2 })
+    FileSessions::new(store.root()).with_catalog(CatalogOptions {
+        cache_dir: Some(store.cache()),
+        threads: 2,
+        background: None,
+    })
 }
 
 #[test]

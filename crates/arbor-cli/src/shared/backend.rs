@@ -11,11 +11,12 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
-use arbor_catalog::{CatalogOptions, FileSessions};
+use arbor_catalog::{Background, CatalogOptions, FileSessions};
 use arbor_pg::PgEnv;
 use arbor_tree::paths;
 use arbor_tree::sessions::Sessions;
 
+use crate::shared::background;
 use crate::shared::visible::say;
 
 /// `push`, `pull` and `unlock` work on a server as such: they name it.
@@ -37,10 +38,20 @@ pub fn open(store: Option<&str>, sessions_dir: Option<&Path>) -> Result<Arc<dyn 
         }
         None => {
             let root = sessions_dir.map_or_else(paths::sessions_root, Path::to_owned);
-            let catalog = CatalogOptions::default().with_cache_dir(paths::cache_dir());
+            let cache = paths::cache_dir();
+            let catalog =
+                CatalogOptions::default().with_cache_dir(cache.clone()).with_background(builder(&root, cache));
             Arc::new(FileSessions::new(root).with_catalog(catalog))
         }
     })
+}
+
+/// Large filter builds left to `arbor cache build` in the background
+/// ([`background`]), when the catalog is kept in a cache directory.
+fn builder(root: &Path, cache: Option<std::path::PathBuf>) -> Option<Background> {
+    let (above, cache) = (background::above()?, cache?);
+    let root = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
+    Some(Background { above, start: Arc::new(move || background::start(&root, &cache)) })
 }
 
 /// The server at `url` (`push --to`, `pull --from`), else the one `--store`

@@ -1,7 +1,7 @@
 //! What commands and the interactive front ends both use, and nothing that
 //! runs a command: the global flags and how a session is opened
 //! ([`session`]), the one place that builds the backend the sessions live
-//! in ([`backend`]), the model and hook arguments and the agent flows run
+//! in ([`backend`]; [`background`] for the search filters' builder), the model and hook arguments and the agent flows run
 //! on a small runtime ([`agent`]), the providers and the choice of a model
 //! ([`models`]), session names that start with `--` in a list of them
 //! ([`names`]), and how results are printed ([`output`]; [`tree_text`]
@@ -14,6 +14,7 @@
 
 pub mod agent;
 pub mod backend;
+pub mod background;
 pub mod models;
 pub mod names;
 pub mod output;

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent;
+mod background;
 mod catalog;
 mod catalog_reliability;
 mod chat;
