@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use arbor_log::EntryType;
+use arbor_log::{Entry, EntryType, Role};
 use arbor_tree::{Position, Session};
 
 use serde_json::Value;
@@ -82,11 +82,28 @@ pub fn plan_branch_context(session: &Session, path: Vec<Position>) -> SessionPla
     let plan = plan_kinds_context(path.len(), kind_at, find_kept, |ps| {
         let wanted: Vec<Position> = ps.iter().map(|&p| path[p]).collect();
         read.extend_from_slice(&wanted);
-        session.decode_many(&wanted)
+        decode_for_plan(session, &wanted)
     });
     read.sort_unstable();
     read.dedup();
     SessionPlan { path, plan, read }
+}
+
+/// The entries at `positions` for a plan: an assistant message is read
+/// only for the model it names, so from a long line its preview is enough
+/// (`Session::decode_previews`: the line is not held); every other entry
+/// (a compaction's summary, a made-up message) whole.
+fn decode_for_plan(session: &Session, positions: &[Position]) -> Vec<Option<Entry>> {
+    let assistant: Vec<bool> = positions
+        .iter()
+        .map(|&p| matches!(session.head_at(p), Some((EntryType::Message, Some(Role::Assistant)))))
+        .collect();
+    let pick = |want: bool| -> Vec<Position> {
+        positions.iter().zip(&assistant).filter(|(_, &a)| a == want).map(|(&p, _)| p).collect()
+    };
+    let mut previews = session.decode_previews(&pick(true)).into_iter();
+    let mut whole = session.decode_many(&pick(false)).into_iter();
+    assistant.iter().map(|&a| if a { previews.next().flatten() } else { whole.next().flatten() }).collect()
 }
 
 /// Calls `f` with each message of the context a plan describes, in order:

@@ -382,10 +382,11 @@ pub(crate) fn scan_parts<P: ScanPart>(src: &dyn ReadAt, len: u64, threads: usize
 fn scan_range<P: ScanPart>(src: &dyn ReadAt, range: (u64, u64), len: u64, decode: bool) -> io::Result<(P, usize)> {
     let mut out = P::default();
     let mut number = 0usize;
-    lines_starting_in(src, range, len, &mut |bytes, offset| {
+    lines_starting_in(src, range, len, &mut |bytes, offset, n| {
         number += 1;
-        let (kind, note) = scan_line(bytes, decode);
-        out.keep(ScannedLine { number, offset, len: bytes.len(), kind, note });
+        // A reduced long line is not decoded here: its entry is decoded from the file when asked.
+        let (kind, note) = scan_line(bytes, decode && n == bytes.len());
+        out.keep(ScannedLine { number, offset, len: n, kind, note });
     })?;
     Ok((out, number))
 }

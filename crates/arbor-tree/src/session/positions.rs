@@ -59,6 +59,18 @@ impl Session {
         self.state.slots.get(p.get())
     }
 
+    /// With `on`, the entries [`Session::decode_many`],
+    /// [`Session::decode_shares`] and the other batch readers decode from
+    /// a line longer than [`arbor_log::long::LONG_LINE`] are its preview:
+    /// every long string (over [`arbor_log::long::HELD`] bytes) cut to its
+    /// first few KB, read in windows without holding the line
+    /// (`arbor_log::long`). For readers that show a line of an entry (`arbor
+    /// tree`, `path`, `dump`); a line that cannot be reduced is read whole.
+    /// Writers of the full text leave it off (the default).
+    pub fn read_previews(&mut self, on: bool) {
+        self.previews = on;
+    }
+
     /// Every position, in file order.
     pub fn positions(&self) -> impl DoubleEndedIterator<Item = Position> + ExactSizeIterator {
         (0..self.state.slots.len()).map(Position::new)
@@ -146,10 +158,17 @@ impl Session {
         positions: &[Position],
         f: impl Fn(&[Position], Vec<Option<Entry>>) -> Vec<R> + Sync,
     ) -> Vec<R> {
-        let (slots, src) = (&self.state.slots, self.src());
+        let (slots, src, previews) = (&self.state.slots, self.src(), self.previews);
         on_all_cores(positions, |base, share| {
-            f(share, read_share(slots, src, base, share, &|_, s, cursor| s.owned_entry_via(cursor)))
+            f(share, read_share((slots, src, previews), base, share, &|_, s, cursor| s.owned_entry_via(cursor)))
         })
+    }
+
+    /// [`Session::decode_many`] with entries on long lines decoded as
+    /// previews, whatever [`Session::read_previews`] says: for readers of
+    /// what a preview keeps whole (types, ids, roles, a message's model).
+    pub fn decode_previews(&self, positions: &[Position]) -> Vec<Option<Entry>> {
+        self.map_slots_as(true, positions, |_, s, cursor| s.owned_entry_via(cursor))
     }
 
     /// `one(k, slot, cursor)` for the slot at each of `positions`, on all
@@ -159,8 +178,18 @@ impl Session {
         positions: &[Position],
         one: impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync,
     ) -> Vec<Option<R>> {
+        self.map_slots_as(self.previews, positions, one)
+    }
+
+    /// [`Session::map_slots`], long lines read as previews or not.
+    fn map_slots_as<R: Send>(
+        &self,
+        previews: bool,
+        positions: &[Position],
+        one: impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync,
+    ) -> Vec<Option<R>> {
         let (slots, src) = (&self.state.slots, self.src());
-        on_all_cores(positions, |base, share| read_share(slots, src, base, share, &one))
+        on_all_cores(positions, |base, share| read_share((slots, src, previews), base, share, &one))
     }
 
     /// The id of the entry at `p` (no decoding).
@@ -233,13 +262,13 @@ impl Session {
 /// where they are (so it reads the lines and the short gaps between them,
 /// not whole windows of other branches).
 fn read_share<R>(
-    slots: &Slots,
-    src: Option<&dyn ReadAt>,
+    (slots, src, previews): (&Slots, Option<&dyn ReadAt>, bool),
     base: usize,
     share: &[Position],
     one: &(impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync),
 ) -> Vec<Option<R>> {
     let mut cursor = LineCursor::new(src);
+    cursor.previews = previews;
     let mut out = Vec::with_capacity(share.len());
     let mut rest = share;
     while !rest.is_empty() {

@@ -10,11 +10,13 @@ use once_cell::race::OnceBox;
 use serde_json::Value;
 
 use arbor_log::idhash::{IdHash, IdMap, IdTable};
+use arbor_log::long::{reduce_line, LONG_LINE};
 use arbor_log::reader::trim_line;
 use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget, ScannedEntry};
 use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
 
 use super::cursor::LineCursor;
+use super::long_line::long_line_is_sound;
 use super::packed::{EntryId, PackedId};
 use super::Slots;
 use crate::index::ReadEntry;
@@ -480,7 +482,36 @@ impl Slot {
     /// True when the line of this slot is where the index put it (always
     /// true for slots that did not come from the index).
     pub(crate) fn line_is_sound(&self, cursor: &mut LineCursor<'_>) -> bool {
-        !self.placed_by_index() || self.line_via(cursor).is_some()
+        if !self.placed_by_index() {
+            return true;
+        }
+        match (cursor.src, self.span()) {
+            (Some(src), Some((offset, len))) if len > LONG_LINE => long_line_is_sound(src, offset, len, &self.id()),
+            _ => self.line_via(cursor).is_some(),
+        }
+    }
+
+    /// The entry's preview, decoded from its long line read in windows
+    /// (see [`crate::Session::read_previews`]); `None` for a short line, or
+    /// one that cannot be reduced or is not where the index put it.
+    fn preview_entry(&self, src: Option<&dyn ReadAt>) -> Option<Entry> {
+        if self.odd().is_some_and(|m| m.entry.get().is_some()) {
+            return None;
+        }
+        full_entry(&self.reduced_line(src)?).filter(|e| *self.id() == *e.id).map(|e| *e)
+    }
+
+    /// The reduced form of the slot's line when it is long (`arbor_log::long`).
+    fn reduced_line(&self, src: Option<&dyn ReadAt>) -> Option<Vec<u8>> {
+        let (src, (offset, len)) = (src?, self.src()?);
+        if len <= LONG_LINE {
+            return None;
+        }
+        if self.placed_by_index() && !long_line_is_sound(src, offset.checked_sub(1)?, len + 1, &self.id()) {
+            return None;
+        }
+        let reduced = reduce_line(src, offset, offset + len as u64).ok()??;
+        (reduced.len == len as u64).then_some(reduced.bytes)
     }
 
     fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
@@ -492,6 +523,11 @@ impl Slot {
     pub(crate) fn owned_entry_via(&self, cursor: &mut LineCursor<'_>) -> Entry {
         if let Some(e) = self.odd().and_then(|m| m.entry.get()) {
             return (**e).clone();
+        }
+        if cursor.previews {
+            if let Some(e) = self.preview_entry(cursor.src) {
+                return e;
+            }
         }
         match self.line_via(cursor) {
             Some(line) => self.decode_line(Ok(line)),
@@ -557,6 +593,12 @@ impl Slot {
         if let Some(j) = self.odd().and_then(|m| m.json.get()).filter(|_| !(as_written && self.js_only())) {
             return f(j);
         }
+        // A reader of previews is handed a long line's reduced form (valid UTF-8: the reducer checked).
+        if let Some(bytes) = cursor.previews.then(|| self.reduced_line(cursor.src)).flatten() {
+            if let Ok(text) = std::str::from_utf8(trim_line(&bytes)) {
+                return f(text);
+            }
+        }
         // A line the index placed wrongly is never copied: the entry decoded
         // from the file (or a placeholder saying the line changed) is written instead.
         match self.line_via(cursor) {
@@ -602,7 +644,7 @@ impl ScanTarget for Slot {
 /// True when the JSON text `text` has the key `"id"` with the string `id`
 /// (written as `JSON.stringify` writes it). No allocation for an id that
 /// needs no escaping (every id pi makes).
-fn holds_id(text: &[u8], id: &str) -> bool {
+pub(super) fn holds_id(text: &[u8], id: &str) -> bool {
     static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":"));
     let plain = id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');

@@ -1,0 +1,75 @@
+//! Long lines of a session read without holding them (`arbor_log::long`):
+//! the check that a line the index placed is still there, in windows.
+
+use arbor_log::reader::trim_line;
+use arbor_log::scan::{read_exact_at, ReadAt};
+
+use super::slot::holds_id;
+
+/// [`Slot::indexed_line`]'s check of a long line, read in windows: the
+/// byte before it (at `offset`, the line then `len - 1` bytes) a newline,
+/// the line ending in one, a JSON object's braces at its trimmed ends, and
+/// the id's `"id":"…"` somewhere in it.
+pub(super) fn long_line_is_sound(src: &dyn ReadAt, offset: u64, len: usize, id: &str) -> bool {
+    const EDGE: usize = 64 << 10;
+    let Ok(head) = read_exact_at(src, offset, EDGE.min(len)) else { return false };
+    let tail_at = offset + len.saturating_sub(EDGE) as u64;
+    let Ok(tail) = read_exact_at(src, tail_at, EDGE.min(len)) else { return false };
+    if head.len() != EDGE.min(len) || tail.len() != head.len() {
+        return false;
+    }
+    let (Some((&b'\n', line_head)), Some(&b'\n')) = (head.split_first(), tail.last()) else { return false };
+    if trim_line(line_head).first() != Some(&b'{') || trim_line(&tail).last() != Some(&b'}') {
+        return false;
+    }
+    // The id's key and value may straddle two windows: each window starts that much before the last one's end.
+    let overlap = 16 + 6 * id.len();
+    let mut at = offset + 1;
+    let end = offset + len as u64;
+    while at < end {
+        let want = usize::try_from(end - at).unwrap_or(usize::MAX).min(4 << 20);
+        let Ok(window) = read_exact_at(src, at, want) else { return false };
+        if window.len() != want {
+            return false;
+        }
+        if holds_id(&window, id) {
+            return true;
+        }
+        if at + want as u64 >= end {
+            return false;
+        }
+        at += (want - overlap.min(want - 1)) as u64;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of a short line, then a line whose id is `at` bytes into a long text.
+    fn file(id_after: usize) -> (Vec<u8>, u64, usize) {
+        let mut f = b"{\"a\":1}\n".to_vec();
+        let offset = f.len() as u64 - 1;
+        let text = "x".repeat(id_after);
+        let line = format!("{{\"type\":\"message\",\"message\":{{\"content\":\"{text}\"}},\"id\":\"e1\"}}\n");
+        f.extend_from_slice(line.as_bytes());
+        (f, offset, line.len() + 1)
+    }
+
+    /// The id is found wherever it is in the line, across windows too; a
+    /// line moved or changed is not sound.
+    #[test]
+    fn a_long_line_is_checked_in_windows() {
+        for id_after in [10, (4 << 20) - 40, (4 << 20) - 20, 9 << 20] {
+            let (f, offset, len) = file(id_after);
+            assert!(long_line_is_sound(&f, offset, len, "e1"), "id after {id_after} bytes");
+            assert!(!long_line_is_sound(&f, offset, len, "e2"), "another id");
+            assert!(!long_line_is_sound(&f, offset + 1, len - 1, "e1"), "not after a newline");
+            let mut cut = f.clone();
+            cut.truncate(cut.len() - 2);
+            cut.push(b'\n');
+            assert!(!long_line_is_sound(&cut, offset, len - 1, "e1"), "no closing brace");
+        }
+    }
+}
