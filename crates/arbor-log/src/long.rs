@@ -15,8 +15,14 @@
 //!
 //! Memory: a window of the file, one string's first [`HELD`] bytes, and the
 //! reduced line. Time: one pass over the line.
+//!
+//! A writer of the full text copies the line (or a part of it) from the file
+//! a window at a time ([`copy_line_range`]): each window is checked against
+//! a hash the reduction took of it, so a line changed since it was reduced
+//! fails with an error instead of copying bytes nobody checked.
 
-use std::io;
+use std::hash::Hasher;
+use std::io::{self, Write};
 
 use crate::scan::ReadAt;
 
@@ -76,6 +82,93 @@ pub struct Reduced {
     pub len: u64,
     /// The strings cut, in order.
     pub strings: Vec<LongString>,
+    /// A hash of each [`BLOCK`] bytes of the line, from its start (what
+    /// [`copy_line_range`] checks the bytes it copies against).
+    pub blocks: Vec<u64>,
+}
+
+/// Bytes of a line per hash of [`Reduced::blocks`].
+pub const BLOCK: usize = 1 << 20;
+
+/// The hashes of a line's blocks, whatever sizes its reads come in.
+#[derive(Default)]
+struct Blocks {
+    hasher: std::hash::DefaultHasher,
+    filled: usize,
+    done: Vec<u64>,
+}
+
+impl Blocks {
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let take = bytes.len().min(BLOCK - self.filled);
+            self.hasher.write(&bytes[..take]);
+            self.filled += take;
+            bytes = &bytes[take..];
+            if self.filled == BLOCK {
+                self.finish_block();
+            }
+        }
+    }
+
+    fn finish_block(&mut self) {
+        let h = std::mem::take(&mut self.hasher);
+        self.done.push(h.finish());
+        self.filled = 0;
+    }
+
+    fn finish(mut self) -> Vec<u64> {
+        if self.filled > 0 {
+            self.finish_block();
+        }
+        self.done
+    }
+}
+
+/// One block's hash, as [`Blocks`] takes it.
+fn block_hash(bytes: &[u8]) -> u64 {
+    let mut h = std::hash::DefaultHasher::default();
+    h.write(bytes);
+    h.finish()
+}
+
+/// Copies bytes `from..to` of the line at file offset `offset` that
+/// [`reduce_line`] gave `reduced` for (offsets counted from the line's
+/// start) to `out`, a block at a time; each block read is checked against
+/// its hash first. An `InvalidData` error when the file no longer holds
+/// what was reduced (nothing of that block written).
+pub fn copy_line_range(
+    src: &dyn ReadAt,
+    offset: u64,
+    reduced: &Reduced,
+    (from, to): (u64, u64),
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let to = to.min(reduced.len);
+    let mut buf = vec![];
+    let mut at = from - from % BLOCK as u64;
+    while at < to {
+        let k = usize::try_from(at / BLOCK as u64).unwrap_or(usize::MAX);
+        let want = usize::try_from((reduced.len - at).min(BLOCK as u64)).unwrap_or(BLOCK);
+        buf.resize(want, 0);
+        let mut filled = 0;
+        while filled < want {
+            match src.read_at(&mut buf[filled..], offset + at + filled as u64) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if filled < want || reduced.blocks.get(k) != Some(&block_hash(&buf)) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "the line changed on disk while it was copied"));
+        }
+        let start = usize::try_from(from.saturating_sub(at)).unwrap_or(0);
+        let end = usize::try_from((to - at).min(want as u64)).unwrap_or(want);
+        out.write_all(&buf[start..end])?;
+        at += BLOCK as u64;
+    }
+    Ok(())
 }
 
 /// Where the lexer is.
@@ -132,6 +225,7 @@ pub fn reduce_line(src: &dyn ReadAt, offset: u64, limit: u64) -> io::Result<Opti
         carry: vec![],
     };
     let mut buf = vec![0u8; WINDOW];
+    let mut blocks = Blocks::default();
     let mut pos = offset;
     loop {
         let want = usize::try_from(limit.saturating_sub(pos)).unwrap_or(usize::MAX).min(WINDOW);
@@ -151,13 +245,14 @@ pub fn reduce_line(src: &dyn ReadAt, offset: u64, limit: u64) -> io::Result<Opti
         if !r.utf8(&window[..used]) {
             return Ok(None);
         }
+        blocks.feed(&window[..used]);
         pos += used as u64;
         if ended {
             if !r.carry.is_empty() {
                 return Ok(None);
             }
             let Reducer { out, strings, .. } = r;
-            return Ok(Some(Reduced { bytes: out, len: pos - offset, strings }));
+            return Ok(Some(Reduced { bytes: out, len: pos - offset, strings, blocks: blocks.finish() }));
         }
         if r.out.len() > MAX_REDUCED {
             return Ok(None);
@@ -462,6 +557,27 @@ mod tests {
         let (whole, preview) = (text(line), text(&r.bytes));
         assert!(preview.len() > PREVIEW / 2 && whole.starts_with(&preview), "{preview:?}");
         assert_eq!(text(line).len(), whole.len());
+    }
+
+    /// A range of a reduced line is copied from the file as it is; a block
+    /// changed since is refused before a byte of it is written.
+    #[test]
+    fn ranges_are_copied_from_the_file_and_checked() {
+        let body = "0123456789".repeat(BLOCK / 4);
+        let (mut f, at) = file(body.as_bytes());
+        let r = reduce(&f, at).unwrap();
+        assert_eq!(r.blocks.len(), (r.len as usize).div_ceil(BLOCK));
+        let line = f[at as usize..(at + r.len) as usize].to_vec();
+        for (from, to) in [(0, r.len), (5, 6), (BLOCK as u64 - 3, 2 * BLOCK as u64 + 9), (r.len - 1, r.len)] {
+            let mut out = vec![];
+            copy_line_range(&f, at, &r, (from, to), &mut out).unwrap();
+            assert_eq!(out, &line[from as usize..to as usize], "{from}..{to}");
+        }
+        f[at as usize + BLOCK + 10] = b'x';
+        let mut out = vec![];
+        let e = copy_line_range(&f, at, &r, (0, r.len), &mut out).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(out.len(), BLOCK, "the changed block is not written");
     }
 
     /// A short line comes back as it is.

@@ -1,10 +1,64 @@
 //! Long lines of a session read without holding them (`arbor_log::long`):
-//! the check that a line the index placed is still there, in windows.
+//! the check that a line the index placed is still there, in windows; the
+//! line reduced (for previews); its text copied from the file a block at a
+//! time (for writers of the full text).
 
+use std::io::{self, Write};
+
+use arbor_log::long::{copy_line_range, reduce_line, Reduced, LONG_LINE};
 use arbor_log::reader::trim_line;
 use arbor_log::scan::{read_exact_at, ReadAt};
 
-use super::slot::holds_id;
+use super::slot::{holds_id, Slot};
+
+impl Slot {
+    /// True when the slot's line is longer than [`LONG_LINE`].
+    pub(crate) fn is_long(&self) -> bool {
+        self.src().is_some_and(|(_, len)| len > LONG_LINE)
+    }
+
+    /// The reduced form of the slot's line when it is long (`None` for a
+    /// short line, one that cannot be reduced, or one that is not where
+    /// the index put it).
+    pub(super) fn reduced(&self, src: Option<&dyn ReadAt>) -> Option<Reduced> {
+        let (src, (offset, len)) = (src?, self.src()?);
+        if len <= LONG_LINE {
+            return None;
+        }
+        if self.placed_by_index() && !long_line_is_sound(src, offset.checked_sub(1)?, len + 1, &self.id()) {
+            return None;
+        }
+        let reduced = reduce_line(src, offset, offset + len as u64).ok()??;
+        (reduced.len == len as u64).then_some(reduced)
+    }
+
+    /// Writes the slot's JSON text (with `as_written`, as the line holds
+    /// it) to `out`, a long line copied from the file a block at a time,
+    /// each block checked against what the reduction read; `None` when the
+    /// line is short, held, or cannot be copied so (the caller reads it whole).
+    pub(crate) fn copy_long_text(
+        &self,
+        src: Option<&dyn ReadAt>,
+        as_written: bool,
+        out: &mut dyn Write,
+    ) -> Option<io::Result<()>> {
+        if self.held_json().is_some() || (self.js_only() && !as_written) {
+            return None;
+        }
+        let r = self.reduced(src)?;
+        let text = trim_line(&r.bytes);
+        let lead = (text.as_ptr() as usize).wrapping_sub(r.bytes.as_ptr() as usize);
+        let trail = r.bytes.len() - lead - text.len();
+        let (offset, _) = self.src()?;
+        let copied = copy_line_range(src?, offset, &r, (lead as u64, r.len - trail as u64), out);
+        Some(copied.map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => {
+                io::Error::new(e.kind(), format!("line {} changed on disk since the session was opened", self.line()))
+            }
+            _ => e,
+        }))
+    }
+}
 
 /// [`Slot::indexed_line`]'s check of a long line, read in windows: the
 /// byte before it (at `offset`, the line then `len - 1` bytes) a newline,

@@ -5,6 +5,7 @@
 //! tree hands back for the next question.
 
 use std::fmt;
+use std::io::{self, Write};
 use std::ops::Range;
 
 use arbor_log::scan::ReadAt;
@@ -248,6 +249,37 @@ impl Session {
     /// its header).
     pub fn with_line_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Option<R> {
         self.slot_at(p).map(|s| s.with_text_via(&mut LineCursor::new(self.src()), true, f))
+    }
+
+    /// True when the entry at `p` is on a line longer than
+    /// [`arbor_log::long::LONG_LINE`]: writers copy its text with
+    /// [`Session::write_json_at`] or [`Session::write_line_at`] instead of
+    /// holding it.
+    pub fn is_long_at(&self, p: Position) -> bool {
+        self.slot_at(p).is_some_and(Slot::is_long)
+    }
+
+    /// Writes the JSON text of the entry at `p` (what
+    /// [`Session::with_json_at`] hands over) to `out`. A long line is copied
+    /// from the file a block at a time and never held whole; a block that
+    /// changed on disk since it was checked fails with `InvalidData`, naming
+    /// the line, before any of it is written.
+    pub fn write_json_at(&self, p: Position, out: &mut dyn Write) -> io::Result<()> {
+        self.write_text_at(p, false, out)
+    }
+
+    /// [`Session::write_json_at`] with the text as its line holds it
+    /// ([`Session::with_line_at`]): for copies of the file.
+    pub fn write_line_at(&self, p: Position, out: &mut dyn Write) -> io::Result<()> {
+        self.write_text_at(p, true, out)
+    }
+
+    fn write_text_at(&self, p: Position, as_written: bool, out: &mut dyn Write) -> io::Result<()> {
+        let Some(s) = self.slot_at(p) else { return Ok(()) };
+        if let Some(copied) = s.copy_long_text(self.src(), as_written, out) {
+            return copied;
+        }
+        s.with_text_via(&mut LineCursor::new(self.src()), as_written, |t| out.write_all(t.as_bytes()))
     }
 
     /// Calls `f` with the JSON text of the entry at `p` without keeping the

@@ -10,7 +10,6 @@ use once_cell::race::OnceBox;
 use serde_json::Value;
 
 use arbor_log::idhash::{IdHash, IdMap, IdTable};
-use arbor_log::long::{reduce_line, LONG_LINE};
 use arbor_log::reader::trim_line;
 use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget, ScannedEntry};
 use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
@@ -392,6 +391,11 @@ impl Slot {
         self.flags & JS_ONLY != 0
     }
 
+    /// The JSON text, when it is held.
+    pub(crate) fn held_json(&self) -> Option<&str> {
+        self.odd().and_then(|m| m.json.get()).map(|j| &**j)
+    }
+
     /// Where the line is in the session's source: (offset, length).
     pub(crate) fn src(&self) -> Option<(u64, usize)> {
         if self.flags & PLACED != 0 {
@@ -486,7 +490,7 @@ impl Slot {
             return true;
         }
         match (cursor.src, self.span()) {
-            (Some(src), Some((offset, len))) if len > LONG_LINE => long_line_is_sound(src, offset, len, &self.id()),
+            (Some(src), Some((offset, len))) if self.is_long() => long_line_is_sound(src, offset, len, &self.id()),
             _ => self.line_via(cursor).is_some(),
         }
     }
@@ -498,20 +502,7 @@ impl Slot {
         if self.odd().is_some_and(|m| m.entry.get().is_some()) {
             return None;
         }
-        full_entry(&self.reduced_line(src)?).filter(|e| *self.id() == *e.id).map(|e| *e)
-    }
-
-    /// The reduced form of the slot's line when it is long (`arbor_log::long`).
-    fn reduced_line(&self, src: Option<&dyn ReadAt>) -> Option<Vec<u8>> {
-        let (src, (offset, len)) = (src?, self.src()?);
-        if len <= LONG_LINE {
-            return None;
-        }
-        if self.placed_by_index() && !long_line_is_sound(src, offset.checked_sub(1)?, len + 1, &self.id()) {
-            return None;
-        }
-        let reduced = reduce_line(src, offset, offset + len as u64).ok()??;
-        (reduced.len == len as u64).then_some(reduced.bytes)
+        full_entry(&self.reduced(src)?.bytes).filter(|e| *self.id() == *e.id).map(|e| *e)
     }
 
     fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
@@ -594,7 +585,7 @@ impl Slot {
             return f(j);
         }
         // A reader of previews is handed a long line's reduced form (valid UTF-8: the reducer checked).
-        if let Some(bytes) = cursor.previews.then(|| self.reduced_line(cursor.src)).flatten() {
+        if let Some(bytes) = cursor.previews.then(|| self.reduced(cursor.src)).flatten().map(|r| r.bytes) {
             if let Ok(text) = std::str::from_utf8(trim_line(&bytes)) {
                 return f(text);
             }
