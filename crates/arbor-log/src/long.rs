@@ -298,28 +298,7 @@ impl Reducer {
                     // Copy the bytes outside strings up to the next quote or line end.
                     let rest = &window[i..];
                     let stop = memchr::memchr2(b'"', b'\n', rest).unwrap_or(rest.len());
-                    for &c in &rest[..stop] {
-                        // Not an object (a BOM may come first): read whole, for its diagnostic.
-                        if self.prev == 0 && !c.is_ascii_whitespace() && c != b'{' {
-                            if matches!(c, 0xEF | 0xBB | 0xBF) {
-                                continue;
-                            }
-                            return None;
-                        }
-                        if !c.is_ascii_whitespace() {
-                            if c == b':' && self.last_cut {
-                                return None;
-                            }
-                            if c == b':' {
-                                self.key = Some(std::mem::take(&mut self.last));
-                            } else if c != b'"' {
-                                self.key = None;
-                            }
-                            self.last_cut = false;
-                            self.prev = c;
-                        }
-                    }
-                    self.out.extend_from_slice(&rest[..stop]);
+                    self.outside(&rest[..stop])?;
                     i += stop;
                     if i == window.len() {
                         break;
@@ -381,6 +360,32 @@ impl Reducer {
             }
         }
         Some((window.len(), false))
+    }
+
+    /// Keeps a run of bytes outside strings, following keys and values.
+    fn outside(&mut self, run: &[u8]) -> Option<()> {
+        for &c in run {
+            if c.is_ascii_whitespace() {
+                continue;
+            }
+            // Not an object (a BOM may come first): read whole, for its diagnostic.
+            if self.prev == 0 && c != b'{' {
+                if matches!(c, 0xEF | 0xBB | 0xBF) {
+                    continue;
+                }
+                return None;
+            }
+            match c {
+                // A long key.
+                b':' if self.last_cut => return None,
+                b':' => self.key = Some(std::mem::take(&mut self.last)),
+                _ => self.key = None,
+            }
+            self.last_cut = false;
+            self.prev = c;
+        }
+        self.out.extend_from_slice(run);
+        Some(())
     }
 
     /// A `\u` escape's code unit: surrogates must come in pairs.

@@ -49,9 +49,8 @@ pub(crate) fn lines_starting_in(
     // `buf[..searched]` holds no line end after the current line's start: a
     // line longer than the buffer is searched once, not again at each read.
     let mut searched = 0usize;
-    let mut count = 0usize;
-    // The start of a long line that could not be reduced (held whole).
-    let mut whole = None;
+    // Lines handed over; the start of a long line that could not be reduced (held whole).
+    let (mut count, mut whole) = (0usize, None);
     loop {
         if filled == buf.len() {
             // One line longer than the buffer: grow.
@@ -65,19 +64,14 @@ pub(crate) fn lines_starting_in(
         let mut start = 0usize;
         if skip {
             // The bytes up to the first line start are the end of the range before's last line.
-            match memchr::memchr(b'\n', &buf[..filled]) {
-                Some(i) => {
-                    start = i + 1;
-                    skip = false;
+            let Some(i) = memchr::memchr(b'\n', &buf[..filled]) else {
+                if eof {
+                    return Ok(0);
                 }
-                None if eof => return Ok(0),
-                None => {
-                    base += filled as u64;
-                    filled = 0;
-                    searched = 0;
-                    continue;
-                }
-            }
+                (base, filled, searched) = (base + filled as u64, 0, 0);
+                continue;
+            };
+            (start, skip) = (i + 1, false);
         }
         let scanned_from = start.max(searched);
         for nl in memchr::memchr_iter(b'\n', &buf[scanned_from..filled]) {
@@ -101,24 +95,41 @@ pub(crate) fn lines_starting_in(
             }
             return Ok(count);
         }
-        if filled - start > LONG_LINE && whole != Some(at) {
-            if let Some(r) = reduce_line(src, at, len)? {
-                let n = usize::try_from(r.len).unwrap_or(usize::MAX);
-                line(&r.bytes, at, n);
-                count += 1;
-                // On after the line, with an empty buffer.
-                base = at + r.len;
-                pos = base;
-                filled = 0;
-                searched = 0;
+        if filled - start > LONG_LINE {
+            if let Some(next) = hand_reduced(src, (at, len), &mut whole, line)? {
+                count += 1; // On after the line, with an empty buffer.
+                (base, pos, filled, searched) = (next, next, 0, 0);
                 continue;
             }
-            whole = Some(at);
         }
         buf.copy_within(start..filled, 0);
         filled -= start;
         searched = filled;
         base = at;
+    }
+}
+
+/// Hands the long line at `at` to `line` reduced, unless it is the one at
+/// `whole` (it could not be): the offset after it, or `None` when it could
+/// not be reduced (`whole` then says so, and the caller holds it whole).
+fn hand_reduced(
+    src: &dyn ReadAt,
+    (at, len): (u64, u64),
+    whole: &mut Option<u64>,
+    line: &mut dyn FnMut(&[u8], u64, usize),
+) -> io::Result<Option<u64>> {
+    if *whole == Some(at) {
+        return Ok(None);
+    }
+    match reduce_line(src, at, len)? {
+        Some(r) => {
+            line(&r.bytes, at, usize::try_from(r.len).unwrap_or(usize::MAX));
+            Ok(Some(at + r.len))
+        }
+        None => {
+            *whole = Some(at);
+            Ok(None)
+        }
     }
 }
 
