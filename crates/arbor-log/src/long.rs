@@ -71,6 +71,9 @@ pub struct LongString {
     pub at: u64,
     /// Length in bytes of the JSON string, both quotes included.
     pub len: u64,
+    /// Where its preview is in the reduced line: the opening quote's
+    /// position, and its length, both quotes included.
+    pub kept: (usize, usize),
 }
 
 /// A line read in windows, with its long strings cut.
@@ -85,6 +88,25 @@ pub struct Reduced {
     /// A hash of each [`BLOCK`] bytes of the line, from its start (what
     /// [`copy_line_range`] checks the bytes it copies against).
     pub blocks: Vec<u64>,
+}
+
+impl Reduced {
+    /// The offset in the line (from its start) of position `pos` of the
+    /// reduced line; `None` inside a cut string (its quotes are outside).
+    pub fn line_offset(&self, pos: usize) -> Option<u64> {
+        let mut shift = 0u64;
+        for s in &self.strings {
+            let (at, kept) = s.kept;
+            if pos <= at {
+                break;
+            }
+            if pos < at + kept {
+                return None;
+            }
+            shift += s.len - kept as u64;
+        }
+        Some(pos as u64 + shift)
+    }
 }
 
 /// Bytes of a line per hash of [`Reduced::blocks`].
@@ -440,7 +462,8 @@ impl Reducer {
             if self.key.as_deref().is_some_and(|k| KEPT.contains(&k)) {
                 return None;
             }
-            self.strings.push(LongString { at: self.open.1, len: quote + 1 - self.open.1 });
+            let kept = (self.open.0, self.out.len() + 1 - self.open.0);
+            self.strings.push(LongString { at: self.open.1, len: quote + 1 - self.open.1, kept });
         } else {
             let text = &self.out[self.open.0 + 1..];
             if text.len() <= 64 {
@@ -544,6 +567,11 @@ mod tests {
         assert!(r.bytes.len() < HEAD.len() + PREVIEW + TAIL.len() + 1, "{} bytes kept", r.bytes.len());
         assert_eq!(r.strings.len(), 1);
         let s = r.strings[0];
+        assert_eq!(r.line_offset(0), Some(0));
+        assert_eq!(r.line_offset(s.kept.0), Some(s.at - at));
+        assert_eq!(r.line_offset(s.kept.0 + 1), None);
+        assert_eq!(r.line_offset(s.kept.0 + s.kept.1), Some(s.at - at + s.len));
+        assert_eq!(r.line_offset(r.bytes.len()), Some(r.len));
         assert_eq!(s.at, at + HEAD.len() as u64 - 1);
         assert_eq!(s.len, body.len() as u64 + 2);
         assert_eq!(&f[s.at as usize], &b'"');

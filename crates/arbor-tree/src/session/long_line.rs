@@ -32,6 +32,56 @@ impl Slot {
         (reduced.len == len as u64).then_some(reduced)
     }
 
+    /// Copies a part of the slot's long line: `pick` is handed the line's
+    /// reduced JSON text and gives a range of it, whose bytes in the file
+    /// are first read in windows (each with the 64 bytes before it) by
+    /// `refuse`, then copied to `out` a block at a time (see
+    /// [`Slot::copy_long_text`]). `Ok(false)`, with nothing written, when the
+    /// line is short or cannot be reduced, `pick` gives nothing or cuts a
+    /// string, or `refuse` says so.
+    pub(crate) fn copy_long_part(
+        &self,
+        src: Option<&dyn ReadAt>,
+        pick: impl FnOnce(&str) -> Option<std::ops::Range<usize>>,
+        refuse: impl Fn(&[u8]) -> bool,
+        out: &mut dyn Write,
+    ) -> io::Result<bool> {
+        if self.held_json().is_some() || self.js_only() {
+            return Ok(false);
+        }
+        let (Some(src), Some(r)) = (src, self.reduced(src)) else { return Ok(false) };
+        let Ok(text) = std::str::from_utf8(&r.bytes) else { return Ok(false) };
+        let Some(range) = pick(text) else { return Ok(false) };
+        let (Some(from), Some(to)) = (r.line_offset(range.start), r.line_offset(range.end)) else { return Ok(false) };
+        let Some((offset, _)) = self.src() else { return Ok(false) };
+        // The part's bytes as the file holds them, read for `refuse` a window at a time.
+        let mut at = from;
+        while at < to {
+            let back = (at - from).min(64);
+            let want = usize::try_from((to - at).min(4 << 20)).unwrap_or(4 << 20);
+            let window = read_exact_at(src, offset + at - back, want + back as usize)?;
+            if window.len() != want + back as usize {
+                return Err(self.changed_error());
+            }
+            if refuse(&window) {
+                return Ok(false);
+            }
+            at += want as u64;
+        }
+        copy_line_range(src, offset, &r, (from, to), out).map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => self.changed_error(),
+            _ => e,
+        })?;
+        Ok(true)
+    }
+
+    fn changed_error(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("line {} changed on disk since the session was opened", self.line()),
+        )
+    }
+
     /// Writes the slot's JSON text (with `as_written`, as the line holds
     /// it) to `out`, a long line copied from the file a block at a time,
     /// each block checked against what the reduction read; `None` when the
@@ -52,9 +102,7 @@ impl Slot {
         let (offset, _) = self.src()?;
         let copied = copy_line_range(src?, offset, &r, (lead as u64, r.len - trail as u64), out);
         Some(copied.map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData => {
-                io::Error::new(e.kind(), format!("line {} changed on disk since the session was opened", self.line()))
-            }
+            io::ErrorKind::InvalidData => self.changed_error(),
             _ => e,
         }))
     }

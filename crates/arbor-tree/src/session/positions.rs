@@ -274,6 +274,28 @@ impl Session {
         self.write_text_at(p, true, out)
     }
 
+    /// For an entry on a long line ([`Session::is_long_at`]): copies the
+    /// part of its JSON text that `pick` gives a range of in the line's
+    /// reduced text (every long string cut to a preview:
+    /// `arbor_log::long`), from the file, never holding it. The part's bytes
+    /// are read first, in windows with the 64 bytes before each, by
+    /// `refuse`. `Ok(false)`, nothing written, when the entry's line is
+    /// short or cannot be reduced, `pick` gives nothing or a range that
+    /// starts or ends inside a cut string, or `refuse` says no: the caller
+    /// writes the part some other way.
+    pub fn write_long_part_at(
+        &self,
+        p: Position,
+        pick: impl FnOnce(&str) -> Option<Range<usize>>,
+        refuse: impl Fn(&[u8]) -> bool,
+        out: &mut dyn Write,
+    ) -> io::Result<bool> {
+        match self.slot_at(p) {
+            Some(s) => s.copy_long_part(self.src(), pick, refuse, out),
+            None => Ok(false),
+        }
+    }
+
     fn write_text_at(&self, p: Position, as_written: bool, out: &mut dyn Write) -> io::Result<()> {
         let Some(s) = self.slot_at(p) else { return Ok(()) };
         if let Some(copied) = s.copy_long_text(self.src(), as_written, out) {

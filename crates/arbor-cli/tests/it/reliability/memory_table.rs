@@ -59,7 +59,7 @@ const ROWS: [Row; 20] = [
     row(&["path", "FILE"]),
     row(&["path", "FILE", "--json"]),
     wide(&["context", "FILE"]),
-    wide(&["context", "FILE", "--json"]),
+    row(&["context", "FILE", "--json"]),
     wide(&["context", "FILE", "--json", "--llm"]),
     row(&["dump", "FILE"]),
     row(&["dump", "FILE", "--json"]),
