@@ -11,13 +11,13 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::gen::{self, GenOptions, Shape, GEN_VERSION};
-use crate::rusage::{run_measured, Run};
+use crate::bench_targets::{CONTEXT, PYTHON, TREE, TREE_TEXT};
+use crate::gen::{GenOptions, Shape};
+use crate::measure::{bench_command, cached_session, kib_to_mb, secs, BenchCmd, Measured, MB};
 
 /// The per-line parse loop of the python yardstick (blank lines skipped, as pi does).
 const PYTHON_LOOP: &str = "
@@ -30,11 +30,6 @@ with open(sys.argv[1], 'rb') as f:
             n += 1
 print(n)
 ";
-
-const MB: f64 = 1_000_000.0;
-
-/// Label of the python yardstick row.
-pub(crate) const PYTHON: &str = "python3 json.loads";
 
 #[derive(Debug)]
 struct Opts {
@@ -146,113 +141,6 @@ fn parse_opts(args: &[String]) -> Result<Opts> {
         bail!("--runs must be at least 1");
     }
     Ok(o)
-}
-
-/// One row of the table: a command line to run `runs` times.
-#[derive(Debug, Clone)]
-pub struct BenchCmd {
-    pub label: String,
-    pub argv: Vec<OsString>,
-    /// Capture stdout (for commands that report numbers); otherwise it goes to /dev/null.
-    pub capture_stdout: bool,
-    /// Extra environment variables for the command.
-    pub env: Vec<(String, String)>,
-    /// The highest exit code that still counts as success (`arbor check` exits 1 or 2 on findings).
-    pub max_exit: i32,
-}
-
-impl BenchCmd {
-    pub fn new<I, S>(label: &str, argv: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<OsString>,
-    {
-        BenchCmd {
-            label: label.to_owned(),
-            argv: argv.into_iter().map(Into::into).collect(),
-            capture_stdout: false,
-            env: Vec::new(),
-            max_exit: 0,
-        }
-    }
-
-    pub fn exiting_up_to(mut self, code: i32) -> Self {
-        self.max_exit = code;
-        self
-    }
-
-    pub fn capturing(mut self) -> Self {
-        self.capture_stdout = true;
-        self
-    }
-
-    pub fn with_env(mut self, key: &str, value: &str) -> Self {
-        self.env.push((key.to_owned(), value.to_owned()));
-        self
-    }
-}
-
-/// All runs of one command.
-#[derive(Debug)]
-pub struct Measured {
-    pub cmd: BenchCmd,
-    pub runs: Vec<Run>,
-}
-
-impl Measured {
-    pub fn median(&self) -> Duration {
-        let mut t: Vec<Duration> = self.runs.iter().map(|r| r.wall).collect();
-        t.sort();
-        median(&t)
-    }
-
-    pub fn peak_rss_kib(&self) -> u64 {
-        self.runs.iter().map(|r| r.max_rss_kib).max().unwrap_or(0)
-    }
-
-    fn last_stdout(&self) -> &[u8] {
-        self.runs.last().map_or(&[][..], |r| &r.stdout)
-    }
-}
-
-fn median(sorted: &[Duration]) -> Duration {
-    match sorted.len() {
-        0 => Duration::ZERO,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
-    }
-}
-
-/// Runs `cmd` `runs` times from `dir`, failing if any run fails.
-pub fn bench_command(dir: &Path, cmd: &BenchCmd, runs: usize) -> Result<Measured> {
-    let Some((program, args)) = cmd.argv.split_first() else { bail!("{}: empty command line", cmd.label) };
-    let mut out = Vec::with_capacity(runs);
-    for i in 0..runs {
-        let mut c = Command::new(program);
-        c.args(args).current_dir(dir).envs(cmd.env.iter().map(|(k, v)| (k, v)));
-        let run = run_measured(&mut c, cmd.capture_stdout).with_context(|| format!("running {}", cmd.label))?;
-        if !run.status.code().is_some_and(|c| (0..=cmd.max_exit).contains(&c)) {
-            bail!("{} failed ({})", cmd.label, run.status);
-        }
-        eprintln!(
-            "  {} run {}/{}: {:.3} s, {:.1} MB peak",
-            cmd.label,
-            i + 1,
-            runs,
-            secs(run.wall),
-            kib_to_mb(run.max_rss_kib)
-        );
-        out.push(run);
-    }
-    Ok(Measured { cmd: cmd.clone(), runs: out })
-}
-
-pub(crate) fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
-}
-
-pub(crate) fn kib_to_mb(kib: u64) -> f64 {
-    kib as f64 * 1024.0 / MB
 }
 
 /// Builds the release `arbor` binary and returns its path.
@@ -494,11 +382,8 @@ struct Bins {
 /// Labels of the built-in arbor rows.
 const SCAN: &str = "arbor-log scan (light)";
 const FULL_SCAN: &str = "arbor-log scan (full decode)";
-pub(crate) const CONTEXT: &str = "arbor context --json (scan)";
-pub(crate) const TREE: &str = "arbor tree --json (scan)";
 const CONTEXT_INDEXED: &str = "arbor context --json (index)";
 const TREE_INDEXED: &str = "arbor tree --json (index)";
-pub(crate) const TREE_TEXT: &str = "arbor tree (text, index)";
 const CONTEXT_TEXT: &str = "arbor context (text, index)";
 const CHECK: &str = "arbor check";
 const REPAIR: &str = "arbor repair (dry run)";
@@ -565,21 +450,6 @@ fn rows(bins: &Bins, file: &Path, bytes: u64, opts: &Opts) -> Result<Vec<BenchCm
 
 fn have_python() -> bool {
     Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success())
-}
-
-/// The generated session for `opts` under `target/bench-data/`, generating it if missing.
-pub fn cached_session(target: &Path, opts: GenOptions) -> Result<PathBuf> {
-    let dir = target.join("bench-data");
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path =
-        dir.join(format!("session-{}-{}-seed{}-gen{GEN_VERSION}.jsonl", opts.shape.name(), opts.entries, opts.seed));
-    if path.is_file() {
-        eprintln!("== using cached {}", path.display());
-    } else {
-        eprintln!("== generating {} ({} entries, {} shape)", path.display(), opts.entries, opts.shape.name());
-        gen::write_file(&path, opts)?;
-    }
-    Ok(path)
 }
 
 fn report(file: &Path, file_bytes: u64, generated: Option<usize>, opts: &Opts, results: &[Measured]) {
@@ -764,14 +634,6 @@ fn report_summary_table(all: &[(PathBuf, u64, Vec<Measured>)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even() {
-        let d = |ms| Duration::from_millis(ms);
-        assert_eq!(median(&[d(1), d(5), d(9)]), d(5));
-        assert_eq!(median(&[d(1), d(3)]), d(2));
-        assert_eq!(median(&[]), Duration::ZERO);
-    }
 
     #[test]
     fn options() {

@@ -16,8 +16,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::bench::{bench_command, cached_session, BenchCmd, Measured};
 use crate::gen::{GenOptions, Shape};
+use crate::measure::{bench_command, cached_session, BenchCmd, Measured};
 
 /// The small session's size: a long chat, well over the size that gets an index.
 const SMALL: usize = 1_000;

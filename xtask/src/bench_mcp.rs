@@ -21,7 +21,8 @@ const SEARCH_MS: f64 = 200.0;
 
 pub fn run(arbor: &Path, target: &Path, seed: u64, runs: usize) -> Result<()> {
     let python = crate::mcp_clients::ensure_py_mcp()?;
-    let session = crate::bench::cached_session(target, GenOptions { entries: 100_000, seed, shape: Shape::Realistic })?;
+    let session =
+        crate::measure::cached_session(target, GenOptions { entries: 100_000, seed, shape: Shape::Realistic })?;
     let store = target.join(format!("bench-data/mcp-store-1000-seed{seed}"));
     if !store.is_dir() {
         eprintln!("== writing a 1,000-session store into {}", store.display());

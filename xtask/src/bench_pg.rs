@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::bench::{bench_command, BenchCmd, Measured};
 use crate::gen::{GenOptions, Shape};
+use crate::measure::{bench_command, BenchCmd, Measured};
 use crate::store::{self, Sizes};
 
 /// What `--pg` was asked for.
@@ -127,10 +127,12 @@ pub fn run(root: &Path, target: &Path, o: &PgOpts) -> Result<()> {
     eprintln!("== PostgreSQL {} at {}", cluster.server_version(), cluster.url);
 
     let small =
-        crate::bench::cached_session(target, GenOptions { entries: 10_000, seed: o.seed, shape: Shape::Realistic })?;
+        crate::measure::cached_session(target, GenOptions { entries: 10_000, seed: o.seed, shape: Shape::Realistic })?;
     let appends = durable_appends(&cluster, &append, &pg_append, &small)?;
-    let big =
-        crate::bench::cached_session(target, GenOptions { entries: o.entries, seed: o.seed, shape: Shape::Realistic })?;
+    let big = crate::measure::cached_session(
+        target,
+        GenOptions { entries: o.entries, seed: o.seed, shape: Shape::Realistic },
+    )?;
     let open = open_and_context(root, &cluster, &arbor, &big, &work, o.runs)?;
     let reads = reads(root, &cluster, &arbor, &big, &work, o.runs)?;
     let push = push_and_pull(root, &cluster, &arbor, &work, o)?;
@@ -159,7 +161,7 @@ pub fn run(root: &Path, target: &Path, o: &PgOpts) -> Result<()> {
     for r in &reads {
         let (f, s) = (&r.file, &r.server);
         let (ft, st) = (f.median().as_secs_f64(), s.median().as_secs_f64());
-        let (fm, sm) = (crate::bench::kib_to_mb(f.peak_rss_kib()), crate::bench::kib_to_mb(s.peak_rss_kib()));
+        let (fm, sm) = (crate::measure::kib_to_mb(f.peak_rss_kib()), crate::measure::kib_to_mb(s.peak_rss_kib()));
         let met = st <= r.time_limit(ft) && r.rss_limit.is_none_or(|l| sm <= l);
         println!(
             "| {} | {ft:.3} s, {fm:.0} MB | {st:.3} s, {sm:.0} MB | {} | {} |",

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::bench::{bench_command, BenchCmd, Measured};
+use crate::measure::{bench_command, BenchCmd, Measured};
 use crate::store;
 
 /// A common word (in nearly every session) and a phrase.

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::bench::{bench_command, BenchCmd, Measured};
 use crate::bench_search;
+use crate::measure::{bench_command, BenchCmd, Measured};
 use crate::store::{self, Sizes, STORE_VERSION};
 
 /// What `--store` was asked for.

@@ -11,7 +11,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::bench::{secs, BenchCmd, Measured, CONTEXT, PYTHON, TREE, TREE_TEXT};
+use crate::measure::{secs, BenchCmd, Measured};
+
+/// Row names of the file bench that the targets read.
+/// Label of the python yardstick row.
+pub(crate) const PYTHON: &str = "python3 json.loads";
+pub(crate) const CONTEXT: &str = "arbor context --json (scan)";
+pub(crate) const TREE: &str = "arbor tree --json (scan)";
+pub(crate) const TREE_TEXT: &str = "arbor tree (text, index)";
 
 /// pi's row: its process, opening a copy of the session and building the context at its leaf.
 pub const PI: &str = "pi SessionManager.open + buildSessionContext";
@@ -92,7 +99,7 @@ pub fn report(file_bytes: u64, entries: Option<usize>, results: &[Measured]) {
         println!("target 2: {CONTEXT} in <= 0.10x the python loop: {r:.3}x ({verdict})");
     }
     if let Some(m) = find(TREE_TEXT) {
-        let rss = crate::bench::kib_to_mb(m.peak_rss_kib());
+        let rss = crate::measure::kib_to_mb(m.peak_rss_kib());
         let r = rss / file_mb.max(f64::MIN_POSITIVE);
         let verdict = judged(million, r <= 0.1);
         println!("target 3: {TREE_TEXT} streams, peak RSS <= 0.1x the file: {rss:.0} MB = {r:.3}x ({verdict})");

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::bench::{bench_command, BenchCmd, Measured};
+use crate::measure::{bench_command, BenchCmd, Measured};
 
 /// Runs the selector's and the chat's benches on `file` with the `arbor`
 /// binary; `cache` is the index directory.
@@ -218,7 +218,7 @@ fn summary(out: &[u8]) -> Result<Option<String>> {
 pub fn session(target: &Path, file: Option<&PathBuf>, entries: usize, seed: u64) -> Result<PathBuf> {
     match file {
         Some(f) => Ok(f.clone()),
-        None => crate::bench::cached_session(
+        None => crate::measure::cached_session(
             target,
             crate::gen::GenOptions { entries, seed, shape: crate::gen::Shape::Realistic },
         ),

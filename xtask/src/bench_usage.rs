@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::bench::{bench_command, BenchCmd, Measured};
 use crate::bench_store::{cached_store, warm, StoreOpts};
+use crate::measure::{bench_command, BenchCmd, Measured};
 use crate::store;
 
 /// The targets of issue 36.

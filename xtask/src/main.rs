@@ -23,6 +23,7 @@ mod ccusage;
 mod fuzz;
 mod gen;
 mod mcp_clients;
+mod measure;
 mod npm;
 mod pi;
 mod pi_diff;

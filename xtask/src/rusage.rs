@@ -1,14 +1,15 @@
 //! Running a child process and reading its wall time and peak resident set size.
 //!
-//! The peak RSS comes from `wait4`'s `rusage.ru_maxrss`, which the kernel
-//! keeps for the child itself (not our own process), so every run is measured
-//! on its own. This is the one place in xtask with `unsafe`.
-#![allow(unsafe_code)]
+//! The peak RSS comes from `wait4`'s `rusage.ru_maxrss` (through the `wait4`
+//! crate's safe wrapper), which the kernel keeps for the child itself (not our
+//! own process), so every run is measured on its own.
 
 use std::io::{self, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use wait4::Wait4;
 
 /// How one run of a command went.
 #[derive(Debug)]
@@ -36,7 +37,7 @@ pub fn run_measured(cmd: &mut Command, capture_stdout: bool) -> io::Result<Run> 
             out.read_to_end(&mut buf).map(|_| buf)
         })
     });
-    let (status, max_rss_kib, cpu) = wait_with_rusage(&mut child)?;
+    let (status, max_rss_kib, cpu) = wait_with_rusage(child)?;
     let wall = start.elapsed();
     let stdout = match reader {
         Some(handle) => handle.join().map_err(|_| io::Error::other("stdout reader panicked"))??,
@@ -45,39 +46,12 @@ pub fn run_measured(cmd: &mut Command, capture_stdout: bool) -> io::Result<Run> 
     Ok(Run { status, wall, max_rss_kib, cpu, stdout })
 }
 
-#[cfg(unix)]
-fn wait_with_rusage(child: &mut Child) -> io::Result<(ExitStatus, u64, Duration)> {
-    use std::os::unix::process::ExitStatusExt;
-    let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;
-    let mut status: libc::c_int = 0;
-    // SAFETY: `rusage` is a plain C struct for which all-zero bytes are valid.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: both pointers are to live, exclusively borrowed locals of the
-        // right types; `pid` is our own unreaped child, so we reap exactly it.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            break;
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-    let max_rss = u64::try_from(usage.ru_maxrss).unwrap_or(0);
-    // Linux and the BSDs report KiB; macOS reports bytes.
-    let max_rss_kib = if cfg!(target_os = "macos") { max_rss / 1024 } else { max_rss };
-    let time = |t: libc::timeval| {
-        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
-            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
-    };
-    let cpu = time(usage.ru_utime) + time(usage.ru_stime);
-    Ok((ExitStatus::from_raw(status), max_rss_kib, cpu))
-}
-
-#[cfg(not(unix))]
-fn wait_with_rusage(child: &mut Child) -> io::Result<(ExitStatus, u64, Duration)> {
-    Ok((child.wait()?, 0, Duration::ZERO))
+/// Waits for `child` and reads what `wait4` says it used (peak RSS and CPU
+/// time are zero where the platform does not say).
+fn wait_with_rusage(child: Child) -> io::Result<(ExitStatus, u64, Duration)> {
+    let used = child.wait4()?;
+    let cpu = used.rusage.utime + used.rusage.stime;
+    Ok((used.status, used.rusage.maxrss / 1024, cpu))
 }
 
 #[cfg(test)]

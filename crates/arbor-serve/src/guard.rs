@@ -5,6 +5,7 @@
 //! cached, sniffed, framed or followed by a referrer.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -13,7 +14,17 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use crate::error::{Refusal, ServeError};
-use crate::server::Shared;
+
+/// Whether the pages may change sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Writes {
+    /// Every write is refused (403): the default.
+    #[default]
+    Refused,
+    /// Labels and session names can be edited from the page, each through
+    /// the session's write lock.
+    Allowed,
+}
 
 /// The token's random bytes.
 const TOKEN_BYTES: usize = 32;
@@ -30,6 +41,8 @@ pub(crate) struct Guard {
     cookie: String,
     /// `http://HOST:PORT`, as the URL to open names the server.
     base: String,
+    /// Whether requests that write may pass.
+    writes: Writes,
 }
 
 fn with_port(host: &str, port: u16) -> String {
@@ -38,7 +51,7 @@ fn with_port(host: &str, port: u16) -> String {
 
 impl Guard {
     /// The guard of a server listening on `addr`.
-    pub(crate) fn new(addr: SocketAddr) -> Result<Guard, ServeError> {
+    pub(crate) fn new(addr: SocketAddr, writes: Writes) -> Result<Guard, ServeError> {
         let ip = addr.ip();
         let shown = match ip {
             std::net::IpAddr::V6(v6) => format!("[{v6}]"),
@@ -56,7 +69,7 @@ impl Guard {
         } else {
             (Some(vec![with_port(&shown, port)]), Some(new_token()?), format!("http://{}", with_port(&shown, port)))
         };
-        Ok(Guard { hosts, token, cookie: format!("arbor-token-{port}"), base })
+        Ok(Guard { hosts, token, cookie: format!("arbor-token-{port}"), base, writes })
     }
 
     pub(crate) fn token(&self) -> Option<&str> {
@@ -119,8 +132,8 @@ fn split_token(query: &str) -> (Option<&str>, String) {
 
 /// The middleware: refuses what the guard does not let through, and marks
 /// every answer.
-pub(crate) async fn check(State(state): State<Shared>, req: Request, next: Next) -> Response {
-    let mut response = match admit(&state, &req) {
+pub(crate) async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    let mut response = match admit(&guard, &req) {
         None => next.run(req).await,
         Some(answer) => answer,
     };
@@ -137,8 +150,7 @@ pub(crate) async fn check(State(state): State<Shared>, req: Request, next: Next)
 
 /// `None`: let the request through; `Some(r)`: answer `r` instead (a
 /// refusal, or the first URL's redirect).
-fn admit(state: &Shared, req: &Request) -> Option<Response> {
-    let guard = &state.guard;
+fn admit(guard: &Guard, req: &Request) -> Option<Response> {
     let headers = req.headers();
     if !guard.host_ok(headers) {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("(none)");
@@ -166,7 +178,7 @@ fn admit(state: &Shared, req: &Request) -> Option<Response> {
         }
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        if state.options.writes != crate::Writes::Allowed {
+        if guard.writes != Writes::Allowed {
             let text = "this server is read-only: start it with `arbor serve --allow-writes` to edit labels and names";
             return Some(Refusal::new(StatusCode::FORBIDDEN, text).into_response());
         }
@@ -221,7 +233,7 @@ mod tests {
 
     #[test]
     fn loopback_answers_its_own_host_only_and_needs_no_token() {
-        let g = Guard::new("127.0.0.1:4280".parse().unwrap()).unwrap();
+        let g = Guard::new("127.0.0.1:4280".parse().unwrap(), Writes::Refused).unwrap();
         assert!(g.token().is_none());
         assert!(g.host_ok(&headers(&[("host", "127.0.0.1:4280")])));
         assert!(g.host_ok(&headers(&[("host", "LOCALHOST:4280")])));
@@ -234,10 +246,14 @@ mod tests {
 
     #[test]
     fn off_loopback_a_token_is_made_and_carried_by_header_or_cookie() {
-        let g = Guard::new("0.0.0.0:5000".parse().unwrap()).unwrap();
+        let g = Guard::new("0.0.0.0:5000".parse().unwrap(), Writes::Refused).unwrap();
         let t = g.token().unwrap().to_owned();
         assert_eq!(t.len(), 2 * TOKEN_BYTES);
-        assert_ne!(Guard::new("0.0.0.0:5000".parse().unwrap()).unwrap().token().unwrap(), t, "a new token each time");
+        assert_ne!(
+            Guard::new("0.0.0.0:5000".parse().unwrap(), Writes::Refused).unwrap().token().unwrap(),
+            t,
+            "a new token each time"
+        );
         assert!(g.carried(&headers(&[("authorization", &format!("Bearer {t}"))])));
         assert!(g.carried(&headers(&[("cookie", &format!("a=b; arbor-token-5000={t}"))])));
         assert!(!g.carried(&headers(&[("cookie", &format!("arbor-token-5001={t}"))])), "another port's cookie");
@@ -248,14 +264,14 @@ mod tests {
 
     #[test]
     fn one_other_address_answers_that_address_only_and_every_interface_any_host() {
-        let g = Guard::new("192.0.2.7:4280".parse().unwrap()).unwrap();
+        let g = Guard::new("192.0.2.7:4280".parse().unwrap(), Writes::Refused).unwrap();
         assert!(g.token().is_some());
         assert!(g.host_ok(&headers(&[("host", "192.0.2.7:4280")])));
         assert!(!g.host_ok(&headers(&[("host", "evil.example:4280")])));
         assert_eq!(g.base_url(), "http://192.0.2.7:4280");
-        let v6 = Guard::new("[::1]:4280".parse().unwrap()).unwrap();
+        let v6 = Guard::new("[::1]:4280".parse().unwrap(), Writes::Refused).unwrap();
         assert!(v6.token().is_none() && v6.host_ok(&headers(&[("host", "[::1]:4280")])));
-        let any = Guard::new("[::]:4280".parse().unwrap()).unwrap();
+        let any = Guard::new("[::]:4280".parse().unwrap(), Writes::Refused).unwrap();
         assert!(any.token().is_some() && any.host_ok(&headers(&[("host", "box.lan:4280")])));
         assert_eq!(any.base_url(), "http://[::1]:4280");
     }

@@ -52,8 +52,11 @@ mod list;
 mod live;
 mod page;
 mod server;
+mod state;
 mod usage;
 mod write;
 
 pub use error::ServeError;
-pub use server::{ServeOptions, Server, Writes};
+pub use guard::Writes;
+pub use server::Server;
+pub use state::ServeOptions;

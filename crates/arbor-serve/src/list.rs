@@ -25,7 +25,7 @@ use arbor_tree::SessionListInfo;
 
 use crate::error::Refusal;
 use crate::page::key_of;
-use crate::server::Shared;
+use crate::state::Shared;
 
 const HTML: &str = include_str!("assets/list.html");
 const JS: &str = include_str!("assets/list.js");

@@ -27,7 +27,7 @@ use arbor_tree::{OpenMode, Position, Session};
 
 use crate::error::Refusal;
 use crate::page::locate;
-use crate::server::Shared;
+use crate::state::Shared;
 
 /// How long a follower waits before it looks whether its page is still there.
 const WAIT: Duration = Duration::from_millis(250);

@@ -20,7 +20,7 @@ use arbor_tree::sessions::{check_component, ListRequest, NoProgress, Scope, Sess
 use arbor_tree::{OpenMode, Session};
 
 use crate::error::Refusal;
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::Writes;
 
 const SERVE_JS: &str = include_str!("assets/serve.js");

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -10,74 +10,17 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-use arbor_interop::HtmlOptions;
 use arbor_tree::sessions::Sessions;
-use arbor_tree::SessionOptions;
+use arbor_usage::Cache;
 
 use crate::error::ServeError;
 use crate::guard::Guard;
-
-/// Whether the pages may change sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Writes {
-    /// Every write is refused (403): the default.
-    #[default]
-    Refused,
-    /// Labels and session names can be edited from the page, each through
-    /// the session's write lock.
-    Allowed,
-}
-
-/// How to serve.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ServeOptions {
-    /// Where to listen (port 0: any free port). Any address but a loopback
-    /// one needs the token.
-    pub addr: SocketAddr,
-    /// Whether pages may write.
-    pub writes: Writes,
-    /// How sessions are opened (the backend's store and root; the caller's
-    /// index cache and ids).
-    pub session_options: SessionOptions,
-    /// How pages are drawn (paths shown, outputs cut).
-    pub html: HtmlOptions,
-}
-
-impl ServeOptions {
-    /// Read-only, on `addr`, opening sessions with `session_options`, pages as
-    /// [`HtmlOptions::default`] draws them.
-    pub fn new(addr: SocketAddr, session_options: SessionOptions) -> ServeOptions {
-        ServeOptions { addr, writes: Writes::Refused, session_options, html: HtmlOptions::default() }
-    }
-
-    /// With `writes`.
-    pub fn writes(mut self, writes: Writes) -> ServeOptions {
-        self.writes = writes;
-        self
-    }
-}
+use crate::state::{ServeOptions, Shared, State};
 
 /// Request bodies larger than this are refused (a label or a name is small).
 pub(crate) const BODY_MAX: usize = 16 * 1024;
 /// Sessions followed at once (one thread each); more are refused (503).
 const FOLLOWERS_MAX: usize = 64;
-
-/// What every request shares.
-#[derive(Debug)]
-pub(crate) struct State {
-    pub sessions: Arc<dyn Sessions>,
-    pub options: ServeOptions,
-    pub guard: Guard,
-    /// Bumped when the listing changes (while someone watches it).
-    pub changes: watch::Sender<u64>,
-    /// Permits for sessions followed at once.
-    pub followers: Arc<Semaphore>,
-    /// The usage view's sessions as last read.
-    pub usage: crate::usage::UsageCache,
-}
-
-pub(crate) type Shared = Arc<State>;
 
 /// A bound server: [`Server::url`] to open, [`Server::run`] to answer.
 #[derive(Debug)]
@@ -93,10 +36,10 @@ impl Server {
         let listener =
             TcpListener::bind(options.addr).await.map_err(|source| ServeError::Bind { addr: options.addr, source })?;
         let addr = listener.local_addr()?;
-        let guard = Guard::new(addr)?;
+        let guard = Arc::new(Guard::new(addr, options.writes)?);
         let (changes, _) = watch::channel(0);
         let followers = Arc::new(Semaphore::new(FOLLOWERS_MAX));
-        let usage = crate::usage::UsageCache::default();
+        let usage = Mutex::new(Cache::in_memory());
         let state = Arc::new(State { sessions, options, guard, changes, followers, usage });
         Ok(Server { listener, state, addr })
     }
@@ -152,6 +95,6 @@ fn routes(state: Shared) -> Router {
         .route("/s/{dir}/{file}/label", post(crate::write::label))
         .route("/s/{dir}/{file}/name", post(crate::write::name))
         .layer(DefaultBodyLimit::max(BODY_MAX))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::guard::check))
+        .layer(axum::middleware::from_fn_with_state(state.guard.clone(), crate::guard::check))
         .with_state(state)
 }

@@ -5,14 +5,13 @@
 //!
 //! The sessions are the backend's listing (local files or a `--store`
 //! server, through the same [`Sessions`] seam), read by `arbor-usage` with
-//! the backend's options; what was read is kept in memory ([`Cache`]) so
+//! the backend's options; what was read is kept in memory ([`arbor_usage::Cache`]) so
 //! that a file whose stamp did not change is not read again. The view is
 //! drawn on the server (inline SVG, no script), so its CSP allows no script.
 //!
 //! [`Sessions`]: arbor_tree::sessions::Sessions
 
 use std::fmt::Write as _;
-use std::sync::Mutex;
 
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -26,26 +25,15 @@ use arbor_tree::sessions::{ListRequest, NoProgress, Scope};
 use arbor_usage::jiff::civil::Weekday;
 use arbor_usage::jiff::tz::TimeZone;
 use arbor_usage::{
-    dollars, parse_date, report, scan, short_count, zone, Agent, Amount, Cache, Grouping, Report, ReportOptions,
-    ScanOptions, Source, Usage,
+    dollars, parse_date, report, scan, short_count, zone, Agent, Amount, Grouping, Report, ReportOptions, ScanOptions,
+    Source, Usage,
 };
 
 use crate::error::Refusal;
-use crate::server::Shared;
+use crate::state::Shared;
 
 const CSS: &str = include_str!("assets/list.css");
 const USAGE_CSS: &str = include_str!("assets/usage.css");
-
-/// What the usage view and endpoint keep between requests: the sessions as
-/// last read, by file stamp.
-#[derive(Debug)]
-pub(crate) struct UsageCache(Mutex<Cache>);
-
-impl Default for UsageCache {
-    fn default() -> Self {
-        UsageCache(Mutex::new(Cache::in_memory()))
-    }
-}
 
 /// `?report=&since=&until=&cwd=&tz=&weekStarts=&explain=`, as `arbor usage` takes them.
 #[derive(Debug, Default, Deserialize)]
@@ -114,8 +102,7 @@ fn gather(st: &Shared) -> Result<(Usage, Vec<String>), Refusal> {
     let sources: Vec<Source> = list.into_iter().map(|i| Source { agent: Agent::Pi, path: i.path }).collect();
     let opts = ScanOptions { session: st.sessions.session_options(), ..ScanOptions::default() };
     let scanned = {
-        let mut cache =
-            st.usage.0.lock().map_err(|_| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, "usage cache"))?;
+        let mut cache = st.usage.lock().map_err(|_| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, "usage cache"))?;
         scan(&sources, &opts, &mut cache)
     };
     Ok((Usage::new(scanned.sessions), scanned.unreadable))

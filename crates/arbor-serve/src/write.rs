@@ -14,7 +14,7 @@ use arbor_tree::{OpenMode, Session};
 
 use crate::error::Refusal;
 use crate::page::locate;
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::Writes;
 
 /// A label or a name longer than this (in characters) is refused.

@@ -3,7 +3,7 @@
 //!
 //! [`core::Chat`] holds the agent session and one method per command (the
 //! session commands and another writer's entries in [`session_ops`]); two
-//! front ends drive it: [`screen`] in a terminal (pi's keys, listed in
+//! front ends drive it: [`keyloop`] in a terminal (on a [`screen`]) (pi's keys, listed in
 //! [`hotkeys`] and edited by [`editor`]; what runs long in [`running`] with
 //! its [`progress`] line; the dialogs in [`dialogs`] over [`select`]; the
 //! state in [`view`], drawn by [`draw`] from the path's messages as
@@ -20,6 +20,7 @@ mod dialogs;
 mod draw;
 mod editor;
 mod hotkeys;
+mod keyloop;
 mod line;
 mod progress;
 mod running;
@@ -60,7 +61,7 @@ pub fn run(
     };
     let mut chat = core::Chat::open(target, flags, settings, globals)?;
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-        screen::run(&mut chat, at)?;
+        keyloop::run(&mut chat, at)?;
         // The conversation leaves with the alternate screen: its last exchange stays on the normal one.
         // Text from the file and the model: its control characters are shown, not obeyed.
         for line in transcript::last_exchange(&transcript::path_messages(chat.session())) {
