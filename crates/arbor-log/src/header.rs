@@ -6,8 +6,7 @@ use serde_json::{Map, Value};
 use crate::message::Extra;
 use crate::version::{version_in_line, version_of};
 
-/// The current format version that Arbor writes.
-pub const CURRENT_VERSION: u64 = 3;
+pub use crate::version::CURRENT_VERSION;
 
 /// The first logical line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -24,7 +24,7 @@
 use std::hash::Hasher;
 use std::io::{self, Write};
 
-use crate::scan::ReadAt;
+use crate::read_at::ReadAt;
 
 /// Lines longer than this are read through [`reduce_line`] by the scans.
 pub const LONG_LINE: usize = 4 << 20;

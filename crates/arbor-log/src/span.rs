@@ -14,7 +14,7 @@
 use std::io;
 
 use crate::long::{reduce_line, LONG_LINE};
-use crate::scan::ReadAt;
+use crate::read_at::ReadAt;
 
 /// Small enough that a chunk read is still in the core's cache when its lines are scanned.
 pub(crate) const CHUNK: usize = 256 << 10;

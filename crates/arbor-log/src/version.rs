@@ -12,7 +12,8 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::header::CURRENT_VERSION;
+/// The current format version that Arbor writes.
+pub const CURRENT_VERSION: u64 = 3;
 
 /// The version a header's `version` value stands for as far as migrations go:
 /// 1 (both steps), 2 (the v2 → v3 step) or [`CURRENT_VERSION`] (none).

@@ -9,9 +9,22 @@ use arbor_log::long::{copy_line_range, reduce_line, Reduced, LONG_LINE};
 use arbor_log::reader::trim_line;
 use arbor_log::scan::{read_exact_at, ReadAt};
 
+use super::cursor::LineCursor;
 use super::slot::{holds_id, Slot};
 
 impl Slot {
+    /// True when the line of this slot is where the index put it (always
+    /// true for slots that did not come from the index).
+    pub(crate) fn line_is_sound(&self, cursor: &mut LineCursor<'_>) -> bool {
+        if !self.placed_by_index() {
+            return true;
+        }
+        match (cursor.src, self.span()) {
+            (Some(src), Some((offset, len))) if self.is_long() => long_line_is_sound(src, offset, len, &self.id()),
+            _ => self.line_via(cursor).is_some(),
+        }
+    }
+
     /// True when the slot's line is longer than [`LONG_LINE`].
     pub(crate) fn is_long(&self) -> bool {
         self.src().is_some_and(|(_, len)| len > LONG_LINE)

@@ -15,7 +15,6 @@ use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget
 use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
 
 use super::cursor::LineCursor;
-use super::long_line::long_line_is_sound;
 use super::packed::{EntryId, PackedId};
 use super::Slots;
 use crate::index::ReadEntry;
@@ -474,25 +473,13 @@ impl Slot {
     }
 
     /// The line of this slot through `cursor`, checked when the index placed it.
-    fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
+    pub(super) fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
         let (offset, len) = self.span()?;
         let raw = cursor.line(offset, len)?;
         if !self.placed_by_index() {
             return Some(raw);
         }
         self.indexed_line(raw)
-    }
-
-    /// True when the line of this slot is where the index put it (always
-    /// true for slots that did not come from the index).
-    pub(crate) fn line_is_sound(&self, cursor: &mut LineCursor<'_>) -> bool {
-        if !self.placed_by_index() {
-            return true;
-        }
-        match (cursor.src, self.span()) {
-            (Some(src), Some((offset, len))) if self.is_long() => long_line_is_sound(src, offset, len, &self.id()),
-            _ => self.line_via(cursor).is_some(),
-        }
     }
 
     /// The entry's preview, decoded from its long line read in windows
