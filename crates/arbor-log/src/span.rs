@@ -65,7 +65,8 @@ pub(crate) fn lines_starting_in(
         if skip {
             // The bytes up to the first line start are the end of the range before's last line.
             let Some(i) = memchr::memchr(b'\n', &buf[..filled]) else {
-                if eof {
+                // No line starts in the range: the line before runs past its end.
+                if eof || base + filled as u64 >= to {
                     return Ok(0);
                 }
                 (base, filled, searched) = (base + filled as u64, 0, 0);
