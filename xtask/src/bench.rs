@@ -166,6 +166,19 @@ pub fn cli(root: &Path, args: &[String]) -> Result<()> {
         .map(PathBuf::from)
         .context("cargo metadata has no target_directory")?;
 
+    if let (Some(sessions), true) = (opts.store, opts.pg) {
+        let arbor = build_arbor(root, &target)?;
+        let o = crate::bench_store::StoreOpts {
+            sessions,
+            seed: opts.seed,
+            runs: opts.runs,
+            sizes: opts.store_sizes,
+            pi: false,
+            baseline: None,
+            search: true,
+        };
+        return crate::bench_pg_search::run(root, &arbor, &target, &o);
+    }
     if opts.pg {
         let sizes =
             if args.iter().any(|a| a == "--store-entries") { opts.store_sizes } else { crate::bench_pg::PUSH_SIZES };

@@ -48,14 +48,14 @@ pub const PUSH_SIZES: Sizes = Sizes { min: 20, max: 400 };
 const APPENDS: &str = "1000";
 
 /// The throwaway cluster; stopped when dropped.
-struct Cluster {
+pub(crate) struct Cluster {
     dir: PathBuf,
     script: PathBuf,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Cluster {
-    fn start(root: &Path, dir: &Path) -> Result<Cluster> {
+    pub(crate) fn start(root: &Path, dir: &Path) -> Result<Cluster> {
         let script = root.join(".ci/pg-cluster");
         let _ = fs::remove_dir_all(dir);
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -68,7 +68,7 @@ impl Cluster {
     }
 
     /// A new, empty database; its URL.
-    fn database(&self, name: &str) -> Result<String> {
+    pub(crate) fn database(&self, name: &str) -> Result<String> {
         let status = Command::new("psql")
             .args([
                 self.url.as_str(),
@@ -87,7 +87,7 @@ impl Cluster {
         Ok(format!("{base}/{name}"))
     }
 
-    fn server_version(&self) -> String {
+    pub(crate) fn server_version(&self) -> String {
         Command::new("psql")
             .args([self.url.as_str(), "-Atc", "SHOW server_version"])
             .output()

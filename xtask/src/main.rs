@@ -14,6 +14,7 @@ mod bench_append;
 mod bench_html;
 mod bench_mcp;
 mod bench_pg;
+mod bench_pg_search;
 mod bench_search;
 mod bench_store;
 mod bench_targets;
@@ -29,6 +30,7 @@ mod pi;
 mod pi_diff;
 mod py;
 mod rusage;
+mod semver;
 mod store;
 mod tidy;
 
@@ -79,6 +81,8 @@ commands:
                                     context --json of a --entries session (default 100k), push of
                                     --pg-sessions N sessions (default 1000; --store-entries sizes,
                                     default 20-400), push again, pull --all, next to cp -r
+                                    With --store N: instead, arbor search on the server (the store
+                                    pushed to a throwaway cluster) beside the files and rg
       --tui                         instead: the tree selector through its state machine and view, no
                                     terminal (first frame, reading, move, fold, filter switch, each
                                     search keystroke), and the chat's first screen (no model), with
@@ -120,6 +124,9 @@ commands:
   py test [--arbor BIN]             the wheel in a fresh venv (in the cache) that sees pinned pytest and
                                     pandas: pytest over crates/arbor-py/tests against BIN (default: the
                                     dev build of arbor), then the example over 1,000 generated sessions
+  semver [--baseline REV]           cargo semver-checks (0.51.0, installed on first use into the cache)
+                                    over every crate published to crates.io, against REV, else the last
+                                    vX.Y.Z tag, else (a report that never fails) the merge base with main
   fuzz [options]                    run each cargo-fuzz target in fuzz/ (installs cargo-fuzz) on its
                                     kept corpus (fuzz/corpus/) plus seeds, with its dictionary
       --seconds N                   for N seconds each (default 60)
@@ -154,6 +161,7 @@ fn run() -> Result<()> {
         Some("mcp-clients") => mcp_clients::cli(),
         Some("pi-diff") => pi_diff::cli(&workspace_root()?, rest),
         Some("py") => py::cli(&workspace_root()?, rest),
+        Some("semver") => semver::cli(&workspace_root()?, rest),
         Some("help" | "-h" | "--help") | None => {
             print!("{HELP}");
             Ok(())

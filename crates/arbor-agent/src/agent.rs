@@ -92,7 +92,9 @@ impl AgentSession {
 
     fn restore_model(&mut self) -> Option<ModelInfo> {
         // The context's plan names its model without decoding its messages.
-        let plan = plan_session_context(&self.session).plan;
+        // A file changed under the session restores no model here; the
+        // context, built next, fails with the change.
+        let plan = plan_session_context(&self.session).ok()?.plan;
         if plan.steps.is_empty() {
             return None;
         }
@@ -166,13 +168,19 @@ impl AgentSession {
     }
 
     /// The agent context of the current leaf (rebuilt after every change).
-    pub fn context(&self) -> &SessionContext {
-        self.context.get_or_init(|| session_context(&self.session))
+    /// An `Err` when the session's file changed under it
+    /// ([`arbor_tree::TreeError::Changed`]).
+    pub fn context(&self) -> Result<&SessionContext, AgentError> {
+        if let Some(c) = self.context.get() {
+            return Ok(c);
+        }
+        let built = session_context(&self.session)?;
+        Ok(self.context.get_or_init(|| built))
     }
 
     /// The agent messages of the current leaf.
-    pub fn messages(&self) -> &[Value] {
-        &self.context().messages
+    pub fn messages(&self) -> Result<&[Value], AgentError> {
+        Ok(&self.context()?.messages)
     }
 
     /// The active model.
@@ -235,12 +243,12 @@ impl AgentSession {
 
     /// The leaf as the user sees it: a hidden leaf marker (left by an earlier
     /// navigation) stands for its parent, so it is never "abandoned" or summarized.
-    pub fn logical_leaf_id(&self) -> Option<String> {
-        let leaf = self.session.leaf_entry()?;
-        match &leaf.kind {
+    pub fn logical_leaf_id(&self) -> Result<Option<String>, AgentError> {
+        let Some(leaf) = self.session.leaf_entry()? else { return Ok(None) };
+        Ok(match &leaf.kind {
             EntryKind::Custom(c) if c.custom_type == LEAF_MARKER_TYPE => leaf.parent_id.clone(),
             _ => Some(leaf.id.clone()),
-        }
+        })
     }
 
     /// Forgets the context after a change; the next [`AgentSession::context`] builds it again.

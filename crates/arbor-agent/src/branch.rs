@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use arbor_context::{estimate_tokens, extract_file_ops_from_message, FileOps};
 use arbor_log::{Entry, EntryKind, Role};
-use arbor_tree::Session;
+use arbor_tree::{Session, TreeError};
 use serde_json::Value;
 
 use crate::convert::entry_message;
@@ -31,12 +31,12 @@ pub fn collect_entries_for_branch_summary<'a>(
     session: &'a Session,
     old_leaf_id: Option<&str>,
     target_id: &str,
-) -> BranchCollection<'a> {
+) -> Result<BranchCollection<'a>, TreeError> {
     let Some(old_leaf_id) = old_leaf_id else {
-        return BranchCollection { entries: vec![], common_ancestor_id: None };
+        return Ok(BranchCollection { entries: vec![], common_ancestor_id: None });
     };
-    let old_path: HashSet<&str> = session.get_branch(Some(old_leaf_id)).iter().map(|e| e.id.as_str()).collect();
-    let target_path = session.get_branch(Some(target_id));
+    let old_path: HashSet<&str> = session.get_branch(Some(old_leaf_id))?.iter().map(|e| e.id.as_str()).collect();
+    let target_path = session.get_branch(Some(target_id))?;
     let common_ancestor_id = target_path.iter().rev().find(|e| old_path.contains(e.id.as_str())).map(|e| e.id.clone());
 
     let mut entries = vec![];
@@ -46,12 +46,12 @@ pub fn collect_entries_for_branch_summary<'a>(
         if Some(&id) == common_ancestor_id.as_ref() || !seen.insert(id.clone()) {
             break;
         }
-        let Some(entry) = session.get_entry(&id) else { break };
+        let Some(entry) = session.get_entry(&id)? else { break };
         entries.push(entry);
         current = entry.parent_id.clone();
     }
     entries.reverse();
-    BranchCollection { entries, common_ancestor_id }
+    Ok(BranchCollection { entries, common_ancestor_id })
 }
 
 /// What a branch summarizer reads: the messages that fit the budget, the files

@@ -116,7 +116,7 @@ impl AgentSession {
             s.append_compaction(&summary, &first_kept_entry_id, tokens_before, details.clone(), Some(from_extension))
         })?;
         self.rebuild_context();
-        if let Some(entry) = self.session.get_entry(&entry_id).cloned() {
+        if let Some(entry) = self.session.get_entry(&entry_id)?.cloned() {
             let event = HookEvent::Compact(CompactEvent { compaction_entry: entry, from_extension });
             emit(&self.opts.hooks, event, &token, failures).await;
         }
@@ -142,7 +142,7 @@ impl AgentSession {
         if let Some(keep) = options.keep_recent_tokens {
             settings.keep_recent_tokens = keep;
         }
-        let path = self.session.get_branch(None);
+        let path = self.session.get_branch(None)?;
         let preparation = match self.opts.compaction_algorithm {
             CompactionAlgorithm::Arbor => prepare_compaction(&path, &settings),
             CompactionAlgorithm::Pi => prepare_compaction_pi(&path, &settings),

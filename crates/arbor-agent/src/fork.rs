@@ -36,7 +36,7 @@ impl AgentSession {
         self.check_failed()?;
         let entry = self
             .session
-            .get_entry(entry_id)
+            .get_entry(entry_id)?
             .filter(|e| e.message_role() == Some(Role::User))
             .cloned()
             .ok_or(AgentError::InvalidForkEntry)?;
@@ -53,7 +53,7 @@ impl AgentSession {
         }
         if skip_restore {
             // The agent keeps the messages it had: build them before the fork changes the session.
-            self.context();
+            self.context()?;
         }
         let previous_session_file = self.session.session_file().map(|p| p.to_string_lossy().into_owned());
         let path = match &entry.parent_id {

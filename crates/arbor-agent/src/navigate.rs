@@ -144,7 +144,7 @@ impl AgentSession {
         options: NavigateOptions,
     ) -> Result<NavigateResult, AgentError> {
         self.check_failed()?;
-        let old_leaf_id = self.logical_leaf_id();
+        let old_leaf_id = self.logical_leaf_id()?;
         if old_leaf_id.as_deref() == Some(target_id) {
             return Ok(NavigateResult::unchanged(old_leaf_id, false, false, vec![]));
         }
@@ -153,10 +153,10 @@ impl AgentSession {
         }
         let target = self
             .session
-            .get_entry(target_id)
+            .get_entry(target_id)?
             .cloned()
             .ok_or_else(|| AgentError::EntryNotFound(target_id.to_owned()))?;
-        let preparation = self.tree_preparation(&target, old_leaf_id.clone(), &options);
+        let preparation = self.tree_preparation(&target, old_leaf_id.clone(), &options)?;
         let entries = preparation.entries_to_summarize.clone();
         let guard = self.abort.begin(Op::BranchSummary);
         let token = guard.token.clone();
@@ -221,16 +221,16 @@ impl AgentSession {
         target: &Entry,
         old_leaf_id: Option<String>,
         options: &NavigateOptions,
-    ) -> TreePreparation {
+    ) -> Result<TreePreparation, AgentError> {
         // Only a summary or a `session_before_tree` hook reads what the move
         // leaves behind: without either, a move anywhere in a million-entry
         // session decodes no entry of the two paths.
         let wanted = options.summarize || self.opts.hooks.has_handlers(EventName::SessionBeforeTree);
         let collected = match wanted {
-            true => collect_entries_for_branch_summary(&self.session, old_leaf_id.as_deref(), &target.id),
+            true => collect_entries_for_branch_summary(&self.session, old_leaf_id.as_deref(), &target.id)?,
             false => BranchCollection { entries: vec![], common_ancestor_id: None },
         };
-        TreePreparation {
+        Ok(TreePreparation {
             target_id: target.id.clone(),
             old_leaf_id,
             common_ancestor_id: collected.common_ancestor_id,
@@ -239,7 +239,7 @@ impl AgentSession {
             custom_instructions: options.custom_instructions.clone(),
             replace_instructions: options.replace_instructions,
             label: options.label.clone(),
-        }
+        })
     }
 
     /// Moves the leaf for a navigation to `target` and writes what it leaves:
@@ -266,7 +266,7 @@ impl AgentSession {
             return Ok((new_leaf_id, None));
         };
         let id = self.write(|s| s.branch_with_summary(new_leaf.as_deref(), &text, details, Some(from_extension)))?;
-        let summary_entry = self.session.get_entry(&id).cloned();
+        let summary_entry = self.session.get_entry(&id)?.cloned();
         if let Some(l) = label {
             self.write(|s| s.append_label_change(&id, Some(l)))?;
         }

@@ -289,9 +289,9 @@ impl AgentSession {
         let mut run =
             Run { events: options.events.clone(), outcome: None, failures: vec![], overflow_attempted: false };
 
-        let last_assistant = self.context().messages.iter().rev().find(|m| is_assistant(m)).cloned();
+        let last_assistant = self.context()?.messages.iter().rev().find(|m| is_assistant(m)).cloned();
         if let Some(last) = last_assistant {
-            self.check_compaction(&last, false, false, &mut run).await;
+            self.check_compaction(&last, false, false, &mut run).await?;
             run.overflow_attempted = false;
         }
 
@@ -300,7 +300,7 @@ impl AgentSession {
         run.emit(AgentEvent::UserMessage { entry_id: user_entry_id.clone() });
 
         let (mut reply, mut assistant_entry_id) = self.call_model(client.as_ref(), &options, &run).await?;
-        while self.check_compaction(reply.json(), true, true, &mut run).await {
+        while self.check_compaction(reply.json(), true, true, &mut run).await? {
             (reply, assistant_entry_id) = self.call_model(client.as_ref(), &options, &run).await?;
         }
         Ok(PromptResult {
@@ -323,9 +323,9 @@ impl AgentSession {
         // transformMessages; the clients apply it too, for any request).
         let request = CompletionRequest {
             system_prompt: options.system_prompt.clone(),
-            messages: request_messages(&convert_to_llm(&self.context().messages)),
+            messages: request_messages(&convert_to_llm(&self.context()?.messages)),
             max_tokens: options.max_tokens,
-            reasoning: reasoning_for(self.thinking_level()),
+            reasoning: reasoning_for(self.thinking_level()?),
         };
         let sink: Option<StreamSink> = options.events.clone().map(|events| {
             let sink: StreamSink = Arc::new(move |d: StreamDelta| events(AgentEvent::Delta(d)));
@@ -341,27 +341,33 @@ impl AgentSession {
     }
 
     /// The time of the latest compaction on the path, in ms.
-    fn latest_compaction_ms(&self) -> Option<f64> {
-        let path = self.session.get_branch(None);
-        let entry = path.iter().rev().find(|e| matches!(e.kind, EntryKind::Compaction(_)))?;
-        timestamp_ms(&entry.timestamp).as_f64()
+    fn latest_compaction_ms(&self) -> Result<Option<f64>, AgentError> {
+        let path = self.session.get_branch(None)?;
+        let entry = path.iter().rev().find(|e| matches!(e.kind, EntryKind::Compaction(_)));
+        Ok(entry.and_then(|e| timestamp_ms(&e.timestamp).as_f64()))
     }
 
     /// pi's `_checkCompaction(message, skipAborted)` (docs/architecture.md, "Compacting"); true when
     /// the model call is to be retried (`retry` allows it).
-    async fn check_compaction(&mut self, message: &Value, skip_aborted: bool, retry: bool, run: &mut Run) -> bool {
+    async fn check_compaction(
+        &mut self,
+        message: &Value,
+        skip_aborted: bool,
+        retry: bool,
+        run: &mut Run,
+    ) -> Result<bool, AgentError> {
         let settings = self.opts.compaction;
         if !settings.enabled || self.auto_compaction_stopped() {
-            return false;
+            return Ok(false);
         }
         let stop = message["stopReason"].as_str().unwrap_or("");
         if skip_aborted && stop == "aborted" {
-            return false;
+            return Ok(false);
         }
-        let compacted_at = self.latest_compaction_ms();
+        let compacted_at = self.latest_compaction_ms()?;
         if let (Some(c), Some(t)) = (compacted_at, ms(message.get("timestamp"))) {
             if t <= c {
-                return false;
+                return Ok(false);
             }
         }
         let same_model =
@@ -376,31 +382,32 @@ impl AgentSession {
                     will_retry: false,
                     error_message: Some(OVERFLOW_RECOVERY_FAILED.to_owned()),
                 });
-                return false;
+                return Ok(false);
             }
             run.overflow_attempted = true;
-            return self.auto_compact(AutoCompactionReason::Overflow, retry, run).await;
+            return Ok(self.auto_compact(AutoCompactionReason::Overflow, retry, run).await);
         }
         let tokens = if stop == "error" {
-            let estimate = estimate_context_tokens(&self.context().messages);
-            let Some(i) = estimate.last_usage_index else { return false };
-            if let (Some(c), Some(t)) = (compacted_at, ms(self.context().messages[i].get("timestamp"))) {
+            let messages = &self.context()?.messages;
+            let estimate = estimate_context_tokens(messages);
+            let Some(i) = estimate.last_usage_index else { return Ok(false) };
+            if let (Some(c), Some(t)) = (compacted_at, ms(messages[i].get("timestamp"))) {
                 if t <= c {
-                    return false;
+                    return Ok(false);
                 }
             }
             estimate.tokens
         } else {
             match calculate_context_tokens(&message["usage"]) {
                 // No usage (or zeros): the context's size from its text.
-                0 => context_estimate(&self.context().messages),
+                0 => context_estimate(&self.context()?.messages),
                 n => n,
             }
         };
         if should_compact(tokens, self.context_window(), &settings) {
             self.auto_compact(AutoCompactionReason::Threshold, false, run).await;
         }
-        false
+        Ok(false)
     }
 
     /// pi's `_runAutoCompaction(reason, willRetry)`: [`AgentSession::compact`]'s
@@ -466,7 +473,7 @@ impl AgentSession {
     pub fn set_thinking_level(&mut self, level: &str) -> Result<Option<String>, AgentError> {
         check_level(level)?;
         self.check_failed()?;
-        if self.thinking_level() == level {
+        if self.thinking_level()? == level {
             return Ok(None);
         }
         let id = self.write(|s| s.append_thinking_level_change(level))?;
@@ -475,8 +482,8 @@ impl AgentSession {
     }
 
     /// The thinking level of the current path (`"off"` when none is recorded).
-    pub fn thinking_level(&self) -> &str {
-        &self.context().thinking_level
+    pub fn thinking_level(&self) -> Result<&str, AgentError> {
+        Ok(&self.context()?.thinking_level)
     }
 
     /// pi's first entries of a new session: `model_change` (when a model is
@@ -499,8 +506,8 @@ impl AgentSession {
     /// of the messages after it, except that a usage from before the latest
     /// compaction, or one of zero tokens, is not used (the messages are
     /// estimated instead).
-    pub fn context_tokens(&self) -> u64 {
-        context_estimate(&self.context().messages)
+    pub fn context_tokens(&self) -> Result<u64, AgentError> {
+        Ok(context_estimate(&self.context()?.messages))
     }
 
     /// The context window of the active model (128000 when unknown).

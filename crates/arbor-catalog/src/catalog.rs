@@ -13,6 +13,7 @@ use crate::db;
 use crate::error::CatalogError;
 use crate::refresh::RefreshStats;
 use crate::search::SearchOptions;
+use crate::walk::path_under;
 
 /// How a catalog is opened.
 #[derive(Debug, Clone)]
@@ -294,11 +295,6 @@ impl Catalog {
         }
         Ok(())
     }
-}
-
-/// A file's path from its path under `root` (`DIR/FILE.jsonl`).
-pub(crate) fn path_under(root: &Path, rel: &str) -> PathBuf {
-    rel.split('/').fold(root.to_owned(), |p, part| p.join(part))
 }
 
 /// Removes the derived data Arbor keeps in the cache directory `cache`:

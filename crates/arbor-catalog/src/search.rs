@@ -182,11 +182,9 @@ fn plan(ctx: &mut Ctx, pattern: &Pattern, sessions: &[(Planned, u64)]) -> rusqli
     };
     let mut out = vec![];
     for (p, scanned) in sessions {
-        let mut p = p.clone();
         if p.version < CURRENT_VERSION {
             // Read whole through the migration: no filters.
-            p.ranges = vec![Range { start: 0, end: *scanned, build: false }];
-            out.push(p);
+            out.push(whole(p.clone(), *scanned));
             continue;
         }
         let columns = live.get(&p.rowid).map(Vec::as_slice).unwrap_or_default();
@@ -198,9 +196,9 @@ fn plan(ctx: &mut Ctx, pattern: &Pattern, sessions: &[(Planned, u64)]) -> rusqli
             let build = ctx.db.is_some() && (covered == 0 || tail >= BUILD_MIN);
             push_range(&mut ranges, Range { start: covered, end: *scanned, build });
         }
+        // Only the sessions read are copied: most are ruled out by their filters.
         if !ranges.is_empty() {
-            p.ranges = ranges;
-            out.push(p);
+            out.push(Planned { ranges, ..p.clone() });
         }
     }
     Ok(out)
@@ -306,7 +304,7 @@ fn read_session(
     limit: usize,
     skip: &HashSet<(String, String)>,
 ) -> Read {
-    let path = crate::catalog::path_under(root, &p.rel);
+    let path = crate::walk::path_under(root, &p.rel);
     let bytes = p.ranges.iter().map(|r| r.end - r.start).sum();
     let fail = |e: io::Error| Read {
         hits: vec![],
@@ -323,8 +321,9 @@ fn read_session(
             Ok(s) => s,
             Err(e) => return fail(e),
         };
+        // A migrated file is read whole (no line is read again later): no read fails.
         let values = s.positions().filter_map(|pos| {
-            let v = s.with_json_at(pos, arbor_log::json::parse)?.ok()?;
+            let v = s.with_json_at(pos, arbor_log::json::parse).ok()??.ok()?;
             Some((usize::from(pos) as u64, v))
         });
         let hits = scan_values(values, &in_session, mode, want);
@@ -350,7 +349,13 @@ fn read_session(
         vec![]
     } else {
         let session = session.or_else(|| open_session(&path, index_dir).ok());
-        fresh.into_iter().map(|h| to_hit(h, p, &path, session.as_ref())).collect()
+        let hits: Result<Vec<Hit>, arbor_tree::TreeError> =
+            fresh.into_iter().map(|h| to_hit(h, p, &path, session.as_ref())).collect();
+        match hits {
+            Ok(hits) => hits,
+            // The file changed under the search: its hits are left out, with a warning.
+            Err(e) => return fail(io::Error::other(e)),
+        }
     };
     Read { hits, columns, bytes, warning: None }
 }
@@ -364,9 +369,12 @@ fn open_session(path: &Path, index_dir: Option<&Path>) -> io::Result<Session> {
 }
 
 /// A hit as the catalog shows it: with its session, and its place in the session's tree.
-fn to_hit(h: EntryHit, p: &Planned, path: &Path, session: Option<&Session>) -> Hit {
-    let (on_active_path, labels) = session.map_or((false, vec![]), |s| place(s, &h.entry_id));
-    Hit {
+fn to_hit(h: EntryHit, p: &Planned, path: &Path, session: Option<&Session>) -> Result<Hit, arbor_tree::TreeError> {
+    let (on_active_path, labels) = match session {
+        Some(s) => place(s, &h.entry_id)?,
+        None => (false, vec![]),
+    };
+    Ok(Hit {
         path: path.to_owned(),
         session_id: p.id.clone(),
         session_name: p.name.clone(),
@@ -380,23 +388,21 @@ fn to_hit(h: EntryHit, p: &Planned, path: &Path, session: Option<&Session>) -> H
         on_active_path,
         labels,
         relevance: h.relevance,
-    }
+    })
 }
 
 /// Whether an entry is on its session's active path, and the labels on its path (root first).
-fn place(s: &Session, id: &str) -> (bool, Vec<PathLabel>) {
-    let Some(pos) = s.position_of(id) else { return (false, vec![]) };
+fn place(s: &Session, id: &str) -> Result<(bool, Vec<PathLabel>), arbor_tree::TreeError> {
+    let Some(pos) = s.position_of(id) else { return Ok((false, vec![])) };
     let active = s.branch_positions(None).contains(&pos);
-    let labels = s
-        .branch_positions(Some(id))
-        .into_iter()
-        .filter_map(|p| {
-            let id = s.id_at(p)?.to_string();
-            let label = s.get_label(&id)?.to_owned();
-            Some(PathLabel { entry_id: id, label })
-        })
-        .collect();
-    (active, labels)
+    let mut labels = vec![];
+    for p in s.branch_positions(Some(id)) {
+        let Some(id) = s.id_at(p).map(|i| i.to_string()) else { continue };
+        if let Some(label) = s.get_label(&id)? {
+            labels.push(PathLabel { entry_id: id, label: label.to_owned() });
+        }
+    }
+    Ok((active, labels))
 }
 
 #[cfg(test)]

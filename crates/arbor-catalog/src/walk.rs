@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::CatalogError;
 use crate::stamp::Stat;
@@ -15,6 +15,11 @@ pub(crate) struct Found {
     pub rel: String,
     pub dir: String,
     pub stat: Stat,
+}
+
+/// A file's path from its path under `root` (`DIR/FILE.jsonl`).
+pub(crate) fn path_under(root: &Path, rel: &str) -> PathBuf {
+    rel.split('/').fold(root.to_owned(), |p, part| p.join(part))
 }
 
 /// The `.jsonl` files of the scope's directories, with their stats, as pi

@@ -31,7 +31,10 @@ use crate::shared::output::error_line;
 use crate::shared::visible::say;
 
 fn main() -> ExitCode {
-    let cli = <commands::Cli as clap::Parser>::parse();
+    // pi's folder names start with `--`: in a list of names they are names, not flags.
+    let argv =
+        shared::names::names_apart(&<commands::Cli as clap::CommandFactory>::command(), std::env::args_os().collect());
+    let cli = <commands::Cli as clap::Parser>::parse_from(argv);
     let mut out = io::BufWriter::with_capacity(1 << 16, raw_stdout());
     let result = commands::run(cli, &mut out).and_then(|code| {
         out.flush()?;

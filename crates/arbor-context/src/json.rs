@@ -31,7 +31,7 @@ pub(crate) const BATCH: usize = 512;
 ///
 /// [`session_context`]: crate::session_context
 pub fn write_context_json<W: Write + ?Sized>(session: &Session, out: &mut W) -> io::Result<()> {
-    write_plan_json(session, &plan_session_context(session), out)
+    write_plan_json(session, &plan_session_context(session).map_err(io::Error::other)?, out)
 }
 
 /// [`write_context_json`] from a plan of the session's context made before
@@ -74,8 +74,9 @@ pub fn write_plan_llm_json<W: Write + ?Sized>(session: &Session, plan: &SessionP
         if !std::mem::take(&mut first) {
             out.write_all(b",")?;
         }
-        arbor_log::json::to_writer(&mut *out, &m).map_err(io::Error::from)
-    })?;
+        arbor_log::json::to_writer(&mut *out, &m).map_err(|e| WriteError(io::Error::from(e)))
+    })
+    .map_err(|e| e.0)?;
     out.write_all(b"]")
 }
 
@@ -86,13 +87,29 @@ enum Text {
     Long(Position),
 }
 
+/// A write's error, or a read's (the file changed under the session) as one.
+struct WriteError(io::Error);
+
+impl From<io::Error> for WriteError {
+    fn from(e: io::Error) -> WriteError {
+        WriteError(e)
+    }
+}
+
+impl From<arbor_tree::TreeError> for WriteError {
+    fn from(e: arbor_tree::TreeError) -> WriteError {
+        WriteError(io::Error::other(e))
+    }
+}
+
 /// The JSON text of each message a batch of steps gives, in order (a
 /// malformed `message` entry gives none).
 fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -> io::Result<Vec<Text>> {
     let stored: Vec<Position> = stored_positions(path, batch).into_iter().filter(|&p| !session.is_long_at(p)).collect();
     // The message's text as stored, or `None` when the entry must be decoded.
-    let copies =
-        session.map_id_json_many(&stored, |_, id, line| stored_message(line, id).map(|m| m.as_bytes().to_vec()));
+    let copies = session
+        .map_id_json_many(&stored, |_, id, line| stored_message(line, id).map(|m| m.as_bytes().to_vec()))
+        .map_err(io::Error::other)?;
     let mut copies = stored.iter().zip(copies);
     let mut texts = Vec::with_capacity(batch.len());
     for step in batch {
@@ -112,7 +129,8 @@ fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -
 
 /// The message of the entry at `p`, decoded and written again.
 fn decoded_message(session: &Session, p: Position) -> io::Result<Option<Vec<u8>>> {
-    session.decode_at(p).and_then(message_of_entry).map(|m| arbor_log::json::to_vec(&m)).transpose().map_err(Into::into)
+    let entry = session.decode_at(p).map_err(io::Error::other)?;
+    Ok(entry.and_then(message_of_entry).map(|m| arbor_log::json::to_vec(&m)).transpose()?)
 }
 
 /// Writes the message of the entry at `p`, on a long line: copied from the
@@ -243,7 +261,7 @@ mod tests {
                 }
                 // Read back from its text, as the output is: a value nested past serde_json's
                 // limit is kept as its JSON text at a depth counted from the document's root.
-                let want = arbor_log::json::to_string(&session_context(&s)).unwrap();
+                let want = arbor_log::json::to_string(&session_context(&s).unwrap()).unwrap();
                 let want = arbor_log::json::parse(&want).unwrap();
                 assert_eq!(written(&s), want, "{} at {leaf:?}", path.display());
                 checked += 1;
@@ -273,7 +291,8 @@ mod tests {
             std::fs::write(&file, body).unwrap();
             let opts = SessionOptions { index_first: false, index_dir: None, ..Default::default() };
             let s = Session::open(&file, OpenMode::ReadOnly, opts).unwrap();
-            let want = arbor_log::json::parse(&arbor_log::json::to_string(&session_context(&s)).unwrap()).unwrap();
+            let want =
+                arbor_log::json::parse(&arbor_log::json::to_string(&session_context(&s).unwrap()).unwrap()).unwrap();
             let got = written(&s);
             assert_eq!(got, want, "{name}");
             assert_eq!(got["messages"][1]["content"][0]["text"].as_str().map(str::len), Some(text.len()), "{name}");
@@ -394,7 +413,7 @@ mod tests {
         let s = Session::open(f.path(), OpenMode::ReadOnly, SessionOptions { index_dir: None, ..Default::default() })
             .unwrap();
         let ctx = written(&s);
-        assert_eq!(ctx, serde_json::to_value(session_context(&s)).unwrap());
+        assert_eq!(ctx, serde_json::to_value(session_context(&s).unwrap()).unwrap());
         let n = ctx["messages"].as_array().unwrap().len();
         assert!(n > 256 * threads, "{n} messages");
     }

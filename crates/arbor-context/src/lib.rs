@@ -28,7 +28,7 @@
 //! }))?;
 //!
 //! // The context at the leaf, as a value.
-//! let context = session_context(&session);
+//! let context = session_context(&session)?;
 //! assert_eq!(context.messages.len(), 2);
 //! assert_eq!(context.model.as_ref().map(|m| m.model_id.as_str()), Some("claude-sonnet-4-5"));
 //!

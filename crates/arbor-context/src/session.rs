@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use arbor_log::{Entry, EntryType, Role};
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 
 use serde_json::Value;
 
@@ -29,17 +29,18 @@ pub struct SessionPlan {
 /// reads (on all cores) and moving them into it: on a large session that is
 /// what the answer costs, not the whole path. The same value as
 /// `build_context_from_path(&session.get_branch(None))` (tested in the
-/// `positions` tests).
-pub fn session_context(session: &Session) -> SessionContext {
-    context_of_plan(session, plan_session_context(session))
+/// `positions` tests). An `Err` when the file changed under the session
+/// ([`TreeError::Changed`]), like every read of a session's lines.
+pub fn session_context(session: &Session) -> Result<SessionContext, TreeError> {
+    context_of_plan(session, plan_session_context(session)?)
 }
 
 /// [`session_context`] from a plan of the session's context made before.
-pub fn context_of_plan(session: &Session, plan: SessionPlan) -> SessionContext {
+pub fn context_of_plan(session: &Session, plan: SessionPlan) -> Result<SessionContext, TreeError> {
     let SessionPlan { path, plan, .. } = plan;
     let wanted: Vec<Position> = plan.message_positions().map(|p| path[p]).collect();
-    let mut messages = session.decode_many(&wanted).into_iter();
-    plan.into_context(|_| messages.next().flatten().and_then(message_of_entry))
+    let mut messages = session.decode_many(&wanted)?.into_iter();
+    Ok(plan.into_context(|_| messages.next().flatten().and_then(message_of_entry)))
 }
 
 /// The leaf's path and the [`plan_context`](crate::plan_context) of its context: the settings and
@@ -53,14 +54,14 @@ pub fn context_of_plan(session: &Session, plan: SessionPlan) -> SessionContext {
 /// up once: but for the leaf, the path holds only entries that ids resolve
 /// to (parents), so the entry with that id before the compaction, if any,
 /// is the one the id resolves to. No id of the path is read.
-pub fn plan_session_context(session: &Session) -> SessionPlan {
+pub fn plan_session_context(session: &Session) -> Result<SessionPlan, TreeError> {
     plan_branch_context(session, session.branch_positions(None))
 }
 
 /// [`plan_session_context`] at another entry: `path` is its path, root
 /// first, as [`Session::branch_positions`] gives it (the context as if the
 /// leaf were there, the session's leaf left where it is).
-pub fn plan_branch_context(session: &Session, path: Vec<Position>) -> SessionPlan {
+pub fn plan_branch_context(session: &Session, path: Vec<Position>) -> Result<SessionPlan, TreeError> {
     // Read from the session's columns as the plan asks (a position the
     // session just gave always has a type; one that gives the context
     // nothing stands in otherwise).
@@ -79,21 +80,28 @@ pub fn plan_branch_context(session: &Session, path: Vec<Position>) -> SessionPla
         }
     };
     let mut read = vec![];
+    let mut failed = None;
     let plan = plan_kinds_context(path.len(), kind_at, find_kept, |ps| {
         let wanted: Vec<Position> = ps.iter().map(|&p| path[p]).collect();
         read.extend_from_slice(&wanted);
-        decode_for_plan(session, &wanted)
+        decode_for_plan(session, &wanted).unwrap_or_else(|e| {
+            failed = Some(e);
+            vec![None; wanted.len()]
+        })
     });
+    if let Some(e) = failed {
+        return Err(e);
+    }
     read.sort_unstable();
     read.dedup();
-    SessionPlan { path, plan, read }
+    Ok(SessionPlan { path, plan, read })
 }
 
 /// The entries at `positions` for a plan: an assistant message is read
 /// only for the model it names, so from a long line its preview is enough
 /// (`Session::decode_previews`: the line is not held); every other entry
 /// (a compaction's summary, a made-up message) whole.
-fn decode_for_plan(session: &Session, positions: &[Position]) -> Vec<Option<Entry>> {
+fn decode_for_plan(session: &Session, positions: &[Position]) -> Result<Vec<Option<Entry>>, TreeError> {
     let assistant: Vec<bool> = positions
         .iter()
         .map(|&p| matches!(session.head_at(p), Some((EntryType::Message, Some(Role::Assistant)))))
@@ -101,16 +109,16 @@ fn decode_for_plan(session: &Session, positions: &[Position]) -> Vec<Option<Entr
     let pick = |want: bool| -> Vec<Position> {
         positions.iter().zip(&assistant).filter(|(_, &a)| a == want).map(|(&p, _)| p).collect()
     };
-    let mut previews = session.decode_previews(&pick(true)).into_iter();
-    let mut whole = session.decode_many(&pick(false)).into_iter();
-    assistant.iter().map(|&a| if a { previews.next().flatten() } else { whole.next().flatten() }).collect()
+    let mut previews = session.decode_previews(&pick(true))?.into_iter();
+    let mut whole = session.decode_many(&pick(false))?.into_iter();
+    Ok(assistant.iter().map(|&a| if a { previews.next().flatten() } else { whole.next().flatten() }).collect())
 }
 
 /// Calls `f` with each message of the context a plan describes, in order:
 /// the stored messages are decoded a batch at a time (on all cores) and
 /// dropped after `f` saw them, so a context of a million messages is never
 /// all in memory (what `arbor context` prints from).
-pub fn for_each_plan_message<E>(
+pub fn for_each_plan_message<E: From<TreeError>>(
     session: &Session,
     plan: &SessionPlan,
     mut f: impl FnMut(&Value) -> Result<(), E>,
@@ -118,7 +126,7 @@ pub fn for_each_plan_message<E>(
     let SessionPlan { path, plan, .. } = plan;
     for batch in plan.steps.chunks(BATCH) {
         let wanted = stored_positions(path, batch);
-        let mut decoded = session.decode_many(&wanted).into_iter();
+        let mut decoded = session.decode_many(&wanted)?.into_iter();
         for step in batch {
             match step {
                 ContextStep::Made(m) => f(m)?,
@@ -253,7 +261,7 @@ mod tests {
     /// A line per stored message (its id and length), `batch` steps at a
     /// time through [`write_checked_holding`], holding up to `hold` bytes.
     fn written(s: &Session, batch: usize, hold: usize) -> (Checked, Vec<u8>) {
-        let plan = plan_session_context(s);
+        let plan = plan_session_context(s).unwrap();
         let mut out = vec![];
         let checked = write_checked_holding(s, &plan, &mut out, batch, hold, |steps, check, sink| {
             let stored = stored_positions(&plan.path, steps);
@@ -264,7 +272,7 @@ mod tests {
                     None => return Ok(false),
                 }
             } else {
-                s.map_id_json_many(&stored, f)
+                s.map_id_json_many(&stored, f).unwrap()
             };
             read.into_iter().flatten().try_for_each(|line| sink.write_all(line.as_bytes()))?;
             Ok(true)

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use arbor_context::{for_each_plan_message, plan_branch_context, EstimateTally, FileOps};
 use arbor_log::{Entry, EntryType, Role};
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -100,11 +100,11 @@ pub fn diff(s: &Session, a: &str, b: &str) -> Result<Diff, InteropError> {
     let shared = pa.iter().zip(&pb).take_while(|(x, y)| x == y).count();
     // The replies both paths share, counted once.
     let mut common = Usage::default();
-    for_each_entry(s, &pa[..shared], |e| common.add(e));
+    for_each_entry(s, &pa[..shared], |e| common.add(e))?;
     Ok(Diff {
         common_ancestor: shared.checked_sub(1).and_then(|i| s.id_at(pa[i])).map(|id| id.to_string()),
-        a: side(s, a, pa, shared, common),
-        b: side(s, b, pb, shared, common),
+        a: side(s, a, pa, shared, common)?,
+        b: side(s, b, pb, shared, common)?,
     })
 }
 
@@ -118,15 +118,16 @@ fn positions_to(s: &Session, id: &str) -> Result<Vec<Position>, InteropError> {
 }
 
 /// Calls `f` with each entry at `positions`, in order, decoded a batch at a time.
-fn for_each_entry(s: &Session, positions: &[Position], mut f: impl FnMut(&Entry)) {
+fn for_each_entry(s: &Session, positions: &[Position], mut f: impl FnMut(&Entry)) -> Result<(), TreeError> {
     for batch in positions.chunks(BATCH) {
-        for e in s.decode_many(batch).into_iter().flatten() {
+        for e in s.decode_many(batch)?.into_iter().flatten() {
             f(&e);
         }
     }
+    Ok(())
 }
 
-fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage) -> Side {
+fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage) -> Result<Side, TreeError> {
     let mut messages: BTreeMap<String, usize> = BTreeMap::new();
     let mut tool_calls = Vec::new();
     let mut ops = FileOps::new();
@@ -157,16 +158,16 @@ fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage
             tool_calls.push(ToolCall { entry: e.id.clone(), id: text(call.id), name: text(call.name) });
         }
         add_file_ops(&m.message, &mut ops);
-    });
+    })?;
     let (files_read, files_modified) = file_lists(&ops);
     // The context at the entry, a batch of messages at a time.
-    let plan = plan_branch_context(s, path);
+    let plan = plan_branch_context(s, path)?;
     let mut tally = EstimateTally::default();
-    let _ = for_each_plan_message(s, &plan, |m| {
+    for_each_plan_message(s, &plan, |m| {
         tally.add(m);
-        Ok::<(), ()>(())
-    });
-    Side {
+        Ok::<(), TreeError>(())
+    })?;
+    Ok(Side {
         id: id.to_owned(),
         entries,
         messages,
@@ -176,7 +177,7 @@ fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage
         context: Totals { messages: tally.count(), tokens: tally.tokens() },
         added,
         path: on_path,
-    }
+    })
 }
 
 impl Usage {

@@ -17,6 +17,19 @@ pub trait ReadAt: Send + Sync + fmt::Debug {
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
+    /// Says that the byte ranges `spans` (`(start, end)`, in file order)
+    /// are about to be read, about in that order: a source far away (a
+    /// server) may then fetch many of them at once. A hint only: reads
+    /// outside it are answered as ever. The default does nothing.
+    fn will_read(&self, spans: &[(u64, u64)]) {
+        let _ = spans;
+    }
+    /// True for a source far away, where every byte read costs (a
+    /// server): readers then read the bytes they need, not the short gaps
+    /// between them that a local file reads at no cost. False by default.
+    fn remote(&self) -> bool {
+        false
+    }
 }
 
 impl ReadAt for File {

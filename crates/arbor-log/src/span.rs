@@ -59,8 +59,7 @@ pub(crate) fn lines_starting_in(
         let want = read_len(buf.len() - filled, filled, pos, to, len);
         let n = if want == 0 { 0 } else { read_some(src, &mut buf[filled..filled + want], pos)? };
         let eof = n == 0;
-        filled += n;
-        pos += n as u64;
+        (filled, pos) = (filled + n, pos + n as u64);
         let mut start = 0usize;
         if skip {
             // The bytes up to the first line start are the end of the range before's last line.

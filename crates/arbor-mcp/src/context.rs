@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use arbor_context::{message_of_entry, plan_branch_context, ContextStep, SessionPlan};
 use arbor_tree::sessions::Sessions;
-use arbor_tree::{Position, Session, SessionOptions};
+use arbor_tree::{Position, Session, SessionOptions, TreeError};
 
 use crate::error::ToolError;
 use crate::page::{self, chars, take_chars, At};
@@ -77,10 +77,10 @@ fn page_of(
         });
     };
     let leaf_id = id_at(s, leaf);
-    let plan = plan_branch_context(s, s.branch_positions(Some(&leaf_id)));
+    let plan = plan_branch_context(s, s.branch_positions(Some(&leaf_id)))?;
     let steps = &plan.plan.steps;
     let n = steps.len();
-    let name = s.session_name().map(|n| format!(" ({n})")).unwrap_or_default();
+    let name = s.session_name()?.map(|n| format!(" ({n})")).unwrap_or_default();
     let mut head = format!(
         "session {}{name} at entry {leaf_id}: {n} messages in the model's context, oldest first\n",
         s.session_id()
@@ -105,7 +105,7 @@ fn page_of(
         }
         _ => None,
     };
-    let (shown, read, first) = newest_first(s, &plan, end, summary.filter(|_| summary_text.is_some()), left);
+    let (shown, read, first) = newest_first(s, &plan, end, summary.filter(|_| summary_text.is_some()), left)?;
     let mut text = head;
     if let Some((k, t)) = &summary_text {
         if *k < first {
@@ -138,14 +138,14 @@ fn newest_first(
     end: usize,
     skip: Option<usize>,
     mut left: usize,
-) -> (Vec<String>, Vec<Position>, usize) {
+) -> Result<(Vec<String>, Vec<Position>, usize), TreeError> {
     let mut shown: Vec<String> = Vec::new();
     let mut read = Vec::new();
     let mut first = end;
     let mut full = false;
     while first > 0 && !full {
         let lo = first.saturating_sub(BATCH);
-        let texts = render(s, plan, lo..first, &mut read);
+        let texts = render(s, plan, lo..first, &mut read)?;
         for (k, text) in texts.into_iter().rev() {
             if Some(k) == skip || text.is_empty() {
                 first = k;
@@ -166,7 +166,7 @@ fn newest_first(
             first = k;
         }
     }
-    (shown, read, first)
+    Ok((shown, read, first))
 }
 
 /// The texts of the context's messages at steps `range`, each with its
@@ -176,7 +176,7 @@ fn render(
     plan: &SessionPlan,
     range: std::ops::Range<usize>,
     read: &mut Vec<Position>,
-) -> Vec<(usize, String)> {
+) -> Result<Vec<(usize, String)>, TreeError> {
     let steps = &plan.plan.steps[range.clone()];
     let stored: Vec<Position> = steps
         .iter()
@@ -186,7 +186,7 @@ fn render(
         })
         .collect();
     read.extend_from_slice(&stored);
-    let mut decoded = s.decode_many(&stored).into_iter().zip(stored.iter().copied());
+    let mut decoded = s.decode_many(&stored)?.into_iter().zip(stored.iter().copied());
     let mut out = Vec::with_capacity(steps.len());
     for (k, st) in range.zip(steps) {
         let text = match st {
@@ -206,7 +206,7 @@ fn render(
         };
         out.push((k, text));
     }
-    out
+    Ok(out)
 }
 
 /// The first `n` characters of `text`, saying how many more there were.

@@ -93,7 +93,7 @@ pub fn diff_branches(sessions: &dyn Sessions, opts: &SessionOptions, args: &Diff
         ) {
             continue;
         }
-        let value: Value = s.json_at(p).and_then(|j| serde_json::from_str(j).ok()).unwrap_or(Value::Null);
+        let value: Value = s.json_at(p)?.and_then(|j| serde_json::from_str(j).ok()).unwrap_or(Value::Null);
         let text = entry_text(&value);
         let cut = page::take_chars(&text, MESSAGE_CHARS);
         let shown = if cut.len() < text.len() {

@@ -84,14 +84,14 @@ pub fn read_entries(sessions: &dyn Sessions, opts: &SessionOptions, args: &Entri
     let start = usize::try_from(at.item).unwrap_or(usize::MAX);
     let mut within = at.within;
     for (k, &p) in positions.iter().enumerate().skip(start) {
-        let value: Value = s.json_at(p).and_then(|j| serde_json::from_str(j).ok()).unwrap_or(Value::Null);
+        let value: Value = s.json_at(p)?.and_then(|j| serde_json::from_str(j).ok()).unwrap_or(Value::Null);
         let whole = entry_text(&value);
         let field = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_owned);
         let id = id_at(&s, p);
         let skip = usize::try_from(within).unwrap_or(usize::MAX);
         let rest: &str = whole.char_indices().nth(skip).map_or("", |(i, _)| &whole[i..]);
         let mut shown = Shown {
-            label: s.get_label(&id).map(str::to_owned),
+            label: s.get_label(&id)?.map(str::to_owned),
             id,
             parent_id: field("parentId"),
             entry_type: field("type").unwrap_or_default(),

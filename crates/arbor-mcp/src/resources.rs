@@ -124,7 +124,11 @@ pub fn read(sessions: &dyn Sessions, open: &SessionOptions, uri: &str) -> Result
         }
         Some(e) => {
             let p = entry(&s, &path, e).map_err(error)?;
-            let value: Value = s.json_at(p).and_then(|j| serde_json::from_str(j).ok()).unwrap_or(Value::Null);
+            let value: Value = s
+                .json_at(p)
+                .map_err(|e| error(e.into()))?
+                .and_then(|j| serde_json::from_str(j).ok())
+                .unwrap_or(Value::Null);
             let id = id_at(&s, p);
             let body = json!({
                 "id": id,
@@ -132,7 +136,7 @@ pub fn read(sessions: &dyn Sessions, open: &SessionOptions, uri: &str) -> Result
                 "type": value.get("type"),
                 "role": value.pointer("/message/role"),
                 "timestamp": value.get("timestamp"),
-                "label": s.get_label(&id),
+                "label": s.get_label(&id).map_err(|e| error(e.into()))?,
                 "text": entry_text(&value),
             });
             ResourceContents::text(body.to_string(), uri).with_mime_type("application/json")

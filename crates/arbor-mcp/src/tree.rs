@@ -69,7 +69,7 @@ pub fn read_tree(sessions: &dyn Sessions, opts: &SessionOptions, args: &TreeArgs
         None => s.leaf_id().map(str::to_owned),
     };
     let mut head = format!("session {}", s.session_id());
-    if let Some(n) = s.session_name() {
+    if let Some(n) = s.session_name()? {
         head.push_str(&format!(" ({n})"));
     }
     head.push_str(&format!(": {} entries; • marks the active path, ◀ the leaf\n", s.len()));

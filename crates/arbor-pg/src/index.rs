@@ -10,8 +10,10 @@
 //! index's extent alone: it fills that chunk and adds new ones, two
 //! statements whatever the append. A session whose lines an index cannot
 //! hold ([`arbor_tree::stored_index::Unindexable`]) keeps no index (its
-//! `ix_*` columns NULL) until it is replaced whole; it reads as it did
-//! before, by ranges.
+//! `ix_entries` -1, the other `ix_*` columns NULL) until it is replaced
+//! whole; it reads as it did before, by ranges. A session written before
+//! migration 4 (every `ix_*` column NULL) gets its index built by the
+//! first writer that opens it ([`build_missing`]).
 
 use std::collections::HashMap;
 use std::io;
@@ -88,10 +90,51 @@ fn clear(c: &mut impl GenericClient, id: i64) -> Result<(), SqlError> {
     Ok(())
 }
 
-/// Session `id` keeps no index (until it is replaced whole: [`restart`]).
+/// Session `id` keeps no index (until it is replaced whole: [`restart`]):
+/// `ix_entries` -1 says that one was given up, where NULL says that none
+/// was ever built ([`build_missing`]).
 pub(crate) fn forget(c: &mut impl GenericClient, id: i64) -> Result<(), SqlError> {
     clear(c, id)?;
-    set_extent(c, id, None)
+    set_extent(c, id, None)?;
+    c.execute_typed("UPDATE arbor.sessions SET ix_entries = -1 WHERE id = $1", &[(&id, Type::INT8)])?;
+    Ok(())
+}
+
+/// Builds the index of session `id` when it has none because it was
+/// written before migration 4 (every `ix_*` column NULL), from its lines
+/// read [`STEP`] at a time; true when it did. Run by a writer that opens
+/// the session, in its transaction under the session's lock: once per such
+/// session (one whose lines an index cannot hold is marked so, [`forget`]).
+pub(crate) fn build_missing(c: &mut impl GenericClient, id: i64) -> Result<bool, SqlError> {
+    let never: bool = c
+        .query_typed_one(
+            "SELECT ix_entries IS NULL AND ix_bytes IS NULL FROM arbor.sessions WHERE id = $1",
+            &[(&id, Type::INT8)],
+        )?
+        .get(0);
+    if !never {
+        return Ok(false);
+    }
+    restart(c, id)?;
+    let mut seq = 0i64;
+    loop {
+        let rows = c.query_typed(
+            "SELECT bytes FROM arbor.lines WHERE session = $1 AND seq >= $2 AND seq < $3 ORDER BY seq",
+            &[(&id, Type::INT8), (&seq, Type::INT8), (&(seq + STEP as i64), Type::INT8)],
+        )?;
+        if rows.is_empty() {
+            return Ok(true);
+        }
+        let lines: Vec<&[u8]> = rows.iter().map(|r| r.get::<_, &[u8]>(0)).collect();
+        add(c, id, &lines)?;
+        seq += rows.len() as i64;
+        let indexed: bool = c
+            .query_typed_one("SELECT ix_bytes IS NOT NULL FROM arbor.sessions WHERE id = $1", &[(&id, Type::INT8)])?
+            .get(0);
+        if !indexed {
+            return Ok(false);
+        }
+    }
 }
 
 /// Session `id` (emptied, about to be written whole) starts the index of nothing.

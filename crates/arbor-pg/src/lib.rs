@@ -51,7 +51,7 @@
 
 /// The programs of `docs/library.md`, compiled (and, but for the one that
 /// needs a server, run) as doctests: this crate sees every crate they use
-/// (arbor-context and arbor-catalog as dev-dependencies).
+/// (arbor-context, arbor-catalog and arbor-usage as dev-dependencies).
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/library.md")]
 pub struct LibraryDoc;
@@ -60,6 +60,7 @@ mod blocking;
 mod conninfo;
 mod dest;
 mod error;
+mod filters;
 mod follow;
 mod index;
 mod key;

@@ -51,7 +51,8 @@ impl PgStore {
     /// matches, and the first of them, whole ids first.
     fn named(&self, name: &str) -> Result<(usize, Vec<Candidate>), PgError> {
         let limit = (SHOWN + 1) as i64;
-        let rows: Vec<(String, String, bool, i64)> = self.read(|c| {
+        let name = name.to_owned();
+        let rows: Vec<(String, String, bool, i64)> = self.read_bounded(move |c| {
             let rows = if name.ends_with(".jsonl") {
                 c.query_typed(
                     "SELECT dir, name, false, count(*) OVER () FROM arbor.sessions \
@@ -85,7 +86,8 @@ impl PgStore {
     /// rows; paths are the store's (`/DIR/FILE`) and `all_messages_text` is
     /// left empty.
     pub(crate) fn listed_rows(&self, dir: Option<&str>) -> Result<Vec<SessionListInfo>, PgError> {
-        let mut out: Vec<SessionListInfo> = self.read(|c| {
+        let dir = dir.map(str::to_owned);
+        let mut out: Vec<SessionListInfo> = self.read_bounded(move |c| {
             let sql = format!(
                 "SELECT dir, name, {COLUMNS} FROM arbor.sessions \
                  WHERE kind = 1 AND name LIKE '%.jsonl' AND ($1::text IS NULL OR dir = $1)"
@@ -108,7 +110,7 @@ impl PgStore {
     /// name: what `arbor pull --all` pulls (damaged ones included).
     pub fn keys(&self, cwd: Option<&str>) -> Result<Vec<SessionKey>, PgError> {
         let dir = cwd.map(arbor_tree::paths::encode_cwd);
-        self.read(|c| {
+        self.read_bounded(move |c| {
             let rows = c.query_typed(
                 "SELECT dir, name FROM arbor.sessions \
                  WHERE name LIKE '%.jsonl' AND ($1::text IS NULL OR dir = $1) ORDER BY dir, name",

@@ -3,8 +3,12 @@
 //! (its length as it was when opened), fetching only the bytes asked for
 //! (and a little ahead) with the lines' offsets (migration 3), so that
 //! index-first loading reads a few entries, not the session. A few recent
-//! blocks are kept; nothing else is held. A session replaced whole while it
-//! is read (a migration's rewrite) is an error, never a mix of two versions.
+//! blocks are kept; nothing else is held. Told where the next reads are
+//! ([`ReadAt::will_read`]: the lines of a context), it fetches the ranges a
+//! read of them needs and those after it, up to [`BATCH`] bytes, in one
+//! statement, instead of a statement a block. A session replaced whole
+//! while it is read (a migration's rewrite) is an error, never a mix of two
+//! versions.
 
 use std::collections::VecDeque;
 use std::io;
@@ -12,7 +16,7 @@ use std::sync::Mutex;
 
 use arbor_log::scan::ReadAt;
 
-use crate::rows::{read_range, SessionRow};
+use crate::rows::{read_range, read_ranges, SessionRow};
 use crate::store::PgStore;
 
 /// The unit fetched and kept: reads are served from aligned blocks.
@@ -29,6 +33,69 @@ const MAX_AHEAD: u64 = 64;
 /// Runs of reads followed at once (a check on all cores reads the session
 /// in one stretch a core, each through its own cursor).
 const STREAMS: usize = 8;
+
+/// The most bytes of planned ranges one statement fetches.
+const BATCH: u64 = 4 << 20;
+/// Batches kept: one a reader (a core) reading through its plan, and one more.
+const BATCHES: usize = 3;
+
+/// What readers said they will read, and what was fetched for it.
+#[derive(Debug, Default)]
+struct Planned {
+    /// The most recent plans (one a reader), each as ranges in file order.
+    plans: VecDeque<Vec<(u64, u64)>>,
+    /// Batches fetched, most recent last: ranges as `(start, bytes)`.
+    batches: VecDeque<Vec<(u64, Vec<u8>)>>,
+}
+
+impl Planned {
+    /// Copies `[offset, offset + buf.len())` from a batch, when one holds it all.
+    fn copy(&self, buf: &mut [u8], offset: u64) -> bool {
+        let end = offset + buf.len() as u64;
+        let held = self.batches.iter().flatten().find(|(s, b)| *s <= offset && end <= s + b.len() as u64);
+        match held {
+            Some((s, b)) => {
+                let at = (offset - s) as usize;
+                buf.copy_from_slice(&b[at..at + buf.len()]);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The ranges to fetch for a read of `[offset, end)` that a plan holds:
+    /// from it on through the plan, at most [`BATCH`] bytes (the read whole).
+    fn batch_for(&self, offset: u64, end: u64) -> Option<Vec<(u64, u64)>> {
+        let plan = self.plans.iter().rev().find(|p| p.iter().any(|&(s, e)| s <= offset && end <= e))?;
+        let first = plan.partition_point(|&(_, e)| e < end);
+        let mut left = BATCH.max(end - offset);
+        let mut out = vec![];
+        for (k, &(s, e)) in plan[first..].iter().enumerate() {
+            let s = if k == 0 { offset } else { s };
+            let e = e.min(s + left);
+            out.push((s, e));
+            left -= e - s;
+            if left == 0 {
+                break;
+            }
+        }
+        Some(out)
+    }
+}
+
+/// Spans (`(start, end)`, in file order) merged into the ranges a cursor
+/// reads them by: spans that overlap or touch (a server is [`ReadAt::remote`]:
+/// no gap is read through).
+fn ranges_of(spans: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for &(s, e) in spans {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
 
 /// The blocks kept, most recently used last, and how far reads run ahead.
 #[derive(Debug, Default)]
@@ -77,6 +144,7 @@ pub(crate) struct ServerFile {
     /// The session's lines (`None`), or this part of its index on the server.
     part: Option<i16>,
     blocks: Mutex<Blocks>,
+    planned: Mutex<Planned>,
 }
 
 impl ServerFile {
@@ -89,6 +157,7 @@ impl ServerFile {
             len: u64::try_from(row.byte_size).unwrap_or_default(),
             part: None,
             blocks: Mutex::new(Blocks::default()),
+            planned: Mutex::new(Planned::default()),
         }
     }
 
@@ -124,6 +193,42 @@ impl ServerFile {
             )));
         }
         Ok(bytes)
+    }
+
+    /// Answers a read of `buf.len()` bytes at `offset` from what was fetched
+    /// for a plan, fetching the plan's next batch when a plan holds the read;
+    /// false when none does (the read goes by blocks).
+    fn planned_read(&self, buf: &mut [u8], offset: u64) -> io::Result<bool> {
+        let mut p = self.planned.lock().unwrap_or_else(|p| p.into_inner());
+        if p.copy(buf, offset) {
+            return Ok(true);
+        }
+        let Some(ranges) = p.batch_for(offset, offset + buf.len() as u64) else { return Ok(false) };
+        let (id, generation) = (self.id, self.generation);
+        let asked: Vec<(i64, i64)> = ranges.iter().map(|&(s, e)| (s as i64, e as i64)).collect();
+        let want: u64 = ranges.iter().map(|(s, e)| e - s).sum();
+        let len = self.len as i64;
+        let bytes =
+            self.store.read_bounded(move |c| read_ranges(c, id, generation, len, &asked)).map_err(io::Error::other)?;
+        if bytes.len() as u64 != want {
+            return Err(io::Error::other(format!(
+                "session {id} changed on the server while it was read (replaced whole): open it again"
+            )));
+        }
+        let mut at = 0;
+        let batch = ranges
+            .iter()
+            .map(|&(s, e)| {
+                let n = (e - s) as usize;
+                at += n;
+                (s, bytes[at - n..at].to_vec())
+            })
+            .collect();
+        if p.batches.len() >= BATCHES {
+            p.batches.pop_front();
+        }
+        p.batches.push_back(batch);
+        Ok(p.copy(buf, offset))
     }
 
     /// Makes blocks `first..=last` kept, fetching the missing ones (and, for
@@ -171,6 +276,9 @@ impl ReadAt for ServerFile {
             return Ok(0);
         }
         let want = (buf.len() as u64).min(self.len - offset);
+        if self.part.is_none() && self.planned_read(&mut buf[..want as usize], offset)? {
+            return Ok(want as usize);
+        }
         let (first, last) = (offset / BLOCK, (offset + want - 1) / BLOCK);
         if last - first >= DIRECT {
             let bytes = self.fetch(offset, offset + want)?;
@@ -197,6 +305,22 @@ impl ReadAt for ServerFile {
 
     fn len(&self) -> io::Result<u64> {
         Ok(self.len)
+    }
+
+    fn remote(&self) -> bool {
+        true
+    }
+
+    fn will_read(&self, spans: &[(u64, u64)]) {
+        if self.part.is_some() || spans.is_empty() {
+            return;
+        }
+        let mut p = self.planned.lock().unwrap_or_else(|p| p.into_inner());
+        if p.plans.len() >= STREAMS {
+            p.plans.pop_front();
+        }
+        let len = self.len;
+        p.plans.push_back(ranges_of(spans).into_iter().map(|(s, e)| (s.min(len), e.min(len))).collect());
     }
 }
 

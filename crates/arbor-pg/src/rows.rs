@@ -180,6 +180,48 @@ pub(crate) fn read_range(
     Ok(out)
 }
 
+/// Bytes `ranges` (`[start, end)` each, in this order) of session `id` at
+/// generation `generation`, one after the other (fewer when the session is
+/// not at that generation any more): one COPY for them all, of the lines'
+/// slices that cover each range (a line inside a range is sent whole).
+///
+/// A range that starts at the last byte of a line followed by another (a
+/// line placed by an index is read with the byte before it) gets that
+/// byte as the newline every such line ends with (lines are stored split
+/// after each newline, [`crate::lines::split_lines`]; `len`, the session's
+/// size, tells which lines have one after them), instead of the line being
+/// decompressed on the server for one byte.
+pub(crate) fn read_ranges(
+    c: &mut impl GenericClient,
+    id: i64,
+    generation: i64,
+    len: i64,
+    ranges: &[(i64, i64)],
+) -> Result<Vec<u8>, SqlError> {
+    let list = |f: fn(&(i64, i64)) -> i64| ranges.iter().map(|r| f(r).to_string()).collect::<Vec<_>>().join(",");
+    // COPY takes no parameters; the numbers are formatted, never text.
+    let sql = format!(
+        "COPY (SELECT CASE WHEN l.off >= r.s AND l.off + length(l.bytes) <= r.e THEN l.bytes \
+                      WHEN l.off < r.s AND l.off + length(l.bytes) = r.s + 1 AND r.s + 1 < {len} \
+                           THEN '\\x0a'::bytea \
+                      ELSE substring(l.bytes FROM (greatest(l.off, r.s) - l.off + 1)::int \
+                                     FOR (least(l.off + length(l.bytes), r.e) - greatest(l.off, r.s))::int) END \
+               FROM unnest('{{{}}}'::int8[], '{{{}}}'::int8[]) WITH ORDINALITY AS r(s, e, i) \
+               CROSS JOIN LATERAL (SELECT off, bytes FROM arbor.lines \
+                   WHERE session = {id} AND off < r.e \
+                     AND off >= coalesce((SELECT max(off) FROM arbor.lines WHERE session = {id} AND off <= r.s), 0)) l \
+               WHERE EXISTS (SELECT 1 FROM arbor.sessions WHERE id = {id} AND generation = {generation}) \
+               ORDER BY r.i, l.off) TO STDOUT (FORMAT binary)",
+        list(|r| r.0),
+        list(|r| r.1),
+    );
+    let reader = c.copy_out(&sql)?;
+    let total: i64 = ranges.iter().map(|(s, e)| e - s).sum();
+    let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or_default());
+    copy_binary_fields(std::io::BufReader::with_capacity(1 << 16, reader), &mut out).map_err(copy_error)?;
+    Ok(out)
+}
+
 /// Appends the one field of every tuple of a binary COPY stream to `out`; the number of tuples.
 fn copy_binary_fields(mut r: impl std::io::Read, out: &mut Vec<u8>) -> std::io::Result<i64> {
     use std::io::{Error, ErrorKind};

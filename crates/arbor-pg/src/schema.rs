@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the session index on the server",
         sql: include_str!("../migrations/0004_index.sql"),
     },
+    Migration {
+        version: 5,
+        name: "gram filters for search; the search table dropped",
+        sql: include_str!("../migrations/0005_filters.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations ("arbormig" in ASCII).
@@ -71,21 +76,25 @@ fn applied(client: &mut Client) -> Result<Option<i32>, SqlError> {
 /// Brings the schema up to date (see the module docs).
 pub(crate) fn migrate(client: &mut Client) -> Result<(), SqlError> {
     let known = latest();
-    match applied(client)? {
+    let at = match applied(client)? {
         Some(v) if v == known => return Ok(()),
         Some(found) if found > known => return Err(SqlError::NewerSchema { found, known }),
-        _ => {}
-    }
+        v => v.unwrap_or(0),
+    };
     let mut tx = client.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
-    tx.batch_execute(SETUP)?;
+    if let Err(e) = tx.batch_execute(SETUP) {
+        return Err(not_allowed(&e, at, known).unwrap_or(SqlError::Pg(e)));
+    }
     tx.commit()?;
     for m in MIGRATIONS {
         let mut tx = client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
         let done = tx.query_opt("SELECT 1 FROM arbor.migrations WHERE version = $1", &[&m.version])?.is_some();
         if !done {
-            tx.batch_execute(m.sql)?;
+            if let Err(e) = tx.batch_execute(m.sql) {
+                return Err(not_allowed(&e, at.max(m.version - 1), known).unwrap_or(SqlError::Pg(e)));
+            }
             tx.execute("INSERT INTO arbor.migrations (version, name) VALUES ($1, $2)", &[&m.version, &m.name])?;
         }
         tx.commit()?;
@@ -94,6 +103,20 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), SqlError> {
         Some(found) if found > known => Err(SqlError::NewerSchema { found, known }),
         _ => Ok(()),
     }
+}
+
+/// A migration the role may not make (insufficient privilege), said in one
+/// line: what the server is at, what this build needs, who can migrate it.
+fn not_allowed(e: &postgres::Error, found: i32, known: i32) -> Option<SqlError> {
+    if e.code() != Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) {
+        return None;
+    }
+    Some(SqlError::Invariant(format!(
+        "the Arbor schema there is at version {found} and this arbor needs version {known}, which this role may not \
+         make ({}): run any arbor command once as a role that may create tables in the schema arbor (its owner), \
+         then give this role its rights on the new tables (docs/postgres.md, \"Schema and its migrations\")",
+        e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned())
+    )))
 }
 
 #[cfg(test)]

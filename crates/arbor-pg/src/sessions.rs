@@ -73,7 +73,7 @@ impl Sessions for PgStore {
         self.search_engine(request, progress, on_hits)
     }
 
-    /// The server keeps no search index: nothing to bring up to date.
+    /// The server's filters are kept by its writes (and by searches): nothing to bring up to date.
     fn update_index(&self, _scope: &Scope, _progress: &dyn Progress) -> Result<(), SessionsError> {
         Ok(())
     }
@@ -92,5 +92,10 @@ impl Sessions for PgStore {
 
     fn import_into(&self, cwd: &str, file_name: &str) -> Result<PathBuf, SessionsError> {
         path_under(Path::new(ROOT), cwd, file_name)
+    }
+
+    /// Sessions a search left out (one that does not open), one line each.
+    fn take_warnings(&self) -> Vec<String> {
+        PgStore::take_warnings(self)
     }
 }

@@ -50,6 +50,8 @@ struct Inner {
     shared: Mutex<Option<Conn>>,
     /// The connections holding the locks of the sessions this process writes.
     writers: Mutex<HashMap<SessionKey, Arc<Mutex<Conn>>>>,
+    /// Warnings of searches, until [`PgStore::take_warnings`] (search.rs).
+    warnings: Mutex<Vec<String>>,
 }
 
 /// Sessions on a PostgreSQL server, as an arbor-tree [`Store`]. Cheap to clone.
@@ -81,6 +83,7 @@ impl PgStore {
                 server,
                 shared: Mutex::new(Some(Conn(client))),
                 writers: Mutex::new(HashMap::new()),
+                warnings: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -88,6 +91,16 @@ impl PgStore {
     /// The server.
     pub fn server(&self) -> &Server {
         &self.inner.server
+    }
+
+    /// Notes a warning for the caller (one line).
+    pub(crate) fn warn(&self, line: String) {
+        guard(&self.inner.warnings).push(line);
+    }
+
+    /// The warnings noted since the last call.
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *guard(&self.inner.warnings))
     }
 
     /// Runs `f` on the shared connection, connecting first when there is
@@ -208,16 +221,6 @@ impl PgStore {
         self.write_via(writer, key, f)
     }
 
-    /// Runs `f` in one transaction as a writer of its own (a push): refused
-    /// while any writer holds the session, this process's included.
-    pub(crate) fn write_apart<T: Send>(
-        &self,
-        key: &SessionKey,
-        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
-    ) -> Result<T, PgError> {
-        self.write_via(None, key, f)
-    }
-
     fn write_via<T: Send>(
         &self,
         writer: Option<Arc<Mutex<Conn>>>,
@@ -245,10 +248,12 @@ impl PgStore {
             })();
             return r.map_err(|e| self.inner.server.classify(e, true));
         }
-        let mut shared = guard(&self.inner.shared);
-        let conn = match shared.as_mut() {
+        // Taken out while the write runs (a write given up at its deadline
+        // keeps it, and the next one connects again: see write_bounded).
+        let taken = guard(&self.inner.shared).take();
+        let mut conn = match taken {
             Some(c) if !c.0.is_closed() => c,
-            _ => shared.insert(Conn(self.inner.server.connect()?)),
+            _ => Conn(self.inner.server.connect()?),
         };
         let r = (|| {
             let mut tx = conn.0.transaction()?;
@@ -259,10 +264,71 @@ impl PgStore {
             tx.commit()?;
             Ok(v)
         })();
-        if conn.0.is_closed() {
-            *shared = None;
+        if !conn.0.is_closed() {
+            let mut shared = guard(&self.inner.shared);
+            if shared.is_none() {
+                *shared = Some(conn);
+            }
         }
         r.map_err(|e| self.inner.server.classify(e, true))
+    }
+
+    /// [`PgStore::write`], bounded as reads are ([`PgStore::read_bounded`]):
+    /// the write runs on a thread of its own, and a server that has not
+    /// answered within the answer limit gives an error at once. The write's
+    /// connection is left to that thread (a writer's lock with it: later
+    /// writes take the lock for their transaction, refused while the frozen
+    /// connection holds it); whether the write landed is known only once the
+    /// server answers again, which the error says.
+    pub(crate) fn write_bounded<T, F>(&self, key: &SessionKey, f: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
+    {
+        let writer = guard(&self.inner.writers).get(key).cloned();
+        self.write_bounded_via(writer, key, f)
+    }
+
+    /// [`PgStore::write_bounded`] as a writer of its own (a push): refused
+    /// while any writer holds the session, this process's included.
+    pub(crate) fn write_apart_bounded<T, F>(&self, key: &SessionKey, f: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
+    {
+        self.write_bounded_via(None, key, f)
+    }
+
+    fn write_bounded_via<T, F>(&self, writer: Option<Arc<Mutex<Conn>>>, key: &SessionKey, f: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
+    {
+        self.check_name(key)?;
+        let Some(limit) = self.inner.server.answer_limit() else { return self.write_via(writer, key, f) };
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (me, k, w) = (self.clone(), key.clone(), writer.clone());
+        let server = self.server().shown().to_owned();
+        std::thread::Builder::new()
+            .name("arbor-pg-write".into())
+            .spawn(move || {
+                let _ = tx.send(me.write_here(w, &k, f));
+            })
+            .map_err(|e| PgError::Server { server: server.clone(), reason: e.to_string() })?;
+        rx.recv_timeout(limit).unwrap_or_else(|_| {
+            if writer.is_some() {
+                self.drop_writer(key);
+            }
+            Err(PgError::Server {
+                server,
+                reason: format!(
+                    "no answer within {} s while writing {key} (the server is frozen, or the network to it): \
+                     the write was given up; the session holds all of it or none, which is known once the \
+                     server answers again: look before writing it again",
+                    limit.as_secs_f64()
+                ),
+            })
+        })
     }
 
     /// Refuses `key` unless it is one folder and one file name ([`SessionKey::check`]).
@@ -316,7 +382,8 @@ impl PgStore {
 
     /// Who holds the write lock of session `key`, if anyone ([`crate::Writer`]).
     pub fn writer(&self, key: &SessionKey) -> Result<Option<crate::Writer>, PgError> {
-        self.read(|c| Ok(lock::writer(c, key)?))
+        let key = key.clone();
+        self.read_bounded(move |c| Ok(lock::writer(c, &key)?))
     }
 
     /// Breaks the write lock of `key` held by the server process `backend`
@@ -354,7 +421,9 @@ impl AppendHandle for PgAppend {
         };
         let new = split_lines(bytes);
         let token = write::token();
-        let written = match self.store.write(&self.key, |tx| write::append(tx, &row, &new, &token)) {
+        let (r, owned, t) = (row.clone(), bytes.to_vec(), token.clone());
+        let bounded = self.store.write_bounded(&self.key, move |tx| write::append(tx, &r, &split_lines(&owned), &t));
+        let written = match bounded {
             Err(PgError::LostDuringWrite { reason, .. }) => {
                 self.store.recover_append(&self.key, &row, &new, &token, reason)
             }
@@ -458,7 +527,10 @@ impl Store for PgStore {
         let (row, repair) = self
             .write_again_if_lost(&key, |tx| {
                 let row = write::ensure(tx, &key)?;
-                write::repair_tail(tx, &key, row)
+                let (row, repair) = write::repair_tail(tx, &key, row)?;
+                // A session from before the server kept indexes gets one from its first writer.
+                crate::index::build_missing(tx, row.id)?;
+                Ok((row, repair))
             })
             .map_err(err)?;
         if durability == Durability::Fsync {
@@ -511,7 +583,7 @@ impl Store for PgStore {
 
     fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError> {
         let d = SessionKey::dir_of(dir);
-        self.read(|c| {
+        self.read_bounded(move |c| {
             let rows = c.query_typed(
                 "SELECT name, changed_at FROM arbor.sessions WHERE dir = $1 AND name LIKE '%.jsonl' ORDER BY name",
                 &[(&d, Type::TEXT)],
@@ -532,7 +604,7 @@ impl Store for PgStore {
         if dir.parent().is_some() {
             return Ok(vec![]);
         }
-        self.read(|c| {
+        self.read_bounded(|c| {
             let rows = c.query_typed("SELECT DISTINCT dir FROM arbor.sessions WHERE dir <> '' ORDER BY dir", &[])?;
             Ok(rows.iter().map(|r| Path::new(crate::key::ROOT).join(r.get::<_, &str>(0))).collect())
         })

@@ -82,6 +82,15 @@ fn digest(lines: &[&[u8]]) -> Vec<u8> {
     all.finalize().to_vec()
 }
 
+/// [`digest`] of the lines whose own digests are `each`.
+fn digest_of(each: &[[u8; 32]]) -> Vec<u8> {
+    let mut all = Sha256::new();
+    for d in each {
+        all.update(d);
+    }
+    all.finalize().to_vec()
+}
+
 /// The digest of the first `count` lines of session `id`.
 fn server_digest(c: &mut impl GenericClient, id: i64, count: i64) -> Result<Vec<u8>, postgres::Error> {
     let row = c.query_typed_one(
@@ -166,8 +175,9 @@ impl PgStore {
     /// Sets aside the server's torn last line of `key` when `lines` hold it
     /// completed (the file has been written on since an older push caught it).
     fn mend_torn_tail(&self, key: &SessionKey, lines: &[&[u8]]) -> Result<(), PgError> {
-        let torn = self.read(|c| {
-            let Some(row) = SessionRow::find(c, key)? else { return Ok(None) };
+        let k = key.clone();
+        let torn = self.read_bounded(move |c| {
+            let Some(row) = SessionRow::find(c, &k)? else { return Ok(None) };
             let last = c.query_typed_opt(
                 "SELECT seq, bytes FROM arbor.lines WHERE session = $1 ORDER BY seq DESC LIMIT 1",
                 &[(&row.id, Type::INT8)],
@@ -177,9 +187,10 @@ impl PgStore {
         let Some((seq, bytes)) = torn else { return Ok(()) };
         let completed = usize::try_from(seq).ok().and_then(|i| lines.get(i)).is_some_and(|l| l.starts_with(&bytes));
         if completed {
-            self.write_apart(key, |tx| {
-                let Some(row) = SessionRow::find(tx, key)? else { return Ok(()) };
-                write::repair_tail(tx, key, row).map(drop)
+            let k = key.clone();
+            self.write_apart_bounded(key, move |tx| {
+                let Some(row) = SessionRow::find(tx, &k)? else { return Ok(()) };
+                write::repair_tail(tx, &k, row).map(drop)
             })?;
         }
         Ok(())
@@ -194,7 +205,8 @@ impl PgStore {
             Some(row) => {
                 let theirs = usize::try_from(row.line_count).unwrap_or(usize::MAX);
                 let k = theirs.min(lines.len());
-                let agrees = self.read(|c| Ok(server_digest(c, row.id, k as i64)?))? == digest(&lines[..k]);
+                let id = row.id;
+                let agrees = self.read_bounded(move |c| Ok(server_digest(c, id, k as i64)?))? == digest(&lines[..k]);
                 match compare(lines.len(), theirs, agrees) {
                     Ok(None) => return Ok(Transfer::Unchanged),
                     Ok(Some(start)) => (start, Some(row.generation)),
@@ -219,7 +231,8 @@ impl PgStore {
         };
         if row.is_none() && lines.is_empty() {
             // An empty file is an empty session (pulled back, an empty file).
-            self.write_apart(&key, |tx| write::ensure(tx, &key).map(drop))?;
+            let k = key.clone();
+            self.write_apart_bounded(&key, move |tx| write::ensure(tx, &k).map(drop))?;
         }
         let mut at = start;
         while at < lines.len() {
@@ -229,15 +242,18 @@ impl PgStore {
                 size += lines[end].len();
                 end += 1;
             }
-            self.write_apart(&key, |tx| {
-                let row = write::ensure(tx, &key)?;
+            // Owned by the write (bounded: on a thread of its own), one chunk at a time.
+            let chunk: Vec<Vec<u8>> = lines[at..end].iter().map(|l| l.to_vec()).collect();
+            let (me, k, shown) = (self.clone(), key.clone(), local.display().to_string());
+            self.write_apart_bounded(&key, move |tx| {
+                let row = write::ensure(tx, &k)?;
                 if row.line_count != at as i64 || generation.is_some_and(|g| g != row.generation) {
-                    return Err(SqlError::Other(self.refused(
-                        local.display(),
-                        format!("{key} changed on the server during the push; run it again"),
-                    )));
+                    return Err(SqlError::Other(
+                        me.refused(shown, format!("{k} changed on the server during the push; run it again")),
+                    ));
                 }
-                write::append(tx, &row, &lines[at..end], &write::token())?;
+                let chunk: Vec<&[u8]> = chunk.iter().map(Vec::as_slice).collect();
+                write::append(tx, &row, &chunk, &write::token())?;
                 Ok(())
             })?;
             at = end;
@@ -261,7 +277,8 @@ impl PgStore {
     pub fn pull_with(&self, key: &SessionKey, root: &Path, live: Live) -> Result<(PathBuf, Transfer), PgError> {
         self.check_name(key)?;
         if live == Live::Refuse {
-            if let Some(h) = self.read(|c| Ok(crate::lock::holder(c, key)?))? {
+            let k = key.clone();
+            if let Some(h) = self.read_bounded(move |c| Ok(crate::lock::holder(c, &k)?))? {
                 return Err(self.refused(
                     key.shown(),
                     format!(
@@ -281,20 +298,23 @@ impl PgStore {
             );
         }
         let ours = place.read()?;
-        let local_lines = ours.as_deref().map(split_lines);
+        // Each local line's digest (the read is bounded: on a thread of its own, with what it owns).
+        let local_lines: Option<Vec<[u8; 32]>> =
+            ours.as_deref().map(|b| split_lines(b).iter().map(|l| Sha256::digest(l).into()).collect());
         let local_count = local_lines.as_ref().map(Vec::len);
+        let wanted = key.clone();
         // One snapshot: the digest and the lines read agree.
-        let got = self.read(|c| {
+        let got = self.read_bounded(move |c| {
             let mut tx =
                 c.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start()?;
-            let Some(row) = SessionRow::find(&mut tx, key)? else { return Ok(None) };
+            let Some(row) = SessionRow::find(&mut tx, &wanted)? else { return Ok(None) };
             let theirs = usize::try_from(row.line_count).unwrap_or(usize::MAX);
             let Some(have) = local_count else {
                 return Ok(Some((theirs, true, read_lines(&mut tx, row.id, 0)?.0)));
             };
             let k = theirs.min(have);
-            let agrees =
-                server_digest(&mut tx, row.id, k as i64)? == digest(&local_lines.as_deref().unwrap_or_default()[..k]);
+            let agrees = server_digest(&mut tx, row.id, k as i64)?
+                == digest_of(&local_lines.as_deref().unwrap_or_default()[..k]);
             let rest = if agrees && theirs > have { read_lines(&mut tx, row.id, have as i64)?.0 } else { vec![] };
             Ok(Some((theirs, agrees, rest)))
         })?;
@@ -339,5 +359,7 @@ mod tests {
         assert!(matches!(compare(3, 3, false), Err(Standing::Diverged)));
         assert_eq!(digest(&[]), Sha256::digest(b"").to_vec());
         assert_ne!(digest(&[b"a\n", b"b\n"]), digest(&[b"a\nb\n"]));
+        let each: Vec<[u8; 32]> = [&b"a\n"[..], b"b\n"].iter().map(|l| Sha256::digest(l).into()).collect();
+        assert_eq!(digest_of(&each), digest(&[b"a\n", b"b\n"]));
     }
 }

@@ -11,11 +11,11 @@ use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::TailRepair;
 use arbor_tree::ListingFacts;
 
-use crate::index;
 use crate::key::SessionKey;
 use crate::lines::{self, split_lines};
 use crate::rows::{facts_assignments, read_lines, FactsParams, SessionRow, COLUMNS};
 use crate::server::SqlError;
+use crate::{filters, index};
 
 /// The channel the followers of session `id` listen on.
 pub(crate) fn channel(id: i64) -> String {
@@ -61,19 +61,18 @@ fn facts_of(lines: &[&[u8]]) -> ListingFacts {
 
 /// Replaces session `key` with `bytes` (creating it); its generation goes up.
 pub(crate) fn replace(c: &mut impl GenericClient, key: &SessionKey, bytes: &[u8]) -> Result<SessionRow, SqlError> {
-    let id: i64 = c
-        .query_typed_one(
-            "INSERT INTO arbor.sessions (dir, name) VALUES ($1, $2) ON CONFLICT (dir, name) \
-             DO UPDATE SET generation = arbor.sessions.generation + 1 RETURNING id",
-            &[(&key.dir, Type::TEXT), (&key.name, Type::TEXT)],
-        )?
-        .get(0);
+    let r = c.query_typed_one(
+        "INSERT INTO arbor.sessions (dir, name) VALUES ($1, $2) ON CONFLICT (dir, name) \
+         DO UPDATE SET generation = arbor.sessions.generation + 1 RETURNING id, generation",
+        &[(&key.dir, Type::TEXT), (&key.name, Type::TEXT)],
+    )?;
+    let (id, generation): (i64, i64) = (r.get(0), r.get(1));
     c.execute_typed("DELETE FROM arbor.lines WHERE session = $1", &[(&id, Type::INT8)])?;
-    c.execute_typed("DELETE FROM arbor.search WHERE session = $1", &[(&id, Type::INT8)])?;
     index::restart(c, id)?;
     let all = split_lines(bytes);
     lines::insert(c, id, 0, 0, &all)?;
     index::add(c, id, &all)?;
+    filters::after_replace(c, id, generation, &all)?;
     let row = update(c, id, None, all.len() as i64, bytes.len() as i64, &facts_of(&all))?;
     row.ok_or_else(|| missing_row(id))
 }
@@ -114,6 +113,7 @@ pub(crate) fn append(
     };
     lines::insert(c, row.id, row.line_count, row.byte_size, new)?;
     index::add(c, row.id, new)?;
+    filters::after_append(c, row, new)?;
     c.execute_typed(
         "INSERT INTO arbor.writes (token, session, line_count) VALUES ($1, $2, $3)",
         &[(&token, Type::TEXT), (&row.id, Type::INT8), (&lines, Type::INT8)],
@@ -151,7 +151,7 @@ fn side_session(c: &mut impl GenericClient, key: &SessionKey, what: &str) -> Res
     unreachable!("an unbounded counter always finds a free name")
 }
 
-/// Copies session `row` to a side name `FILE.<what>-<ms>` (lines and facts; no search rows).
+/// Copies session `row` to a side name `FILE.<what>-<ms>` (lines, facts and filters).
 pub(crate) fn copy_aside(
     c: &mut impl GenericClient,
     key: &SessionKey,
@@ -163,8 +163,9 @@ pub(crate) fn copy_aside(
         "INSERT INTO arbor.lines (session, seq, off, bytes) SELECT $1, seq, off, bytes FROM arbor.lines WHERE session = $2",
         &[(&id, Type::INT8), (&row.id, Type::INT8)],
     )?;
-    // A side copy keeps no index (it is read as a file is, by ranges).
+    // A side copy keeps no index (it is read as a file is, by ranges); it keeps the filters of its bytes.
     index::forget(c, id)?;
+    filters::copy(c, row, id)?;
     update(c, id, None, row.line_count, row.byte_size, &row.facts)?;
     Ok(side)
 }
@@ -178,14 +179,16 @@ pub(crate) fn repair_tail(
     row: SessionRow,
 ) -> Result<(SessionRow, Option<TailRepair>), SqlError> {
     let last = c.query_typed_opt(
-        "SELECT seq, bytes FROM arbor.lines WHERE session = $1 ORDER BY seq DESC LIMIT 1",
+        "SELECT seq, bytes, off FROM arbor.lines WHERE session = $1 ORDER BY seq DESC LIMIT 1",
         &[(&row.id, Type::INT8)],
     )?;
     let Some(last) = last else { return Ok((row, None)) };
-    let (seq, bytes): (i64, Vec<u8>) = (last.get(0), last.get(1));
+    let (seq, bytes, off): (i64, Vec<u8>, i64) = (last.get(0), last.get(1), last.get(2));
     if bytes.ends_with(b"\n") {
         return Ok((row, None));
     }
+    // The torn line changes: no filter may reach into it.
+    filters::drop_from(c, row.id, off)?;
     // A torn tail ended the index (a line without its newline): the session stays unindexed until replaced whole.
     index::forget(c, row.id)?;
     if matches!(parse_line(&bytes).0, Parsed::Object(_) | Parsed::Blank) {
@@ -202,10 +205,6 @@ pub(crate) fn repair_tail(
     update(c, side_id, None, 1, bytes.len() as i64, &facts_of(&[&bytes]))?;
     c.execute_typed(
         "DELETE FROM arbor.lines WHERE session = $1 AND seq = $2",
-        &[(&row.id, Type::INT8), (&seq, Type::INT8)],
-    )?;
-    c.execute_typed(
-        "DELETE FROM arbor.search WHERE session = $1 AND seq = $2",
         &[(&row.id, Type::INT8), (&seq, Type::INT8)],
     )?;
     let (rest, _) = read_lines(c, row.id, 0)?;

@@ -12,6 +12,12 @@
 //! may be in the range only if the bits of all its grams are set ([`Need`]);
 //! a clear bit proves it is not. False positives cost a read, never a hit.
 
+/// The version of the filters' format: what a gram is, its hash, the
+/// buckets and the bitmap's layout ([`Filter::words`]). A backend that keeps
+/// filters keeps this beside them and reads a filter of another version as
+/// absent; any change to those must change it.
+pub const FORMAT: u32 = 1;
+
 /// The fewest bits of a filter, as a power of two.
 pub const MIN_LOG: u8 = 9;
 /// The most bits of a filter, as a power of two.

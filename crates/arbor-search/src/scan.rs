@@ -504,7 +504,10 @@ struct Reader<'a> {
     src: &'a dyn ReadAt,
     pos: u64,
     end: u64,
+    /// The buffer: `buf[..cap]` is in use (what is past it is left from an
+    /// earlier reader of this thread, never read).
     buf: Vec<u8>,
+    cap: usize,
     /// `buf[start..filled]` holds unread bytes from offset `base + start`.
     start: usize,
     filled: usize,
@@ -515,8 +518,15 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn new(src: &'a dyn ReadAt, from: u64, end: u64) -> Reader<'a> {
-        let size = usize::try_from(end.saturating_sub(from)).unwrap_or(CHUNK).clamp(1, CHUNK);
-        Reader { src, pos: from, end, buf: vec![0; size], start: 0, filled: 0, base: from, long: None }
+        let cap = usize::try_from(end.saturating_sub(from)).unwrap_or(CHUNK).clamp(1, CHUNK);
+        // The thread's buffer of the reader before: a fresh one per session
+        // costs its zeroing and page faults every time (most of reading a
+        // small session's bytes).
+        let mut buf = BUFFER.take();
+        if buf.len() < cap {
+            buf = vec![0; CHUNK.max(cap)];
+        }
+        Reader { src, pos: from, end, buf, cap, start: 0, filled: 0, base: from, long: None }
     }
 
     fn next(&mut self) -> io::Result<Option<Piece<'_>>> {
@@ -529,7 +539,7 @@ impl<'a> Reader<'a> {
                     return Ok(Some(Piece::Long { base: line, window: &[], fresh: 0, last: true }));
                 }
                 let newline = memchr::memchr(b'\n', unread);
-                if !unread.is_empty() && (newline.is_some() || self.pos >= self.end || self.filled == self.buf.len()) {
+                if !unread.is_empty() && (newline.is_some() || self.pos >= self.end || self.filled == self.cap) {
                     let cut = newline.map_or(self.filled, |i| self.start + i + 1);
                     let from = self.start.saturating_sub(OVERLAP);
                     let last = newline.is_some() || self.pos >= self.end;
@@ -551,8 +561,8 @@ impl<'a> Reader<'a> {
                 let a = self.start;
                 self.start = self.filled;
                 return Ok(Some(Piece::Lines { base: self.base + a as u64, bytes: &self.buf[a..self.filled] }));
-            } else if self.start == 0 && self.filled == self.buf.len() {
-                if self.buf.len() >= MAX_LINE {
+            } else if self.start == 0 && self.filled == self.cap {
+                if self.cap >= MAX_LINE {
                     // A line longer than any buffer: read it in windows.
                     self.long = Some(self.base);
                     let fresh = self.filled;
@@ -564,8 +574,10 @@ impl<'a> Reader<'a> {
                         last: false,
                     }));
                 }
-                let size = (self.buf.len() * 2).min(MAX_LINE);
-                self.buf.resize(size, 0);
+                self.cap = (self.cap * 2).min(MAX_LINE);
+                if self.buf.len() < self.cap {
+                    self.buf.resize(self.cap, 0);
+                }
             }
             if self.pos >= self.end && self.start >= self.filled {
                 return Ok(None);
@@ -583,7 +595,7 @@ impl<'a> Reader<'a> {
             self.filled -= keep;
             self.start -= keep;
         }
-        let room = self.buf.len() - self.filled;
+        let room = self.cap - self.filled;
         let want = room.min(usize::try_from(self.end - self.pos).unwrap_or(usize::MAX));
         if want == 0 {
             return Ok(());
@@ -602,6 +614,20 @@ impl<'a> Reader<'a> {
         self.pos += n as u64;
         Ok(())
     }
+}
+
+impl Drop for Reader<'_> {
+    /// Hands the buffer on to the thread's next reader (not one grown for a long line).
+    fn drop(&mut self) {
+        if self.buf.len() <= CHUNK {
+            BUFFER.set(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+thread_local! {
+    /// Each thread's read buffer, between readers.
+    static BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 #[cfg(test)]
@@ -625,6 +651,23 @@ mod tests {
 
     fn ids(s: &Scanned) -> Vec<&str> {
         s.hits.iter().map(|h| h.entry_id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_reader_after_a_longer_one_sees_only_its_own_bytes() {
+        // The thread's buffer is handed from one reader to the next: what the
+        // first left in it must never be read as the second's.
+        let mut long = String::new();
+        for i in 0..3000 {
+            long += &line(&format!("a{i:04}"), "stale needle text, no newline after the short file");
+        }
+        assert_eq!(ids(&scan(long.as_bytes(), "needle", false)).len(), 20);
+        let short = line("b1", "fresh hay") + &line("b2", "fresh needle");
+        let cut = &short.as_bytes()[..short.len() - 1];
+        for (file, want) in [(short.as_bytes(), vec!["b2"]), (cut, vec!["b2"]), (&short.as_bytes()[..40], vec![])] {
+            assert_eq!(ids(&scan(file, "needle", false)), want);
+            assert_eq!(ids(&scan(file, "stale", false)), Vec::<&str>::new());
+        }
     }
 
     #[test]

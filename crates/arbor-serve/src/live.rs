@@ -172,6 +172,7 @@ fn catch_up(
         return Ok(None);
     }
     let missed: Vec<Position> = s.positions().skip(have).collect();
-    let items = s.decode_many(&missed).into_iter().flatten().map(|e| live.entry(&e)).collect();
+    let items =
+        s.decode_many(&missed).map_err(|e| e.to_string())?.into_iter().flatten().map(|e| live.entry(&e)).collect();
     Ok(Some((items, now)))
 }

@@ -82,11 +82,12 @@ pub(crate) async fn label(
     }
     write_to(st, dir, file, move |s| {
         // An id the index does not know is looked for in the file itself.
-        if s.get_entry(&w.entry).is_none() && s.opened_from_index() {
-            s.verify_all_lines()?;
-        }
-        if s.get_entry(&w.entry).is_none() {
-            return Err(Refusal::new(StatusCode::NOT_FOUND, format!("no entry {}", w.entry)));
+        match s.find_entry(&w.entry) {
+            Ok(_) => {}
+            Err(arbor_tree::TreeError::NotFound(_)) => {
+                return Err(Refusal::new(StatusCode::NOT_FOUND, format!("no entry {}", w.entry)))
+            }
+            Err(e) => return Err(e.into()),
         }
         Ok(s.append_label_change(&w.entry, label.as_deref())?)
     })

@@ -63,6 +63,18 @@ pub enum TreeError {
     /// An earlier write failed; the session refuses further writes until reopened.
     #[error("an earlier write failed, the session no longer accepts writes: {0}")]
     Poisoned(String),
+    /// The file changed behind an open session in a way it cannot answer
+    /// from (truncated, or rewritten before its end; lines appended are
+    /// read on): open the session again (or [`crate::Session::read_again`]).
+    #[error("{}{}: changed since the session was opened ({what}); open it again", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Changed {
+        /// The session file.
+        path: PathBuf,
+        /// The line being read when the change was found, when one was.
+        line: Option<usize>,
+        /// What changed, in a few words.
+        what: String,
+    },
     /// I/O on the log.
     #[error(transparent)]
     Log(#[from] LogError),

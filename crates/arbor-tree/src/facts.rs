@@ -10,15 +10,42 @@
 //! that carry text a listing shows (the header, the first user message, a
 //! session name) are decoded.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde_json::Value;
 
 use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::scan::{scan_line, ScanKind};
 use arbor_log::{format_iso_ms, is_header, is_title_slot, parse_iso_ms, EntryType, MessageView, Role};
 
-use crate::listing::SessionListInfo;
+/// pi's `SessionInfo` for one file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// The session id.
+    pub id: String,
+    /// The header's cwd (`""` when absent).
+    pub cwd: String,
+    /// The newest non-empty `session_info` name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The header's `parentSession`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_session_path: Option<String>,
+    /// The header timestamp.
+    pub created: String,
+    /// The newest user/assistant message time, else the header time, else the file mtime (ISO).
+    pub modified: String,
+    /// The number of `message` entries of any role.
+    pub message_count: usize,
+    /// The text of the first user message, or `(no messages)`.
+    pub first_message: String,
+    /// User and assistant text, joined with spaces.
+    pub all_messages_text: String,
+}
 
 /// Whether a file is a session, as far as it was read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

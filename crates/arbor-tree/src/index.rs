@@ -464,6 +464,8 @@ pub(crate) struct LazyIndex {
     file: Box<dyn ReadAt>,
     /// The session file's size when indexed.
     size: u64,
+    /// The content hash of those bytes ([`content_hash`]; 0 when not known).
+    pub(crate) content: u64,
     pub(crate) header_bytes: u64,
     n: usize,
     strings_len: u64,
@@ -498,7 +500,8 @@ impl LazyIndex {
         }
         let n = usize::try_from(n).ok()?;
         let blocks = (0..n.div_ceil(BLOCK)).map(|_| OnceLock::new()).collect();
-        Some(LazyIndex { file, size: stamp.size, header_bytes, n, strings_len, rows, blocks, ids: None })
+        let content = content_of(&fixed);
+        Some(LazyIndex { file, size: stamp.size, content, header_bytes, n, strings_len, rows, blocks, ids: None })
     }
 
     /// The columns of block `b`.

@@ -15,7 +15,7 @@
 //! let session = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default())?;
 //! // The active path, root to leaf (the leaf is the last line: u2 left a1's branch).
 //! let path: Vec<String> = session
-//!     .get_branch(None)
+//!     .get_branch(None)?
 //!     .iter()
 //!     .map(|e| {
 //!         let m = e.message().map(|m| m.view());
@@ -24,7 +24,7 @@
 //!     })
 //!     .collect();
 //! assert_eq!(path, ["u1 user: hi", "u2 user: another try"]);
-//! assert_eq!(session.get_children("u1").len(), 2);
+//! assert_eq!(session.get_children("u1")?.len(), 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

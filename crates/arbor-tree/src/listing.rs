@@ -7,43 +7,15 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde::Serialize;
 use serde_json::Value;
 
 use arbor_log::reader::{trim_line, LineReader};
 use arbor_log::{is_header, parse_iso_ms};
 
 use crate::error::TreeError;
+pub use crate::facts::SessionListInfo;
 use crate::facts::{ListingFacts, ListingKind};
 use crate::store::Store;
-
-/// pi's `SessionInfo` for one file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionListInfo {
-    /// The file.
-    pub path: PathBuf,
-    /// The session id.
-    pub id: String,
-    /// The header's cwd (`""` when absent).
-    pub cwd: String,
-    /// The newest non-empty `session_info` name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The header's `parentSession`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_session_path: Option<String>,
-    /// The header timestamp.
-    pub created: String,
-    /// The newest user/assistant message time, else the header time, else the file mtime (ISO).
-    pub modified: String,
-    /// The number of `message` entries of any role.
-    pub message_count: usize,
-    /// The text of the first user message, or `(no messages)`.
-    pub first_message: String,
-    /// User and assistant text, joined with spaces.
-    pub all_messages_text: String,
-}
 
 fn system_time_ms(t: SystemTime) -> Option<i64> {
     t.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_millis() as i64)

@@ -24,6 +24,7 @@
 //! writers never hold locks on two different files of one name. A writer
 //! killed before it lets go leaves the file behind; the next one takes it.
 
+use std::fmt;
 use std::fs::{self, File, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -33,7 +34,9 @@ use arbor_log::files::{ensure_writable, open_lock, open_read, resolve};
 use arbor_log::LogError;
 
 use crate::error::{LockHolder, TreeError};
-use crate::store::WriteLock;
+
+/// A held write lock; dropping it releases the lock.
+pub trait WriteLock: Send + fmt::Debug {}
 
 /// How long a refused writer keeps trying to learn who holds the lock.
 const HOLDER_PATIENCE: Duration = Duration::from_secs(2);

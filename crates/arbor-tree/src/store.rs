@@ -20,6 +20,7 @@ use arbor_log::{atomic_write, Appender, Durability, LogError, TailRepair};
 use crate::error::{LockHolder, TreeError};
 use crate::index::stored::StoredIndex;
 use crate::lock;
+pub use crate::lock::WriteLock;
 
 /// A reader of a session's bytes, with the index its store keeps of
 /// exactly those bytes when it keeps one ([`Store::open_indexed`]).
@@ -30,9 +31,6 @@ pub trait AppendHandle: Send + fmt::Debug {
     /// Appends whole lines (each already ending in `\n`).
     fn append(&mut self, bytes: &[u8]) -> Result<(), TreeError>;
 }
-
-/// A held write lock; dropping it releases the lock.
-pub trait WriteLock: Send + fmt::Debug {}
 
 /// What names a stored file and its current version ([`Store::stamp`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use arbor_log::Entry;
 
+use crate::error::TreeError;
 use crate::session::{LineCursor, Position, Session, Slot};
 
 /// One node of the tree: an entry, its JSON text and its resolved label.
@@ -127,19 +128,23 @@ impl<'a> Tree<'a> {
     /// # Panics
     ///
     /// When `position` is not one of this session's.
-    pub fn node(&self, position: Position) -> TreeNode<'a> {
-        let s = &self.session.state.slots[position.get()];
-        let src = self.session.src();
-        TreeNode { position, entry: s.entry(src), json: s.json(src), label: self.session.get_label(&s.id()) }
+    /// An `Err` when the file changed under the session ([`TreeError::Changed`]).
+    pub fn node(&self, position: Position) -> Result<TreeNode<'a>, TreeError> {
+        let session = self.session;
+        let s = &session.state.slots[position.get()];
+        let src = session.src();
+        let entry = s.entry(src).map_err(|e| session.stale(e))?;
+        let json = s.json(src).map_err(|e| session.stale(e))?;
+        Ok(TreeNode { position, entry, json, label: session.get_label(&s.id())? })
     }
 
     /// The roots, in file order.
-    pub fn roots(&self) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
+    pub fn roots(&self) -> impl ExactSizeIterator<Item = Result<TreeNode<'a>, TreeError>> + '_ {
         self.roots.iter().map(|&p| self.node(p))
     }
 
     /// The children of a node, oldest first.
-    pub fn children(&self, node: &TreeNode<'_>) -> impl ExactSizeIterator<Item = TreeNode<'a>> + '_ {
+    pub fn children(&self, node: &TreeNode<'_>) -> impl ExactSizeIterator<Item = Result<TreeNode<'a>, TreeError>> + '_ {
         self.child_positions(node.position).iter().map(|&p| self.node(p))
     }
 
@@ -180,7 +185,9 @@ impl<'a> Tree<'a> {
 
     /// Writes pi's `getTree()` JSON: `[{"entry": …, "children": […], "label": …,
     /// "labelTimestamp": …}]`, `label` and `labelTimestamp` absent when none,
-    /// entries as held. Iterative: any depth is fine.
+    /// entries as held. Iterative: any depth is fine. A file changed under
+    /// the session fails the write with the [`TreeError::Changed`] inside
+    /// the `io::Error` ([`io::Error::into_inner`]).
     pub fn write_json<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
         let slots = &self.session.state.slots;
         // In passing: writing every entry keeps none of their slots.
@@ -195,7 +202,9 @@ impl<'a> Tree<'a> {
             }
             Step::Leave(_) => None,
         }));
-        let any_label = self.session.has_labels();
+        let session = self.session;
+        let changed = |e| io::Error::other(session.stale(e));
+        let any_label = session.has_labels().map_err(io::Error::other)?;
         // Whether each open node has a label (looked up when it is entered).
         let mut labelled: Vec<bool> = vec![];
         w.write_all(b"[")?;
@@ -209,11 +218,11 @@ impl<'a> Tree<'a> {
                     // Streamed, not kept: writing a tree of a huge file must not hold every entry's text.
                     let mut has_label = false;
                     if let Some(s) = out.get(position.get()) {
-                        has_label = any_label && self.session.label(&s.id()).is_some();
+                        has_label = any_label && session.label(&s.id()).map_err(io::Error::other)?.is_some();
                         // A long line is copied from the file a block at a time, never held.
                         match s.copy_long_text(cursor.src, false, &mut Dyn(&mut *w)) {
-                            Some(copied) => copied?,
-                            None => s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes()))?,
+                            Some(copied) => copied.map_err(|e| session.changed_io(e))?,
+                            None => s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes())).map_err(changed)??,
                         }
                     }
                     w.write_all(b",\"children\":[")?;
@@ -223,7 +232,10 @@ impl<'a> Tree<'a> {
                 Step::Leave(Some(position)) => {
                     w.write_all(b"]")?;
                     let label = match labelled.pop().unwrap_or(false) {
-                        true => out.get(position.get()).and_then(|s| self.session.label(&s.id())),
+                        true => match out.get(position.get()) {
+                            Some(s) => session.label(&s.id()).map_err(io::Error::other)?,
+                            None => None,
+                        },
                         false => None,
                     };
                     if let Some(label) = label {

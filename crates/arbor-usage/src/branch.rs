@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 
 use crate::model::{Agent, Tokens};
 use crate::price::PriceTable;
@@ -38,8 +38,8 @@ pub struct Branch {
 
 /// The branches of `s`, the active one first, then the others in file
 /// order; replies without a recorded cost priced from `prices`.
-pub fn branches(s: &Session, prices: &PriceTable) -> Vec<Branch> {
-    let usage = read_session(s, Agent::Pi, String::new());
+pub fn branches(s: &Session, prices: &PriceTable) -> Result<Vec<Branch>, TreeError> {
+    let usage = read_session(s, Agent::Pi, String::new())?;
     let mut amounts: HashMap<&str, (Tokens, f64)> = HashMap::new();
     for r in &usage.replies {
         let model = usage.model_of(r);
@@ -73,7 +73,7 @@ pub fn branches(s: &Session, prices: &PriceTable) -> Vec<Branch> {
                 add(&mut own, &t, c);
             }
             if label.is_none() {
-                label = s.get_label(&ids[p.get()]).map(str::to_owned);
+                label = s.get_label(&ids[p.get()])?.map(str::to_owned);
             }
             at = s.parent_at(p);
         }
@@ -85,7 +85,7 @@ pub fn branches(s: &Session, prices: &PriceTable) -> Vec<Branch> {
             }
             up = s.parent_at(p);
         }
-        let time = s.entry_at(l).map(|e| e.timestamp.clone()).unwrap_or_default();
+        let time = s.entry_at(l)?.map(|e| e.timestamp.clone()).unwrap_or_default();
         out.push(Branch {
             leaf: ids[l.get()].clone(),
             active: Some(l) == leaf,
@@ -97,7 +97,7 @@ pub fn branches(s: &Session, prices: &PriceTable) -> Vec<Branch> {
             time,
         });
     }
-    out
+    Ok(out)
 }
 
 fn add(a: &mut Amount, t: &Tokens, cost: f64) {

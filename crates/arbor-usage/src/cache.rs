@@ -7,17 +7,19 @@
 //! sessions. The session files stay the only truth.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use arbor_tree::FileStamp;
 
 use crate::error::UsageError;
+use crate::forks::Copies;
 use crate::model::{Agent, Place, Reply, SessionUsage, Tokens};
 
 /// The first bytes of a cache file; the number after it is bumped when
 /// what is cached (or how it is read from sessions) changes.
 const MAGIC: &[u8] = b"arbor-usage-cache\n";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// A file's sessions as last read.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,12 +28,17 @@ pub(crate) struct Cached {
     pub sessions: Vec<SessionUsage>,
 }
 
-/// The cache: what every file held when it was last read.
+/// The cache: what every file held when it was last read, and the copies
+/// found among them the last time (with the fingerprint of the sessions
+/// they were found in, see [`crate::Usage::with_cache`]).
 #[derive(Debug, Default)]
 pub struct Cache {
     path: Option<PathBuf>,
     files: HashMap<String, Cached>,
+    copies: Option<(u64, Copies)>,
     changed: bool,
+    /// Files whose sessions are lent out (see [`Cache::lend`]).
+    lent: usize,
     warning: Option<String>,
 }
 
@@ -46,9 +53,9 @@ impl Cache {
     /// [`Cache::take_warning`]). [`Cache::save`] writes it back.
     pub fn open(file: &Path) -> Cache {
         let mut cache = Cache { path: Some(file.to_owned()), ..Cache::default() };
-        match std::fs::read(file) {
-            Ok(bytes) => match decode(&bytes) {
-                Some(files) => cache.files = files,
+        match std::fs::File::open(file).and_then(|f| Ok((f.metadata()?.len(), f))) {
+            Ok((len, f)) => match decode(f, len) {
+                Some((files, copies)) => (cache.files, cache.copies) = (files, copies),
                 None => cache.warning = Some(format!("{}: unreadable usage cache, read again", file.display())),
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -85,14 +92,30 @@ impl Cache {
     /// Lends `location`'s sessions out (no copy: a report holds hundreds of
     /// thousands of replies); [`Cache::give_back`] returns them before a save.
     pub(crate) fn lend(&mut self, location: &str) -> Vec<SessionUsage> {
-        self.files.get_mut(location).map(|c| std::mem::take(&mut c.sessions)).unwrap_or_default()
+        let lent = self.files.get_mut(location).map(|c| std::mem::take(&mut c.sessions)).unwrap_or_default();
+        self.lent += usize::from(!lent.is_empty());
+        lent
     }
 
     /// Returns what [`Cache::lend`] lent, when the cache will be written.
     pub(crate) fn give_back(&mut self, location: &str, sessions: &[SessionUsage]) {
         if let Some(c) = self.files.get_mut(location) {
+            if c.sessions.is_empty() && !sessions.is_empty() {
+                self.lent = self.lent.saturating_sub(1);
+            }
             c.sessions = sessions.to_vec();
         }
+    }
+
+    /// The copies kept for sessions of this fingerprint.
+    pub(crate) fn copies(&self, fingerprint: u64, sessions: usize) -> Option<&Copies> {
+        self.copies.as_ref().filter(|(f, c)| *f == fingerprint && c.sessions() == sessions).map(|(_, c)| c)
+    }
+
+    /// Keeps `copies`, found in sessions of this fingerprint.
+    pub(crate) fn keep_copies(&mut self, fingerprint: u64, copies: Copies) {
+        self.copies = Some((fingerprint, copies));
+        self.changed = true;
     }
 
     /// True when [`Cache::save`] would write.
@@ -114,16 +137,17 @@ impl Cache {
 
     /// Writes the cache back to its file when something changed (atomically:
     /// a temporary file beside it, then renamed over it). A cache in memory
-    /// writes nothing.
+    /// writes nothing, nor does one whose sessions a scan lent out and kept
+    /// (it did not change those files: they are only not here to be written).
     pub fn save(&mut self) -> Result<(), UsageError> {
         let Some(path) = &self.path else { return Ok(()) };
-        if !self.changed {
+        if !self.changed || self.lent > 0 {
             return Ok(());
         }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| UsageError::io(dir, e))?;
         }
-        let bytes = encode(&self.files);
+        let bytes = encode(&self.files, self.copies.as_ref());
         arbor_log::atomic_write(path, |w| w.write_all(&bytes))
             .map_err(|e| UsageError::Cache { path: path.clone(), reason: e.to_string() })?;
         self.changed = false;
@@ -166,17 +190,51 @@ impl Out {
     }
 }
 
+/// Reads the fields [`Out`] wrote, through a buffer of its own: the file
+/// is decoded as it is read (never held whole: a store's cache is tens of
+/// MB, and memory the process touches costs a repeated report more than
+/// the decoding does).
 #[derive(Debug)]
-struct In<'a> {
-    bytes: &'a [u8],
+struct In<R> {
+    r: R,
+    buf: Vec<u8>,
     at: usize,
+    end: usize,
+    /// Bytes of the file not taken yet.
+    left: u64,
 }
 
-impl<'a> In<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.at.checked_add(n)?;
-        let out = self.bytes.get(self.at..end)?;
-        self.at = end;
+/// What [`In`] reads at a time.
+const CHUNK: usize = 256 * 1024;
+
+impl<R: Read> In<R> {
+    /// Reads `r`, which holds `len` bytes.
+    fn new(r: R, len: u64) -> In<R> {
+        In { r, buf: vec![0; CHUNK], at: 0, end: 0, left: len }
+    }
+
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        if n as u64 > self.left {
+            return None;
+        }
+        if self.end - self.at < n {
+            self.buf.copy_within(self.at..self.end, 0);
+            (self.end, self.at) = (self.end - self.at, 0);
+            if self.buf.len() < n {
+                self.buf.resize(n, 0);
+            }
+            while self.end < n {
+                match self.r.read(&mut self.buf[self.end..]) {
+                    Ok(0) => return None,
+                    Ok(k) => self.end += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return None,
+                }
+            }
+        }
+        let out = &self.buf[self.at..self.at + n];
+        self.at += n;
+        self.left -= n as u64;
         Some(out)
     }
     fn u8(&mut self) -> Option<u8> {
@@ -196,7 +254,12 @@ impl<'a> In<'a> {
     }
     fn str(&mut self) -> Option<String> {
         let n = self.u32()? as usize;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
+        std::str::from_utf8(self.take(n)?).ok().map(str::to_owned)
+    }
+    /// A string held inline when short (an entry id): no allocation.
+    fn compact_str(&mut self) -> Option<compact_str::CompactString> {
+        let n = self.u32()? as usize;
+        compact_str::CompactString::from_utf8(self.take(n)?).ok()
     }
     fn opt_str(&mut self) -> Option<Option<String>> {
         match self.u8()? {
@@ -209,11 +272,11 @@ impl<'a> In<'a> {
     /// must not make a huge allocation).
     fn count(&mut self, min_bytes_each: usize) -> Option<usize> {
         let n = self.u32()? as usize;
-        (n.saturating_mul(min_bytes_each) <= self.bytes.len() - self.at).then_some(n)
+        (n.saturating_mul(min_bytes_each) as u64 <= self.left).then_some(n)
     }
 }
 
-fn encode(files: &HashMap<String, Cached>) -> Vec<u8> {
+fn encode(files: &HashMap<String, Cached>, copies: Option<&(u64, Copies)>) -> Vec<u8> {
     let mut o = Out::default();
     o.0.extend_from_slice(MAGIC);
     o.u32(VERSION);
@@ -229,7 +292,36 @@ fn encode(files: &HashMap<String, Cached>) -> Vec<u8> {
             encode_session(&mut o, s);
         }
     }
+    match copies {
+        Some((fingerprint, copies)) => {
+            o.u8(1);
+            o.u64(*fingerprint);
+            o.u32(copies.sessions() as u32);
+            o.u32(copies.count() as u32);
+            for (s, r, owner) in copies.each() {
+                o.u32(s);
+                o.u32(r);
+                o.u32(owner);
+            }
+        }
+        None => o.u8(0),
+    }
     o.0
+}
+
+/// The copies section: a fingerprint and the copies' triples.
+fn decode_copies(i: &mut In<impl Read>) -> Option<Option<(u64, Copies)>> {
+    if i.u8()? == 0 {
+        return Some(None);
+    }
+    let fingerprint = i.u64()?;
+    let sessions = i.u32()? as usize;
+    let n = i.count(12)?;
+    let mut each = Vec::with_capacity(n);
+    for _ in 0..n {
+        each.push((i.u32()?, i.u32()?, i.u32()?));
+    }
+    Some(Some((fingerprint, Copies::from_each(sessions, each)?)))
 }
 
 fn encode_session(o: &mut Out, s: &SessionUsage) {
@@ -267,8 +359,11 @@ fn encode_session(o: &mut Out, s: &SessionUsage) {
     }
 }
 
-fn decode(bytes: &[u8]) -> Option<HashMap<String, Cached>> {
-    let mut i = In { bytes, at: 0 };
+type Decoded = (HashMap<String, Cached>, Option<(u64, Copies)>);
+
+/// The cache in `r`, which holds `len` bytes; `None` when it is not whole.
+fn decode(r: impl Read, len: u64) -> Option<Decoded> {
+    let mut i = In::new(r, len);
     if i.take(MAGIC.len())? != MAGIC || i.u32()? != VERSION {
         return None;
     }
@@ -284,10 +379,11 @@ fn decode(bytes: &[u8]) -> Option<HashMap<String, Cached>> {
         }
         files.insert(location, Cached { stamp, sessions });
     }
-    (i.at == bytes.len()).then_some(files)
+    let copies = decode_copies(&mut i)?;
+    (i.left == 0).then_some((files, copies))
 }
 
-fn decode_session(i: &mut In) -> Option<SessionUsage> {
+fn decode_session(i: &mut In<impl Read>) -> Option<SessionUsage> {
     let agent = Agent::from_code(i.u8()?)?;
     let (location, id, cwd) = (i.str()?, i.str()?, i.str()?);
     let parent_session = i.opt_str()?;
@@ -301,7 +397,7 @@ fn decode_session(i: &mut In) -> Option<SessionUsage> {
     let n = i.count(60)?;
     let mut replies = Vec::with_capacity(n);
     for _ in 0..n {
-        let entry = i.str()?.into();
+        let entry = i.compact_str()?;
         let time_ms = i.i64()?;
         let model = i.u32()?;
         let tokens = Tokens { input: i.u64()?, output: i.u64()?, cache_read: i.u64()?, cache_write: i.u64()? };
@@ -363,17 +459,45 @@ mod tests {
     #[test]
     fn what_is_written_reads_back_and_damage_reads_as_nothing() {
         let files = sample();
-        let bytes = encode(&files);
-        assert_eq!(decode(&bytes).unwrap(), files);
+        let copies = (7, Copies::from_each(1, [(0, 1, 0)]).unwrap());
+        let whole = |b: &[u8]| decode(b, b.len() as u64);
+        assert_eq!(whole(&encode(&files, None)).unwrap(), (files.clone(), None));
+        let bytes = encode(&files, Some(&copies));
+        assert_eq!(whole(&bytes).unwrap(), (files, Some(copies)));
         for cut in [0, MAGIC.len(), bytes.len() / 2, bytes.len() - 1] {
-            assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
+            assert!(whole(&bytes[..cut]).is_none(), "cut at {cut}");
+            assert!(decode(&bytes[..cut], bytes.len() as u64).is_none(), "cut at {cut}, longer said");
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode(&longer).is_none(), "trailing bytes");
+        assert!(whole(&longer).is_none(), "trailing bytes");
         let mut other = bytes;
         other[MAGIC.len()] ^= 1;
-        assert!(decode(&other).is_none(), "another version");
+        assert!(whole(&other).is_none(), "another version");
+    }
+
+    /// Gives at most 3 bytes a read.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(3).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_cache_bigger_than_the_buffer_read_in_small_pieces_reads_back() {
+        let mut files = sample();
+        let cached = files.values_mut().next().unwrap();
+        let reply = cached.sessions[0].replies[0].clone();
+        cached.sessions[0].replies = (0..10_000).map(|k| Reply { key: k, ..reply.clone() }).collect();
+        let bytes = encode(&files, None);
+        assert!(bytes.len() > 2 * CHUNK);
+        assert_eq!(decode(bytes.as_slice(), bytes.len() as u64).unwrap().0, files);
+        assert_eq!(decode(Trickle(&bytes), bytes.len() as u64).unwrap().0, files);
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! pricing replies that recorded no cost from Arbor's own table
 //! ([`PriceTable`], offline), reports ([`report`], [`Report::to_json`]:
 //! ccusage's field names where they mean the same), each leaf's branch
-//! ([`branches`]), and the incremental [`Cache`] keyed by file stamps.
+//! ([`branches`]), and the incremental [`Cache`] keyed by file stamps
+//! (which also keeps the copies found, [`Usage::with_cache`]).
 //! pi's sessions are read through `arbor-tree` (local files or any
 //! [`arbor_tree::Store`]); Claude Code, Codex and OpenCode transcripts in
 //! place through `arbor-interop`'s readers ([`scan`]), writing nothing.
@@ -34,7 +35,7 @@
 //!
 //! let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo/demo.jsonl");
 //! let s = Session::open(file.as_ref(), OpenMode::ReadOnly, SessionOptions::default().with_index_dir(None))?;
-//! let usage = Usage::new(vec![read_session(&s, Agent::Pi, file)]);
+//! let usage = Usage::new(vec![read_session(&s, Agent::Pi, file)?]);
 //! let daily = report(&usage, &ReportOptions::new(Grouping::Daily));
 //! assert_eq!(daily.rows.iter().map(|r| r.total.replies).sum::<u64>(), daily.totals.replies);
 //! # Ok::<(), arbor_tree::TreeError>(())
@@ -46,6 +47,7 @@ mod branch;
 mod cache;
 mod display;
 mod error;
+mod files;
 mod forks;
 mod model;
 mod opencode;
@@ -59,6 +61,7 @@ pub use branch::{branches, Branch};
 pub use cache::Cache;
 pub use display::{dollars, short_count};
 pub use error::UsageError;
+pub use files::{files_under, pi_files};
 pub use forks::{find_copies, Copies};
 pub use model::{Agent, Place, Reply, SessionUsage, Tokens};
 pub use opencode::opencode_sessions;
@@ -68,7 +71,7 @@ pub use read::read_session;
 pub use report::{
     report, Amount, Copied, Difference, Grouping, Report, ReportOptions, Row, SessionFacts, TreeCosts, Usage,
 };
-pub use scan::{files_under, pi_files, scan, Scan, ScanOptions, Source};
+pub use scan::{scan, Scan, ScanOptions, Source};
 
 /// jiff's civil dates, time zones and weekdays, as [`ReportOptions`] takes them.
 pub use jiff;

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use arbor_tree::{FileStamp, FileStore, Store};
+use arbor_tree::FileStamp;
 
 use crate::error::UsageError;
-use crate::scan::files_under;
+use crate::files::{files_under, local_stamp};
 
 /// OpenCode's folder of messages under its storage folder (`message/<session>/`).
 const MESSAGE_DIR: &str = "message";
@@ -21,7 +21,7 @@ pub fn opencode_sessions(storage: &Path) -> Result<Vec<PathBuf>, UsageError> {
 /// The stamp of the session whose info file is `info`: the info file's,
 /// with the size and the latest times of its message and part files folded in.
 pub(crate) fn stamp(info: &Path) -> Option<FileStamp> {
-    let mut stamp = FileStore.stamp(info)?;
+    let mut stamp = local_stamp(info)?;
     let storage = info.parent()?.parent()?.parent()?;
     let id = info.file_stem()?.to_str()?;
     arbor_tree::sessions::check_component(id).ok()?;
@@ -40,7 +40,7 @@ pub(crate) fn stamp(info: &Path) -> Option<FileStamp> {
 }
 
 fn fold(stamp: &mut FileStamp, file: &Path) {
-    if let Some(s) = FileStore.stamp(file) {
+    if let Some(s) = local_stamp(file) {
         stamp.size = stamp.size.wrapping_add(s.size).wrapping_add(1);
         stamp.mtime_ns = stamp.mtime_ns.max(s.mtime_ns);
         stamp.changed_ns = stamp.changed_ns.max(s.changed_ns);

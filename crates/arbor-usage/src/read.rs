@@ -19,7 +19,7 @@
 //! entry it marks).
 
 use arbor_log::{EntryKind, EntryType, Role};
-use arbor_tree::{Position, Session, LEAF_MARKER_TYPE};
+use arbor_tree::{Position, Session, TreeError, LEAF_MARKER_TYPE};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -72,7 +72,7 @@ enum Kind {
 }
 
 /// Reads the usage of `s`, written by `agent`, found at `location`.
-pub fn read_session(s: &Session, agent: Agent, location: impl Into<String>) -> SessionUsage {
+pub fn read_session(s: &Session, agent: Agent, location: impl Into<String>) -> Result<SessionUsage, TreeError> {
     let header = s.header();
     let positions: Vec<Position> = s.positions().filter(|&p| s.is_live_at(p)).collect();
     let mut kinds = vec![Kind::Other; s.len()];
@@ -89,8 +89,8 @@ pub fn read_session(s: &Session, agent: Agent, location: impl Into<String>) -> S
             reply_at.push(p);
         }
     }
-    let parsed = s.map_id_json_many(&reply_at, |_, id, json| parse_reply(agent, id, json));
-    let places = places(s, &positions, &kinds);
+    let parsed = s.map_id_json_many(&reply_at, |_, id, json| parse_reply(agent, id, json))?;
+    let places = places(s, &positions, &kinds)?;
     let mut models: Vec<(String, String)> = Vec::new();
     let mut replies = Vec::new();
     for (p, one) in reply_at.iter().zip(parsed) {
@@ -113,7 +113,7 @@ pub fn read_session(s: &Session, agent: Agent, location: impl Into<String>) -> S
         });
     }
     let count = |k: Kind| kinds.iter().filter(|&&x| x == k).count() as u32;
-    SessionUsage {
+    Ok(SessionUsage {
         agent,
         location: location.into(),
         id: header.id.clone(),
@@ -125,7 +125,7 @@ pub fn read_session(s: &Session, agent: Agent, location: impl Into<String>) -> S
         branch_summaries: count(Kind::BranchSummary),
         compactions: count(Kind::Compaction),
         leaves: leaves(s, &positions),
-    }
+    })
 }
 
 /// A number as ccusage reads it (`as_u64`: anything else is 0).
@@ -219,7 +219,7 @@ fn leaves(s: &Session, positions: &[Position]) -> u32 {
 }
 
 /// The place of every position (indexed by position; only replies matter).
-fn places(s: &Session, positions: &[Position], kinds: &[Kind]) -> Vec<Place> {
+fn places(s: &Session, positions: &[Position], kinds: &[Kind]) -> Result<Vec<Place>, TreeError> {
     let mut place = vec![Place::Abandoned; s.len()];
     let path = s.branch_positions(None);
     // Everything before the last compaction's first kept entry was summarized into it.
@@ -228,7 +228,7 @@ fn places(s: &Session, positions: &[Position], kinds: &[Kind]) -> Vec<Place> {
         if kinds[p.get()] != Kind::Compaction {
             continue;
         }
-        let kept = match s.entry_at(*p).map(|e| &e.kind) {
+        let kept = match s.entry_at(*p)?.map(|e| &e.kind) {
             Some(EntryKind::Compaction(c)) => c.first_kept_entry_id.as_deref().and_then(|id| s.position_of(id)),
             _ => None,
         };
@@ -242,7 +242,7 @@ fn places(s: &Session, positions: &[Position], kinds: &[Kind]) -> Vec<Place> {
         if kinds[p.get()] != Kind::BranchSummary {
             continue;
         }
-        let Some(left) = left_before(s, positions, p) else { continue };
+        let Some(left) = left_before(s, positions, p)? else { continue };
         // The summary's ancestors are what the branch left and the new position share.
         marks.next();
         let mut at = s.parent_at(p);
@@ -261,18 +261,18 @@ fn places(s: &Session, positions: &[Position], kinds: &[Kind]) -> Vec<Place> {
             at = s.parent_at(a);
         }
     }
-    place
+    Ok(place)
 }
 
 /// The entry the branch a summary was made of ended at: the live entry on
 /// the line before the summary (for Arbor's leaf marker, the entry it marks).
-fn left_before(s: &Session, positions: &[Position], summary: Position) -> Option<Position> {
-    let i = positions.iter().position(|&x| x == summary)?;
-    let before = *positions.get(i.checked_sub(1)?)?;
-    match s.entry_at(before).map(|e| &e.kind) {
+fn left_before(s: &Session, positions: &[Position], summary: Position) -> Result<Option<Position>, TreeError> {
+    let Some(i) = positions.iter().position(|&x| x == summary) else { return Ok(None) };
+    let Some(&before) = i.checked_sub(1).and_then(|k| positions.get(k)) else { return Ok(None) };
+    Ok(match s.entry_at(before)?.map(|e| &e.kind) {
         Some(EntryKind::Custom(c)) if c.custom_type == LEAF_MARKER_TYPE => s.parent_at(before),
         _ => Some(before),
-    }
+    })
 }
 
 /// Marks on positions, cleared in O(1) by starting a new generation.

@@ -10,7 +10,8 @@ use jiff::civil::{Date, Weekday};
 use jiff::tz::TimeZone;
 use serde_json::{json, Map, Value};
 
-use crate::forks::{find_copies, Copies};
+use crate::cache::Cache;
+use crate::forks::{find_copies, fingerprint, Copies};
 use crate::model::{Agent, Place, Reply, SessionUsage, Tokens};
 use crate::period::{day_text, iso, month_text, week_of, Days};
 use crate::price::PriceTable;
@@ -75,6 +76,21 @@ impl Usage {
     /// The sessions, with their copies found.
     pub fn new(sessions: Vec<SessionUsage>) -> Usage {
         let copies = find_copies(&sessions);
+        Usage { sessions, copies }
+    }
+
+    /// [`Usage::new`], with the copies kept in `cache`: taken from there
+    /// when it kept them for these very sessions (the same starts, locations
+    /// and reply keys in the same order, as a repeated scan of unchanged
+    /// files gives), else found and kept there for the next time (written
+    /// by [`Cache::save`]).
+    pub fn with_cache(sessions: Vec<SessionUsage>, cache: &mut Cache) -> Usage {
+        let fingerprint = fingerprint(&sessions);
+        if let Some(copies) = cache.copies(fingerprint, sessions.len()) {
+            return Usage { copies: copies.clone(), sessions };
+        }
+        let copies = find_copies(&sessions);
+        cache.keep_copies(fingerprint, copies.clone());
         Usage { sessions, copies }
     }
 }
@@ -345,22 +361,67 @@ pub struct Report {
 struct Acc {
     agents: BTreeSet<Agent>,
     total: Amount,
-    models: BTreeMap<String, Amount>,
+    /// By model (few: found by a look along).
+    models: Vec<(String, Amount)>,
     tree: TreeCosts,
     copies: Copied,
     first_ms: Option<i64>,
     last_ms: i64,
 }
 
+impl Acc {
+    /// The amount of `model`, added when new.
+    fn model(&mut self, model: &str) -> &mut Amount {
+        let k = match self.models.iter().position(|(m, _)| m == model) {
+            Some(k) => k,
+            None => {
+                self.models.push((model.to_owned(), Amount::default()));
+                self.models.len() - 1
+            }
+        };
+        &mut self.models[k].1
+    }
+}
+
+/// The rows as they are counted: each key once, in the order first met.
+#[derive(Debug, Default)]
+struct Rows {
+    accs: Vec<(String, Acc)>,
+    index: HashMap<String, usize>,
+    /// The last row's key, what it was made from, and its place in `accs`:
+    /// made and looked up again only when that changes.
+    last: Option<(KeyOf, usize)>,
+}
+
+impl Rows {
+    /// The row of the reply `key` stands for (`make` gives its text when it is not the last row's).
+    fn at(&mut self, of: KeyOf, make: impl FnOnce() -> String) -> (usize, bool) {
+        if let Some((o, k)) = self.last {
+            if o == of {
+                return (k, false);
+            }
+        }
+        let key = make();
+        let (k, new) = match self.index.get(&key) {
+            Some(&k) => (k, false),
+            None => {
+                self.index.insert(key.clone(), self.accs.len());
+                self.accs.push((key, Acc::default()));
+                (self.accs.len() - 1, true)
+            }
+        };
+        self.last = Some((of, k));
+        (k, new)
+    }
+}
+
 /// Makes the report `opts` asks for.
 pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
-    let mut rows: HashMap<String, Acc> = HashMap::new();
-    let mut session_of_key: HashMap<String, usize> = HashMap::new();
+    let mut rows = Rows::default();
+    let mut session_of_row: HashMap<usize, usize> = HashMap::new();
     let mut differences = Differences::default();
     let locations: std::collections::HashSet<&str> = usage.sessions.iter().map(|s| s.location.as_str()).collect();
     let mut days = Days::new(&opts.zone);
-    // The last row's key and what it was made from: made again only when that changes.
-    let mut last_key: Option<(KeyOf, String)> = None;
     for (i, s) in usage.sessions.iter().enumerate() {
         if opts.cwd.as_ref().is_some_and(|c| *c != s.cwd) {
             continue;
@@ -376,17 +437,11 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
                 Grouping::Model => KeyOf::Model(i, r.model),
                 Grouping::Session | Grouping::Project | Grouping::Agent => KeyOf::Session(i),
             };
-            let key = match &mut last_key {
-                Some((o, key)) if *o == of => key,
-                slot => &mut slot.insert((of, row_key(opts, s, i, r, day))).1,
-            };
-            if !rows.contains_key(key.as_str()) {
-                if opts.grouping == Grouping::Session {
-                    session_of_key.insert(key.clone(), i);
-                }
-                rows.insert(key.clone(), Acc::default());
+            let (at, new) = rows.at(of, || row_key(opts, s, i, r, day));
+            if new && opts.grouping == Grouping::Session {
+                session_of_row.insert(at, i);
             }
-            let Some(acc) = rows.get_mut(key.as_str()) else { continue };
+            let acc = &mut rows.accs[at].1;
             let model = s.model_of(r);
             let price = prices.get(r.model as usize).copied().flatten();
             let cost = r.recorded_cost.or_else(|| price.map(|p| p.cost(&r.tokens))).unwrap_or(0.0);
@@ -402,10 +457,7 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
             }
             acc.agents.insert(s.agent);
             acc.total.add(&r.tokens, cost);
-            match acc.models.get_mut(model) {
-                Some(a) => a.add(&r.tokens, cost),
-                None => acc.models.entry(model.to_owned()).or_default().add(&r.tokens, cost),
-            }
+            acc.model(model).add(&r.tokens, cost);
             acc.tree.at(r.place).add(&r.tokens, cost);
             if r.recorded_cost.is_none() {
                 differences.priced(model, price.is_some(), &r.tokens, cost);
@@ -413,9 +465,11 @@ pub fn report(usage: &Usage, opts: &ReportOptions) -> Report {
         }
     }
     let mut out: Vec<Row> = rows
+        .accs
         .into_iter()
-        .map(|(key, acc)| {
-            let session = session_of_key.get(&key).map(|&i| facts(&usage.sessions[i]));
+        .enumerate()
+        .map(|(at, (key, acc))| {
+            let session = session_of_row.get(&at).map(|&i| facts(&usage.sessions[i]));
             let key = session.as_ref().map_or(key, |f| f.id.clone());
             finish(key, acc, session)
         })
@@ -469,7 +523,7 @@ fn facts(s: &SessionUsage) -> SessionFacts {
 }
 
 fn finish(key: String, acc: Acc, session: Option<SessionFacts>) -> Row {
-    let mut models: Vec<(String, Amount)> = acc.models.into_iter().collect();
+    let mut models = acc.models;
     models.sort_by(|a, b| b.1.cost.total_cmp(&a.1.cost).then_with(|| a.0.cmp(&b.0)));
     Row {
         key,
@@ -519,7 +573,10 @@ impl Differences {
 
     fn priced(&mut self, model: &str, known: bool, tokens: &Tokens, cost: f64) {
         let map = if known { &mut self.priced } else { &mut self.unpriced };
-        map.entry(model.to_owned()).or_default().add(tokens, cost);
+        match map.get_mut(model) {
+            Some(a) => a.add(tokens, cost),
+            None => map.entry(model.to_owned()).or_default().add(tokens, cost),
+        }
     }
 
     fn done(self) -> Vec<Difference> {

@@ -5,15 +5,16 @@
 //! stamp the [`Cache`] knows not read again.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use arbor_interop::Format;
-use arbor_tree::{FileStamp, FileStore, MemoryStore, OpenMode, Session, SessionOptions, Store};
+use arbor_tree::{FileStamp, MemoryStore, OpenMode, Session, SessionOptions};
 
 use crate::cache::{Cache, Cached};
 use crate::error::UsageError;
+use crate::files::local_stamp;
 use crate::model::{Agent, SessionUsage};
 use crate::read::read_session;
 
@@ -34,13 +35,20 @@ pub struct ScanOptions {
     pub session: SessionOptions,
     /// Files read at once.
     pub threads: usize,
+    /// True when `session.store` is this machine's file system: pi's files
+    /// are then stamped for the [`Cache`] with one `stat` each, as the other
+    /// agents' are, instead of through the store (whose stamp also resolves
+    /// the path, a `stat` per folder on the way). Only the caller knows its
+    /// store, so it is off by default.
+    pub local: bool,
 }
 
 impl Default for ScanOptions {
-    /// Local files, no index, a thread per core.
+    /// Local files (stamped through the store: see [`ScanOptions::local`]),
+    /// no index, a thread per core.
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        ScanOptions { session: SessionOptions::default().with_index_dir(None), threads }
+        ScanOptions { session: SessionOptions::default().with_index_dir(None), threads, local: false }
     }
 }
 
@@ -55,62 +63,6 @@ pub struct Scan {
     pub reused: usize,
     /// Files that could not be read: one line each, naming the file.
     pub unreadable: Vec<String>,
-}
-
-/// The session files of a sessions root in pi's layout
-/// (`ROOT/<cwd folder>/*.jsonl`): every folder's, or `cwd`'s only.
-pub fn pi_files(root: &Path, cwd: Option<&str>) -> Result<Vec<PathBuf>, UsageError> {
-    let dirs = match cwd {
-        Some(c) => vec![root.join(arbor_tree::paths::encode_cwd(c))],
-        None => sorted_entries(root)?.into_iter().filter(|p| p.is_dir()).collect(),
-    };
-    let mut out = Vec::new();
-    for dir in dirs {
-        for p in sorted_entries(&dir)? {
-            if is_file_named(&p, ".jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The files under `dir` whose names end with `suffix`, at any depth
-/// (Claude Code's projects, Codex's dated folders); links are not followed.
-pub fn files_under(dir: &Path, suffix: &str) -> Result<Vec<PathBuf>, UsageError> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for p in sorted_entries(&d)? {
-            match std::fs::symlink_metadata(&p) {
-                Ok(m) if m.is_dir() => stack.push(p),
-                Ok(m) if m.is_file() && is_file_named(&p, suffix) => out.push(p),
-                _ => {}
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-fn is_file_named(p: &Path, suffix: &str) -> bool {
-    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.len() > suffix.len() && n.ends_with(suffix))
-        && std::fs::metadata(p).is_ok_and(|m| m.is_file())
-}
-
-/// A folder's entries, sorted; a missing folder has none.
-fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, UsageError> {
-    let read = match std::fs::read_dir(dir) {
-        Ok(r) => r,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(UsageError::io(dir, e)),
-    };
-    let mut out = Vec::new();
-    for e in read {
-        out.push(e.map_err(|e| UsageError::io(dir, e))?.path());
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// Reads every source (on `opts.threads` threads), taking from `cache`
@@ -182,9 +134,9 @@ fn location_of(source: &Source) -> String {
 fn read_source(source: &Source, opts: &ScanOptions, cache: &Cache) -> Result<Read, UsageError> {
     let location = location_of(source);
     let stamp = match source.agent {
-        Agent::Pi => opts.session.store.stamp(&source.path),
+        Agent::Pi if !opts.local => opts.session.store.stamp(&source.path),
         Agent::OpenCode => crate::opencode::stamp(&source.path),
-        Agent::Claude | Agent::Codex => FileStore.stamp(&source.path),
+        Agent::Pi | Agent::Claude | Agent::Codex => local_stamp(&source.path),
     };
     if stamp.as_ref().is_some_and(|s| cache.knows(&location, s)) {
         return Ok(Read::Cached);
@@ -192,7 +144,7 @@ fn read_source(source: &Source, opts: &ScanOptions, cache: &Cache) -> Result<Rea
     let sessions = match source.agent {
         Agent::Pi => {
             let s = Session::open(&source.path, OpenMode::ReadOnly, opts.session.clone())?;
-            vec![read_session(&s, Agent::Pi, location)]
+            vec![read_session(&s, Agent::Pi, location)?]
         }
         Agent::Claude => in_place(Format::Claude, source, &location)?,
         Agent::Codex => in_place(Format::Codex, source, &location)?,
@@ -215,7 +167,7 @@ fn in_place(format: Format, source: &Source, location: &str) -> Result<Vec<Sessi
         let opts = SessionOptions::default().with_store(store).with_index_dir(None);
         let s = Session::open(&path, OpenMode::ReadOnly, opts)?;
         let location = if n == 0 { location.to_owned() } else { format!("{location}#{}", n + 1) };
-        out.push(read_session(&s, source.agent, location));
+        out.push(read_session(&s, source.agent, location)?);
     }
     Ok(out)
 }

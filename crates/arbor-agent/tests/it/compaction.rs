@@ -22,7 +22,7 @@ fn keep(n: u64) -> CompactOptions {
 
 /// The estimated tokens of the messages of `ids`.
 fn tokens(s: &Session, ids: &[String]) -> u64 {
-    ids.iter().map(|id| estimate_tokens(&s.get_entry(id).unwrap().message().unwrap().message)).sum()
+    ids.iter().map(|id| estimate_tokens(&s.get_entry(id).unwrap().unwrap().message().unwrap().message)).sum()
 }
 
 fn three_turns(s: &mut Session) -> Vec<String> {
@@ -47,7 +47,7 @@ async fn manual_compaction_summarizes_and_rebuilds_the_context() {
     assert!(!r.summary.is_empty());
     assert!(r.tokens_before > 0);
     assert!(!r.from_extension);
-    assert_eq!(agent.messages()[0]["role"], "compactionSummary");
+    assert_eq!(agent.messages().unwrap()[0]["role"], "compactionSummary");
     assert_eq!(count_type(agent.session(), "compaction"), 1);
     assert_eq!(types(&log), ["session_before_compact", "session.compacting", "session_compact"]);
     assert_eq!(log.lock().unwrap()[2]["fromExtension"], false);
@@ -70,7 +70,7 @@ async fn a_split_turn_summarizes_history_and_prefix_in_parallel() {
     assert!(prefix.prompt().starts_with("<conversation>\n[User]: Add tests for the parser\n</conversation>\n\n"));
     assert!(history.prompt().contains("[User]: Please read src/main.rs"));
     assert_eq!(r.summary, "mock summary\n\n---\n\n**Turn Context (split turn):**\n\nmock summary");
-    let roles: Vec<&str> = agent.messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> = agent.messages().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["compactionSummary", "assistant"]);
 }
 
@@ -107,7 +107,7 @@ async fn the_second_compaction_keeps_what_the_first_kept() {
         // C1 keeps u2/a2 ("bravo").
         let c1 = agent.compact(keep(keep_bravo)).await.unwrap();
         assert_eq!(c1.first_kept_entry_id, first[2]);
-        let roles: Vec<&str> = agent.messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
+        let roles: Vec<&str> = agent.messages().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
         assert_eq!(roles, ["compactionSummary", "user", "assistant"]);
 
         // More work, then C2 with a budget that covers everything.
@@ -118,8 +118,13 @@ async fn the_second_compaction_keeps_what_the_first_kept() {
         opts.compaction_algorithm = algorithm;
         let mut agent = AgentSession::new(s, opts);
         let c2 = agent.compact(keep(all)).await.unwrap();
-        let texts: Vec<String> =
-            agent.messages().iter().skip(1).map(|m| m["content"][0]["text"].as_str().unwrap().to_owned()).collect();
+        let texts: Vec<String> = agent
+            .messages()
+            .unwrap()
+            .iter()
+            .skip(1)
+            .map(|m| m["content"][0]["text"].as_str().unwrap().to_owned())
+            .collect();
         if keeps_u2 {
             assert_eq!(c2.first_kept_entry_id, first[2], "{algorithm:?}");
             assert_eq!(texts, ["bravo question", "bravo answer", "charlie question", "charlie answer"]);
@@ -244,7 +249,7 @@ async fn a_failing_hook_still_yields_the_default_compaction() {
     assert_eq!(r.hook_failures.len(), 1);
     assert_eq!(r.hook_failures[0].to_string(), "hook thrower failed on session_before_compact: boom");
     assert_eq!(failures.try_recv().unwrap(), r.hook_failures[0]);
-    let EntryKind::Compaction(c) = &agent.session().leaf_entry().unwrap().kind else { panic!() };
+    let EntryKind::Compaction(c) = &agent.session().leaf_entry().unwrap().unwrap().kind else { panic!() };
     assert_eq!(c.from_hook, Some(false));
 }
 
@@ -296,7 +301,7 @@ async fn a_hook_that_supplies_the_compaction_is_stored_verbatim() {
     let r = agent.compact(keep(1)).await.unwrap();
     assert_eq!((r.summary.as_str(), r.tokens_before, r.from_extension), ("custom summary", 999, true));
     assert_eq!(r.first_kept_entry_id, ids[2]);
-    let EntryKind::Compaction(c) = &agent.session().leaf_entry().unwrap().kind else { panic!() };
+    let EntryKind::Compaction(c) = &agent.session().leaf_entry().unwrap().unwrap().kind else { panic!() };
     assert_eq!(c.summary, "custom summary");
     assert_eq!(c.tokens_before.as_ref().unwrap().as_u64(), Some(999));
     assert_eq!(c.from_hook, Some(true));

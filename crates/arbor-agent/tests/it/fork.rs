@@ -17,14 +17,14 @@ async fn forking_from_the_single_first_message_starts_an_empty_session() {
     let mut s = store_session(&store);
     let ids = conversation(&mut s, &[("Say hello", "hello")]);
     let old_file = s.session_file().unwrap().to_owned();
-    let forkable: Vec<String> = s.user_messages_for_forking().into_iter().map(|(_, t)| t).collect();
+    let forkable: Vec<String> = s.user_messages_for_forking().unwrap().into_iter().map(|(_, t)| t).collect();
     assert_eq!(forkable, ["Say hello"]);
     let log = Arc::new(Mutex::new(vec![]));
     let mut agent = agent(s, &mock, recorder(&log));
     let r = agent.fork(&ids[0]).await.unwrap();
     assert_eq!(r.selected_text, "Say hello");
     assert!(!r.cancelled);
-    assert_eq!(agent.messages().len(), 0);
+    assert_eq!(agent.messages().unwrap().len(), 0);
     let path = r.path.expect("the session file path is set");
     assert!(store.get(&path).is_none(), "the file does not exist yet");
     assert_eq!(agent.session().session_file(), Some(path.as_path()));
@@ -45,7 +45,7 @@ async fn in_memory_forks_have_no_file() {
     let r = agent.fork(&ids[0]).await.unwrap();
     assert_eq!(r.path, None);
     assert_eq!(agent.session().session_file(), None);
-    assert_eq!(agent.messages().len(), 0);
+    assert_eq!(agent.messages().unwrap().len(), 0);
 }
 
 #[tokio::test]
@@ -57,12 +57,12 @@ async fn forking_from_the_second_of_three_prompts_keeps_the_first_turn() {
     let mut agent = agent(s, &mock, HookBus::new());
     let r = agent.fork(&ids[2]).await.unwrap();
     assert_eq!(r.selected_text, "Say two");
-    let roles: Vec<&str> = agent.messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> = agent.messages().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant"]);
     let path = r.path.unwrap();
     let text = String::from_utf8(store.get(&path).expect("written: the path holds an assistant message")).unwrap();
     assert_eq!(text.lines().count(), 3, "{text}");
-    let ids_in_new: Vec<String> = agent.session().entries().map(|e: &Entry| e.id.clone()).collect();
+    let ids_in_new: Vec<String> = agent.session().entries().map(Result::unwrap).map(|e: &Entry| e.id.clone()).collect();
     assert_eq!(ids_in_new, ids[..2]);
 }
 
@@ -107,5 +107,5 @@ async fn hooks_cancel_or_skip_the_restore_and_omp_names_work() {
     let r = agent.fork(&ids[2]).await.unwrap();
     assert!(!r.cancelled);
     assert_eq!(agent.session().len(), 2, "forked");
-    assert_eq!(agent.messages().len(), 4, "but the messages were not restored");
+    assert_eq!(agent.messages().unwrap().len(), 4, "but the messages were not restored");
 }

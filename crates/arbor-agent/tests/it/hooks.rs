@@ -200,7 +200,7 @@ async fn an_external_hook_supplies_or_cancels_a_tree_summary() {
     let entry = r.summary_entry.unwrap();
     let arbor_log::EntryKind::BranchSummary(b) = &entry.kind else { panic!() };
     assert_eq!((b.summary.as_str(), b.from_hook), ("script summary", Some(true)));
-    assert_eq!(agent.session().get_label(&entry.id), Some("from-script"));
+    assert_eq!(agent.session().get_label(&entry.id).unwrap(), Some("from-script"));
     assert!(mock.requests().is_empty());
     let sent: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(sent["type"], "session_before_tree");

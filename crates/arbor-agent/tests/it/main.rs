@@ -130,7 +130,7 @@ pub fn conversation(session: &mut Session, turns: &[(&str, &str)]) -> Vec<String
 
 /// The number of entries of a type.
 pub fn count_type(session: &Session, ty: &str) -> usize {
-    session.entries().filter(|e| e.entry_type().as_str() == ty).count()
+    session.entries().map(Result::unwrap).filter(|e| e.entry_type().as_str() == ty).count()
 }
 
 /// A path (`/bin/sh` script body) written to a temp dir, made executable.

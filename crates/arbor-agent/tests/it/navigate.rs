@@ -38,7 +38,7 @@ async fn root_user_without_summary_prefills_the_editor_and_resets_the_leaf() {
     assert_eq!(r.new_leaf_id, None);
     assert_eq!(r.old_leaf_id.as_deref(), Some(ids[3].as_str()));
     assert_eq!(agent.session().len(), before, "no entries are added");
-    assert!(agent.messages().is_empty());
+    assert!(agent.messages().unwrap().is_empty());
     assert!(mock.requests().is_empty());
 }
 
@@ -50,7 +50,7 @@ async fn assistant_target_becomes_the_leaf_without_editor_text() {
     let r = agent.navigate_tree(&ids[1], NavigateOptions::default()).await.unwrap();
     assert_eq!(agent.session().leaf_id(), Some(ids[1].as_str()));
     assert_eq!(r.editor_text, None);
-    assert_eq!(agent.messages().len(), 2);
+    assert_eq!(agent.messages().unwrap().len(), 2);
 }
 
 #[tokio::test]
@@ -70,8 +70,8 @@ async fn summarize_at_root_makes_a_root_summary_that_is_the_leaf() {
     assert_eq!(b.summary, format!("{BRANCH_SUMMARY_PREAMBLE}mock summary"));
     assert_eq!(b.details, Some(json!({"readFiles": [], "modifiedFiles": []})));
     // The context is the summary alone.
-    assert_eq!(agent.messages().len(), 1);
-    assert_eq!(agent.messages()[0]["role"], "branchSummary");
+    assert_eq!(agent.messages().unwrap().len(), 1);
+    assert_eq!(agent.messages().unwrap()[0]["role"], "branchSummary");
 
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 1);
@@ -102,7 +102,7 @@ async fn nested_user_message_summary_hangs_off_its_parent() {
     assert_eq!(entry.parent_id.as_deref(), Some(ids[1].as_str()));
     assert_eq!(r.editor_text.as_deref(), Some("What about 3+3?"));
     let children: Vec<String> =
-        agent.session().get_children(&ids[1]).iter().map(|e| e.entry_type().to_string()).collect();
+        agent.session().get_children(&ids[1]).unwrap().iter().map(|e| e.entry_type().to_string()).collect();
     assert_eq!(children, ["message", "branch_summary"]);
     // Only what lies below the target on the old path is summarized.
     let prompt = mock.requests()[0].prompt();
@@ -225,7 +225,7 @@ async fn navigating_between_branches() {
     assert!(prompt.contains("[User]: Side branch") && !prompt.contains("Main branch continue"), "{prompt}");
     assert_eq!(r.old_leaf_id.as_deref(), Some(side[1].as_str()));
     // Context: u1, a1, the summary.
-    let roles: Vec<&str> = agent.messages().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> = agent.messages().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "branchSummary"]);
 }
 
@@ -387,7 +387,7 @@ async fn hook_overrides_of_instructions_and_label() {
     assert!(prompt.ends_with("Additional focus: BANANA"), "{prompt}");
     let summary_id = r.summary_entry.unwrap().id;
     // The label entry targets the summary and becomes the leaf.
-    let leaf = agent.session().leaf_entry().unwrap().clone();
+    let leaf = agent.session().leaf_entry().unwrap().unwrap().clone();
     let EntryKind::Label(l) = &leaf.kind else { panic!("{leaf:?}") };
     assert_eq!(
         (l.target_id.as_str(), l.label.as_ref().and_then(|v| v.as_str())),
@@ -395,7 +395,7 @@ async fn hook_overrides_of_instructions_and_label() {
     );
     assert_eq!(leaf.parent_id.as_deref(), Some(summary_id.as_str()));
     assert_eq!(r.new_leaf_id.as_deref(), Some(leaf.id.as_str()));
-    assert_eq!(agent.session().get_label(&summary_id), Some("checkpoint"));
+    assert_eq!(agent.session().get_label(&summary_id).unwrap(), Some("checkpoint"));
 }
 
 #[tokio::test]
@@ -405,7 +405,7 @@ async fn a_label_without_a_summary_targets_the_selected_entry() {
     let mut agent = agent(s, &mock, HookBus::new());
     let opts = NavigateOptions { label: Some("retry here".into()), ..Default::default() };
     let r = agent.navigate_tree(&ids[2], opts).await.unwrap();
-    let leaf = agent.session().leaf_entry().unwrap().clone();
+    let leaf = agent.session().leaf_entry().unwrap().unwrap().clone();
     let EntryKind::Label(l) = &leaf.kind else { panic!() };
     assert_eq!(l.target_id, ids[2], "the selected user message, not the new leaf");
     assert_eq!(leaf.parent_id.as_deref(), Some(ids[1].as_str()));
@@ -459,14 +459,14 @@ async fn a_persistent_move_is_durable_and_resumes_after_reopening() {
     let r = agent.navigate_tree(&ids[1], NavigateOptions::default()).await.unwrap();
     assert_eq!(r.new_leaf_id.as_deref(), Some(ids[1].as_str()));
     // A hidden marker child of a1 is now the last entry, so pi and Arbor resume at a1.
-    let marker = agent.session().leaf_entry().unwrap().clone();
+    let marker = agent.session().leaf_entry().unwrap().unwrap().clone();
     let EntryKind::Custom(c) = &marker.kind else { panic!("{marker:?}") };
     assert_eq!(c.custom_type, LEAF_MARKER_TYPE);
     assert_eq!(marker.parent_id.as_deref(), Some(ids[1].as_str()));
-    let context = agent.messages().to_vec();
+    let context = agent.messages().unwrap().to_vec();
     drop(agent);
     let reopened = Session::open(&file, arbor_tree::OpenMode::ReadOnly, session_opts().with_store(store)).unwrap();
-    let again = arbor_context::build_context_from_path(&reopened.get_branch(None)).messages;
+    let again = arbor_context::build_context_from_path(&reopened.get_branch(None).unwrap()).messages;
     assert_eq!(again, context);
     assert_eq!(again.len(), 2);
 }
@@ -494,7 +494,7 @@ async fn a_leaf_marker_stands_for_its_parent() {
     let mut agent = agent(s, &mock, HookBus::new());
     agent.navigate_tree(&ids[1], NavigateOptions::default()).await.unwrap();
     let after_first = agent.session().len();
-    assert_eq!(agent.logical_leaf_id().as_deref(), Some(ids[1].as_str()));
+    assert_eq!(agent.logical_leaf_id().unwrap().as_deref(), Some(ids[1].as_str()));
     // Navigating to where we logically are is a no-op: no second marker.
     let r = agent.navigate_tree(&ids[1], summarize()).await.unwrap();
     assert!(!r.cancelled && r.summary_entry.is_none());
@@ -505,9 +505,9 @@ async fn a_leaf_marker_stands_for_its_parent() {
     assert_eq!(r.summary_entry, None);
     assert_eq!(
         agent.session().leaf_id(),
-        agent.logical_leaf_id().as_deref().map(|_| agent.session().leaf_id().unwrap())
+        agent.logical_leaf_id().unwrap().as_deref().map(|_| agent.session().leaf_id().unwrap())
     );
-    assert_eq!(agent.logical_leaf_id().as_deref(), Some(ids[3].as_str()));
+    assert_eq!(agent.logical_leaf_id().unwrap().as_deref(), Some(ids[3].as_str()));
     assert!(mock.requests().is_empty());
 }
 

@@ -56,7 +56,7 @@ fn collected_entries_match_the_reference() {
     for stem in STEMS {
         let session = open(stem);
         for (args, output) in runs(stem, "summarize-collect") {
-            let got = collect_entries_for_branch_summary(&session, Some(&args[0]), &args[1]);
+            let got = collect_entries_for_branch_summary(&session, Some(&args[0]), &args[1]).unwrap();
             let got = serde_json::json!({
                 "commonAncestorId": got.common_ancestor_id,
                 "entries": got.entries.iter().map(|e| e.id.clone()).collect::<Vec<_>>(),
@@ -74,7 +74,7 @@ fn branch_preparations_match_the_reference() {
     for stem in STEMS {
         let session = open(stem);
         for (args, output) in runs(stem, "prepare-branch") {
-            let collected = collect_entries_for_branch_summary(&session, Some(&args[0]), &args[1]);
+            let collected = collect_entries_for_branch_summary(&session, Some(&args[0]), &args[1]).unwrap();
             let mut got = prepare_branch_entries(&collected.entries, 0).to_json();
             got["fileOps"] = sorted_ops(&got["fileOps"]);
             assert_same(&output, &read_json(&output), &got);
@@ -98,7 +98,7 @@ fn pi_compaction_preparations_match_the_reference() {
     let mut checked = 0;
     for stem in STEMS {
         let session = open(stem);
-        let path = session.get_branch(None);
+        let path = session.get_branch(None).unwrap();
         for (args, output) in runs(stem, "prepare-compaction") {
             let prep = prepare_compaction_pi(&path, &settings(&args)).unwrap();
             let mut got = prep.to_json();
@@ -117,7 +117,7 @@ fn pi_compaction_preparations_match_the_reference() {
 fn arbor_compaction_preparations_differ_only_by_the_2608_fix() {
     for stem in STEMS {
         let session = open(stem);
-        let path = session.get_branch(None);
+        let path = session.get_branch(None).unwrap();
         let prev = path.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction(_)));
         for (args, output) in runs(stem, "prepare-compaction") {
             let want = read_json(&output);

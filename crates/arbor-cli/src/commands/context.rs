@@ -73,5 +73,5 @@ fn plan_at(s: &mut Session, args: &Args) -> Result<SessionPlan> {
         require_entry(s, id, &args.file)?;
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
-    Ok(plan_session_context(s))
+    Ok(plan_session_context(s)?)
 }

@@ -40,7 +40,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     }
     match &d.common_ancestor {
         Some(id) => {
-            let what = s.get_entry(id).map(|e| entry_text(e, &ToolCalls::new(), None)).unwrap_or_default();
+            let what = s.get_entry(id)?.map(|e| entry_text(e, &ToolCalls::new(), None)).unwrap_or_default();
             writeln!(out, "common ancestor {id}  {}", cut(&what, 90))?;
         }
         None => writeln!(out, "no common ancestor: the entries are on different roots")?,

@@ -124,10 +124,11 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     for line in &scanned.unreadable {
         say!("arbor: {line}");
     }
+    // The copies are kept in the cache too: found again only when the sessions changed.
+    let usage = Usage::with_cache(scanned.sessions, &mut cache);
     if let Err(e) = cache.save() {
         say!("arbor: warning: {e}");
     }
-    let usage = Usage::new(scanned.sessions);
     let r = report(&usage, &opts);
     if args.json {
         write_json_line(out, &r.to_json(args.explain))?;
@@ -200,10 +201,12 @@ fn agent_dir(flag: &Option<PathBuf>, var: &str, under: &str, home: &str) -> Opti
 /// pi's sessions: with `--store` the server's (listed through the
 /// backend, opened with its options), else the files under the sessions
 /// root, found with one walk (the catalog would read each file once more
-/// for its listing facts, which usage does not need).
+/// for its listing facts, which usage does not need) and stamped with one
+/// `stat` each.
 fn pi_sessions(args: &Args, g: &Globals, cwd: Option<&str>) -> Result<(Vec<PathBuf>, ScanOptions, String)> {
     let mut opts = ScanOptions::default();
     if g.store.is_none() {
+        opts.local = true;
         let root = args.sessions_dir.clone().unwrap_or_else(paths::sessions_root);
         let location = root.to_string_lossy().into_owned();
         return Ok((arbor_usage::pi_files(&root, cwd)?, opts, location));
@@ -424,7 +427,7 @@ fn write_differences(out: &mut dyn Write, r: &Report) -> Result<()> {
 
 fn branch(file: &Path, args: &Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let s = g.open_read(file)?;
-    let list = branches(&s, &PriceTable::builtin());
+    let list = branches(&s, &PriceTable::builtin())?;
     if args.json {
         let rows: Vec<serde_json::Value> = list.iter().map(branch_json).collect();
         write_json_line(out, &serde_json::json!({ "branches": rows }))?;

@@ -3,7 +3,8 @@
 //! ([`session`]), the one place that builds the backend the sessions live
 //! in ([`backend`]), the model and hook arguments and the agent flows run
 //! on a small runtime ([`agent`]), the providers and the choice of a model
-//! ([`models`]), and how results are printed ([`output`]; [`tree_text`]
+//! ([`models`]), session names that start with `--` in a list of them
+//! ([`names`]), and how results are printed ([`output`]; [`tree_text`]
 //! for the tree, drawn by `arbor_interop::tree`, whose [`forest`],
 //! [`filter`] and [`layout`] the tree selector uses too;
 //! [`progress`] for a spinner or a progress bar while something slow runs;
@@ -14,6 +15,7 @@
 pub mod agent;
 pub mod backend;
 pub mod models;
+pub mod names;
 pub mod output;
 pub mod progress;
 pub mod session;

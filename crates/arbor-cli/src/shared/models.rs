@@ -111,7 +111,7 @@ impl Models {
         let spec = match spec {
             Some(s) => Some(s.to_owned()),
             None if base_url.is_some() => {
-                arbor_context::session_context(session).model.map(|r| format!("{}/{}", r.provider, r.model_id))
+                arbor_context::session_context(session)?.model.map(|r| format!("{}/{}", r.provider, r.model_id))
             }
             None => None,
         };

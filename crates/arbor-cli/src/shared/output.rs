@@ -72,7 +72,7 @@ pub fn write_entries_json(out: &mut dyn Write, s: &Session, positions: &[Positio
     let mut first = true;
     for batch in positions.chunks(BATCH) {
         let short: Vec<Position> = batch.iter().copied().filter(|&p| !s.is_long_at(p)).collect();
-        let mut texts = s.map_json_many(&short, |_, j| j.to_owned()).into_iter();
+        let mut texts = s.map_json_many(&short, |_, j| j.to_owned())?.into_iter();
         for &p in batch {
             let long = s.is_long_at(p);
             let text = if long { None } else { texts.next().flatten() };
@@ -100,7 +100,7 @@ pub fn write_entry_lines(out: &mut dyn Write, s: &Session, positions: &[Position
     let home = home();
     let mut made_at: HashMap<CompactString, Position> = HashMap::new();
     for batch in positions.chunks(BATCH) {
-        let entries = s.decode_many(batch);
+        let entries = s.decode_many(batch)?;
         let decoded: HashMap<Position, &Entry> =
             batch.iter().zip(&entries).filter_map(|(&p, e)| Some((p, e.as_ref()?))).collect();
         for (&p, e) in batch.iter().zip(&entries) {

@@ -147,18 +147,20 @@ pub fn read_again(s: &mut Session) -> Result<()> {
     Ok(())
 }
 
-/// Refuses an `id` that names no entry of `file`'s session `s`. A session
-/// opened through its index checks every line first when the index does
-/// not know `id` (a stale index is read again, [`check_lines`]), so an id
-/// the file holds is never refused on the index's word.
+/// Refuses an `id` that names no entry of `file`'s session `s`: the
+/// library looks for it in the file itself when the index does not know
+/// it ([`Session::find_entry`]), which one line on stderr says.
 pub fn require_entry(s: &mut Session, id: &str, file: &Path) -> Result<()> {
-    if s.get_entry(id).is_none() && s.opened_from_index() {
-        check_lines(s, None)?;
+    let said = s.notices().len();
+    let found = s.find_entry(id);
+    for n in &s.notices()[said.min(s.notices().len())..] {
+        say!("arbor: {n}");
     }
-    if s.get_entry(id).is_none() {
-        bail!("{}: Entry {id} not found", file.display());
+    match found {
+        Ok(_) => Ok(()),
+        Err(arbor_tree::TreeError::NotFound(_)) => bail!("{}: Entry {id} not found", file.display()),
+        Err(e) => Err(e.into()),
     }
-    Ok(())
 }
 
 /// Opens a session; a spinner on stderr says so when it takes long (a big

@@ -64,7 +64,7 @@ fn decoded(path: &std::path::Path, leaf: Option<&str>) -> Value {
     if let Some(l) = leaf {
         s.branch(l).unwrap();
     }
-    serde_json::to_value(arbor_context::session_context(&s)).unwrap()
+    serde_json::to_value(arbor_context::session_context(&s).unwrap()).unwrap()
 }
 
 #[test]
@@ -128,8 +128,8 @@ fn appends_by_processes_through_the_index_and_another_writer_keep_the_context_ex
     }
     let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions { index_dir: None, ..SessionOptions::default() })
         .unwrap();
-    let labels: Vec<(String, String)> = s.labels().map(|(t, l)| (t.to_owned(), l.to_owned())).collect();
+    let labels: Vec<(String, String)> = s.labels().unwrap().map(|(t, l)| (t.to_owned(), l.to_owned())).collect();
     assert_eq!(labels.len(), 3, "{labels:?}");
     assert_eq!(s.leaf_id(), Some("00000003"));
-    assert_eq!(s.get_entry("o1").unwrap().parent_id.as_deref(), Some("00000001"));
+    assert_eq!(s.get_entry("o1").unwrap().unwrap().parent_id.as_deref(), Some("00000001"));
 }

@@ -78,13 +78,20 @@ fn the_server_finds_what_the_files_find_in_the_same_order() {
         queries.push(q.to_owned());
     }
     let mut answered = 0;
+    let mut shown = vec![];
     for q in &queries {
         let args = ["search", "--all", "--json", "--limit", "500", "--", q.as_str()];
         let [local, server] = [None, Some(db.url.as_str())].map(|store| hits(&arbor_at(store, dir.path(), &args)));
         assert_eq!(local, server, "{q:?}");
         answered += usize::from(!local.is_empty());
+        shown.extend(server);
     }
     assert!(answered + 3 >= queries.len(), "only {answered} of {} queries found anything", queries.len());
+    // The server's hits name their sessions and say whether they are on the active path, as the files' do.
+    assert!(shown.iter().any(|h| h["sessionName"].is_string()), "no hit shows its session's name");
+    for on in [true, false] {
+        assert!(shown.iter().any(|h| h["onActivePath"] == on), "no hit with onActivePath {on}");
+    }
 
     // Fuzzy words: asked for, and as the fallback of a search with no exact hit.
     for args in [&["search", "--all", "--json", "--fuzzy", "--", "frbnctr"][..], &["search", "--all", "--json", "dply"]]
@@ -98,4 +105,31 @@ fn the_server_finds_what_the_files_find_in_the_same_order() {
     let [local, server] = [None, Some(db.url.as_str())].map(|store| hits(&arbor_at(store, dir.path(), &args)));
     assert_eq!(local.len(), 7);
     assert_eq!(local, server);
+}
+
+#[test]
+fn a_session_that_does_not_open_on_the_server_is_left_out_with_a_warning() {
+    let Some(db) = TestDb::new("cli_search_bad_row") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    write_recall_sessions(&root, 3, 9);
+    arbor_at(None, dir.path(), &["push", root.to_str().unwrap(), "--to", &db.url]);
+    // A row planted by hand: a session of version 1 whose first line is not a header.
+    db.client()
+        .batch_execute(
+            "WITH s AS (INSERT INTO arbor.sessions (dir, name, kind, session_id, version, created, cwd, line_count, byte_size) \
+                        VALUES ('--p--', '2030-01-01T00-00-00-000Z_bad.jsonl', 1, 'bad', 1, '2030-01-01T00:00:00.000Z', '/p', 1, 9) \
+                        RETURNING id) \
+             INSERT INTO arbor.lines (session, seq, off, bytes) SELECT id, 0, 0, 'garbage\n'::bytea || '\\x0a'::bytea FROM s",
+        )
+        .unwrap();
+    let o = arbor_at(Some(&db.url), dir.path(), &["search", "--all", "--json", "--", "re:."]);
+    assert!(!hits(&o).is_empty());
+    let err = stderr(&o);
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains("2030-01-01T00-00-00-000Z_bad.jsonl")).collect();
+    assert_eq!(warned.len(), 1, "{err}");
+    assert!(
+        warned[0].starts_with("arbor: warning: cannot read /--p--/2030-01-01T00-00-00-000Z_bad.jsonl on the server"),
+        "{err}"
+    );
 }

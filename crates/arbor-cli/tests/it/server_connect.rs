@@ -131,3 +131,34 @@ fn sessions_named_as_the_store_prints_them() {
     let o = arbor_env(dir.path(), &["path", DEMO], &env);
     assert!(stdout(&o).contains("named"), "{}", stdout(&o));
 }
+
+#[test]
+fn lists_of_names_that_start_with_dashes() {
+    let Some(db) = TestDb::new("cli_hyphen_lists") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    demo_file(dir.path());
+    let local = dir.path().join("local");
+    let env = [("ARBOR_STORE", db.url.as_str())];
+    // A relative path into pi's folder, before the flags and among other names.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_arbor"));
+    let o = c
+        .args(["push", DEMO, "--json", "--to", db.url.as_str()])
+        .env("ARBOR_CACHE_DIR", cache_dir())
+        .env_remove("ARBOR_STORE")
+        .current_dir(&local)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"outcome\""), "{}", stdout(&o));
+    let o = arbor_env(dir.path(), &["check", DEMO, "--json"], &env);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with('['), "{}", stdout(&o));
+    let to = dir.path().join("pulled");
+    let o = arbor_env(dir.path(), &["pull", DEMO, "--to", to.to_str().unwrap()], &env);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(fs::read(to.join(DEMO)).unwrap(), fs::read(local.join(DEMO)).unwrap());
+    // A mistyped flag is still refused as a flag.
+    let o = arbor_env(dir.path(), &["pull", DEMO, "--jsn"], &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--jsn"), "{}", stderr(&o));
+}

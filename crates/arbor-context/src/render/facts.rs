@@ -561,10 +561,10 @@ mod tests {
         for f in arbor_test_support::jsonl_under(&arbor_test_support::fixtures()) {
             let Ok(s) = Session::open(&f, OpenMode::ReadOnly, SessionOptions::default()) else { continue };
             for p in s.positions() {
-                let Some(e) = s.decode_at(p) else { continue };
+                let Some(e) = s.decode_at(p).unwrap() else { continue };
                 let full = entry_facts(&e, None);
                 if e.message().is_some() {
-                    if let Some(fast) = s.json_at(p).and_then(|j| message_facts(j, &e.id, None)) {
+                    if let Some(fast) = s.json_at(p).unwrap().and_then(|j| message_facts(j, &e.id, None)) {
                         assert_eq!(fast, full, "{} {}", f.display(), e.id);
                         seen += 1;
                     }

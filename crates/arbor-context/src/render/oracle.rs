@@ -207,13 +207,14 @@ mod tests {
                 if let Some(id) = &id {
                     s.branch(id).unwrap();
                 }
-                let ctx = session_context(&s);
+                let ctx = session_context(&s).unwrap();
                 for llm in [false, true] {
                     let want = transcript(&ctx.messages, &ctx, llm);
                     let mut whole = vec![];
                     write_transcript(&mut whole, &ctx, llm).unwrap();
                     let mut batched = vec![];
-                    let checked = write_plan_transcript(&s, &plan_session_context(&s), &mut batched, llm).unwrap();
+                    let checked =
+                        write_plan_transcript(&s, &plan_session_context(&s).unwrap(), &mut batched, llm).unwrap();
                     assert_eq!(checked, crate::Checked::Written);
                     let at = format!("{} at {id:?} (llm {llm}, index {})", path.display(), dir.is_some());
                     assert_eq!(String::from_utf8(whole).unwrap(), want, "{at}: the whole context's");

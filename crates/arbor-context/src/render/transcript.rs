@@ -132,7 +132,7 @@ pub fn write_plan_transcript<W: Write + ?Sized>(
 ) -> io::Result<Checked> {
     let mut t = Transcript::default();
     let checked = write_checked(session, plan, &mut out, TEXT_BATCH, |batch, check, sink| {
-        let Some(written) = written_batch(session, &plan.path, batch, llm, check) else { return Ok(false) };
+        let Some(written) = written_batch(session, &plan.path, batch, llm, check)? else { return Ok(false) };
         for w in written {
             t.write(sink, &w)?;
         }
@@ -158,18 +158,24 @@ fn written_batch(
     batch: &[ContextStep],
     llm: bool,
     check: bool,
-) -> Option<Vec<Written>> {
+) -> io::Result<Option<Vec<Written>>> {
     let stored = stored_positions(path, batch);
     let of_line = |_, id: &str, line: &str| Written::of_line(line, id, llm);
-    let read =
-        if check { session.map_id_json_sound(&stored, of_line)? } else { session.map_id_json_many(&stored, of_line) };
+    let read = if check {
+        let Some(read) = session.map_id_json_sound(&stored, of_line) else { return Ok(None) };
+        read
+    } else {
+        session.map_id_json_many(&stored, of_line).map_err(io::Error::other)?
+    };
     // The entries the text could not be read from are decoded (on all cores).
     let again: Vec<Position> =
         stored.iter().zip(&read).filter(|(_, r)| !matches!(r, Some(Some(_)))).map(|(&p, _)| p).collect();
-    let mut decoded = again.chunks(BATCH).flat_map(|part| {
-        let entries = session.decode_many(part).into_iter();
-        entries.map(|e| e.and_then(message_of_entry).map(|m| Written::of_value(&m, llm))).collect::<Vec<_>>()
-    });
+    let mut decoded = vec![];
+    for part in again.chunks(BATCH) {
+        let entries = session.decode_many(part).map_err(io::Error::other)?.into_iter();
+        decoded.extend(entries.map(|e| e.and_then(message_of_entry).map(|m| Written::of_value(&m, llm))));
+    }
+    let mut decoded = decoded.into_iter();
     let mut read = read.into_iter();
     let mut out = Vec::with_capacity(batch.len());
     for step in batch {
@@ -182,7 +188,7 @@ fn written_batch(
         };
         out.extend(w);
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 /// One message of a transcript: its lines (none when the mapping for the

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod build_context;
+mod changed_behind;
 mod deep_path;
 mod lazy_index;
 mod llm;

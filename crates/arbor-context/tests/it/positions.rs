@@ -22,7 +22,7 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
         for leaf in s.positions().step_by((s.len() / 150).max(1)) {
             let Some(id) = s.id_at(leaf) else { continue };
             let idx = s.branch_positions(Some(&id));
-            let full: Vec<&Entry> = idx.iter().map(|&i| s.entry_at(i).unwrap()).collect();
+            let full: Vec<&Entry> = idx.iter().map(|&i| s.entry_at(i).unwrap().unwrap()).collect();
             let ids: Vec<_> = idx.iter().map(|&i| s.id_at(i).unwrap()).collect();
             let heads: Vec<PathHead> = idx
                 .iter()
@@ -36,7 +36,7 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
             let asked = std::cell::RefCell::new(vec![]);
             let plan = plan_context(&heads, |ps| {
                 asked.borrow_mut().extend_from_slice(ps);
-                ps.iter().map(|&k| s.decode_at(idx[k])).collect()
+                ps.iter().map(|&k| s.decode_at(idx[k]).unwrap()).collect()
             });
             // Asked: what the context reads, and of the messages only the last assistant one.
             let asked = asked.into_inner();
@@ -55,7 +55,7 @@ fn the_plan_builds_the_same_context_at_every_leaf() {
             assert_eq!(whole, spec_context(&full), "{} at {id} (spec)", p.display());
             let planned = plan.into_context(|k| full[k].message().map(|m| m.message.clone()));
             assert_eq!(planned, whole, "{} at {id}", p.display());
-            let owned: Vec<Entry> = idx.iter().map(|&i| s.decode_at(i).unwrap()).collect();
+            let owned: Vec<Entry> = idx.iter().map(|&i| s.decode_at(i).unwrap().unwrap()).collect();
             assert_eq!(build_context_from_entries(owned), whole, "{} at {id} (owned)", p.display());
             compared += 1;
         }

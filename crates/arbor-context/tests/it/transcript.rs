@@ -14,9 +14,9 @@ use arbor_test_support::{jsonl_under, write_big_session};
 
 fn both(s: &Session, llm: bool) -> (String, String) {
     let mut whole = vec![];
-    write_transcript(&mut whole, &session_context(s), llm).unwrap();
+    write_transcript(&mut whole, &session_context(s).unwrap(), llm).unwrap();
     let mut batched = vec![];
-    let checked = write_plan_transcript(s, &plan_session_context(s), &mut batched, llm).unwrap();
+    let checked = write_plan_transcript(s, &plan_session_context(s).unwrap(), &mut batched, llm).unwrap();
     assert_eq!(checked, Checked::Written);
     (String::from_utf8(whole).unwrap(), String::from_utf8(batched).unwrap())
 }
@@ -35,8 +35,8 @@ fn the_transcript_written_a_batch_at_a_time_is_the_whole_one() {
                 assert_eq!(batched, whole, "{} at {id} (llm: {llm})", p.display());
             }
             let mut llm_json = vec![];
-            arbor_context::write_plan_llm_json(&s, &plan_session_context(&s), &mut llm_json).unwrap();
-            let whole = arbor_log::json::to_vec(&session_context(&s).llm_messages()).unwrap();
+            arbor_context::write_plan_llm_json(&s, &plan_session_context(&s).unwrap(), &mut llm_json).unwrap();
+            let whole = arbor_log::json::to_vec(&session_context(&s).unwrap().llm_messages()).unwrap();
             assert_eq!(
                 String::from_utf8(llm_json).unwrap(),
                 String::from_utf8(whole).unwrap(),
@@ -44,7 +44,7 @@ fn the_transcript_written_a_batch_at_a_time_is_the_whole_one() {
                 p.display()
             );
             // The tally one message at a time gives what the whole list gives.
-            let messages = session_context(&s).messages;
+            let messages = session_context(&s).unwrap().messages;
             let mut tally = TokenTally::default();
             messages.iter().for_each(|m| tally.add(m));
             assert_eq!(tally.tokens(), current_context_tokens(&messages), "{} at {id}", p.display());

@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -85,7 +85,7 @@ struct Totals {
 pub fn export_html(s: &Session, opts: &HtmlOptions, out: &mut dyn Write) -> Result<(), InteropError> {
     let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
     let (order, parents) = order(s);
-    let title = s.session_name().map_or_else(|| format!("Session {}", s.session_id()), str::to_owned);
+    let title = s.session_name()?.map_or_else(|| format!("Session {}", s.session_id()), str::to_owned);
     let fills = fills(opts.served.as_ref(), &super::markup::escape(&title));
     // Split first and fill only the template's own marks: nothing from the
     // session can add a split point or a mark.
@@ -95,9 +95,9 @@ pub fn export_html(s: &Session, opts: &HtmlOptions, out: &mut dyn Write) -> Resu
     let totals = write_rows(s, opts, &order, &parents, out)?;
     out.write_all(part().as_bytes()).map_err(io)?;
     let leaf = leaf_index(s, &order);
-    out.write_all(data(s, opts, order.len(), leaf, &totals).as_bytes()).map_err(io)?;
+    out.write_all(data(s, opts, order.len(), leaf, &totals)?.as_bytes()).map_err(io)?;
     out.write_all(part().as_bytes()).map_err(io)?;
-    out.write_all(first_view(s, opts, &order, leaf).as_bytes()).map_err(io)?;
+    out.write_all(first_view(s, opts, &order, leaf)?.as_bytes()).map_err(io)?;
     out.write_all(part().as_bytes()).map_err(io)?;
     out.write_all(JS.as_bytes()).map_err(io)?;
     out.write_all(part().as_bytes()).map_err(io)?;
@@ -167,7 +167,7 @@ fn write_rows(
     out.write_all(b"[").map_err(io)?;
     for (b, batch) in order.chunks(BATCH).enumerate() {
         let rendered: Vec<Option<Rendered>> =
-            s.decode_shares(batch, |_, entries| entries.into_iter().map(|e| e.map(|e| render(&e, limits))).collect());
+            s.decode_shares(batch, |_, entries| entries.into_iter().map(|e| e.map(|e| render(&e, limits))).collect())?;
         let mut text = String::with_capacity(batch.len() * 120);
         for (k, r) in rendered.into_iter().enumerate() {
             let i = b * BATCH + k;
@@ -186,7 +186,7 @@ fn write_rows(
                 calls.insert(id.clone(), super::tools::one_line(&format!("{tool} {line}"), 80));
             }
             let id = s.id_at(order[i]).map(|x| x.to_string()).unwrap_or_default();
-            text.push_str(&row(json!(parents[i]), s.get_label(&id), &id, &r).to_string());
+            text.push_str(&row(json!(parents[i]), s.get_label(&id)?, &id, &r).to_string());
         }
         out.write_all(safe_json(&text).as_bytes()).map_err(io)?;
         // A call whose result never came is forgotten after a while: memory stays bounded.
@@ -217,7 +217,7 @@ fn write_bodies(s: &Session, opts: &HtmlOptions, order: &[Position], out: &mut d
                     )
                 })
                 .collect()
-        });
+        })?;
         let chunks: Vec<String> = rendered.chunks(CHUNK).map(|c| Value::Array(c.to_vec()).to_string()).collect();
         for z in deflate_all(chunks) {
             out.write_all(b"<script type=\"text/plain\" class=\"arbor-z\">").map_err(io)?;
@@ -240,8 +240,8 @@ const FIRST_VIEW: usize = 96;
 
 /// The bodies of the last [`FIRST_VIEW`] entries of the path to the leaf:
 /// `{"n": [node, …], "b": [[time, html], …]}`.
-fn first_view(s: &Session, opts: &HtmlOptions, order: &[Position], leaf: Option<usize>) -> String {
-    let Some(leaf) = leaf else { return "{}".to_owned() };
+fn first_view(s: &Session, opts: &HtmlOptions, order: &[Position], leaf: Option<usize>) -> Result<String, TreeError> {
+    let Some(leaf) = leaf else { return Ok("{}".to_owned()) };
     let path = s.branch_positions(s.leaf_id());
     let tail = &path[path.len().saturating_sub(FIRST_VIEW)..];
     let wanted: std::collections::HashSet<Position> = tail.iter().copied().collect();
@@ -258,13 +258,13 @@ fn first_view(s: &Session, opts: &HtmlOptions, order: &[Position], leaf: Option<
     let limits = Limits { max_output: opts.max_output, html: true };
     let mut nodes = Vec::new();
     let mut bodies = Vec::new();
-    for (p, e) in tail.iter().zip(s.decode_many(tail)) {
+    for (p, e) in tail.iter().zip(s.decode_many(tail)?) {
         let (Some(&n), Some(e)) = (index.get(p), e) else { continue };
         let r = render(&e, limits);
         nodes.push(n);
         bodies.push(json!([r.time, r.html]));
     }
-    safe_json(&json!({"n": nodes, "b": bodies}).to_string())
+    Ok(safe_json(&json!({"n": nodes, "b": bodies}).to_string()))
 }
 
 fn tally(t: &mut Totals, r: &Rendered) {
@@ -340,11 +340,11 @@ fn deflate_all(lines: Vec<String>) -> Vec<String> {
 }
 
 /// The session's facts for the page.
-fn data(s: &Session, opts: &HtmlOptions, entries: usize, leaf: Option<usize>, t: &Totals) -> String {
+fn data(s: &Session, opts: &HtmlOptions, entries: usize, leaf: Option<usize>, t: &Totals) -> Result<String, TreeError> {
     let h = s.header();
     let mut session = json!({
         "id": h.id,
-        "name": s.session_name(),
+        "name": s.session_name()?,
         "timestamp": h.timestamp,
         "entries": entries,
         "messages": t.messages,
@@ -362,7 +362,7 @@ fn data(s: &Session, opts: &HtmlOptions, entries: usize, leaf: Option<usize>, t:
         session["cwd"] = json!(h.cwd);
         session["file"] = json!(s.session_file().map(|p| p.display().to_string()));
     }
-    safe_json(&json!({ "session": session, "leaf": leaf.map_or(-1, |l| l as i64) }).to_string())
+    Ok(safe_json(&json!({ "session": session, "leaf": leaf.map_or(-1, |l| l as i64) }).to_string()))
 }
 
 /// Every live entry in the sidebar's order, and each one's parent (an index

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use arbor_log::{EntryKind, EntryType, IdGenerator, LabelEntry, SeededIds, CURRENT_VERSION};
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 use serde_json::{Map, Value};
 
 use super::{path_to, Scope};
@@ -77,7 +77,7 @@ fn whole_tree(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
                 && s.entry_type_at(i) != Some(&EntryType::Label)
         };
         let held: Vec<Position> = batch.iter().copied().filter(|&i| !copied(i)).collect();
-        let mut lines = s.map_lines_many(&held, |_, line| line.to_owned()).into_iter();
+        let mut lines = s.map_lines_many(&held, |_, line| line.to_owned()).map_err(std::io::Error::other)?.into_iter();
         for &i in batch {
             if copied(i) {
                 s.write_line_at(i, out)?;
@@ -85,7 +85,7 @@ fn whole_tree(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
                 continue;
             }
             let Some(line) = lines.next().flatten() else { continue };
-            if let Some(line) = shown_line(s, i, parent.get(&i).copied(), line) {
+            if let Some(line) = shown_line(s, i, parent.get(&i).copied(), line).map_err(std::io::Error::other)? {
                 writeln!(out, "{line}")?;
             }
         }
@@ -96,29 +96,33 @@ fn whole_tree(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
 /// The line of the entry at `i` as the copy holds it, its parent in the
 /// tree being `shown`: the line as written when it names that parent,
 /// written again with it when not, none for a label of a missing entry.
-fn shown_line(s: &Session, i: Position, shown: Option<Position>, line: String) -> Option<String> {
+fn shown_line(s: &Session, i: Position, shown: Option<Position>, line: String) -> Result<Option<String>, TreeError> {
     // The parent the line names resolves to the one shown: the line as it is.
     if shown.is_some() && shown == s.parent_at(i) && s.entry_type_at(i) != Some(&EntryType::Label) {
-        return Some(line);
+        return Ok(Some(line));
     }
-    let e = s.decode_at(i)?;
+    let Some(e) = s.decode_at(i)? else { return Ok(None) };
     if let EntryKind::Label(l) = &e.kind {
         // A label of a missing entry is left out.
-        s.position_of(&l.target_id)?;
+        if s.position_of(&l.target_id).is_none() {
+            return Ok(None);
+        }
     }
     let shown = shown.and_then(|p| s.id_at(p));
     if shown.as_deref() == e.parent_id.as_deref() {
-        return Some(line);
+        return Ok(Some(line));
     }
     let mut fixed = e;
     fixed.parent_id = shown.map(|p| p.to_string());
-    Some(text(&fixed.to_value()))
+    Ok(Some(text(&fixed.to_value())))
 }
 
 fn path_copy(s: &Session, leaf: Option<&str>) -> Result<Vec<String>, InteropError> {
     let path = path_to(s, leaf)?;
-    let mut out: Vec<String> =
-        path.iter().map(|e| s.entry_json(&e.id).map_or_else(|| text(&e.to_value()), str::to_owned)).collect();
+    let mut out: Vec<String> = Vec::with_capacity(path.len());
+    for e in &path {
+        out.push(s.entry_json(&e.id)?.map_or_else(|| text(&e.to_value()), str::to_owned));
+    }
     // The label each target has in the copy: the last label entry on the path.
     let mut in_copy: HashMap<&str, Option<String>> = HashMap::new();
     for e in &path {
@@ -129,7 +133,7 @@ fn path_copy(s: &Session, leaf: Option<&str>) -> Result<Vec<String>, InteropErro
     let mut taken: HashSet<String> = path.iter().map(|e| e.id.clone()).collect();
     let mut last = path.last().map(|e| (e.id.clone(), e.timestamp.clone()));
     for e in &path {
-        let want = s.get_label(&e.id);
+        let want = s.get_label(&e.id)?;
         if in_copy.get(e.id.as_str()).cloned().flatten().as_deref() == want
             || (want.is_none() && !in_copy.contains_key(e.id.as_str()))
         {
@@ -144,7 +148,7 @@ fn path_copy(s: &Session, leaf: Option<&str>) -> Result<Vec<String>, InteropErro
             timestamp: time.clone(),
             kind: EntryKind::Label(LabelEntry {
                 target_id: e.id.clone(),
-                label: s.label(&e.id).map(|l| l.value.clone()),
+                label: s.label(&e.id)?.map(|l| l.value.clone()),
                 extra: Map::new(),
             }),
         };

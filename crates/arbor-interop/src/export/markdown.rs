@@ -17,7 +17,7 @@ use crate::InteropError;
 /// decoded a batch at a time and not kept: memory follows the batch.
 pub fn export_markdown(s: &Session, leaf: Option<&str>, out: &mut dyn Write) -> Result<(), InteropError> {
     if let Some(id) = leaf {
-        if s.get_entry(id).is_none() {
+        if s.position_of(id).is_none() {
             return Err(InteropError::NoEntry {
                 path: s.session_file().unwrap_or(s.session_dir()).to_owned(),
                 id: id.to_owned(),
@@ -27,7 +27,7 @@ pub fn export_markdown(s: &Session, leaf: Option<&str>, out: &mut dyn Write) -> 
     let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
     let path = s.branch_positions(leaf);
     let h = s.header();
-    let title = s.session_name().map_or_else(|| format!("Session {}", h.id), str::to_owned);
+    let title = s.session_name()?.map_or_else(|| format!("Session {}", h.id), str::to_owned);
     let last = path.last().and_then(|&p| s.id_at(p)).map_or_else(|| "(none)".to_owned(), |id| id.to_string());
     let head = format!(
         "# {}\n\nSession `{}`, started {}{}; the path to `{last}` ({} entries).\n",
@@ -40,8 +40,8 @@ pub fn export_markdown(s: &Session, leaf: Option<&str>, out: &mut dyn Write) -> 
     out.write_all(head.as_bytes()).map_err(io)?;
     for batch in path.chunks(2048) {
         let mut doc = String::new();
-        for e in s.decode_many(batch).into_iter().flatten() {
-            section(&mut doc, &e, s.get_label(&e.id));
+        for e in s.decode_many(batch)?.into_iter().flatten() {
+            section(&mut doc, &e, s.get_label(&e.id)?);
         }
         out.write_all(doc.as_bytes()).map_err(io)?;
     }

@@ -33,12 +33,12 @@ pub enum Scope<'a> {
 /// The path root → `leaf` (default: the session's leaf), or an error naming an unknown id.
 pub(crate) fn path_to<'s>(s: &'s Session, leaf: Option<&str>) -> Result<Vec<&'s Entry>, InteropError> {
     if let Some(id) = leaf {
-        if s.get_entry(id).is_none() {
+        if s.position_of(id).is_none() {
             return Err(InteropError::NoEntry {
                 path: s.session_file().unwrap_or(s.session_dir()).to_owned(),
                 id: id.to_owned(),
             });
         }
     }
-    Ok(s.get_branch(leaf))
+    Ok(s.get_branch(leaf)?)
 }

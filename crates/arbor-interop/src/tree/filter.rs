@@ -4,7 +4,7 @@
 
 use arbor_context::render::{entry_facts, message_facts, EntryFacts};
 use arbor_log::{EntryKind, EntryType, Role};
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 
 /// Which entries a tree shows (docs/cli.md, "arbor tui"; pi's `treeFilterMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,7 +114,9 @@ pub fn kind_of(session: &Session, p: Position) -> u8 {
             | EntryType::ModelChange
             | EntryType::ThinkingLevelChange
             | EntryType::SessionInfo,
-        ) => match session.decode_at(p).map(|e| e.kind) {
+            // A file changed under the session reads as no settings entry here;
+            // the rows that show it decode it, and fail with the change.
+        ) => match session.decode_at(p).ok().flatten().map(|e| e.kind) {
             Some(EntryKind::Label(_) | EntryKind::Custom(_) | EntryKind::ModelChange(_))
             | Some(EntryKind::ThinkingLevelChange(_) | EntryKind::SessionInfo(_)) => kind::SETTINGS,
             _ => 0,
@@ -124,17 +126,18 @@ pub fn kind_of(session: &Session, p: Position) -> u8 {
 }
 
 /// The facts of the entries at `positions`, in order, read on all cores.
-pub fn facts_of(session: &Session, positions: &[Position], home: Option<&str>) -> Vec<EntryFacts> {
+/// An `Err` when the file changed under the session ([`TreeError::Changed`]).
+pub fn facts_of(session: &Session, positions: &[Position], home: Option<&str>) -> Result<Vec<EntryFacts>, TreeError> {
     // The message entries, whose facts are read from their lines (the session stays on this thread).
     let messages: Vec<bool> =
         positions.iter().map(|&p| session.entry_type_at(p) == Some(&EntryType::Message)).collect();
-    let fast =
-        session.map_id_json_many(positions, |i, id, json| messages[i].then(|| message_facts(json, id, home)).flatten());
+    let fast = session
+        .map_id_json_many(positions, |i, id, json| messages[i].then(|| message_facts(json, id, home)).flatten())?;
     fast.into_iter()
         .zip(positions)
         .map(|(f, &p)| match f.flatten() {
-            Some(f) => f,
-            None => session.decode_at(p).map(|e| entry_facts(&e, home)).unwrap_or_default(),
+            Some(f) => Ok(f),
+            None => Ok(session.decode_at(p)?.map(|e| entry_facts(&e, home)).unwrap_or_default()),
         })
         .collect()
 }

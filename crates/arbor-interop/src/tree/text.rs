@@ -19,7 +19,7 @@ use unicode_width::UnicodeWidthChar;
 
 use arbor_context::render::entry_text;
 use arbor_log::{Entry, Role};
-use arbor_tree::{Position, Session};
+use arbor_tree::{Position, Session, TreeError};
 
 use super::calls::{CallTable, CallsAt, CallsInBatch};
 use super::filter::{facts_of, kind, kind_of, FilterMode};
@@ -62,7 +62,7 @@ fn cut(line: &str, width: usize) -> &str {
 /// where the last one wins, as in pi's selector) and, when `want_hidden`
 /// is asked for, the assistant messages pi hides; read a few thousand at a
 /// time without decoding them.
-fn assistant_facts(s: &Session, shape: &Shape<'_>, want_hidden: bool) -> (CallTable, Bits) {
+fn assistant_facts(s: &Session, shape: &Shape<'_>, want_hidden: bool) -> Result<(CallTable, Bits), TreeError> {
     let mut calls = CallTable::default();
     let mut hidden = Bits::new(if want_hidden { s.len() } else { 0 });
     let mut walk = Walk::new(shape, Style::Pi, 1);
@@ -74,7 +74,7 @@ fn assistant_facts(s: &Session, shape: &Shape<'_>, want_hidden: bool) -> (CallTa
         if part.is_empty() {
             break;
         }
-        for (&p, f) in part.iter().zip(facts_of(s, &part, None)) {
+        for (&p, f) in part.iter().zip(facts_of(s, &part, None)?) {
             if want_hidden && f.hidden {
                 hidden.insert(p.get());
             }
@@ -83,12 +83,12 @@ fn assistant_facts(s: &Session, shape: &Shape<'_>, want_hidden: bool) -> (CallTa
             }
         }
     }
-    (calls.sorted(), hidden)
+    Ok((calls.sorted(), hidden))
 }
 
 /// The positions `mode` shows.
-fn shown(s: &Session, mode: FilterMode, hidden: &Bits, leaf: Option<Position>) -> Bits {
-    let labelled: HashSet<Position> = s.labels().filter_map(|(id, _)| s.position_of(id)).collect();
+fn shown(s: &Session, mode: FilterMode, hidden: &Bits, leaf: Option<Position>) -> Result<Bits, TreeError> {
+    let labelled: HashSet<Position> = s.labels()?.filter_map(|(id, _)| s.position_of(id)).collect();
     let mut shown = Bits::new(s.len());
     for p in s.positions() {
         let mut bits = kind_of(s, p) & !kind::UNKNOWN;
@@ -99,7 +99,7 @@ fn shown(s: &Session, mode: FilterMode, hidden: &Bits, leaf: Option<Position>) -
             shown.insert(p.get());
         }
     }
-    shown
+    Ok(shown)
 }
 
 /// Writes the tree of `s` as `arbor tree` does: one row per entry, the
@@ -112,12 +112,12 @@ pub fn print_tree(s: &Session, opts: &TreeText, out: &mut dyn Write) -> io::Resu
     }
     let home = opts.home.clone();
     let shape = Shape::new(&tree, s.len(), s.leaf_id().and_then(|id| s.position_of(id)));
-    let (made_in, hidden) = assistant_facts(s, &shape, opts.filter.is_some());
+    let (made_in, hidden) = assistant_facts(s, &shape, opts.filter.is_some()).map_err(io::Error::other)?;
     let shape = match opts.filter {
         None => shape,
         Some(mode) => {
             let leaf = shape.leaf();
-            shape.with_shown(shown(s, mode, &hidden, leaf))
+            shape.with_shown(shown(s, mode, &hidden, leaf).map_err(io::Error::other)?)
         }
     };
     drop(hidden);
@@ -174,7 +174,9 @@ impl RowWriter<'_> {
         let s = self.s;
         let positions: Vec<Position> = batch.iter().map(|(row, _)| row.position).collect();
         let (made_in, home) = (self.made_in, self.home);
-        let made = s.decode_shares(&positions, |share, entries| share_texts(made_in, home, share, entries));
+        let made = s
+            .decode_shares(&positions, |share, entries| share_texts(made_in, home, share, entries))
+            .map_err(io::Error::other)?;
         let mut line = String::new();
         for (((row, prefix), &p), made) in batch.iter().zip(&positions).zip(made) {
             let Some((id, text)) = made else { continue };
@@ -182,7 +184,7 @@ impl RowWriter<'_> {
             let text = match text {
                 Some(text) => text,
                 None => {
-                    let Some(e) = s.decode_at(p) else { continue };
+                    let Some(e) = s.decode_at(p).map_err(io::Error::other)? else { continue };
                     let decoded = HashMap::from([(p, &e)]);
                     entry_text(&e, &CallsAt { session: s, made_at: self.made_in, batch: &decoded }, self.home)
                 }
@@ -195,7 +197,7 @@ impl RowWriter<'_> {
             if row.active {
                 line.push_str("• ");
             }
-            if let Some(l) = s.get_label(&id) {
+            if let Some(l) = s.get_label(&id).map_err(io::Error::other)? {
                 line.push_str(&format!("[{l}] "));
             }
             line.push_str(&text);

@@ -54,10 +54,11 @@ fn the_two_branches_of_an_imported_claude_rewind() {
     // The leaves of the two branches: the label entry ends the rewind's branch, the first branch ends at its answer.
     let first = s
         .entries()
+        .map(Result::unwrap)
         .find(|e| e.message().is_some_and(|m| m.message.to_string().contains("Should I strip it?")))
         .unwrap();
     let d = diff(&s, &first.id, s.leaf_id().unwrap()).unwrap();
-    let ancestor = s.get_entry(d.common_ancestor.as_deref().unwrap()).unwrap();
+    let ancestor = s.get_entry(d.common_ancestor.as_deref().unwrap()).unwrap().unwrap();
     assert_eq!(ancestor.entry_type(), arbor_log::EntryType::Custom, "the snapshot taken before both prompts");
     let a: Vec<&str> = d.a.tool_calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(a, ["Bash", "Grep"]);

@@ -41,6 +41,7 @@ fn markdown_of_an_imported_session_folds_tool_calls_and_shows_images() {
     let s = open(&r[0].sessions[0].path);
     let first = s
         .entries()
+        .map(Result::unwrap)
         .find(|e| e.message().is_some_and(|m| m.message.to_string().contains("Should I strip it?")))
         .unwrap();
     let md = text(|o| export_markdown(&s, Some(&first.id), o).unwrap());
@@ -68,10 +69,10 @@ fn jsonl_of_a_path_keeps_the_labels_set_off_the_path_and_is_clean() {
     fs::write(&file, &copy).unwrap();
     assert!(arbor_tree::check_file(&file).unwrap().is_empty());
     let c = open(&file);
-    assert_eq!(c.get_label("eb499f6b"), s.get_label("eb499f6b"));
-    assert!(c.get_label("eb499f6b").is_some());
-    let path_ids: Vec<&str> = s.get_branch(Some("eb499f6b")).iter().map(|e| e.id.as_str()).collect();
-    let leaf_path: Vec<String> = c.get_branch(None).iter().map(|e| e.id.clone()).collect();
+    assert_eq!(c.get_label("eb499f6b").unwrap(), s.get_label("eb499f6b").unwrap());
+    assert!(c.get_label("eb499f6b").unwrap().is_some());
+    let path_ids: Vec<&str> = s.get_branch(Some("eb499f6b")).unwrap().iter().map(|e| e.id.as_str()).collect();
+    let leaf_path: Vec<String> = c.get_branch(None).unwrap().iter().map(|e| e.id.clone()).collect();
     assert!(leaf_path.starts_with(&path_ids.iter().map(|x| x.to_string()).collect::<Vec<_>>()));
     assert_eq!(c.header().id, s.header().id);
 }
@@ -187,8 +188,12 @@ fn html_is_one_page_with_no_network_and_safely_embedded_data() {
 fn html_totals_add_up_and_rows_form_the_tree() {
     let s = open(&fixtures().join("demo/demo.jsonl"));
     let page = Page::of(&s, &HtmlOptions::default());
-    let expected: f64 =
-        s.entries().filter_map(|e| e.message()).filter_map(|m| m.message["usage"]["cost"]["total"].as_f64()).sum();
+    let expected: f64 = s
+        .entries()
+        .map(Result::unwrap)
+        .filter_map(|e| e.message())
+        .filter_map(|m| m.message["usage"]["cost"]["total"].as_f64())
+        .sum();
     let cost = page.data["session"]["cost"].as_f64().unwrap();
     assert!((cost - expected).abs() < 1e-9, "{cost} {expected}");
     let rows_cost: f64 = page.rows.iter().filter_map(|r| r.get(5)?.get("u")?[1].as_f64()).sum();
@@ -197,7 +202,7 @@ fn html_totals_add_up_and_rows_form_the_tree() {
     for (i, r) in page.rows.iter().enumerate() {
         let p = r[0].as_i64().unwrap();
         assert!(p < i as i64);
-        let parent = s.get_entry(r[3].as_str().unwrap()).unwrap().parent_id.clone();
+        let parent = s.get_entry(r[3].as_str().unwrap()).unwrap().unwrap().parent_id.clone();
         assert_eq!(parent.as_deref(), (p >= 0).then(|| page.rows[p as usize][3].as_str().unwrap()));
     }
     // The path to the leaf runs down the left edge: at each fork the child that carries on comes last.

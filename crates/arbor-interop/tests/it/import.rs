@@ -19,7 +19,7 @@ fn render(path: &Path, root: &Path) -> String {
         Path::new(p).strip_prefix(root).map_or_else(|_| p.to_owned(), |x| x.display().to_string())
     });
     let mut out = format!("session {} cwd={} parent={parent}\n", h.id, h.cwd.as_deref().unwrap_or(""));
-    for e in s.entries() {
+    for e in s.entries().map(Result::unwrap) {
         let what = match &e.kind {
             EntryKind::Message(m) => {
                 let msg = &m.message;
@@ -78,6 +78,7 @@ fn render(path: &Path, root: &Path) -> String {
         };
         let lines: Vec<String> = s
             .entry_json(&e.id)
+            .unwrap()
             .and_then(|j| serde_json::from_str::<Value>(j).ok())
             .and_then(|v| v.get("source").cloned())
             .and_then(|v| v.as_array().cloned())

@@ -27,10 +27,11 @@ fn an_opencode_storage_folder_imports_as_a_session_and_its_child() {
     assert!(reports[0].skipped[0].reason.starts_with("malformed JSON"), "{:?}", reports[0].skipped);
 
     let s = open(&parent.path);
-    let kinds: Vec<String> = s.entries().map(|e| e.entry_type().to_string()).collect();
+    let kinds: Vec<String> = s.entries().map(Result::unwrap).map(|e| e.entry_type().to_string()).collect();
     assert!(kinds.contains(&"compaction".to_owned()), "{kinds:?}");
     let customs: Vec<String> = s
         .entries()
+        .map(Result::unwrap)
         .filter_map(|e| match &e.kind {
             EntryKind::Custom(c) => Some(c.custom_type.clone()),
             _ => None,

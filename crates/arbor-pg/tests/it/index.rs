@@ -88,9 +88,9 @@ fn new_machine(store: &PgStore) -> SessionOptions {
 
 fn same(a: &Session, b: &Session) {
     assert_eq!(a.leaf_id(), b.leaf_id());
-    let ids = |s: &Session| s.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
+    let ids = |s: &Session| s.get_branch(None).unwrap().iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
     assert_eq!(ids(a), ids(b));
-    let json = |s: &Session| s.entries_json().map(|(_, j)| j.to_owned()).collect::<Vec<_>>();
+    let json = |s: &Session| s.entries_json().map(Result::unwrap).map(|(_, j)| j.to_owned()).collect::<Vec<_>>();
     assert_eq!(json(a), json(b));
 }
 
@@ -126,7 +126,7 @@ fn every_write_keeps_the_caches_index_on_the_server_and_a_first_open_reads_throu
         Session::open(&path, OpenMode::ReadOnly, SessionOptions { index_first: false, ..new_machine(&store) }).unwrap();
     assert!(!full.opened_from_index());
     same(&through, &full);
-    assert!(through.get_entry("e1234").is_some() && through.get_entry("nobody").is_none());
+    assert!(through.get_entry("e1234").unwrap().is_some() && through.get_entry("nobody").unwrap().is_none());
 }
 
 #[test]
@@ -140,12 +140,12 @@ fn a_first_open_on_a_new_machine_fetches_what_the_command_needs_not_the_session(
     let far = PgStore::connect(&proxy.url(db.name())).unwrap();
     let before = proxy.served();
     let s = Session::open(&path, OpenMode::ReadOnly, new_machine(&far)).unwrap();
-    let leaf_path = s.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
+    let leaf_path = s.get_branch(None).unwrap().iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
     let served = proxy.served() - before;
     assert!(served * 5 < size, "the server sent {served} bytes of a {size}-byte session for the path at the leaf");
     let full =
         Session::open(&path, OpenMode::ReadOnly, SessionOptions { index_first: false, ..new_machine(&store) }).unwrap();
-    assert_eq!(leaf_path, full.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>());
+    assert_eq!(leaf_path, full.get_branch(None).unwrap().iter().map(|e| e.id.to_string()).collect::<Vec<_>>());
 
     // A search reads the lines it searches once (arbor-search's engine runs
     // over the server's bytes, as over a file) and marks its hits' active
@@ -203,4 +203,40 @@ fn an_index_the_server_keeps_that_does_not_match_the_lines_is_noticed() {
     assert!(s.verify_lines(&positions).unwrap(), "the changed line was noticed");
     assert!(s.notices().iter().any(|n| n.contains("the index the store keeps did not match")), "{:?}", s.notices());
     assert_eq!(s.leaf_id(), Some("z299"));
+}
+
+#[test]
+fn a_session_from_before_the_server_kept_indexes_gets_one_from_its_first_writer() {
+    let Some((db, store)) = store("index_built_late") else { return };
+    let path = Path::new(arbor_pg::ROOT).join("--w--").join("s.jsonl");
+    store.rewrite(&path, branched(9000, 0).as_bytes()).unwrap();
+    // As migration 4 left a session written before it: no index, every ix_* column NULL.
+    let key = SessionKey::of_path(&path);
+    db.client()
+        .batch_execute(&format!(
+            "DELETE FROM arbor.index_parts; DELETE FROM arbor.index_ids; \
+             UPDATE arbor.sessions SET ix_entries = NULL, ix_strings = NULL, ix_header = NULL, \
+             ix_lines = NULL, ix_bytes = NULL WHERE dir = '{}' AND name = '{}'",
+            key.dir, key.name
+        ))
+        .unwrap();
+    assert!(server_parts(&db, &path).is_none());
+    // A writer opens it (and appends): the index is built, exactly the cache's.
+    let mut s = Session::open(&path, OpenMode::Write, pg_opts(&store)).unwrap();
+    s.append_message(user("later")).unwrap();
+    drop(s);
+    assert!(server_parts(&db, &path).unwrap() == cache_parts(&server_bytes(&store, &path)));
+    let s = Session::open(&path, OpenMode::ReadOnly, new_machine(&store)).unwrap();
+    assert!(s.opened_from_index());
+    // One whose lines an index cannot hold is tried once, then left as it is.
+    let dup = path.with_file_name("dup.jsonl");
+    let text = format!("{}{}", branched(20, 0), branched(20, 0).lines().nth(3).unwrap());
+    store.rewrite(&dup, format!("{text}\n").as_bytes()).unwrap();
+    let ix = |c: &mut postgres::Client| -> Option<i64> {
+        c.query_one("SELECT ix_entries FROM arbor.sessions WHERE name = 'dup.jsonl'", &[]).unwrap().get(0)
+    };
+    assert_eq!(ix(&mut db.client()), Some(-1));
+    let mut s = Session::open(&dup, OpenMode::Write, pg_opts(&store)).unwrap();
+    s.append_message(user("later")).unwrap();
+    assert_eq!(ix(&mut db.client()), Some(-1));
 }

@@ -12,6 +12,7 @@ mod index;
 mod list;
 mod lock;
 mod schema;
+mod search;
 mod session;
 mod sessions;
 mod sync;

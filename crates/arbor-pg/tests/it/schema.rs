@@ -38,3 +38,47 @@ fn a_schema_newer_than_this_build_is_refused() {
     assert!(matches!(e, PgError::NewerSchema { .. }), "{e}");
     assert!(e.to_string().contains("upgrade arbor"), "{e}");
 }
+
+#[test]
+fn a_server_at_migration_4_is_migrated_by_the_next_client_and_its_sessions_searched() {
+    let Some(db) = TestDb::new("from_migration_4") else { return };
+    let store = PgStore::connect(&db.url).unwrap();
+    let mut s = arbor_tree::Session::create("/p", crate::pg_opts(&store)).unwrap();
+    s.append_message(crate::user("the zeppelin lands at noon")).unwrap();
+    s.append_message(crate::assistant("noted")).unwrap();
+    drop(s);
+    // Back to the schema of migration 4: no filters, and the search table every write filled.
+    db.client()
+        .batch_execute(
+            "DROP TABLE arbor.filters; DELETE FROM arbor.migrations WHERE version = 5; \
+             CREATE TABLE arbor.search (session bigint NOT NULL REFERENCES arbor.sessions (id) ON DELETE CASCADE, \
+                                        seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session, seq))",
+        )
+        .unwrap();
+    drop(store);
+    // A role that may only read cannot migrate it: one line says so, and who can.
+    let role = format!("reader_m4_{}", std::process::id());
+    db.client()
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA arbor TO {role}; \
+             GRANT SELECT ON ALL TABLES IN SCHEMA arbor TO {role}"
+        ))
+        .unwrap();
+    let reader = db.url.replacen("://arbor@", &format!("://{role}@"), 1);
+    let e = PgStore::connect(&reader).unwrap_err().to_string();
+    assert!(
+        e.contains("is at version 4 and this arbor needs version 5") && e.contains("its owner") && !e.contains('\n'),
+        "{e}"
+    );
+    let store = PgStore::connect(&db.url).unwrap();
+    let mut c = db.client();
+    let gone: bool = c.query_one("SELECT to_regclass('arbor.search') IS NULL", &[]).unwrap().get(0);
+    let v: i32 = c.query_one("SELECT max(version) FROM arbor.migrations", &[]).unwrap().get(0);
+    assert!(gone && v == 5, "{v}");
+    // Its sessions have no filters yet: read as they are, and given one by that read.
+    let request = arbor_tree::sessions::SearchRequest::new("zeppelin", arbor_tree::sessions::Scope::All);
+    let hits = arbor_tree::sessions::Sessions::search(&store, &request, &arbor_tree::sessions::NoProgress).unwrap();
+    assert_eq!(hits.len(), 1);
+    let n: i64 = c.query_one("SELECT count(*) FROM arbor.filters", &[]).unwrap().get(0);
+    assert_eq!(n, 1);
+}

@@ -53,11 +53,11 @@ fn a_session_on_the_server_holds_the_bytes_a_file_would() {
     let b = Session::open(&on_server, OpenMode::ReadOnly, pg_opts(&store)).unwrap();
     assert_eq!(a.leaf_id(), b.leaf_id());
     assert_eq!(
-        a.entries_json().map(|(_, j)| j.to_owned()).collect::<Vec<_>>(),
-        b.entries_json().map(|(_, j)| j.to_owned()).collect::<Vec<_>>()
+        a.entries_json().map(Result::unwrap).map(|(_, j)| j.to_owned()).collect::<Vec<_>>(),
+        b.entries_json().map(Result::unwrap).map(|(_, j)| j.to_owned()).collect::<Vec<_>>()
     );
-    assert_eq!(b.session_name(), Some("named"));
-    assert_eq!(b.get_label(b.get_branch(None)[1].id.as_str()), Some("start"));
+    assert_eq!(b.session_name().unwrap(), Some("named"));
+    assert_eq!(b.get_label(b.get_branch(None).unwrap()[1].id.as_str()).unwrap(), Some("start"));
     assert!(Path::new(&on_server).starts_with(arbor_pg::ROOT));
 }
 

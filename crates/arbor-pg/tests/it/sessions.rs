@@ -207,7 +207,7 @@ fn files_and_the_server_give_the_same_answers() {
     let [a, b] = backends.map(|s| {
         let path = s.resolve("a1b2c3d4-1111").unwrap();
         let session = Session::open(&path, OpenMode::ReadOnly, s.session_options()).unwrap();
-        session.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>()
+        session.get_branch(None).unwrap().iter().map(|e| e.id.to_string()).collect::<Vec<_>>()
     });
     assert_eq!(a, ["u1", "a1", "u3", "a3"]);
     assert_eq!(a, b);

@@ -60,7 +60,7 @@ impl PySession {
         py: Python<'_>,
         pick: impl FnOnce(&Session) -> Result<Vec<Position>, Failure> + Send,
     ) -> PyResult<Vec<Entry>> {
-        let rows = self.with(py, |s| Ok(values::rows(s, &pick(s)?)))?;
+        let rows = self.with(py, |s| values::rows(s, &pick(s)?))?;
         entries(py, rows)
     }
 }
@@ -88,7 +88,7 @@ impl PySession {
     /// The session's name (the newest `session_info` name), or `None`.
     #[getter(name)]
     fn session_name(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        self.with(py, |s| Ok(s.session_name().map(str::to_owned)))
+        self.with(py, |s| Ok(s.session_name().map_err(values::changed(s))?.map(str::to_owned)))
     }
 
     /// The header line, a dict.
@@ -179,12 +179,12 @@ impl PySession {
 
     /// The label of an entry, or `None`.
     fn label(&self, py: Python<'_>, id: &str) -> PyResult<Option<String>> {
-        self.with(py, |s| Ok(s.get_label(id).map(str::to_owned)))
+        self.with(py, |s| Ok(s.get_label(id).map_err(values::changed(s))?.map(str::to_owned)))
     }
 
     /// Every label, by entry id, in the order the entries got theirs.
     fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let labels = self.with(py, |s| Ok(values::labels(s)))?;
+        let labels = self.with(py, |s| values::labels(s))?;
         let out = PyDict::new(py);
         for (id, label) in labels {
             out.set_item(id, label)?;

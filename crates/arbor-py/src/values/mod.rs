@@ -95,12 +95,12 @@ pub struct Rows {
 const BATCH: usize = 2048;
 
 /// The entries at `positions`, in order.
-pub fn rows(s: &Session, positions: &[Position]) -> Rows {
+pub fn rows(s: &Session, positions: &[Position]) -> Result<Rows, Failure> {
     let mut heads = Vec::with_capacity(positions.len());
     let mut json = String::from("[");
     for batch in positions.chunks(BATCH) {
-        let texts = s.map_json_many(batch, |_, j| j.to_owned());
-        for (entry, text) in s.decode_many(batch).into_iter().zip(texts) {
+        let texts = s.map_json_many(batch, |_, j| j.to_owned()).map_err(changed(s))?;
+        for (entry, text) in s.decode_many(batch).map_err(changed(s))?.into_iter().zip(texts) {
             let (Some(e), Some(text)) = (entry, text) else { continue };
             if !heads.is_empty() {
                 json.push(',');
@@ -115,7 +115,12 @@ pub fn rows(s: &Session, positions: &[Position]) -> Rows {
         }
     }
     json.push(']');
-    Rows { heads, json }
+    Ok(Rows { heads, json })
+}
+
+/// A read that found the session's file changed under it, as a failure naming the file.
+pub fn changed(s: &Session) -> impl Fn(arbor_tree::TreeError) -> Failure + '_ {
+    |e| Failure::of_tree(e, s.session_file())
 }
 
 /// The position of the entry `id` names; an unknown id names the file.
@@ -138,7 +143,7 @@ pub fn path(s: &Session, to: Option<&str>) -> Result<Vec<Position>, Failure> {
 /// The children of `id`, in file order.
 pub fn children(s: &Session, id: &str) -> Result<Vec<Position>, Failure> {
     position(s, id)?;
-    Ok(s.get_children(id).iter().filter_map(|e| s.position_of(&e.id)).collect())
+    Ok(s.get_children(id).map_err(changed(s))?.iter().filter_map(|e| s.position_of(&e.id)).collect())
 }
 
 /// pi's `getTree()`: what `arbor tree --json` prints (nested as deep as
@@ -152,7 +157,7 @@ pub fn tree_json(s: &Session) -> Result<String, Failure> {
 /// The plan of the context at `at` (default: the leaf), the leaf left where it is.
 fn plan_at(s: &Session, at: Option<&str>) -> Result<SessionPlan, Failure> {
     let path = path(s, at)?;
-    Ok(plan_branch_context(s, path))
+    plan_branch_context(s, path).map_err(changed(s))
 }
 
 /// pi's `buildSessionContext()` at `at` (default: the leaf): what `arbor
@@ -181,8 +186,8 @@ pub fn header_json(s: &Session) -> Result<String, Failure> {
 }
 
 /// Every resolved label (target id, label text), in the order the targets got theirs.
-pub fn labels(s: &Session) -> Vec<(String, String)> {
-    s.labels().map(|(id, l)| (id.to_owned(), l.to_owned())).collect()
+pub fn labels(s: &Session) -> Result<Vec<(String, String)>, Failure> {
+    Ok(s.labels().map_err(changed(s))?.map(|(id, l)| (id.to_owned(), l.to_owned())).collect())
 }
 
 /// Appends a message (a JSON object, read as JavaScript reads it) after the

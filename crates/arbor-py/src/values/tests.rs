@@ -21,7 +21,7 @@ fn rows_are_the_stored_entries_with_the_heads_the_tree_decided() {
     let dir = tempfile::tempdir().unwrap();
     let s = session(dir.path(), Mode::Read);
     let all: Vec<Position> = s.positions().collect();
-    let rows = rows(&s, &all);
+    let rows = rows(&s, &all).unwrap();
     let ids: Vec<&str> = rows.heads.iter().map(|h| h.id.as_str()).collect();
     assert_eq!(ids, ["u1", "a1", "u2", "l1"]);
     // A parentId that is not a string is no parent.
@@ -38,7 +38,7 @@ fn rows_are_the_stored_entries_with_the_heads_the_tree_decided() {
 fn paths_contexts_and_children_name_an_unknown_entry_with_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let s = session(dir.path(), Mode::Read);
-    let ids = |ps: Vec<Position>| -> Vec<String> { rows(&s, &ps).heads.into_iter().map(|h| h.id).collect() };
+    let ids = |ps: Vec<Position>| -> Vec<String> { rows(&s, &ps).unwrap().heads.into_iter().map(|h| h.id).collect() };
     assert_eq!(ids(path(&s, Some("a1")).unwrap()), ["u1", "a1"]);
     assert_eq!(ids(children(&s, "u1").unwrap()), ["a1"]);
     let context = parse("context", &context_json(&s, Some("a1")).unwrap()).unwrap();
@@ -49,7 +49,7 @@ fn paths_contexts_and_children_name_an_unknown_entry_with_the_file() {
     assert_eq!(e, Failure::NotFound(format!("{}: Entry nope not found", dir.path().join("s.jsonl").display())));
     assert!(matches!(context_json(&s, Some("nope")), Err(Failure::NotFound(_))));
     assert!(matches!(children(&s, "nope"), Err(Failure::NotFound(_))));
-    assert_eq!(labels(&s), [("u1".to_owned(), "start".to_owned())]);
+    assert_eq!(labels(&s).unwrap(), [("u1".to_owned(), "start".to_owned())]);
 }
 
 #[test]

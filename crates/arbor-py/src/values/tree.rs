@@ -31,10 +31,10 @@ pub fn tree_flat_json(s: &Session) -> Result<String, Failure> {
             Step::Leave(None) => {}
         }
     }
-    let labelled = s.labels().next().is_some();
+    let labelled = s.labels().map_err(super::changed(s))?.next().is_some();
     let mut out = String::from("[");
     for (k, batch) in positions.chunks(BATCH).enumerate() {
-        let texts = s.map_json_many(batch, |_, j| j.to_owned());
+        let texts = s.map_json_many(batch, |_, j| j.to_owned()).map_err(super::changed(s))?;
         for (i, (&position, text)) in batch.iter().zip(texts).enumerate() {
             let index = k * BATCH + i;
             if index > 0 {
@@ -47,7 +47,12 @@ pub fn tree_flat_json(s: &Session) -> Result<String, Failure> {
                 Some(p) => out.push_str(&p.to_string()),
                 None => out.push_str("null"),
             }
-            let label = if labelled { s.label(&tree.node(position).entry.id) } else { None };
+            let label = match labelled {
+                true => {
+                    s.label(&tree.node(position).map_err(super::changed(s))?.entry.id).map_err(super::changed(s))?
+                }
+                false => None,
+            };
             if let Some(label) = label {
                 out.push_str(",\"label\":");
                 out.push_str(&json_text(&label.value)?);

@@ -187,7 +187,7 @@ fn check_in_full(path: &Path, opts: SessionOptions) -> Result<Vec<Finding>, Tree
             }
         }
     }
-    out.extend(tree_findings(&s));
+    out.extend(tree_findings(&s)?);
     sort(&mut out);
     Ok(out)
 }
@@ -212,15 +212,16 @@ fn warn(line: usize, code: &'static str, message: String) -> Finding {
 
 /// The findings only the tree shows. Each entry is decoded once and not
 /// kept (a check holds one entry at a time, not the session's bodies).
-pub fn tree_findings(s: &Session) -> Vec<Finding> {
-    let mut out = entry_findings(s);
-    out.extend(unanswered_tool_calls(s));
-    out
+/// An `Err` when the file changed under the session ([`TreeError::Changed`]).
+pub fn tree_findings(s: &Session) -> Result<Vec<Finding>, TreeError> {
+    let mut out = entry_findings(s)?;
+    out.extend(unanswered_tool_calls(s)?);
+    Ok(out)
 }
 
 /// What each live entry shows on its own: self-parents, orphans, labels on
 /// missing targets, compactions whose kept entry is off their path.
-fn entry_findings(s: &Session) -> Vec<Finding> {
+fn entry_findings(s: &Session) -> Result<Vec<Finding>, TreeError> {
     let mut out = vec![];
     for (k, slot) in s.state.slots.iter().enumerate() {
         if !slot.live() {
@@ -238,7 +239,7 @@ fn entry_findings(s: &Session) -> Vec<Finding> {
         if slot.entry_type() != &EntryType::Label && slot.entry_type() != &EntryType::Compaction {
             continue;
         }
-        let Some(e) = s.decode_at(i) else { continue };
+        let Some(e) = s.decode_at(i)? else { continue };
         match &e.kind {
             EntryKind::Label(l) if s.position_of(&l.target_id).is_none() => out.push(warn(
                 line,
@@ -268,7 +269,7 @@ fn entry_findings(s: &Session) -> Vec<Finding> {
             _ => {}
         }
     }
-    out
+    Ok(out)
 }
 
 /// For each position, true when a live entry names its id as its parent (it is no leaf).
@@ -289,23 +290,23 @@ type OpenCall = (String, String, Position);
 /// assistant message makes, or the id a tool result answers.
 type Effect = (Vec<OpenCall>, Option<String>);
 
-fn tool_effect(s: &Session, p: Position) -> Effect {
-    effect_of(s.decode_at(p), p)
+fn tool_effect(s: &Session, p: Position) -> Result<Effect, TreeError> {
+    Ok(effect_of(s.decode_at(p)?, p))
 }
 
 /// The [`Effect`] of every entry, decoded on all cores a batch at a time;
 /// only assistant messages and tool results are read.
-fn tool_effects(s: &Session) -> Vec<Effect> {
+fn tool_effects(s: &Session) -> Result<Vec<Effect>, TreeError> {
     let mut out: Vec<Effect> = (0..s.len()).map(|_| (vec![], None)).collect();
     let wanted: Vec<Position> =
         s.positions().filter(|&p| matches!(s.role_at(p), Some(Role::Assistant | Role::ToolResult))).collect();
     // Small batches: a decoded tool result holds several times its line.
     for batch in wanted.chunks(512) {
-        for (&p, e) in batch.iter().zip(s.decode_many(batch)) {
+        for (&p, e) in batch.iter().zip(s.decode_many(batch)?) {
             out[p.get()] = effect_of(e, p);
         }
     }
-    out
+    Ok(out)
 }
 
 fn effect_of(e: Option<arbor_log::Entry>, p: Position) -> Effect {
@@ -364,8 +365,8 @@ fn report_unanswered(s: &Session, open_at_leaves: Vec<(Position, Vec<OpenCall>)>
 }
 
 /// Tool calls without a result, on the path to each leaf of the tree.
-fn unanswered_tool_calls(s: &Session) -> Vec<Finding> {
-    report_unanswered(s, open_at_leaves(s))
+fn unanswered_tool_calls(s: &Session) -> Result<Vec<Finding>, TreeError> {
+    Ok(report_unanswered(s, open_at_leaves(s)?))
 }
 
 /// The tool calls left without a result on the path to each leaf (leaves
@@ -373,14 +374,14 @@ fn unanswered_tool_calls(s: &Session) -> Vec<Finding> {
 /// calls open on the way kept on a stack (each entry decoded once), so the
 /// check costs the session, not its leaves times its depth. A session with
 /// a parent cycle walks each leaf's path.
-fn open_at_leaves(s: &Session) -> Vec<(Position, Vec<OpenCall>)> {
+fn open_at_leaves(s: &Session) -> Result<Vec<(Position, Vec<OpenCall>)>, TreeError> {
     let named = named_as_parent(s);
     let is_leaf = |p: Position| s.is_live_at(p) && !named[p.get()];
     if !s.state.cycle_roots.is_empty() {
         return open_by_paths(s, &is_leaf);
     }
     let mut out = vec![];
-    let mut effects = tool_effects(s);
+    let mut effects = tool_effects(s)?;
     let tree = s.get_tree();
     // Each frame: a node, the calls it opened (how many were pushed) and
     // the ones its tool result closed (to put back when leaving it).
@@ -425,16 +426,16 @@ fn open_at_leaves(s: &Session) -> Vec<(Position, Vec<OpenCall>)> {
     }
     // Leaf by leaf in file order, as the walk leaf by leaf finds them.
     out.sort_by_key(|(leaf, _)| *leaf);
-    out
+    Ok(out)
 }
 
 /// [`open_at_leaves`] leaf by leaf, each leaf's path walked from the root.
-fn open_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<(Position, Vec<OpenCall>)> {
+fn open_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Result<Vec<(Position, Vec<OpenCall>)>, TreeError> {
     let mut out = vec![];
     for leaf in s.positions().filter(|&p| is_leaf(p)) {
         let mut open: Vec<OpenCall> = vec![];
         for p in s.branch_positions(s.id_at(leaf).as_deref()) {
-            let (calls, result) = tool_effect(s, p);
+            let (calls, result) = tool_effect(s, p)?;
             if let Some(id) = result {
                 open.retain(|c| c.0 != id);
             }
@@ -444,7 +445,7 @@ fn open_by_paths(s: &Session, is_leaf: &dyn Fn(Position) -> bool) -> Vec<(Positi
             out.push((leaf, open));
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -465,9 +466,9 @@ mod tests {
             let opts = SessionOptions { index_dir: None, ..SessionOptions::default() };
             let Ok(s) = Session::open(&f, OpenMode::ReadOnly, opts) else { continue };
             let named = named_as_parent(&s);
-            let by_paths = open_by_paths(&s, &|p: Position| s.is_live_at(p) && !named[p.get()]);
+            let by_paths = open_by_paths(&s, &|p: Position| s.is_live_at(p) && !named[p.get()]).unwrap();
             with_calls += usize::from(!by_paths.is_empty());
-            assert_eq!(open_at_leaves(&s), by_paths, "{}", f.display());
+            assert_eq!(open_at_leaves(&s).unwrap(), by_paths, "{}", f.display());
         }
         assert!(with_calls >= 3, "{with_calls} fixtures with unanswered tool calls");
     }

@@ -38,11 +38,11 @@ impl Session {
         if let Some(f) = &self.failed {
             return Err(TreeError::Poisoned(f.clone()));
         }
-        let kept = self.kept_for_fork(&path);
+        let kept = self.kept_for_fork(&path)?;
         // The new session's id and time come before the labels' (ids and clock are injected).
         let new_id = self.next_session_id();
         let timestamp = self.now_iso();
-        let labels = self.relabel(&kept);
+        let labels = self.relabel(&kept)?;
         let parent_session =
             if self.persist { self.file.as_ref().map(|f| f.to_string_lossy().into_owned()) } else { None };
         self.header = SessionHeader::new(new_id.clone(), timestamp.clone(), self.cwd.clone(), parent_session);
@@ -76,7 +76,7 @@ impl Session {
     /// entries left out to the kept entry before it, so the fork's context at
     /// its leaf is the original's. pi (up to 0.73.1) keeps them pointing at
     /// the missing labels, which cuts the context off after the last label.
-    fn kept_for_fork(&self, path: &[usize]) -> Vec<Kept> {
+    fn kept_for_fork(&self, path: &[usize]) -> Result<Vec<Kept>, TreeError> {
         let src = self.src();
         let mut kept: Vec<Kept> = Vec::with_capacity(path.len());
         for &i in path {
@@ -84,7 +84,8 @@ impl Session {
             if s.entry_type() == &EntryType::Label {
                 continue;
             }
-            let (mut entry, mut json) = (s.entry(src).clone(), Box::<str>::from(s.json(src)));
+            let read = |s: &super::Slot| Ok((s.entry(src)?.clone(), Box::<str>::from(s.json(src)?)));
+            let (mut entry, mut json) = read(s).map_err(|e| self.stale(e))?;
             // The parent is the path's entry before this one (or, in a cycle, one after it).
             let parent_left_out =
                 self.parent_of(i).is_some_and(|p| self.state.slots[p].entry_type() == &EntryType::Label);
@@ -95,16 +96,16 @@ impl Session {
             }
             kept.push((entry, json, s.line(), s.js_only() && !parent_left_out));
         }
-        kept
+        Ok(kept)
     }
 
     /// `label` entries re-creating the resolved labels of the `kept` entries,
     /// chained after the last of them, with ids none of them has; each keeps
     /// its label as written and the time it was set (pi 0.73.1).
-    fn relabel(&self, kept: &[Kept]) -> Vec<(Entry, Box<str>)> {
+    fn relabel(&self, kept: &[Kept]) -> Result<Vec<(Entry, Box<str>)>, TreeError> {
         let mut taken: HashSet<String> = kept.iter().map(|s| s.0.id.clone()).collect();
         let targets: Vec<(&str, &Label)> =
-            self.resolved_labels().iter().filter(|(target, _)| taken.contains(*target)).collect();
+            self.resolved_labels()?.iter().filter(|(target, _)| taken.contains(*target)).collect();
         let mut parent = kept.last().map(|s| s.0.id.clone());
         let mut out = vec![];
         for (target, label) in targets {
@@ -125,7 +126,7 @@ impl Session {
                 out.push((entry, value_json(&v).into_boxed_str()));
             }
         }
-        out
+        Ok(out)
     }
 
     /// Copies every entry of `source` (migrated first, unlike pi) into a new
@@ -148,7 +149,7 @@ impl Session {
         bytes.push('\n');
         let mut cursor = LineCursor::new(src.src());
         for slot in src.state.slots.iter() {
-            slot.with_json_via(&mut cursor, |j| bytes.push_str(j));
+            slot.with_json_via(&mut cursor, |j| bytes.push_str(j)).map_err(|e| src.stale(e))?;
             bytes.push('\n');
         }
         drop(cursor);

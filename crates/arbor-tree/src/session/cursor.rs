@@ -127,6 +127,9 @@ impl<'s> LineCursor<'s> {
         if !self.plan.is_sorted() {
             self.plan.sort_unstable();
         }
+        if let Some(src) = self.src {
+            src.will_read(&self.plan);
+        }
     }
 
     /// The `len` bytes at `offset`; `None` when there is no source or the file is shorter now.
@@ -191,8 +194,10 @@ impl<'s> LineCursor<'s> {
     fn planned_end(&self, offset: u64, mut end: u64) -> u64 {
         let cap = offset + Self::MAX_WINDOW as u64;
         let from = self.plan.partition_point(|&(_, e)| e <= end);
+        // A source far away reads only the planned lines, no gap between them.
+        let gap = if self.src.is_some_and(|s| s.remote()) { 0 } else { Self::GAP };
         for &(s, e) in &self.plan[from..] {
-            if s > end + Self::GAP || e > cap {
+            if s > end + gap || e > cap {
                 break;
             }
             end = end.max(e);

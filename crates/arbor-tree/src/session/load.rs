@@ -15,9 +15,10 @@ use arbor_log::{
 use compact_str::CompactString;
 
 use super::grown::{indexed, names_of, Names};
-use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, NO_PARENT};
+use super::slot::{children_index, id_index, line_json, unresolved_parents, Kids, Slot, Stale, NO_PARENT};
 use super::slots::narrow;
 use super::{Disk, Session, Slots};
+use crate::error::TreeError;
 use crate::index::stored::StoredIndex;
 use crate::index::{self, Columns, IndexFile, IndexWriter, LazyIndex};
 use crate::labels::Labels;
@@ -370,24 +371,28 @@ impl Session {
         }
         let src = st.source.as_deref();
         if let Some(labels) = st.labels.get_mut() {
-            apply_label(labels, slot, src);
+            if apply_label(labels, slot, src).is_err() {
+                // Resolved again on next use, which then says why.
+                st.labels = OnceLock::new();
+            }
         }
     }
 
     /// The resolved labels, from every label entry in file order on first use.
-    pub(super) fn resolved_labels(&self) -> &Labels {
-        self.state.labels.get_or_init(|| {
-            let mut labels = Labels::default();
-            let src = self.src();
-            // In passing: a label every few hundred entries would otherwise keep a run of slots each.
-            let mut slots = self.state.slots.passing();
-            for i in self.state.slots.positions_of(&EntryType::Label) {
-                if let Some(slot) = slots.get(i) {
-                    apply_label(&mut labels, slot, src);
-                }
+    pub(super) fn resolved_labels(&self) -> Result<&Labels, TreeError> {
+        if let Some(labels) = self.state.labels.get() {
+            return Ok(labels);
+        }
+        let mut labels = Labels::default();
+        let src = self.src();
+        // In passing: a label every few hundred entries would otherwise keep a run of slots each.
+        let mut slots = self.state.slots.passing();
+        for i in self.state.slots.positions_of(&EntryType::Label) {
+            if let Some(slot) = slots.get(i) {
+                apply_label(&mut labels, slot, src).map_err(|e| self.stale(e))?;
             }
-            labels
-        })
+        }
+        Ok(self.state.labels.get_or_init(|| labels))
     }
 
     /// Makes one entry of each parent cycle a root (and reports the cycle).
@@ -440,14 +445,15 @@ impl Session {
 }
 
 /// Applies a label entry's change to `labels`.
-fn apply_label(labels: &mut Labels, slot: &Slot, src: Option<&dyn ReadAt>) {
-    let entry = slot.entry(src);
+fn apply_label(labels: &mut Labels, slot: &Slot, src: Option<&dyn ReadAt>) -> Result<(), Stale> {
+    let entry = slot.entry(src)?;
     if let EntryKind::Label(l) = &entry.kind {
         // The entry's `timestamp` as written (a label keeps it, and a fork copies it).
         let timestamp = match entry.timestamp.as_str() {
-            "" => arbor_log::json::parse(slot.json(src)).ok().and_then(|v| v.get("timestamp").cloned()),
+            "" => arbor_log::json::parse(slot.json(src)?).ok().and_then(|v| v.get("timestamp").cloned()),
             ts => Some(serde_json::Value::String(ts.to_owned())),
         };
         labels.apply(l, timestamp);
     }
+    Ok(())
 }

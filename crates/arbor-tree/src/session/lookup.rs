@@ -132,7 +132,10 @@ mod tests {
             s.append_label_change("e1234", Some("x")).unwrap();
             s.branch("e100").unwrap();
             s.append_message(serde_json::json!({"role": "user", "content": "hi"})).unwrap();
-            assert_eq!(s.get_entry(&format!("0000000{}", 2 * round + 2)).unwrap().parent_id.as_deref(), Some("e100"));
+            assert_eq!(
+                s.get_entry(&format!("0000000{}", 2 * round + 2)).unwrap().unwrap().parent_id.as_deref(),
+                Some("e100")
+            );
             assert!(s.state.by_id.get().is_none(), "round {round}: no id map");
             assert!(s.state.unresolved.get().is_none(), "round {round}: no unresolved parents");
         }

@@ -46,6 +46,7 @@ mod query;
 mod slot;
 mod slots;
 mod verify;
+mod watch;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,7 @@ use arbor_log::idhash::{IdHash, IdMap};
 use arbor_log::scan::ReadAt;
 use arbor_log::{format_iso_ms, Diagnostic, MigrationReport, SessionHeader};
 
+use crate::error::TreeError;
 use crate::labels::Labels;
 use crate::store::{AppendHandle, WriteLock};
 
@@ -92,8 +94,10 @@ pub(crate) struct Entries {
     has_assistant: bool,
     /// One entry of each parent cycle, shown as a root.
     pub(crate) cycle_roots: HashSet<usize>,
-    /// The file as opened, for decoding entries on demand (`None` when every slot is decoded).
+    /// The file as opened, for decoding entries on demand (`None` when every
+    /// slot is decoded); the watch over it when the store names its versions.
     source: Option<Arc<dyn ReadAt>>,
+    watch: Option<Arc<watch::Watched>>,
 }
 
 /// A session: the tree/leaf model over one log. See the module docs.
@@ -167,6 +171,26 @@ impl Session {
     /// The file as opened, for decoding entries on demand (`None` when every slot is decoded).
     pub(crate) fn src(&self) -> Option<&dyn ReadAt> {
         self.state.source.as_deref()
+    }
+
+    /// Watches the file this session was just read from, so that no read
+    /// answers from bytes changed since (`watch.rs`).
+    fn watch_source(&mut self) {
+        let (Some(src), Some(path)) = (self.state.source.clone(), self.file.clone()) else { return };
+        // The index's content hash, when it covers every byte read.
+        let len = src.len().ok();
+        let known = self.state.slots.index().map(|x| (x.file_size(), x.content)).filter(|&(l, _)| Some(l) == len);
+        if let Some(w) = watch::Watched::new(src, self.opts.store.clone(), path, known) {
+            let w = Arc::new(w);
+            self.state.source = Some(w.clone());
+            self.state.watch = Some(w);
+        }
+    }
+
+    /// A line of this session that could not be read as the session knows
+    /// it, as the error a read returns.
+    pub(crate) fn stale(&self, e: slot::Stale) -> TreeError {
+        TreeError::Changed { path: self.file.clone().unwrap_or_default(), line: Some(e.line), what: e.what }
     }
 
     /// The logical header (migrated; an omp-S title slot folded in).

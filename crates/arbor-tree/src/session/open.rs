@@ -91,6 +91,7 @@ impl Session {
             let opened = if stored { store.open_indexed(&path)? } else { store.open_at(&path)?.map(|src| (src, None)) };
             let Some((src, index)) = opened else { return s.start_at_missing(mode, given) };
             if s.load_index_first(src, index).map_err(|e| TreeError::io(&given, e))? {
+                s.watch_source();
                 return Ok(s);
             }
         }

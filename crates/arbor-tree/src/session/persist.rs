@@ -93,7 +93,7 @@ impl Session {
         bytes.push('\n');
         let mut cursor = LineCursor::new(self.src());
         for s in self.state.slots.iter() {
-            s.with_json_via(&mut cursor, |j| bytes.push_str(j));
+            s.with_json_via(&mut cursor, |j| bytes.push_str(j)).map_err(|e| self.stale(e))?;
             bytes.push('\n');
         }
         drop(cursor);
@@ -110,18 +110,25 @@ impl Session {
         let Some(path) = self.file.clone() else { return Ok(()) };
         let mut bytes = String::new();
         for s in self.state.slots.iter_from(count) {
-            s.with_json(self.src(), |j| bytes.push_str(j));
+            s.with_json(self.src(), |j| bytes.push_str(j)).map_err(|e| self.stale(e))?;
             bytes.push('\n');
         }
+        // The file as this session read it, before a torn tail is cut and the lines go on.
+        let watch = self.state.watch.clone().filter(|w| w.check().is_ok());
+        let mut repaired = false;
         if self.writer.is_none() {
             let (w, repair) = self.opts.store.open_append(&path, self.opts.durability)?;
             if let Some(r) = repair {
                 self.notices.push(describe_repair(&path, &r));
+                repaired = true;
             }
             self.writer = Some(w);
         }
         if let Some(w) = self.writer.as_mut() {
             w.append(bytes.as_bytes())?;
+        }
+        if let Some(watch) = watch {
+            watch.appended(repaired);
         }
         self.disk = Disk::Synced { count: self.state.slots.len() };
         Ok(())
@@ -132,7 +139,7 @@ impl Session {
         let Some(path) = self.file.clone() else { return Ok(()) };
         let mut bytes = log.to_bytes(true);
         for s in self.state.slots.iter_from(count) {
-            s.with_json(self.src(), |j| bytes.extend_from_slice(j.as_bytes()));
+            s.with_json(self.src(), |j| bytes.extend_from_slice(j.as_bytes())).map_err(|e| self.stale(e))?;
             bytes.push(b'\n');
         }
         if let Err(e) = self.opts.store.rewrite(&path, &bytes) {

@@ -12,9 +12,10 @@ use arbor_log::scan::ReadAt;
 use arbor_log::{Entry, EntryType, Role};
 
 use super::cursor::LineCursor;
-use super::slot::Slot;
+use super::slot::{Slot, Stale};
 use super::EntryId;
 use super::{Session, Slots};
+use crate::error::TreeError;
 
 /// A place in a session's file order: the n-th entry read or appended,
 /// duplicates included (the first entry after the header is `Position(0)`).
@@ -92,20 +93,28 @@ impl Session {
         self.parent_of(p.get()).map(Position::new)
     }
 
-    /// The entry at `p`, decoded on first use (and then kept).
-    pub fn entry_at(&self, p: Position) -> Option<&Entry> {
-        self.slot_at(p).map(|s| s.entry(self.src()))
+    /// The entry at `p`, decoded on first use (and then kept). Like every
+    /// read that decodes a line, an `Err` when the file changed under the
+    /// session ([`TreeError::Changed`]).
+    pub fn entry_at(&self, p: Position) -> Result<Option<&Entry>, TreeError> {
+        self.slot_at(p).map(|s| s.entry(self.src()).map_err(|e| self.stale(e))).transpose()
     }
 
     /// The entry at `p` as an owned value, without keeping a decoded copy
     /// in the session (a copy when one is kept already).
-    pub fn decode_at(&self, p: Position) -> Option<Entry> {
-        self.slot_at(p).map(|s| s.owned_entry(self.src()))
+    pub fn decode_at(&self, p: Position) -> Result<Option<Entry>, TreeError> {
+        self.slot_at(p).map(|s| s.owned_entry(self.src()).map_err(|e| self.stale(e))).transpose()
     }
 
     /// [`Session::decode_at`] for many positions, decoded on all cores (in order).
-    pub fn decode_many(&self, positions: &[Position]) -> Vec<Option<Entry>> {
-        self.map_slots(positions, |_, s, cursor| s.owned_entry_via(cursor))
+    pub fn decode_many(&self, positions: &[Position]) -> Result<Vec<Option<Entry>>, TreeError> {
+        self.settle(self.map_slots(positions, |_, s, cursor| s.owned_entry_via(cursor)))
+    }
+
+    /// The answers of [`Session::map_slots`] for reads that can find the
+    /// file changed: all of them, or the first such error.
+    fn settle<R>(&self, read: Vec<Option<Result<R, Stale>>>) -> Result<Vec<Option<R>>, TreeError> {
+        read.into_iter().map(|r| r.transpose().map_err(|e| self.stale(e))).collect()
     }
 
     /// Calls `f(k, text)` with the JSON text of the entry at `positions[k]`,
@@ -118,8 +127,8 @@ impl Session {
         &self,
         positions: &[Position],
         f: impl Fn(usize, &str) -> R + Sync,
-    ) -> Vec<Option<R>> {
-        self.map_slots(positions, |k, s, cursor| s.with_json_via(cursor, |j| f(k, j)))
+    ) -> Result<Vec<Option<R>>, TreeError> {
+        self.settle(self.map_slots(positions, |k, s, cursor| s.with_json_via(cursor, |j| f(k, j))))
     }
 
     /// [`Session::map_json_many`] with each line's text as the file holds
@@ -128,8 +137,8 @@ impl Session {
         &self,
         positions: &[Position],
         f: impl Fn(usize, &str) -> R + Sync,
-    ) -> Vec<Option<R>> {
-        self.map_slots(positions, |k, s, cursor| s.with_text_via(cursor, true, |j| f(k, j)))
+    ) -> Result<Vec<Option<R>>, TreeError> {
+        self.settle(self.map_slots(positions, |k, s, cursor| s.with_text_via(cursor, true, |j| f(k, j))))
     }
 
     /// [`Session::map_json_many`] with each entry's id: `f(k, id, text)`.
@@ -140,11 +149,11 @@ impl Session {
         &self,
         positions: &[Position],
         f: impl Fn(usize, &str, &str) -> R + Sync,
-    ) -> Vec<Option<R>> {
-        self.map_slots(positions, |k, s, cursor| {
+    ) -> Result<Vec<Option<R>>, TreeError> {
+        self.settle(self.map_slots(positions, |k, s, cursor| {
             let id = s.id();
             s.with_json_via(cursor, |j| f(k, &id, j))
-        })
+        }))
     }
 
     /// Decodes the entries at `positions` on all cores and hands each
@@ -158,18 +167,24 @@ impl Session {
         &self,
         positions: &[Position],
         f: impl Fn(&[Position], Vec<Option<Entry>>) -> Vec<R> + Sync,
-    ) -> Vec<R> {
+    ) -> Result<Vec<R>, TreeError> {
         let (slots, src, previews) = (&self.state.slots, self.src(), self.previews);
-        on_all_cores(positions, |base, share| {
-            f(share, read_share((slots, src, previews), base, share, &|_, s, cursor| s.owned_entry_via(cursor)))
-        })
+        let shares = on_all_cores(positions, |base, share| {
+            let read = read_share((slots, src, previews), base, share, &|_, s, cursor| s.owned_entry_via(cursor));
+            // A share with a line that cannot be read is not handed on.
+            match read.into_iter().map(Option::transpose).collect::<Result<Vec<_>, Stale>>() {
+                Ok(entries) => f(share, entries).into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            }
+        });
+        shares.into_iter().map(|r| r.map_err(|e| self.stale(e))).collect()
     }
 
     /// [`Session::decode_many`] with entries on long lines decoded as
     /// previews, whatever [`Session::read_previews`] says: for readers of
     /// what a preview keeps whole (types, ids, roles, a message's model).
-    pub fn decode_previews(&self, positions: &[Position]) -> Vec<Option<Entry>> {
-        self.map_slots_as(true, positions, |_, s, cursor| s.owned_entry_via(cursor))
+    pub fn decode_previews(&self, positions: &[Position]) -> Result<Vec<Option<Entry>>, TreeError> {
+        self.settle(self.map_slots_as(true, positions, |_, s, cursor| s.owned_entry_via(cursor)))
     }
 
     /// `one(k, slot, cursor)` for the slot at each of `positions`, on all
@@ -238,8 +253,8 @@ impl Session {
     }
 
     /// The JSON text of the entry at `p` (read on first use, then kept).
-    pub fn json_at(&self, p: Position) -> Option<&str> {
-        self.slot_at(p).map(|s| s.json(self.src()))
+    pub fn json_at(&self, p: Position) -> Result<Option<&str>, TreeError> {
+        self.slot_at(p).map(|s| s.json(self.src()).map_err(|e| self.stale(e))).transpose()
     }
 
     /// Calls `f` with the text of the entry at `p` as its line holds it: its
@@ -247,8 +262,9 @@ impl Session {
     /// `f64`, a lone surrogate) the line itself, not what `JSON.stringify`
     /// writes for it. For copies of the file ([`Session::header_text`] gives
     /// its header).
-    pub fn with_line_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Option<R> {
-        self.slot_at(p).map(|s| s.with_text_via(&mut LineCursor::new(self.src()), true, f))
+    pub fn with_line_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Result<Option<R>, TreeError> {
+        let read = self.slot_at(p).map(|s| s.with_text_via(&mut LineCursor::new(self.src()), true, f));
+        read.transpose().map_err(|e| self.stale(e))
     }
 
     /// True when the entry at `p` is on a line longer than
@@ -261,9 +277,10 @@ impl Session {
 
     /// Writes the JSON text of the entry at `p` (what
     /// [`Session::with_json_at`] hands over) to `out`. A long line is copied
-    /// from the file a block at a time and never held whole; a block that
-    /// changed on disk since it was checked fails with `InvalidData`, naming
-    /// the line, before any of it is written.
+    /// from the file a block at a time and never held whole. A line read
+    /// after the file changed (a long line's block that changed since it
+    /// was checked: before any of it is written) fails with an I/O error
+    /// holding [`TreeError::Changed`], naming the file and line.
     pub fn write_json_at(&self, p: Position, out: &mut dyn Write) -> io::Result<()> {
         self.write_text_at(p, false, out)
     }
@@ -291,7 +308,7 @@ impl Session {
         out: &mut dyn Write,
     ) -> io::Result<bool> {
         match self.slot_at(p) {
-            Some(s) => s.copy_long_part(self.src(), pick, refuse, out),
+            Some(s) => s.copy_long_part(self.src(), pick, refuse, out).map_err(|e| self.changed_io(e)),
             None => Ok(false),
         }
     }
@@ -299,15 +316,25 @@ impl Session {
     fn write_text_at(&self, p: Position, as_written: bool, out: &mut dyn Write) -> io::Result<()> {
         let Some(s) = self.slot_at(p) else { return Ok(()) };
         if let Some(copied) = s.copy_long_text(self.src(), as_written, out) {
-            return copied;
+            return copied.map_err(|e| self.changed_io(e));
         }
-        s.with_text_via(&mut LineCursor::new(self.src()), as_written, |t| out.write_all(t.as_bytes()))
+        let written = s.with_text_via(&mut LineCursor::new(self.src()), as_written, |t| out.write_all(t.as_bytes()));
+        written.map_err(|e| io::Error::other(self.stale(e)))?
+    }
+
+    /// An I/O error of a slot's long line that says the file changed (it
+    /// holds a [`Stale`]) as one holding [`TreeError::Changed`]; any other as it is.
+    pub(crate) fn changed_io(&self, e: io::Error) -> io::Error {
+        match e.get_ref().and_then(|inner| inner.downcast_ref::<Stale>()) {
+            Some(stale) => io::Error::other(self.stale(stale.clone())),
+            None => e,
+        }
     }
 
     /// Calls `f` with the JSON text of the entry at `p` without keeping the
     /// text in the session (for writers that stream many entries).
-    pub fn with_json_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Option<R> {
-        self.slot_at(p).map(|s| s.with_json(self.src(), f))
+    pub fn with_json_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Result<Option<R>, TreeError> {
+        self.slot_at(p).map(|s| s.with_json(self.src(), f)).transpose().map_err(|e| self.stale(e))
     }
 }
 

@@ -12,12 +12,32 @@ use serde_json::Value;
 use arbor_log::idhash::{IdHash, IdMap, IdTable};
 use arbor_log::reader::trim_line;
 use arbor_log::scan::{full_entry, read_exact_at, ParentField, ReadAt, ScanTarget, ScannedEntry};
-use arbor_log::{parse_iso_ms, Entry, EntryKind, EntryType, Role};
+use arbor_log::{parse_iso_ms, Entry, EntryType, Role};
 
 use super::cursor::LineCursor;
 use super::packed::{EntryId, PackedId};
+use super::watch::changed_in;
 use super::Slots;
 use crate::index::ReadEntry;
+
+/// Why a slot's line could not be read: the file changed under the session
+/// (or its index placed the line wrongly). The session names the file
+/// ([`crate::TreeError::Changed`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Stale {
+    /// The slot's line.
+    pub(crate) line: usize,
+    /// What was found, in a few words.
+    pub(crate) what: String,
+}
+
+impl std::fmt::Display for Stale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.what)
+    }
+}
+
+impl std::error::Error for Stale {}
 
 /// A slot's parent index when its `parentId` does not resolve.
 pub(crate) const NO_PARENT: usize = usize::MAX;
@@ -409,39 +429,51 @@ impl Slot {
         self.flags & FROM_INDEX != 0
     }
 
-    /// The entry, decoded from the source on first use.
-    pub(crate) fn entry(&self, src: Option<&dyn ReadAt>) -> &Entry {
-        self.caches().entry.get_or_init(|| Box::new(self.decode(src)))
+    /// The entry, decoded from the source on first use (and then kept).
+    pub(crate) fn entry(&self, src: Option<&dyn ReadAt>) -> Result<&Entry, Stale> {
+        let caches = self.caches();
+        if let Some(e) = caches.entry.get() {
+            return Ok(e);
+        }
+        let e = self.decode(src)?;
+        Ok(caches.entry.get_or_init(|| Box::new(e)))
     }
 
     /// The entry as an owned value, without keeping a decoded copy (a copy when one is kept already).
-    pub(crate) fn owned_entry(&self, src: Option<&dyn ReadAt>) -> Entry {
+    pub(crate) fn owned_entry(&self, src: Option<&dyn ReadAt>) -> Result<Entry, Stale> {
         self.owned_entry_via(&mut LineCursor::new(src))
     }
 
-    fn read_line(&self, src: Option<&dyn ReadAt>) -> Result<Vec<u8>, String> {
+    fn read_line(&self, src: Option<&dyn ReadAt>) -> Result<Vec<u8>, Stale> {
         let (Some(src), Some((offset, len))) = (src, self.src()) else {
-            return Err("the entry has no source line".to_owned());
+            return Err(self.stale("the index's entry cannot be read there any more"));
         };
         // A line placed by the index is read with the byte before it, to check where it starts.
         let before = usize::from(self.placed_by_index());
-        let Some(start) = offset.checked_sub(before as u64) else { return Err(self.changed()) };
-        let mut bytes =
-            read_exact_at(src, start, len + before).map_err(|e| format!("cannot read line {}: {e}", self.line()))?;
+        let Some(start) = offset.checked_sub(before as u64) else { return Err(self.misplaced()) };
+        let mut bytes = read_exact_at(src, start, len + before).map_err(|e| match changed_in(&e) {
+            Some(what) => self.stale(what),
+            None => self.stale(&format!("cannot read the line: {e}")),
+        })?;
         if bytes.len() != len + before {
-            return Err(format!("cannot read line {}: the file is shorter than when it was opened", self.line()));
+            return Err(self.stale("the file is shorter than when it was opened"));
         }
         if self.placed_by_index() {
             if self.indexed_line(&bytes).is_none() {
-                return Err(self.changed());
+                return Err(self.misplaced());
             }
             bytes.remove(0);
         }
         Ok(bytes)
     }
 
-    fn changed(&self) -> String {
-        format!("line {} changed on disk since the session was opened", self.line())
+    /// Why this slot's line cannot be read: `what`, at its line.
+    pub(super) fn stale(&self, what: &str) -> Stale {
+        Stale { line: self.line(), what: what.to_owned() }
+    }
+
+    pub(super) fn misplaced(&self) -> Stale {
+        self.stale(&format!("entry {} is not on the line the index put it", self.id()))
     }
 
     /// For a slot placed by the index: the line in `raw` (which holds the
@@ -485,64 +517,63 @@ impl Slot {
     /// The entry's preview, decoded from its long line read in windows
     /// (see [`crate::Session::read_previews`]); `None` for a short line, or
     /// one that cannot be reduced or is not where the index put it.
-    fn preview_entry(&self, src: Option<&dyn ReadAt>) -> Option<Entry> {
+    /// A long line the file no longer holds as the session read it fails, saying why.
+    fn preview_entry(&self, src: Option<&dyn ReadAt>) -> Result<Option<Entry>, Stale> {
         if self.odd().is_some_and(|m| m.entry.get().is_some()) {
-            return None;
+            return Ok(None);
         }
-        full_entry(&self.reduced(src)?.bytes).filter(|e| *self.id() == *e.id).map(|e| *e)
+        let Some(reduced) = self.reduced(src)? else { return Ok(None) };
+        Ok(full_entry(&reduced.bytes).filter(|e| *self.id() == *e.id).map(|e| *e))
     }
 
-    fn decode(&self, src: Option<&dyn ReadAt>) -> Entry {
-        let line = self.read_line(src);
-        self.decode_line(line.as_deref().map_err(String::clone))
+    fn decode(&self, src: Option<&dyn ReadAt>) -> Result<Entry, Stale> {
+        let line = self.read_line(src)?;
+        self.decode_line(&line)
     }
 
     /// The entry, decoded from its line read through `cursor` (not kept).
-    pub(crate) fn owned_entry_via(&self, cursor: &mut LineCursor<'_>) -> Entry {
+    pub(crate) fn owned_entry_via(&self, cursor: &mut LineCursor<'_>) -> Result<Entry, Stale> {
         if let Some(e) = self.odd().and_then(|m| m.entry.get()) {
-            return (**e).clone();
+            return Ok((**e).clone());
         }
         if cursor.previews {
-            if let Some(e) = self.preview_entry(cursor.src) {
-                return e;
+            if let Some(e) = self.preview_entry(cursor.src)? {
+                return Ok(e);
             }
         }
         match self.line_via(cursor) {
-            Some(line) => self.decode_line(Ok(line)),
+            Some(line) => self.decode_line(line),
             // No line where it was: read again alone, for the reason.
             None => self.decode(cursor.src),
         }
     }
 
-    /// The entry in `line` (or why there is none).
-    fn decode_line(&self, line: Result<&[u8], String>) -> Entry {
-        let decoded = line.and_then(|bytes| {
-            full_entry(bytes)
-                .filter(|e| *self.id() == *e.id)
-                .ok_or_else(|| format!("line {} changed on disk since the session was opened", self.line()))
-        });
-        match decoded {
-            Ok(e) => *e,
-            // The file changed under a reader: keep the tree whole and say why the body is missing.
-            Err(error) => Entry {
-                id: self.id().to_string(),
-                parent_id: self.parent_id().map(|p| p.to_string()),
-                timestamp: String::new(),
-                kind: EntryKind::Malformed { entry_type: self.entry_type().clone(), fields: Default::default(), error },
-            },
+    /// The entry in `line`: the file changed under the session when it
+    /// holds no entry with this slot's id.
+    fn decode_line(&self, line: &[u8]) -> Result<Entry, Stale> {
+        match full_entry(line).filter(|e| *self.id() == *e.id) {
+            Some(e) => Ok(*e),
+            None => Err(self.stale(&format!("the line no longer holds entry {}", self.id()))),
         }
     }
 
-    /// The JSON text, read from the source on first use.
-    pub(crate) fn json(&self, src: Option<&dyn ReadAt>) -> &str {
-        self.caches().json.get_or_init(|| match self.read_line(src) {
+    /// The JSON text, read from the source on first use (and then kept).
+    pub(crate) fn json(&self, src: Option<&dyn ReadAt>) -> Result<&str, Stale> {
+        let caches = self.caches();
+        if let Some(j) = caches.json.get() {
+            return Ok(j);
+        }
+        let text = match self.read_line(src) {
             Ok(bytes) => line_json(bytes, self.js_only()),
-            Err(_) => entry_json(self.entry(src)),
-        })
+            // A slot with no line in the file (appended here) holds its entry.
+            Err(_) if self.src().is_none() && caches.entry.get().is_some() => entry_json(self.entry(src)?),
+            Err(e) => return Err(e),
+        };
+        Ok(caches.json.get_or_init(|| text))
     }
 
     /// Calls `f` with the JSON text without keeping it (for writers that stream every entry).
-    pub(crate) fn with_json<R>(&self, src: Option<&dyn ReadAt>, f: impl FnOnce(&str) -> R) -> R {
+    pub(crate) fn with_json<R>(&self, src: Option<&dyn ReadAt>, f: impl FnOnce(&str) -> R) -> Result<R, Stale> {
         self.with_json_via(&mut LineCursor::new(src), f)
     }
 
@@ -556,7 +587,7 @@ impl Slot {
     }
 
     /// [`Slot::with_json`] reading the line through `cursor` (see [`LineCursor`]).
-    pub(crate) fn with_json_via<R>(&self, cursor: &mut LineCursor<'_>, f: impl FnOnce(&str) -> R) -> R {
+    pub(crate) fn with_json_via<R>(&self, cursor: &mut LineCursor<'_>, f: impl FnOnce(&str) -> R) -> Result<R, Stale> {
         self.with_text_via(cursor, false, f)
     }
 
@@ -567,33 +598,42 @@ impl Slot {
         cursor: &mut LineCursor<'_>,
         as_written: bool,
         f: impl FnOnce(&str) -> R,
-    ) -> R {
+    ) -> Result<R, Stale> {
         if let Some(j) = self.odd().and_then(|m| m.json.get()).filter(|_| !(as_written && self.js_only())) {
-            return f(j);
+            return Ok(f(j));
         }
         // A reader of previews is handed a long line's reduced form (valid UTF-8: the reducer checked).
-        if let Some(bytes) = cursor.previews.then(|| self.reduced(cursor.src)).flatten().map(|r| r.bytes) {
-            if let Ok(text) = std::str::from_utf8(trim_line(&bytes)) {
-                return f(text);
-            }
-        }
-        // A line the index placed wrongly is never copied: the entry decoded
-        // from the file (or a placeholder saying the line changed) is written instead.
-        match self.line_via(cursor) {
-            Some(bytes) => {
-                let text = trim_line(bytes);
-                // Whole lines: the vector check (a million lines on the way out of `tree --json`).
-                let text = match simdutf8::basic::from_utf8(text) {
-                    Ok(t) => Cow::Borrowed(t),
-                    Err(_) => String::from_utf8_lossy(text),
-                };
-                match (self.js_only() && !as_written).then(|| stringified(&text)).flatten() {
-                    Some(again) => f(&again),
-                    None => f(&text),
+        if cursor.previews {
+            if let Some(bytes) = self.reduced(cursor.src)?.map(|r| r.bytes) {
+                if let Ok(text) = std::str::from_utf8(trim_line(&bytes)) {
+                    return Ok(f(text));
                 }
             }
-            None => f(&entry_json(self.entry(cursor.src))),
         }
+        // A line the index placed wrongly, or one read after the file
+        // changed, is never copied: the read fails, saying why.
+        let src = cursor.src;
+        let alone;
+        let bytes = match self.line_via(cursor) {
+            Some(bytes) => bytes,
+            // A slot with no line in the file (appended here) holds its entry.
+            None if self.src().is_none() => return Ok(f(&entry_json(self.entry(src)?))),
+            // No line where it was: read again alone, for the reason.
+            None => {
+                alone = self.read_line(src)?;
+                &alone[..]
+            }
+        };
+        let text = trim_line(bytes);
+        // Whole lines: the vector check (a million lines on the way out of `tree --json`).
+        let text = match simdutf8::basic::from_utf8(text) {
+            Ok(t) => Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(text),
+        };
+        Ok(match (self.js_only() && !as_written).then(|| stringified(&text)).flatten() {
+            Some(again) => f(&again),
+            None => f(&text),
+        })
     }
 }
 

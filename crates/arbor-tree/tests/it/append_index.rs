@@ -145,7 +145,7 @@ fn appends_through_the_index_with_colliding_ids_answer_what_a_full_load_answers(
     same(&s, &full(&p), "after a label");
     s.branch("e2000").unwrap();
     assert_eq!(s.append_message(json!({"role": "user", "content": "elsewhere"})).unwrap(), "f3");
-    assert_eq!(s.get_entry("f3").unwrap().parent_id.as_deref(), Some("e2000"));
+    assert_eq!(s.get_entry("f3").unwrap().unwrap().parent_id.as_deref(), Some("e2000"));
     same(&s, &full(&p), "after a branch");
     let reopened = indexed(&p, cache.path());
     assert!(reopened.opened_from_index(), "the index still answers for what it covers");
@@ -153,8 +153,8 @@ fn appends_through_the_index_with_colliding_ids_answer_what_a_full_load_answers(
     // An id no entry holds but one names as its parent is free (as in pi):
     // the orphan now resolves to it.
     assert_eq!(s.branch_with_summary(Some("e100"), "sum", None, None).unwrap(), "ghost");
-    assert_eq!(s.get_entry("g1").unwrap().parent_id.as_deref(), Some("ghost"));
-    assert!(s.get_children("ghost").iter().any(|e| e.id == "g1"));
+    assert_eq!(s.get_entry("g1").unwrap().unwrap().parent_id.as_deref(), Some("ghost"));
+    assert!(s.get_children("ghost").unwrap().iter().any(|e| e.id == "g1"));
     same(&s, &full(&p), "after adopting an orphan");
     assert!(s.append_label_change("nobody", Some("x")).is_err(), "an id no entry holds is refused");
     drop(s);

@@ -105,7 +105,7 @@ fn crash_writer_child() {
     }
     let mut s = Session::open(Path::new(&path), OpenMode::Write, writer_opts(durability)).unwrap();
     let mut rng = Lcg::new(seed);
-    let mut known: Vec<String> = s.entries().map(|e| e.id.clone()).collect();
+    let mut known: Vec<String> = s.entries().map(Result::unwrap).map(|e| e.id.clone()).collect();
     let mut out = std::io::stdout().lock();
     if writeln!(out, "\nREADY").and_then(|_| out.flush()).is_err() {
         return;
@@ -140,7 +140,7 @@ fn crash_writer_child() {
             }
         }
         .unwrap();
-        let json = s.entry_json(&id).unwrap();
+        let json = s.entry_json(&id).unwrap().unwrap();
         if writeln!(out, "ACK {id} {:016x}", fnv(json)).and_then(|_| out.flush()).is_err() {
             return;
         }
@@ -245,7 +245,7 @@ fn unexpected_diagnostics(path: &Path, diags: &[Diagnostic]) -> Vec<String> {
 fn check_acked(s: &Session, acked: &HashMap<String, u64>, problems: &mut Vec<String>, when: &str) -> usize {
     let mut lost = 0;
     for (id, h) in acked {
-        match s.entry_json(id) {
+        match s.entry_json(id).unwrap() {
             Some(j) if fnv(j) == *h => {}
             Some(j) => {
                 lost += 1;
@@ -265,7 +265,7 @@ fn new_file(dir: &Path, n: usize, acked: &mut HashMap<String, u64>) -> PathBuf {
     let mut s = Session::open(&path, OpenMode::WriteOrCreate, writer_opts(Durability::Fsync)).unwrap();
     for m in [user("start"), assistant("ready")] {
         let id = s.append_message(m).unwrap();
-        acked.insert(id.clone(), fnv(s.entry_json(&id).unwrap()));
+        acked.insert(id.clone(), fnv(s.entry_json(&id).unwrap().unwrap()));
     }
     assert!(path.exists(), "the first assistant message materializes the file");
     path
@@ -361,7 +361,7 @@ fn killed_writer_loses_no_acknowledged_entry() {
         repaired_by_parent += usize::from(!tail.is_empty());
         let sides_before = torn_side_files(&path);
         let id = w.append_message(user(&format!("after kill {k}"))).unwrap();
-        acked.insert(id.clone(), fnv(w.entry_json(&id).unwrap()));
+        acked.insert(id.clone(), fnv(w.entry_json(&id).unwrap().unwrap()));
         total_acked += 1;
         drop(w);
         let s = Session::open(&path, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
@@ -450,8 +450,9 @@ fn reader_beside_a_live_writer_never_sees_half_a_line() {
             };
             assert_eq!(d.line, expected, "read {reads}: {d} is not about the last line; {} entries", s.len());
         }
-        let current: Vec<(String, u64)> = s.entries_json().map(|(e, j)| (e.id.clone(), fnv(j))).collect();
-        for (e, _) in s.entries_json() {
+        let current: Vec<(String, u64)> =
+            s.entries_json().map(Result::unwrap).map(|(e, j)| (e.id.clone(), fnv(j))).collect();
+        for (e, _) in s.entries_json().map(Result::unwrap) {
             assert!(!matches!(e.kind, EntryKind::Malformed { .. } | EntryKind::Unknown { .. }), "read {reads}: {e:?}");
         }
         assert!(current.starts_with(&previous), "read {reads}: an entry seen earlier changed or vanished");

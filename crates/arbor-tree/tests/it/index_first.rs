@@ -29,24 +29,24 @@ pub(crate) fn observe(s: &Session) -> String {
     for d in s.diagnostics() {
         writeln!(out, "diag {d:?}").unwrap();
     }
-    for (i, (e, j)) in s.entries_json().enumerate() {
+    for (i, (e, j)) in s.entries_json().map(Result::unwrap).enumerate() {
         let p = Position::new(i);
         writeln!(out, "entry {i} line {} live {} {e:?}\n  json {j}", s.line_at(p), s.is_live_at(p)).unwrap();
-        for c in s.get_children(&e.id) {
+        for c in s.get_children(&e.id).unwrap() {
             writeln!(out, "  child {}", c.id).unwrap();
         }
     }
-    writeln!(out, "leaf {:?} name {:?}", s.leaf_id(), s.session_name()).unwrap();
-    for (t, l) in s.labels() {
+    writeln!(out, "leaf {:?} name {:?}", s.leaf_id(), s.session_name().unwrap()).unwrap();
+    for (t, l) in s.labels().unwrap() {
         writeln!(out, "label {t} {l}").unwrap();
     }
-    let branch: Vec<&str> = s.get_branch(None).iter().map(|e| e.id.as_str()).collect();
+    let branch: Vec<&str> = s.get_branch(None).unwrap().iter().map(|e| e.id.as_str()).collect();
     writeln!(out, "branch {branch:?}").unwrap();
     let mut tree = Vec::new();
     s.get_tree().write_json(&mut tree).unwrap();
     writeln!(out, "tree {}", String::from_utf8(tree).unwrap()).unwrap();
     let forking: Vec<(String, String)> =
-        s.user_messages_for_forking().into_iter().map(|(e, t)| (e.id.clone(), t)).collect();
+        s.user_messages_for_forking().unwrap().into_iter().map(|(e, t)| (e.id.clone(), t)).collect();
     writeln!(out, "forking {forking:?}").unwrap();
     out
 }
@@ -231,7 +231,7 @@ fn files_with_diagnostics_or_small_files_get_no_index() {
     assert!(indexes(cache.path()).is_empty());
     let s = open_in(&forward, true, dir).unwrap();
     assert_eq!(
-        s.get_branch(Some("kid")).iter().rev().map(|e| e.id.as_str()).take(3).collect::<Vec<_>>(),
+        s.get_branch(Some("kid")).unwrap().iter().rev().map(|e| e.id.as_str()).take(3).collect::<Vec<_>>(),
         ["kid", "later", "e3999"]
     );
     let small = d.path().join("small.jsonl");
@@ -262,13 +262,15 @@ fn an_append_whose_id_an_unresolved_parent_names_adopts_its_children() {
         }
         let opts = SessionOptions { index_dir, ..SessionOptions::default() }.with_ids(arbor_log::CounterIds::new());
         let mut s = Session::open(&copy, OpenMode::Write, opts).unwrap();
-        assert!(s.get_children("00000001").iter().any(|e| e.id == "x"));
+        assert!(s.get_children("00000001").unwrap().iter().any(|e| e.id == "x"));
         s.branch("e3998").unwrap();
         let id = s.append_message(serde_json::json!({"role": "user", "content": "new"})).unwrap();
         assert_eq!(id, "00000001");
-        let path = |s: &Session| s.get_branch(Some("x")).iter().rev().take(3).map(|e| e.id.clone()).collect::<Vec<_>>();
+        let path = |s: &Session| {
+            s.get_branch(Some("x")).unwrap().iter().rev().take(3).map(|e| e.id.clone()).collect::<Vec<_>>()
+        };
         assert_eq!(path(&s), ["x", "00000001", "e3998"], "index {use_index}");
-        assert_eq!(s.get_children("00000001").iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["x"]);
+        assert_eq!(s.get_children("00000001").unwrap().iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["x"]);
         drop(s);
         let again = open_in(&copy, true, Some(cache.path())).unwrap();
         assert_eq!(path(&again), ["x", "00000001", "e3998"]);
@@ -284,10 +286,10 @@ fn map_json_many_gives_each_entrys_text_in_order_on_all_cores() {
     let n = s.len();
     // Every position, backwards, some twice, and one past the end.
     let indices: Vec<Position> = (0..n).rev().chain([0, 5, 5, n]).map(Position::new).collect();
-    let got = s.map_json_many(&indices, |k, text| (k, text.to_owned()));
+    let got = s.map_json_many(&indices, |k, text| (k, text.to_owned())).unwrap();
     assert_eq!(got.len(), indices.len());
     for (k, (&i, g)) in indices.iter().zip(&got).enumerate() {
-        match s.json_at(i) {
+        match s.json_at(i).unwrap() {
             Some(want) => assert_eq!(g.as_ref(), Some(&(k, want.to_owned())), "position {k}"),
             None => assert!(g.is_none()),
         }

@@ -75,9 +75,9 @@ fn leaf_move_survives_reopening_in_arbor_and_in_pis_rules() {
     let s = Session::open(&path, OpenMode::Write, opts()).unwrap();
     assert_eq!(s.leaf_id(), Some(marker.as_str()));
     // The path through the marker is the path to the new position.
-    let path_ids = ids(&s.get_branch(None));
+    let path_ids = ids(&s.get_branch(None).unwrap());
     assert_eq!(path_ids, vec![u1, a1, marker]);
-    let EntryKind::Custom(c) = &s.leaf_entry().unwrap().kind else { panic!() };
+    let EntryKind::Custom(c) = &s.leaf_entry().unwrap().unwrap().kind else { panic!() };
     assert_eq!(c.custom_type, LEAF_MARKER_TYPE);
 }
 
@@ -93,7 +93,7 @@ fn reset_leaf_is_durable_as_a_new_root_marker() {
     drop(s);
     let s = Session::open(&path, OpenMode::Write, opts()).unwrap();
     assert_eq!(s.leaf_id(), Some(marker.as_str()));
-    assert_eq!(s.leaf_entry().unwrap().parent_id, None);
+    assert_eq!(s.leaf_entry().unwrap().unwrap().parent_id, None);
 }
 
 #[test]
@@ -161,12 +161,12 @@ fn fork_from_migrates_first_and_copies_every_branch() {
 #[test]
 fn session_name_is_the_newest_non_empty_one() {
     let mut s = crate::in_memory();
-    assert_eq!(s.session_name(), None);
+    assert_eq!(s.session_name().unwrap(), None);
     s.append_session_info("  First  ").unwrap();
-    assert_eq!(s.session_name(), Some("First"));
+    assert_eq!(s.session_name().unwrap(), Some("First"));
     s.append_session_info("Second").unwrap();
     s.append_session_info("").unwrap();
-    assert_eq!(s.session_name(), Some("Second"), "a name cannot be cleared");
+    assert_eq!(s.session_name().unwrap(), Some("Second"), "a name cannot be cleared");
 }
 
 #[test]
@@ -213,14 +213,15 @@ fn damaged_fixtures_load_without_panics_and_with_diagnostics() {
                     let tree = s.get_tree();
                     // Every live entry appears exactly once in the tree.
                     let mut seen = std::collections::HashSet::new();
-                    let mut stack: Vec<_> = tree.roots().collect();
+                    let mut stack: Vec<_> = tree.roots().map(Result::unwrap).collect();
                     while let Some(n) = stack.pop() {
                         assert!(seen.insert(n.position), "{}: node twice", p.display());
-                        stack.extend(tree.children(&n));
+                        stack.extend(tree.children(&n).map(Result::unwrap));
                     }
-                    let unique: std::collections::HashSet<&str> = s.entries().map(|e| e.id.as_str()).collect();
+                    let unique: std::collections::HashSet<&str> =
+                        s.entries().map(Result::unwrap).map(|e| e.id.as_str()).collect();
                     assert_eq!(seen.len(), unique.len(), "{}: every entry once", p.display());
-                    let _ = s.get_branch(None);
+                    let _ = s.get_branch(None).unwrap();
                 }
                 Err(e) => assert!(dir == "err", "{}: {e}", p.display()),
             }
@@ -290,5 +291,5 @@ fn a_session_that_stops_writing_keeps_its_entries_and_lets_another_writer_in() {
     assert!(s.append_message(user("x")).unwrap_err().to_string().contains("read-only"));
     // The lock is gone: another writer opens the file and sees the entry.
     let other = Session::open(&p, OpenMode::Write, opts()).unwrap();
-    assert!(other.get_entry(&id).is_some());
+    assert!(other.get_entry(&id).unwrap().is_some());
 }

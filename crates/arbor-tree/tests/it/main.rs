@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod append_index;
+mod changed_behind;
 mod crash;
 mod defaults;
 mod index_first;

@@ -311,7 +311,7 @@ fn render_real(s: &Session) -> String {
         if let Some(l) = n.label {
             out.push_str(&format!("[{l}]"));
         }
-        let kids: Vec<TreeNode<'_>> = t.children(n).collect();
+        let kids: Vec<TreeNode<'_>> = t.children(n).map(Result::unwrap).collect();
         if !kids.is_empty() {
             out.push('(');
             for (i, k) in kids.iter().enumerate() {
@@ -325,7 +325,7 @@ fn render_real(s: &Session) -> String {
     }
     let t = s.get_tree();
     let mut out = String::new();
-    for (i, r) in t.roots().enumerate() {
+    for (i, r) in t.roots().map(Result::unwrap).enumerate() {
         if i > 0 {
             out.push(' ');
         }
@@ -351,7 +351,7 @@ fn render_walked(s: &Session) -> String {
                     None if !first => out.push(' '),
                     None => {}
                 }
-                let n = t.node(position);
+                let n = t.node(position).unwrap();
                 out.push_str(&n.entry.id);
                 if let Some(l) = n.label {
                     out.push_str(&format!("[{l}]"));
@@ -440,7 +440,7 @@ impl Case {
         let ty = if assistant || ty == "user" { "message" } else { ty };
         let want = self.m.append(ty, ts, assistant, target, label);
         prop_assert_eq!(&got, &want, "the counter's next id");
-        let e = self.s().get_entry(&got).unwrap();
+        let e = self.s().get_entry(&got).unwrap().unwrap();
         prop_assert_eq!(&e.timestamp, &format_iso_ms(ts), "an append is stamped with the clock's now");
         Ok(())
     }
@@ -503,7 +503,7 @@ impl Case {
                 let r = self.s().branch_with_summary(from.as_deref(), &format!("summary {step}"), None, Some(false));
                 self.m.leaf = from.clone();
                 self.appended(r, "branch_summary", None, None)?;
-                let e = self.s().leaf_entry().unwrap();
+                let e = self.s().leaf_entry().unwrap().unwrap();
                 let EntryKind::BranchSummary(b) = &e.kind else { panic!("{e:?}") };
                 prop_assert_eq!(b.from_id.as_str(), from.as_deref().unwrap_or("root"));
             }
@@ -521,7 +521,7 @@ impl Case {
                         return Err(TestCaseError::fail("persist_leaf after a move wrote nothing"));
                     };
                     self.appended(Ok(id.clone()), "custom", None, None)?;
-                    let e = self.s().get_entry(&id).unwrap();
+                    let e = self.s().get_entry(&id).unwrap().unwrap();
                     let EntryKind::Custom(c) = &e.kind else { panic!("{e:?}") };
                     prop_assert_eq!(c.custom_type.as_str(), LEAF_MARKER_TYPE);
                     prop_assert_eq!(c.data.clone(), Some(json!({ "leafId": leaf })));
@@ -635,29 +635,41 @@ impl Case {
     fn check(&mut self, after: &str) -> Result<(), TestCaseError> {
         let m = &self.m;
         let s = self.s.as_ref().unwrap();
-        let real: Vec<View> = s.entries().map(View::of).collect();
+        let real: Vec<View> = s.entries().map(Result::unwrap).map(View::of).collect();
         prop_assert_eq!(&real, &m.entries, "entries after {}", after);
         prop_assert_eq!(s.len(), m.entries.len());
         prop_assert_eq!(s.leaf_id(), m.leaf.as_deref(), "leaf after {}", after);
         prop_assert_eq!(s.leaf_moved(), m.leaf_moved, "leaf_moved after {}", after);
-        prop_assert_eq!(ids_of(&s.get_branch(None)), m.branch(None), "get_branch(None) after {}", after);
+        prop_assert_eq!(ids_of(&s.get_branch(None).unwrap()), m.branch(None), "get_branch(None) after {}", after);
         for id in m.ids() {
             prop_assert_eq!(
-                ids_of(&s.get_branch(Some(&id))),
+                ids_of(&s.get_branch(Some(&id)).unwrap()),
                 m.branch(Some(&id)),
                 "get_branch({}) after {}",
                 id,
                 after
             );
-            prop_assert_eq!(ids_of(&s.get_children(&id)), m.children(&id), "get_children({}) after {}", id, after);
-            prop_assert_eq!(s.get_label(&id).map(str::to_owned), m.label_of(&id));
+            prop_assert_eq!(
+                ids_of(&s.get_children(&id).unwrap()),
+                m.children(&id),
+                "get_children({}) after {}",
+                id,
+                after
+            );
+            prop_assert_eq!(s.get_label(&id).unwrap().map(str::to_owned), m.label_of(&id));
         }
         prop_assert_eq!(render_real(s), m.tree(), "tree after {}", after);
         prop_assert_eq!(render_walked(s), m.tree(), "walk after {}", after);
         let labels: Vec<(String, String, Option<i64>)> = s
             .labels()
+            .unwrap()
             .map(|(t, l)| {
-                let ts = s.label(t).and_then(|l| l.timestamp.as_ref()).and_then(|v| v.as_str()).and_then(parse_iso_ms);
+                let ts = s
+                    .label(t)
+                    .unwrap()
+                    .and_then(|l| l.timestamp.as_ref())
+                    .and_then(|v| v.as_str())
+                    .and_then(parse_iso_ms);
                 (t.to_owned(), l.to_owned(), ts)
             })
             .collect();

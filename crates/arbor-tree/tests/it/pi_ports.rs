@@ -134,18 +134,18 @@ fn corrupted_files_are_recovered_with_a_backup() {
 fn labels_set_get_clear_and_last_wins() {
     let mut s = in_memory();
     let m = s.append_message(user("hi")).unwrap();
-    assert_eq!(s.get_label(&m), None);
+    assert_eq!(s.get_label(&m).unwrap(), None);
     let l = s.append_label_change(&m, Some("checkpoint")).unwrap();
-    assert_eq!(s.get_label(&m), Some("checkpoint"));
-    let e = s.get_entry(&l).unwrap();
+    assert_eq!(s.get_label(&m).unwrap(), Some("checkpoint"));
+    let e = s.get_entry(&l).unwrap().unwrap();
     let EntryKind::Label(le) = &e.kind else { panic!() };
     assert_eq!((le.target_id.as_str(), le.label.as_ref().and_then(|v| v.as_str())), (m.as_str(), Some("checkpoint")));
     s.append_label_change(&m, None).unwrap();
-    assert_eq!(s.get_label(&m), None);
+    assert_eq!(s.get_label(&m).unwrap(), None);
     for t in ["first", "second", "third"] {
         s.append_label_change(&m, Some(t)).unwrap();
     }
-    assert_eq!(s.get_label(&m), Some("third"));
+    assert_eq!(s.get_label(&m).unwrap(), Some("third"));
 }
 
 #[test]
@@ -156,9 +156,9 @@ fn labels_are_in_tree_nodes() {
     s.append_label_change(&a, Some("start")).unwrap();
     s.append_label_change(&b, Some("response")).unwrap();
     let tree = s.get_tree();
-    let root = tree.roots().next().unwrap();
+    let root = tree.roots().map(Result::unwrap).next().unwrap();
     assert_eq!(root.label, Some("start"));
-    let child = tree.children(&root).next().unwrap();
+    let child = tree.children(&root).map(Result::unwrap).next().unwrap();
     assert_eq!(child.label, Some("response"));
 }
 
@@ -170,9 +170,9 @@ fn labels_preserved_and_dropped_in_branched_sessions() {
     s.append_label_change(&m1, Some("one")).unwrap();
     s.append_label_change(&m2, Some("two")).unwrap();
     assert_eq!(s.create_branched_session(&m2).unwrap(), None);
-    assert_eq!(s.get_label(&m1), Some("one"));
-    assert_eq!(s.get_label(&m2), Some("two"));
-    assert_eq!(s.entries().filter(|e| matches!(e.kind, EntryKind::Label(_))).count(), 2);
+    assert_eq!(s.get_label(&m1).unwrap(), Some("one"));
+    assert_eq!(s.get_label(&m2).unwrap(), Some("two"));
+    assert_eq!(s.entries().map(Result::unwrap).filter(|e| matches!(e.kind, EntryKind::Label(_))).count(), 2);
 
     let mut s = in_memory();
     let m1 = s.append_message(user("1")).unwrap();
@@ -182,8 +182,8 @@ fn labels_preserved_and_dropped_in_branched_sessions() {
         s.append_label_change(id, Some(l)).unwrap();
     }
     s.create_branched_session(&m2).unwrap();
-    assert_eq!(s.get_label(&m3), None);
-    assert_eq!(s.get_label(&m1), Some("a"));
+    assert_eq!(s.get_label(&m3).unwrap(), None);
+    assert_eq!(s.get_label(&m1).unwrap(), Some("a"));
 }
 
 #[test]
@@ -208,7 +208,7 @@ fn migration_v1_and_v2() {
     .unwrap();
     let s = Session::open(&v1, OpenMode::Write, opts()).unwrap();
     assert_eq!(s.header().version(), 3);
-    let e: Vec<_> = s.entries().collect();
+    let e: Vec<_> = s.entries().map(Result::unwrap).collect();
     assert!(e.iter().all(|e| e.id.len() == 8));
     assert_eq!(e[0].parent_id, None);
     assert_eq!(e[1].parent_id.as_deref(), Some(e[0].id.as_str()));
@@ -222,7 +222,7 @@ fn migration_v1_and_v2() {
     )
     .unwrap();
     let s = Session::open(&v2, OpenMode::Write, opts()).unwrap();
-    let e: Vec<_> = s.entries().collect();
+    let e: Vec<_> = s.entries().map(Result::unwrap).collect();
     assert_eq!((e[0].id.as_str(), e[1].id.as_str()), ("abc12345", "def67890"));
     assert_eq!(e[1].parent_id.as_deref(), Some("abc12345"));
 }
@@ -236,8 +236,8 @@ fn custom_entries_are_chained() {
     let c = s.append_custom_entry("my_data", Some(json!({"foo": "bar"}))).unwrap();
     let m2 = s.append_message(assistant("yo")).unwrap();
     assert_eq!(s.len(), 3);
-    assert_eq!(s.get_entry(&c).unwrap().parent_id.as_deref(), Some(m1.as_str()));
-    assert_eq!(ids(&s.get_branch(None)), vec![m1, c, m2]);
+    assert_eq!(s.get_entry(&c).unwrap().unwrap().parent_id.as_deref(), Some(m1.as_str()));
+    assert_eq!(ids(&s.get_branch(None).unwrap()), vec![m1, c, m2]);
 }
 
 // ---- 7.7 tree-traversal ----
@@ -253,37 +253,37 @@ fn appends_chain_and_move_the_leaf() {
     let t = s.append_thinking_level_change("high").unwrap();
     let c = s.append_message(user("3")).unwrap();
     assert_eq!(s.leaf_id(), Some(c.as_str()));
-    assert_eq!(s.get_entry(&a).unwrap().parent_id, None);
-    assert_eq!(s.get_entry(&b).unwrap().parent_id.as_deref(), Some(a.as_str()));
-    assert_eq!(s.get_entry(&t).unwrap().parent_id.as_deref(), Some(b.as_str()));
-    assert_eq!(s.get_entry(&c).unwrap().parent_id.as_deref(), Some(t.as_str()));
-    assert!(s.entries().all(|e| !e.timestamp.is_empty()));
+    assert_eq!(s.get_entry(&a).unwrap().unwrap().parent_id, None);
+    assert_eq!(s.get_entry(&b).unwrap().unwrap().parent_id.as_deref(), Some(a.as_str()));
+    assert_eq!(s.get_entry(&t).unwrap().unwrap().parent_id.as_deref(), Some(b.as_str()));
+    assert_eq!(s.get_entry(&c).unwrap().unwrap().parent_id.as_deref(), Some(t.as_str()));
+    assert!(s.entries().map(Result::unwrap).all(|e| !e.timestamp.is_empty()));
 
     let m = s.append_model_change("openai", "gpt-4").unwrap();
-    let EntryKind::ModelChange(mc) = &s.get_entry(&m).unwrap().kind else { panic!() };
+    let EntryKind::ModelChange(mc) = &s.get_entry(&m).unwrap().unwrap().kind else { panic!() };
     assert_eq!((mc.provider.as_ref(), mc.model_id.as_ref()), (Some(&"openai".into()), Some(&"gpt-4".into())));
 
     let comp = s.append_compaction("summary", &a, 1000, None, None).unwrap();
-    let EntryKind::Compaction(ce) = &s.get_entry(&comp).unwrap().kind else { panic!() };
+    let EntryKind::Compaction(ce) = &s.get_entry(&comp).unwrap().unwrap().kind else { panic!() };
     assert_eq!(ce.first_kept_entry_id.as_deref(), Some(a.as_str()));
     assert_eq!(ce.tokens_before.as_ref().and_then(|n| n.as_u64()), Some(1000));
-    assert_eq!(s.get_entry(&comp).unwrap().parent_id.as_deref(), Some(m.as_str()));
+    assert_eq!(s.get_entry(&comp).unwrap().unwrap().parent_id.as_deref(), Some(m.as_str()));
     let after = s.append_custom_entry("x", None).unwrap();
-    assert_eq!(s.get_entry(&after).unwrap().parent_id.as_deref(), Some(comp.as_str()));
+    assert_eq!(s.get_entry(&after).unwrap().unwrap().parent_id.as_deref(), Some(comp.as_str()));
 }
 
 #[test]
 fn get_branch_cases() {
     let mut s = in_memory();
-    assert!(s.get_branch(None).is_empty());
+    assert!(s.get_branch(None).unwrap().is_empty());
     let a = s.append_message(user("1")).unwrap();
-    assert_eq!(s.get_branch(None).len(), 1);
+    assert_eq!(s.get_branch(None).unwrap().len(), 1);
     let b = s.append_message(assistant("2")).unwrap();
     let c = s.append_thinking_level_change("high").unwrap();
     let d = s.append_message(user("4")).unwrap();
-    assert_eq!(ids(&s.get_branch(None)), vec![a.clone(), b.clone(), c, d]);
-    assert_eq!(ids(&s.get_branch(Some(&b))), vec![a, b]);
-    assert!(s.get_branch(Some("unknown")).is_empty());
+    assert_eq!(ids(&s.get_branch(None).unwrap()), vec![a.clone(), b.clone(), c, d]);
+    assert_eq!(ids(&s.get_branch(Some(&b)).unwrap()), vec![a, b]);
+    assert!(s.get_branch(Some("unknown")).unwrap().is_empty());
 }
 
 #[test]
@@ -295,29 +295,32 @@ fn get_tree_cases() {
     let id3 = s.append_message(user("3")).unwrap();
     {
         let tree = s.get_tree();
-        assert_eq!(tree.roots().len(), 1);
-        let r = tree.roots().next().unwrap();
-        let n2 = tree.children(&r).next().unwrap();
-        let n3 = tree.children(&n2).next().unwrap();
+        assert_eq!(tree.roots().map(Result::unwrap).len(), 1);
+        let r = tree.roots().map(Result::unwrap).next().unwrap();
+        let n2 = tree.children(&r).map(Result::unwrap).next().unwrap();
+        let n3 = tree.children(&n2).map(Result::unwrap).next().unwrap();
         assert_eq!(
             (r.entry.id.as_str(), n2.entry.id.as_str(), n3.entry.id.as_str()),
             (id1.as_str(), id2.as_str(), id3.as_str())
         );
-        assert_eq!(tree.children(&n3).len(), 0);
+        assert_eq!(tree.children(&n3).map(Result::unwrap).len(), 0);
     }
     s.branch(&id2).unwrap();
     let id4 = s.append_message(user("4")).unwrap();
-    let kids: Vec<String> = s.get_children(&id2).iter().map(|e| e.id.clone()).collect();
+    let kids: Vec<String> = s.get_children(&id2).unwrap().iter().map(|e| e.id.clone()).collect();
     assert_eq!(kids, vec![id3.clone(), id4.clone()]);
     {
         let tree = s.get_tree();
-        let r = tree.roots().next().unwrap();
-        let n2 = tree.children(&r).next().unwrap();
-        assert_eq!(tree.children(&n2).map(|n| n.entry.id.clone()).collect::<Vec<_>>(), vec![id3.clone(), id4]);
+        let r = tree.roots().map(Result::unwrap).next().unwrap();
+        let n2 = tree.children(&r).map(Result::unwrap).next().unwrap();
+        assert_eq!(
+            tree.children(&n2).map(Result::unwrap).map(|n| n.entry.id.clone()).collect::<Vec<_>>(),
+            vec![id3.clone(), id4]
+        );
     }
     s.branch(&id2).unwrap();
     s.append_message(user("5")).unwrap();
-    assert_eq!(s.get_children(&id2).len(), 3, "three branches from id2");
+    assert_eq!(s.get_children(&id2).unwrap().len(), 3, "three branches from id2");
 }
 
 #[test]
@@ -332,9 +335,9 @@ fn deep_branching() {
     s.append_message(assistant("6")).unwrap();
     s.branch(&n5).unwrap();
     s.append_message(assistant("7")).unwrap();
-    assert_eq!(s.get_children(&n2).len(), 2);
-    assert_eq!(s.get_children(&n5).len(), 2);
-    assert_eq!(s.get_children(&n3).len(), 1);
+    assert_eq!(s.get_children(&n2).unwrap().len(), 2);
+    assert_eq!(s.get_children(&n5).unwrap().len(), 2);
+    assert_eq!(s.get_children(&n3).unwrap().len(), 1);
 }
 
 #[test]
@@ -347,18 +350,18 @@ fn branch_and_branch_with_summary() {
     assert_eq!(s.leaf_id(), Some(id1.as_str()));
     assert_eq!(s.branch("nonexistent").unwrap_err().to_string(), "Entry nonexistent not found");
     let sib = s.append_message(assistant("sibling")).unwrap();
-    assert_eq!(s.get_entry(&sib).unwrap().parent_id.as_deref(), Some(id1.as_str()));
+    assert_eq!(s.get_entry(&sib).unwrap().unwrap().parent_id.as_deref(), Some(id1.as_str()));
 
     let bs = s.branch_with_summary(Some(&id1), "Summary of abandoned work", None, None).unwrap();
     assert_eq!(s.leaf_id(), Some(bs.as_str()));
-    let e = s.get_entry(&bs).unwrap();
+    let e = s.get_entry(&bs).unwrap().unwrap();
     assert_eq!(e.parent_id.as_deref(), Some(id1.as_str()));
     let EntryKind::BranchSummary(b) = &e.kind else { panic!() };
     assert_eq!(b.summary, "Summary of abandoned work");
     assert_eq!(b.from_id, id1, "fromId is the new position (pi's quirk)");
     assert!(s.branch_with_summary(Some("nope"), "x", None, None).is_err());
     let root = s.branch_with_summary(None, "at root", None, None).unwrap();
-    let e = s.get_entry(&root).unwrap();
+    let e = s.get_entry(&root).unwrap().unwrap();
     assert_eq!(e.parent_id, None);
     let EntryKind::BranchSummary(b) = &e.kind else { panic!() };
     assert_eq!(b.from_id, "root");
@@ -368,11 +371,11 @@ fn branch_and_branch_with_summary() {
 #[test]
 fn leaf_and_entry_accessors() {
     let mut s = in_memory();
-    assert!(s.leaf_entry().is_none());
+    assert!(s.leaf_entry().unwrap().is_none());
     let a = s.append_message(user("hello")).unwrap();
-    assert_eq!(s.leaf_entry().unwrap().id, a);
-    assert!(s.get_entry("nope").is_none());
-    assert_eq!(s.get_entry(&a).unwrap().message().unwrap().message["content"], "hello");
+    assert_eq!(s.leaf_entry().unwrap().unwrap().id, a);
+    assert!(s.get_entry("nope").unwrap().is_none());
+    assert_eq!(s.get_entry(&a).unwrap().unwrap().message().unwrap().message["content"], "hello");
 }
 
 #[test]
@@ -386,7 +389,7 @@ fn create_branched_session_in_memory() {
     s.branch(&id3).unwrap();
     s.append_message(assistant("5")).unwrap();
     assert_eq!(s.create_branched_session(&id2).unwrap(), None);
-    assert_eq!(ids(&s.entries().collect::<Vec<_>>()), vec![id1.clone(), id2.clone()]);
+    assert_eq!(ids(&s.entries().map(Result::unwrap).collect::<Vec<_>>()), vec![id1.clone(), id2.clone()]);
 
     let mut s = in_memory();
     let id1 = s.append_message(user("1")).unwrap();
@@ -396,7 +399,7 @@ fn create_branched_session_in_memory() {
     let id4 = s.append_message(user("4")).unwrap();
     let id5 = s.append_message(assistant("5")).unwrap();
     s.create_branched_session(&id5).unwrap();
-    assert_eq!(ids(&s.entries().collect::<Vec<_>>()), vec![id1, id2, id4, id5]);
+    assert_eq!(ids(&s.entries().map(Result::unwrap).collect::<Vec<_>>()), vec![id1, id2, id4, id5]);
 }
 
 #[test]
@@ -425,7 +428,13 @@ fn forking_from_the_first_message_does_not_duplicate() {
         arbor_tree::SessionOptions { session_dir: Some(dir.path().into()), ..opts() },
     )
     .unwrap();
-    let a = s.entries().find(|e| e.message_role() == Some(arbor_log::Role::Assistant)).unwrap().id.clone();
+    let a = s
+        .entries()
+        .map(Result::unwrap)
+        .find(|e| e.message_role() == Some(arbor_log::Role::Assistant))
+        .unwrap()
+        .id
+        .clone();
     let p2 = s.create_branched_session(&a).unwrap().unwrap();
     assert!(p2.exists());
     assert_eq!(lines(&p2).iter().filter(|v| v["type"] == "session").count(), 1);

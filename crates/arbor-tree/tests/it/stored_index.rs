@@ -251,7 +251,7 @@ fn a_first_open_through_the_kept_index_reads_what_the_command_needs() {
     let path = dir.path().join("s.jsonl");
     std::fs::write(&path, branched(20_000, 200)).unwrap();
     let size = std::fs::metadata(&path).unwrap().len();
-    let leaf_path = |s: &Session| s.get_branch(None).iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
+    let leaf_path = |s: &Session| s.get_branch(None).unwrap().iter().map(|e| e.id.to_string()).collect::<Vec<_>>();
 
     // Without an index the store keeps, the first open scans every byte.
     let bare = Arc::new(KeepingStore::default());
@@ -267,7 +267,7 @@ fn a_first_open_through_the_kept_index_reads_what_the_command_needs() {
     let read = store.read.load(Ordering::Relaxed);
     assert!(read * 10 < size, "read {read} of {size} bytes for the path at the leaf");
     // An id the index vouches for, and one nobody holds.
-    assert!(s.get_entry("e7").is_some() && s.get_entry("nobody").is_none());
+    assert!(s.get_entry("e7").unwrap().is_some() && s.get_entry("nobody").unwrap().is_none());
 }
 
 #[test]

@@ -7,6 +7,15 @@ use crate::{reply, user, write_session};
 
 #[test]
 fn a_repeated_scan_reads_only_what_changed() {
+    repeated_scan(ScanOptions::default());
+}
+
+#[test]
+fn a_repeated_scan_of_local_files_stamped_with_one_stat_reads_only_what_changed() {
+    repeated_scan(ScanOptions { local: true, ..ScanOptions::default() });
+}
+
+fn repeated_scan(opts: ScanOptions) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sessions");
     let folder = root.join("--work-app--");
@@ -24,7 +33,6 @@ fn a_repeated_scan_reads_only_what_changed() {
         pi_files(&root, None).unwrap().into_iter().map(|path| Source { agent: Agent::Pi, path }).collect();
     assert_eq!(sources.len(), 3);
     let cache_file = dir.path().join("cache/usage.bin");
-    let opts = ScanOptions::default();
 
     let mut cache = Cache::open(&cache_file);
     let first = scan(&sources, &opts, &mut cache);
@@ -63,6 +71,57 @@ fn a_repeated_scan_reads_only_what_changed() {
     let before = std::fs::metadata(&cache_file).unwrap().modified().unwrap();
     cache.save().unwrap();
     assert_eq!(std::fs::metadata(&cache_file).unwrap().modified().unwrap(), before);
+}
+
+#[test]
+fn another_file_put_in_a_files_place_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = |input| [("u1", None, user()), ("a1", Some("u1"), reply("gpt-5", input, Some(1.0)))];
+    let file = write_session(dir.path(), "s", None, &body(100));
+    let opts = ScanOptions { local: true, ..ScanOptions::default() };
+    let src = [Source { agent: Agent::Pi, path: file.clone() }];
+    let mut cache = Cache::in_memory();
+    assert_eq!(scan(&src, &opts, &mut cache).read, 1);
+    // The same size and modification time, but another file renamed over it.
+    let meta = std::fs::metadata(&file).unwrap();
+    let other = write_session(&dir.path().join("other"), "s", None, &body(200));
+    std::fs::File::options().write(true).open(&other).unwrap().set_modified(meta.modified().unwrap()).unwrap();
+    assert_eq!(std::fs::metadata(&other).unwrap().len(), meta.len());
+    std::fs::rename(&other, &file).unwrap();
+    let again = scan(&src, &opts, &mut cache);
+    assert_eq!((again.read, again.reused), (1, 0));
+    assert_eq!(again.sessions[0].replies[0].tokens.input, 200);
+}
+
+#[cfg(unix)]
+#[test]
+fn links_to_session_files_and_folders_are_found_links_elsewhere_are_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    let elsewhere = dir.path().join("elsewhere");
+    let body = [("u1", None, user()), ("a1", Some("u1"), reply("gpt-5", 1, None))];
+    let real = write_session(&root.join("--work-app--"), "s1", None, &body);
+    let linked_file = write_session(&elsewhere.join("files"), "s2", None, &body);
+    write_session(&elsewhere.join("--work-lib--"), "s3", None, &body);
+    std::os::unix::fs::symlink(&linked_file, root.join("--work-app--").join("s2.jsonl")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("--work-lib--"), root.join("--work-lib--")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("files"), root.join("--work-app--").join("folder.jsonl")).unwrap();
+    let found: Vec<String> = pi_files(&root, None)
+        .unwrap()
+        .iter()
+        .map(|p| p.strip_prefix(&root).unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            real.strip_prefix(&root).unwrap().to_string_lossy().into_owned(),
+            "--work-app--/s2.jsonl".to_owned(),
+            "--work-lib--/2026-03-01T10-00-00-000Z_s3.jsonl".to_owned()
+        ]
+    );
+    // Another agent's folders: a link is not followed at all.
+    let under = arbor_usage::files_under(&root, ".jsonl").unwrap();
+    assert_eq!(under, [real]);
 }
 
 #[test]

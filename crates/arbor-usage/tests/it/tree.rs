@@ -47,7 +47,7 @@ fn every_reply_has_its_place_and_the_places_add_up() {
     let dir = tempfile::tempdir().unwrap();
     let file = write_session(dir.path(), "s1", None, &entries());
     let s = open(&file);
-    let u = read_session(&s, Agent::Pi, file.to_string_lossy());
+    let u = read_session(&s, Agent::Pi, file.to_string_lossy()).unwrap();
     let place = |id: &str| u.replies.iter().find(|r| r.entry == id).unwrap().place;
     for (id, want) in [
         ("a1", Place::Compacted),
@@ -72,7 +72,7 @@ fn every_reply_has_its_place_and_the_places_add_up() {
 fn each_leafs_branch_owns_what_it_adds_and_they_add_up_to_the_session() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(&write_session(dir.path(), "s1", None, &entries()));
-    let list = branches(&s, &PriceTable::builtin());
+    let list = branches(&s, &PriceTable::builtin()).unwrap();
     let got: Vec<(&str, bool, Option<&str>, f64, f64)> =
         list.iter().map(|b| (b.leaf.as_str(), b.active, b.parts_at.as_deref(), b.own.cost, b.path.cost)).collect();
     assert_eq!(
@@ -103,8 +103,8 @@ fn a_fork_counts_only_what_it_adds() {
     copied.push(("a9", Some("u9"), reply(M, 5, Some(128.0))));
     let fork = write_session(&dir.path().join("f"), "s2", Some(first.to_str().unwrap()), &copied);
     let usage = Usage::new(vec![
-        read_session(&open(&fork), Agent::Pi, fork.to_string_lossy()),
-        read_session(&open(&first), Agent::Pi, first.to_string_lossy()),
+        read_session(&open(&fork), Agent::Pi, fork.to_string_lossy()).unwrap(),
+        read_session(&open(&first), Agent::Pi, first.to_string_lossy()).unwrap(),
     ]);
     let r = report(&usage, &ReportOptions::new(Grouping::Session));
     let row = |id: &str| r.rows.iter().find(|row| row.key == id).unwrap();

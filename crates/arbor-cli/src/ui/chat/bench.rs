@@ -46,7 +46,7 @@ pub fn run(file: &Path, globals: &Globals, out: &mut dyn Write) -> Result<ExitCo
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     let steps = [
         ("open the session", opened, json!({"entries": entries})),
-        ("the chat over it (the context at the leaf)", set_up, json!({"context": chat.agent().messages().len()})),
+        ("the chat over it (the context at the leaf)", set_up, json!({"context": chat.agent().messages()?.len()})),
         ("the first screen drawn", drawn, json!({"shown": messages.len()})),
         ("first frame (from the start)", first, json!({})),
     ];
@@ -60,7 +60,7 @@ pub fn run(file: &Path, globals: &Globals, out: &mut dyn Write) -> Result<ExitCo
     let summary = json!({
         "summary": true,
         "entries": entries,
-        "context messages": chat.agent().messages().len(),
+        "context messages": chat.agent().messages()?.len(),
         "first frame ms": ms(first),
     });
     write_json_line(out, &summary)?;

@@ -329,7 +329,7 @@ impl Chat {
     /// `/label`: labels the last message on the path (never a model, name
     /// or label entry), or clears its label; says which message it was.
     pub fn label(&mut self, label: Option<&str>) -> Result<String> {
-        let path = self.agent.session().get_branch(None);
+        let path = self.agent.session().get_branch(None)?;
         let mut calls = ToolCalls::new();
         for e in &path {
             calls.record(e);
@@ -347,7 +347,7 @@ impl Chat {
         let (id, what) = (target.id.clone(), entry_text(target, &calls, home().as_deref()));
         let what: String =
             if what.chars().count() > 60 { format!("{}…", what.chars().take(59).collect::<String>()) } else { what };
-        if label.is_none() && self.agent.session().get_label(&id).is_none() {
+        if label.is_none() && self.agent.session().get_label(&id)?.is_none() {
             return Ok(format!("No label to clear on {id} ({what})"));
         }
         self.agent.append_label_change(&id, label)?;
@@ -383,7 +383,7 @@ impl Chat {
                 self.note_disk();
                 Ok(format!("Session name set: {}", n.trim()))
             }
-            None => Ok(match self.agent.session().session_name() {
+            None => Ok(match self.agent.session().session_name()? {
                 Some(n) => format!("Session name: {n}"),
                 None => "No session name (set one with /name <name>)".to_owned(),
             }),
@@ -448,7 +448,7 @@ impl Chat {
 
     /// Shift+Tab: the next thinking level (after `xhigh`, `off`), recorded.
     pub fn cycle_thinking(&mut self) -> Result<String> {
-        let now = self.agent.thinking_level();
+        let now = self.agent.thinking_level()?;
         let i = THINKING_LEVELS.iter().position(|l| *l == now).unwrap_or(0);
         let next = THINKING_LEVELS[(i + 1) % THINKING_LEVELS.len()];
         self.thinking(Some(next))
@@ -457,7 +457,7 @@ impl Chat {
     /// `/thinking`: sets the level (recorded when it changes), or tells it.
     pub fn thinking(&mut self, level: Option<&str>) -> Result<String> {
         let Some(level) = level else {
-            return Ok(format!("Thinking level: {}", self.agent.thinking_level()));
+            return Ok(format!("Thinking level: {}", self.agent.thinking_level()?));
         };
         if !THINKING_LEVELS.contains(&level) {
             bail!("Invalid thinking level {level:?}: use {}", THINKING_LEVELS.join(", "));
@@ -471,16 +471,16 @@ impl Chat {
     }
 
     /// `/context`: the estimate of what the next request carries.
-    pub fn context_info(&self) -> String {
-        let tokens = self.agent.context_tokens();
+    pub fn context_info(&self) -> Result<String> {
+        let tokens = self.agent.context_tokens()?;
         let window = self.agent.context_window();
         let pct = if window == 0 { 0.0 } else { tokens as f64 * 100.0 / window as f64 };
-        format!(
+        Ok(format!(
             "Context: {} messages, about {tokens} tokens of {window} ({pct:.1}%); model {}, thinking {}",
-            self.agent.messages().len(),
+            self.agent.messages()?.len(),
             self.model_name(),
-            self.agent.thinking_level()
-        )
+            self.agent.thinking_level()?
+        ))
     }
 }
 

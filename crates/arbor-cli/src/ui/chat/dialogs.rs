@@ -49,7 +49,7 @@ pub(super) fn settings(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
         let items = vec![
             Item {
                 label: "Thinking level".into(),
-                detail: chat.agent().thinking_level().to_owned(),
+                detail: chat.agent().thinking_level()?.to_owned(),
                 value: "thinking".into(),
             },
             Item { label: "Tree filter".into(), detail: filter.clone(), value: "filter".into() },
@@ -62,7 +62,7 @@ pub(super) fn settings(chat: &mut Chat, screen: &mut Screen) -> Result<()> {
         ];
         let Some(which) = choose(screen, Select::new("Settings (for this chat)", items, None))? else { return Ok(()) };
         let (title, values, current): (&str, Vec<&str>, String) = match which.as_str() {
-            "thinking" => ("Thinking level", THINKING_LEVELS.to_vec(), chat.agent().thinking_level().to_owned()),
+            "thinking" => ("Thinking level", THINKING_LEVELS.to_vec(), chat.agent().thinking_level()?.to_owned()),
             "filter" => ("Tree filter", vec!["default", "no-tools", "user-only", "labeled-only", "all"], filter),
             "escape" => ("Double Escape", vec!["tree", "fork", "none"], escape.to_owned()),
             _ => ("Ask whether to summarize on /tree", vec!["true", "false"], (!s.skip_summary_prompt).to_string()),

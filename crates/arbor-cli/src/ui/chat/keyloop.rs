@@ -142,12 +142,12 @@ fn command(chat: &mut Chat, screen: &mut Screen, input: Input) -> Result<()> {
         Input::Thinking(t) => say(screen, chat.thinking(t.as_deref())),
         Input::Context => {
             screen.view.context_shown = true;
-            screen.view.notes = vec![chat.context_info()];
+            screen.view.notes = vec![chat.context_info().unwrap_or_else(|e| format!("{e:#}"))];
             Ok(())
         }
         Input::Resume => dialogs::resume(chat, screen),
         Input::New => say(screen, chat.new_session()),
-        Input::Session => notes(screen, chat.session_info()),
+        Input::Session => notes(screen, chat.session_info().unwrap_or_else(|e| vec![format!("{e:#}")])),
         Input::Clone => say(screen, chat.clone_branch()),
         Input::Export(file) => say(screen, chat.export(file.as_deref())),
         Input::Copy => say(screen, dialogs::copy(chat)),

@@ -107,7 +107,7 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             Input::Model(m) => chat.model(m.as_deref()).map(|m| say!("{m}")),
             Input::Thinking(t) => chat.thinking(t.as_deref()).map(|m| say!("{m}")),
             Input::Context => {
-                say!("{}", chat.context_info());
+                say!("{}", chat.context_info()?);
                 Ok(())
             }
             Input::Compact(i) => compact(chat, i, &signals),
@@ -121,7 +121,7 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
             Input::Resume => resume(chat, input, out),
             Input::New => chat.new_session().map(|m| say!("{m}")),
             Input::Session => {
-                chat.session_info().iter().for_each(|l| say!("{l}"));
+                chat.session_info()?.iter().for_each(|l| say!("{l}"));
                 Ok(())
             }
             Input::Clone => chat.clone_branch().map(|m| say!("{m}")),
@@ -131,7 +131,7 @@ pub fn run(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Res
                 let s = &chat.settings;
                 say!(
                     "thinking level {}, tree filter {:?}, double Escape {:?}, ask to summarize {}",
-                    chat.agent().thinking_level(),
+                    chat.agent().thinking_level()?,
                     s.tree_filter,
                     s.double_escape,
                     !s.skip_summary_prompt
@@ -213,10 +213,11 @@ fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut d
     if id.is_empty() {
         return Ok(());
     }
-    if chat.session().get_entry(&id).is_none() {
+    if chat.session().position_of(&id).is_none() {
         anyhow::bail!("Entry {id} not found");
     }
-    if chat.agent().logical_leaf_id().as_deref() == Some(id.as_str()) || chat.session().leaf_id() == Some(id.as_str()) {
+    if chat.agent().logical_leaf_id()?.as_deref() == Some(id.as_str()) || chat.session().leaf_id() == Some(id.as_str())
+    {
         say!("Already at this point");
         return Ok(());
     }
@@ -258,7 +259,7 @@ fn tree(chat: &mut Chat, input: &mut dyn BufRead, signals: &Signals, out: &mut d
 
 fn branch(chat: &mut Chat, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
     let messages: Vec<(String, String)> =
-        chat.session().user_messages_for_forking().into_iter().map(|(e, t)| (e.id.clone(), t)).collect();
+        chat.session().user_messages_for_forking()?.into_iter().map(|(e, t)| (e.id.clone(), t)).collect();
     if messages.is_empty() {
         say!("No messages to fork from");
         return Ok(());

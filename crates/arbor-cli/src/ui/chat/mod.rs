@@ -64,7 +64,7 @@ pub fn run(
         keyloop::run(&mut chat, at)?;
         // The conversation leaves with the alternate screen: its last exchange stays on the normal one.
         // Text from the file and the model: its control characters are shown, not obeyed.
-        for line in transcript::last_exchange(&transcript::path_messages(chat.session())) {
+        for line in transcript::last_exchange(&transcript::path_messages(chat.session())?) {
             say!("{line}");
         }
         if let Some(p) = chat.file() {

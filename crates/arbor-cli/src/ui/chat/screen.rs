@@ -143,10 +143,14 @@ impl Screen {
     /// Takes the conversation and the status bar from the chat again (after
     /// anything that can change the session); `/context`'s line is made again.
     pub(super) fn snapshot(&mut self, chat: &Chat) {
-        self.messages = path_messages(chat.session());
+        self.messages = path_messages(chat.session()).unwrap_or_else(|e| {
+            // The conversation cannot be read: the error says why, in place of it.
+            self.view.notes = vec![e.to_string()];
+            vec![]
+        });
         self.bar = bar_of(chat);
         if self.view.context_shown {
-            self.view.notes = vec![chat.context_info()];
+            self.view.notes = vec![chat.context_info().unwrap_or_else(|e| format!("{e:#}"))];
         }
     }
 
@@ -194,8 +198,9 @@ impl Screen {
 fn bar_of(chat: &Chat) -> Bar {
     Bar {
         model: chat.model_name(),
-        thinking: chat.agent().thinking_level().to_owned(),
-        tokens: chat.agent().context_tokens(),
+        // A session whose file changed under it shows no level and no count; the next action says why.
+        thinking: chat.agent().thinking_level().map_or_else(|_| "?".to_owned(), str::to_owned),
+        tokens: chat.agent().context_tokens().unwrap_or(0),
         window: chat.agent().context_window(),
         name: chat.title(),
     }
@@ -205,7 +210,10 @@ fn bar_of(chat: &Chat) -> Bar {
 /// with the prompts already on the path), the conversation and the status bar.
 pub(super) fn first_screen(chat: &mut Chat) -> (ChatView, Vec<Value>, Bar) {
     let mut view = ChatView { notes: std::mem::take(&mut chat.notices), ..ChatView::default() };
-    let messages = path_messages(chat.session());
+    let messages = path_messages(chat.session()).unwrap_or_else(|e| {
+        view.notes.push(e.to_string());
+        vec![]
+    });
     for m in messages.iter().filter(|m| arbor_log::MessageView::new(m).role() == Some(arbor_log::Role::User)) {
         view.remember(&arbor_log::content_text(m.get("content"), ""));
     }

@@ -116,11 +116,18 @@ impl Chat {
     /// What the status bar calls the session: its name, else its first
     /// prompt (one line), else `new session`; never the file's name.
     pub fn title(&self) -> String {
-        if let Some(n) = self.session().session_name() {
-            return n.to_owned();
+        let changed = || "(the session's file changed on disk)".to_owned();
+        match self.session().session_name() {
+            Ok(Some(n)) => return n.to_owned(),
+            Ok(None) => {}
+            Err(_) => return changed(),
         }
         let s = self.session();
-        let first = s.positions().find(|&p| s.role_at(p) == Some(&Role::User)).and_then(|p| first_text(s, p));
+        let first = match s.positions().find(|&p| s.role_at(p) == Some(&Role::User)).map(|p| first_text(s, p)) {
+            Some(Err(_)) => return changed(),
+            Some(Ok(t)) => t,
+            None => None,
+        };
         match first {
             Some(t) if t.chars().count() > TITLE_CHARS => {
                 format!("{}…", t.chars().take(TITLE_CHARS - 1).collect::<String>())
@@ -131,11 +138,11 @@ impl Chat {
     }
 
     /// `/session`: the file, id, name, messages, tokens and cost.
-    pub fn session_info(&self) -> Vec<String> {
+    pub fn session_info(&self) -> Result<Vec<String>> {
         let s = self.session();
         let (mut user, mut assistant, mut other, mut cost) = (0usize, 0usize, 0usize, 0.0f64);
         let (mut input, mut output) = (0u64, 0u64);
-        for m in self.agent().messages() {
+        for m in self.agent().messages()? {
             match MessageView::new(m).role() {
                 Some(Role::User) => user += 1,
                 Some(Role::Assistant) => {
@@ -149,22 +156,22 @@ impl Chat {
             }
         }
         let file = self.file().map_or_else(|| "(not written yet)".to_owned(), |p| p.display().to_string());
-        vec![
+        Ok(vec![
             format!("Session: {file}"),
             format!("Id: {}", s.session_id()),
-            format!("Name: {}", s.session_name().unwrap_or("(none; /name sets one)")),
+            format!("Name: {}", s.session_name()?.unwrap_or("(none; /name sets one)")),
             format!(
                 "Entries: {} in the file; on this branch {user} user, {assistant} assistant, {other} other messages",
                 s.positions().len()
             ),
             format!(
                 "Tokens: {input} in, {output} out (this branch's replies); context ~{} of {}",
-                self.agent().context_tokens(),
+                self.agent().context_tokens()?,
                 self.agent().context_window()
             ),
             format!("Cost: ${cost:.4}"),
-            format!("Model: {}, thinking {}", self.model_name(), self.agent().thinking_level()),
-        ]
+            format!("Model: {}, thinking {}", self.model_name(), self.agent().thinking_level()?),
+        ])
     }
 
     /// `/export [FILE]`: the whole tree as one HTML page, written to a new
@@ -199,7 +206,7 @@ impl Chat {
 
     /// `/copy`: the text of the last assistant reply on the branch.
     pub fn last_reply_text(&self) -> Result<String> {
-        let last = self.agent().messages().iter().rev().find(|m| MessageView::new(m).role() == Some(Role::Assistant));
+        let last = self.agent().messages()?.iter().rev().find(|m| MessageView::new(m).role() == Some(Role::Assistant));
         let Some(m) = last else { bail!("No reply to copy yet") };
         let text = arbor_log::content_text(m.get("content"), "\n");
         if text.trim().is_empty() {
@@ -218,10 +225,10 @@ fn ends_with_newline(path: &Path) -> bool {
 }
 
 /// The text of the user message at `p`, on one line.
-fn first_text(s: &Session, p: Position) -> Option<String> {
-    let e = s.entry_at(p)?;
-    let arbor_log::EntryKind::Message(m) = &e.kind else { return None };
+fn first_text(s: &Session, p: Position) -> Result<Option<String>, arbor_tree::TreeError> {
+    let Some(e) = s.entry_at(p)? else { return Ok(None) };
+    let arbor_log::EntryKind::Message(m) = &e.kind else { return Ok(None) };
     let text = arbor_log::content_text(m.message.get("content").filter(|c| !matches!(c, Value::Null)), " ");
     let line = one_line(&text);
-    (!line.trim().is_empty()).then(|| line.trim().to_owned())
+    Ok((!line.trim().is_empty()).then(|| line.trim().to_owned()))
 }

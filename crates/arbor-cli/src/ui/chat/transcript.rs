@@ -26,7 +26,7 @@ const TOOL_RESULT_LINES: usize = 3;
 /// The path is walked up by position from the leaf (its parents as the
 /// session resolved them): a session opened through its index looks up one
 /// id, not one per entry (past a few hundred it would build a map of every id).
-pub fn path_messages(session: &Session) -> Vec<Value> {
+pub fn path_messages(session: &Session) -> Result<Vec<Value>, arbor_tree::TreeError> {
     let mut path = vec![];
     let mut seen = std::collections::HashSet::new();
     let mut at = session.leaf_id().and_then(|id| session.position_of(id));
@@ -37,7 +37,11 @@ pub fn path_messages(session: &Session) -> Vec<Value> {
         path.push(p);
         at = session.parent_at(p);
     }
-    path.into_iter().rev().filter_map(|p| session.entry_at(p)).filter_map(shown_message).collect()
+    let mut out = vec![];
+    for p in path.into_iter().rev() {
+        out.extend(session.entry_at(p)?.and_then(shown_message));
+    }
+    Ok(out)
 }
 
 /// The message the chat shows for a path entry, if any: messages, shown
@@ -202,13 +206,13 @@ mod tests {
     fn walked_by_id(session: &Session) -> Vec<String> {
         let mut ids = vec![];
         let mut seen = std::collections::HashSet::new();
-        let mut at = session.leaf_entry();
+        let mut at = session.leaf_entry().unwrap();
         while let Some(e) = at {
             if ids.len() >= TRANSCRIPT_ENTRIES || !seen.insert(e.id.clone()) {
                 break;
             }
             ids.push(e.id.clone());
-            at = e.parent_id.as_deref().and_then(|p| session.get_entry(p));
+            at = e.parent_id.as_deref().and_then(|p| session.get_entry(p).unwrap());
         }
         ids.reverse();
         ids
@@ -224,9 +228,12 @@ mod tests {
             for _ in 0..2 {
                 let opts = SessionOptions { index_dir: Some(cache.path().to_owned()), ..SessionOptions::default() };
                 let Ok(s) = Session::open(&file, OpenMode::ReadOnly, opts) else { continue };
-                let shown: Vec<Value> =
-                    walked_by_id(&s).iter().filter_map(|id| s.get_entry(id)).filter_map(shown_message).collect();
-                assert_eq!(path_messages(&s), shown, "{}", file.display());
+                let shown: Vec<Value> = walked_by_id(&s)
+                    .iter()
+                    .filter_map(|id| s.get_entry(id).unwrap())
+                    .filter_map(shown_message)
+                    .collect();
+                assert_eq!(path_messages(&s).unwrap(), shown, "{}", file.display());
                 checked += 1;
             }
         }

@@ -55,8 +55,10 @@ impl ForkSelector {
     /// The selector over `Session::user_messages_for_forking()`.
     pub fn from_session(session: &Session) -> Option<ForkSelector> {
         ForkSelector::new(
+            // A file changed on disk offers nothing to fork from (the next read says why).
             session
                 .user_messages_for_forking()
+                .ok()?
                 .into_iter()
                 .map(|(e, text)| ForkItem { id: e.id.clone(), text })
                 .collect(),

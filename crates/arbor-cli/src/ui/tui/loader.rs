@@ -58,7 +58,8 @@ impl CallText for NearbyCalls<'_> {
             let p = self.forest.position(k);
             if self.session.role_at(p) == Some(&Role::Assistant) {
                 let mut calls = ToolCalls::new();
-                if let Some(e) = self.session.decode_at(p) {
+                // A file changed on disk names no call here; the rows say why.
+                if let Ok(Some(e)) = self.session.decode_at(p) {
                     calls.record(&e);
                 }
                 if let Some(t) = calls.call_text(id, home) {
@@ -113,7 +114,11 @@ impl Loader {
         let start = Instant::now();
         let end = (self.next as usize + self.chunk).min(n as usize) as u32;
         let positions: Vec<Position> = (self.next..end).map(|k| sel.data().forest().position(k)).collect();
-        let facts = facts_of(session, &positions, self.home.as_deref());
+        // A file changed on disk: the rest is not read (the view says so when it reads a row).
+        let Ok(facts) = facts_of(session, &positions, self.home.as_deref()) else {
+            self.next = n;
+            return false;
+        };
         for (k, f) in (self.next..end).zip(facts) {
             sel.classify(k, f.hidden);
             sel.add_text(&f.search);
@@ -161,7 +166,8 @@ impl Loader {
             }
             let positions: Vec<Position> = unknown.iter().map(|&k| sel.data().forest().position(k)).collect();
             let mut hid = false;
-            for (k, f) in unknown.into_iter().zip(facts_of(session, &positions, self.home.as_deref())) {
+            let Ok(facts) = facts_of(session, &positions, self.home.as_deref()) else { break };
+            for (k, f) in unknown.into_iter().zip(facts) {
                 if sel.classify(k, f.hidden) && f.hidden {
                     hid = true;
                 }
@@ -181,7 +187,17 @@ impl Loader {
             return;
         }
         let positions: Vec<Position> = missing.iter().map(|&k| sel.data().forest().position(k)).collect();
-        let entries = session.decode_many(&positions);
+        let entries = match session.decode_many(&positions) {
+            Ok(entries) => entries,
+            // A file changed on disk: the rows say so instead of their text.
+            Err(e) => {
+                let said = e.to_string();
+                for k in missing {
+                    sel.set_row_text(k, said.clone());
+                }
+                return;
+            }
+        };
         let complete = self.read_all(sel);
         for (k, e) in missing.into_iter().zip(entries) {
             let Some(e) = e else { continue };

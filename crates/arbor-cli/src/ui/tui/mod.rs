@@ -118,7 +118,8 @@ fn resolve_file(
 
 /// What the header calls a session: its name, else its file's name.
 pub fn session_title(session: &Session) -> String {
-    match session.session_name() {
+    // A file changed on disk is called by its file's name.
+    match session.session_name().ok().flatten() {
         Some(name) => name.to_owned(),
         None => session
             .session_file()
@@ -478,7 +479,7 @@ fn navigate_on_screen(
     }
     // The cursor goes where the leaf went: the entry itself, or for a user message (whose
     // text goes to the editor) its parent, when the list shows it (or an ancestor).
-    let parent = session.get_entry(&id).and_then(|e| e.parent_id.clone());
+    let parent = session.get_entry(&id)?.and_then(|e| e.parent_id.clone());
     let at = match (&r.editor_text, parent) {
         (Some(_), Some(p)) => vec![p, id],
         _ => vec![id],
@@ -513,7 +514,7 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(id) = &at {
-        if session.get_entry(id).is_none() {
+        if session.position_of(id).is_none() {
             bail!("{}: Entry {id} not found", file.display());
         }
     }

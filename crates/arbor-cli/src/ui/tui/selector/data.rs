@@ -19,7 +19,8 @@ use crate::shared::layout::pi_depth;
 /// by id, and the later line of an id wins; the ids are matched here against
 /// the forest's, so no id map of the whole session is built for a few labels.
 fn labels_by_index(session: &Session, forest: &Forest, ids: &[CompactString]) -> HashMap<u32, String> {
-    let wanted: foldhash::HashMap<&str, &str> = session.labels().collect();
+    // A file changed on disk shows no labels (its rows say why when they are read).
+    let wanted: foldhash::HashMap<&str, &str> = session.labels().map(Iterator::collect).unwrap_or_default();
     if wanted.is_empty() {
         return HashMap::new();
     }

@@ -80,7 +80,7 @@ impl Reference {
     pub fn new(session: &Session, page: usize, width: usize, initial: Option<&str>, mode: FilterMode) -> Reference {
         let (order, parents, active) = order(session);
         let leaf_pos = session.leaf_id().and_then(|id| session.position_of(id)).map(Position::get);
-        let entries: Vec<_> = order.iter().map(|&p| session.decode_at(Position::new(p))).collect();
+        let entries: Vec<_> = order.iter().map(|&p| session.decode_at(Position::new(p)).unwrap()).collect();
         let mut calls = ToolCalls::new();
         for e in entries.iter().flatten() {
             calls.record(e);
@@ -97,7 +97,7 @@ impl Reference {
                 id: e.id.clone(),
                 parent,
                 kind: bits,
-                label: session.get_label(&e.id).map(str::to_owned),
+                label: session.get_label(&e.id).unwrap().map(str::to_owned),
                 text: entry_text(e, &calls, None),
                 search: facts.search,
             });
