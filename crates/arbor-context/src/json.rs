@@ -24,16 +24,21 @@ use crate::session::{for_each_message, stored_positions, SessionPlan, BATCH};
 /// an entry it is not sure of is decoded). A batch of steps at a time, the
 /// lines are read and their messages cut out on all cores
 /// (`Session::map_json_many`), so only one batch's messages are held at once.
+/// The message of an entry on a long line is copied from the file a block
+/// at a time, never held (`Session::write_long_part_at`).
 pub fn write_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &SessionPlan) -> io::Result<()> {
     let SessionPlan { path, plan, .. } = plan;
     out.write_all(b"{\"messages\":[")?;
     let mut first = true;
     for batch in plan.steps.chunks(BATCH) {
         for text in batch_messages(session, path, batch)? {
-            if !std::mem::take(&mut first) {
-                out.write_all(b",")?;
+            // The comma goes out with the message's first byte (a long line's may give none).
+            let mut to = Lead { out: &mut *out, lead: if first { b"" } else { b"," }, pending: true };
+            match text {
+                Text::Held(text) => to.write_all(&text)?,
+                Text::Long(p) => long_message(session, p, &mut to)?,
             }
-            out.write_all(&text)?;
+            first &= to.pending;
         }
     }
     out.write_all(b"]")?;
@@ -65,6 +70,13 @@ pub fn write_llm_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &
     out.write_all(b"]")
 }
 
+/// A message of the context: its JSON text, or the position of a message
+/// entry on a long line, copied when written ([`long_message`]).
+enum Text {
+    Held(Vec<u8>),
+    Long(Position),
+}
+
 /// A write's error, or a read's (the file changed under the session) as one.
 struct WriteError(io::Error);
 
@@ -82,8 +94,8 @@ impl From<arbor_tree::TreeError> for WriteError {
 
 /// The JSON text of each message a batch of steps gives, in order (a
 /// malformed `message` entry gives none).
-fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -> io::Result<Vec<Vec<u8>>> {
-    let stored = stored_positions(path, batch);
+fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -> io::Result<Vec<Text>> {
+    let stored: Vec<Position> = stored_positions(path, batch).into_iter().filter(|&p| !session.is_long_at(p)).collect();
     // The message's text as stored, or `None` when the entry must be decoded.
     let copies = session
         .map_id_json_many(&stored, |_, id, line| stored_message(line, id).map(|m| m.as_bytes().to_vec()))
@@ -92,21 +104,69 @@ fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -
     let mut texts = Vec::with_capacity(batch.len());
     for step in batch {
         let text = match step {
-            ContextStep::Made(m) => Some(arbor_log::json::to_vec(m)?),
+            ContextStep::Made(m) => Some(Text::Held(arbor_log::json::to_vec(m)?)),
+            ContextStep::Message(p) if session.is_long_at(path[*p]) => Some(Text::Long(path[*p])),
             ContextStep::Message(_) => match copies.next() {
-                Some((_, Some(Some(copy)))) => Some(copy),
-                Some((&index, _)) => session
-                    .decode_at(index)
-                    .map_err(io::Error::other)?
-                    .and_then(message_of_entry)
-                    .map(|m| arbor_log::json::to_vec(&m))
-                    .transpose()?,
+                Some((_, Some(Some(copy)))) => Some(Text::Held(copy)),
+                Some((&index, _)) => decoded_message(session, index)?.map(Text::Held),
                 None => None,
             },
         };
         texts.extend(text);
     }
     Ok(texts)
+}
+
+/// The message of the entry at `p`, decoded and written again.
+fn decoded_message(session: &Session, p: Position) -> io::Result<Option<Vec<u8>>> {
+    let entry = session.decode_at(p).map_err(io::Error::other)?;
+    Ok(entry.and_then(message_of_entry).map(|m| arbor_log::json::to_vec(&m)).transpose()?)
+}
+
+/// Writes the message of the entry at `p`, on a long line: copied from the
+/// file (what [`stored_message`] cuts out of the line, the parts of it the
+/// reduced line does not hold checked for the raw-value marker as they are
+/// read), or decoded when that is not sure.
+fn long_message(session: &Session, p: Position, out: &mut dyn Write) -> io::Result<()> {
+    let id = session.id_at(p).map(|id| id.to_string()).unwrap_or_default();
+    let pick = |text: &str| {
+        let m = stored_message(text, &id)?;
+        let at = (m.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+        Some(at..at + m.len())
+    };
+    if session.write_long_part_at(p, pick, may_name_raw_value_marker_in, out)? {
+        return Ok(());
+    }
+    match decoded_message(session, p)? {
+        Some(m) => out.write_all(&m),
+        None => Ok(()),
+    }
+}
+
+/// [`may_name_raw_value_marker`] of bytes (a window of a line).
+fn may_name_raw_value_marker_in(bytes: &[u8]) -> bool {
+    ["RawValue", "\\u005", "\\u006", "\\u007"].iter().any(|n| memchr::memmem::find(bytes, n.as_bytes()).is_some())
+}
+
+/// Writes `lead` before the first byte written through it.
+struct Lead<'a, W: ?Sized> {
+    out: &'a mut W,
+    lead: &'static [u8],
+    pending: bool,
+}
+
+impl<W: Write + ?Sized> Write for Lead<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.pending && !buf.is_empty() {
+            self.out.write_all(self.lead)?;
+            self.pending = false;
+        }
+        self.out.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// The text of the `message` of a `message` entry's JSON `line`, as stored,
@@ -198,6 +258,36 @@ mod tests {
             }
         }
         checked
+    }
+
+    /// A message on a line too long to hold is copied from the file whole
+    /// (a text of 6 MB, past `arbor_log::long::LONG_LINE`); one whose cut
+    /// text names the raw-value marker is decoded instead; either way the
+    /// written context is the decoded one.
+    #[test]
+    fn a_message_on_a_long_line_is_copied_whole() {
+        let d = tempfile::tempdir().unwrap();
+        for (name, inner) in [("plain", "x"), ("marker", "RawValue"), ("escaped", "\\u0052awValue")] {
+            let text = format!("{}{inner}{}", "word ".repeat(600_000), " end".repeat(100_000));
+            let file = d.path().join(format!("{name}.jsonl"));
+            let lines = [
+                json!({"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}),
+                json!({"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",
+                    "message":{"role":"user","content":"hi","timestamp":1}}),
+                json!({"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:00.000Z",
+                    "message":{"role":"assistant","content":[{"type":"text","text":text}],"provider":"p","model":"m","timestamp":1}}),
+            ];
+            let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            std::fs::write(&file, body).unwrap();
+            let opts = SessionOptions { index_first: false, index_dir: None, ..Default::default() };
+            let s = Session::open(&file, OpenMode::ReadOnly, opts).unwrap();
+            let want = arbor_log::json::parse(&arbor_log::json::to_string(&Context::of(&s).build().unwrap()).unwrap())
+                .unwrap();
+            let got = written(&s);
+            assert_eq!(got, want, "{name}");
+            assert_eq!(got["messages"][1]["content"][0]["text"].as_str().map(str::len), Some(text.len()), "{name}");
+            assert_eq!(got["model"], json!({"provider":"p","modelId":"m"}), "{name}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use arbor_log::EntryType;
+use arbor_log::{Entry, EntryType, Role};
 use arbor_tree::{Position, Session, TreeError};
 
 use serde_json::Value;
@@ -75,7 +75,7 @@ pub fn plan_path(session: &Session, path: Vec<Position>) -> Result<SessionPlan, 
     let plan = plan_kinds_at(path.len(), kind_at, find_kept, |ps| {
         let wanted: Vec<Position> = ps.iter().map(|&p| path[p]).collect();
         read.extend_from_slice(&wanted);
-        session.decode_many(&wanted).unwrap_or_else(|e| {
+        decode_for_plan(session, &wanted).unwrap_or_else(|e| {
             failed = Some(e);
             vec![None; wanted.len()]
         })
@@ -86,6 +86,23 @@ pub fn plan_path(session: &Session, path: Vec<Position>) -> Result<SessionPlan, 
     read.sort_unstable();
     read.dedup();
     Ok(SessionPlan { path, plan, read })
+}
+
+/// The entries at `positions` for a plan: an assistant message is read
+/// only for the model it names, so from a long line its preview is enough
+/// (`Session::decode_previews`: the line is not held); every other entry
+/// (a compaction's summary, a made-up message) whole.
+fn decode_for_plan(session: &Session, positions: &[Position]) -> Result<Vec<Option<Entry>>, TreeError> {
+    let assistant: Vec<bool> = positions
+        .iter()
+        .map(|&p| matches!(session.head_at(p), Some((EntryType::Message, Some(Role::Assistant)))))
+        .collect();
+    let pick = |want: bool| -> Vec<Position> {
+        positions.iter().zip(&assistant).filter(|(_, &a)| a == want).map(|(&p, _)| p).collect()
+    };
+    let mut previews = session.decode_previews(&pick(true))?.into_iter();
+    let mut whole = session.decode_many(&pick(false))?.into_iter();
+    Ok(assistant.iter().map(|&a| if a { previews.next().flatten() } else { whole.next().flatten() }).collect())
 }
 
 /// Calls `f` with each message of the context a plan describes, in order:

@@ -6,15 +6,7 @@ use serde_json::{Map, Value};
 use crate::message::Extra;
 use crate::version::{version_in_line, version_of};
 
-/// The current format version that Arbor writes.
-///
-/// ```
-/// use arbor_log::{SessionHeader, CURRENT_VERSION};
-///
-/// let header = SessionHeader::new("s1".into(), "2026-01-01T00:00:00.000Z".into(), "/w".into(), None);
-/// assert_eq!(header.version(), CURRENT_VERSION);
-/// ```
-pub const CURRENT_VERSION: u64 = 3;
+pub use crate::version::CURRENT_VERSION;
 
 /// The first logical line of a session file.
 ///

@@ -41,6 +41,8 @@
 //! parent, time, role, byte offsets, so bodies can be decoded on demand
 //! through positioned reads), [`writer`] (tail repair, backups, side files),
 //! [`stream`] (every line once, in order, with what `check` and `repair` need),
+//! [`long`] (a line too long to hold, read in windows: its long strings cut
+//! to previews, the rest kept, so the scans never hold it),
 //! [`idhash`] (maps keyed by entry ids) and [`json`] (JSON as JavaScript's
 //! `JSON.parse` reads it and `JSON.stringify` writes it: lone surrogates,
 //! numbers beyond `f64`, any depth).
@@ -65,13 +67,16 @@ mod entry;
 mod error;
 mod fast_head;
 pub mod files;
+mod head;
 mod header;
 pub mod idhash;
 pub mod ids;
 pub mod json;
 mod log;
+pub mod long;
 mod message;
 mod migrate;
+mod read_at;
 pub mod reader;
 pub mod scan;
 mod scanned;

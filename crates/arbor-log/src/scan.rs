@@ -21,168 +21,24 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::fs::File;
 use std::io;
 
 use compact_str::CompactString;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
 
 use crate::clock::parse_iso_ms;
 use crate::diag::DiagnosticKind;
-use crate::entry::{Entry, NotAnEntry};
+use crate::entry::Entry;
 use crate::fast_head::{fast_head, fast_head_detail, HeadDetail};
 use crate::json;
 use crate::reader::{parse_line, parse_line_detail, trim_line, Parsed};
 use crate::span::lines_starting_in;
 use crate::vocab::{EntryType, Role};
 
+pub(crate) use crate::head::RAW_VALUE_TOKEN;
+pub use crate::head::{ParentField, RecordHead};
+pub use crate::read_at::{read_exact_at, ReadAt};
 pub use crate::scanned::{ScanTarget, ScannedEntry, ScannedLog};
-
-/// Positioned reads from a session file (or bytes standing in for one).
-///
-/// `&self` so that many threads (and lazy decoding behind `&Session`) can read at once.
-pub trait ReadAt: Send + Sync + fmt::Debug {
-    /// Reads up to `buf.len()` bytes at `offset`; 0 at or past the end.
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
-    /// The current length in bytes.
-    fn len(&self) -> io::Result<u64>;
-    /// True when the length is 0.
-    fn is_empty(&self) -> io::Result<bool> {
-        Ok(self.len()? == 0)
-    }
-    /// Says that the byte ranges `spans` (`(start, end)`, in file order)
-    /// are about to be read, about in that order: a source far away (a
-    /// server) may then fetch many of them at once. A hint only: reads
-    /// outside it are answered as ever. The default does nothing.
-    fn will_read(&self, spans: &[(u64, u64)]) {
-        let _ = spans;
-    }
-    /// True for a source far away, where every byte read costs (a
-    /// server): readers then read the bytes they need, not the short gaps
-    /// between them that a local file reads at no cost. False by default.
-    fn remote(&self) -> bool {
-        false
-    }
-}
-
-impl ReadAt for File {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::FileExt::read_at(self, buf, offset)
-        }
-        #[cfg(windows)]
-        {
-            std::os::windows::fs::FileExt::seek_read(self, buf, offset)
-        }
-    }
-
-    fn len(&self) -> io::Result<u64> {
-        Ok(self.metadata()?.len())
-    }
-}
-
-impl ReadAt for Vec<u8> {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.len());
-        let n = buf.len().min(self.len() - start);
-        buf[..n].copy_from_slice(&self[start..start + n]);
-        Ok(n)
-    }
-
-    fn len(&self) -> io::Result<u64> {
-        Ok(Vec::len(self) as u64)
-    }
-}
-
-/// Reads exactly `len` bytes at `offset`, or fewer if the source ends first.
-pub fn read_exact_at(src: &dyn ReadAt, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0; len];
-    let mut filled = 0;
-    while filled < len {
-        match src.read_at(&mut buf[filled..], offset + filled as u64) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(filled);
-    Ok(buf)
-}
-
-/// A record's `parentId` as the entry decoder reads it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ParentField {
-    /// Absent, `null`, or anything but a string (it resolves to no entry): a root.
-    #[default]
-    Root,
-    /// A string.
-    Id(CompactString),
-}
-
-/// What the light scan keeps of a JSON object line.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RecordHead {
-    /// `type`, when it is a string.
-    pub entry_type: Option<EntryType>,
-    /// `id`, when it is a string (ids are short: held inline, no allocation).
-    pub id: Option<CompactString>,
-    /// `parentId`.
-    pub parent: ParentField,
-    /// `timestamp` in epoch ms, when it is a string that parses.
-    pub ts_ms: Option<i64>,
-    /// True when the object has a `message` field.
-    pub has_message: bool,
-    /// `message.role`, when the message is an object with a string role.
-    pub role: Option<Role>,
-    /// `message.timestamp`, when the message is an object and it is a number
-    /// (what `Value::as_f64` gives: the time listings sort by).
-    pub message_time: Option<f64>,
-    /// The decoded entry, for records the scan decodes in full (see [`scan_source`]).
-    pub entry: Option<Box<Entry>>,
-    /// True when only JavaScript's reading accepts the line (see [`crate::reader::parse_line_detail`]).
-    pub js_only: bool,
-}
-
-impl RecordHead {
-    /// Why the record is not an entry, checked in the order [`Entry::from_value`] checks.
-    pub fn not_an_entry(&self) -> Option<NotAnEntry> {
-        if self.entry_type.is_none() {
-            Some(NotAnEntry::NoType)
-        } else if self.id.is_none() {
-            Some(NotAnEntry::NoId)
-        } else {
-            None
-        }
-    }
-
-    /// True for a `message` entry whose body is decoded on demand (it has a message).
-    pub fn is_lazy_message(&self) -> bool {
-        self.entry_type == Some(EntryType::Message) && self.has_message
-    }
-
-    /// The head of a parsed object (the slow path's view of the same line).
-    pub fn from_value(v: &Value) -> RecordHead {
-        let parent = match v.get("parentId") {
-            Some(Value::String(s)) => ParentField::Id(s.as_str().into()),
-            _ => ParentField::Root,
-        };
-        let message = v.get("message");
-        RecordHead {
-            entry_type: v.get("type").and_then(Value::as_str).map(EntryType::parse),
-            id: v.get("id").and_then(Value::as_str).map(CompactString::from),
-            parent,
-            ts_ms: v.get("timestamp").and_then(Value::as_str).and_then(parse_iso_ms),
-            has_message: message.is_some(),
-            role: message.and_then(|m| m.get("role")).and_then(Value::as_str).map(Role::parse),
-            message_time: message.and_then(|m| m.get("timestamp")).and_then(Value::as_f64),
-            entry: None,
-            js_only: false,
-        }
-    }
-}
 
 /// What one physical line holds, as far as the light scan looks.
 #[derive(Debug, Clone, PartialEq)]
@@ -395,19 +251,16 @@ pub(crate) fn scan_parts<P: ScanPart>(src: &dyn ReadAt, len: u64, threads: usize
 fn scan_range<P: ScanPart>(src: &dyn ReadAt, range: (u64, u64), len: u64, decode: bool) -> io::Result<(P, usize)> {
     let mut out = P::default();
     let mut number = 0usize;
-    lines_starting_in(src, range, len, &mut |bytes, offset| {
+    lines_starting_in(src, range, len, &mut |bytes, offset, n| {
         number += 1;
-        let (kind, note) = scan_line(bytes, decode);
-        out.keep(ScannedLine { number, offset, len: bytes.len(), kind, note });
+        // A reduced long line is not decoded here: its entry is decoded from the file when asked.
+        let (kind, note) = scan_line(bytes, decode && n == bytes.len());
+        out.keep(ScannedLine { number, offset, len: n, kind, note });
     })?;
     Ok((out, number))
 }
 
 // ---- the light parse ----
-
-/// The serde-private key serde_json's `Value` treats as a raw-value marker: a
-/// line holding it takes the full parser's path.
-pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 struct HeadParse(RecordHead);
 

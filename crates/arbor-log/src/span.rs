@@ -6,10 +6,15 @@
 //! A line belongs to the range its first byte is in, so ranges cut at any
 //! byte offsets split the file's lines between them: a range reads the line
 //! that straddles its end whole, and the next range skips it.
+//!
+//! A line longer than [`LONG_LINE`] is not held: it is read again in
+//! windows and handed over reduced ([`crate::long`]), with its length in
+//! the file beside it; only a line that cannot be reduced is held whole.
 
 use std::io;
 
-use crate::scan::ReadAt;
+use crate::long::{reduce_line, LONG_LINE};
+use crate::read_at::ReadAt;
 
 /// Small enough that a chunk read is still in the core's cache when its lines are scanned.
 pub(crate) const CHUNK: usize = 256 << 10;
@@ -17,15 +22,17 @@ pub(crate) const CHUNK: usize = 256 << 10;
 /// Bytes read at a time past a range's end, to finish the line that straddles it.
 const TAIL: usize = 16 << 10;
 
-/// Calls `line(bytes, offset)` for each line whose first byte is in
-/// `[from, to)`, in order, reading nothing at or past `len` (the file's
+/// Calls `line(bytes, offset, length)` for each line whose first byte is
+/// in `[from, to)`, in order, reading nothing at or past `len` (the file's
 /// length when the read began: bytes appended since are not read, so the
 /// last line may lack its `\n`); returns how many lines there were.
+/// `bytes` is the line, or its reduced form for a long line (see the
+/// module's docs); `length` is always the line's length in the file.
 pub(crate) fn lines_starting_in(
     src: &dyn ReadAt,
     (from, to): (u64, u64),
     len: u64,
-    line: &mut dyn FnMut(&[u8], u64),
+    line: &mut dyn FnMut(&[u8], u64, usize),
 ) -> io::Result<usize> {
     let to = to.min(len);
     if from >= to {
@@ -42,7 +49,8 @@ pub(crate) fn lines_starting_in(
     // `buf[..searched]` holds no line end after the current line's start: a
     // line longer than the buffer is searched once, not again at each read.
     let mut searched = 0usize;
-    let mut count = 0usize;
+    // Lines handed over; the start of a long line that could not be reduced (held whole).
+    let (mut count, mut whole) = (0usize, None);
     loop {
         if filled == buf.len() {
             // One line longer than the buffer: grow.
@@ -51,24 +59,19 @@ pub(crate) fn lines_starting_in(
         let want = read_len(buf.len() - filled, filled, pos, to, len);
         let n = if want == 0 { 0 } else { read_some(src, &mut buf[filled..filled + want], pos)? };
         let eof = n == 0;
-        filled += n;
-        pos += n as u64;
+        (filled, pos) = (filled + n, pos + n as u64);
         let mut start = 0usize;
         if skip {
             // The bytes up to the first line start are the end of the range before's last line.
-            match memchr::memchr(b'\n', &buf[..filled]) {
-                Some(i) => {
-                    start = i + 1;
-                    skip = false;
+            let Some(i) = memchr::memchr(b'\n', &buf[..filled]) else {
+                // No line starts in the range: the line before runs past its end.
+                if eof || base + filled as u64 >= to {
+                    return Ok(0);
                 }
-                None if eof => return Ok(0),
-                None => {
-                    base += filled as u64;
-                    filled = 0;
-                    searched = 0;
-                    continue;
-                }
-            }
+                (base, filled, searched) = (base + filled as u64, 0, 0);
+                continue;
+            };
+            (start, skip) = (i + 1, false);
         }
         let scanned_from = start.max(searched);
         for nl in memchr::memchr_iter(b'\n', &buf[scanned_from..filled]) {
@@ -77,7 +80,7 @@ pub(crate) fn lines_starting_in(
                 return Ok(count);
             }
             let end = scanned_from + nl + 1;
-            line(&buf[start..end], at);
+            line(&buf[start..end], at, end - start);
             count += 1;
             start = end;
         }
@@ -87,15 +90,46 @@ pub(crate) fn lines_starting_in(
         }
         if eof {
             if start < filled {
-                line(&buf[start..filled], at);
+                line(&buf[start..filled], at, filled - start);
                 count += 1;
             }
             return Ok(count);
+        }
+        if filled - start > LONG_LINE {
+            if let Some(next) = hand_reduced(src, (at, len), &mut whole, line)? {
+                count += 1; // On after the line, with an empty buffer.
+                (base, pos, filled, searched) = (next, next, 0, 0);
+                continue;
+            }
         }
         buf.copy_within(start..filled, 0);
         filled -= start;
         searched = filled;
         base = at;
+    }
+}
+
+/// Hands the long line at `at` to `line` reduced, unless it is the one at
+/// `whole` (it could not be): the offset after it, or `None` when it could
+/// not be reduced (`whole` then says so, and the caller holds it whole).
+fn hand_reduced(
+    src: &dyn ReadAt,
+    (at, len): (u64, u64),
+    whole: &mut Option<u64>,
+    line: &mut dyn FnMut(&[u8], u64, usize),
+) -> io::Result<Option<u64>> {
+    if *whole == Some(at) {
+        return Ok(None);
+    }
+    match reduce_line(src, at, len)? {
+        Some(r) => {
+            line(&r.bytes, at, usize::try_from(r.len).unwrap_or(usize::MAX));
+            Ok(Some(at + r.len))
+        }
+        None => {
+            *whole = Some(at);
+            Ok(None)
+        }
     }
 }
 
@@ -128,7 +162,7 @@ mod tests {
     fn lines_of(data: &[u8], from: u64, to: u64) -> Vec<(u64, Vec<u8>)> {
         let mut out = vec![];
         let len = data.len() as u64;
-        let n = lines_starting_in(&data.to_vec(), (from, to), len, &mut |b, at| out.push((at, b.to_vec()))).unwrap();
+        let n = lines_starting_in(&data.to_vec(), (from, to), len, &mut |b, at, _| out.push((at, b.to_vec()))).unwrap();
         assert_eq!(n, out.len());
         out
     }
@@ -190,10 +224,35 @@ mod tests {
         data.push(b'\n');
         let src = Counted(data, 0.into());
         let mut lens = vec![];
-        lines_starting_in(&src, (0, 4), src.0.len() as u64, &mut |b, _| lens.push(b.len())).unwrap();
+        lines_starting_in(&src, (0, 4), src.0.len() as u64, &mut |b, _, _| lens.push(b.len())).unwrap();
         assert_eq!(lens, [3, (32 << 20) + 1]);
         let reads = src.1.load(std::sync::atomic::Ordering::Relaxed);
         assert!(reads < 40, "{reads} reads for a 32 MiB line (2,048 before)");
+    }
+
+    /// A long line of JSON is not held: it is handed over reduced, with its
+    /// length in the file, in reads of a MiB, and the lines after it follow.
+    #[test]
+    fn a_long_json_line_is_handed_over_reduced() {
+        let mut data = b"{}\n{\"text\":\"".to_vec();
+        data.extend(std::iter::repeat_n(b'z', 32 << 20));
+        data.extend_from_slice(b"\"}\n{\"a\":1}\n");
+        let src = Counted(data, 0.into());
+        let mut got = vec![];
+        let len = src.0.len() as u64;
+        for (from, to) in [(0, 4), (4, len)] {
+            lines_starting_in(&src, (from, to), len, &mut |b, at, n| got.push((at, b.len(), n))).unwrap();
+        }
+        let long = (32 << 20) + 12;
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[1].0, 3);
+        assert_eq!(got[1].2, long);
+        assert!(got[1].1 < 8 << 10, "{} bytes handed over", got[1].1);
+        assert_eq!(got[2], (3 + long as u64, 8, 8));
+        // The range before reads up to LONG_LINE, then the reducer 1 MiB at
+        // a time; the range after skips through it 256 KiB at a time.
+        let reads = src.1.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(reads < 200, "{reads} reads");
     }
 
     /// Nothing at or past `len` is read: a line cut there ends there.
@@ -205,10 +264,10 @@ three
 "
         .to_vec();
         let mut got = vec![];
-        lines_starting_in(&data, (0, u64::MAX), 10, &mut |b, at| got.push((at, b.to_vec()))).unwrap();
+        lines_starting_in(&data, (0, u64::MAX), 10, &mut |b, at, _| got.push((at, b.to_vec()))).unwrap();
         assert_eq!(got, [(0, b"one\n".to_vec()), (4, b"two\n".to_vec()), (8, b"th".to_vec())]);
         got.clear();
-        lines_starting_in(&data, (5, 9), 10, &mut |b, at| got.push((at, b.to_vec()))).unwrap();
+        lines_starting_in(&data, (5, 9), 10, &mut |b, at, _| got.push((at, b.to_vec()))).unwrap();
         assert_eq!(got, [(8, b"th".to_vec())]);
     }
 }

@@ -86,9 +86,10 @@ pub fn stream_lines(
     let scan = |k: usize| -> Scanned {
         let from = k as u64 * BLOCK as u64;
         let mut out = vec![];
-        lines_starting_in(src, (from, from + BLOCK as u64), len, &mut |bytes, offset| {
+        lines_starting_in(src, (from, from + BLOCK as u64), len, &mut |bytes, offset, n| {
             let mut l = streamed_line(bytes);
             l.offset = offset;
+            l.len = n;
             out.push(l);
         })?;
         Ok(out)

@@ -12,7 +12,15 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::header::CURRENT_VERSION;
+/// The current format version that Arbor writes.
+///
+/// ```
+/// use arbor_log::{SessionHeader, CURRENT_VERSION};
+///
+/// let header = SessionHeader::new("s1".into(), "2026-01-01T00:00:00.000Z".into(), "/w".into(), None);
+/// assert_eq!(header.version(), CURRENT_VERSION);
+/// ```
+pub const CURRENT_VERSION: u64 = 3;
 
 /// The version a header's `version` value stands for as far as migrations go:
 /// 1 (both steps), 2 (the v2 → v3 step) or [`CURRENT_VERSION`] (none).

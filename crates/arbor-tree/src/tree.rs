@@ -197,7 +197,9 @@ impl<'a> Tree<'a> {
         // reads each run of lines that are written one after the other once.
         let mut ahead = slots.passing();
         cursor.follow(self.walk().filter_map(move |step| match step {
-            Step::Enter { position, .. } => ahead.get(position.get()).and_then(Slot::json_span),
+            Step::Enter { position, .. } => {
+                ahead.get(position.get()).filter(|s| !s.is_long()).and_then(Slot::json_span)
+            }
             Step::Leave(_) => None,
         }));
         let session = self.session;
@@ -217,7 +219,11 @@ impl<'a> Tree<'a> {
                     let mut has_label = false;
                     if let Some(s) = out.get(position.get()) {
                         has_label = any_label && session.label(&s.id()).map_err(io::Error::other)?.is_some();
-                        s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes())).map_err(changed)??;
+                        // A long line is copied from the file a block at a time, never held.
+                        match s.copy_long_text(cursor.src, false, &mut Dyn(&mut *w)) {
+                            Some(copied) => copied.map_err(|e| session.changed_io(e))?,
+                            None => s.with_json_via(&mut cursor, |j| w.write_all(j.as_bytes())).map_err(changed)??,
+                        }
                     }
                     w.write_all(b",\"children\":[")?;
                     labelled.push(has_label);
@@ -301,6 +307,19 @@ impl Session {
     /// sorted oldest first (stable), labels resolved, no entry twice.
     pub fn get_tree(&self) -> Tree<'_> {
         Tree::build(self)
+    }
+}
+
+/// A `Write` of any size as a `dyn Write`.
+struct Dyn<'a, W: ?Sized>(&'a mut W);
+
+impl<W: Write + ?Sized> Write for Dyn<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
     }
 }
 

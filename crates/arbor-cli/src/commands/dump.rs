@@ -39,6 +39,8 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         out.write_all(b"}\n")?;
         return Ok(ExitCode::SUCCESS);
     }
+    // Rows show a line of each entry: long lines are read as previews.
+    s.read_previews(true);
     let h = s.header();
     writeln!(out, "session {} v{} {} cwd={}", h.id, h.version(), h.timestamp, h.cwd.as_deref().unwrap_or(""))?;
     let all: Vec<Position> = s.positions().collect();

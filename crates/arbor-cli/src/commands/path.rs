@@ -42,6 +42,8 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         write_entries_json(out, &s, &idx)?;
         out.write_all(b"\n")?;
     } else {
+        // Rows show a line of each entry: long lines are read as previews.
+        s.read_previews(true);
         write_entry_lines(out, &s, &idx)?;
     }
     Ok(ExitCode::SUCCESS)

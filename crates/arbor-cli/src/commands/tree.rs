@@ -53,6 +53,8 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
         s.get_tree().write_json(out)?;
         out.write_all(b"\n")?;
     } else {
+        // Rows show a line of each entry: long lines are read as previews.
+        s.read_previews(true);
         let terminal = || {
             std::io::stdout()
                 .is_terminal()

@@ -64,16 +64,28 @@ pub fn entry_line(e: &Entry, calls: &dyn CallText, home: Option<&str>) -> String
 const BATCH: usize = 2048;
 
 /// Writes a JSON list of the stored entries at `positions`, copied as they
-/// are a batch at a time (read on all cores), never all held at once.
+/// are a batch at a time (read on all cores), never all held at once; an
+/// entry on a long line is copied from the file a block at a time
+/// ([`Session::write_json_at`]), never held.
 pub fn write_entries_json(out: &mut dyn Write, s: &Session, positions: &[Position]) -> Result<()> {
     out.write_all(b"[")?;
     let mut first = true;
     for batch in positions.chunks(BATCH) {
-        for j in s.map_json_many(batch, |_, j| j.to_owned())?.into_iter().flatten() {
+        let short: Vec<Position> = batch.iter().copied().filter(|&p| !s.is_long_at(p)).collect();
+        let mut texts = s.map_json_many(&short, |_, j| j.to_owned())?.into_iter();
+        for &p in batch {
+            let long = s.is_long_at(p);
+            let text = if long { None } else { texts.next().flatten() };
+            if !long && text.is_none() {
+                continue;
+            }
             if !std::mem::take(&mut first) {
                 out.write_all(b",")?;
             }
-            out.write_all(j.as_bytes())?;
+            match text {
+                Some(j) => out.write_all(j.as_bytes())?,
+                None => s.write_json_at(p, out)?,
+            }
         }
     }
     out.write_all(b"]")?;

@@ -69,9 +69,24 @@ fn whole_tree(s: &Session, out: &mut dyn Write) -> std::io::Result<()> {
     drop(tree);
     let live: Vec<Position> = s.positions().filter(|&i| s.is_live_at(i)).collect();
     for batch in live.chunks(BATCH) {
-        let lines = s.map_lines_many(batch, |_, line| line.to_owned()).map_err(std::io::Error::other)?;
-        for (&i, line) in batch.iter().zip(lines) {
-            let Some(line) = line else { continue };
+        // A long line copied as it is (its parent the one shown) is copied
+        // from the file a block at a time, never held.
+        let copied = |i: Position| {
+            let shown = parent.get(&i).copied();
+            s.is_long_at(i)
+                && shown.is_some()
+                && shown == s.parent_at(i)
+                && s.entry_type_at(i) != Some(&EntryType::Label)
+        };
+        let held: Vec<Position> = batch.iter().copied().filter(|&i| !copied(i)).collect();
+        let mut lines = s.map_lines_many(&held, |_, line| line.to_owned()).map_err(std::io::Error::other)?.into_iter();
+        for &i in batch {
+            if copied(i) {
+                s.write_line_at(i, out)?;
+                out.write_all(b"\n")?;
+                continue;
+            }
+            let Some(line) = lines.next().flatten() else { continue };
             if let Some(line) = shown_line(s, i, parent.get(&i).copied(), line).map_err(std::io::Error::other)? {
                 writeln!(out, "{line}")?;
             }

@@ -55,7 +55,7 @@ use wide::u8x16;
 use line::{Bytes, LineMasks};
 
 use crate::clock::parse_iso_ms;
-use crate::scan::{ParentField, RecordHead, RAW_VALUE_TOKEN};
+use crate::head::{ParentField, RecordHead, RAW_VALUE_TOKEN};
 use crate::vocab::{EntryType, Role};
 
 /// serde_json's default recursion limit: the 128th nested container is refused.

@@ -38,6 +38,8 @@ pub(crate) struct LineCursor<'s> {
     plan: Vec<(u64, u64)>,
     /// The order of the requests to come, when told.
     order: Option<Order<'s>>,
+    /// Entries on long lines are decoded as previews (see [`crate::Session::read_previews`]).
+    pub(crate) previews: bool,
 }
 
 /// The spans of the requests to come, in the order they come.
@@ -95,7 +97,16 @@ impl<'s> LineCursor<'s> {
     /// A cursor whose first read is just the line asked for (one line read
     /// through a fresh cursor costs what a single read does).
     pub(crate) fn new(src: Option<&'s dyn ReadAt>) -> LineCursor<'s> {
-        LineCursor { src, buf: Vec::new(), filled: 0, start: 0, window: 0, plan: Vec::new(), order: None }
+        LineCursor {
+            src,
+            buf: Vec::new(),
+            filled: 0,
+            start: 0,
+            window: 0,
+            plan: Vec::new(),
+            order: None,
+            previews: false,
+        }
     }
 
     /// Says the order of every request from now on, as `(offset, len)`:

@@ -35,6 +35,7 @@ mod cursor;
 mod grown;
 mod leaf;
 mod load;
+mod long_line;
 mod lookup;
 mod open;
 mod options;
@@ -155,6 +156,8 @@ pub struct Session {
     migration: MigrationReport,
     notices: Vec<String>,
     failed: Option<String>,
+    /// Long lines are decoded as previews ([`Session::read_previews`]).
+    previews: bool,
 }
 
 impl Session {
@@ -177,6 +180,7 @@ impl Session {
             migration: MigrationReport::default(),
             notices: vec![],
             failed: None,
+            previews: false,
         }
     }
 

@@ -5,6 +5,7 @@
 //! tree hands back for the next question.
 
 use std::fmt;
+use std::io::{self, Write};
 use std::ops::Range;
 
 use arbor_log::scan::ReadAt;
@@ -71,6 +72,18 @@ const PLANNED_RUNS: usize = 64;
 impl Session {
     fn slot_at(&self, p: Position) -> Option<&Slot> {
         self.state.slots.get(p.get())
+    }
+
+    /// With `on`, the entries [`Session::decode_many`],
+    /// [`Session::decode_shares`] and the other batch readers decode from
+    /// a line longer than [`arbor_log::long::LONG_LINE`] are its preview:
+    /// every long string (over [`arbor_log::long::HELD`] bytes) cut to its
+    /// first few KB, read in windows without holding the line
+    /// (`arbor_log::long`). For readers that show a line of an entry (`arbor
+    /// tree`, `path`, `dump`); a line that cannot be reduced is read whole.
+    /// Writers of the full text leave it off (the default).
+    pub fn read_previews(&mut self, on: bool) {
+        self.previews = on;
     }
 
     /// Every position, in file order.
@@ -168,9 +181,9 @@ impl Session {
         positions: &[Position],
         f: impl Fn(&[Position], Vec<Option<Entry>>) -> Vec<R> + Sync,
     ) -> Result<Vec<R>, TreeError> {
-        let (slots, src) = (&self.state.slots, self.src());
+        let (slots, src, previews) = (&self.state.slots, self.src(), self.previews);
         let shares = on_all_cores(positions, |base, share| {
-            let read = read_share(slots, src, base, share, &|_, s, cursor| s.owned_entry_via(cursor));
+            let read = read_share((slots, src, previews), base, share, &|_, s, cursor| s.owned_entry_via(cursor));
             // A share with a line that cannot be read is not handed on.
             match read.into_iter().map(Option::transpose).collect::<Result<Vec<_>, Stale>>() {
                 Ok(entries) => f(share, entries).into_iter().map(Ok).collect(),
@@ -180,6 +193,13 @@ impl Session {
         shares.into_iter().map(|r| r.map_err(|e| self.stale(e))).collect()
     }
 
+    /// [`Session::decode_many`] with entries on long lines decoded as
+    /// previews, whatever [`Session::read_previews`] says: for readers of
+    /// what a preview keeps whole (types, ids, roles, a message's model).
+    pub fn decode_previews(&self, positions: &[Position]) -> Result<Vec<Option<Entry>>, TreeError> {
+        self.settle(self.map_slots_as(true, positions, |_, s, cursor| s.owned_entry_via(cursor)))
+    }
+
     /// `one(k, slot, cursor)` for the slot at each of `positions`, on all
     /// cores, in order (see [`read_share`]).
     pub(super) fn map_slots<R: Send>(
@@ -187,8 +207,18 @@ impl Session {
         positions: &[Position],
         one: impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync,
     ) -> Vec<Option<R>> {
+        self.map_slots_as(self.previews, positions, one)
+    }
+
+    /// [`Session::map_slots`], long lines read as previews or not.
+    fn map_slots_as<R: Send>(
+        &self,
+        previews: bool,
+        positions: &[Position],
+        one: impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync,
+    ) -> Vec<Option<R>> {
         let (slots, src) = (&self.state.slots, self.src());
-        on_all_cores(positions, |base, share| read_share(slots, src, base, share, &one))
+        on_all_cores(positions, |base, share| read_share((slots, src, previews), base, share, &one))
     }
 
     /// The id of the entry at `p` (no decoding).
@@ -250,6 +280,70 @@ impl Session {
         read.transpose().map_err(|e| self.stale(e))
     }
 
+    /// True when the entry at `p` is on a line longer than
+    /// [`arbor_log::long::LONG_LINE`]: writers copy its text with
+    /// [`Session::write_json_at`] or [`Session::write_line_at`] instead of
+    /// holding it.
+    pub fn is_long_at(&self, p: Position) -> bool {
+        self.slot_at(p).is_some_and(Slot::is_long)
+    }
+
+    /// Writes the JSON text of the entry at `p` (what
+    /// [`Session::with_json_at`] hands over) to `out`. A long line is copied
+    /// from the file a block at a time and never held whole. A line read
+    /// after the file changed (a long line's block that changed since it
+    /// was checked: before any of it is written) fails with an I/O error
+    /// holding [`TreeError::Changed`], naming the file and line.
+    pub fn write_json_at(&self, p: Position, out: &mut dyn Write) -> io::Result<()> {
+        self.write_text_at(p, false, out)
+    }
+
+    /// [`Session::write_json_at`] with the text as its line holds it
+    /// ([`Session::with_line_at`]): for copies of the file.
+    pub fn write_line_at(&self, p: Position, out: &mut dyn Write) -> io::Result<()> {
+        self.write_text_at(p, true, out)
+    }
+
+    /// For an entry on a long line ([`Session::is_long_at`]): copies the
+    /// part of its JSON text that `pick` gives a range of in the line's
+    /// reduced text (every long string cut to a preview:
+    /// `arbor_log::long`), from the file, never holding it. The part's bytes
+    /// are read first, in windows with the 64 bytes before each, by
+    /// `refuse`. `Ok(false)`, nothing written, when the entry's line is
+    /// short or cannot be reduced, `pick` gives nothing or a range that
+    /// starts or ends inside a cut string, or `refuse` says no: the caller
+    /// writes the part some other way.
+    pub fn write_long_part_at(
+        &self,
+        p: Position,
+        pick: impl FnOnce(&str) -> Option<Range<usize>>,
+        refuse: impl Fn(&[u8]) -> bool,
+        out: &mut dyn Write,
+    ) -> io::Result<bool> {
+        match self.slot_at(p) {
+            Some(s) => s.copy_long_part(self.src(), pick, refuse, out).map_err(|e| self.changed_io(e)),
+            None => Ok(false),
+        }
+    }
+
+    fn write_text_at(&self, p: Position, as_written: bool, out: &mut dyn Write) -> io::Result<()> {
+        let Some(s) = self.slot_at(p) else { return Ok(()) };
+        if let Some(copied) = s.copy_long_text(self.src(), as_written, out) {
+            return copied.map_err(|e| self.changed_io(e));
+        }
+        let written = s.with_text_via(&mut LineCursor::new(self.src()), as_written, |t| out.write_all(t.as_bytes()));
+        written.map_err(|e| io::Error::other(self.stale(e)))?
+    }
+
+    /// An I/O error of a slot's long line that says the file changed (it
+    /// holds a [`Stale`]) as one holding [`TreeError::Changed`]; any other as it is.
+    pub(crate) fn changed_io(&self, e: io::Error) -> io::Error {
+        match e.get_ref().and_then(|inner| inner.downcast_ref::<Stale>()) {
+            Some(stale) => io::Error::other(self.stale(stale.clone())),
+            None => e,
+        }
+    }
+
     /// Calls `f` with the JSON text of the entry at `p` without keeping the
     /// text in the session (for writers that stream many entries).
     pub fn with_json_at<R>(&self, p: Position, f: impl FnOnce(&str) -> R) -> Result<Option<R>, TreeError> {
@@ -262,13 +356,13 @@ impl Session {
 /// where they are (so it reads the lines and the short gaps between them,
 /// not whole windows of other branches).
 fn read_share<R>(
-    slots: &Slots,
-    src: Option<&dyn ReadAt>,
+    (slots, src, previews): (&Slots, Option<&dyn ReadAt>, bool),
     base: usize,
     share: &[Position],
     one: &(impl Fn(usize, &Slot, &mut LineCursor<'_>) -> R + Sync),
 ) -> Vec<Option<R>> {
     let mut cursor = LineCursor::new(src);
+    cursor.previews = previews;
     let mut out = Vec::with_capacity(share.len());
     let mut rest = share;
     while !rest.is_empty() {

@@ -32,6 +32,14 @@ pub(crate) struct Stale {
     pub(crate) what: String,
 }
 
+impl std::fmt::Display for Stale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.what)
+    }
+}
+
+impl std::error::Error for Stale {}
+
 /// A slot's parent index when its `parentId` does not resolve.
 pub(crate) const NO_PARENT: usize = usize::MAX;
 
@@ -403,6 +411,11 @@ impl Slot {
         self.flags & JS_ONLY != 0
     }
 
+    /// The JSON text, when it is held.
+    pub(crate) fn held_json(&self) -> Option<&str> {
+        self.odd().and_then(|m| m.json.get()).map(|j| &**j)
+    }
+
     /// Where the line is in the session's source: (offset, length).
     pub(crate) fn src(&self) -> Option<(u64, usize)> {
         if self.flags & PLACED != 0 {
@@ -456,11 +469,11 @@ impl Slot {
     }
 
     /// Why this slot's line cannot be read: `what`, at its line.
-    fn stale(&self, what: &str) -> Stale {
+    pub(super) fn stale(&self, what: &str) -> Stale {
         Stale { line: self.line(), what: what.to_owned() }
     }
 
-    fn misplaced(&self) -> Stale {
+    pub(super) fn misplaced(&self) -> Stale {
         self.stale(&format!("entry {} is not on the line the index put it", self.id()))
     }
 
@@ -493,7 +506,7 @@ impl Slot {
     }
 
     /// The line of this slot through `cursor`, checked when the index placed it.
-    fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
+    pub(super) fn line_via<'c>(&self, cursor: &'c mut LineCursor<'_>) -> Option<&'c [u8]> {
         let (offset, len) = self.span()?;
         let raw = cursor.line(offset, len)?;
         if !self.placed_by_index() {
@@ -502,10 +515,16 @@ impl Slot {
         self.indexed_line(raw)
     }
 
-    /// True when the line of this slot is where the index put it (always
-    /// true for slots that did not come from the index).
-    pub(crate) fn line_is_sound(&self, cursor: &mut LineCursor<'_>) -> bool {
-        !self.placed_by_index() || self.line_via(cursor).is_some()
+    /// The entry's preview, decoded from its long line read in windows
+    /// (see [`crate::Session::read_previews`]); `None` for a short line, or
+    /// one that cannot be reduced or is not where the index put it.
+    /// A long line the file no longer holds as the session read it fails, saying why.
+    fn preview_entry(&self, src: Option<&dyn ReadAt>) -> Result<Option<Entry>, Stale> {
+        if self.odd().is_some_and(|m| m.entry.get().is_some()) {
+            return Ok(None);
+        }
+        let Some(reduced) = self.reduced(src)? else { return Ok(None) };
+        Ok(full_entry(&reduced.bytes).filter(|e| *self.id() == *e.id).map(|e| *e))
     }
 
     fn decode(&self, src: Option<&dyn ReadAt>) -> Result<Entry, Stale> {
@@ -517,6 +536,11 @@ impl Slot {
     pub(crate) fn owned_entry_via(&self, cursor: &mut LineCursor<'_>) -> Result<Entry, Stale> {
         if let Some(e) = self.odd().and_then(|m| m.entry.get()) {
             return Ok((**e).clone());
+        }
+        if cursor.previews {
+            if let Some(e) = self.preview_entry(cursor.src)? {
+                return Ok(e);
+            }
         }
         match self.line_via(cursor) {
             Some(line) => self.decode_line(line),
@@ -579,6 +603,14 @@ impl Slot {
         if let Some(j) = self.odd().and_then(|m| m.json.get()).filter(|_| !(as_written && self.js_only())) {
             return Ok(f(j));
         }
+        // A reader of previews is handed a long line's reduced form (valid UTF-8: the reducer checked).
+        if cursor.previews {
+            if let Some(bytes) = self.reduced(cursor.src)?.map(|r| r.bytes) {
+                if let Ok(text) = std::str::from_utf8(trim_line(&bytes)) {
+                    return Ok(f(text));
+                }
+            }
+        }
         // A line the index placed wrongly, or one read after the file
         // changed, is never copied: the read fails, saying why.
         let src = cursor.src;
@@ -631,7 +663,7 @@ impl ScanTarget for Slot {
 /// True when the JSON text `text` has the key `"id"` with the string `id`
 /// (written as `JSON.stringify` writes it). No allocation for an id that
 /// needs no escaping (every id pi makes).
-fn holds_id(text: &[u8], id: &str) -> bool {
+pub(super) fn holds_id(text: &[u8], id: &str) -> bool {
     static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":"));
     let plain = id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');

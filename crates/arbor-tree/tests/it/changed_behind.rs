@@ -311,3 +311,111 @@ fn a_writer_that_moves_a_torn_tail_aside_reads_on() {
     let texts = |s: &Session| -> Vec<String> { s.entries_json().map(|e| e.unwrap().1.to_owned()).collect() };
     assert_eq!(texts(&s), texts(&again));
 }
+
+/// A read of a session with a long line ([`arbor_log::long::LONG_LINE`]),
+/// through the paths that never hold it: its answer, or what it wrote.
+type LongRead = fn(&mut Session, Position) -> Result<String, TreeError>;
+
+/// Every read that takes a long line in pieces (a preview, a copy a block
+/// at a time) rather than whole.
+const LONG_READS: &[(&str, LongRead)] = &[
+    ("decode_previews", |s, _| Ok(format!("{:?}", s.decode_previews(&all(s))?))),
+    ("read_previews.decode_many", |s, _| {
+        s.read_previews(true);
+        Ok(format!("{:?}", s.decode_many(&all(s))?))
+    }),
+    ("read_previews.map_json_many", |s, _| {
+        s.read_previews(true);
+        Ok(format!("{:?}", s.map_json_many(&all(s), |_, j| j.len())?))
+    }),
+    ("read_previews.decode_at", |s, p| {
+        s.read_previews(true);
+        Ok(format!("{:?}", s.decode_at(p)?.map(|e| e.id)))
+    }),
+    ("write_json_at", |s, p| written(|out| s.write_json_at(p, out))),
+    ("write_line_at", |s, p| written(|out| s.write_line_at(p, out))),
+    ("write_long_part_at", |s, p| {
+        written(|out| s.write_long_part_at(p, |t| Some(0..t.len().min(8)), |_| false, out).map(drop))
+    }),
+    // Streamed: what comes before the long line's entry is out already.
+    ("get_tree.write_json", |s, _| {
+        let mut out = vec![];
+        s.get_tree().write_json(&mut out).map_err(tree_error)?;
+        Ok(String::from_utf8_lossy(&out).chars().take(64).collect())
+    }),
+];
+
+/// What `write` wrote, or the [`TreeError`] it failed with; a write that
+/// fails has written nothing.
+fn written(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result<String, TreeError> {
+    let mut out = vec![];
+    match write(&mut out) {
+        Ok(()) => Ok(format!("{} bytes: {}", out.len(), String::from_utf8_lossy(&out[..out.len().min(64)]))),
+        Err(e) => {
+            assert!(out.is_empty(), "{} bytes written before the error {e}", out.len());
+            Err(tree_error(e))
+        }
+    }
+}
+
+/// A long line read without holding it (a preview, a block-at-a-time copy)
+/// is checked like any other: rewritten in place or cut behind the session,
+/// every such read fails with [`TreeError::Changed`]; lines appended change
+/// no answer.
+#[test]
+fn a_long_line_changed_behind_the_session_fails_with_the_typed_error() {
+    let d = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let p: PathBuf = d.path().join("s.jsonl");
+    let long = "x".repeat(arbor_log::long::LONG_LINE + (1 << 20));
+    let text = format!(
+        concat!(
+            r#"{{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}}"#,
+            "\n",
+            r#"{{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","#,
+            r#""message":{{"role":"user","content":"hi","timestamp":1}}}}"#,
+            "\n",
+            r#"{{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","#,
+            r#""message":{{"role":"assistant","content":[{{"type":"text","text":"{long}"}}],"model":"m","timestamp":2}}}}"#,
+            "\n",
+        ),
+        long = long
+    );
+    let mut wrong = vec![];
+    for open in [Open::Scanned, Open::Indexed] {
+        let before: Vec<String> = LONG_READS
+            .iter()
+            .map(|(name, read)| {
+                let mut s = open_fresh(&p, &text, cache.path(), open);
+                let at = s.position_of("a1").unwrap();
+                assert!(s.is_long_at(at));
+                read(&mut s, at).unwrap_or_else(|e| panic!("{name}: {e}"))
+            })
+            .collect();
+        for change_made in [Change::Append, Change::RewriteText, Change::Truncate] {
+            for ((name, read), want) in LONG_READS.iter().zip(&before) {
+                let mut s = open_fresh(&p, &text, cache.path(), open);
+                let at = s.position_of("a1").unwrap();
+                match change_made {
+                    Change::Append => change(&p, &text, Change::Append),
+                    // A byte in the middle of the long text, the same length.
+                    Change::RewriteText => {
+                        let mut f = fs::OpenOptions::new().write(true).open(&p).unwrap();
+                        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(text.len() as u64 - (2 << 20))).unwrap();
+                        f.write_all(b"y").unwrap();
+                    }
+                    _ => fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(text.len() as u64 - 10).unwrap(),
+                }
+                let case = format!("{open:?} {change_made:?} {name}");
+                match (change_made, read(&mut s, at)) {
+                    (Change::Append, Ok(got)) if got == *want => {}
+                    (Change::Append, other) => wrong.push(format!("{case}: {other:?}")),
+                    (_, Err(e)) if is_changed(&e, &p) => {}
+                    (_, Err(e)) => wrong.push(format!("{case}: {e}")),
+                    (_, Ok(_)) => wrong.push(format!("{case}: answered")),
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} wrong:\n{}", wrong.len(), wrong.join("\n"));
+}
