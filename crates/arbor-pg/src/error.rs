@@ -183,3 +183,28 @@ pub(crate) fn reason(e: &postgres::Error) -> String {
         None => e.to_string(),
     }
 }
+
+/// What the queries of this crate fail with, before they are worded for the user.
+#[derive(Debug)]
+pub(crate) enum SqlError {
+    Pg(postgres::Error),
+    NewerSchema {
+        found: i32,
+        known: i32,
+    },
+    /// Something that cannot happen inside one transaction happened.
+    Invariant(String),
+    Other(PgError),
+}
+
+impl From<postgres::Error> for SqlError {
+    fn from(e: postgres::Error) -> Self {
+        SqlError::Pg(e)
+    }
+}
+
+impl From<PgError> for SqlError {
+    fn from(e: PgError) -> Self {
+        SqlError::Other(e)
+    }
+}

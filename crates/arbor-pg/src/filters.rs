@@ -33,8 +33,8 @@ use arbor_log::scan::ReadAt;
 use arbor_search::grams::{self, Builder, Filter, Need};
 use arbor_search::{scan_ranges, Mode, Pattern, Range};
 
+use crate::error::SqlError;
 use crate::rows::{read_range, SessionRow};
-use crate::server::SqlError;
 
 /// New lines of a session that has filters get one once they (with those
 /// written since its last filter) reach this many bytes: the local catalog's rule.

@@ -16,9 +16,9 @@ use arbor_tree::sessions::{Follow, FollowFrom, Followed, SessionsError};
 
 use crate::blocking::blocking;
 use crate::error::PgError;
+use crate::error::SqlError;
 use crate::key::SessionKey;
 use crate::rows::{read_lines, SessionRow};
-use crate::server::SqlError;
 use crate::store::PgStore;
 use crate::write::channel;
 

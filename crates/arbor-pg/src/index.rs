@@ -24,10 +24,10 @@ use postgres::GenericClient;
 
 use arbor_tree::storage::stored_index::{scan, Extent, IdRow, IndexSource, Part, StoredIndex};
 
+use crate::error::SqlError;
 use crate::key::SessionKey;
 use crate::reader::ServerFile;
 use crate::rows::{SessionRow, COLUMNS};
-use crate::server::SqlError;
 use crate::store::PgStore;
 
 /// The size of a part's chunks. Small, because an append rewrites the

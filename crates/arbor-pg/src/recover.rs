@@ -12,10 +12,10 @@ use arbor_tree::LockHolder;
 
 use crate::blocking::blocking;
 use crate::error::PgError;
+use crate::error::SqlError;
 use crate::key::SessionKey;
 use crate::lock;
 use crate::rows::SessionRow;
-use crate::server::SqlError;
 use crate::server::{application_name, parse_application_name};
 use crate::store::{Conn, PgStore};
 use crate::write;

@@ -8,8 +8,8 @@ use postgres::{GenericClient, Row};
 
 use arbor_tree::listing::{ListingFacts, ListingKind};
 
+use crate::error::SqlError;
 use crate::key::SessionKey;
-use crate::server::SqlError;
 
 /// A session's row.
 #[derive(Debug, Clone)]

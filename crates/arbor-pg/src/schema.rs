@@ -10,7 +10,7 @@
 
 use postgres::Client;
 
-use crate::server::SqlError;
+use crate::error::SqlError;
 
 /// One step of the schema.
 #[derive(Debug)]

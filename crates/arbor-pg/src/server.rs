@@ -11,7 +11,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::blocking::blocking;
 use crate::conninfo::{self, PgEnv};
-use crate::error::{reason, PgError};
+use crate::error::{reason, PgError, SqlError};
 use crate::mask::redact;
 use crate::schema;
 use crate::settings::{build, Built};
@@ -187,31 +187,6 @@ fn lost(e: &postgres::Error) -> bool {
         Some(c) => c.code().starts_with("57P") || c.code().starts_with("08"),
         // No server message: the socket failed.
         None => e.as_db_error().is_none(),
-    }
-}
-
-/// What the queries of this crate fail with, before they are worded for the user.
-#[derive(Debug)]
-pub(crate) enum SqlError {
-    Pg(postgres::Error),
-    NewerSchema {
-        found: i32,
-        known: i32,
-    },
-    /// Something that cannot happen inside one transaction happened.
-    Invariant(String),
-    Other(PgError),
-}
-
-impl From<postgres::Error> for SqlError {
-    fn from(e: postgres::Error) -> Self {
-        SqlError::Pg(e)
-    }
-}
-
-impl From<PgError> for SqlError {
-    fn from(e: PgError) -> Self {
-        SqlError::Other(e)
     }
 }
 

@@ -27,13 +27,14 @@ use arbor_tree::{Store, TreeError};
 use crate::blocking::blocking;
 use crate::conninfo::PgEnv;
 use crate::error::PgError;
+use crate::error::SqlError;
 use crate::index::ServerIndex;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
 use crate::lock;
 use crate::reader::{ServerFile, ServerReader};
 use crate::rows::{read_lines, SessionRow};
-use crate::server::{Server, SqlError};
+use crate::server::Server;
 use crate::write;
 
 /// A connection (the driver's client has no `Debug`).

@@ -22,10 +22,10 @@ use arbor_tree::{FileStore, Store, TreeError};
 
 use crate::dest::Dest;
 use crate::error::PgError;
+use crate::error::SqlError;
 use crate::key::SessionKey;
 use crate::lines::split_lines;
 use crate::rows::{read_lines, SessionRow};
-use crate::server::SqlError;
 use crate::store::PgStore;
 use crate::write;
 

@@ -11,10 +11,10 @@ use arbor_log::reader::{parse_line, Parsed};
 use arbor_log::writer::TailRepair;
 use arbor_tree::listing::ListingFacts;
 
+use crate::error::SqlError;
 use crate::key::SessionKey;
 use crate::lines::{self, split_lines};
 use crate::rows::{facts_assignments, read_lines, FactsParams, SessionRow, COLUMNS};
-use crate::server::SqlError;
 use crate::{filters, index};
 
 /// The channel the followers of session `id` listen on.
