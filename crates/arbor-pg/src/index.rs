@@ -24,11 +24,11 @@ use postgres::GenericClient;
 
 use arbor_tree::storage::stored_index::{scan, Extent, IdRow, IndexSource, Part, StoredIndex};
 
+use crate::conns::Conns;
 use crate::error::SqlError;
 use crate::key::SessionKey;
 use crate::reader::ServerFile;
 use crate::rows::{SessionRow, COLUMNS};
-use crate::store::PgStore;
 
 /// The size of a part's chunks. Small, because an append rewrites the
 /// last chunk of each part it fills (with 64 KiB chunks, durable appends
@@ -257,36 +257,13 @@ fn write_parts(c: &mut impl GenericClient, id: i64, at: Extent, parts: &[Vec<u8>
     Ok(())
 }
 
-/// Bytes `[start, end)` of part `part` of the index of session `id` at
-/// generation `generation` (fewer when the session was replaced since).
-pub(crate) fn read_part(
-    c: &mut impl GenericClient,
-    id: i64,
-    generation: i64,
-    part: i16,
-    start: i64,
-    end: i64,
-) -> Result<Vec<u8>, SqlError> {
-    let rows = c.query_typed(
-        "SELECT substring(p.bytes FROM (greatest(p.off, $4) - p.off + 1)::int \
-                                 FOR (least(p.off + length(p.bytes), $5) - greatest(p.off, $4))::int) \
-         FROM arbor.index_parts p JOIN arbor.sessions s ON s.id = p.session AND s.generation = $2 \
-         WHERE p.session = $1 AND p.part = $3 AND p.off >= ($4 / 4096) * 4096 AND p.off < $5 ORDER BY p.off",
-        &[(&id, Type::INT8), (&generation, Type::INT8), (&part, Type::INT2), (&start, Type::INT8), (&end, Type::INT8)],
-    )?;
-    const _: () = assert!(CHUNK == 4096, "the query above aligns to CHUNK");
-    let mut out = Vec::with_capacity(usize::try_from(end - start).unwrap_or_default());
-    for r in rows {
-        out.extend_from_slice(r.get::<_, &[u8]>(0));
-    }
-    Ok(out)
-}
+const _: () = assert!(CHUNK == crate::reader::PART_CHUNK, "reader.rs reads parts in CHUNKs");
 
 /// The index of one version of a session, read from the server a block at
 /// a time (the blocks kept as the session's own are, [`ServerFile`]).
 #[derive(Debug)]
 pub(crate) struct ServerIndex {
-    store: PgStore,
+    conns: Arc<Conns>,
     id: i64,
     generation: i64,
     parts: [ServerFile; 4],
@@ -294,9 +271,9 @@ pub(crate) struct ServerIndex {
 
 impl ServerIndex {
     /// The index of session `row`, reaching as far as `extent`.
-    pub(crate) fn open(store: &PgStore, row: &SessionRow, extent: Extent) -> StoredIndex {
-        let parts = Part::ALL.map(|p| ServerFile::part(store.clone(), row, i16::from(p.code()), extent.len_of(p)));
-        let me = ServerIndex { store: store.clone(), id: row.id, generation: row.generation, parts };
+    pub(crate) fn open(conns: &Arc<Conns>, row: &SessionRow, extent: Extent) -> StoredIndex {
+        let parts = Part::ALL.map(|p| ServerFile::part(conns.clone(), row, i16::from(p.code()), extent.len_of(p)));
+        let me = ServerIndex { conns: conns.clone(), id: row.id, generation: row.generation, parts };
         StoredIndex::new(Arc::new(me), extent)
     }
 }
@@ -310,7 +287,7 @@ impl IndexSource for ServerIndex {
     fn id_rows(&self, id: &str) -> io::Result<Vec<IdRow>> {
         let (session, generation, id) = (self.id, self.generation, id.to_owned());
         let rows = self
-            .store
+            .conns
             .read_bounded(move |c| {
                 Ok(c.query_typed(
                     "SELECT i.position, i.names_parent FROM arbor.index_ids i \

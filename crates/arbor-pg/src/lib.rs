@@ -58,6 +58,7 @@ pub struct LibraryDoc;
 
 mod blocking;
 mod conninfo;
+mod conns;
 mod dest;
 mod error;
 mod filters;

@@ -12,12 +12,15 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use arbor_log::scan::ReadAt;
+use postgres::types::Type;
+use postgres::GenericClient;
 
+use crate::conns::Conns;
+use crate::error::SqlError;
 use crate::rows::{read_range, read_ranges, SessionRow};
-use crate::store::PgStore;
 
 /// The unit fetched and kept: reads are served from aligned blocks.
 const BLOCK: u64 = 64 << 10;
@@ -137,7 +140,7 @@ impl Blocks {
 /// One version of a session on the server, read by byte ranges.
 #[derive(Debug)]
 pub(crate) struct ServerFile {
-    store: PgStore,
+    conns: Arc<Conns>,
     id: i64,
     generation: i64,
     len: u64,
@@ -149,9 +152,9 @@ pub(crate) struct ServerFile {
 
 impl ServerFile {
     /// The session of `row` as it is now.
-    pub fn new(store: PgStore, row: &SessionRow) -> ServerFile {
+    pub fn new(conns: Arc<Conns>, row: &SessionRow) -> ServerFile {
         ServerFile {
-            store,
+            conns,
             id: row.id,
             generation: row.generation,
             len: u64::try_from(row.byte_size).unwrap_or_default(),
@@ -162,8 +165,8 @@ impl ServerFile {
     }
 
     /// Part `part` of the index the server keeps of session `row`, `len` bytes of it.
-    pub fn part(store: PgStore, row: &SessionRow, part: i16, len: u64) -> ServerFile {
-        ServerFile { part: Some(part), len, ..ServerFile::new(store, row) }
+    pub fn part(conns: Arc<Conns>, row: &SessionRow, part: i16, len: u64) -> ServerFile {
+        ServerFile { part: Some(part), len, ..ServerFile::new(conns, row) }
     }
 
     /// Bytes `[start, end)` of the session, from the server.
@@ -176,8 +179,8 @@ impl ServerFile {
         while at < e {
             let to = e.min(at + FETCH);
             let piece = match self.part {
-                None => self.store.read_bounded(move |c| read_range(c, id, generation, at, to)),
-                Some(p) => self.store.read_bounded(move |c| crate::index::read_part(c, id, generation, p, at, to)),
+                None => self.conns.read_bounded(move |c| read_range(c, id, generation, at, to)),
+                Some(p) => self.conns.read_bounded(move |c| read_part(c, id, generation, p, at, to)),
             }
             .map_err(io::Error::other)?;
             let short = (piece.len() as i64) < to - at;
@@ -209,7 +212,7 @@ impl ServerFile {
         let want: u64 = ranges.iter().map(|(s, e)| e - s).sum();
         let len = self.len as i64;
         let bytes =
-            self.store.read_bounded(move |c| read_ranges(c, id, generation, len, &asked)).map_err(io::Error::other)?;
+            self.conns.read_bounded(move |c| read_ranges(c, id, generation, len, &asked)).map_err(io::Error::other)?;
         if bytes.len() as u64 != want {
             return Err(io::Error::other(format!(
                 "session {id} changed on the server while it was read (replaced whole): open it again"
@@ -343,6 +346,34 @@ impl io::Read for ServerReader {
         self.at += n as u64;
         Ok(n)
     }
+}
+
+/// The chunk size of the index's parts on the server (`index.rs`'s `CHUNK`,
+/// which asserts they agree): the query below aligns to it.
+pub(crate) const PART_CHUNK: u64 = 4096;
+
+/// Bytes `[start, end)` of part `part` of the index of session `id` at
+/// generation `generation` (fewer when the session was replaced since).
+pub(crate) fn read_part(
+    c: &mut impl GenericClient,
+    id: i64,
+    generation: i64,
+    part: i16,
+    start: i64,
+    end: i64,
+) -> Result<Vec<u8>, SqlError> {
+    let rows = c.query_typed(
+        "SELECT substring(p.bytes FROM (greatest(p.off, $4) - p.off + 1)::int \
+                                 FOR (least(p.off + length(p.bytes), $5) - greatest(p.off, $4))::int) \
+         FROM arbor.index_parts p JOIN arbor.sessions s ON s.id = p.session AND s.generation = $2 \
+         WHERE p.session = $1 AND p.part = $3 AND p.off >= ($4 / 4096) * 4096 AND p.off < $5 ORDER BY p.off",
+        &[(&id, Type::INT8), (&generation, Type::INT8), (&part, Type::INT2), (&start, Type::INT8), (&end, Type::INT8)],
+    )?;
+    let mut out = Vec::with_capacity(usize::try_from(end - start).unwrap_or_default());
+    for r in rows {
+        out.extend_from_slice(r.get::<_, &[u8]>(0));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use arbor_tree::LockHolder;
 
 use crate::blocking::blocking;
+use crate::conns::Conn;
 use crate::error::PgError;
 use crate::error::SqlError;
 use crate::key::SessionKey;
 use crate::lock;
 use crate::rows::SessionRow;
 use crate::server::{application_name, parse_application_name};
-use crate::store::{Conn, PgStore};
+use crate::store::PgStore;
 use crate::write;
 
 use postgres::{Client, Transaction};

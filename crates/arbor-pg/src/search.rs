@@ -249,7 +249,7 @@ impl PgStore {
             });
             (scan_values(values, &in_session, mode, want), vec![])
         } else {
-            let file = ServerFile::new(self.clone(), &s.row);
+            let file = ServerFile::new(self.conns(), &s.row);
             let scanned = scan_ranges(&file, &s.ranges, &in_session, mode, want)
                 .map_err(|e| SessionsError::backend(ReadError { path: s.info.path.clone(), source: e }))?;
             (scanned.hits, scanned.filters)

@@ -10,10 +10,9 @@
 //! transaction only, and is refused while another writer holds it.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use postgres::types::Type;
@@ -26,6 +25,7 @@ use arbor_tree::{Store, TreeError};
 
 use crate::blocking::blocking;
 use crate::conninfo::PgEnv;
+use crate::conns::{guard, Conn, Conns};
 use crate::error::PgError;
 use crate::error::SqlError;
 use crate::index::ServerIndex;
@@ -37,19 +37,9 @@ use crate::rows::{read_lines, SessionRow};
 use crate::server::Server;
 use crate::write;
 
-/// A connection (the driver's client has no `Debug`).
-pub(crate) struct Conn(pub(crate) Client);
-
-impl fmt::Debug for Conn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_closed() { "Conn(closed)" } else { "Conn" })
-    }
-}
-
 #[derive(Debug)]
 struct Inner {
-    server: Server,
-    shared: Mutex<Option<Conn>>,
+    conns: Arc<Conns>,
     /// The connections holding the locks of the sessions this process writes.
     writers: Mutex<HashMap<SessionKey, Arc<Mutex<Conn>>>>,
     /// Warnings of searches, until [`PgStore::take_warnings`] (search.rs).
@@ -60,11 +50,6 @@ struct Inner {
 #[derive(Debug, Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,
-}
-
-/// A poisoned mutex only means another thread panicked while holding it; the connection is still usable or closed.
-fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl PgStore {
@@ -82,8 +67,7 @@ impl PgStore {
         let client = server.connect()?;
         Ok(PgStore {
             inner: Arc::new(Inner {
-                server,
-                shared: Mutex::new(Some(Conn(client))),
+                conns: Arc::new(Conns { server, shared: Mutex::new(Some(Conn(client))) }),
                 writers: Mutex::new(HashMap::new()),
                 warnings: Mutex::new(Vec::new()),
             }),
@@ -92,7 +76,7 @@ impl PgStore {
 
     /// The server.
     pub fn server(&self) -> &Server {
-        &self.inner.server
+        &self.inner.conns.server
     }
 
     /// Notes a warning for the caller (one line).
@@ -113,11 +97,11 @@ impl PgStore {
         mut f: impl FnMut(&mut Client) -> Result<T, SqlError> + Send,
     ) -> Result<T, PgError> {
         blocking(|| {
-            let mut shared = guard(&self.inner.shared);
+            let mut shared = guard(&self.inner.conns.shared);
             for attempt in 0..2 {
                 let conn = match shared.as_mut() {
                     Some(c) if !c.0.is_closed() => c,
-                    _ => shared.insert(Conn(self.inner.server.connect()?)),
+                    _ => shared.insert(Conn(self.inner.conns.server.connect()?)),
                 };
                 match f(&mut conn.0) {
                     Ok(v) => return Ok(v),
@@ -128,7 +112,7 @@ impl PgStore {
                                 continue;
                             }
                         }
-                        return Err(self.inner.server.classify(e, false));
+                        return Err(self.inner.conns.server.classify(e, false));
                     }
                 }
             }
@@ -136,79 +120,18 @@ impl PgStore {
         })
     }
 
-    /// [`PgStore::read`], bounded: `f` runs on a thread of its own with
-    /// the shared connection, and a server that has not answered within the
-    /// answer limit (its `statement_timeout` and a little more: frozen, or
-    /// the network to it) gives an error at once; the connection is left
-    /// to that thread (dropped whenever the server answers) and the next
-    /// read connects again. A dropped connection is made again once, as
-    /// for [`PgStore::read`]. For the reads a command waits on: the
-    /// session's bytes and index, its row.
+    /// [`Conns::read_bounded`] on this store's connection.
     pub(crate) fn read_bounded<T, F>(&self, f: F) -> Result<T, PgError>
     where
         T: Send + 'static,
         F: FnMut(&mut Client) -> Result<T, SqlError> + Send + 'static,
     {
-        let mut shared = guard(&self.inner.shared);
-        let mut f = f;
-        for attempt in 0..2 {
-            let conn = match shared.take() {
-                Some(c) if !c.0.is_closed() => c,
-                _ => Conn(self.inner.server.connect()?),
-            };
-            let (conn, back, r) = self.answer_within(conn, f)?;
-            f = back;
-            match r {
-                Ok(v) => {
-                    *shared = Some(conn);
-                    return Ok(v);
-                }
-                Err(e) if conn.0.is_closed() && attempt == 0 => {
-                    drop(e);
-                    blocking(move || drop(conn));
-                }
-                Err(e) => {
-                    if !conn.0.is_closed() {
-                        *shared = Some(conn);
-                    }
-                    return Err(self.inner.server.classify(e, false));
-                }
-            }
-        }
-        unreachable!("the loop returns on its second pass")
+        self.inner.conns.read_bounded(f)
     }
 
-    /// Runs `f` on `conn` in a thread of its own, waiting at most the
-    /// answer limit: the connection, `f` and its result, or the error of a
-    /// server that did not answer in time.
-    #[allow(clippy::type_complexity)]
-    fn answer_within<T, F>(&self, mut conn: Conn, mut f: F) -> Result<(Conn, F, Result<T, SqlError>), PgError>
-    where
-        T: Send + 'static,
-        F: FnMut(&mut Client) -> Result<T, SqlError> + Send + 'static,
-    {
-        let Some(limit) = self.inner.server.answer_limit() else {
-            let r = blocking(|| f(&mut conn.0));
-            return Ok((conn, f, r));
-        };
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let server = self.server().shown().to_owned();
-        std::thread::Builder::new()
-            .name("arbor-pg-read".into())
-            .spawn(move || {
-                let r = f(&mut conn.0);
-                // Nobody waits any more (the answer came too late): the connection closes here.
-                let _ = tx.send((conn, f, r));
-            })
-            .map_err(|e| PgError::Server { server: server.clone(), reason: e.to_string() })?;
-        rx.recv_timeout(limit).map_err(|_| PgError::Server {
-            server,
-            reason: format!(
-                "no answer within {} s (the server is frozen, or the network to it: the read was given up; \
-                 the limit is the statement_timeout and as long again, at most 10 s more)",
-                limit.as_secs_f64()
-            ),
-        })
+    /// The connection reads share, for the readers of a session's bytes.
+    pub(crate) fn conns(&self) -> Arc<Conns> {
+        self.inner.conns.clone()
     }
 
     /// Runs `f` in one transaction under the lock of `key`: the writer's
@@ -248,14 +171,14 @@ impl PgStore {
                 tx.commit()?;
                 Ok(v)
             })();
-            return r.map_err(|e| self.inner.server.classify(e, true));
+            return r.map_err(|e| self.inner.conns.server.classify(e, true));
         }
         // Taken out while the write runs (a write given up at its deadline
         // keeps it, and the next one connects again: see write_bounded).
-        let taken = guard(&self.inner.shared).take();
+        let taken = guard(&self.inner.conns.shared).take();
         let mut conn = match taken {
             Some(c) if !c.0.is_closed() => c,
-            _ => Conn(self.inner.server.connect()?),
+            _ => Conn(self.inner.conns.server.connect()?),
         };
         let r = (|| {
             let mut tx = conn.0.transaction()?;
@@ -267,12 +190,12 @@ impl PgStore {
             Ok(v)
         })();
         if !conn.0.is_closed() {
-            let mut shared = guard(&self.inner.shared);
+            let mut shared = guard(&self.inner.conns.shared);
             if shared.is_none() {
                 *shared = Some(conn);
             }
         }
-        r.map_err(|e| self.inner.server.classify(e, true))
+        r.map_err(|e| self.inner.conns.server.classify(e, true))
     }
 
     /// [`PgStore::write`], bounded as reads are ([`PgStore::read_bounded`]):
@@ -307,7 +230,7 @@ impl PgStore {
         F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
     {
         self.check_name(key)?;
-        let Some(limit) = self.inner.server.answer_limit() else { return self.write_via(writer, key, f) };
+        let Some(limit) = self.inner.conns.server.answer_limit() else { return self.write_via(writer, key, f) };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let (me, k, w) = (self.clone(), key.clone(), writer.clone());
         let server = self.server().shown().to_owned();
@@ -400,7 +323,7 @@ impl PgStore {
 
     /// Opens a connection of this store's server (for a follower).
     pub(crate) fn new_connection(&self) -> Result<Client, PgError> {
-        self.inner.server.connect()
+        self.inner.conns.server.connect()
     }
 }
 
@@ -473,10 +396,9 @@ impl Drop for PgLock {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Closing a connection blocks on the driver's runtime: not on an async caller's thread.
-        let shared = self.shared.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         let writers = std::mem::take(self.writers.get_mut().unwrap_or_else(|p| p.into_inner()));
-        if shared.is_some() || !writers.is_empty() {
-            blocking(move || drop((shared, writers)));
+        if !writers.is_empty() {
+            blocking(move || drop(writers));
         }
     }
 }
@@ -489,20 +411,20 @@ impl Store for PgStore {
 
     fn read_from(&self, path: &Path, offset: u64) -> Result<Option<Box<dyn Read + Send>>, TreeError> {
         let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
-        Ok(row.map(|r| Box::new(ServerReader::new(ServerFile::new(self.clone(), &r), offset)) as Box<dyn Read + Send>))
+        Ok(row.map(|r| Box::new(ServerReader::new(ServerFile::new(self.conns(), &r), offset)) as Box<dyn Read + Send>))
     }
 
     fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
         let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
-        Ok(row.map(|r| Arc::new(ServerFile::new(self.clone(), &r)) as Arc<dyn ReadAt>))
+        Ok(row.map(|r| Arc::new(ServerFile::new(self.conns(), &r)) as Arc<dyn ReadAt>))
     }
 
     fn open_indexed(&self, path: &Path) -> Result<Option<Indexed>, TreeError> {
         let key = SessionKey::of_path(path);
         let found = self.read_bounded(move |c| crate::index::find(c, &key)).map_err(|e| e.into_tree(path))?;
         Ok(found.map(|(row, extent)| {
-            let index = extent.map(|e| ServerIndex::open(self, &row, e));
-            (Arc::new(ServerFile::new(self.clone(), &row)) as Arc<dyn ReadAt>, index)
+            let index = extent.map(|e| ServerIndex::open(&self.conns(), &row, e));
+            (Arc::new(ServerFile::new(self.conns(), &row)) as Arc<dyn ReadAt>, index)
         }))
     }
 
@@ -547,7 +469,7 @@ impl Store for PgStore {
                 guard(w)
                     .0
                     .batch_execute("SET synchronous_commit = on")
-                    .map_err(|e| err(self.inner.server.classify(SqlError::Pg(e), false)))?;
+                    .map_err(|e| err(self.inner.conns.server.classify(SqlError::Pg(e), false)))?;
             }
         }
         let handle = PgAppend { store: self.clone(), key, path: path.to_owned(), row: Some(row) };
@@ -578,9 +500,9 @@ impl Store for PgStore {
         let err = |e: PgError| e.into_tree(path);
         self.check_name(&key).map_err(err)?;
         blocking(|| {
-            let mut client = self.inner.server.connect().map_err(err)?;
+            let mut client = self.inner.conns.server.connect().map_err(err)?;
             let taken = lock::take(&mut client, &key, lock::Scope::Session)
-                .map_err(|e| err(self.inner.server.classify(e.into(), false)))?;
+                .map_err(|e| err(self.inner.conns.server.classify(e.into(), false)))?;
             if let Err(holder) = taken {
                 return Err(TreeError::Locked { path: path.to_owned(), holder });
             }
