@@ -285,7 +285,7 @@ impl Session {
     /// [`Session::write_json_at`] or [`Session::write_line_at`] instead of
     /// holding it.
     pub fn is_long_at(&self, p: Position) -> bool {
-        self.slot_at(p).is_some_and(Slot::is_long)
+        self.state.slots.line_len(p.get()).is_some_and(|len| len > arbor_log::long::LONG_LINE)
     }
 
     /// Writes the JSON text of the entry at `p` (what

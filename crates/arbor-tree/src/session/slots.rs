@@ -256,6 +256,19 @@ impl Slots {
         self.get(i).and_then(Slot::ts_ms)
     }
 
+    /// The length of slot `i`'s line, from the index's records when its run
+    /// has not been built: asking must not build (and keep) a run of slots
+    /// per entry, as a context of a whole chain asks of every entry.
+    pub(crate) fn line_len(&self, i: usize) -> Option<usize> {
+        let n = self.indexed_len();
+        if let Some(x) = self.indexed.as_ref().filter(|x| i < n && x.runs[i / RUN].get().is_none()) {
+            if let Some(e) = x.index.entries(i..i + 1).and_then(|mut e| e.pop()) {
+                return usize::try_from(e.len).ok();
+            }
+        }
+        self.get(i).and_then(Slot::src).map(|(_, len)| len)
+    }
+
     /// The type of slot `i`, from the index's column when it has not been built.
     pub(crate) fn entry_type(&self, i: usize) -> Option<&EntryType> {
         match self.indexed.as_ref().and_then(|x| x.index.entry_type(i)) {
