@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let log = SessionLog::read(data).expect("reading from memory cannot fail");
-    assert_eq!(log.to_bytes(false), data, "lossless round trip");
+    assert_eq!(log.to_bytes(arbor_log::LastLine::AsRead), data, "lossless round trip");
     let _ = log.header();
     let _ = log.entries_with_diagnostics();
 });
