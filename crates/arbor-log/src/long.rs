@@ -24,7 +24,7 @@
 use std::hash::Hasher;
 use std::io::{self, Write};
 
-use crate::read_at::ReadAt;
+use crate::read_at::{read_some, ReadAt};
 
 /// Lines longer than this are read through [`reduce_line`] by the scans.
 pub const LONG_LINE: usize = 4 << 20;
@@ -515,16 +515,6 @@ fn utf8_len(lead: u8) -> usize {
         0xE0.. => 3,
         0xC0.. => 2,
         _ => 1,
-    }
-}
-
-/// One positioned read, retried when interrupted.
-fn read_some(src: &dyn ReadAt, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    loop {
-        match src.read_at(buf, at) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            r => return r,
-        }
     }
 }
 

@@ -77,3 +77,13 @@ pub fn read_exact_at(src: &dyn ReadAt, offset: u64, len: usize) -> io::Result<Ve
     buf.truncate(filled);
     Ok(buf)
 }
+
+/// One positioned read, retried when interrupted.
+pub(crate) fn read_some(src: &dyn ReadAt, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    loop {
+        match src.read_at(buf, at) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
+}

@@ -14,7 +14,7 @@
 use std::io;
 
 use crate::long::{reduce_line, LONG_LINE};
-use crate::read_at::ReadAt;
+use crate::read_at::{read_some, ReadAt};
 
 /// Small enough that a chunk read is still in the core's cache when its lines are scanned.
 pub(crate) const CHUNK: usize = 256 << 10;
@@ -143,16 +143,6 @@ fn read_len(room: usize, filled: usize, pos: u64, to: u64, len: u64) -> usize {
     let want =
         if pos < to { room.min(usize::try_from(to - pos).unwrap_or(usize::MAX)) } else { room.min(TAIL.max(filled)) };
     want.min(left)
-}
-
-/// One positioned read, retried when interrupted.
-fn read_some(src: &dyn ReadAt, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    loop {
-        match src.read_at(buf, at) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            r => return r,
-        }
-    }
 }
 
 #[cfg(test)]
