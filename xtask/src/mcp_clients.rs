@@ -10,11 +10,11 @@
 
 use std::env;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::npm::{cache_root, Package};
+use crate::npm::{cache_root, run_quietly, Package};
 
 /// The Python SDK's version the tests are made against.
 pub const PY_MCP_VERSION: &str = "1.26.0";
@@ -49,8 +49,8 @@ pub fn ensure_py_mcp() -> Result<PathBuf> {
         return Ok(python);
     }
     eprintln!("installing mcp=={PY_MCP_VERSION} (PyPI) into {}", dir.display());
-    run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(dir.join("venv")), "python3 -m venv")?;
-    run(
+    run_quietly(Command::new("python3").args(["-m", "venv", "--clear"]).arg(dir.join("venv")), "python3 -m venv")?;
+    run_quietly(
         Command::new(&python).args([
             "-m",
             "pip",
@@ -68,19 +68,6 @@ pub fn ensure_py_mcp() -> Result<PathBuf> {
     }
     std::fs::write(&marker, PY_MCP_VERSION).with_context(|| format!("writing {}", marker.display()))?;
     Ok(python)
-}
-
-/// Runs `cmd` with its output on stderr; an error naming `what` when it fails.
-fn run(cmd: &mut Command, what: &str) -> Result<()> {
-    let status = cmd
-        .stdout(Stdio::from(std::io::stderr()))
-        .stdin(Stdio::null())
-        .status()
-        .with_context(|| format!("running {what}"))?;
-    if !status.success() {
-        bail!("{what} failed ({status})");
-    }
-    Ok(())
 }
 
 /// The inspector's CLI entry point (`cli/build/cli.js` of its package).

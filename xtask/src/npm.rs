@@ -111,6 +111,21 @@ fn installed_version(manifest: &Path) -> Option<String> {
     json.get("version")?.as_str().map(str::to_owned)
 }
 
+/// Runs `cmd` (an install, a build) with its stdout sent to stderr, where
+/// callers whose stdout is their answer want a tool's chatter; an error
+/// naming `what` when it fails.
+pub fn run_quietly(cmd: &mut Command, what: &str) -> Result<()> {
+    let status = cmd
+        .stdout(Stdio::from(std::io::stderr()))
+        .stdin(Stdio::null())
+        .status()
+        .with_context(|| format!("running {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

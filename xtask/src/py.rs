@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::npm::cache_root;
+use crate::npm::{cache_root, run_quietly};
 
 /// The maturin that builds the wheel.
 const MATURIN: &[&str] = &["maturin==1.16.0"];
@@ -94,19 +94,6 @@ fn fresh(dir: &Path) -> Result<()> {
 /// The Python that makes venvs: `$ARBOR_PYTHON`, else `python3`.
 fn python() -> String {
     env::var("ARBOR_PYTHON").ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "python3".into())
-}
-
-/// Runs `cmd` with its stdout sent to stderr (our stdout is the answer).
-fn run_quietly(cmd: &mut Command, what: &str) -> Result<()> {
-    let status = cmd
-        .stdout(Stdio::from(std::io::stderr()))
-        .stdin(Stdio::null())
-        .status()
-        .with_context(|| format!("running {what}"))?;
-    if !status.success() {
-        bail!("{what} failed ({status})");
-    }
-    Ok(())
 }
 
 /// A tool in a venv's `bin` folder (`Scripts` on Windows).

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::npm::cache_root;
+use crate::npm::{cache_root, run_quietly};
 
 /// The version installed, pinned so every run checks with the same lints.
 const VERSION: &str = "0.51.0";
@@ -93,14 +93,11 @@ fn ensure() -> Result<PathBuf> {
         return Ok(bin);
     }
     eprintln!("installing cargo-semver-checks {VERSION} into {} (a build of several minutes)", dir.display());
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["install", "cargo-semver-checks", "--locked", "--version", VERSION, "--root"])
-        .arg(&dir)
-        .stdout(Stdio::from(std::io::stderr()))
-        .status()
-        .context("running cargo install")?;
-    if !status.success() || !bin.is_file() {
-        bail!("cargo install cargo-semver-checks {VERSION} failed ({status})");
+    let mut install = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    install.args(["install", "cargo-semver-checks", "--locked", "--version", VERSION, "--root"]).arg(&dir);
+    run_quietly(&mut install, "cargo install cargo-semver-checks")?;
+    if !bin.is_file() {
+        bail!("cargo install cargo-semver-checks {VERSION} left no {}", bin.display());
     }
     Ok(bin)
 }
