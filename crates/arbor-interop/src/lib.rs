@@ -26,6 +26,30 @@
 //!   rendered and cleaned when the page is written; the page's policy lets
 //!   only its own script run), and the Markdown and HTML exports read a
 //!   session a batch of entries at a time, keeping none of them.
+//!
+//! Import Claude Code's transcripts of one project into a sessions root,
+//! then export each session made as Markdown:
+//!
+//! ```no_run
+//! use std::path::PathBuf;
+//!
+//! use arbor_interop::{export_markdown, import_transcripts, Format, ImportOptions};
+//! use arbor_tree::{OpenMode, Session, SessionOptions};
+//!
+//! let opts = ImportOptions { sessions_root: PathBuf::from("/tmp/sessions") };
+//! let transcripts = [PathBuf::from("/home/me/.claude/projects/-home-me-app")];
+//! for (source, report) in import_transcripts(Format::Claude, &transcripts, &opts) {
+//!     let report = report?;
+//!     for skipped in &report.skipped {
+//!         eprintln!("{}:{}: skipped: {}", source.display(), skipped.line, skipped.reason);
+//!     }
+//!     for made in &report.sessions {
+//!         let session = Session::open(&made.path, OpenMode::ReadOnly, SessionOptions::default())?;
+//!         export_markdown(&session, None, &mut std::io::stdout().lock())?;
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![deny(missing_docs)]
 

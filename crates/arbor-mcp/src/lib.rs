@@ -27,6 +27,19 @@
 //!   lock and are refused with the holder's pid;
 //! - the first search index is built in the background, tools answer
 //!   meanwhile, and a search waits for it with progress notifications.
+//!
+//! Serve the read-only tools over stdio, as an agent host starts `arbor
+//! mcp` (the sessions come from `arbor_catalog::FileSessions` for a folder,
+//! or `arbor_pg::PgStore` for a server):
+//!
+//! ```no_run
+//! # async fn example(sessions: std::sync::Arc<dyn arbor_tree::sessions::Sessions>) -> std::io::Result<()> {
+//! use arbor_mcp::{ArborMcp, Options};
+//!
+//! let options = Options::new(sessions.session_options());
+//! arbor_mcp::serve_stdio(ArborMcp::new(sessions, options)).await
+//! # }
+//! ```
 
 #![deny(missing_docs)]
 
