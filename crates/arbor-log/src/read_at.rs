@@ -17,10 +17,11 @@ pub trait ReadAt: Send + Sync + fmt::Debug {
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
-    /// Says that the byte ranges `spans` (`(start, end)`, in file order)
-    /// are about to be read, about in that order: a source far away (a
-    /// server) may then fetch many of them at once. A hint only: reads
-    /// outside it are answered as ever. The default does nothing.
+    /// Says that the byte ranges `spans` (`(start, end)`) are about to be
+    /// read, about in that order (file order for the lines of a context; a
+    /// walk's order, which may go back, for a tree): a source far away (a
+    /// server) may then fetch many of them at once, in that order. A hint
+    /// only: reads outside it are answered as ever. The default does nothing.
     fn will_read(&self, spans: &[(u64, u64)]) {
         let _ = spans;
     }

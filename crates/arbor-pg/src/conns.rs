@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use postgres::Client;
 
@@ -25,12 +26,18 @@ pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The server and the one connection its reads share (made again when lost).
+/// The server and the one connection its reads share (made again when
+/// lost), and the connections of the fetches made ahead ([`Conns::read_apart`]).
 #[derive(Debug)]
 pub(crate) struct Conns {
     pub(crate) server: Server,
     pub(crate) shared: Mutex<Option<Conn>>,
+    /// Connections of fetches made ahead, kept for the next ones.
+    pub(crate) spare: Mutex<Vec<Conn>>,
 }
+
+/// Spare connections kept (one a reader fetching ahead).
+const SPARE: usize = 2;
 
 impl Conns {
     /// A read of the shared connection, bounded in time (as [`crate::PgStore`]'s unbounded `read`): `f` runs on a thread of its own with
@@ -75,6 +82,39 @@ impl Conns {
         unreachable!("the loop returns on its second pass")
     }
 
+    /// Runs `f` on a connection apart from the shared one (a spare one, or
+    /// a new one), for a fetch made ahead while the shared connection
+    /// serves the reads of now. Not bounded in time: the caller waits for
+    /// the answer within the answer limit, and a failure is only a fetch to
+    /// make again (on the shared connection).
+    pub(crate) fn read_apart<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, SqlError>) -> Result<T, PgError> {
+        let taken = guard(&self.spare).pop();
+        let mut conn = match taken {
+            Some(c) if !c.0.is_closed() => c,
+            _ => Conn(self.server.connect()?),
+        };
+        let r = f(&mut conn.0).map_err(|e| self.server.classify(e, false));
+        if !conn.0.is_closed() {
+            let mut spare = guard(&self.spare);
+            if spare.len() < SPARE {
+                spare.push(conn);
+            }
+        }
+        r
+    }
+
+    /// The error of a server that has not answered within `limit`.
+    pub(crate) fn no_answer(&self, limit: Duration) -> PgError {
+        PgError::Server {
+            server: self.server.shown().to_owned(),
+            reason: format!(
+                "no answer within {} s (the server is frozen, or the network to it: the read was given up; \
+                 the limit is the statement_timeout and as long again, at most 10 s more)",
+                limit.as_secs_f64()
+            ),
+        }
+    }
+
     /// Runs `f` on `conn` in a thread of its own, waiting at most the
     /// answer limit: the connection, `f` and its result, or the error of a
     /// server that did not answer in time.
@@ -98,22 +138,18 @@ impl Conns {
                 let _ = tx.send((conn, f, r));
             })
             .map_err(|e| PgError::Server { server: server.clone(), reason: e.to_string() })?;
-        rx.recv_timeout(limit).map_err(|_| PgError::Server {
-            server,
-            reason: format!(
-                "no answer within {} s (the server is frozen, or the network to it: the read was given up; \
-                 the limit is the statement_timeout and as long again, at most 10 s more)",
-                limit.as_secs_f64()
-            ),
-        })
+        rx.recv_timeout(limit).map_err(|_| self.no_answer(limit))
     }
 }
 
 impl Drop for Conns {
     fn drop(&mut self) {
         // Closing a connection blocks on the driver's runtime: not on an async caller's thread.
+        let spare = std::mem::take(self.spare.get_mut().unwrap_or_else(|p| p.into_inner()));
         if let Some(conn) = self.shared.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
-            blocking(move || drop(conn));
+            blocking(move || drop((conn, spare)));
+        } else if !spare.is_empty() {
+            blocking(move || drop(spare));
         }
     }
 }

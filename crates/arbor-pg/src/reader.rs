@@ -4,22 +4,30 @@
 //! (and a little ahead) with the lines' offsets (migration 3), so that
 //! index-first loading reads a few entries, not the session. A few recent
 //! blocks are kept; nothing else is held. Told where the next reads are
-//! ([`ReadAt::will_read`]: the lines of a context), it fetches the ranges a
-//! read of them needs and those after it, up to [`BATCH`] bytes, in one
-//! statement, instead of a statement a block. A session replaced whole
+//! ([`ReadAt::will_read`]: the lines of a context in file order, or the
+//! lines of a tree in the order its walk reads them), it fetches the ranges
+//! a read of them needs and those after it in that order, up to [`BATCH`]
+//! bytes, in one statement, instead of a statement a block; a run of reads
+//! that goes on where the last fetch ended (a walk in file order) is
+//! fetched [`BATCH`] bytes a statement too. While a batch is read, the next
+//! one is fetched ahead on a connection of its own, so the server sends it
+//! while the reader works (two cores at work, not one after the other); at
+//! most a few batches are held. A session replaced whole
 //! while it is read (a migration's rewrite) is an error, never a mix of two
 //! versions.
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use arbor_log::scan::ReadAt;
 use postgres::types::Type;
 use postgres::GenericClient;
 
 use crate::conns::Conns;
-use crate::error::SqlError;
+use crate::error::{PgError, SqlError};
 use crate::rows::{read_range, read_ranges, SessionRow};
 
 /// The unit fetched and kept: reads are served from aligned blocks.
@@ -37,63 +45,187 @@ const MAX_AHEAD: u64 = 64;
 /// in one stretch a core, each through its own cursor).
 const STREAMS: usize = 8;
 
-/// The most bytes of planned ranges one statement fetches.
+/// The most bytes of planned ranges one statement fetches, and of a run
+/// of reads that goes on where the last fetch ended.
 const BATCH: u64 = 4 << 20;
-/// Batches kept: one a reader (a core) reading through its plan, and one more.
-const BATCHES: usize = 3;
+/// Batches kept: one a reader (a core) reading through its plan, and more
+/// for a read that straddles two of them.
+const BATCHES: usize = 4;
+/// Batches a reader has fetched ahead of the one it reads: the server
+/// sends one while the other is made (a second core at work).
+const DEPTH: usize = 2;
+/// Fetches made ahead at once (each reader's next [`DEPTH`] batches, for two readers).
+const AHEAD: usize = 2 * DEPTH;
+
+/// Bytes fetched in one statement: ranges of the session, one after the
+/// other in `bytes`, as `(start in the session, start in bytes, length)`.
+#[derive(Debug)]
+struct Batch {
+    ranges: Vec<(u64, usize, usize)>,
+    bytes: Vec<u8>,
+}
+
+impl Batch {
+    /// The ranges `ranges` fetched as `bytes` (their lengths one after the other).
+    fn new(ranges: &[(u64, u64)], bytes: Vec<u8>) -> Batch {
+        let mut at = 0;
+        let ranges = ranges
+            .iter()
+            .map(|&(s, e)| {
+                let n = (e - s) as usize;
+                at += n;
+                (s, at - n, n)
+            })
+            .collect();
+        Batch { ranges, bytes }
+    }
+
+    /// The bytes held from `offset` on (up to the end of the range holding it).
+    fn from(&self, offset: u64) -> Option<&[u8]> {
+        let &(s, at, n) = self.ranges.iter().find(|&&(s, _, n)| s <= offset && offset < s + n as u64)?;
+        let skip = (offset - s) as usize;
+        Some(&self.bytes[at + skip..at + n])
+    }
+
+    /// True when a range ends at `offset` (a run of reads going on from there continues this batch).
+    fn ends_at(&self, offset: u64) -> bool {
+        self.ranges.last().is_some_and(|&(s, _, n)| s + n as u64 == offset)
+    }
+}
+
+/// A batch fetched ahead on a connection of its own while the reader works
+/// through the one before: its ranges, and the answer to come.
+#[derive(Debug)]
+struct Ahead {
+    ranges: Vec<(u64, u64)>,
+    answer: Receiver<Result<Vec<u8>, PgError>>,
+}
 
 /// What readers said they will read, and what was fetched for it.
 #[derive(Debug, Default)]
 struct Planned {
     /// The most recent plans (one a reader), each as ranges in file order.
     plans: VecDeque<Vec<(u64, u64)>>,
-    /// Batches fetched, most recent last: ranges as `(start, bytes)`.
-    batches: VecDeque<Vec<(u64, Vec<u8>)>>,
+    /// Batches fetched, most recent last.
+    batches: VecDeque<Batch>,
+    /// Batches being fetched ahead, most recent last.
+    ahead: VecDeque<Ahead>,
 }
 
 impl Planned {
-    /// Copies `[offset, offset + buf.len())` from a batch, when one holds it all.
-    fn copy(&self, buf: &mut [u8], offset: u64) -> bool {
-        let end = offset + buf.len() as u64;
-        let held = self.batches.iter().flatten().find(|(s, b)| *s <= offset && end <= s + b.len() as u64);
-        match held {
-            Some((s, b)) => {
-                let at = (offset - s) as usize;
-                buf.copy_from_slice(&b[at..at + buf.len()]);
-                true
+    /// The first byte of `[offset, end)` the batches do not hold (`end` when they hold it all).
+    fn held_until(&self, offset: u64, end: u64) -> u64 {
+        let mut at = offset;
+        while at < end {
+            match self.batches.iter().rev().find_map(|b| b.from(at)) {
+                Some(held) => at = (at + held.len() as u64).min(end),
+                None => break,
             }
-            None => false,
         }
+        at
+    }
+
+    /// Copies `[offset, offset + buf.len())` from the batches, when they hold it all.
+    fn copy(&self, buf: &mut [u8], offset: u64) -> bool {
+        if self.held_until(offset, offset + buf.len() as u64) < offset + buf.len() as u64 {
+            return false;
+        }
+        let mut done = 0;
+        while done < buf.len() {
+            let Some(held) = self.batches.iter().rev().find_map(|b| b.from(offset + done as u64)) else { return false };
+            let n = held.len().min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&held[..n]);
+            done += n;
+        }
+        true
+    }
+
+    /// Keeps `batch`, forgetting the oldest past [`BATCHES`].
+    fn keep(&mut self, batch: Batch) {
+        if self.batches.len() >= BATCHES {
+            self.batches.pop_front();
+        }
+        self.batches.push_back(batch);
     }
 
     /// The ranges to fetch for a read of `[offset, end)` that a plan holds:
-    /// from it on through the plan, at most [`BATCH`] bytes (the read whole).
+    /// from it on through the plan (in the plan's order), at most [`BATCH`]
+    /// bytes (the read whole).
     fn batch_for(&self, offset: u64, end: u64) -> Option<Vec<(u64, u64)>> {
-        let plan = self.plans.iter().rev().find(|p| p.iter().any(|&(s, e)| s <= offset && end <= e))?;
-        let first = plan.partition_point(|&(_, e)| e < end);
-        let mut left = BATCH.max(end - offset);
-        let mut out = vec![];
-        for (k, &(s, e)) in plan[first..].iter().enumerate() {
-            let s = if k == 0 { offset } else { s };
-            let e = e.min(s + left);
-            out.push((s, e));
-            left -= e - s;
-            if left == 0 {
-                break;
-            }
+        let (plan, k) = self.plan_holding(offset, end)?;
+        Some(plan_from(plan, k, offset, BATCH.max(end - offset)))
+    }
+
+    /// The most recent plan with a range that holds `[offset, end)`, and that range's place in it.
+    fn plan_holding(&self, offset: u64, end: u64) -> Option<(&[(u64, u64)], usize)> {
+        self.plans
+            .iter()
+            .rev()
+            .find_map(|p| p.iter().position(|&(s, e)| s <= offset && end <= e).map(|k| (p.as_slice(), k)))
+    }
+
+    /// The ranges to fetch for a read of `[offset, end)` that goes on where
+    /// a batch ended (a walk through the session in file order): [`BATCH`]
+    /// bytes from there.
+    fn run_for(&self, offset: u64, end: u64, len: u64) -> Option<Vec<(u64, u64)>> {
+        if end - offset > BATCH || !self.batches.iter().any(|b| b.ends_at(offset)) {
+            return None;
         }
-        Some(out)
+        Some(vec![(offset, (offset + BATCH).min(len))])
+    }
+
+    /// The batch that follows `batch` in a session of `len` bytes: the
+    /// ranges of its plan after it, [`BATCH`] bytes of them, or for a run
+    /// (one range no plan holds) the [`BATCH`] bytes after it.
+    fn following(&self, batch: &[(u64, u64)], len: u64) -> Vec<(u64, u64)> {
+        let Some(&(s, e)) = batch.last() else { return vec![] };
+        match self.plan_holding(s, e) {
+            Some((plan, k)) => plan_from(plan, k, e, BATCH),
+            None if batch.len() == 1 && e < len => vec![(e, (e + BATCH).min(len))],
+            None => vec![],
+        }
+    }
+
+    /// The fetch made ahead whose first range starts at `offset` and holds `[offset, end)`, taken out.
+    fn take_ahead(&mut self, offset: u64, end: u64) -> Option<Ahead> {
+        let k = self.ahead.iter().position(|a| a.ranges.first().is_some_and(|&(s, e)| s == offset && end <= e))?;
+        self.ahead.remove(k)
+    }
+
+    /// True when a fetch made ahead starts where `ranges` start.
+    fn fetching(&self, ranges: &[(u64, u64)]) -> bool {
+        self.ahead.iter().any(|a| a.ranges.first() == ranges.first())
     }
 }
 
-/// Spans (`(start, end)`, in file order) merged into the ranges a cursor
-/// reads them by: spans that overlap or touch (a server is [`ReadAt::remote`]:
-/// no gap is read through).
+/// The ranges of `plan` from its `k`-th on (that one from `from` on), in
+/// the plan's order, at most `left` bytes of them.
+fn plan_from(plan: &[(u64, u64)], k: usize, from: u64, mut left: u64) -> Vec<(u64, u64)> {
+    let mut out = vec![];
+    for (i, &(s, e)) in plan.get(k..).unwrap_or_default().iter().enumerate() {
+        if left == 0 {
+            break;
+        }
+        let s = if i == 0 { s.max(from) } else { s };
+        if s >= e {
+            continue;
+        }
+        let e = e.min(s + left);
+        out.push((s, e));
+        left -= e - s;
+    }
+    out
+}
+
+/// Spans (`(start, end)`, in the order they will be read: file order for
+/// a plan, a walk's order for a cursor told one) merged into the ranges a
+/// cursor reads them by: a span that starts inside or at the end of the one
+/// before (a server is [`ReadAt::remote`]: no gap is read through).
 fn ranges_of(spans: &[(u64, u64)]) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::new();
     for &(s, e) in spans {
         match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            Some(last) if last.0 <= s && s <= last.1 => last.1 = last.1.max(e),
             _ => out.push((s, e)),
         }
     }
@@ -198,40 +330,105 @@ impl ServerFile {
         Ok(bytes)
     }
 
-    /// Answers a read of `buf.len()` bytes at `offset` from what was fetched
-    /// for a plan, fetching the plan's next batch when a plan holds the read;
-    /// false when none does (the read goes by blocks).
+    /// Answers a read of `buf.len()` bytes at `offset` from what was
+    /// fetched for a plan or a run of reads, fetching the next batch when a
+    /// plan holds the read or the read goes on where a batch ended (and the
+    /// batch after it ahead, on a connection of its own, while this one is
+    /// read); false when neither (the read goes by blocks).
     fn planned_read(&self, buf: &mut [u8], offset: u64) -> io::Result<bool> {
         let mut p = self.planned.lock().unwrap_or_else(|p| p.into_inner());
+        let end = offset + buf.len() as u64;
+        let at = p.held_until(offset, end);
+        if at == end {
+            return Ok(p.copy(buf, offset));
+        }
+        let fetched = match p.take_ahead(at, end) {
+            Some(ahead) => {
+                let bytes = self.answer_of(ahead.answer, &ahead.ranges)?;
+                p.keep(Batch::new(&ahead.ranges, bytes));
+                ahead.ranges
+            }
+            None => {
+                let Some(now) = p.batch_for(at, end).or_else(|| p.run_for(at, end, self.len)) else {
+                    return Ok(false);
+                };
+                let bytes = self.fetch_ranges(&now)?;
+                p.keep(Batch::new(&now, bytes));
+                now
+            }
+        };
+        // The batches that follow (the plan's next ranges, or the run's next stretches), fetched ahead.
+        let mut next = p.following(&fetched, self.len);
+        for _ in 0..DEPTH {
+            if next.is_empty() {
+                break;
+            }
+            if !p.fetching(&next) {
+                self.fetch_ahead(&mut p, next.clone());
+            }
+            next = p.following(&next, self.len);
+        }
         if p.copy(buf, offset) {
             return Ok(true);
         }
-        let Some(ranges) = p.batch_for(offset, offset + buf.len() as u64) else { return Ok(false) };
-        let (id, generation) = (self.id, self.generation);
+        // A read the batch does not hold whole (it was fetched ahead for a smaller one): fetched now.
+        let bytes = self.fetch_ranges(&[(at, end)])?;
+        p.keep(Batch::new(&[(at, end)], bytes));
+        Ok(p.copy(buf, offset))
+    }
+
+    /// Ranges `ranges` of the session, one after the other: one statement, bounded in time.
+    fn fetch_ranges(&self, ranges: &[(u64, u64)]) -> io::Result<Vec<u8>> {
+        let (id, generation, len) = (self.id, self.generation, self.len as i64);
         let asked: Vec<(i64, i64)> = ranges.iter().map(|&(s, e)| (s as i64, e as i64)).collect();
-        let want: u64 = ranges.iter().map(|(s, e)| e - s).sum();
-        let len = self.len as i64;
         let bytes =
             self.conns.read_bounded(move |c| read_ranges(c, id, generation, len, &asked)).map_err(io::Error::other)?;
+        self.whole(bytes, ranges)
+    }
+
+    /// `bytes`, when they are all of `ranges`; else the error of a session replaced whole while it was read.
+    fn whole(&self, bytes: Vec<u8>, ranges: &[(u64, u64)]) -> io::Result<Vec<u8>> {
+        let want: u64 = ranges.iter().map(|(s, e)| e - s).sum();
         if bytes.len() as u64 != want {
             return Err(io::Error::other(format!(
-                "session {id} changed on the server while it was read (replaced whole): open it again"
+                "session {} changed on the server while it was read (replaced whole): open it again",
+                self.id
             )));
         }
-        let mut at = 0;
-        let batch = ranges
-            .iter()
-            .map(|&(s, e)| {
-                let n = (e - s) as usize;
-                at += n;
-                (s, bytes[at - n..at].to_vec())
-            })
-            .collect();
-        if p.batches.len() >= BATCHES {
-            p.batches.pop_front();
+        Ok(bytes)
+    }
+
+    /// Starts fetching `ranges` ahead, on a connection of its own ([`Conns::read_apart`]).
+    fn fetch_ahead(&self, p: &mut Planned, ranges: Vec<(u64, u64)>) {
+        let (id, generation, len) = (self.id, self.generation, self.len as i64);
+        let asked: Vec<(i64, i64)> = ranges.iter().map(|&(s, e)| (s as i64, e as i64)).collect();
+        let (tx, answer) = std::sync::mpsc::sync_channel(1);
+        let conns = self.conns.clone();
+        let spawned = std::thread::Builder::new().name("arbor-pg-ahead".into()).spawn(move || {
+            // Nobody waits any more (the reader went elsewhere): the answer is dropped.
+            let _ = tx.send(conns.read_apart(|c| read_ranges(c, id, generation, len, &asked)));
+        });
+        if spawned.is_ok() {
+            if p.ahead.len() >= AHEAD {
+                p.ahead.pop_front();
+            }
+            p.ahead.push_back(Ahead { ranges, answer });
         }
-        p.batches.push_back(batch);
-        Ok(p.copy(buf, offset))
+    }
+
+    /// The answer of a fetch made ahead, waited for within the answer limit
+    /// (as a read of the shared connection is, [`Conns::read_bounded`]); a
+    /// fetch that failed is made again on the shared connection (which
+    /// connects again, or says why it cannot).
+    fn answer_of(&self, answer: Receiver<Result<Vec<u8>, PgError>>, ranges: &[(u64, u64)]) -> io::Result<Vec<u8>> {
+        let got = match self.conns.server.answer_limit() {
+            Some(limit) => answer.recv_timeout(limit).map_err(|_| self.conns.no_answer(limit)),
+            None => answer.recv().map_err(|_| self.conns.no_answer(Duration::ZERO)),
+        };
+        match got.map_err(io::Error::other)? {
+            Ok(bytes) => self.whole(bytes, ranges),
+            Err(_) => self.fetch_ranges(ranges),
+        }
     }
 
     /// Makes blocks `first..=last` kept, fetching the missing ones (and, for
@@ -286,6 +483,11 @@ impl ReadAt for ServerFile {
         if last - first >= DIRECT {
             let bytes = self.fetch(offset, offset + want)?;
             buf[..want as usize].copy_from_slice(&bytes);
+            if self.part.is_none() && want <= BATCH {
+                // Kept: a read that goes on where this one ends is a run, fetched a batch ahead.
+                let mut p = self.planned.lock().unwrap_or_else(|p| p.into_inner());
+                p.keep(Batch::new(&[(offset, offset + want)], bytes));
+            }
             return Ok(want as usize);
         }
         let mut b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
@@ -398,5 +600,54 @@ mod tests {
         assert_eq!(aheads, [(0, 0), (1, 1), (2, 2), (4, 4)]);
         // A read elsewhere starts a run of its own.
         assert_eq!(b.ahead_at(500), 0);
+    }
+
+    #[test]
+    fn batches_answer_reads_that_straddle_them() {
+        let file: Vec<u8> = (0..100u8).collect();
+        let mut p = Planned::default();
+        p.keep(Batch::new(&[(10, 20), (30, 40)], [&file[10..20], &file[30..40]].concat()));
+        p.keep(Batch::new(&[(20, 30)], file[20..30].to_vec()));
+        let mut buf = [0u8; 25];
+        assert!(p.copy(&mut buf, 12) && buf[..] == file[12..37]);
+        assert_eq!(p.held_until(12, 45), 40);
+        assert!(!p.copy(&mut buf, 30), "40..55 is not held");
+        assert_eq!(p.held_until(5, 15), 5);
+    }
+
+    #[test]
+    fn a_run_of_reads_fetches_a_batch_and_the_next_one_ahead() {
+        let mut p = Planned::default();
+        // Not a run yet: no batch ends where the read starts.
+        assert!(p.run_for(1000, 2000, 1 << 30).is_none());
+        p.keep(Batch::new(&[(0, 1000)], vec![0; 1000]));
+        let now = p.run_for(1000, 2000, 1 << 30).unwrap();
+        assert_eq!(now, [(1000, 1000 + BATCH)]);
+        assert_eq!(p.following(&now, 1 << 30), [(1000 + BATCH, 1000 + 2 * BATCH)]);
+        // Near the end of the session: what is left, and nothing after.
+        let now = p.run_for(1000, 2000, 5000).unwrap();
+        assert_eq!(now, [(1000, 5000)]);
+        assert!(p.following(&now, 5000).is_empty());
+    }
+
+    #[test]
+    fn a_plan_is_fetched_a_batch_at_a_time_the_next_one_ahead() {
+        let mut p = Planned::default();
+        let plan: Vec<(u64, u64)> = (0..20).map(|k| (k * BATCH / 4, k * BATCH / 4 + BATCH / 8)).collect();
+        p.plans.push_back(plan.clone());
+        // In the order given, not the file's: a walk's order.
+        let walk: Vec<(u64, u64)> = [5, 6, 1, 2, 3].iter().map(|&k| plan[k]).collect();
+        p.plans.push_back(walk);
+        let now = p.batch_for(plan[6].0, plan[6].0 + 1).unwrap();
+        assert_eq!(now, [plan[6], plan[1], plan[2], plan[3]]);
+        p.plans.pop_back();
+        let now = p.batch_for(plan[1].0 + 5, plan[1].0 + 10).unwrap();
+        // From the read on, BATCH bytes of the plan's ranges (8 ranges of BATCH / 8), then the next BATCH.
+        assert_eq!(now[0], (plan[1].0 + 5, plan[1].1));
+        assert_eq!(now.iter().map(|(s, e)| e - s).sum::<u64>(), BATCH);
+        let next = p.following(&now, 1 << 40);
+        assert_eq!(next.first().map(|r| r.0), now.last().map(|r| r.1));
+        assert_eq!(next.iter().map(|(s, e)| e - s).sum::<u64>(), BATCH);
+        assert!(p.batch_for(plan[1].1 + 1, plan[1].1 + 2).is_none(), "between the plan's ranges");
     }
 }

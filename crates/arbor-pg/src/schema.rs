@@ -47,6 +47,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "gram filters for search; the search table dropped",
         sql: include_str!("../migrations/0005_filters.sql"),
     },
+    Migration {
+        version: 6,
+        name: "lines compressed with lz4 where the server has it",
+        sql: include_str!("../migrations/0006_lines_lz4.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations ("arbormig" in ASCII).

@@ -67,7 +67,11 @@ impl PgStore {
         let client = server.connect()?;
         Ok(PgStore {
             inner: Arc::new(Inner {
-                conns: Arc::new(Conns { server, shared: Mutex::new(Some(Conn(client))) }),
+                conns: Arc::new(Conns {
+                    server,
+                    shared: Mutex::new(Some(Conn(client))),
+                    spare: Mutex::new(Vec::new()),
+                }),
                 writers: Mutex::new(HashMap::new()),
                 warnings: Mutex::new(Vec::new()),
             }),

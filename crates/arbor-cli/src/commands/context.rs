@@ -11,6 +11,7 @@ use arbor_context::render::Form;
 use arbor_context::Context;
 use arbor_tree::Session;
 
+use crate::shared::held::{changed, reads_once, Held};
 use crate::shared::session::{check_lines, exit_without_freeing, read_again, require_entry, Globals};
 use crate::shared::visible::for_people;
 
@@ -36,6 +37,11 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
     let mut plan = plan_at(&mut s, &args)?;
+    if args.json && reads_once(&s) {
+        write_json_once(&mut s, &args, plan, out)?;
+        exit_without_freeing(s);
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.json {
         // The lines the context reads are checked first; a stale index is
         // dropped and the file read again (and the leaf moved again).
@@ -67,6 +73,36 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     }
     exit_without_freeing(s);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `context --json` (or `--json --llm`) of a session opened through the
+/// index its store keeps (a server's, which changes with its lines in the
+/// same transactions): each line of the context is read once, checked as it
+/// is written ([`crate::shared::held`]), instead of all of them checked first
+/// and read again to be written. A line not where the index put it within
+/// the first [`crate::shared::held::HOLD`] bytes of output: nothing is
+/// written, the session is read again without the index and written from
+/// that. Later (the output is on its way): the command fails saying so.
+fn write_json_once(s: &mut Session, args: &Args, plan: SessionPlan, out: &mut dyn Write) -> Result<()> {
+    let write = |s: &Session, plan: &SessionPlan, out: &mut dyn Write| match args.llm {
+        false => plan::write_json(out, s, plan),
+        true => plan::write_llm_json(out, s, plan),
+    };
+    let mut held = Held::new(&mut *out);
+    match write(s, &plan, &mut held) {
+        Ok(()) => held.flush()?,
+        Err(e) if held.holding() && changed(&e) => {
+            read_again(s)?;
+            let plan = plan_at(s, args)?;
+            write(s, &plan, out)?;
+        }
+        Err(e) => {
+            out.flush()?;
+            bail!("{}: {e} (while the context was written)", args.file.display());
+        }
+    }
+    out.write_all(b"\n")?;
+    Ok(())
 }
 
 /// The plan of the context at the leaf `--leaf` names (or the session's).

@@ -8,6 +8,7 @@ use anyhow::{bail, Context as _, Result};
 use arbor_tree::Session;
 
 use crate::shared::filter::FilterMode;
+use crate::shared::held::{changed, reads_once, Held};
 use crate::shared::session::{check_lines, exit_without_freeing, read_again, Globals};
 use crate::shared::tree_text::{filter_modes, print_tree, TreeText};
 use crate::shared::visible::for_people;
@@ -40,7 +41,7 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     let mut human = None;
     let out = for_people(out, args.json, &mut human);
     let mut s = g.open_read(&args.file)?;
-    if args.json && s.opened_from_stored_index() {
+    if args.json && reads_once(&s) {
         write_json_once(&mut s, &args, out)?;
         exit_without_freeing(s);
         return Ok(ExitCode::SUCCESS);
@@ -71,25 +72,22 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Output held before any is written by [`write_json_once`].
-const HOLD: usize = 4 << 20;
-
 /// `tree --json` of a session opened through the index its store keeps
 /// (a server's, which changes with its lines in the same transactions):
 /// each line is read once, checked as it is written (a line not where the
 /// index put it fails the write, [`arbor_tree::TreeError::Changed`]),
 /// instead of all of them checked first and read again to be written. Such
-/// a line within the first [`HOLD`] bytes of output: nothing is written,
+/// a line within the first [`crate::shared::held::HOLD`] bytes of output: nothing is written,
 /// the session is read again without the index and written from that.
 /// Later (the output is on its way): the command fails saying so.
 fn write_json_once(s: &mut Session, args: &Args, out: &mut dyn Write) -> Result<()> {
     if let Some(id) = &args.leaf {
         s.branch(id).with_context(|| args.file.display().to_string())?;
     }
-    let mut held = Held { held: Some(Vec::new()), out: &mut *out };
+    let mut held = Held::new(&mut *out);
     match s.get_tree().write_json(&mut held) {
         Ok(()) => held.flush()?,
-        Err(e) if held.held.is_some() && changed(&e) => {
+        Err(e) if held.holding() && changed(&e) => {
             read_again(s)?;
             if let Some(id) = &args.leaf {
                 s.branch(id).with_context(|| args.file.display().to_string())?;
@@ -103,36 +101,4 @@ fn write_json_once(s: &mut Session, args: &Args, out: &mut dyn Write) -> Result<
     }
     out.write_all(b"\n")?;
     Ok(())
-}
-
-/// True when `e` says that the session changed under the reader.
-fn changed(e: &std::io::Error) -> bool {
-    e.get_ref()
-        .and_then(|i| i.downcast_ref::<arbor_tree::TreeError>())
-        .is_some_and(|t| matches!(t, arbor_tree::TreeError::Changed { .. }))
-}
-
-/// A writer that holds what it is given until [`HOLD`] bytes, then writes through.
-struct Held<'w> {
-    held: Option<Vec<u8>>,
-    out: &'w mut dyn Write,
-}
-
-impl Write for Held<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let Some(h) = &mut self.held else { return self.out.write(buf) };
-        h.extend_from_slice(buf);
-        if h.len() > HOLD {
-            let h = self.held.take().unwrap_or_default();
-            self.out.write_all(&h)?;
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        if let Some(h) = self.held.take() {
-            self.out.write_all(&h)?;
-        }
-        self.out.flush()
-    }
 }

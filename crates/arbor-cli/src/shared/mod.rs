@@ -4,7 +4,7 @@
 //! in ([`backend`]; [`background`] for the search filters' builder), the model and hook arguments and the agent flows run
 //! on a small runtime ([`agent`]), the providers and the choice of a model
 //! ([`models`]), session names that start with `--` in a list of them
-//! ([`names`]), and how results are printed ([`output`]; [`tree_text`]
+//! ([`names`]), output written once from a server's session ([`held`]), and how results are printed ([`output`]; [`tree_text`]
 //! for the tree, drawn by `arbor_interop::tree`, whose [`forest`],
 //! [`filter`] and [`layout`] the tree selector uses too;
 //! [`progress`] for a spinner or a progress bar while something slow runs;
@@ -15,6 +15,7 @@
 pub mod agent;
 pub mod backend;
 pub mod background;
+pub mod held;
 pub mod models;
 pub mod names;
 pub mod output;

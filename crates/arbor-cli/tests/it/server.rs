@@ -236,6 +236,62 @@ fn push_and_pull_through_the_cli_are_byte_identical_and_idempotent() {
     assert!(one.exists());
 }
 
+/// A session of `n` messages in a chain, each about 3 KB (past the size
+/// below which a session is read whole rather than through its index), in
+/// pi's layout under `dir/local`; its path and its name on the server.
+fn chain_file(dir: &Path, n: usize) -> (PathBuf, String) {
+    let name = "--w--/2026-01-01T00-00-00-000Z_0193c6f2.jsonl".to_owned();
+    let mut text = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"0193c6f2\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+    );
+    for k in 0..n {
+        let parent = if k == 0 { "null".to_owned() } else { format!("\"e{:07}\"", k - 1) };
+        let role = if k % 2 == 0 { "user" } else { "assistant" };
+        text += &format!(
+            "{{\"type\":\"message\",\"id\":\"e{k:07}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\
+             \"message\":{{\"role\":\"{role}\",\"content\":\"{}\"}}}}\n",
+            format!("message {k} ").repeat(250)
+        );
+    }
+    let f = dir.join("local").join(&name);
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    fs::write(&f, text).unwrap();
+    (f, name)
+}
+
+#[test]
+fn context_and_tree_json_read_the_server_once_and_read_a_line_edited_behind_its_index_again() {
+    let Some(db) = TestDb::new("cli_edited_line") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (file, name) = chain_file(dir.path(), 400);
+    ok(arbor_at(None, dir.path(), &["push", file.to_str().unwrap(), "--to", &db.url]));
+    let reads = |store: Option<&str>, session: &str| {
+        ["context", "tree"].map(|cmd| stdout(&ok(arbor_at(store, dir.path(), &[cmd, session, "--json"]))))
+    };
+    // Read once, checked as written: what the file gives.
+    assert_eq!(reads(Some(&db.url), &name), reads(None, file.to_str().unwrap()));
+    // Someone with write access edits a line of the path in place, same length, behind the index.
+    let edited = db
+        .client()
+        .execute(
+            "UPDATE arbor.lines SET bytes = convert_to(replace(convert_from(bytes, 'UTF8'), \
+                 '\"id\":\"e0000200\"', '\"id\":\"x0000200\"'), 'UTF8') \
+             WHERE position('\"id\":\"e0000200\"' IN convert_from(bytes, 'UTF8')) > 0",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(edited, 1);
+    let out = dir.path().join("pulled");
+    ok(arbor_at(Some(&db.url), dir.path(), &["pull", &name, "--to", out.to_str().unwrap()]));
+    let want = reads(None, out.join(&name).to_str().unwrap());
+    // Within the output held back: nothing written from the index, the session read again.
+    for (k, cmd) in ["context", "tree"].iter().enumerate() {
+        let o = ok(arbor_at(Some(&db.url), dir.path(), &[cmd, &name, "--json"]));
+        assert_eq!(stdout(&o), want[k], "{cmd}");
+        assert!(stderr(&o).contains("did not match"), "{cmd}: {}", stderr(&o));
+    }
+}
+
 #[test]
 fn ls_and_search_on_the_server() {
     let Some(db) = TestDb::new("cli_ls_search") else { return };

@@ -50,7 +50,7 @@ fn a_server_at_migration_4_is_migrated_by_the_next_client_and_its_sessions_searc
     // Back to the schema of migration 4: no filters, and the search table every write filled.
     db.client()
         .batch_execute(
-            "DROP TABLE arbor.filters; DELETE FROM arbor.migrations WHERE version = 5; \
+            "DROP TABLE arbor.filters; DELETE FROM arbor.migrations WHERE version >= 5; \
              CREATE TABLE arbor.search (session bigint NOT NULL REFERENCES arbor.sessions (id) ON DELETE CASCADE, \
                                         seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session, seq))",
         )
@@ -67,18 +67,53 @@ fn a_server_at_migration_4_is_migrated_by_the_next_client_and_its_sessions_searc
     let reader = db.url.replacen("://arbor@", &format!("://{role}@"), 1);
     let e = PgStore::connect(&reader).unwrap_err().to_string();
     assert!(
-        e.contains("is at version 4 and this arbor needs version 5") && e.contains("its owner") && !e.contains('\n'),
+        e.contains(&format!("is at version 4 and this arbor needs version {}", arbor_pg::latest_schema()))
+            && e.contains("its owner")
+            && !e.contains('\n'),
         "{e}"
     );
     let store = PgStore::connect(&db.url).unwrap();
     let mut c = db.client();
     let gone: bool = c.query_one("SELECT to_regclass('arbor.search') IS NULL", &[]).unwrap().get(0);
     let v: i32 = c.query_one("SELECT max(version) FROM arbor.migrations", &[]).unwrap().get(0);
-    assert!(gone && v == 5, "{v}");
+    assert!(gone && v == arbor_pg::latest_schema(), "{v}");
     // Its sessions have no filters yet: read as they are, and given one by that read.
     let request = arbor_tree::sessions::SearchRequest::new("zeppelin", arbor_tree::sessions::Scope::All);
     let hits = arbor_tree::sessions::Sessions::search(&store, &request, &arbor_tree::sessions::NoProgress).unwrap();
     assert_eq!(hits.len(), 1);
     let n: i64 = c.query_one("SELECT count(*) FROM arbor.filters", &[]).unwrap().get(0);
     assert_eq!(n, 1);
+}
+
+#[test]
+fn lines_are_compressed_with_lz4_where_the_server_has_it() {
+    let Some(db) = TestDb::new("lines_lz4") else { return };
+    let store = PgStore::connect(&db.url).unwrap();
+    let mut s = arbor_tree::Session::create("/p", crate::pg_opts(&store)).unwrap();
+    // A line long enough to be compressed (TOAST compresses rows over about 2 KB).
+    s.append_message(crate::user(&"the zeppelin lands at noon; ".repeat(400))).unwrap();
+    s.append_message(crate::assistant("noted")).unwrap();
+    drop(s);
+    let mut c = db.client();
+    // Whether this server has lz4 (PostgreSQL 14 or later, built with it).
+    let lz4 = c.batch_execute("SET default_toast_compression = lz4").is_ok();
+    let set: String =
+        c.query_one(
+            "SELECT attcompression::text FROM pg_attribute WHERE attrelid = 'arbor.lines'::regclass AND attname = 'bytes'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let used: Vec<String> = c
+        .query("SELECT DISTINCT pg_column_compression(bytes) FROM arbor.lines WHERE pg_column_compression(bytes) IS NOT NULL", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if lz4 {
+        assert_eq!((set.as_str(), used), ("l", vec!["lz4".to_owned()]));
+    } else {
+        // A server without it keeps pglz; the migration is recorded all the same.
+        assert_eq!(used, ["pglz"]);
+    }
 }

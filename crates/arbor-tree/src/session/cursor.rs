@@ -2,6 +2,7 @@
 //! the file, so that many lines cost a few large reads instead of one read
 //! each.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::iter::Peekable;
 
@@ -25,7 +26,9 @@ use arbor_log::scan::ReadAt;
 /// a read takes in the lines asked for next while each starts where the one
 /// before ends (or a short gap after), up to 1 MiB: a walk that comes back
 /// to lines it passed (a tree written depth first, branch after branch)
-/// reads each line once.
+/// reads each line once. A source far away ([`ReadAt::remote`]) is also
+/// told the spans to come in that order, 16 MiB of them ahead
+/// ([`ReadAt::will_read`]), so that it may fetch many runs at once.
 #[derive(Debug)]
 pub(crate) struct LineCursor<'s> {
     pub(crate) src: Option<&'s dyn ReadAt>,
@@ -48,6 +51,10 @@ struct Order<'s> {
     next: Peekable<Box<dyn Iterator<Item = (u64, usize)> + 's>>,
     /// Spans taken into the window whose requests have not come yet.
     read: usize,
+    /// For a source far away: the spans after the window already taken off
+    /// `next` and told to the source ([`ReadAt::will_read`]), in order, and their bytes.
+    told: VecDeque<(u64, usize)>,
+    told_bytes: u64,
 }
 
 impl fmt::Debug for Order<'_> {
@@ -57,6 +64,38 @@ impl fmt::Debug for Order<'_> {
 }
 
 impl Order<'_> {
+    /// Told to a source far away ahead of the reads, at least (while the order lasts).
+    const TELL: u64 = 16 << 20;
+
+    /// The next span of the order.
+    fn peek(&mut self) -> Option<(u64, usize)> {
+        self.told.front().copied().or_else(|| self.next.peek().copied())
+    }
+
+    /// Takes the next span off the order.
+    fn pop(&mut self) {
+        match self.told.pop_front() {
+            Some((_, len)) => self.told_bytes -= len as u64,
+            None => drop(self.next.next()),
+        }
+    }
+
+    /// Tells `src` (far away) the spans to come in their order, when fewer
+    /// than half of [`Order::TELL`] bytes of them were told: it may then fetch
+    /// many at once, in that order, instead of a statement a run.
+    fn tell(&mut self, src: &dyn ReadAt) {
+        if self.told_bytes >= Self::TELL / 2 {
+            return;
+        }
+        while self.told_bytes < Self::TELL {
+            let Some(span) = self.next.next() else { break };
+            self.told.push_back(span);
+            self.told_bytes += span.1 as u64;
+        }
+        let spans: Vec<(u64, u64)> = self.told.iter().map(|&(o, l)| (o, o + l as u64)).collect();
+        src.will_read(&spans);
+    }
+
     /// Takes the request for `(offset, len)` off the order; false when it
     /// is not the one the order says comes next (then the order is wrong).
     fn ask(&mut self, offset: u64, len: usize, inside: bool) -> bool {
@@ -64,7 +103,11 @@ impl Order<'_> {
             self.read -= 1;
             return inside;
         }
-        self.next.next_if_eq(&(offset, len)).is_some()
+        if self.peek() == Some((offset, len)) {
+            self.pop();
+            return true;
+        }
+        false
     }
 
     /// The end of a read from `offset` to `end`, taking in the requests that
@@ -72,13 +115,13 @@ impl Order<'_> {
     /// end (the spans of lines placed by the index overlap by a byte), and
     /// the read stays within `max` bytes.
     fn read_on(&mut self, offset: u64, mut end: u64, gap: u64, max: u64) -> u64 {
-        while let Some(&(o, l)) = self.next.peek() {
+        while let Some((o, l)) = self.peek() {
             let e = o.saturating_add(l as u64);
             if o < offset || o > end + gap || e > offset + max {
                 break;
             }
             end = end.max(e);
-            self.next.next();
+            self.pop();
             self.read += 1;
         }
         end
@@ -115,7 +158,7 @@ impl<'s> LineCursor<'s> {
     /// and the cursor stops following the order.
     pub(crate) fn follow(&mut self, order: impl Iterator<Item = (u64, usize)> + 's) {
         let next: Box<dyn Iterator<Item = (u64, usize)> + 's> = Box::new(order);
-        self.order = Some(Order { next: next.peekable(), read: 0 });
+        self.order = Some(Order { next: next.peekable(), read: 0, told: VecDeque::new(), told_bytes: 0 });
     }
 
     /// Says where the next lines asked for are, as `(offset, len)` (in any
@@ -142,6 +185,9 @@ impl<'s> LineCursor<'s> {
         if !inside {
             let src = self.src?;
             let want = if let Some(order) = &mut self.order {
+                if src.remote() {
+                    order.tell(src);
+                }
                 let end = order.read_on(offset, offset + len as u64, Self::GAP, Self::MAX_WINDOW as u64);
                 usize::try_from(end - offset).unwrap_or(len)
             } else if self.plan.is_empty() {
