@@ -8,7 +8,7 @@
 //! bounded head of a file is read before it is known to be a session, and a
 //! line longer than [`crate::lines::MAX_LINE`] is read past, not held.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -26,13 +26,36 @@ use arbor_tree::listing::{ListingFacts, ListingKind};
 use arbor_tree::sessions::{Pass, Progress, Scope};
 
 /// A file's row as a refresh reads it: what tells whether it changed (its
-/// listing facts are read only for a file read on, [`load_facts`]).
+/// listing facts are read only for a file read on, [`load_facts`]), and,
+/// for a search, what the search reads of a session's row.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
     pub rowid: i64,
     pub known: Known,
     pub kind: ListingKind,
     pub gen: i64,
+    pub search: Option<Box<SearchCols>>,
+}
+
+/// What a search reads of a session's row besides its path (read with the
+/// refresh's rows, so that a search reads the table once).
+#[derive(Debug, Clone)]
+pub(crate) struct SearchCols {
+    pub id: String,
+    pub cwd: String,
+    pub name: Option<String>,
+    pub version: u64,
+    pub epoch: i64,
+    pub modified_ms: i64,
+}
+
+/// The session rows a refresh read and left as they were (for the search
+/// that follows it), and the paths of the rows it wrote (read again).
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    /// Sessions only: path, row id, how far it was read, and the rest.
+    pub rows: Vec<(String, i64, u64, Box<SearchCols>)>,
+    pub written: Vec<String>,
 }
 
 /// What a refresh does with one file.
@@ -46,6 +69,12 @@ enum Job {
 }
 
 impl Job {
+    fn found(&self) -> &Found {
+        match self {
+            Job::Read { found, .. } | Job::ReadOn { found, .. } => found,
+        }
+    }
+
     fn bytes(&self) -> u64 {
         match self {
             Job::Read { found, .. } => found.stat.size,
@@ -105,7 +134,9 @@ pub struct RefreshStats {
     pub reset: usize,
 }
 
-/// Brings the listing facts of the scope's files up to date.
+/// Brings the listing facts of the scope's files up to date; with `keep`,
+/// also hands back the rows it read for a search ([`Kept`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn refresh(
     conn: &mut Connection,
     root: &Path,
@@ -114,12 +145,14 @@ pub(crate) fn refresh(
     progress: &dyn Progress,
     db_path: &Path,
     warnings: &mut Vec<String>,
-) -> Result<RefreshStats, CatalogError> {
+    keep: bool,
+) -> Result<(RefreshStats, Option<Kept>), CatalogError> {
     let db = |e| CatalogError::Db { path: db_path.to_owned(), source: e };
-    let mut rows = load_rows(conn, scope).map_err(db)?;
+    let mut rows = load_rows(conn, scope, keep).map_err(db)?;
     let found = walk(root, scope, warnings)?;
     let mut stats = RefreshStats { files: found.len(), ..Default::default() };
-    let Sorted { mut jobs, restamps, gone } = sort(root, found, &mut rows, warnings);
+    let Sorted { mut jobs, restamps, gone, mut kept } = sort(root, found, &mut rows, warnings);
+    kept.written = jobs.iter().map(|j| j.found().rel.clone()).collect();
     load_facts(conn, &mut jobs).map_err(db)?;
     // Big files first, so the threads finish together.
     jobs.sort_by_key(|j| std::cmp::Reverse(j.bytes()));
@@ -157,7 +190,7 @@ pub(crate) fn refresh(
     progress.end();
     result?;
     flushed?;
-    Ok(stats)
+    Ok((stats, keep.then_some(kept)))
 }
 
 /// What a refresh does with each file found.
@@ -167,6 +200,8 @@ struct Sorted {
     restamps: Vec<(i64, i64, Stat)>,
     /// Rows of files that are gone or cannot be read.
     gone: Vec<(i64, i64)>,
+    /// The session rows left as they are (restamped ones too: a search reads nothing they change).
+    kept: Kept,
 }
 
 /// Decides, for each file found, whether to read it, restamp its row or
@@ -175,12 +210,16 @@ fn sort(root: &Path, found: Vec<Found>, rows: &mut HashMap<String, Row>, warning
     let mut jobs = vec![];
     let mut restamps = vec![];
     let mut unreadable = vec![];
+    let mut kept = Kept::default();
     for f in found {
-        let Some(row) = rows.remove(&f.rel) else {
+        let Some(mut row) = rows.remove(&f.rel) else {
             jobs.push(Job::Read { found: f, row: None });
             continue;
         };
         if f.stat == row.known.stat {
+            if let Some(cols) = row.search.take() {
+                kept.rows.push((f.rel, row.rowid, row.known.scanned, cols));
+            }
             continue;
         }
         let path = root.join(&f.rel);
@@ -195,8 +234,14 @@ fn sort(root: &Path, found: Vec<Found>, rows: &mut HashMap<String, Row>, warning
             }
         };
         match change {
-            Change::Unchanged => {}
-            Change::Restamp => restamps.push((row.rowid, row.gen, f.stat)),
+            Change::Unchanged | Change::Restamp => {
+                if change == Change::Restamp {
+                    restamps.push((row.rowid, row.gen, f.stat));
+                }
+                if let Some(cols) = row.search.take() {
+                    kept.rows.push((f.rel, row.rowid, row.known.scanned, cols));
+                }
+            }
             // A file that is not a session is not read past its head.
             Change::Grown(_) if row.kind == ListingKind::NotSession => restamps.push((row.rowid, row.gen, f.stat)),
             Change::Grown(sum) => jobs.push(Job::ReadOn { found: f, row, sum, facts: Box::default() }),
@@ -206,12 +251,19 @@ fn sort(root: &Path, found: Vec<Found>, rows: &mut HashMap<String, Row>, warning
     // Rows left over are files that are gone; unreadable ones go too.
     let mut gone: Vec<(i64, i64)> = rows.values().map(|r| (r.rowid, r.gen)).collect();
     gone.extend(unreadable);
-    Sorted { jobs, restamps, gone }
+    Sorted { jobs, restamps, gone, kept }
 }
 
-/// The rows of the scope's files (what tells whether each changed).
-fn load_rows(conn: &Connection, scope: &Scope) -> rusqlite::Result<HashMap<String, Row>> {
-    let cols = "rowid, rel, size, mtime_ns, ctime_ns, ino, dev, scanned, sum, kind, gen";
+/// The rows of the scope's files (what tells whether each changed; with
+/// `keep`, what a search reads of the sessions' rows too).
+fn load_rows(conn: &Connection, scope: &Scope, keep: bool) -> rusqlite::Result<HashMap<String, Row>> {
+    // foldhash (seeded per process), not SipHash: a path a row, ten thousand of them a refresh.
+    let cols = if keep {
+        "rowid, rel, size, mtime_ns, ctime_ns, ino, dev, scanned, sum, kind, gen, id, cwd, name, version, epoch, \
+         modified_ms"
+    } else {
+        "rowid, rel, size, mtime_ns, ctime_ns, ino, dev, scanned, sum, kind, gen"
+    };
     let (sql, arg) = match scope {
         Scope::All => (format!("SELECT {cols} FROM sessions"), None),
         Scope::Dir(d) => (format!("SELECT {cols} FROM sessions WHERE dir = ?1"), Some(d.as_str())),
@@ -227,7 +279,18 @@ fn load_rows(conn: &Connection, scope: &Scope) -> rusqlite::Result<HashMap<Strin
         };
         let known = Known { stat, scanned: r.get::<_, i64>(7)? as u64, sum: r.get(8)? };
         let kind = ListingKind::from_code(r.get(9)?);
-        Ok((r.get(1)?, Row { rowid: r.get(0)?, known, kind, gen: r.get(10)? }))
+        let search = match keep && kind == ListingKind::Session {
+            true => Some(Box::new(SearchCols {
+                id: r.get(11)?,
+                cwd: r.get(12)?,
+                name: r.get(13)?,
+                version: r.get::<_, i64>(14)? as u64,
+                epoch: r.get(15)?,
+                modified_ms: r.get(16)?,
+            })),
+            false => None,
+        };
+        Ok((r.get(1)?, Row { rowid: r.get(0)?, known, kind, gen: r.get(10)?, search }))
     };
     let rows = match arg {
         None => stmt.query_map([], map)?.collect(),
@@ -440,7 +503,7 @@ impl<'c> Writer<'c> {
         let modified = f.modified_ms(s.mtime_ms());
         let values = params![
             r.found.rel,
-            r.found.dir,
+            &*r.found.dir,
             s.size as i64,
             s.mtime_ns,
             s.ctime_ns,
