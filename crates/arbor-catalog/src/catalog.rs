@@ -13,7 +13,7 @@ use arbor_tree::sessions::{Hit, Progress, Scope};
 use crate::build::BuildStats;
 use crate::db;
 use crate::error::CatalogError;
-use crate::refresh::{Kept, RefreshStats};
+use crate::refresh::RefreshStats;
 use crate::search::SearchOptions;
 use crate::walk::path_under;
 
@@ -142,17 +142,7 @@ impl Catalog {
     }
 
     fn refresh_now(&mut self, scope: &Scope, progress: &dyn Progress) -> Result<RefreshStats, CatalogError> {
-        Ok(self.refresh_keeping(scope, progress, false)?.0)
-    }
-
-    /// The refresh; with `keep`, also the rows it read for the search that follows ([`Kept`]).
-    fn refresh_keeping(
-        &mut self,
-        scope: &Scope,
-        progress: &dyn Progress,
-        keep: bool,
-    ) -> Result<(RefreshStats, Option<Kept>), CatalogError> {
-        let mut out = (RefreshStats::default(), None);
+        let mut stats = RefreshStats::default();
         // Another process may have updated a row first; a second pass reads on from its result.
         for _ in 0..3 {
             let db_path = self.db_path();
@@ -165,19 +155,18 @@ impl Catalog {
                 progress,
                 &db_path,
                 &mut warnings,
-                keep,
             );
             for w in warnings {
                 if !self.warnings.contains(&w) {
                     self.warnings.push(w);
                 }
             }
-            out = result?;
-            if out.0.conflicts == 0 {
+            stats = result?;
+            if stats.conflicts == 0 {
                 break;
             }
         }
-        Ok(out)
+        Ok(stats)
     }
 
     /// The scope's sessions as pi's `SessionInfo`, newest first, from the
@@ -253,7 +242,7 @@ impl Catalog {
         // in either is built again and the whole answer is given from it.
         let mut deferred = false;
         let hits = self.guard(|c| {
-            let (_, kept) = c.refresh_keeping(&opts.scope, progress, true)?;
+            c.refresh_now(&opts.scope, progress)?;
             let db_path = c.db_path();
             let mut warnings = vec![];
             let mut ctx = crate::search::Ctx {
@@ -266,7 +255,7 @@ impl Catalog {
                 defer_above: c.background.as_ref().map(|b| b.above),
                 deferred: false,
             };
-            let hits = crate::search::run(&mut ctx, kept, &pattern, opts, progress, on_hits);
+            let hits = crate::search::run(&mut ctx, &pattern, opts, progress, on_hits);
             deferred = ctx.deferred;
             c.warnings.extend(warnings);
             hits.map_err(|source| CatalogError::Db { path: db_path, source })

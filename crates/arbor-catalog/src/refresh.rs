@@ -8,7 +8,7 @@
 //! bounded head of a file is read before it is known to be a session, and a
 //! line longer than [`crate::lines::MAX_LINE`] is read past, not held.
 
-use foldhash::HashMap;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -26,36 +26,13 @@ use arbor_tree::listing::{ListingFacts, ListingKind};
 use arbor_tree::sessions::{Pass, Progress, Scope};
 
 /// A file's row as a refresh reads it: what tells whether it changed (its
-/// listing facts are read only for a file read on, [`load_facts`]), and,
-/// for a search, what the search reads of a session's row.
+/// listing facts are read only for a file read on, [`load_facts`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
     pub rowid: i64,
     pub known: Known,
     pub kind: ListingKind,
     pub gen: i64,
-    pub search: Option<Box<SearchCols>>,
-}
-
-/// What a search reads of a session's row besides its path (read with the
-/// refresh's rows, so that a search reads the table once).
-#[derive(Debug, Clone)]
-pub(crate) struct SearchCols {
-    pub id: String,
-    pub cwd: String,
-    pub name: Option<String>,
-    pub version: u64,
-    pub epoch: i64,
-    pub modified_ms: i64,
-}
-
-/// The session rows a refresh read and left as they were (for the search
-/// that follows it), and the paths of the rows it wrote (read again).
-#[derive(Debug, Default)]
-pub(crate) struct Kept {
-    /// Sessions only: path, row id, how far it was read, and the rest.
-    pub rows: Vec<(String, i64, u64, Box<SearchCols>)>,
-    pub written: Vec<String>,
 }
 
 /// What a refresh does with one file.
@@ -69,12 +46,6 @@ enum Job {
 }
 
 impl Job {
-    fn found(&self) -> &Found {
-        match self {
-            Job::Read { found, .. } | Job::ReadOn { found, .. } => found,
-        }
-    }
-
     fn bytes(&self) -> u64 {
         match self {
             Job::Read { found, .. } => found.stat.size,
@@ -134,9 +105,7 @@ pub struct RefreshStats {
     pub reset: usize,
 }
 
-/// Brings the listing facts of the scope's files up to date; with `keep`,
-/// also hands back the rows it read for a search ([`Kept`]).
-#[allow(clippy::too_many_arguments)]
+/// Brings the listing facts of the scope's files up to date.
 pub(crate) fn refresh(
     conn: &mut Connection,
     root: &Path,
@@ -145,14 +114,12 @@ pub(crate) fn refresh(
     progress: &dyn Progress,
     db_path: &Path,
     warnings: &mut Vec<String>,
-    keep: bool,
-) -> Result<(RefreshStats, Option<Kept>), CatalogError> {
+) -> Result<RefreshStats, CatalogError> {
     let db = |e| CatalogError::Db { path: db_path.to_owned(), source: e };
-    let mut rows = load_rows(conn, scope, keep).map_err(db)?;
+    let mut rows = load_rows(conn, scope).map_err(db)?;
     let found = walk(root, scope, warnings)?;
     let mut stats = RefreshStats { files: found.len(), ..Default::default() };
-    let Sorted { mut jobs, restamps, gone, mut kept } = sort(root, found, &mut rows, warnings);
-    kept.written = jobs.iter().map(|j| j.found().rel.clone()).collect();
+    let Sorted { mut jobs, restamps, gone } = sort(root, found, &mut rows, warnings);
     load_facts(conn, &mut jobs).map_err(db)?;
     // Big files first, so the threads finish together.
     jobs.sort_by_key(|j| std::cmp::Reverse(j.bytes()));
@@ -190,7 +157,7 @@ pub(crate) fn refresh(
     progress.end();
     result?;
     flushed?;
-    Ok((stats, keep.then_some(kept)))
+    Ok(stats)
 }
 
 /// What a refresh does with each file found.
@@ -200,8 +167,6 @@ struct Sorted {
     restamps: Vec<(i64, i64, Stat)>,
     /// Rows of files that are gone or cannot be read.
     gone: Vec<(i64, i64)>,
-    /// The session rows left as they are (restamped ones too: a search reads nothing they change).
-    kept: Kept,
 }
 
 /// Decides, for each file found, whether to read it, restamp its row or
@@ -210,16 +175,12 @@ fn sort(root: &Path, found: Vec<Found>, rows: &mut HashMap<String, Row>, warning
     let mut jobs = vec![];
     let mut restamps = vec![];
     let mut unreadable = vec![];
-    let mut kept = Kept::default();
     for f in found {
-        let Some(mut row) = rows.remove(&f.rel) else {
+        let Some(row) = rows.remove(&f.rel) else {
             jobs.push(Job::Read { found: f, row: None });
             continue;
         };
         if f.stat == row.known.stat {
-            if let Some(cols) = row.search.take() {
-                kept.rows.push((f.rel, row.rowid, row.known.scanned, cols));
-            }
             continue;
         }
         let path = root.join(&f.rel);
@@ -234,14 +195,8 @@ fn sort(root: &Path, found: Vec<Found>, rows: &mut HashMap<String, Row>, warning
             }
         };
         match change {
-            Change::Unchanged | Change::Restamp => {
-                if change == Change::Restamp {
-                    restamps.push((row.rowid, row.gen, f.stat));
-                }
-                if let Some(cols) = row.search.take() {
-                    kept.rows.push((f.rel, row.rowid, row.known.scanned, cols));
-                }
-            }
+            Change::Unchanged => {}
+            Change::Restamp => restamps.push((row.rowid, row.gen, f.stat)),
             // A file that is not a session is not read past its head.
             Change::Grown(_) if row.kind == ListingKind::NotSession => restamps.push((row.rowid, row.gen, f.stat)),
             Change::Grown(sum) => jobs.push(Job::ReadOn { found: f, row, sum, facts: Box::default() }),
@@ -251,19 +206,12 @@ fn sort(root: &Path, found: Vec<Found>, rows: &mut HashMap<String, Row>, warning
     // Rows left over are files that are gone; unreadable ones go too.
     let mut gone: Vec<(i64, i64)> = rows.values().map(|r| (r.rowid, r.gen)).collect();
     gone.extend(unreadable);
-    Sorted { jobs, restamps, gone, kept }
+    Sorted { jobs, restamps, gone }
 }
 
-/// The rows of the scope's files (what tells whether each changed; with
-/// `keep`, what a search reads of the sessions' rows too).
-fn load_rows(conn: &Connection, scope: &Scope, keep: bool) -> rusqlite::Result<HashMap<String, Row>> {
-    // foldhash (seeded per process), not SipHash: a path a row, ten thousand of them a refresh.
-    let cols = if keep {
-        "rowid, rel, size, mtime_ns, ctime_ns, ino, dev, scanned, sum, kind, gen, id, cwd, name, version, epoch, \
-         modified_ms"
-    } else {
-        "rowid, rel, size, mtime_ns, ctime_ns, ino, dev, scanned, sum, kind, gen"
-    };
+/// The rows of the scope's files (what tells whether each changed).
+fn load_rows(conn: &Connection, scope: &Scope) -> rusqlite::Result<HashMap<String, Row>> {
+    let cols = "rowid, rel, size, mtime_ns, ctime_ns, ino, dev, scanned, sum, kind, gen";
     let (sql, arg) = match scope {
         Scope::All => (format!("SELECT {cols} FROM sessions"), None),
         Scope::Dir(d) => (format!("SELECT {cols} FROM sessions WHERE dir = ?1"), Some(d.as_str())),
@@ -279,18 +227,7 @@ fn load_rows(conn: &Connection, scope: &Scope, keep: bool) -> rusqlite::Result<H
         };
         let known = Known { stat, scanned: r.get::<_, i64>(7)? as u64, sum: r.get(8)? };
         let kind = ListingKind::from_code(r.get(9)?);
-        let search = match keep && kind == ListingKind::Session {
-            true => Some(Box::new(SearchCols {
-                id: r.get(11)?,
-                cwd: r.get(12)?,
-                name: r.get(13)?,
-                version: r.get::<_, i64>(14)? as u64,
-                epoch: r.get(15)?,
-                modified_ms: r.get(16)?,
-            })),
-            false => None,
-        };
-        Ok((r.get(1)?, Row { rowid: r.get(0)?, known, kind, gen: r.get(10)?, search }))
+        Ok((r.get(1)?, Row { rowid: r.get(0)?, known, kind, gen: r.get(10)? }))
     };
     let rows = match arg {
         None => stmt.query_map([], map)?.collect(),
@@ -503,7 +440,7 @@ impl<'c> Writer<'c> {
         let modified = f.modified_ms(s.mtime_ms());
         let values = params![
             r.found.rel,
-            &*r.found.dir,
+            r.found.dir,
             s.size as i64,
             s.mtime_ns,
             s.ctime_ns,

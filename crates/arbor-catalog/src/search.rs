@@ -19,7 +19,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use arbor_log::time::format_iso_ms;
 use arbor_log::CURRENT_VERSION;
@@ -31,7 +31,6 @@ use arbor_tree::sessions::{Hit, PathLabel, Scope};
 use arbor_tree::sessions::{Pass, Progress};
 
 use crate::filters::{self, Column, Stored};
-use crate::refresh::{Kept, SearchCols};
 
 /// What to search and how many hits to return.
 #[derive(Debug, Clone)]
@@ -89,16 +88,12 @@ pub(crate) const BUILD_MIN: u64 = 64 << 10;
 /// it says [`Flow::Stop`].
 pub(crate) fn run(
     ctx: &mut Ctx,
-    kept: Option<Kept>,
     pattern: &Pattern,
     opts: &SearchOptions,
     progress: &dyn Progress,
     on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
 ) -> Result<Vec<Hit>, rusqlite::Error> {
-    let sessions = match kept {
-        Some(kept) => load_kept(ctx.conn, kept, &opts.scope)?,
-        None => load(ctx.conn, &opts.scope)?,
-    };
+    let sessions = load(ctx.conn, &opts.scope)?;
     let plan = plan(ctx, pattern, &sessions)?;
     let stopped = std::cell::Cell::new(false);
     let mut watch = |h: &[Hit]| {
@@ -133,65 +128,38 @@ fn whole(mut p: Planned, scanned: u64) -> Planned {
     p
 }
 
-/// The columns [`planned_of`] reads.
-const SEARCH_COLS: &str = "rowid, rel, id, cwd, name, version, epoch, scanned, modified_ms";
-
-/// A session row (of [`SEARCH_COLS`]): when it changed, the session, how far it was read.
-fn planned_of(r: &rusqlite::Row) -> rusqlite::Result<(i64, Planned, u64)> {
-    Ok((
-        r.get(8)?,
-        Planned {
-            rowid: r.get(0)?,
-            rel: r.get(1)?,
-            id: r.get(2)?,
-            cwd: r.get(3)?,
-            name: r.get(4)?,
-            version: r.get::<_, i64>(5)? as u64,
-            epoch: r.get(6)?,
-            ranges: vec![],
-        },
-        r.get::<_, i64>(7)? as u64,
-    ))
-}
-
 /// The scope's sessions, newest first (ties by path), each with how far it was read.
 pub(crate) fn load(conn: &Connection, scope: &Scope) -> rusqlite::Result<Vec<(Planned, u64)>> {
-    let mut sql = format!("SELECT {SEARCH_COLS} FROM sessions WHERE kind = 1");
+    let mut sql = "SELECT rowid, rel, id, cwd, name, version, epoch, scanned, modified_ms FROM sessions WHERE kind = 1"
+        .to_owned();
     if matches!(scope, Scope::Dir(_)) {
         sql.push_str(" AND dir = ?1");
     }
     let mut stmt = conn.prepare(&sql)?;
-    let rows: rusqlite::Result<Vec<(i64, Planned, u64)>> = match scope {
-        Scope::All => stmt.query_map([], planned_of)?.collect(),
-        Scope::Dir(d) => stmt.query_map([d], planned_of)?.collect(),
+    let map = |r: &rusqlite::Row| -> rusqlite::Result<(i64, Planned, u64)> {
+        Ok((
+            r.get(8)?,
+            Planned {
+                rowid: r.get(0)?,
+                rel: r.get(1)?,
+                id: r.get(2)?,
+                cwd: r.get(3)?,
+                name: r.get(4)?,
+                version: r.get::<_, i64>(5)? as u64,
+                epoch: r.get(6)?,
+                ranges: vec![],
+            },
+            r.get::<_, i64>(7)? as u64,
+        ))
     };
-    Ok(in_order(rows?))
-}
-
-/// Sessions newest first, ties by path (sorted here: the table read in its
-/// order is cheaper than an index's lookups).
-fn in_order(mut rows: Vec<(i64, Planned, u64)>) -> Vec<(Planned, u64)> {
+    let rows: rusqlite::Result<Vec<(i64, Planned, u64)>> = match scope {
+        Scope::All => stmt.query_map([], map)?.collect(),
+        Scope::Dir(d) => stmt.query_map([d], map)?.collect(),
+    };
+    // Sorted here: the table read in its order is cheaper than an index's lookups.
+    let mut rows = rows?;
     rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.rel.cmp(&b.1.rel)));
-    rows.into_iter().map(|(_, p, scanned)| (p, scanned)).collect()
-}
-
-/// [`load`] from the rows the refresh read and left as they were, and the
-/// rows it wrote read again (the whole scope read again when it wrote many:
-/// a first refresh).
-fn load_kept(conn: &Connection, kept: Kept, scope: &Scope) -> rusqlite::Result<Vec<(Planned, u64)>> {
-    if kept.written.len() > 64 && kept.written.len() * 8 > kept.rows.len() {
-        return load(conn, scope);
-    }
-    let mut rows: Vec<(i64, Planned, u64)> = Vec::with_capacity(kept.rows.len() + kept.written.len());
-    for (rel, rowid, scanned, c) in kept.rows {
-        let SearchCols { id, cwd, name, version, epoch, modified_ms } = *c;
-        rows.push((modified_ms, Planned { rowid, rel, id, cwd, name, version, epoch, ranges: vec![] }, scanned));
-    }
-    let mut stmt = conn.prepare_cached(&format!("SELECT {SEARCH_COLS} FROM sessions WHERE rel = ?1 AND kind = 1"))?;
-    for rel in &kept.written {
-        rows.extend(stmt.query_row([rel], planned_of).optional()?);
-    }
-    Ok(in_order(rows))
+    Ok(rows.into_iter().map(|(_, p, scanned)| (p, scanned)).collect())
 }
 
 /// The ranges each session must be read in: those whose filters may hold

@@ -3,7 +3,6 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::error::CatalogError;
 use crate::stamp::Stat;
@@ -14,8 +13,7 @@ use arbor_tree::sessions::Scope;
 pub(crate) struct Found {
     /// `DIR/FILE.jsonl`.
     pub rel: String,
-    /// One string for all the files of a directory.
-    pub dir: Arc<str>,
+    pub dir: String,
     pub stat: Stat,
 }
 
@@ -71,7 +69,6 @@ fn files_of(root: &Path, dirs: &[String]) -> (Vec<Found>, Vec<String>) {
     let mut warnings = vec![];
     for dir in dirs {
         let path = root.join(dir);
-        let shared: Arc<str> = Arc::from(dir.as_str());
         // One directory asked for by name is taken as pi takes it: links followed.
         let entries = match fs::read_dir(&path) {
             Ok(rd) => rd,
@@ -83,8 +80,7 @@ fn files_of(root: &Path, dirs: &[String]) -> (Vec<Found>, Vec<String>) {
         };
         for ent in entries {
             let Ok(ent) = ent else { continue };
-            let os_name = ent.file_name();
-            let Some(name) = os_name.to_str() else { continue };
+            let Some(name) = ent.file_name().to_str().map(str::to_owned) else { continue };
             if !name.ends_with(".jsonl") || name.len() == ".jsonl".len() {
                 continue;
             }
@@ -97,7 +93,7 @@ fn files_of(root: &Path, dirs: &[String]) -> (Vec<Found>, Vec<String>) {
                 Ok(m) if m.is_file() => m,
                 _ => continue,
             };
-            out.push(Found { rel: format!("{dir}/{name}"), dir: shared.clone(), stat: Stat::of(&meta) });
+            out.push(Found { rel: format!("{dir}/{name}"), dir: dir.clone(), stat: Stat::of(&meta) });
         }
     }
     (out, warnings)
