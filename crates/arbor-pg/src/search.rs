@@ -16,7 +16,10 @@
 //!
 //! A session is read by the ranges its gram filters may hold the query in
 //! (checked on the server, [`filters::of_scope`]) and the bytes no filter
-//! covers yet, as the local catalog reads a file; what a search read without
+//! covers yet, as the local catalog reads a file. The ranges of the sessions
+//! read next are fetched several sessions a statement ([`Ahead`]: a first
+//! statement of [`AHEAD_FIRST`] bytes, each next one twice as many, up to
+//! [`AHEAD_MAX`]), not a round trip a range; what a search read without
 //! a filter gets one, kept on the server when the role may insert
 //! ([`filters`]). A session that cannot be read (one of an old version that
 //! does not open, a planted row) is left out with a warning naming it
@@ -26,8 +29,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use postgres::types::Type;
-use postgres::IsolationLevel;
+use postgres::{Client, IsolationLevel};
 
+use arbor_log::scan::ReadAt;
 use arbor_log::time::{format_iso_ms, parse_iso_ms};
 use arbor_log::CURRENT_VERSION;
 use arbor_search::grams::Filter;
@@ -36,7 +40,7 @@ use arbor_tree::listing::SessionListInfo;
 use arbor_tree::sessions::{Hit, Pass, PathLabel, Progress, SearchRequest, Sessions, SessionsError};
 use arbor_tree::{OpenMode, Session, SessionOptions};
 
-use crate::error::PgError;
+use crate::error::{PgError, SqlError};
 use crate::filters::{self, Stored};
 use crate::key::SessionKey;
 use crate::list::scope_dir;
@@ -183,15 +187,19 @@ impl PgStore {
         on_hits: &mut dyn FnMut(&[Hit]) -> Flow,
         skip: &HashSet<(String, String)>,
     ) -> Result<Vec<Hit>, SessionsError> {
-        let planned = |s: &Listed| s.ranges.iter().map(|r| r.end - r.start).sum::<u64>();
-        let total: u64 = sessions.iter().map(|s| planned(s)).sum();
+        let total: u64 = sessions.iter().map(|s| planned_bytes(s)).sum();
         progress.begin(Pass::Text, sessions.len() as u64, total);
         let mut hits = vec![];
-        for s in sessions {
+        let mut ahead = Ahead::default();
+        for (k, s) in sessions.iter().enumerate() {
             if hits.len() >= limit {
                 break;
             }
-            let found = match self.search_session(s, pattern, mode, limit - hits.len(), skip) {
+            if ahead.next <= k {
+                self.fetch_ahead(sessions, k, &mut ahead)?;
+            }
+            let held = ahead.held.remove(&k);
+            let found = match self.search_session(s, held, pattern, mode, limit - hits.len(), skip) {
                 Ok((found, built)) => {
                     self.keep_filters(run, s, &built);
                     found
@@ -202,7 +210,7 @@ impl PgStore {
                 }
                 Err(e) => return Err(e),
             };
-            progress.advance(planned(s));
+            progress.advance(planned_bytes(s));
             let flow = on_hits(&found);
             hits.extend(found);
             if flow == Flow::Stop {
@@ -211,6 +219,46 @@ impl PgStore {
         }
         progress.end();
         Ok(hits)
+    }
+
+    /// Fetches the planned ranges of the sessions from `from` on, several
+    /// sessions in one statement (at most the batch's bytes; a session of
+    /// an older version, or one larger than [`AHEAD_MAX`], is left to its
+    /// own reads), into `ahead`.
+    fn fetch_ahead(&self, sessions: &[&Listed], from: usize, ahead: &mut Ahead) -> Result<(), SessionsError> {
+        let budget = ahead.budget.clamp(AHEAD_FIRST, AHEAD_MAX);
+        ahead.budget = budget.saturating_mul(2);
+        let (mut batch, mut bytes, mut k) = (vec![], 0u64, from);
+        while let Some(s) = sessions.get(k) {
+            let n = planned_bytes(s);
+            if !batch.is_empty() && bytes + n > budget {
+                break;
+            }
+            k += 1;
+            if s.row.facts.version < CURRENT_VERSION || n > AHEAD_MAX {
+                continue;
+            }
+            batch.push(k - 1);
+            bytes += n;
+        }
+        ahead.next = k;
+        let mut asked = Asked::default();
+        for &i in &batch {
+            for r in &sessions[i].ranges {
+                asked.push(i, &sessions[i].row, r);
+            }
+        }
+        if asked.owners.is_empty() {
+            return Ok(());
+        }
+        let (ids, gens, starts, ends) =
+            (asked.ids.clone(), asked.gens.clone(), asked.starts.clone(), asked.ends.clone());
+        let rows = self
+            .conns()
+            .read_bounded(move |c| fetch_ranges(c, &ids, &gens, &starts, &ends))
+            .map_err(SessionsError::backend)?;
+        ahead.hold(asked, rows);
+        Ok(())
     }
 
     /// Keeps the filters a search built of session `s`, while the role may.
@@ -230,6 +278,7 @@ impl PgStore {
     fn search_session(
         &self,
         s: &Listed,
+        held: Option<Vec<(u64, Vec<u8>)>>,
         pattern: &Pattern,
         mode: Mode,
         limit: usize,
@@ -250,7 +299,10 @@ impl PgStore {
             (scan_values(values, &in_session, mode, want), vec![])
         } else {
             let file = ServerFile::new(self.conns(), &s.row);
-            let scanned = scan_ranges(&file, &s.ranges, &in_session, mode, want)
+            let src: &dyn ReadAt = &Held { file: &file, parts: held.unwrap_or_default() };
+            // Ranges not fetched ahead: fetched a few MiB a statement, not a block at a time.
+            src.will_read(&s.ranges.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>());
+            let scanned = scan_ranges(src, &s.ranges, &in_session, mode, want)
                 .map_err(|e| SessionsError::backend(ReadError { path: s.info.path.clone(), source: e }))?;
             (scanned.hits, scanned.filters)
         };
@@ -262,6 +314,140 @@ impl PgStore {
             .collect();
         mark_paths(&mut hits, &opts);
         Ok((hits, built))
+    }
+}
+
+/// The bytes of a session's planned ranges.
+fn planned_bytes(s: &Listed) -> u64 {
+    s.ranges.iter().map(|r| r.end - r.start).sum()
+}
+
+/// The bytes the first statement of a search fetches ahead: a common word
+/// is answered by the newest session or two, so the first batch is small.
+const AHEAD_FIRST: u64 = 1 << 20;
+/// The most bytes one statement fetches ahead (and a search holds so).
+const AHEAD_MAX: u64 = 8 << 20;
+
+/// The planned ranges of the sessions read next, fetched ahead.
+#[derive(Debug, Default)]
+struct Ahead {
+    /// By the session's place in the search's order: its ranges' starts and bytes.
+    held: HashMap<usize, Vec<(u64, Vec<u8>)>>,
+    /// The place of the first session not fetched ahead (nor passed over).
+    next: usize,
+    /// The most bytes the next statement fetches.
+    budget: u64,
+}
+
+/// The ranges one statement asks for, as the columns it sends.
+#[derive(Debug, Default)]
+struct Asked {
+    owners: Vec<usize>,
+    ids: Vec<i64>,
+    gens: Vec<i64>,
+    starts: Vec<i64>,
+    ends: Vec<i64>,
+}
+
+impl Asked {
+    fn push(&mut self, owner: usize, row: &SessionRow, r: &Range) {
+        self.owners.push(owner);
+        self.ids.push(row.id);
+        self.gens.push(row.generation);
+        self.starts.push(r.start as i64);
+        self.ends.push(r.end as i64);
+    }
+}
+
+impl Ahead {
+    /// Holds the bytes fetched for `asked` (`rows`: each a range's number,
+    /// from 1, and a piece of it, in order). A session with a range that did
+    /// not come whole (replaced since it was listed) is not held: its own
+    /// reads tell what happened.
+    fn hold(&mut self, asked: Asked, rows: Vec<(i64, Vec<u8>)>) {
+        let mut pieces: Vec<Vec<u8>> = vec![vec![]; asked.owners.len()];
+        for (i, bytes) in rows {
+            if let Some(p) = usize::try_from(i - 1).ok().and_then(|i| pieces.get_mut(i)) {
+                p.extend_from_slice(&bytes);
+            }
+        }
+        let mut short = HashSet::new();
+        for (j, bytes) in pieces.into_iter().enumerate() {
+            let owner = asked.owners[j];
+            if bytes.len() as i64 != asked.ends[j] - asked.starts[j] {
+                short.insert(owner);
+            }
+            self.held.entry(owner).or_default().push((asked.starts[j] as u64, bytes));
+        }
+        for owner in short {
+            self.held.remove(&owner);
+        }
+    }
+}
+
+/// Ranges `[starts[i], ends[i])` of sessions `ids[i]` at generations
+/// `gens[i]`, in one statement: each range's number (from 1) and the slices
+/// of its lines, in order (none for a session not at that generation any more).
+fn fetch_ranges(
+    c: &mut Client,
+    ids: &[i64],
+    gens: &[i64],
+    starts: &[i64],
+    ends: &[i64],
+) -> Result<Vec<(i64, Vec<u8>)>, SqlError> {
+    let rows = c.query_typed(
+        "SELECT r.i, CASE WHEN l.off >= r.s AND l.off + length(l.bytes) <= r.e THEN l.bytes \
+                     ELSE substring(l.bytes FROM (greatest(l.off, r.s) - l.off + 1)::int \
+                                    FOR (least(l.off + length(l.bytes), r.e) - greatest(l.off, r.s))::int) END \
+           FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[]) WITH ORDINALITY AS r(id, g, s, e, i) \
+           JOIN arbor.sessions ss ON ss.id = r.id AND ss.generation = r.g \
+           CROSS JOIN LATERAL (SELECT off, bytes FROM arbor.lines \
+               WHERE session = r.id AND off < r.e \
+                 AND off >= coalesce((SELECT max(off) FROM arbor.lines WHERE session = r.id AND off <= r.s), 0)) l \
+          ORDER BY r.i, l.off",
+        &[(&ids, Type::INT8_ARRAY), (&gens, Type::INT8_ARRAY), (&starts, Type::INT8_ARRAY), (&ends, Type::INT8_ARRAY)],
+    )?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// A session's bytes on the server, with the ranges fetched ahead held:
+/// a read inside one is answered from it, any other from the server.
+#[derive(Debug)]
+struct Held<'a> {
+    file: &'a ServerFile,
+    parts: Vec<(u64, Vec<u8>)>,
+}
+
+impl ReadAt for Held<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let end = offset + buf.len() as u64;
+        let part = self.parts.iter().find(|(s, b)| *s <= offset && end <= s + b.len() as u64);
+        match part {
+            Some((s, b)) => {
+                let at = (offset - s) as usize;
+                buf.copy_from_slice(&b[at..at + buf.len()]);
+                Ok(buf.len())
+            }
+            None => self.file.read_at(buf, offset),
+        }
+    }
+
+    fn len(&self) -> std::io::Result<u64> {
+        self.file.len()
+    }
+
+    fn remote(&self) -> bool {
+        true
+    }
+
+    fn will_read(&self, spans: &[(u64, u64)]) {
+        // What is held is not fetched again.
+        let missing: Vec<(u64, u64)> = spans
+            .iter()
+            .copied()
+            .filter(|&(s, e)| !self.parts.iter().any(|(ps, b)| *ps <= s && e <= ps + b.len() as u64))
+            .collect();
+        self.file.will_read(&missing);
     }
 }
 

@@ -2,6 +2,8 @@
 //! prefixes, fuzzy words, phrases, regexes, Unicode, scopes, the ranking,
 //! and the branch flags of each hit.
 
+use std::fs;
+
 use arbor_catalog::{Catalog, Hit, NoProgress, Relevance, Scope, SearchOptions};
 
 use crate::{append, header, label, message, Store};
@@ -224,4 +226,35 @@ fn hits_are_handed_on_as_the_search_finds_them() {
     assert_eq!(ids(&hits), ["e39-07"]);
     let at = first_hit_at.unwrap();
     assert!(at < total.get() / 2, "the hit came after {at} of {} bytes", total.get());
+}
+
+#[test]
+fn a_search_after_changes_sees_each_of_them_in_order() {
+    // The search takes the refresh's rows of the files that did not change
+    // and reads again only the rows the refresh wrote: each kind of change.
+    let store = Store::new();
+    let session = |id: &str, cwd: &str, text: &str, ms: i64| {
+        header(id, cwd, "2026-01-01T00:00:00.000Z") + &message(&format!("{id}-u"), None, "user", text, ms)
+    };
+    let grows = store.write(CWD, "grows", &session("s-grows", CWD, "a quokka here", T));
+    let goes = store.write(CWD, "goes", &session("s-goes", CWD, "a quokka there", T + 1000));
+    let touched = store.write(CWD, "touched", &session("s-touched", CWD, "a quokka again", T + 2000));
+    store.write("/other", "elsewhere", &session("s-else", "/other", "a quokka afar", T + 3000));
+    let mut cat = store.catalog();
+    let all = |cat: &mut Catalog| ids(&search(cat, "quokka", Scope::All)).iter().map(|s| s.to_string()).collect();
+    let before: Vec<String> = all(&mut cat);
+    assert_eq!(before, ["s-else-u", "s-touched-u", "s-goes-u", "s-grows-u"]);
+
+    append(&grows, &message("g2", Some("s-grows-u"), "assistant", "another quokka, newest", T + 9000));
+    fs::remove_file(&goes).unwrap();
+    // The same bytes written again: a new stat, nothing to read.
+    fs::write(&touched, fs::read(&touched).unwrap()).unwrap();
+    store.write(CWD, "new", &session("s-new", CWD, "a new quokka", T + 5000));
+    let after: Vec<String> = all(&mut cat);
+    assert_eq!(after, ["g2", "s-grows-u", "s-new-u", "s-else-u", "s-touched-u"]);
+    let here = search(&mut cat, "quokka", Scope::cwd(CWD));
+    assert_eq!(ids(&here), ["g2", "s-grows-u", "s-new-u", "s-touched-u"]);
+    assert_eq!(here[0].session_id, "s-grows");
+    // And again with nothing changed: the same answer from the refresh's rows alone.
+    assert_eq!(all(&mut cat), after);
 }
