@@ -71,8 +71,8 @@ const ROWS: [Row; 20] = [
     row(&["label", "FILE", "A", "x"]),
     row(&["export", "FILE", "--format", "jsonl", "--all"]),
     row(&["navigate", "FILE", "A"]),
-    wide(&["export", "FILE", "--format", "md"]),
-    wide(&["export", "FILE", "--format", "html"]),
+    row(&["export", "FILE", "--format", "md"]),
+    row(&["export", "FILE", "--format", "html"]),
     shown(&["ls", "--all", "--sessions-dir", "ROOT"]),
     shown(&["search", "zzz", "--sessions-dir", "ROOT"]),
 ];
