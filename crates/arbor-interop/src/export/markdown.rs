@@ -10,7 +10,7 @@ use arbor_log::Role;
 use arbor_tree::Session;
 
 use super::markup::escape;
-use super::stream::{md_fenced, md_folded, md_quoted, md_text, Asked, Chunks, Cuts, NoCuts, Src};
+use super::stream::{md_fenced, md_folded, md_quoted, md_text, Asked, Cuts, NoCuts, Src};
 use super::text::{describe, At, Kind, Part};
 use super::tools::{call_view_in, CallView, Detail};
 use super::whole::{cuts_at, failed};
@@ -133,36 +133,27 @@ fn call(out: &mut dyn Write, v: &CallView, at: At, cuts: &dyn Cuts) -> io::Resul
     let line = if v.line.is_empty() { String::new() } else { format!(" <code>{}</code>", escape(&v.line)) };
     let summary = format!("Tool call: {}{line}", escape(&v.tool));
     let pointer = at.pointer().zip(v.key).map(|(p, k)| format!("{p}/{k}"));
-    let whole = |held: &str| whole_or(cuts, pointer.clone(), held);
-    let (lang, body) = match &v.detail {
+    let (lang, held) = match &v.detail {
         Detail::None => {
             writeln!(out, "{summary}")?;
             return Ok(());
         }
-        Detail::Command(c) => ("sh", whole(c)),
-        Detail::Content(c) => ("text", whole(c)),
-        Detail::Json(j) => ("json", whole(j)),
-        Detail::Patch(p) => ("diff", whole(p)),
+        Detail::Command(c) => ("sh", c),
+        Detail::Content(c) => ("text", c),
+        Detail::Json(j) => ("json", j),
+        Detail::Patch(p) => ("diff", p),
         Detail::Diff(edits) => {
-            md_folded(&summary, out, |o| {
+            return md_folded(&summary, out, |o| {
                 for lines in edits {
                     let body: String = lines.iter().map(|l| format!("{}{}\n", l.sign, l.text)).collect();
                     md_fenced("diff", &body, o)?;
                 }
                 Ok(())
-            })?;
-            return Ok(());
+            });
         }
     };
-    md_folded(&summary, out, |o| md_fenced(lang, body.as_ref(), o))
-}
-
-/// The text at `pointer` read whole when the preview cut it, else `held`.
-fn whole_or<'c>(cuts: &'c dyn Cuts, pointer: Option<String>, held: &str) -> Box<dyn Chunks + 'c> {
-    match pointer.and_then(|p| cuts.whole(&p, held)) {
-        Some(w) => w,
-        None => Box::new(held.to_owned()),
-    }
+    let body = Src::of(cuts, pointer, held);
+    md_folded(&summary, out, |o| md_fenced(lang, body.get(), o))
 }
 
 fn capitalized(s: &str) -> String {
