@@ -131,22 +131,23 @@ pub(crate) fn shape(src: &dyn Chunks) -> io::Result<Shape> {
     let mut s = Shape::default();
     let (mut run, mut leading) = (0, true);
     src.each(&mut |chunk| {
-        for (i, c) in chunk.char_indices() {
-            let at = s.len + i;
-            if c.is_whitespace() {
-                if leading {
-                    s.lead = at + c.len_utf8();
-                }
-            } else {
-                leading = false;
-                s.end = at + c.len_utf8();
-            }
-            if c == '\n' {
-                s.newlines += 1;
-            } else {
-                s.end_newlines = at + c.len_utf8();
-            }
-            run = if c == '`' { run + 1 } else { 0 };
+        if leading {
+            let rest = chunk.trim_start();
+            s.lead += chunk.len() - rest.len();
+            leading = rest.is_empty();
+        }
+        let kept = chunk.trim_end().len();
+        if kept > 0 {
+            s.end = s.len + kept;
+        }
+        let kept = chunk.trim_end_matches('\n').len();
+        if kept > 0 {
+            s.end_newlines = s.len + kept;
+        }
+        // Newlines and backticks are single bytes, never inside a character.
+        for &b in chunk.as_bytes() {
+            s.newlines += usize::from(b == b'\n');
+            run = if b == b'`' { run + 1 } else { 0 };
             s.backticks = s.backticks.max(run);
         }
         s.len += chunk.len();
