@@ -47,7 +47,7 @@ pub(crate) fn write_markdown(
     let h = s.header();
     let title = s.session_name()?.map_or_else(|| format!("Session {}", h.id), str::to_owned);
     let last = path.last().and_then(|&p| s.id_at(p)).map_or_else(|| "(none)".to_owned(), |id| id.to_string());
-    let mut out = BufWriter::with_capacity(1 << 16, out);
+    let mut out = BufWriter::with_capacity(1 << 20, out);
     let head = format!(
         "# {}\n\nSession `{}`, started {}{}; the path to `{last}` ({} entries).\n",
         escape_line(&title),

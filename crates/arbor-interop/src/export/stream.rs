@@ -13,17 +13,30 @@ use std::io::{self, Write};
 pub(crate) trait Chunks {
     /// Calls `f` with each chunk of the text, in order.
     fn each(&self, f: &mut dyn FnMut(&str) -> io::Result<()>) -> io::Result<()>;
+
+    /// The whole text when it is held (a writer then needs no first pass).
+    fn held(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl Chunks for &str {
     fn each(&self, f: &mut dyn FnMut(&str) -> io::Result<()>) -> io::Result<()> {
         f(self)
     }
+
+    fn held(&self) -> Option<&str> {
+        Some(self)
+    }
 }
 
 impl Chunks for String {
     fn each(&self, f: &mut dyn FnMut(&str) -> io::Result<()>) -> io::Result<()> {
         f(self)
+    }
+
+    fn held(&self) -> Option<&str> {
+        Some(self)
     }
 }
 
@@ -240,17 +253,23 @@ pub(crate) fn whole_up_to(src: &dyn Chunks, max: usize) -> io::Result<Option<Str
 
 /// Markdown: the text, its trailing white space cut, then a newline.
 pub(crate) fn md_text(src: &dyn Chunks, out: &mut dyn Write) -> io::Result<()> {
-    let s = shape(src)?;
-    each_in(src, (0, s.end), &mut |c| out.write_all(c.as_bytes()))?;
+    let end = match src.held() {
+        Some(t) => t.trim_end().len(),
+        None => shape(src)?.end,
+    };
+    each_in(src, (0, end), &mut |c| out.write_all(c.as_bytes()))?;
     out.write_all(b"\n")
 }
 
 /// Markdown: the text quoted (`> ` before each line, `>` alone on an empty
 /// one), its trailing white space cut; a `\r` before a newline dropped.
 pub(crate) fn md_quoted(src: &dyn Chunks, out: &mut dyn Write) -> io::Result<()> {
-    let s = shape(src)?;
+    let end = match src.held() {
+        Some(t) => t.trim_end().len(),
+        None => shape(src)?.end,
+    };
     let (mut line_start, mut cr) = (true, false);
-    each_in(src, (0, s.end), &mut |chunk| {
+    each_in(src, (0, end), &mut |chunk| {
         let mut rest = chunk;
         while !rest.is_empty() {
             let (piece, newline) = match rest.find('\n') {
