@@ -73,6 +73,7 @@ mod context;
 mod js;
 mod json;
 mod llm;
+mod long;
 mod parts;
 mod reads;
 pub mod render;

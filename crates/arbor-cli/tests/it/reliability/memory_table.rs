@@ -61,7 +61,7 @@ const ROWS: [Row; 20] = [
     row(&["path", "FILE", "--json"]),
     wide(&["context", "FILE"]),
     row(&["context", "FILE", "--json"]),
-    wide(&["context", "FILE", "--json", "--llm"]),
+    row(&["context", "FILE", "--json", "--llm"]),
     row(&["dump", "FILE"]),
     row(&["dump", "FILE", "--json"]),
     row(&["check", "FILE"]),
