@@ -39,8 +39,7 @@ impl<'s> LongLlm<'s> {
     /// `None` when the caller decodes the entry whole instead.
     pub(crate) fn of(session: &'s Session, p: Position) -> io::Result<Option<LongLlm<'s>>> {
         let Some(line) = session.long_line_at(p).map_err(io::Error::other)? else { return Ok(None) };
-        let entry = session.decode_previews(&[p]).map_err(io::Error::other)?.pop().flatten();
-        let Some(mut message) = entry.and_then(message_of_entry) else { return Ok(None) };
+        let Some(mut message) = preview_message(&line) else { return Ok(None) };
         // A tag must be nowhere in the message as it is.
         let plain = convert_message(&message).map(|m| arbor_log::json::to_vec(&m)).transpose()?;
         if plain.is_some_and(|b| memchr::memmem::find(&b, TAG_ENCODED).is_some()) {
@@ -76,25 +75,122 @@ impl<'s> LongLlm<'s> {
     }
 }
 
+/// The message of the entry on a long line, decoded from its preview (what
+/// `Session::decode_previews` gives, without reading the line again).
+fn preview_message(line: &LongLine<'_>) -> Option<Value> {
+    let text = std::str::from_utf8(line.preview_json()).ok()?;
+    let entry = arbor_log::Entry::from_value(&arbor_log::json::parse(text.trim_end()).ok()?).ok()?;
+    message_of_entry(entry)
+}
+
 /// Swaps each long string of the entry's message for its tag; false when
 /// one of them is not where its pointer says, with its preview's text.
 fn tag_long_strings(line: &LongLine<'_>, message: &mut Value) -> bool {
+    let Some(strings) = message_strings(line, message) else { return false };
+    for (pointer, t) in strings {
+        if let Some(Value::String(s)) = message.pointer_mut(&pointer) {
+            *s = tag(t);
+        }
+    }
+    true
+}
+
+/// The long strings of an entry's message decoded as its preview: each
+/// one's pointer in the message and its [`LongText`], in line order;
+/// `None` when one of them is not where its pointer says with its
+/// preview's text (the caller then decodes the entry whole).
+fn message_strings<'l>(line: &'l LongLine<'_>, message: &Value) -> Option<Vec<(String, &'l LongText)>> {
+    let mut strings = vec![];
     for t in line.texts() {
-        let Some(pointer) = t.pointer.as_deref() else { return false };
+        let pointer = t.pointer.as_deref()?;
         let Some(inner) = pointer.strip_prefix("/message") else { continue };
         if !inner.starts_with('/') {
-            return false;
+            return None;
         }
         // Of duplicate keys the record keeps the last: an earlier one is not in it.
         if line.texts().iter().rev().find(|l| l.pointer == t.pointer).map(|l| l.index) != Some(t.index) {
             continue;
         }
-        match message.pointer_mut(inner) {
-            Some(Value::String(s)) if *s == t.preview => *s = tag(t),
-            _ => return false,
+        match message.pointer(inner) {
+            Some(Value::String(s)) if *s == t.preview => strings.push((inner.to_owned(), t)),
+            _ => return None,
         }
     }
-    true
+    Some(strings)
+}
+
+/// What a transcript reads of a long string's whole text.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Measures {
+    /// Its length in UTF-16 code units (JavaScript's length).
+    pub units: usize,
+    /// The length of `JSON.stringify` of it, quotes left out.
+    pub escaped: usize,
+    /// Its characters.
+    pub chars: usize,
+    /// Its newlines.
+    pub newlines: usize,
+    /// Its last character.
+    pub last: Option<char>,
+}
+
+impl Measures {
+    fn add(&mut self, chunk: &str) {
+        self.units += crate::js::len(chunk);
+        self.chars += chunk.chars().count();
+        let mut extra = 0;
+        for &b in chunk.as_bytes() {
+            extra += match b {
+                b'"' | b'\\' | 0x08 | b'\t' | b'\n' | 0x0c | b'\r' => 1,
+                0..0x20 => 5,
+                _ => 0,
+            };
+            self.newlines += usize::from(b == b'\n');
+        }
+        self.escaped += crate::js::len(chunk) + extra;
+        self.last = chunk.chars().next_back().or(self.last);
+    }
+}
+
+/// The message of an entry on a long line as its preview, with the
+/// measures of each long string's whole text (streamed from the file once).
+pub(crate) struct Measured {
+    /// The message, each long string cut to its preview.
+    pub message: Value,
+    /// Each long string: its pointer in the message, its preview, its measures.
+    pub strings: Vec<(String, String, Measures)>,
+}
+
+impl Measured {
+    /// The message of the entry at `p`, when its line is long and every
+    /// long string of its message can be told from the preview (`None`:
+    /// the caller decodes the entry whole).
+    pub(crate) fn of(session: &Session, p: Position) -> io::Result<Option<Measured>> {
+        let Some(line) = session.long_line_at(p).map_err(io::Error::other)? else { return Ok(None) };
+        let Some(message) = preview_message(&line) else { return Ok(None) };
+        let Some(found) = message_strings(&line, &message) else { return Ok(None) };
+        let mut strings = Vec::with_capacity(found.len());
+        for (pointer, t) in found {
+            let mut m = Measures::default();
+            line.decode(t, &mut |chunk| {
+                m.add(chunk);
+                Ok(())
+            })?;
+            strings.push((pointer, t.preview.clone(), m));
+        }
+        Ok(Some(Measured { message, strings }))
+    }
+
+    /// The message with long string `k` as `text(k)`.
+    pub(crate) fn with(&self, text: impl Fn(usize) -> String) -> Value {
+        let mut m = self.message.clone();
+        for (k, (pointer, _, _)) in self.strings.iter().enumerate() {
+            if let Some(Value::String(s)) = m.pointer_mut(pointer) {
+                *s = text(k);
+            }
+        }
+        m
+    }
 }
 
 fn tag(t: &LongText) -> String {
@@ -137,7 +233,7 @@ mod tests {
     #[test]
     fn long_messages_are_written_as_the_held_ones_are() {
         let unit = "a\"b\\c\u{1}\u{1f}\u{7f}\n\t é€😀 </x>";
-        let long = unit.repeat(arbor_log::long::LONG_LINE / unit.len() + 50_000);
+        let long = unit.repeat(arbor_log::long::LONG_LINE / unit.len() + 100);
         let other = "y".repeat(arbor_log::long::HELD + 7);
         let messages = [
             json!({"role":"assistant","content":[{"type":"thinking","thinking":other},{"type":"text","text":long},

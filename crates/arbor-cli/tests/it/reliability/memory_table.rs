@@ -59,7 +59,7 @@ const ROWS: [Row; 20] = [
     row(&["tree", "FILE", "--json"]),
     row(&["path", "FILE"]),
     row(&["path", "FILE", "--json"]),
-    wide(&["context", "FILE"]),
+    row(&["context", "FILE"]),
     row(&["context", "FILE", "--json"]),
     row(&["context", "FILE", "--json", "--llm"]),
     row(&["dump", "FILE"]),
