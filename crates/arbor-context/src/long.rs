@@ -10,11 +10,14 @@
 use std::io::{self, Write};
 
 use arbor_log::long::text::{write_json_fragment, LongText};
-use arbor_tree::{LongLine, Position, Session};
+use arbor_tree::{LongLine, Position, Session, TreeError};
 use serde_json::Value;
 
-use crate::context::message_of_entry;
+use crate::context::{message_of_entry, ContextStep};
 use crate::llm::convert_message;
+use crate::parts::Parts;
+use crate::session::{stored_positions, SessionPlan, BATCH};
+use crate::tokens::EstimateTally;
 
 /// What a tag's encoded text starts with (control characters: escaped by
 /// the writer, so the tag's text is found in the output as written).
@@ -181,6 +184,26 @@ impl Measured {
         Ok(Some(Measured { message, strings }))
     }
 
+    /// The characters the token estimate counts of the whole message: of
+    /// the message with every long string empty, plus each string's
+    /// length as often as the estimate counts it. How often, and how often
+    /// inside `JSON.stringify` (a tool call's arguments), is asked of the
+    /// message: with the string as `"a"` each count adds 1, as `"\n"` each
+    /// stringified one adds 1 more.
+    pub(crate) fn estimated_chars(&self) -> usize {
+        let chars = |m: &Value| Parts::of_value(m).estimated_chars();
+        let base = chars(&self.with(|_| String::new()));
+        let mut total = base;
+        for (k, (_, _, measures)) in self.strings.iter().enumerate() {
+            let a = chars(&self.with(|j| if j == k { "a".into() } else { String::new() }));
+            let newline = chars(&self.with(|j| if j == k { "\n".into() } else { String::new() }));
+            let counted = a.saturating_sub(base);
+            let escaped = newline.saturating_sub(a).min(counted);
+            total += (counted - escaped) * measures.units + escaped * measures.escaped;
+        }
+        total
+    }
+
     /// The message with long string `k` as `text(k)`.
     pub(crate) fn with(&self, text: impl Fn(usize) -> String) -> Value {
         let mut m = self.message.clone();
@@ -195,6 +218,54 @@ impl Measured {
 
 fn tag(t: &LongText) -> String {
     format!("{TAG}{}{TAG_END}", t.index)
+}
+
+/// The estimate of the context a plan describes, a batch of messages at a
+/// time ([`crate::plan::for_each_message`] into an [`EstimateTally`]); a
+/// message on a line too long to hold is counted from its preview and its
+/// long texts measured as they stream ([`Measured`]), never held.
+pub fn estimate_tally(session: &Session, plan: &SessionPlan) -> Result<EstimateTally, TreeError> {
+    let SessionPlan { path, plan, .. } = plan;
+    let mut tally = EstimateTally::default();
+    for batch in plan.steps.chunks(BATCH) {
+        let wanted: Vec<Position> =
+            stored_positions(path, batch).into_iter().filter(|&p| !session.is_long_at(p)).collect();
+        let mut decoded = session.decode_many(&wanted)?.into_iter();
+        for step in batch {
+            match step {
+                ContextStep::Made(m) => tally.add(m),
+                ContextStep::Message(i) if session.is_long_at(path[*i]) => {
+                    match Measured::of(session, path[*i]).map_err(|e| tree_error(session, e))? {
+                        Some(m) => tally.add_with_chars(&m.message, m.estimated_chars()),
+                        None => {
+                            if let Some(m) = session.decode_at(path[*i])?.and_then(message_of_entry) {
+                                tally.add(&m);
+                            }
+                        }
+                    }
+                }
+                ContextStep::Message(_) => {
+                    if let Some(m) = decoded.next().flatten().and_then(message_of_entry) {
+                        tally.add(&m);
+                    }
+                }
+            }
+        }
+    }
+    Ok(tally)
+}
+
+/// An I/O error of a session's read as the [`TreeError`] it holds, or one naming the file.
+fn tree_error(session: &Session, e: io::Error) -> TreeError {
+    let path = session.session_file().map(|p| p.to_owned()).unwrap_or_default();
+    let kind = e.kind();
+    match e.into_inner() {
+        Some(inner) => match inner.downcast::<TreeError>() {
+            Ok(tree) => *tree,
+            Err(other) => TreeError::Log(arbor_log::LogError::io(path, io::Error::new(kind, other))),
+        },
+        None => TreeError::Log(arbor_log::LogError::io(path, io::Error::from(kind))),
+    }
 }
 
 #[cfg(test)]
@@ -237,7 +308,7 @@ mod tests {
         let other = "y".repeat(arbor_log::long::HELD + 7);
         let messages = [
             json!({"role":"assistant","content":[{"type":"thinking","thinking":other},{"type":"text","text":long},
-                {"type":"toolCall","id":"c","name":"bash","arguments":{"command":other}}],"provider":"p","model":"m","timestamp":1}),
+                {"type":"toolCall","id":"c","name":"bash","arguments":{"command":long}}],"provider":"p","model":"m","timestamp":1}),
             json!({"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{"type":"text","text":long}],"isError":false,"timestamp":2}),
             json!({"role":"user","content":long,"timestamp":3}),
             json!({"role":"bashExecution","command":"ls","output":long,"exitCode":0,"timestamp":4}),
@@ -263,6 +334,16 @@ mod tests {
             assert!(s.is_long_at(b));
             let long_llm = LongLlm::of(&s, b).unwrap().expect("streamed");
             assert_eq!(long_llm.dropped(), k >= 5, "message {k}");
+            // The token estimate counts the whole texts (what `arbor diff` shows).
+            let plan = plan_path(&s, s.branch_positions(None)).unwrap();
+            let mut tally = EstimateTally::default();
+            for_each_message::<TreeError>(&s, &plan, |m| {
+                tally.add(m);
+                Ok(())
+            })
+            .unwrap();
+            let counted = estimate_tally(&s, &plan).unwrap();
+            assert_eq!((counted.tokens(), counted.count()), (tally.tokens(), tally.count()), "message {k}");
             let (want, got) = (held(&s), streamed(&s));
             assert!(want == got, "message {k}: {} bytes written, {} held", got.len(), want.len());
             assert!(want.len() > long.len() || k >= 5, "message {k}");

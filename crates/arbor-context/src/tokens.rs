@@ -210,6 +210,20 @@ impl EstimateTally {
         }
     }
 
+    /// [`EstimateTally::add`] of a message whose estimate is made of
+    /// `chars` characters (one held as its preview).
+    pub(crate) fn add_with_chars(&mut self, message: &Value, chars: usize) {
+        self.count += 1;
+        let parts = Parts::of_value(message);
+        match parts.usable_usage() {
+            Some(u) => {
+                self.usage = Some(u);
+                self.since = 0;
+            }
+            None => self.since = self.since.saturating_add(chars.div_ceil(4) as u64),
+        }
+    }
+
     /// The estimate of the messages added so far ([`ContextTokens::tokens`]).
     pub fn tokens(&self) -> u64 {
         self.usage.map_or(self.since, |u| u.saturating_add(self.since))

@@ -305,17 +305,12 @@ fn long_written(session: &Session, p: Position, llm: bool) -> io::Result<Option<
     }
     let zero = m.with(|_| String::new());
     let zero = Parts::of_value(&zero);
-    let (base_chars, base_thinking, base_text) = (zero.estimated_chars(), thinking_chars(&zero), zero.text().len());
-    let mut chars = base_chars;
+    let (base_thinking, base_text) = (thinking_chars(&zero), zero.text().len());
     let mut thinking = base_thinking;
     let mut newlines = line_count(&zero.text()) - usize::from(!zero.text().is_empty() && !zero.text().ends_with('\n'));
     for (k, (_, _, measures)) in m.strings.iter().enumerate() {
         let as_a = m.with(|j| if j == k { "a".into() } else { String::new() });
-        let as_newline = m.with(|j| if j == k { "\n".into() } else { String::new() });
-        let (a, newline) = (Parts::of_value(&as_a), Parts::of_value(&as_newline));
-        let counted = a.estimated_chars().saturating_sub(base_chars);
-        let escaped = newline.estimated_chars().saturating_sub(a.estimated_chars());
-        chars += (counted - escaped.min(counted)) * measures.units + escaped * measures.escaped;
+        let a = Parts::of_value(&as_a);
         thinking += thinking_chars(&a).saturating_sub(base_thinking) * measures.chars;
         newlines += a.text().len().saturating_sub(base_text) * measures.newlines;
     }
@@ -332,7 +327,7 @@ fn long_written(session: &Session, p: Position, llm: bool) -> io::Result<Option<
     if lines_counted(&Parts::of_value(&further), counts) != shown {
         return Ok(None);
     }
-    Ok(Some(Written { lines: Some(shown), counted: Counted::with_chars(&preview, chars) }))
+    Ok(Some(Written { lines: Some(shown), counted: Counted::with_chars(&preview, m.estimated_chars()) }))
 }
 
 /// A transcript written one message at a time: the lines of each message,

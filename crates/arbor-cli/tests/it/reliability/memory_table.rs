@@ -67,7 +67,7 @@ const ROWS: [Row; 20] = [
     row(&["check", "FILE"]),
     row(&["repair", "FILE"]),
     row(&["repair", "FILE", "--write"]),
-    wide(&["diff", "FILE", "A", "B"]),
+    row(&["diff", "FILE", "A", "B"]),
     row(&["label", "FILE", "A", "x"]),
     row(&["export", "FILE", "--format", "jsonl", "--all"]),
     row(&["navigate", "FILE", "A"]),
