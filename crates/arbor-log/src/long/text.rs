@@ -241,6 +241,42 @@ impl Write for Feed<'_> {
     }
 }
 
+/// Writes `text`, a piece of a string's decoded text, escaped as
+/// [`crate::json::to_writer`] (and serde_json) escapes a string's text,
+/// without quotes: `"` and `\\` escaped, control characters as `\n`,
+/// `\t`, … or `\u00xx`, everything else as it is. Escaping goes character
+/// by character, so the pieces of a string written one after the other are
+/// the string written whole (for strings without the marker characters of
+/// lone surrogates, which [`decode_long_string`]'s text never holds as
+/// such; see `arbor_log::json`).
+pub fn write_json_fragment<W: Write + ?Sized>(text: &str, out: &mut W) -> io::Result<()> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut unit = *b"\\u0000";
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..0x20 => {
+                unit[4] = HEX[usize::from(b >> 4)];
+                unit[5] = HEX[usize::from(b & 0xF)];
+                &unit
+            }
+            _ => continue,
+        };
+        out.write_all(&bytes[start..i])?;
+        out.write_all(escape)?;
+        start = i + 1;
+    }
+    out.write_all(&bytes[start..])
+}
+
 /// A cut string of a reduced line, named for a reader of its preview.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LongText {
@@ -518,6 +554,29 @@ mod tests {
         // Decoding never lengthens JSON text: at most the first block's text was handed on.
         let first_block_text = (BLOCK as u64 - (s.at - 8 + 1)) as usize;
         assert!(!text.is_empty() && text.len() <= first_block_text, "{} bytes handed on", text.len());
+    }
+
+    /// Pieces of a string escaped one by one are the string as the writer writes it.
+    #[test]
+    fn fragments_escape_as_the_writer_does() {
+        let mut all: String = (0u32..0x80).filter_map(char::from_u32).collect();
+        all.push_str("é€😀\u{7f}\u{2028}</script>");
+        let whole = crate::json::to_vec(&all).unwrap();
+        assert_eq!(whole, serde_json::to_vec(&all).unwrap());
+        for size in [1, 2, 3, 7, 64] {
+            let mut out = b"\"".to_vec();
+            let mut at = 0;
+            while at < all.len() {
+                let mut end = (at + size).min(all.len());
+                while !all.is_char_boundary(end) {
+                    end += 1;
+                }
+                write_json_fragment(&all[at..end], &mut out).unwrap();
+                at = end;
+            }
+            out.push(b'"');
+            assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(whole.clone()).unwrap(), "pieces of {size}");
+        }
     }
 
     /// Pointers escape `~` and `/`, and follow keys with escapes.

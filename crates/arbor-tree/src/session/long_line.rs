@@ -85,13 +85,15 @@ impl LongLine<'_> {
 impl Session {
     /// The line of the entry at `p` when it is too long to hold (over
     /// [`LONG_LINE`]) and could be reduced: see [`LongLine`]. `None` for a
-    /// short line, one held in memory, or one that must be read whole (then
+    /// short line, one held in memory, one only JavaScript's reading
+    /// accepts, or one that must be read whole (then
     /// what the entry's decoders give is the whole text). Reads the line
     /// once, in windows; a line not where the index put it, or changed
     /// since the session was opened, fails with [`TreeError::Changed`].
     pub fn long_line_at(&self, p: Position) -> Result<Option<LongLine<'_>>, TreeError> {
         let Some(slot) = self.slot_at(p) else { return Ok(None) };
-        if slot.held_json().is_some() {
+        // A line only JavaScript reads holds text a decoded record keeps otherwise (markers).
+        if slot.held_json().is_some() || slot.js_only() {
             return Ok(None);
         }
         let (Some(reduced), Some((offset, _))) = (slot.reduced(self.src()).map_err(|e| self.stale(e))?, slot.src())
