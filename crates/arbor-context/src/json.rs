@@ -12,7 +12,8 @@ use serde_json::value::RawValue;
 
 use crate::context::{message_of_entry, ContextStep};
 use crate::llm::convert_message;
-use crate::session::{for_each_message, stored_positions, SessionPlan, BATCH};
+use crate::long::LongLlm;
+use crate::session::{stored_positions, SessionPlan, BATCH};
 
 /// Writes the context a plan of the session's context describes as pi's
 /// `SessionContext` JSON: what `arbor_log::json::to_writer(out,
@@ -55,19 +56,46 @@ pub fn write_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &Sess
 /// Writes the messages of the context a plan describes after pi's
 /// convertToLlm as a JSON list (`arbor context --json --llm`): what
 /// `to_writer(out, &context.llm_messages())` writes, a batch of messages
-/// decoded at a time ([`for_each_message`]).
+/// decoded at a time (as [`crate::plan::for_each_message`] does). The
+/// message of an entry on a long line is written from its preview with its
+/// long strings streamed from the file ([`LongLlm`]), never held.
 pub fn write_llm_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &SessionPlan) -> io::Result<()> {
+    let SessionPlan { path, plan, .. } = plan;
     out.write_all(b"[")?;
     let mut first = true;
-    for_each_message(session, plan, |m| {
-        let Some(m) = convert_message(m) else { return Ok(()) };
-        if !std::mem::take(&mut first) {
-            out.write_all(b",")?;
+    let mut lead = |out: &mut W| if std::mem::take(&mut first) { Ok(()) } else { out.write_all(b",") };
+    for batch in plan.steps.chunks(BATCH) {
+        let wanted: Vec<Position> =
+            stored_positions(path, batch).into_iter().filter(|&p| !session.is_long_at(p)).collect();
+        let mut decoded = session.decode_many(&wanted).map_err(io::Error::other)?.into_iter();
+        for step in batch {
+            let message = match step {
+                ContextStep::Made(m) => convert_message(m),
+                ContextStep::Message(i) if session.is_long_at(path[*i]) => match LongLlm::of(session, path[*i])? {
+                    Some(long) if long.dropped() => None,
+                    Some(long) => {
+                        lead(out)?;
+                        long.write(&mut *out)?;
+                        continue;
+                    }
+                    None => decoded_message_value(session, path[*i])?.as_ref().and_then(convert_message),
+                },
+                ContextStep::Message(_) => {
+                    decoded.next().flatten().and_then(message_of_entry).as_ref().and_then(convert_message)
+                }
+            };
+            if let Some(m) = message {
+                lead(out)?;
+                arbor_log::json::to_writer(&mut *out, &m)?;
+            }
         }
-        arbor_log::json::to_writer(&mut *out, &m).map_err(|e| WriteError(io::Error::from(e)))
-    })
-    .map_err(|e| e.0)?;
+    }
     out.write_all(b"]")
+}
+
+/// The message of the entry at `p`, decoded whole.
+fn decoded_message_value(session: &Session, p: Position) -> io::Result<Option<serde_json::Value>> {
+    Ok(session.decode_at(p).map_err(io::Error::other)?.and_then(message_of_entry))
 }
 
 /// A message of the context: its JSON text, or the position of a message
@@ -75,21 +103,6 @@ pub fn write_llm_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &
 enum Text {
     Held(Vec<u8>),
     Long(Position),
-}
-
-/// A write's error, or a read's (the file changed under the session) as one.
-struct WriteError(io::Error);
-
-impl From<io::Error> for WriteError {
-    fn from(e: io::Error) -> WriteError {
-        WriteError(e)
-    }
-}
-
-impl From<arbor_tree::TreeError> for WriteError {
-    fn from(e: arbor_tree::TreeError) -> WriteError {
-        WriteError(io::Error::other(e))
-    }
 }
 
 /// The JSON text of each message a batch of steps gives, in order (a
@@ -119,8 +132,7 @@ fn batch_messages(session: &Session, path: &[Position], batch: &[ContextStep]) -
 
 /// The message of the entry at `p`, decoded and written again.
 fn decoded_message(session: &Session, p: Position) -> io::Result<Option<Vec<u8>>> {
-    let entry = session.decode_at(p).map_err(io::Error::other)?;
-    Ok(entry.and_then(message_of_entry).map(|m| arbor_log::json::to_vec(&m)).transpose()?)
+    Ok(decoded_message_value(session, p)?.map(|m| arbor_log::json::to_vec(&m)).transpose()?)
 }
 
 /// Writes the message of the entry at `p`, on a long line: copied from the

@@ -73,6 +73,7 @@ mod context;
 mod js;
 mod json;
 mod llm;
+mod long;
 mod parts;
 mod reads;
 pub mod render;
@@ -125,6 +126,7 @@ pub mod plan {
         walk_to_root, ContextPlan, ContextStep, Leaf, PathHead,
     };
     pub use crate::json::{write_json, write_llm_json};
+    pub use crate::long::estimate_tally;
     pub use crate::reads::PathKind;
     pub use crate::render::transcript::write_plan_transcript as write_transcript;
     pub use crate::session::{build, for_each_message, plan_path, Checked, SessionPlan};

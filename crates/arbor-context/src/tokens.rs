@@ -39,16 +39,20 @@ pub fn estimate_tokens(message: &Value) -> u64 {
 impl Parts<'_> {
     /// [`estimate_tokens`] of the message these are the parts of.
     pub(crate) fn estimate_tokens(&self) -> u64 {
+        self.estimated_chars().div_ceil(4) as u64
+    }
+
+    /// The characters [`estimate_tokens`] counts of the message.
+    pub(crate) fn estimated_chars(&self) -> usize {
         let Some(role) = self.role() else { return 0 };
-        let chars = match role {
+        match role {
             Role::User => self.content_chars(0),
             Role::Assistant => self.assistant_chars(),
             Role::Custom | Role::ToolResult => self.content_chars(IMAGE_CHARS),
             Role::BashExecution => str_len(&self.command) + str_len(&self.output),
             Role::BranchSummary | Role::CompactionSummary => str_len(&self.summary),
             Role::HookMessage | Role::Developer | Role::Other(_) => 0,
-        };
-        chars.div_ceil(4) as u64
+        }
     }
 
     /// A string's length, or the text blocks' lengths plus `image_chars` per image.
@@ -206,6 +210,20 @@ impl EstimateTally {
         }
     }
 
+    /// [`EstimateTally::add`] of a message whose estimate is made of
+    /// `chars` characters (one held as its preview).
+    pub(crate) fn add_with_chars(&mut self, message: &Value, chars: usize) {
+        self.count += 1;
+        let parts = Parts::of_value(message);
+        match parts.usable_usage() {
+            Some(u) => {
+                self.usage = Some(u);
+                self.since = 0;
+            }
+            None => self.since = self.since.saturating_add(chars.div_ceil(4) as u64),
+        }
+    }
+
     /// The estimate of the messages added so far ([`ContextTokens::tokens`]).
     pub fn tokens(&self) -> u64 {
         self.usage.map_or(self.since, |u| u.saturating_add(self.since))
@@ -325,6 +343,12 @@ pub(crate) struct Counted {
 }
 
 impl Counted {
+    /// What is counted of `m`, its estimate made of `chars` characters
+    /// instead (a message whose long texts are not held).
+    pub(crate) fn with_chars(m: &Parts<'_>, chars: usize) -> Counted {
+        Counted { estimate: chars.div_ceil(4) as u64, ..Counted::of(m) }
+    }
+
     pub(crate) fn of(m: &Parts<'_>) -> Counted {
         Counted {
             compaction: m.role() == Some(Role::CompactionSummary),

@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use arbor_context::plan::{for_each_message, plan_path};
+use arbor_context::plan::{estimate_tally, plan_path};
 use arbor_context::summary::FileOps;
-use arbor_context::EstimateTally;
 use arbor_log::{Entry, EntryType, Role};
 use arbor_tree::{Position, Session, TreeError};
 use serde::Serialize;
@@ -119,14 +118,28 @@ fn positions_to(s: &Session, id: &str) -> Result<Vec<Position>, InteropError> {
     Ok(s.branch_positions(Some(id)))
 }
 
-/// Calls `f` with each entry at `positions`, in order, decoded a batch at a time.
+/// Calls `f` with each entry at `positions`, in order, decoded a batch at
+/// a time. An entry on a line too long to hold is its preview (every long
+/// string cut to its first few KB: ids, roles, tool calls and usage are
+/// never cut), unless a tool call's arguments were cut (the files a call
+/// reads and changes are read from them): then it is decoded whole.
 fn for_each_entry(s: &Session, positions: &[Position], mut f: impl FnMut(&Entry)) -> Result<(), TreeError> {
     for batch in positions.chunks(BATCH) {
-        for e in s.decode_many(batch)?.into_iter().flatten() {
-            f(&e);
+        for (&p, e) in batch.iter().zip(s.decode_previews(batch)?) {
+            let e = if s.is_long_at(p) && cuts_arguments(s, p)? { s.decode_at(p)? } else { e };
+            if let Some(e) = e {
+                f(&e);
+            }
         }
     }
     Ok(())
+}
+
+/// True when the long line of the entry at `p` has a string cut inside a
+/// tool call's arguments (or one whose place is not known).
+fn cuts_arguments(s: &Session, p: Position) -> Result<bool, TreeError> {
+    let Some(line) = s.long_line_at(p)? else { return Ok(true) };
+    Ok(line.texts().iter().any(|t| t.pointer.as_deref().is_none_or(|ptr| ptr.contains("/arguments"))))
 }
 
 fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage) -> Result<Side, TreeError> {
@@ -164,11 +177,7 @@ fn side(s: &Session, id: &str, path: Vec<Position>, shared: usize, common: Usage
     let (files_read, files_modified) = file_lists(&ops);
     // The context at the entry, a batch of messages at a time.
     let plan = plan_path(s, path)?;
-    let mut tally = EstimateTally::default();
-    for_each_message(s, &plan, |m| {
-        tally.add(m);
-        Ok::<(), TreeError>(())
-    })?;
+    let tally = estimate_tally(s, &plan)?;
     Ok(Side {
         id: id.to_owned(),
         entries,

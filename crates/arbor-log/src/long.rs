@@ -26,6 +26,8 @@ use std::io::{self, Write};
 
 use crate::read_at::{read_some, ReadAt};
 
+pub mod text;
+
 /// Lines longer than this are read through [`reduce_line`] by the scans.
 pub const LONG_LINE: usize = 4 << 20;
 

@@ -89,7 +89,7 @@ mod tree;
 
 pub use error::{LockHolder, TreeError};
 pub use labels::{Label, Labeled};
-pub use session::{EntryId, OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
+pub use session::{EntryId, LongLine, OpenMode, Position, Session, SessionOptions, LEAF_MARKER_TYPE};
 pub use store::{FileStore, MemoryStore, Store};
 pub use tree::{Tree, TreeNode};
 

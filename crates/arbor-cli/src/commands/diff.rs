@@ -40,7 +40,10 @@ pub fn run(args: Args, g: &Globals, out: &mut dyn Write) -> Result<ExitCode> {
     }
     match &d.common_ancestor {
         Some(id) => {
-            let what = s.get_entry(id)?.map(|e| entry_text(e, &ToolCalls::new(), None)).unwrap_or_default();
+            // A long line's preview, as `arbor tree` shows it.
+            let entry =
+                s.position_of(id).map(|p| s.decode_previews(&[p])).transpose()?.and_then(|mut e| e.pop().flatten());
+            let what = entry.map(|e| entry_text(&e, &ToolCalls::new(), None)).unwrap_or_default();
             writeln!(out, "common ancestor {id}  {}", cut(&what, 90))?;
         }
         None => writeln!(out, "no common ancestor: the entries are on different roots")?,

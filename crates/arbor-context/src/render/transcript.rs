@@ -11,6 +11,7 @@ use arbor_tree::{Position, Session};
 use super::entry::format_tool_call;
 use crate::context::{message_of_entry, ContextStep, SessionContext};
 use crate::llm::convert_message;
+use crate::long::Measured;
 use crate::parts::{stored_parts, Parts};
 use crate::session::{stored_positions, write_checked, Checked, SessionPlan, BATCH};
 use crate::tokens::{Counted, TokenTally};
@@ -39,21 +40,35 @@ fn line_count(text: &str) -> usize {
     newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
+/// What the lines of a message count of its whole text, when the message
+/// is held as its preview (`None`: counted from the message).
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    /// The characters of its thinking.
+    thinking: Option<usize>,
+    /// The lines of its text.
+    lines: Option<usize>,
+}
+
+/// The characters of a message's thinking blocks.
+fn thinking_chars(m: &Parts<'_>) -> usize {
+    m.blocks()
+        .iter()
+        .filter(|b| b.is("thinking"))
+        .filter_map(|b| b.thinking.as_deref())
+        .map(|t| t.chars().count())
+        .sum()
+}
+
 /// Appends the lines of message `m` to `out`, each ending in a newline.
-fn lines_of(m: &Parts<'_>, out: &mut String) {
+fn lines_of(m: &Parts<'_>, counts: Counts, out: &mut String) {
     use std::fmt::Write as _;
     let text = m.text();
     // Writing to a String cannot fail.
     let _ = match m.role() {
         None => writeln!(out, "?: {}", clip(&text, WIDTH)),
         Some(Role::Assistant) => {
-            let thinking: usize = m
-                .blocks()
-                .iter()
-                .filter(|b| b.is("thinking"))
-                .filter_map(|b| b.thinking.as_deref())
-                .map(|t| t.chars().count())
-                .sum();
+            let thinking = counts.thinking.unwrap_or_else(|| thinking_chars(m));
             if !text.trim().is_empty() {
                 let _ = write!(out, "assistant: {}", clip(&text, WIDTH));
             } else {
@@ -79,7 +94,7 @@ fn lines_of(m: &Parts<'_>, out: &mut String) {
         Some(Role::ToolResult) => {
             let name = m.tool_name.as_deref().unwrap_or("tool");
             let err = if m.is_error == Some(true) { " (error)" } else { "" };
-            let n = line_count(&text);
+            let n = counts.lines.unwrap_or_else(|| line_count(&text));
             writeln!(out, "  ← {name}{err}: {} ({n} lines)", clip(&text, WIDTH - 20))
         }
         Some(Role::BashExecution) => writeln!(out, "bash: $ {}", clip(m.command.as_deref().unwrap_or(""), WIDTH)),
@@ -187,31 +202,44 @@ fn written_batch(
     check: bool,
 ) -> io::Result<Option<Vec<Written>>> {
     let stored = stored_positions(path, batch);
+    // Entries on long lines are read from their previews, never whole.
+    let (long, short): (Vec<Position>, Vec<Position>) = stored.iter().partition(|&&p| session.is_long_at(p));
     let of_line = |_, id: &str, line: &str| Written::of_line(line, id, llm);
     let read = if check {
-        let Some(read) = session.map_id_json_sound(&stored, of_line) else { return Ok(None) };
+        let Some(read) = session.map_id_json_sound(&short, of_line) else { return Ok(None) };
         read
     } else {
-        session.map_id_json_many(&stored, of_line).map_err(io::Error::other)?
+        session.map_id_json_many(&short, of_line).map_err(io::Error::other)?
     };
-    // The entries the text could not be read from are decoded (on all cores).
-    let again: Vec<Position> =
-        stored.iter().zip(&read).filter(|(_, r)| !matches!(r, Some(Some(_)))).map(|(&p, _)| p).collect();
-    let mut decoded = vec![];
-    for part in again.chunks(BATCH) {
-        let entries = session.decode_many(part).map_err(io::Error::other)?.into_iter();
-        decoded.extend(entries.map(|e| e.and_then(message_of_entry).map(|m| Written::of_value(&m, llm))));
+    let mut long_read = Vec::with_capacity(long.len());
+    for &p in &long {
+        long_read.push(match long_written(session, p, llm) {
+            Ok(w) => w,
+            // Not where the index put it (or changed): read the file again.
+            Err(_) if check => return Ok(None),
+            Err(e) => return Err(e),
+        });
     }
-    let mut decoded = decoded.into_iter();
-    let mut read = read.into_iter();
+    let (mut read, mut long_read) = (read.into_iter(), long_read.into_iter());
+    let mut got: Vec<Option<Written>> = stored
+        .iter()
+        .map(|p| if session.is_long_at(*p) { long_read.next().flatten() } else { read.next().flatten().flatten() })
+        .collect();
+    // The entries the text could not be read from are decoded (on all cores).
+    let again: Vec<usize> = (0..got.len()).filter(|&k| got[k].is_none()).collect();
+    for part in again.chunks(BATCH) {
+        let positions: Vec<Position> = part.iter().map(|&k| stored[k]).collect();
+        let entries = session.decode_many(&positions).map_err(io::Error::other)?;
+        for (&k, e) in part.iter().zip(entries) {
+            got[k] = e.and_then(message_of_entry).map(|m| Written::of_value(&m, llm));
+        }
+    }
+    let mut got = got.into_iter();
     let mut out = Vec::with_capacity(batch.len());
     for step in batch {
         let w = match step {
             ContextStep::Made(m) => Some(Written::of_value(m, llm)),
-            ContextStep::Message(_) => match read.next().flatten().flatten() {
-                Some(w) => Some(w),
-                None => decoded.next().flatten(),
-            },
+            ContextStep::Message(_) => got.next().flatten(),
         };
         out.extend(w);
     }
@@ -251,9 +279,55 @@ impl Written {
 }
 
 fn lines(m: &Parts<'_>) -> String {
+    lines_counted(m, Counts::default())
+}
+
+fn lines_counted(m: &Parts<'_>, counts: Counts) -> String {
     let mut out = String::new();
-    lines_of(m, &mut out);
+    lines_of(m, counts, &mut out);
     out
+}
+
+/// The message of the entry at `p` on a long line (`Measured`: its preview
+/// and what its long strings' whole text measures, streamed once), when
+/// its lines and counts from the preview are those of the whole message;
+/// `None` when the caller decodes the entry whole. The long texts enter the
+/// counts through probes: the message with one long string as `""`, `"a"`
+/// and `"\n"` tells how many times it is counted, and how many of those
+/// inside a `JSON.stringify` (a tool call's arguments). The lines' clips
+/// must read no further than the previews: the same with a character after
+/// each preview.
+fn long_written(session: &Session, p: Position, llm: bool) -> io::Result<Option<Written>> {
+    let Some(m) = Measured::of(session, p)? else { return Ok(None) };
+    let preview = Parts::of_value(&m.message);
+    if llm && !matches!(preview.role(), Some(Role::User | Role::Assistant | Role::ToolResult)) {
+        return Ok(None);
+    }
+    let zero = m.with(|_| String::new());
+    let zero = Parts::of_value(&zero);
+    let (base_thinking, base_text) = (thinking_chars(&zero), zero.text().len());
+    let mut thinking = base_thinking;
+    let mut newlines = line_count(&zero.text()) - usize::from(!zero.text().is_empty() && !zero.text().ends_with('\n'));
+    for (k, (_, _, measures)) in m.strings.iter().enumerate() {
+        let as_a = m.with(|j| if j == k { "a".into() } else { String::new() });
+        let a = Parts::of_value(&as_a);
+        thinking += thinking_chars(&a).saturating_sub(base_thinking) * measures.chars;
+        newlines += a.text().len().saturating_sub(base_text) * measures.newlines;
+    }
+    // The text's last character: a long string's when the text ends with it.
+    let tags = m.with(|k| format!("\u{1}{k}\u{1}"));
+    let tagged = Parts::of_value(&tags);
+    let text = tagged.text();
+    let last = m.strings.iter().enumerate().find(|(k, _)| text.ends_with(&format!("\u{1}{k}\u{1}")));
+    let last = last.map_or_else(|| text.chars().next_back(), |(_, (_, _, measures))| measures.last);
+    let lines_n = newlines + usize::from(!text.is_empty() && last != Some('\n'));
+    let counts = Counts { thinking: Some(thinking), lines: Some(lines_n) };
+    let shown = lines_counted(&preview, counts);
+    let further = m.with(|k| format!("{}\u{1}", m.strings[k].1));
+    if lines_counted(&Parts::of_value(&further), counts) != shown {
+        return Ok(None);
+    }
+    Ok(Some(Written { lines: Some(shown), counted: Counted::with_chars(&preview, m.estimated_chars()) }))
 }
 
 /// A transcript written one message at a time: the lines of each message,
@@ -294,7 +368,72 @@ impl Transcript {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+
+    use arbor_tree::{OpenMode, SessionOptions};
+    use serde_json::json;
+
+    use crate::Context;
+
+    /// A session whose second message is `m`, on a line too long to hold.
+    fn session_of(dir: &std::path::Path, k: usize, m: &Value) -> Session {
+        let file = dir.join(format!("{k}.jsonl"));
+        let lines = [
+            json!({"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}),
+            json!({"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",
+                "message":{"role":"user","content":"hi","timestamp":1}}),
+            json!({"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:00.000Z","message":m}),
+        ];
+        let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&file, body).unwrap();
+        let s = Session::open(&file, OpenMode::ReadOnly, SessionOptions::default()).unwrap();
+        assert!(s.is_long_at(s.position_of("b").unwrap()), "message {k} is on a long line");
+        s
+    }
+
+    /// The transcript of messages on long lines, read from their previews
+    /// with their long texts measured as they stream, is the one of the
+    /// messages held whole: clips, line and character counts, tokens.
+    #[test]
+    fn long_messages_are_shown_and_counted_as_the_held_ones_are() {
+        let unit = "a \"b\\c\u{1}\n\t é€😀\r\n";
+        let long = unit.repeat(arbor_log::long::LONG_LINE / unit.len() + 100);
+        let ends_in_newline = format!("{long}x\n");
+        let other = "y\n".repeat(arbor_log::long::HELD);
+        let blank = format!("{}{long}", " ".repeat(8 << 10));
+        // (message, read from its preview)
+        let messages = [
+            (
+                json!({"role":"assistant","content":[{"type":"thinking","thinking":other},{"type":"text","text":"short"},
+                {"type":"text","text":long},{"type":"toolCall","id":"c","name":"write",
+                "arguments":{"path":"a.txt","content":other}}],"stopReason":"stop","timestamp":1}),
+                true,
+            ),
+            (
+                json!({"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{"type":"text","text":ends_in_newline}],"timestamp":2}),
+                true,
+            ),
+            (json!({"role":"user","content":long,"timestamp":3}), true),
+            (json!({"role":"bashExecution","command":"ls","output":long,"exitCode":0,"timestamp":4}), true),
+            (json!({"role":"custom","customType":"note","content":long,"display":true,"timestamp":5}), true),
+            (json!({"role":"user","content":blank,"timestamp":7}), false),
+        ];
+        let d = tempfile::tempdir().unwrap();
+        for (k, (m, streamed)) in messages.iter().enumerate() {
+            let s = session_of(d.path(), k, m);
+            let b = s.position_of("b").unwrap();
+            assert_eq!(long_written(&s, b, false).unwrap().is_some(), *streamed, "message {k}");
+            for form in [Form::AsStored, Form::ForModel] {
+                let mut held = vec![];
+                write_transcript(&mut held, &Context::of(&s).build().unwrap(), form).unwrap();
+                let plan = crate::plan::plan_path(&s, s.branch_positions(None)).unwrap();
+                let mut got = vec![];
+                assert_eq!(write_plan_transcript(&mut got, &s, &plan, form).unwrap(), Checked::Written);
+                assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(held).unwrap(), "message {k}, {form:?}");
+            }
+        }
+    }
 
     #[test]
     fn lines_are_counted_as_str_lines_counts_them() {

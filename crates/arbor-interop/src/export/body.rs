@@ -8,9 +8,10 @@ use arbor_context::summary::FileOps;
 use arbor_log::{Entry, EntryKind, Role};
 use serde_json::Value;
 
-use super::markup::{escape, escape_into, markdown_into};
-use super::text::{describe, Kind, Part, Stop};
-use super::tools::{call_view, one_line, CallView, Detail, DiffLine};
+use super::markup::{escape, escape_into, group, long_note, markdown_into, MARKDOWN_MAX};
+use super::stream::{head, shape, whole_up_to, Asked, Cuts, Src};
+use super::text::{describe, At, Kind, Part, Stop};
+use super::tools::{call_view_in, one_line, CallView, Detail, DiffLine};
 use crate::files::{add_file_ops, file_lists};
 
 /// How long a sidebar title is at most, in characters.
@@ -46,6 +47,21 @@ pub(crate) struct Rendered {
     pub usage: Option<(u64, f64)>,
     /// `provider/model` of a reply or a model change.
     pub model: Option<String>,
+    /// Texts too long to hold, in the order of their places in `html`:
+    /// each written there (escaped) from the file when the body is written.
+    pub long: Vec<Insert>,
+}
+
+/// A text too long to hold that a card's body shows whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Insert {
+    /// Where in the body's HTML it goes (a byte offset).
+    pub at: usize,
+    /// The JSON pointer of the value in the entry, and its preview (see [`Cuts::whole`]).
+    pub pointer: String,
+    pub preview: String,
+    /// The bytes of the text shown (white space at its ends left out).
+    pub range: (usize, usize),
 }
 
 /// What shapes the page's text.
@@ -83,9 +99,12 @@ fn short(s: &str) -> String {
     one_line(&head.split_whitespace().collect::<Vec<_>>().join(" "), TITLE_MAX)
 }
 
-/// Renders an entry.
-pub(crate) fn render(e: &Entry, limits: Limits) -> Rendered {
+/// Renders an entry; the texts its preview cut (`cuts`) are read whole
+/// from the file where the page shows them.
+pub(crate) fn render(e: &Entry, limits: Limits, cuts: &dyn Cuts) -> std::io::Result<Rendered> {
     let d = describe(e);
+    let asked = Asked::new(cuts);
+    let cuts = &asked;
     let mut r = Rendered {
         kind: kind_code(&d.kind, d.bookkeeping),
         time: e.timestamp.clone(),
@@ -103,56 +122,194 @@ pub(crate) fn render(e: &Entry, limits: Limits) -> Rendered {
     let mut text_title = None;
     let mut html = String::new();
     let max = if limits.max_output == 0 { usize::MAX } else { limits.max_output };
-    for p in &d.parts {
+    for (p, at) in d.parts.iter().zip(d.at.iter().copied()) {
         if !limits.html {
             match p {
                 Part::Text(t) if text_title.is_none() && !t.trim().is_empty() => text_title = Some(short(t)),
                 Part::Call { id, name, arguments } => {
-                    let view = call_view(name, arguments);
+                    let view = call_view_in(name, arguments, at.pointer(), cuts)?;
                     r.calls.push((id.clone(), view.tool, view.line));
                 }
                 Part::Output(t) if t.len() > max => r.flags |= CUT,
+                Part::Output(t) => {
+                    if let Src::Whole(w) = Src::of(cuts, at.pointer(), t) {
+                        // A cut string's JSON is over `HELD` bytes, its text over a sixth of that.
+                        if max < arbor_log::long::HELD / 6 || shape(w.as_ref())?.len > max {
+                            r.flags |= CUT;
+                        }
+                    }
+                }
                 _ => {}
             }
             continue;
         }
+        let mut b = Body { html: &mut html, long: &mut r.long, cuts, at };
         match p {
             Part::Text(t) => {
                 if text_title.is_none() && !t.trim().is_empty() {
                     text_title = Some(short(t));
                 }
-                html.push_str(if summary { "<div class=\"md summary\">" } else { "<div class=\"md\">" });
-                markdown_into(&mut html, t);
-                html.push_str("</div>");
+                b.html.push_str(if summary { "<div class=\"md summary\">" } else { "<div class=\"md\">" });
+                b.markdown(t)?;
+                b.html.push_str("</div>");
             }
             Part::Thinking(t) => {
-                html.push_str("<details class=\"thinking\"><summary>Thinking</summary><div class=\"plain\">");
-                escape_into(&mut html, t.trim());
-                html.push_str("</div></details>");
+                b.html.push_str("<details class=\"thinking\"><summary>Thinking</summary><div class=\"plain\">");
+                b.text(t, None, true)?;
+                b.html.push_str("</div></details>");
             }
             Part::Call { id, name, arguments } => {
-                let view = call_view(name, arguments);
-                call_html(&mut html, &view);
+                let view = call_view_in(name, arguments, at.pointer(), cuts)?;
+                call_html(&mut b, &view)?;
                 r.calls.push((id.clone(), view.tool, view.line));
             }
             Part::Output(t) => {
-                if output_html(&mut html, t, max, d.error) {
+                if b.output(t, max, d.error)? {
                     r.flags |= CUT;
                 }
             }
-            Part::Image { mime, data } => image_html(&mut html, mime, data),
+            Part::Image { mime, data } => b.image(mime, data)?,
         }
     }
     if let Some(stop) = &d.stop {
         let class = if matches!(stop, Stop::Error(_)) { "stop error" } else { "stop" };
         html.push_str(&format!("<div class=\"{class}\">{}</div>", escape(&stop.line())));
     }
+    let left = asked.missed();
+    if limits.html && left > 0 {
+        let what = if left == 1 { "value is" } else { "values are" };
+        html.push_str(&format!(
+            "<div class=\"cut\">{left} more {what} too long to show whole in this page: the first 4 KB of each is shown</div>"
+        ));
+    }
     if r.kind == 'a' && text_title.is_none() && !r.calls.is_empty() {
         r.flags |= TOOLS_ONLY;
     }
     r.html = html;
     r.title = title(&d.heading, &r, text_title, d.stop.as_ref(), &d.parts);
-    r
+    Ok(r)
+}
+
+/// A card's body being written: its HTML, and the places of the texts it
+/// shows whole from the file.
+struct Body<'a> {
+    html: &'a mut String,
+    long: &'a mut Vec<Insert>,
+    cuts: &'a dyn Cuts,
+    /// Where the part's text is in the entry.
+    at: At,
+}
+
+impl<'a> Body<'a> {
+    /// The part's text at `key` under its place (a call's argument), or at its place.
+    fn src<'t>(&self, key: Option<&str>, held: &'t str) -> Src<'t>
+    where
+        'a: 't,
+    {
+        let pointer = match key {
+            Some(k) => self.at.pointer().map(|p| format!("{p}/{k}")),
+            None => self.at.pointer(),
+        };
+        Src::of(self.cuts, pointer, held)
+    }
+
+    /// Marks the place of `pointer`'s bytes `range`, escaped, in the HTML.
+    fn insert(&mut self, key: Option<&str>, range: (usize, usize), preview: &str) {
+        let pointer = match key {
+            Some(k) => self.at.pointer().map(|p| format!("{p}/{k}")),
+            None => self.at.pointer(),
+        };
+        if let Some(pointer) = pointer {
+            self.long.push(Insert { at: self.html.len(), pointer, preview: preview.to_owned(), range });
+        }
+    }
+
+    /// Markdown, rendered and cleaned; a text too long to render (over
+    /// [`MARKDOWN_MAX`]) as escaped plain text with a note saying so.
+    fn markdown(&mut self, held: &str) -> std::io::Result<()> {
+        let src = self.src(None, held);
+        let Src::Whole(whole) = src else {
+            markdown_into(self.html, held);
+            return Ok(());
+        };
+        if let Some(t) = whole_up_to(whole.as_ref(), MARKDOWN_MAX)? {
+            markdown_into(self.html, &t);
+            return Ok(());
+        }
+        let len = shape(whole.as_ref())?.len;
+        drop(whole);
+        self.html.push_str(&long_note(len));
+        self.html.push_str("<pre class=\"plain\">");
+        self.insert(None, (0, len), held);
+        self.html.push_str("</pre>");
+        Ok(())
+    }
+
+    /// Escaped text: trimmed at both ends (`trim`), or of its trailing newlines.
+    fn text(&mut self, held: &str, key: Option<&str>, trim: bool) -> std::io::Result<()> {
+        let range = match self.src(key, held) {
+            Src::Held(_) => {
+                escape_into(self.html, if trim { held.trim() } else { held.trim_end_matches('\n') });
+                return Ok(());
+            }
+            Src::Whole(w) => {
+                let s = shape(w.as_ref())?;
+                if trim {
+                    (s.lead.min(s.end), s.end)
+                } else {
+                    (0, s.end_newlines)
+                }
+            }
+        };
+        self.insert(key, range, held);
+        Ok(())
+    }
+
+    /// `<pre class="CLASS">` of a text, its trailing newlines cut.
+    fn pre(&mut self, class: &str, held: &str, key: Option<&str>) -> std::io::Result<()> {
+        self.html.push_str(&format!("<pre class=\"{class}\">"));
+        self.text(held, key, false)?;
+        self.html.push_str("</pre>");
+        Ok(())
+    }
+
+    /// A tool output, cut to `max` bytes (at a character boundary) with a note; true when cut.
+    fn output(&mut self, held: &str, max: usize, error: bool) -> std::io::Result<bool> {
+        let Src::Whole(w) = self.src(None, held) else { return Ok(output_html(self.html, held, max, error)) };
+        let s = shape(w.as_ref())?;
+        if s.len > max {
+            let head = head(w.as_ref(), max)?;
+            cut_output(self.html, &head, (s.len, s.newlines + 1), error);
+            return Ok(true);
+        }
+        drop(w);
+        self.pre(if error { "out clip error" } else { "out clip" }, held, None)?;
+        Ok(false)
+    }
+
+    /// An image: embedded when it is small and clean base64, else named.
+    fn image(&mut self, mime: &str, held: &str) -> std::io::Result<()> {
+        let Src::Whole(w) = self.src(None, held) else {
+            image_html(self.html, mime, held);
+            return Ok(());
+        };
+        let (mut len, mut clean) = (0, true);
+        w.each(&mut |c| {
+            len += c.len();
+            clean &= c.bytes().all(base64_byte);
+            Ok(())
+        })?;
+        drop(w);
+        if image_allowed(mime) && clean && len <= IMAGE_MAX {
+            // Clean base64 is the same escaped.
+            self.html.push_str(&format!("<img class=\"img\" alt=\"image\" src=\"data:{mime};base64,"));
+            self.insert(None, (0, len), held);
+            self.html.push_str("\">");
+        } else {
+            image_note(self.html, mime, len);
+        }
+        Ok(())
+    }
 }
 
 /// An entry's usage, model and the files its calls touch.
@@ -200,17 +357,21 @@ fn title(heading: &str, r: &Rendered, text: Option<String>, stop: Option<&Stop>,
     }
 }
 
-fn call_html(html: &mut String, v: &CallView) {
+fn call_html(b: &mut Body<'_>, v: &CallView) -> std::io::Result<()> {
+    let html = &mut *b.html;
     html.push_str("<div class=\"call\"><div class=\"call-head\"><span class=\"tool\">");
     escape_into(html, &v.tool);
     html.push_str("</span> <code>");
     escape_into(html, &v.line);
     html.push_str("</code></div>");
+    let whole = |b: &Body<'_>, held: &str| v.key.is_some_and(|k| b.src(Some(k), held).is_whole());
     match &v.detail {
         Detail::None => {}
-        Detail::Command(c) => pre(html, "cmd", c),
-        Detail::Content(c) => pre(html, "out clip", c),
-        Detail::Json(j) => pre(html, "args", j),
+        Detail::Command(c) => b.pre("cmd", c, v.key)?,
+        Detail::Content(c) => b.pre("out clip", c, v.key)?,
+        Detail::Json(j) => pre(b.html, "args", j),
+        // A patch too long to hold is shown as its text.
+        Detail::Patch(p) if whole(b, p) => b.pre("out clip", p, v.key)?,
         Detail::Patch(p) => {
             let lines: Vec<DiffLine> = p
                 .lines()
@@ -219,15 +380,16 @@ fn call_html(html: &mut String, v: &CallView) {
                     DiffLine { sign, text: l.to_owned() }
                 })
                 .collect();
-            diff_html(html, &lines, false);
+            diff_html(b.html, &lines, false);
         }
         Detail::Diff(edits) => {
             for lines in edits {
-                diff_html(html, lines, true);
+                diff_html(b.html, lines, true);
             }
         }
     }
-    html.push_str("</div>");
+    b.html.push_str("</div>");
+    Ok(())
 }
 
 fn diff_html(html: &mut String, lines: &[DiffLine], signed: bool) {
@@ -265,46 +427,48 @@ fn output_html(html: &mut String, text: &str, max: usize, error: bool) -> bool {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    pre(html, class, &text[..end]);
-    let lines = memchr_count(text);
+    cut_output(html, &text[..end], (text.len(), memchr_count(text)), error);
+    true
+}
+
+/// The head of an output of `(bytes, lines)` in all, and the note that says so.
+fn cut_output(html: &mut String, head: &str, (len, lines): (usize, usize), error: bool) {
+    pre(html, if error { "out clip error" } else { "out clip" }, head);
     html.push_str(&format!(
         "<div class=\"cut\">cut in this page: the first {} of {} bytes ({} lines in all)</div>",
-        group(end as u64),
-        group(text.len() as u64),
+        group(head.len() as u64),
+        group(len as u64),
         group(lines as u64)
     ));
-    true
 }
 
 fn memchr_count(text: &str) -> usize {
     text.bytes().filter(|&b| b == b'\n').count() + 1
 }
 
-/// `1234567` as `1,234,567`.
-pub(crate) fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+fn base64_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')
+}
+
+fn image_allowed(mime: &str) -> bool {
+    ["image/png", "image/jpeg", "image/gif", "image/webp"].contains(&mime)
 }
 
 fn image_html(html: &mut String, mime: &str, data: &str) {
-    let allowed = ["image/png", "image/jpeg", "image/gif", "image/webp"].contains(&mime);
-    let clean = data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
-    if allowed && clean && !data.is_empty() && data.len() <= IMAGE_MAX {
+    let clean = data.bytes().all(base64_byte);
+    if image_allowed(mime) && clean && !data.is_empty() && data.len() <= IMAGE_MAX {
         html.push_str(&format!("<img class=\"img\" alt=\"image\" src=\"data:{mime};base64,{data}\">"));
     } else {
-        html.push_str(&format!(
-            "<div class=\"img-note\">[image: {}, {} bytes of base64, not embedded]</div>",
-            escape(mime),
-            group(data.len() as u64)
-        ));
+        image_note(html, mime, data.len());
     }
+}
+
+fn image_note(html: &mut String, mime: &str, len: usize) {
+    html.push_str(&format!(
+        "<div class=\"img-note\">[image: {}, {} bytes of base64, not embedded]</div>",
+        escape(mime),
+        group(len as u64)
+    ));
 }
 
 #[cfg(test)]

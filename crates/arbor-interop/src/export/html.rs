@@ -12,16 +12,26 @@
 //! then the script. A Content-Security-Policy allows that one script (by its
 //! hash), inline styles and `data:` images, and nothing else: no network, no
 //! other script, no inline event handler.
+//!
+//! An entry on a line too long to hold is decoded as a preview, and each
+//! text its preview cut is read from the file where the body shows it, a
+//! block at a time, escaped on the way into its chunk's deflated data: the
+//! page holds the whole text (a Markdown text that long as escaped plain
+//! text, with a note), memory does not.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::Write;
+use std::io::{self, Write};
 
+use arbor_log::Entry;
 use arbor_tree::{Position, Session, TreeError};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::body::{render, Limits, Rendered};
+use super::markup::escape_into;
+use super::stream::{each_in, Cuts, NoCuts};
+use super::whole::{cuts_at, failed};
 use crate::InteropError;
 
 const TEMPLATE: &str = include_str!("page.html");
@@ -83,6 +93,17 @@ struct Totals {
 
 /// Writes the page of the whole tree of `s`.
 pub fn export_html(s: &Session, opts: &HtmlOptions, out: &mut dyn Write) -> Result<(), InteropError> {
+    write_html(s, opts, out, true)
+}
+
+/// [`export_html`]; with `previews` off, every entry decoded whole (the
+/// tests' yardstick for what the streamed texts must give).
+pub(crate) fn write_html(
+    s: &Session,
+    opts: &HtmlOptions,
+    out: &mut dyn Write,
+    previews: bool,
+) -> Result<(), InteropError> {
     let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
     let (order, parents) = order(s);
     let title = s.session_name()?.map_or_else(|| format!("Session {}", s.session_id()), str::to_owned);
@@ -92,7 +113,7 @@ pub fn export_html(s: &Session, opts: &HtmlOptions, out: &mut dyn Write) -> Resu
     let mut parts = TEMPLATE.split("{{}}").map(|p| fill(p, &fills));
     let mut part = || parts.next().unwrap_or_default();
     out.write_all(part().as_bytes()).map_err(io)?;
-    let totals = write_rows(s, opts, &order, &parents, out)?;
+    let totals = write_rows((s, previews), opts, &order, &parents, out)?;
     out.write_all(part().as_bytes()).map_err(io)?;
     let leaf = leaf_index(s, &order);
     out.write_all(data(s, opts, order.len(), leaf, &totals)?.as_bytes()).map_err(io)?;
@@ -101,7 +122,7 @@ pub fn export_html(s: &Session, opts: &HtmlOptions, out: &mut dyn Write) -> Resu
     out.write_all(part().as_bytes()).map_err(io)?;
     out.write_all(JS.as_bytes()).map_err(io)?;
     out.write_all(part().as_bytes()).map_err(io)?;
-    write_bodies(s, opts, &order, out)?;
+    write_bodies((s, previews), opts, &order, out)?;
     out.write_all(part().as_bytes()).map_err(io)
 }
 
@@ -154,7 +175,7 @@ fn fill(part: &str, fills: &[(&'static str, String)]) -> String {
 
 /// The first pass: every entry's row, as one JSON array; the session's totals.
 fn write_rows(
-    s: &Session,
+    (s, previews): (&Session, bool),
     opts: &HtmlOptions,
     order: &[Position],
     parents: &[i64],
@@ -166,8 +187,7 @@ fn write_rows(
     let limits = Limits { max_output: opts.max_output, html: false };
     out.write_all(b"[").map_err(io)?;
     for (b, batch) in order.chunks(BATCH).enumerate() {
-        let rendered: Vec<Option<Rendered>> =
-            s.decode_shares(batch, |_, entries| entries.into_iter().map(|e| e.map(|e| render(&e, limits))).collect())?;
+        let rendered: Vec<Option<Rendered>> = render_batch((s, previews), batch, |e, cuts| render(e, limits, cuts))?;
         let mut text = String::with_capacity(batch.len() * 120);
         for (k, r) in rendered.into_iter().enumerate() {
             let i = b * BATCH + k;
@@ -200,34 +220,153 @@ fn write_rows(
     Ok(totals)
 }
 
+/// Each of `batch` rendered by `f` (`None` past the end): entries on short
+/// lines decoded and rendered on all cores; one on a line too long to hold
+/// decoded here as a preview, what it cut read from the file (`Cuts`)
+/// (with `previews` off, every entry decoded whole on all cores).
+fn render_batch<R: Send>(
+    (s, previews): (&Session, bool),
+    batch: &[Position],
+    f: impl Fn(&Entry, &dyn Cuts) -> io::Result<R> + Sync,
+) -> Result<Vec<Option<R>>, InteropError> {
+    let short: Vec<Position> = batch.iter().copied().filter(|&p| !(previews && s.is_long_at(p))).collect();
+    let mut done =
+        s.decode_shares(&short, |_, entries| entries.into_iter().map(|e| e.map(|e| f(&e, &NoCuts))).collect())?;
+    let mut done = done.drain(..);
+    let mut out = Vec::with_capacity(batch.len());
+    for &p in batch {
+        let r = if previews && s.is_long_at(p) {
+            let e = s.decode_previews(&[p])?.pop().flatten();
+            let cuts = cuts_at(s, p)?;
+            e.map(|e| f(&e, cuts.as_ref()))
+        } else {
+            done.next().flatten()
+        };
+        out.push(r.transpose().map_err(|e| failed(s, e))?);
+    }
+    Ok(out)
+}
+
+/// A card's body for the page: `[time, html]`, or one with texts read from the file.
+enum Item {
+    Held(Value),
+    Long(Position, Rendered),
+}
+
 /// The second pass: the cards' bodies, one `<script type="text/plain">`
-/// element per chunk of [`CHUNK`] entries, deflated and in base64.
-fn write_bodies(s: &Session, opts: &HtmlOptions, order: &[Position], out: &mut dyn Write) -> Result<(), InteropError> {
-    let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
+/// element per chunk of [`CHUNK`] entries, deflated and in base64 (on all
+/// cores; a chunk with a text too long to hold, as it is written).
+fn write_bodies(
+    (s, previews): (&Session, bool),
+    opts: &HtmlOptions,
+    order: &[Position],
+    out: &mut dyn Write,
+) -> Result<(), InteropError> {
+    let io = |e| failed(s, e);
     let limits = Limits { max_output: opts.max_output, html: true };
     for batch in order.chunks(BATCH) {
-        let rendered: Vec<Value> = s.decode_shares(batch, |_, entries| {
-            entries
-                .into_iter()
-                .map(|e| {
-                    e.map_or_else(
-                        || json!(["", ""]),
-                        |e| {
-                            let r = render(&e, limits);
-                            json!([r.time, r.html])
-                        },
-                    )
-                })
-                .collect()
-        })?;
-        let chunks: Vec<String> = rendered.chunks(CHUNK).map(|c| Value::Array(c.to_vec()).to_string()).collect();
-        for z in deflate_all(chunks) {
+        let items = render_batch((s, previews), batch, |e, cuts| render(e, limits, cuts))?;
+        let mut chunks: Vec<Result<String, Vec<Item>>> = Vec::new();
+        let mut items = batch.iter().zip(items).map(|(&p, r)| match r {
+            None => Item::Held(json!(["", ""])),
+            Some(r) if r.long.is_empty() => Item::Held(json!([r.time, r.html])),
+            Some(r) => Item::Long(p, r),
+        });
+        loop {
+            let chunk: Vec<Item> = items.by_ref().take(CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            if chunk.iter().all(|i| matches!(i, Item::Held(_))) {
+                let held = chunk.into_iter().filter_map(|i| if let Item::Held(v) = i { Some(v) } else { None });
+                chunks.push(Ok(Value::Array(held.collect()).to_string()));
+            } else {
+                chunks.push(Err(chunk));
+            }
+        }
+        let texts: Vec<String> = chunks.iter_mut().filter_map(|c| c.as_mut().ok().map(std::mem::take)).collect();
+        let mut zipped = deflate_all(texts).into_iter();
+        for c in chunks {
             out.write_all(b"<script type=\"text/plain\" class=\"arbor-z\">").map_err(io)?;
-            out.write_all(z.as_bytes()).map_err(io)?;
+            match c {
+                Ok(_) => out.write_all(zipped.next().unwrap_or_default().as_bytes()).map_err(io)?,
+                Err(items) => write_long_chunk(s, items, out).map_err(io)?,
+            }
             out.write_all(b"</script>\n").map_err(io)?;
         }
     }
     Ok(())
+}
+
+/// A chunk of bodies as [`deflate_all`] writes one, deflated and encoded
+/// as it is written: the texts too long to hold read from the file.
+fn write_long_chunk(s: &Session, items: Vec<Item>, out: &mut dyn Write) -> io::Result<()> {
+    let b64 = base64::write::EncoderWriter::new(&mut *out, &base64::engine::general_purpose::STANDARD);
+    let mut z = flate2::write::DeflateEncoder::new(b64, flate2::Compression::new(4));
+    z.write_all(b"[")?;
+    for (k, item) in items.into_iter().enumerate() {
+        if k > 0 {
+            z.write_all(b",")?;
+        }
+        match item {
+            Item::Held(v) => z.write_all(v.to_string().as_bytes())?,
+            Item::Long(p, r) => write_long_body(s, p, &r, &mut z)?,
+        }
+    }
+    z.write_all(b"]")?;
+    z.finish()?.finish()?;
+    Ok(())
+}
+
+/// `[time, html]` of a body with texts too long to hold, each read from
+/// the file where it goes, escaped as HTML and then as a JSON string.
+fn write_long_body(s: &Session, p: Position, r: &Rendered, out: &mut dyn Write) -> io::Result<()> {
+    write!(out, "[{},\"", Value::from(r.time.as_str()))?;
+    let cuts = cuts_at(s, p).map_err(io::Error::other)?;
+    let (mut at, mut escaped) = (0, String::new());
+    for ins in &r.long {
+        json_str_into(out, &r.html[at..ins.at])?;
+        at = ins.at;
+        let Some(src) = cuts.whole(&ins.pointer, &ins.preview) else {
+            return Err(io::Error::other(TreeError::Changed {
+                path: s.session_file().unwrap_or(s.session_dir()).to_owned(),
+                line: Some(s.line_at(p)),
+                what: "a long text of the line changed while the page was written".to_owned(),
+            }));
+        };
+        each_in(src.as_ref(), ins.range, &mut |chunk| {
+            escaped.clear();
+            escape_into(&mut escaped, chunk);
+            json_str_into(out, &escaped)
+        })?;
+    }
+    json_str_into(out, &r.html[at..])?;
+    out.write_all(b"\"]")
+}
+
+/// `s` as the inside of a JSON string.
+fn json_str_into(out: &mut dyn Write, s: &str) -> io::Result<()> {
+    let mut last = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let rep: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f => {
+                out.write_all(&s.as_bytes()[last..i])?;
+                write!(out, "\\u{b:04x}")?;
+                last = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.write_all(&s.as_bytes()[last..i])?;
+        out.write_all(rep)?;
+        last = i + 1;
+    }
+    out.write_all(&s.as_bytes()[last..])
 }
 
 /// The node the page opens on: the leaf's.
@@ -241,11 +380,14 @@ fn leaf_index(s: &Session, order: &[Position]) -> Option<usize> {
 const FIRST_VIEW: usize = 96;
 
 /// The bodies of the last [`FIRST_VIEW`] entries of the path to the leaf:
-/// `{"n": [node, …], "b": [[time, html], …]}`.
+/// `{"n": [node, …], "b": [[time, html], …]}`. An entry on a line too long
+/// to hold is left out (the page reads it from its chunk).
 fn first_view(s: &Session, opts: &HtmlOptions, order: &[Position], leaf: Option<usize>) -> Result<String, TreeError> {
     let Some(leaf) = leaf else { return Ok("{}".to_owned()) };
     let path = s.branch_positions(s.leaf_id());
-    let tail = &path[path.len().saturating_sub(FIRST_VIEW)..];
+    let tail: Vec<Position> =
+        path[path.len().saturating_sub(FIRST_VIEW)..].iter().copied().filter(|&p| !s.is_long_at(p)).collect();
+    let tail = tail.as_slice();
     let wanted: std::collections::HashSet<Position> = tail.iter().copied().collect();
     let mut index: HashMap<Position, usize> = HashMap::with_capacity(tail.len());
     // The path's nodes sit at or before the leaf's in the order.
@@ -262,7 +404,7 @@ fn first_view(s: &Session, opts: &HtmlOptions, order: &[Position], leaf: Option<
     let mut bodies = Vec::new();
     for (p, e) in tail.iter().zip(s.decode_many(tail)?) {
         let (Some(&n), Some(e)) = (index.get(p), e) else { continue };
-        let r = render(&e, limits);
+        let Ok(r) = render(&e, limits, &NoCuts) else { continue };
         nodes.push(n);
         bodies.push(json!([r.time, r.html]));
     }

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 use super::body::{render, Limits};
 use super::html::{row, HtmlOptions};
+use super::stream::NoCuts;
 
 /// Tool calls remembered for the titles of their results, at most.
 const CALLS_KEPT: usize = 10_000;
@@ -52,7 +53,8 @@ impl LiveEntries {
 
     /// The item of one entry.
     pub fn entry(&mut self, e: &Entry) -> Value {
-        let mut r = render(e, self.limits);
+        // A line here is held whole: nothing of it is cut.
+        let Ok(mut r) = render(e, self.limits, &NoCuts) else { return Value::Null };
         if let Some(line) = r.call_id.as_ref().and_then(|id| self.calls.remove(id)) {
             r.title = line;
         }

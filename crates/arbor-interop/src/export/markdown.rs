@@ -1,21 +1,40 @@
 //! A path of a session as Markdown: a heading per message, tool calls and
-//! thinking folded (`<details>`), summaries quoted.
+//! thinking folded (`<details>`), summaries quoted. Written as it goes: a
+//! text too long to hold (on a line the session reads as a preview) is
+//! written from the file, a block at a time, as it is (it is Markdown
+//! already), inside the same fences and quotes as any other.
 
-use std::io::Write;
+use std::io::{self, BufWriter, Write};
 
 use arbor_log::Role;
 use arbor_tree::Session;
 
 use super::markup::escape;
-use super::text::{describe, Kind, Part};
-use super::tools::{call_view, CallView, Detail};
+use super::stream::{md_fenced, md_folded, md_quoted, md_text, Asked, Cuts, NoCuts, Src};
+use super::text::{describe, At, Kind, Part};
+use super::tools::{call_view_in, CallView, Detail};
+use super::whole::{cuts_at, failed};
 use crate::InteropError;
 
 /// Writes the path root → `leaf` (default: the leaf) as Markdown. Entries
 /// the model does not see (labels, settings, extension state) are left out;
 /// a label is shown beside the heading of the entry it marks. Entries are
-/// decoded a batch at a time and not kept: memory follows the batch.
+/// decoded a batch at a time and not kept, and written as they go: memory
+/// follows the batch, and a text too long to hold is copied from the file
+/// (a line changed on disk meanwhile fails with
+/// [`arbor_tree::TreeError::Changed`], naming the file and line).
 pub fn export_markdown(s: &Session, leaf: Option<&str>, out: &mut dyn Write) -> Result<(), InteropError> {
+    write_markdown(s, leaf, out, true)
+}
+
+/// [`export_markdown`]; with `previews` off, every entry decoded whole (the
+/// tests' yardstick for what the streamed texts must give).
+pub(crate) fn write_markdown(
+    s: &Session,
+    leaf: Option<&str>,
+    out: &mut dyn Write,
+    previews: bool,
+) -> Result<(), InteropError> {
     if let Some(id) = leaf {
         if s.position_of(id).is_none() {
             return Err(InteropError::NoEntry {
@@ -24,11 +43,11 @@ pub fn export_markdown(s: &Session, leaf: Option<&str>, out: &mut dyn Write) -> 
             });
         }
     }
-    let io = |e| InteropError::io(s.session_file().unwrap_or(s.session_dir()), e);
     let path = s.branch_positions(leaf);
     let h = s.header();
     let title = s.session_name()?.map_or_else(|| format!("Session {}", h.id), str::to_owned);
     let last = path.last().and_then(|&p| s.id_at(p)).map_or_else(|| "(none)".to_owned(), |id| id.to_string());
+    let mut out = BufWriter::with_capacity(1 << 20, out);
     let head = format!(
         "# {}\n\nSession `{}`, started {}{}; the path to `{last}` ({} entries).\n",
         escape_line(&title),
@@ -37,22 +56,27 @@ pub fn export_markdown(s: &Session, leaf: Option<&str>, out: &mut dyn Write) -> 
         h.cwd.as_deref().map(|c| format!(" in `{c}`")).unwrap_or_default(),
         path.len()
     );
-    out.write_all(head.as_bytes()).map_err(io)?;
+    out.write_all(head.as_bytes()).map_err(|e| failed(s, e))?;
     for batch in path.chunks(2048) {
-        let mut doc = String::new();
-        for e in s.decode_many(batch)?.into_iter().flatten() {
-            section(&mut doc, &e, s.label(&e.id).map(|l| l.map(|l| l.text.as_str()))?);
+        // Entries on lines too long to hold come as previews; what they cut is read when written.
+        let entries = if previews { s.decode_previews(batch)? } else { s.decode_many(batch)? };
+        for (&p, e) in batch.iter().zip(entries) {
+            let Some(e) = e else { continue };
+            let cuts = if previews { cuts_at(s, p)? } else { Box::new(NoCuts) };
+            let label = s.label(&e.id).map(|l| l.map(|l| l.text.as_str()))?;
+            section(&mut out, &e, label, cuts.as_ref()).map_err(|e| failed(s, e))?;
         }
-        out.write_all(doc.as_bytes()).map_err(io)?;
     }
-    Ok(())
+    out.flush().map_err(|e| failed(s, e))
 }
 
 /// One entry's section (nothing for entries the model does not see).
-fn section(doc: &mut String, e: &arbor_log::Entry, label: Option<&str>) {
+fn section(out: &mut dyn Write, e: &arbor_log::Entry, label: Option<&str>, cuts: &dyn Cuts) -> io::Result<()> {
     let d = describe(e);
+    let asked = Asked::new(cuts);
+    let cuts = &asked;
     if !d.conversational {
-        return;
+        return Ok(());
     }
     let label = label.map(|l| format!(" · [{}]", escape_line(l))).unwrap_or_default();
     let heading = match &d.kind {
@@ -61,43 +85,75 @@ fn section(doc: &mut String, e: &arbor_log::Entry, label: Option<&str>) {
         _ => capitalized(&d.heading),
     };
     let failed = if d.error { " (error)" } else { "" };
-    doc.push_str(&format!("\n## {heading}{failed}{label}\n\n<sub>{} · {}</sub>\n", e.id, e.timestamp));
+    write!(out, "\n## {heading}{failed}{label}\n\n<sub>{} · {}</sub>\n", e.id, e.timestamp)?;
     let summary = d.kind.is_summary();
-    for p in &d.parts {
-        doc.push('\n');
+    for (p, at) in d.parts.iter().zip(d.at.iter().copied()) {
+        out.write_all(b"\n")?;
         match p {
-            Part::Text(t) if summary => doc.push_str(&quoted(t)),
-            Part::Text(t) => doc.push_str(&format!("{}\n", t.trim_end())),
-            Part::Thinking(t) => doc.push_str(&folded("Thinking", &fenced("text", t))),
-            Part::Call { name, arguments, .. } => doc.push_str(&call(&call_view(name, arguments))),
-            Part::Output(t) => {
-                let what = if d.error { "Output (error)" } else { "Output" };
-                doc.push_str(&folded(what, &fenced("text", t)));
+            Part::Text(t) => {
+                let t = Src::of(cuts, at.pointer(), t);
+                if summary {
+                    md_quoted(t.get(), out)?;
+                } else {
+                    md_text(t.get(), out)?;
+                }
             }
-            Part::Image { mime, .. } => doc.push_str(&format!("*[image: {mime}]*\n")),
+            Part::Thinking(t) => {
+                let t = Src::of(cuts, at.pointer(), t);
+                md_folded("Thinking", out, |o| md_fenced("text", t.get(), o))?;
+            }
+            Part::Call { name, arguments, .. } => {
+                call(out, &call_view_in(name, arguments, at.pointer(), cuts)?, at, cuts)?;
+            }
+            Part::Output(t) => {
+                let t = Src::of(cuts, at.pointer(), t);
+                let what = if d.error { "Output (error)" } else { "Output" };
+                md_folded(what, out, |o| md_fenced("text", t.get(), o))?;
+            }
+            Part::Image { mime, data } => {
+                // Named, not shown: nothing of it is left out.
+                let _ = Src::of(cuts, at.pointer(), data);
+                writeln!(out, "*[image: {mime}]*")?;
+            }
         }
     }
     if let Some(stop) = &d.stop {
-        doc.push_str(&format!("\n> **{}**\n", escape_line(&stop.line())));
+        write!(out, "\n> **{}**\n", escape_line(&stop.line()))?;
     }
+    let left = asked.missed();
+    if left > 0 {
+        let what = if left == 1 { "value is" } else { "values are" };
+        write!(out, "\n*{left} more {what} too long to show whole here: the first 4 KB of each is shown.*\n")?;
+    }
+    Ok(())
 }
 
 /// A tool call: the tool and its one line, and what more it holds folded.
-fn call(v: &CallView) -> String {
+fn call(out: &mut dyn Write, v: &CallView, at: At, cuts: &dyn Cuts) -> io::Result<()> {
     let line = if v.line.is_empty() { String::new() } else { format!(" <code>{}</code>", escape(&v.line)) };
     let summary = format!("Tool call: {}{line}", escape(&v.tool));
-    let body = match &v.detail {
-        Detail::None => return format!("{summary}\n"),
-        Detail::Command(c) => fenced("sh", c),
-        Detail::Content(c) => fenced("text", c),
-        Detail::Json(j) => fenced("json", j),
-        Detail::Patch(p) => fenced("diff", p),
-        Detail::Diff(edits) => edits
-            .iter()
-            .map(|lines| fenced("diff", &lines.iter().map(|l| format!("{}{}\n", l.sign, l.text)).collect::<String>()))
-            .collect(),
+    let pointer = at.pointer().zip(v.key).map(|(p, k)| format!("{p}/{k}"));
+    let (lang, held) = match &v.detail {
+        Detail::None => {
+            writeln!(out, "{summary}")?;
+            return Ok(());
+        }
+        Detail::Command(c) => ("sh", c),
+        Detail::Content(c) => ("text", c),
+        Detail::Json(j) => ("json", j),
+        Detail::Patch(p) => ("diff", p),
+        Detail::Diff(edits) => {
+            return md_folded(&summary, out, |o| {
+                for lines in edits {
+                    let body: String = lines.iter().map(|l| format!("{}{}\n", l.sign, l.text)).collect();
+                    md_fenced("diff", &body, o)?;
+                }
+                Ok(())
+            });
+        }
     };
-    folded(&summary, &body)
+    let body = Src::of(cuts, pointer, held);
+    md_folded(&summary, out, |o| md_fenced(lang, body.get(), o))
 }
 
 fn capitalized(s: &str) -> String {
@@ -110,29 +166,15 @@ fn escape_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ").replace('<', "&lt;")
 }
 
-fn quoted(t: &str) -> String {
-    t.trim_end().lines().map(|l| if l.is_empty() { ">\n".to_owned() } else { format!("> {l}\n") }).collect()
-}
-
-/// A fenced code block whose fence is longer than any run of backticks inside.
-pub(crate) fn fenced(lang: &str, body: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in body.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest.max(2) + 1);
-    format!("{fence}{lang}\n{}\n{fence}\n", body.trim_end_matches('\n'))
-}
-
-fn folded(summary: &str, body: &str) -> String {
-    format!("<details>\n<summary>{summary}</summary>\n\n{body}\n</details>\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fenced(lang: &str, body: &str) -> String {
+        let mut v = Vec::new();
+        md_fenced(lang, &body, &mut v).unwrap();
+        String::from_utf8(v).unwrap()
+    }
 
     #[test]
     fn fences_outgrow_the_backticks_inside() {

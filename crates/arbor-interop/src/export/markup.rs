@@ -12,7 +12,7 @@ use pulldown_cmark::{html, Event, Options, Parser};
 
 /// Markdown longer than this is shown as plain text (rendering and cleaning
 /// megabytes of one message would stall the export for nothing).
-const MARKDOWN_MAX: usize = 512 * 1024;
+pub(crate) const MARKDOWN_MAX: usize = 512 * 1024;
 
 /// Appends `s` to `out` with `&`, `<`, `>`, `"` and `'` escaped.
 pub(crate) fn escape_into(out: &mut String, s: &str) {
@@ -58,6 +58,7 @@ fn cleaner() -> &'static ammonia::Builder<'static> {
 /// Appends the Markdown `text` rendered as cleaned HTML.
 pub(crate) fn markdown_into(out: &mut String, text: &str) {
     if text.len() > MARKDOWN_MAX {
+        out.push_str(&long_note(text.len()));
         out.push_str("<pre class=\"plain\">");
         escape_into(out, text);
         out.push_str("</pre>");
@@ -71,6 +72,27 @@ pub(crate) fn markdown_into(out: &mut String, text: &str) {
     });
     html::push_html(&mut raw, events);
     out.push_str(&cleaner().clean(&raw).to_string());
+}
+
+/// `1234567` as `1,234,567`.
+pub(crate) fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The note over a text shown as plain text: too long to render as Markdown.
+pub(crate) fn long_note(len: usize) -> String {
+    format!(
+        "<div class=\"cut\">{} bytes: too long to render as Markdown here, shown as plain text</div>",
+        group(len as u64)
+    )
 }
 
 #[cfg(test)]

@@ -5,10 +5,14 @@ mod body;
 mod html;
 mod jsonl;
 mod live;
+#[cfg(test)]
+mod long_tests;
 mod markdown;
 mod markup;
+mod stream;
 mod text;
 mod tools;
+mod whole;
 
 use arbor_log::Entry;
 use arbor_tree::Session;

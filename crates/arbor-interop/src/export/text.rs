@@ -79,36 +79,87 @@ pub(crate) struct Described {
     pub call_id: Option<String>,
     /// Arbor's own bookkeeping (`custom` entries of type `arbor.*`): never shown.
     pub bookkeeping: bool,
+    /// Where each part's text is in the entry (beside `parts`): what a
+    /// writer reads whole when the entry's preview cut it.
+    pub at: Vec<At>,
 }
 
-fn content_parts(content: Option<&Value>, as_output: bool) -> Vec<Part> {
+/// Where a part's text is in the entry's JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum At {
+    /// Nowhere: the export made it (`$ command` of a shell message).
+    Made,
+    /// `/message/KEY`.
+    Message(&'static str),
+    /// `/message/content` (a string), or `/message/content/I/KEY` (a
+    /// block's text; a call's arguments under `/arguments`).
+    Content(Option<usize>, &'static str),
+    /// `/KEY` of the entry.
+    Entry(&'static str),
+    /// `/content`, or `/content/I/KEY` of the entry (an extension's message).
+    EntryContent(Option<usize>, &'static str),
+}
+
+impl At {
+    /// The JSON pointer of the value (`None` for [`At::Made`]).
+    pub fn pointer(self) -> Option<String> {
+        let content = |base: &str, block: Option<usize>, key: &str| match block {
+            Some(i) => format!("{base}/content/{i}/{key}"),
+            None => format!("{base}/content"),
+        };
+        match self {
+            At::Made => None,
+            At::Message(key) => Some(format!("/message/{key}")),
+            At::Content(block, key) => Some(content("/message", block, key)),
+            At::Entry(key) => Some(format!("/{key}")),
+            At::EntryContent(block, key) => Some(content("", block, key)),
+        }
+    }
+
+    /// The same place in an extension message's own content.
+    fn in_entry(self) -> At {
+        match self {
+            At::Content(block, key) => At::EntryContent(block, key),
+            other => other,
+        }
+    }
+}
+
+fn content_parts(content: Option<&Value>, as_output: bool) -> (Vec<Part>, Vec<At>) {
     let text = |t: &str| if as_output { Part::Output(t.to_owned()) } else { Part::Text(t.to_owned()) };
     match content {
-        Some(Value::String(s)) => vec![text(s)],
+        Some(Value::String(s)) => (vec![text(s)], vec![At::Content(None, "")]),
         Some(Value::Array(blocks)) => blocks
             .iter()
-            .filter_map(|b| match Block::of(b) {
-                Block::Text(t) => Some(text(t)),
-                Block::Thinking(t) if !t.is_empty() => Some(Part::Thinking(t.to_owned())),
-                Block::Image { mime_type, data } => {
-                    Some(Part::Image { mime: mime_type.to_owned(), data: data.to_owned() })
+            .enumerate()
+            .filter_map(|(i, b)| match Block::of(b) {
+                Block::Text(t) => Some((text(t), At::Content(Some(i), "text"))),
+                Block::Thinking(t) if !t.is_empty() => {
+                    Some((Part::Thinking(t.to_owned()), At::Content(Some(i), "thinking")))
                 }
-                Block::ToolCall(call) => Some(Part::Call {
-                    id: call.id.unwrap_or("").to_owned(),
-                    name: call.name.unwrap_or("tool").to_owned(),
-                    arguments: call.arguments.cloned().unwrap_or(Value::Null),
-                }),
+                Block::Image { mime_type, data } => Some((
+                    Part::Image { mime: mime_type.to_owned(), data: data.to_owned() },
+                    At::Content(Some(i), "data"),
+                )),
+                Block::ToolCall(call) => Some((
+                    Part::Call {
+                        id: call.id.unwrap_or("").to_owned(),
+                        name: call.name.unwrap_or("tool").to_owned(),
+                        arguments: call.arguments.cloned().unwrap_or(Value::Null),
+                    },
+                    At::Content(Some(i), "arguments"),
+                )),
                 _ => None,
             })
-            .collect(),
-        _ => vec![],
+            .unzip(),
+        _ => (vec![], vec![]),
     }
 }
 
 fn message(view: MessageView<'_>) -> Described {
     // A message without a role is headed by its entry type.
     let role = view.role().unwrap_or_else(|| Role::parse(EntryType::Message.as_str()));
-    let plain = |heading: String, parts: Vec<Part>| Described {
+    let plain = |heading: String, (parts, at): (Vec<Part>, Vec<At>)| Described {
         heading,
         kind: Kind::Role(role.clone()),
         parts,
@@ -117,6 +168,7 @@ fn message(view: MessageView<'_>) -> Described {
         stop: None,
         call_id: None,
         bookkeeping: false,
+        at,
     };
     let text = |key: &str| view.str_field(key).unwrap_or("").to_owned();
     match &role {
@@ -140,10 +192,16 @@ fn message(view: MessageView<'_>) -> Described {
                 ..plain(role.to_string(), content_parts(view.content(), false))
             }
         }
-        Role::BashExecution => {
-            plain("bash".into(), vec![Part::Text(format!("`$ {}`", text("command"))), Part::Output(text("output"))])
+        Role::BashExecution => plain(
+            "bash".into(),
+            (
+                vec![Part::Text(format!("`$ {}`", text("command"))), Part::Output(text("output"))],
+                vec![At::Made, At::Message("output")],
+            ),
+        ),
+        Role::BranchSummary | Role::CompactionSummary => {
+            plain(role.to_string(), (vec![Part::Text(text("summary"))], vec![At::Message("summary")]))
         }
-        Role::BranchSummary | Role::CompactionSummary => plain(role.to_string(), vec![Part::Text(text("summary"))]),
         Role::User | Role::Custom | Role::HookMessage | Role::Developer | Role::Other(_) => {
             plain(role.to_string(), content_parts(view.content(), false))
         }
@@ -155,6 +213,7 @@ pub(crate) fn describe(e: &Entry) -> Described {
     let plain = |heading: String, parts: Vec<Part>, conversational: bool| Described {
         heading,
         kind: Kind::Type(e.entry_type()),
+        at: vec![At::Entry("summary"); parts.len()],
         parts,
         conversational,
         error: false,
@@ -170,7 +229,11 @@ pub(crate) fn describe(e: &Entry) -> Described {
         }
         EntryKind::BranchSummary(b) => plain("branch summary".into(), vec![Part::Text(b.summary.clone())], true),
         EntryKind::CustomMessage(c) => {
-            plain(format!("{} (extension message)", c.custom_type), content_parts(c.content.as_ref(), false), true)
+            let (parts, at) = content_parts(c.content.as_ref(), false);
+            Described {
+                at: at.into_iter().map(At::in_entry).collect(),
+                ..plain(format!("{} (extension message)", c.custom_type), parts, true)
+            }
         }
         EntryKind::ModelChange(m) => {
             let (p, id) = m.default_model().unwrap_or_default();

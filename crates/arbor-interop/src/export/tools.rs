@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
+use super::stream::{shape, Cuts, Src};
+
 /// What a call shows beyond its one line.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Detail {
@@ -41,6 +43,10 @@ pub(crate) struct CallView {
     /// the pattern and folder for a search; empty when nothing fits.
     pub line: String,
     pub detail: Detail,
+    /// The argument whose text the detail is, whole (a command, a file's
+    /// content, a patch): what a writer reads whole when the entry's
+    /// preview cut it.
+    pub key: Option<&'static str>,
 }
 
 fn str_arg<'a>(args: &'a Value, keys: &[&str]) -> Option<&'a str> {
@@ -59,15 +65,17 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
     }
 }
 
-fn command_of(args: &Value) -> Option<String> {
-    match args.get("command").or_else(|| args.get("cmd")) {
-        Some(Value::String(c)) => Some(c.clone()),
+/// The command of a shell call, and the argument it is when it is one string.
+fn command_of(args: &Value) -> Option<(String, Option<&'static str>)> {
+    let key = if args.get("command").is_some() { "command" } else { "cmd" };
+    match args.get(key) {
+        Some(Value::String(c)) => Some((c.clone(), Some(key))),
         // Codex: `["bash", "-lc", "ls"]` is the command `ls`.
         Some(Value::Array(parts)) => {
             let words: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
             match words.as_slice() {
-                [sh, flag, script] if sh.ends_with("sh") && flag.starts_with('-') => Some((*script).to_owned()),
-                _ => Some(words.join(" ")),
+                [sh, flag, script] if sh.ends_with("sh") && flag.starts_with('-') => Some(((*script).to_owned(), None)),
+                _ => Some((words.join(" "), None)),
             }
         }
         _ => None,
@@ -77,13 +85,13 @@ fn command_of(args: &Value) -> Option<String> {
 /// Describes a tool call.
 pub(crate) fn call_view(name: &str, args: &Value) -> CallView {
     let path = str_arg(args, &["path", "file_path", "notebook_path", "filePath"]).unwrap_or("");
-    let view = |line: String, detail: Detail| CallView { tool: name.to_owned(), line, detail };
+    let view = |line: String, detail: Detail| CallView { tool: name.to_owned(), line, detail, key: None };
     match name {
         "bash" | "Bash" | "shell" | "local_shell" | "exec_command" => match command_of(args) {
-            Some(cmd) => {
+            Some((cmd, key)) => {
                 let line = format!("$ {}", one_line(&cmd, 200));
                 let more = cmd.trim().lines().count() > 1 || cmd.chars().count() > 200;
-                view(line, if more { Detail::Command(cmd) } else { Detail::None })
+                CallView { key, ..view(line, if more { Detail::Command(cmd) } else { Detail::None }) }
             }
             None => view(String::new(), json_detail(args)),
         },
@@ -100,18 +108,20 @@ pub(crate) fn call_view(name: &str, args: &Value) -> CallView {
         "write" | "Write" => {
             let content = str_arg(args, &["content"]).unwrap_or("");
             let lines = content.lines().count();
-            view(format!("{path} ({lines} line{})", if lines == 1 { "" } else { "s" }), Detail::Content(content.into()))
+            let line = format!("{path} ({lines} line{})", if lines == 1 { "" } else { "s" });
+            CallView { key: Some("content"), ..view(line, Detail::Content(content.into())) }
         }
         "edit" | "Edit" | "MultiEdit" => view(path.to_owned(), Detail::Diff(edits(args))),
         "apply_patch" => {
-            let patch = str_arg(args, &["input", "patch"]).unwrap_or("");
+            let key = ["input", "patch"].into_iter().find(|k| args.get(*k).and_then(Value::as_str).is_some());
+            let patch = key.and_then(|k| str_arg(args, &[k])).unwrap_or("");
             let files: Vec<&str> = patch
                 .lines()
                 .filter_map(|l| {
                     ["*** Add File: ", "*** Update File: ", "*** Delete File: "].iter().find_map(|p| l.strip_prefix(p))
                 })
                 .collect();
-            view(files.join(", "), Detail::Patch(patch.to_owned()))
+            CallView { key, ..view(files.join(", "), Detail::Patch(patch.to_owned())) }
         }
         "grep" | "Grep" | "find" | "Glob" | "glob" => {
             let pattern = str_arg(args, &["pattern", "query", "glob"]).unwrap_or("");
@@ -122,6 +132,27 @@ pub(crate) fn call_view(name: &str, args: &Value) -> CallView {
         _ if !path.is_empty() => view(path.to_owned(), json_detail(args)),
         _ => view(String::new(), json_detail(args)),
     }
+}
+
+/// [`call_view`] of a call whose arguments are at `pointer` of an entry
+/// whose preview may have cut them (`cuts`): a file's content read whole
+/// has its lines counted whole.
+pub(crate) fn call_view_in(
+    name: &str,
+    args: &Value,
+    pointer: Option<String>,
+    cuts: &dyn Cuts,
+) -> std::io::Result<CallView> {
+    let mut v = call_view(name, args);
+    if let (Detail::Content(held), Some(key)) = (&v.detail, v.key) {
+        if let Src::Whole(w) = Src::of(cuts, pointer.map(|p| format!("{p}/{key}")), held) {
+            let s = shape(w.as_ref())?;
+            let lines = s.newlines + usize::from(s.end_newlines == s.len && s.len > 0);
+            let path = str_arg(args, &["path", "file_path", "notebook_path", "filePath"]).unwrap_or("");
+            v.line = format!("{path} ({lines} line{})", if lines == 1 { "" } else { "s" });
+        }
+    }
+    Ok(v)
 }
 
 fn json_detail(args: &Value) -> Detail {

@@ -1,10 +1,12 @@
 //! Long lines of a session read without holding them (`arbor_log::long`):
 //! the check that a line the index placed is still there, in windows; the
 //! line reduced (for previews); its text copied from the file a block at a
-//! time (for writers of the full text).
+//! time (for writers of the full text); its cut strings' text decoded
+//! from the file a block at a time ([`LongLine`], for writers of text).
 
 use std::io::{self, Write};
 
+use arbor_log::long::text::{decode_long_string, long_texts, LongText};
 use arbor_log::long::{copy_line_range, reduce_line, Reduced, LONG_LINE};
 use arbor_log::reader::trim_line;
 use arbor_log::scan::{read_exact_at, ReadAt};
@@ -12,6 +14,96 @@ use arbor_log::scan::{read_exact_at, ReadAt};
 use super::cursor::LineCursor;
 use super::slot::{holds_id, Slot, Stale};
 use super::watch::changed_in;
+use super::{Position, Session};
+use crate::error::TreeError;
+
+/// The line of an entry too long to hold ([`Session::long_line_at`]),
+/// reduced once: each string value it cut to a preview (`arbor_log::long`),
+/// named by the JSON Pointer of its value in the entry's record with its
+/// preview's text ([`LongLine::texts`]), and its whole text decoded from the
+/// file a block at a time ([`LongLine::decode`]). A writer of an entry
+/// decoded as a preview ([`Session::decode_previews`]) finds which of its
+/// strings is a preview ([`LongLine::text_at`]) and streams that one's text.
+///
+/// ```no_run
+/// use arbor_tree::{OpenMode, Session, SessionOptions};
+///
+/// let s = Session::open("s.jsonl".as_ref(), OpenMode::ReadOnly, SessionOptions::default())?;
+/// let p = s.branch_positions(None)[1];
+/// let record = s.decode_previews(&[p])?.pop().flatten().map(|e| e.to_value()).unwrap_or_default();
+/// if let Some(line) = s.long_line_at(p)? {
+///     let preview = record.pointer("/message/content/0/text").and_then(|v| v.as_str()).unwrap_or("");
+///     if let Some(long) = line.text_at("/message/content/0/text", preview) {
+///         let mut out = std::io::stdout().lock();
+///         line.decode(long, &mut |chunk| std::io::Write::write_all(&mut out, chunk.as_bytes()))?;
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct LongLine<'s> {
+    session: &'s Session,
+    slot: &'s Slot,
+    offset: u64,
+    reduced: Reduced,
+    texts: Vec<LongText>,
+}
+
+impl LongLine<'_> {
+    /// The strings cut, in line order.
+    pub fn texts(&self) -> &[LongText] {
+        &self.texts
+    }
+
+    /// The cut string whose value is at `pointer` of the entry's record (of
+    /// duplicate keys, the last: the one a decoded record keeps), when its
+    /// preview's text is `preview`; `None` when the value there is whole.
+    pub fn text_at(&self, pointer: &str, preview: &str) -> Option<&LongText> {
+        let t = self.texts.iter().rev().find(|t| t.pointer.as_deref() == Some(pointer))?;
+        (t.preview == preview).then_some(t)
+    }
+
+    /// The reduced line's JSON text (every long string cut to its preview).
+    pub fn preview_json(&self) -> &[u8] {
+        &self.reduced.bytes
+    }
+
+    /// Hands the whole decoded text of `text` (one of [`LongLine::texts`])
+    /// to `emit` in chunks of valid UTF-8 (at most a MiB's worth each),
+    /// read from the file a block at a time: exactly what decoding the
+    /// whole line gives. A block that changed on disk since the line was
+    /// reduced fails, before any of its text is handed on, with an I/O error
+    /// holding [`TreeError::Changed`] naming the file and line; `emit`'s
+    /// errors come back as they are.
+    pub fn decode(&self, text: &LongText, emit: &mut dyn FnMut(&str) -> io::Result<()>) -> io::Result<()> {
+        let Some(src) = self.session.src() else { return Err(io::Error::other("the session has no file")) };
+        let decoded = decode_long_string(src, self.offset, &self.reduced, text.index, emit);
+        decoded.map_err(|e| self.session.changed_io(self.slot.typed(e)))
+    }
+}
+
+impl Session {
+    /// The line of the entry at `p` when it is too long to hold (over
+    /// [`LONG_LINE`]) and could be reduced: see [`LongLine`]. `None` for a
+    /// short line, one held in memory, one only JavaScript's reading
+    /// accepts, or one that must be read whole (then
+    /// what the entry's decoders give is the whole text). Reads the line
+    /// once, in windows; a line not where the index put it, or changed
+    /// since the session was opened, fails with [`TreeError::Changed`].
+    pub fn long_line_at(&self, p: Position) -> Result<Option<LongLine<'_>>, TreeError> {
+        let Some(slot) = self.slot_at(p) else { return Ok(None) };
+        // A line only JavaScript reads holds text a decoded record keeps otherwise (markers).
+        if slot.held_json().is_some() || slot.js_only() {
+            return Ok(None);
+        }
+        let (Some(reduced), Some((offset, _))) = (slot.reduced(self.src()).map_err(|e| self.stale(e))?, slot.src())
+        else {
+            return Ok(None);
+        };
+        let texts = long_texts(&reduced);
+        Ok(Some(LongLine { session: self, slot, offset, reduced, texts }))
+    }
+}
 
 impl Slot {
     /// True when the line of this slot is where the index put it (always

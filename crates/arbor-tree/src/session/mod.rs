@@ -64,6 +64,7 @@ use crate::labels::Labels;
 use crate::store::{AppendHandle, WriteLock};
 
 pub(crate) use cursor::LineCursor;
+pub use long_line::LongLine;
 pub use options::{OpenMode, SessionOptions};
 pub use packed::EntryId;
 pub(crate) use persist::Disk;

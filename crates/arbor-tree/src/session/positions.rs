@@ -70,7 +70,7 @@ const PLANNED: usize = 4096;
 const PLANNED_RUNS: usize = 64;
 
 impl Session {
-    fn slot_at(&self, p: Position) -> Option<&Slot> {
+    pub(super) fn slot_at(&self, p: Position) -> Option<&Slot> {
         self.state.slots.get(p.get())
     }
 

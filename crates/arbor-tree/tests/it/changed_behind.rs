@@ -337,6 +337,11 @@ const LONG_READS: &[(&str, LongRead)] = &[
     ("write_long_part_at", |s, p| {
         written(|out| s.write_long_part_at(p, |t| Some(0..t.len().min(8)), |_| false, out).map(drop))
     }),
+    ("long_line_at.decode", |s, p| {
+        let line = s.long_line_at(p)?.expect("a long line");
+        let text = line.texts()[0].clone();
+        written(|out| line.decode(&text, &mut |chunk| out.write_all(chunk.as_bytes())))
+    }),
     // Streamed: what comes before the long line's entry is out already.
     ("get_tree.write_json", |s, _| {
         let mut out = vec![];
@@ -418,4 +423,54 @@ fn a_long_line_changed_behind_the_session_fails_with_the_typed_error() {
         }
     }
     assert!(wrong.is_empty(), "{} wrong:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+/// The long strings of a long line stream their whole text, each found from
+/// the entry decoded as a preview by its pointer and preview text; a line
+/// changed between the reduction and the decoding fails typed.
+#[test]
+fn a_long_lines_strings_stream_their_whole_text() {
+    let d = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let p: PathBuf = d.path().join("s.jsonl");
+    // Escapes and characters of every size astride the 1 MiB blocks.
+    let unit = r#"ab\u00e9\ud83d\ude00 é€😀\n\"x"#;
+    let long = unit.repeat(arbor_log::long::LONG_LINE / unit.len() + (1 << 17));
+    let whole: String = serde_json::from_str(&format!("\"{long}\"")).unwrap();
+    let text = format!(
+        concat!(
+            r#"{{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}}"#,
+            "\n",
+            r#"{{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:02.000Z","#,
+            r#""message":{{"role":"toolResult","content":[{{"type":"text","text":"{long}"}}],"timestamp":2}}}}"#,
+            "\n",
+        ),
+        long = long
+    );
+    for open in [Open::Scanned, Open::Indexed] {
+        let s = open_fresh(&p, &text, cache.path(), open);
+        let at = s.position_of("a1").unwrap();
+        let record = s.decode_previews(&[at]).unwrap().pop().flatten().unwrap().to_value();
+        let ptr = "/message/content/0/text";
+        let preview = record.pointer(ptr).and_then(|v| v.as_str()).unwrap();
+        assert!(preview.len() < 8192 && whole.starts_with(preview));
+        let line = s.long_line_at(at).unwrap().expect("a long line");
+        assert!(line.text_at(ptr, "not the preview").is_none());
+        assert!(line.text_at("/message/role", preview).is_none());
+        let t = line.text_at(ptr, preview).expect("the preview's string").clone();
+        let mut got = String::new();
+        line.decode(&t, &mut |c| {
+            got.push_str(c);
+            Ok(())
+        })
+        .unwrap();
+        assert!(got == whole, "{open:?}: {} bytes decoded of {}", got.len(), whole.len());
+        // The same length, a byte changed in the second block of the text.
+        let mut f = fs::OpenOptions::new().write(true).open(&p).unwrap();
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(text.len() as u64 - (5 << 20))).unwrap();
+        f.write_all(b"y").unwrap();
+        let e = line.decode(&t, &mut |_| Ok(())).unwrap_err();
+        let e = tree_error(e);
+        assert!(is_changed(&e, &p), "{open:?}: {e}");
+    }
 }
