@@ -124,23 +124,7 @@ pub(crate) fn render(e: &Entry, limits: Limits, cuts: &dyn Cuts) -> std::io::Res
     let max = if limits.max_output == 0 { usize::MAX } else { limits.max_output };
     for (p, at) in d.parts.iter().zip(d.at.iter().copied()) {
         if !limits.html {
-            match p {
-                Part::Text(t) if text_title.is_none() && !t.trim().is_empty() => text_title = Some(short(t)),
-                Part::Call { id, name, arguments } => {
-                    let view = call_view_in(name, arguments, at.pointer(), cuts)?;
-                    r.calls.push((id.clone(), view.tool, view.line));
-                }
-                Part::Output(t) if t.len() > max => r.flags |= CUT,
-                Part::Output(t) => {
-                    if let Src::Whole(w) = Src::of(cuts, at.pointer(), t) {
-                        // A cut string's JSON is over `HELD` bytes, its text over a sixth of that.
-                        if max < arbor_log::long::HELD / 6 || shape(w.as_ref())?.len > max {
-                            r.flags |= CUT;
-                        }
-                    }
-                }
-                _ => {}
-            }
+            row_part(p, at, cuts, max, &mut r, &mut text_title)?;
             continue;
         }
         let mut b = Body { html: &mut html, long: &mut r.long, cuts, at };
@@ -188,6 +172,36 @@ pub(crate) fn render(e: &Entry, limits: Limits, cuts: &dyn Cuts) -> std::io::Res
     r.html = html;
     r.title = title(&d.heading, &r, text_title, d.stop.as_ref(), &d.parts);
     Ok(r)
+}
+
+/// What a part gives a row of the sidebar (no HTML): the title's text, the
+/// calls, and whether an output is cut at `max`.
+fn row_part(
+    p: &Part,
+    at: At,
+    cuts: &dyn Cuts,
+    max: usize,
+    r: &mut Rendered,
+    text_title: &mut Option<String>,
+) -> std::io::Result<()> {
+    match p {
+        Part::Text(t) if text_title.is_none() && !t.trim().is_empty() => *text_title = Some(short(t)),
+        Part::Call { id, name, arguments } => {
+            let view = call_view_in(name, arguments, at.pointer(), cuts)?;
+            r.calls.push((id.clone(), view.tool, view.line));
+        }
+        Part::Output(t) if t.len() > max => r.flags |= CUT,
+        Part::Output(t) => {
+            if let Src::Whole(w) = Src::of(cuts, at.pointer(), t) {
+                // A cut string's JSON is over `HELD` bytes, its text over a sixth of that.
+                if max < arbor_log::long::HELD / 6 || shape(w.as_ref())?.len > max {
+                    r.flags |= CUT;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// A card's body being written: its HTML, and the places of the texts it

@@ -5,11 +5,11 @@ mod body;
 mod html;
 mod jsonl;
 mod live;
-#[cfg(test)]
-mod long_tests;
 mod markdown;
 mod markup;
 mod stream;
+#[cfg(test)]
+mod tests;
 mod text;
 mod tools;
 mod whole;
