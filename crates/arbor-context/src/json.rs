@@ -58,7 +58,7 @@ pub fn write_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &Sess
 /// `to_writer(out, &context.llm_messages())` writes, a batch of messages
 /// decoded at a time (as [`crate::plan::for_each_message`] does). The
 /// message of an entry on a long line is written from its preview with its
-/// long strings streamed from the file ([`LongLlm`]), never held.
+/// long strings streamed from the file (`long::LongLlm`), never held.
 pub fn write_llm_json<W: Write + ?Sized>(out: &mut W, session: &Session, plan: &SessionPlan) -> io::Result<()> {
     let SessionPlan { path, plan, .. } = plan;
     out.write_all(b"[")?;

@@ -223,7 +223,7 @@ fn tag(t: &LongText) -> String {
 /// The estimate of the context a plan describes, a batch of messages at a
 /// time ([`crate::plan::for_each_message`] into an [`EstimateTally`]); a
 /// message on a line too long to hold is counted from its preview and its
-/// long texts measured as they stream ([`Measured`]), never held.
+/// long texts measured as they stream (`long::Measured`), never held.
 pub fn estimate_tally(session: &Session, plan: &SessionPlan) -> Result<EstimateTally, TreeError> {
     let SessionPlan { path, plan, .. } = plan;
     let mut tally = EstimateTally::default();
