@@ -47,7 +47,7 @@ const STREAMS: usize = 8;
 
 /// The most bytes of planned ranges one statement fetches, and of a run
 /// of reads that goes on where the last fetch ended.
-const BATCH: u64 = 4 << 20;
+const BATCH: u64 = 2 << 20;
 /// Batches kept: one a reader (a core) reading through its plan, and more
 /// for a read that straddles two of them.
 const BATCHES: usize = 4;
