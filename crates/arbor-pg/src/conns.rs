@@ -36,8 +36,8 @@ pub(crate) struct Conns {
     pub(crate) spare: Mutex<Vec<Conn>>,
 }
 
-/// Spare connections kept (one a reader fetching ahead).
-const SPARE: usize = 2;
+/// Spare connections kept (one a fetch made ahead at once, for two readers).
+const SPARE: usize = 4;
 
 impl Conns {
     /// A read of the shared connection, bounded in time (as [`crate::PgStore`]'s unbounded `read`): `f` runs on a thread of its own with

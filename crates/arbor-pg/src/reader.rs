@@ -47,7 +47,7 @@ const STREAMS: usize = 8;
 
 /// The most bytes of planned ranges one statement fetches, and of a run
 /// of reads that goes on where the last fetch ended.
-const BATCH: u64 = 4 << 20;
+const BATCH: u64 = 2 << 20;
 /// Batches kept: one a reader (a core) reading through its plan, and more
 /// for a read that straddles two of them.
 const BATCHES: usize = 4;
@@ -110,6 +110,8 @@ struct Planned {
     batches: VecDeque<Batch>,
     /// Batches being fetched ahead, most recent last.
     ahead: VecDeque<Ahead>,
+    /// The ranges of the batch a reader took last (fetched, or fetched ahead).
+    last: Vec<(u64, u64)>,
 }
 
 impl Planned {
@@ -186,15 +188,37 @@ impl Planned {
         }
     }
 
-    /// The fetch made ahead whose first range starts at `offset` and holds `[offset, end)`, taken out.
-    fn take_ahead(&mut self, offset: u64, end: u64) -> Option<Ahead> {
-        let k = self.ahead.iter().position(|a| a.ranges.first().is_some_and(|&(s, e)| s == offset && end <= e))?;
+    /// The fetch made ahead whose first range starts at `offset`, taken out.
+    fn take_ahead(&mut self, offset: u64) -> Option<Ahead> {
+        let k = self.ahead.iter().position(|a| a.ranges.first().is_some_and(|r| r.0 == offset))?;
         self.ahead.remove(k)
     }
 
-    /// True when a fetch made ahead starts where `ranges` start.
-    fn fetching(&self, ranges: &[(u64, u64)]) -> bool {
-        self.ahead.iter().any(|a| a.ranges.first() == ranges.first())
+    /// The batches to fetch ahead now: of the [`DEPTH`] after the one
+    /// taken last, each following the one before, those not being fetched.
+    /// A fetch made ahead from a plan that has grown since was cut short
+    /// by its end: the batch after it goes on from where it ends, so that
+    /// nothing is fetched twice.
+    fn wanted_ahead(&self, len: u64) -> Vec<Vec<(u64, u64)>> {
+        let mut out = vec![];
+        let mut last = self.last.clone();
+        for _ in 0..DEPTH {
+            let next = self.following(&last, len);
+            let Some(&(s, _)) = next.first() else { break };
+            match self.fetching(s) {
+                Some(made) => last = made.to_vec(),
+                None => {
+                    out.push(next.clone());
+                    last = next;
+                }
+            }
+        }
+        out
+    }
+
+    /// The ranges of the fetch made ahead that starts at `offset`.
+    fn fetching(&self, offset: u64) -> Option<&[(u64, u64)]> {
+        self.ahead.iter().find(|a| a.ranges.first().is_some_and(|r| r.0 == offset)).map(|a| a.ranges.as_slice())
     }
 }
 
@@ -338,36 +362,31 @@ impl ServerFile {
     fn planned_read(&self, buf: &mut [u8], offset: u64) -> io::Result<bool> {
         let mut p = self.planned.lock().unwrap_or_else(|p| p.into_inner());
         let end = offset + buf.len() as u64;
-        let at = p.held_until(offset, end);
+        let mut at = p.held_until(offset, end);
         if at == end {
             return Ok(p.copy(buf, offset));
         }
-        let fetched = match p.take_ahead(at, end) {
-            Some(ahead) => {
-                let bytes = self.answer_of(ahead.answer, &ahead.ranges)?;
-                p.keep(Batch::new(&ahead.ranges, bytes));
-                ahead.ranges
-            }
-            None => {
-                let Some(now) = p.batch_for(at, end).or_else(|| p.run_for(at, end, self.len)) else {
-                    return Ok(false);
-                };
+        let mut took = None;
+        // The fetches made ahead that go on from there, one after the other
+        // (one cut short by the end of its plan is followed by the next).
+        while at < end {
+            let Some(ahead) = p.take_ahead(at) else { break };
+            let bytes = self.answer_of(ahead.answer, &ahead.ranges)?;
+            p.keep(Batch::new(&ahead.ranges, bytes));
+            took = Some(ahead.ranges);
+            at = p.held_until(offset, end);
+        }
+        if at < end {
+            if let Some(now) = p.batch_for(at, end).or_else(|| p.run_for(at, end, self.len)) {
                 let bytes = self.fetch_ranges(&now)?;
                 p.keep(Batch::new(&now, bytes));
-                now
+                took = Some(now);
             }
-        };
-        // The batches that follow (the plan's next ranges, or the run's next stretches), fetched ahead.
-        let mut next = p.following(&fetched, self.len);
-        for _ in 0..DEPTH {
-            if next.is_empty() {
-                break;
-            }
-            if !p.fetching(&next) {
-                self.fetch_ahead(&mut p, next.clone());
-            }
-            next = p.following(&next, self.len);
         }
+        let Some(fetched) = took else { return Ok(false) };
+        // The batches that follow (the plan's next ranges, or the run's next stretches), fetched ahead.
+        p.last = fetched;
+        self.fill_ahead(&mut p);
         if p.copy(buf, offset) {
             return Ok(true);
         }
@@ -396,6 +415,13 @@ impl ServerFile {
             )));
         }
         Ok(bytes)
+    }
+
+    /// Keeps the [`DEPTH`] batches after the one taken last fetched ahead ([`Planned::wanted_ahead`]).
+    fn fill_ahead(&self, p: &mut Planned) {
+        for ranges in p.wanted_ahead(self.len) {
+            self.fetch_ahead(p, ranges);
+        }
     }
 
     /// Starts fetching `ranges` ahead, on a connection of its own ([`Conns::read_apart`]).
@@ -526,6 +552,10 @@ impl ReadAt for ServerFile {
         }
         let len = self.len;
         p.plans.push_back(ranges_of(spans).into_iter().map(|(s, e)| (s.min(len), e.min(len))).collect());
+        // A longer plan: the fetches ahead it makes possible start now, not at the next batch taken.
+        if !p.last.is_empty() {
+            self.fill_ahead(&mut p);
+        }
     }
 }
 
@@ -628,6 +658,23 @@ mod tests {
         let now = p.run_for(1000, 2000, 5000).unwrap();
         assert_eq!(now, [(1000, 5000)]);
         assert!(p.following(&now, 5000).is_empty());
+    }
+
+    #[test]
+    fn a_fetch_ahead_cut_short_by_its_plan_is_followed_not_made_again() {
+        let mut p = Planned::default();
+        p.plans.push_back(vec![(0, 100), (200, 300)]);
+        p.last = vec![(0, 100)];
+        // The plan ends at 300: the fetch ahead is cut short there.
+        let first = p.wanted_ahead(1 << 30);
+        assert_eq!(first, [vec![(200, 300)]]);
+        let (_tx, answer) = std::sync::mpsc::sync_channel(1);
+        p.ahead.push_back(Ahead { ranges: first[0].clone(), answer });
+        // The walk tells more: the range it was cut in goes on, and more after it.
+        p.plans.push_back(vec![(0, 100), (200, 500), (600, 700)]);
+        assert_eq!(p.wanted_ahead(1 << 30), [vec![(300, 500), (600, 700)]], "from where the fetch ahead ends");
+        // A read of 200..400 takes the short fetch, then the one after it.
+        assert_eq!(p.take_ahead(200).map(|a| a.ranges), Some(vec![(200, 300)]));
     }
 
     #[test]
