@@ -199,20 +199,18 @@ pub struct EstimateTally {
 impl EstimateTally {
     /// Adds the next message of the context.
     pub fn add(&mut self, message: &Value) {
-        self.count += 1;
-        let parts = Parts::of_value(message);
-        match parts.usable_usage() {
-            Some(u) => {
-                self.usage = Some(u);
-                self.since = 0;
-            }
-            None => self.since = self.since.saturating_add(parts.estimate_tokens()),
-        }
+        self.add_counted(message, None);
     }
 
     /// [`EstimateTally::add`] of a message whose estimate is made of
     /// `chars` characters (one held as its preview).
     pub(crate) fn add_with_chars(&mut self, message: &Value, chars: usize) {
+        self.add_counted(message, Some(chars));
+    }
+
+    /// Adds `message`, its estimate made of `chars` characters when given,
+    /// else of the characters its parts hold.
+    fn add_counted(&mut self, message: &Value, chars: Option<usize>) {
         self.count += 1;
         let parts = Parts::of_value(message);
         match parts.usable_usage() {
@@ -220,7 +218,10 @@ impl EstimateTally {
                 self.usage = Some(u);
                 self.since = 0;
             }
-            None => self.since = self.since.saturating_add(chars.div_ceil(4) as u64),
+            None => {
+                let chars = chars.unwrap_or_else(|| parts.estimated_chars());
+                self.since = self.since.saturating_add(chars.div_ceil(4) as u64);
+            }
         }
     }
 
