@@ -172,16 +172,7 @@ fn a_frozen_server_that_still_acknowledges_tcp_gives_an_error_after_the_document
     arbor_tree::Store::rewrite(&store, &path, b"").unwrap();
     assert!(arbor_tree::Store::exists(&store, &path).unwrap());
     // The server process serving this store's connection is frozen (SIGSTOP): its socket stays open.
-    let pids: Vec<i32> = db
-        .client()
-        .query(
-            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE $2",
-            &[&db.name(), &format!("arbor:{}@%", std::process::id())],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let pids = own_backends(&db);
     assert!(!pids.is_empty());
     let frozen = Stopped::stop(pids);
     let (tx, rx) = std::sync::mpsc::channel();
