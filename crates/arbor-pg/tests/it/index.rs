@@ -240,3 +240,31 @@ fn a_session_from_before_the_server_kept_indexes_gets_one_from_its_first_writer(
     s.append_message(user("later")).unwrap();
     assert_eq!(ix(&mut db.client()), Some(-1));
 }
+
+#[test]
+fn the_labels_of_a_session_on_the_server_are_fetched_together_not_a_block_each() {
+    let Some((db, store)) = store("index_labels_together") else { return };
+    let path = Path::new(arbor_pg::ROOT).join("--w--").join("s.jsonl");
+    // 40 labels, one every 50 entries of about 2 KB: a block read each would fetch most of the session.
+    let mut text = format!("{HEADER}\n");
+    let body = "y".repeat(2000);
+    for i in 0..2000 {
+        let parent = if i == 0 { "null".to_owned() } else { format!("\"e{}\"", i - 1) };
+        match i % 50 {
+            49 => writeln!(text, r#"{{"type":"label","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","targetId":"e{}","label":"L{i}"}}"#, i - 1),
+            _ => writeln!(text, r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"m{i} {body}"}}}}"#),
+        }
+        .unwrap();
+    }
+    store.rewrite(&path, text.as_bytes()).unwrap();
+    let size = text.len();
+    let proxy = CutProxy::start(&socket_of(&db.url).unwrap());
+    let far = PgStore::connect(&proxy.url(db.name())).unwrap();
+    let s = Session::open(&path, OpenMode::ReadOnly, new_machine(&far)).unwrap();
+    assert!(s.opened_from_stored_index());
+    let before = proxy.served();
+    let labels: Vec<String> = s.labels().unwrap().map(|l| l.label.text.clone()).collect();
+    let served = proxy.served() - before;
+    assert_eq!(labels.len(), 40, "{labels:?}");
+    assert!(served * 20 < size, "resolving 40 labels fetched {served} bytes of a {size}-byte session");
+}

@@ -388,7 +388,15 @@ impl Session {
         let src = self.src();
         // In passing: a label every few hundred entries would otherwise keep a run of slots each.
         let mut slots = self.state.slots.passing();
-        for i in self.state.slots.positions_of(&EntryType::Label) {
+        let at = self.state.slots.positions_of(&EntryType::Label);
+        if let Some(src) = src.filter(|s| s.remote()) {
+            // Told first, a source far away fetches the label lines a few statements in all, not one a line.
+            let mut first = self.state.slots.passing();
+            let spans: Vec<(u64, u64)> =
+                at.iter().filter_map(|&i| first.get(i)?.span()).map(|(o, n)| (o, o + n as u64)).collect();
+            src.will_read(&spans);
+        }
+        for i in at {
             if let Some(slot) = slots.get(i) {
                 apply_label(&mut labels, slot, src).map_err(|e| self.stale(e))?;
             }
