@@ -356,12 +356,13 @@ impl Catalog {
 }
 
 /// Removes the derived data Arbor keeps in the cache directory `cache`:
-/// every catalog with its search filters (`catalog/`) and the sessions' tree
-/// indexes (`index/`). Links are removed, never followed. Returns the bytes
+/// every catalog with its search filters (`catalog/`), the sessions' tree
+/// indexes (`index/`) and the local copies of sessions read from a server
+/// (`copies/`, arbor-pg's `LocalCopies`). Links are removed, never followed. Returns the bytes
 /// removed. The next command builds what it needs again.
 pub fn clear_cache(cache: &Path) -> std::io::Result<u64> {
     let mut removed = 0;
-    for name in ["catalog", "index"] {
+    for name in ["catalog", "index", "copies"] {
         let dir = cache.join(name);
         let meta = match std::fs::symlink_metadata(&dir) {
             Ok(m) => m,

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
+use arbor_log::scan::ReadAt;
 use postgres::types::Type;
 use postgres::GenericClient;
 
@@ -266,13 +267,20 @@ pub(crate) struct ServerIndex {
     conns: Arc<Conns>,
     id: i64,
     generation: i64,
-    parts: [ServerFile; 4],
+    parts: [Box<dyn ReadAt>; 4],
 }
 
 impl ServerIndex {
-    /// The index of session `row`, reaching as far as `extent`.
-    pub(crate) fn open(conns: &Arc<Conns>, row: &SessionRow, extent: Extent) -> StoredIndex {
-        let parts = Part::ALL.map(|p| ServerFile::part(conns.clone(), row, i16::from(p.code()), extent.len_of(p)));
+    /// The index of session `row`, reaching as far as `extent`, each part
+    /// read through `through` (the store's local copy, when it keeps one).
+    pub(crate) fn open(
+        conns: &Arc<Conns>,
+        row: &SessionRow,
+        extent: Extent,
+        through: impl Fn(ServerFile, Part) -> Box<dyn ReadAt>,
+    ) -> StoredIndex {
+        let parts =
+            Part::ALL.map(|p| through(ServerFile::part(conns.clone(), row, i16::from(p.code()), extent.len_of(p)), p));
         let me = ServerIndex { conns: conns.clone(), id: row.id, generation: row.generation, parts };
         StoredIndex::new(Arc::new(me), extent)
     }
@@ -280,7 +288,6 @@ impl ServerIndex {
 
 impl IndexSource for ServerIndex {
     fn read_part(&self, part: Part, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        use arbor_log::scan::ReadAt;
         self.parts[usize::from(part.code())].read_at(buf, offset)
     }
 

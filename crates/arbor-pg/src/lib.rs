@@ -59,6 +59,7 @@ pub struct LibraryDoc;
 mod blocking;
 mod conninfo;
 mod conns;
+mod copies;
 mod dest;
 mod error;
 mod filters;
@@ -83,6 +84,7 @@ mod tls;
 mod write;
 
 pub use conninfo::PgEnv;
+pub use copies::LocalCopies;
 pub use error::PgError;
 pub use follow::Follower;
 pub use key::{SessionKey, ROOT};

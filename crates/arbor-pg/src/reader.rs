@@ -325,6 +325,11 @@ impl ServerFile {
         ServerFile { part: Some(part), len, ..ServerFile::new(conns, row) }
     }
 
+    /// Bytes `[start, end)` of the session, from the server (not kept: a check of a few bytes).
+    pub fn fetch_exact(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
+        self.fetch(start, end.min(self.len))
+    }
+
     /// Bytes `[start, end)` of the session, from the server.
     fn fetch(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
         let (id, generation) = (self.id, self.generation);

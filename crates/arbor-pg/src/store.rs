@@ -20,12 +20,14 @@ use postgres::{Client, Transaction};
 
 use arbor_log::scan::ReadAt;
 use arbor_log::writer::{Durability, TailRepair};
+use arbor_tree::storage::stored_index::Part;
 use arbor_tree::storage::{AppendHandle, FileStamp, Indexed, StoredFile, WriteLock};
 use arbor_tree::{Store, TreeError};
 
 use crate::blocking::blocking;
 use crate::conninfo::PgEnv;
 use crate::conns::{guard, Conn, Conns};
+use crate::copies::{CopiedFile, LocalCopies};
 use crate::error::PgError;
 use crate::error::SqlError;
 use crate::index::ServerIndex;
@@ -44,6 +46,8 @@ struct Inner {
     writers: Mutex<HashMap<SessionKey, Arc<Mutex<Conn>>>>,
     /// Warnings of searches, until [`PgStore::take_warnings`] (search.rs).
     warnings: Mutex<Vec<String>>,
+    /// Where local copies of large sessions are kept (none unless named).
+    copies: Mutex<Option<LocalCopies>>,
 }
 
 /// Sessions on a PostgreSQL server, as an arbor-tree [`Store`]. Cheap to clone.
@@ -74,8 +78,56 @@ impl PgStore {
                 }),
                 writers: Mutex::new(HashMap::new()),
                 warnings: Mutex::new(Vec::new()),
+                copies: Mutex::new(None),
             }),
         })
+    }
+
+    /// Keeps local copies of the large sessions a command reads most of
+    /// (`tree --json`, an export), so that the next read of the same session
+    /// reads them from there and fetches only what was appended since (see
+    /// [`LocalCopies`]). Without this, nothing is written anywhere.
+    pub fn keep_local_copies(&self, copies: LocalCopies) {
+        *guard(&self.inner.copies) = Some(copies);
+    }
+
+    /// The lines of the session of `row`, through its local copy when copies are kept.
+    fn lines(&self, row: &SessionRow) -> Arc<dyn ReadAt> {
+        let file = ServerFile::new(self.conns(), row);
+        let len = u64::try_from(row.byte_size).unwrap_or_default();
+        match guard(&self.inner.copies).as_ref().filter(|c| len >= c.min_bytes) {
+            Some(conf) => Arc::new(CopiedFile::open(file, len, &self.copy_identity(row, "lines"), conf)),
+            None => Arc::new(file),
+        }
+    }
+
+    /// What a local copy of `what` of the session of `row` is named by: the
+    /// session's identity and the schema (a migration that rewrote rows is another copy).
+    fn copy_identity(&self, row: &SessionRow, what: &str) -> String {
+        format!("{} schema {} {what}", self.identity(row), crate::schema::latest())
+    }
+
+    /// Part `part` of the index the server keeps of session `row`, read
+    /// through its local copy when the session's lines are (an index part
+    /// is appended to as the lines are, and is the same bytes for the same
+    /// lines, so a copy of it is a prefix of it as long as the session's is).
+    fn part(&self, row: &SessionRow, file: ServerFile, part: Part) -> Box<dyn ReadAt> {
+        let size = u64::try_from(row.byte_size).unwrap_or_default();
+        let len = file.len().unwrap_or_default();
+        match guard(&self.inner.copies).as_ref().filter(|c| size >= c.min_bytes) {
+            Some(conf) => {
+                let identity = self.copy_identity(row, &format!("index part {}", part.code()));
+                Box::new(CopiedFile::open(file, len, &identity, conf))
+            }
+            None => Box::new(file),
+        }
+    }
+
+    /// The session of `row` as no other is: another row under the same
+    /// name, or the same row replaced whole, is another identity.
+    fn identity(&self, row: &SessionRow) -> String {
+        let born = row.created_at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_micros());
+        format!("{}#{}:{born}:{}", self.server().shown(), row.id, row.generation)
     }
 
     /// The server.
@@ -420,24 +472,22 @@ impl Store for PgStore {
 
     fn open_at(&self, path: &Path) -> Result<Option<Arc<dyn ReadAt>>, TreeError> {
         let row = self.row(&SessionKey::of_path(path)).map_err(|e| e.into_tree(path))?;
-        Ok(row.map(|r| Arc::new(ServerFile::new(self.conns(), &r)) as Arc<dyn ReadAt>))
+        Ok(row.map(|r| self.lines(&r)))
     }
 
     fn open_indexed(&self, path: &Path) -> Result<Option<Indexed>, TreeError> {
         let key = SessionKey::of_path(path);
         let found = self.read_bounded(move |c| crate::index::find(c, &key)).map_err(|e| e.into_tree(path))?;
         Ok(found.map(|(row, extent)| {
-            let index = extent.map(|e| ServerIndex::open(&self.conns(), &row, e));
-            (Arc::new(ServerFile::new(self.conns(), &row)) as Arc<dyn ReadAt>, index)
+            let index = extent.map(|e| ServerIndex::open(&self.conns(), &row, e, |f, p| self.part(&row, f, p)));
+            (self.lines(&row), index)
         }))
     }
 
     fn stamp(&self, path: &Path) -> Option<FileStamp> {
         let row = self.row(&SessionKey::of_path(path)).ok()??;
-        let born = row.created_at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_micros());
         Some(FileStamp {
-            // Another row under the same name, or the same row replaced whole, is another file.
-            identity: format!("{}#{}:{born}:{}", self.server().shown(), row.id, row.generation),
+            identity: self.identity(&row),
             size: u64::try_from(row.byte_size).unwrap_or_default(),
             mtime_ns: row.changed_ns(),
             // Every write to a row moves its change time: no edit in place goes unseen.

@@ -1,6 +1,6 @@
 //! `arbor cache clear`: removes the derived data Arbor keeps in its cache
 //! directory (the catalogs with their search filters, the sessions' tree
-//! indexes). The session files are never touched; the next command builds
+//! indexes, the local copies of sessions read from a server). The session files are never touched; the next command builds
 //! what it needs again.
 //!
 //! `arbor cache build`: builds every derived datum the catalog lacks (the
@@ -24,7 +24,7 @@ use crate::shared::background;
 use crate::shared::progress::Bar;
 use crate::shared::session::Globals;
 
-/// The cache of derived data (catalogs, search filters, tree indexes).
+/// The cache of derived data (catalogs, search filters, tree indexes, local copies of server sessions).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -33,7 +33,7 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Action {
-    /// Remove everything Arbor derived from session files ($ARBOR_CACHE_DIR, else $XDG_CACHE_HOME/arbor, else ~/.cache/arbor).
+    /// Remove everything Arbor derived from session files, and its copies of server sessions ($ARBOR_CACHE_DIR, else $XDG_CACHE_HOME/arbor, else ~/.cache/arbor).
     Clear,
     /// Build what the catalog lacks: the listing and the search filters (skipped while another build runs).
     Build {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 
 use arbor_catalog::{Background, CatalogOptions, FileSessions};
-use arbor_pg::PgEnv;
+use arbor_pg::{LocalCopies, PgEnv};
 use arbor_tree::paths;
 use arbor_tree::sessions::Sessions;
 
@@ -67,8 +67,34 @@ pub fn server(url: Option<&str>, store: Option<&str>, what: &str) -> Result<Serv
 /// connection (host, user, password, TLS) from this process's `PG*`
 /// environment, `~/.pgpass` and `pg_service.conf` (CLI policy).
 fn connect(url: &str) -> Result<Server> {
-    Ok(Server::connect_with(url, &PgEnv::from_process())?)
+    let server = Server::connect_with(url, &PgEnv::from_process())?;
+    if let Some(copies) = local_copies()? {
+        server.keep_local_copies(copies);
+    }
+    Ok(server)
 }
+
+/// Where local copies of large sessions read from a server are kept:
+/// `<cache>/copies`, within `$ARBOR_STORE_COPIES_MB` megabytes (default
+/// 2048; 0 keeps none). None without a cache directory.
+fn local_copies() -> Result<Option<LocalCopies>> {
+    let Some(cache) = paths::cache_dir() else { return Ok(None) };
+    let mut copies = LocalCopies::new(cache.join("copies"));
+    if let Some(v) = std::env::var_os(COPIES_ENV) {
+        let mb: u64 = v
+            .to_str()
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("{COPIES_ENV}={} is not a number of megabytes", v.to_string_lossy()))?;
+        if mb == 0 {
+            return Ok(None);
+        }
+        copies.budget = mb.saturating_mul(1 << 20);
+    }
+    Ok(Some(copies))
+}
+
+/// The budget of local copies of sessions read from a server, in megabytes.
+const COPIES_ENV: &str = "ARBOR_STORE_COPIES_MB";
 
 /// Prints the backend's warnings to stderr, one line each.
 pub fn warn(sessions: &dyn Sessions) {

@@ -6,6 +6,7 @@
 
 mod child;
 mod connect;
+mod copies;
 mod failure;
 mod follow;
 mod index;
