@@ -10,6 +10,11 @@
 //! - open + `context --json` of an N-entry session (100,000 by default): the
 //!   file and the same session on the server, each without and with the index
 //!   cache (median of the runs);
+//! - the read targets of issue #31 on the N-entry session, each with its
+//!   index warm: `context --json` (and cold: no index cache, no local copy),
+//!   `label`, `tree --json` read from the server whole (no local copy: the
+//!   server's own speed, shown, not judged) and `tree --json` through the
+//!   local copy its first run made (docs/postgres.md, "Local copies");
 //! - push of M sessions (1,000 by default) to an empty database (median of
 //!   runs, a fresh database each), the same push again (everything unchanged),
 //!   `pull --all` into an empty folder, and `cp -r` of the same files as the
@@ -162,13 +167,13 @@ pub fn run(root: &Path, target: &Path, o: &PgOpts) -> Result<()> {
         let (f, s) = (&r.file, &r.server);
         let (ft, st) = (f.median().as_secs_f64(), s.median().as_secs_f64());
         let (fm, sm) = (crate::measure::kib_to_mb(f.peak_rss_kib()), crate::measure::kib_to_mb(s.peak_rss_kib()));
-        let met = st <= r.time_limit(ft) && r.rss_limit.is_none_or(|l| sm <= l);
-        println!(
-            "| {} | {ft:.3} s, {fm:.0} MB | {st:.3} s, {sm:.0} MB | {} | {} |",
-            r.what,
-            r.target,
-            if met { "yes" } else { "no" }
-        );
+        let limit = r.time_limit(ft);
+        let met = match limit.is_nan() {
+            true => "–",
+            false if st <= limit && r.rss_limit.is_none_or(|l| sm <= l) => "yes",
+            false => "no",
+        };
+        println!("| {} | {ft:.3} s, {fm:.0} MB | {st:.3} s, {sm:.0} MB | {} | {met} |", r.what, r.target);
     }
     println!();
     println!("| {} sessions ({:.0} MB, {} entries) | time |", o.sessions, push.mb, push.entries);
@@ -280,6 +285,9 @@ type ReadRow<'a> = (&'static str, &'static str, fn(f64) -> f64, Option<f64>, &'a
 
 /// The row of a first open on a machine: no index in the cache.
 const COLD: &str = "context --json, no index cache";
+/// The row of `tree --json` read from the server whole each time, without
+/// a local copy: shown beside the target, not held to it.
+const NO_COPY: &str = "tree --json, no local copy";
 
 /// The id of the last entry of `file` (what `label` labels).
 fn last_id(file: &Path) -> Result<String> {
@@ -324,18 +332,29 @@ fn reads(root: &Path, cluster: &Cluster, arbor: &Path, big: &Path, work: &Path, 
         BenchCmd::new(label, argv).with_env("ARBOR_CACHE_DIR", &cache)
     };
     let label_args = ["label", id.as_str(), "bench"];
-    let rows: [ReadRow; 4] = [
+    let rows: [ReadRow; 5] = [
         ("context --json", "≤ 3× file + 50 ms, ≤ 50 MB", |f| 3.0 * f + 0.05, Some(50.0), &["context", "--json"]),
         (COLD, "≤ 3× file + 50 ms, ≤ 50 MB", |f| 3.0 * f + 0.05, Some(50.0), &["context", "--json"]),
         ("label (one append)", "≤ 100 ms, ≤ 50 MB", |_| 0.1, Some(50.0), &label_args),
+        (NO_COPY, "none: the server's own speed", |_| f64::NAN, None, &["tree", "--json"]),
         ("tree --json", "≤ 2× file", |f| 2.0 * f, None, &["tree", "--json"]),
     ];
+    // What a run before left: the context rows read from the server, and the last row's copy is made by its first run.
+    let copies = work.join("reads-cache/copies");
+    if copies.exists() {
+        fs::remove_dir_all(&copies).context("removing the local copies of an earlier run")?;
+    }
     let mut out = vec![];
     for (what, target, time_limit, rss_limit, args) in rows {
         let (mut f, mut s) = (cmd(&format!("file {what}"), false, args), cmd(&format!("server {what}"), true, args));
         if what == COLD {
-            // No index in the cache: a file is scanned, a session on the server read through the index it keeps.
+            // No index in the cache: a file is scanned, a session on the server read through the index it
+            // keeps (and no local copy of it).
             (f, s) = (f.with_env("ARBOR_NO_INDEX", "1"), s.with_env("ARBOR_NO_INDEX", "1"));
+            s = s.with_env("ARBOR_STORE_COPIES_MB", "0");
+        }
+        if what == NO_COPY {
+            s = s.with_env("ARBOR_STORE_COPIES_MB", "0");
         }
         // The index made (and, after a write, extended) by a first run.
         bench_command(root, &f, 1)?;
