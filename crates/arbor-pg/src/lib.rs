@@ -43,6 +43,13 @@
 //! the caller hands in [`PgEnv`], libpq's environment, service file and
 //! password file. No message of this crate ever holds a password.
 //!
+//! Reads fetch only the entries a command needs, through the index the
+//! server keeps beside the lines. A caller that names a directory
+//! ([`PgStore::keep_local_copies`], [`LocalCopies`]) also keeps local
+//! copies of the large sessions it reads whole, so that the next read of
+//! the same session comes from there; without one, nothing is written
+//! anywhere.
+//!
 //! This crate uses the `postgres` driver (which runs a tokio runtime inside);
 //! the crates below it stay free of any async runtime. It never prints.
 //! How a team runs it: docs/postgres.md.
