@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -24,7 +25,7 @@ use arbor_tree::storage::stored_index::Part;
 use arbor_tree::storage::{AppendHandle, FileStamp, Indexed, StoredFile, WriteLock};
 use arbor_tree::{Store, TreeError};
 
-use crate::blocking::blocking;
+use crate::blocking::{blocking, within};
 use crate::conninfo::PgEnv;
 use crate::conns::{guard, Conn, Conns};
 use crate::copies::{CopiedFile, LocalCopies};
@@ -210,21 +211,28 @@ impl PgStore {
     ) -> Result<T, PgError> {
         // Every name enters the server through a write: none it could not give back as a file.
         self.check_name(key)?;
-        blocking(|| self.write_here(writer, key, f))
+        blocking(|| self.write_here(writer, key, f, None))
     }
 
+    /// The write itself; with `fate`, it commits only if it was not given
+    /// up first (it rolls back otherwise: see [`Fate`]).
     fn write_here<T>(
         &self,
         writer: Option<Arc<Mutex<Conn>>>,
         key: &SessionKey,
         f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError>,
+        fate: Option<&Fate>,
     ) -> Result<T, PgError> {
+        let commit = |tx: Transaction<'_>| match fate {
+            Some(fate) if !fate.commit() => Err(SqlError::Other(self.given_up(key))),
+            _ => Ok(tx.commit()?),
+        };
         if let Some(w) = writer {
             let mut conn = guard(&w);
             let r = (|| {
                 let mut tx = conn.0.transaction()?;
                 let v = f(&mut tx)?;
-                tx.commit()?;
+                commit(tx)?;
                 Ok(v)
             })();
             return r.map_err(|e| self.inner.conns.server.classify(e, true));
@@ -242,7 +250,7 @@ impl PgStore {
                 return Err(SqlError::Other(PgError::Tree(TreeError::Locked { path: key.path(), holder })));
             }
             let v = f(&mut tx)?;
-            tx.commit()?;
+            commit(tx)?;
             Ok(v)
         })();
         if !conn.0.is_closed() {
@@ -259,8 +267,11 @@ impl PgStore {
     /// answered within the answer limit gives an error at once. The write's
     /// connection is left to that thread (a writer's lock with it: later
     /// writes take the lock for their transaction, refused while the frozen
-    /// connection holds it); whether the write landed is known only once the
-    /// server answers again, which the error says.
+    /// connection holds it, which is until the server answers again). A
+    /// write given up before its commit was sent is rolled back then, and
+    /// the error says that nothing was written; one given up while its
+    /// commit was on its way holds all of it or none, which is known only
+    /// once the server answers again, and the error says so.
     pub(crate) fn write_bounded<T, F>(&self, key: &SessionKey, f: F) -> Result<T, PgError>
     where
         T: Send + 'static,
@@ -289,27 +300,40 @@ impl PgStore {
         let Some(limit) = self.inner.conns.server.answer_limit() else { return self.write_via(writer, key, f) };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let (me, k, w) = (self.clone(), key.clone(), writer.clone());
+        let fate = Arc::new(Fate::default());
+        let theirs = fate.clone();
         let server = self.server().shown().to_owned();
         std::thread::Builder::new()
             .name("arbor-pg-write".into())
             .spawn(move || {
-                let _ = tx.send(me.write_here(w, &k, f));
+                let _ = tx.send(me.write_here(w, &k, f, Some(&theirs)));
             })
             .map_err(|e| PgError::Server { server: server.clone(), reason: e.to_string() })?;
         rx.recv_timeout(limit).unwrap_or_else(|_| {
             if writer.is_some() {
                 self.drop_writer(key);
             }
+            let outcome = if fate.give_up() {
+                "nothing was written (the write is rolled back when the server answers again)"
+            } else {
+                "its commit was on its way: the session holds all of it or none, which is known once the \
+                 server answers again: look before writing it again"
+            };
             Err(PgError::Server {
                 server,
                 reason: format!(
                     "no answer within {} s while writing {key} (the server is frozen, or the network to it): \
-                     the write was given up; the session holds all of it or none, which is known once the \
-                     server answers again: look before writing it again",
+                     the write was given up; {outcome}",
                     limit.as_secs_f64()
                 ),
             })
         })
+    }
+
+    /// The error of a write that gave up before its commit (nobody reads it:
+    /// its caller has had its answer).
+    fn given_up(&self, key: &SessionKey) -> PgError {
+        PgError::Server { server: self.server().shown().to_owned(), reason: format!("the write of {key} was given up") }
     }
 
     /// Refuses `key` unless it is one folder and one file name ([`SessionKey::check`]).
@@ -383,6 +407,28 @@ impl PgStore {
     }
 }
 
+/// Whether a bounded write, on its own thread, may commit: the thread
+/// commits only if the caller has not given up waiting, and the caller
+/// learns whether the commit was already on its way when it gave up.
+#[derive(Debug, Default)]
+struct Fate(AtomicU8);
+
+impl Fate {
+    const RUNNING: u8 = 0;
+    const COMMITTING: u8 = 1;
+    const GIVEN_UP: u8 = 2;
+
+    /// The writing thread: true when it may send its commit.
+    fn commit(&self) -> bool {
+        self.0.compare_exchange(Self::RUNNING, Self::COMMITTING, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// The caller: true when the write will not commit (it had not sent its commit).
+    fn give_up(&self) -> bool {
+        self.0.compare_exchange(Self::RUNNING, Self::GIVEN_UP, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+}
+
 /// An open append handle: the session's row as this writer last wrote it.
 #[derive(Debug)]
 struct PgAppend {
@@ -440,9 +486,12 @@ impl Drop for PgLock {
     fn drop(&mut self) {
         let writer = guard(&self.store.inner.writers).remove(&self.key);
         if let Some(w) = writer {
-            blocking(|| {
-                // Released at once (the server would also release it when the connection closes, a moment later).
-                let _ = lock::unlock(&mut guard(&w).0, &self.key);
+            // Released at once (the server would also release it when the
+            // connection closes, a moment later), waiting at most the answer
+            // limit: a frozen server keeps the connection to that thread, never the caller.
+            let key = self.key.clone();
+            within(self.store.server().answer_limit(), move || {
+                let _ = lock::unlock(&mut guard(&w).0, &key);
                 drop(w);
             });
         }
@@ -508,24 +557,23 @@ impl Store for PgStore {
     ) -> Result<(Box<dyn AppendHandle>, Option<TailRepair>), TreeError> {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
+        // The server's own setting otherwise: Arbor never weakens it. Set on
+        // the writer's connection (for its later appends too), in the same
+        // bounded transaction (made again on the new connection after a drop).
+        let durable = durability == Durability::Fsync && self.is_writer(&key);
+        let k = key.clone();
         let (row, repair) = self
-            .write_again_if_lost(&key, |tx| {
-                let row = write::ensure(tx, &key)?;
-                let (row, repair) = write::repair_tail(tx, &key, row)?;
+            .write_bounded_again_if_lost(&key, move |tx| {
+                if durable {
+                    tx.batch_execute("SET synchronous_commit = on")?;
+                }
+                let row = write::ensure(tx, &k)?;
+                let (row, repair) = write::repair_tail(tx, &k, row)?;
                 // A session from before the server kept indexes gets one from its first writer.
                 crate::index::build_missing(tx, row.id)?;
                 Ok((row, repair))
             })
             .map_err(err)?;
-        if durability == Durability::Fsync {
-            // The server's own setting otherwise: Arbor never weakens it.
-            if let Some(w) = guard(&self.inner.writers).get(&key) {
-                guard(w)
-                    .0
-                    .batch_execute("SET synchronous_commit = on")
-                    .map_err(|e| err(self.inner.conns.server.classify(SqlError::Pg(e), false)))?;
-            }
-        }
         let handle = PgAppend { store: self.clone(), key, path: path.to_owned(), row: Some(row) };
         Ok((Box::new(handle), repair))
     }
@@ -553,16 +601,29 @@ impl Store for PgStore {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
         self.check_name(&key).map_err(err)?;
-        blocking(|| {
-            let mut client = self.inner.conns.server.connect().map_err(err)?;
-            let taken = lock::take(&mut client, &key, lock::Scope::Session)
-                .map_err(|e| err(self.inner.conns.server.classify(e.into(), false)))?;
-            if let Err(holder) = taken {
-                return Err(TreeError::Locked { path: path.to_owned(), holder });
+        let client = self.inner.conns.server.connect().map_err(err)?;
+        // Bounded: a lock taken after the caller gave up goes with its connection.
+        let k = key.clone();
+        let (conn, _, taken) = self
+            .inner
+            .conns
+            .answer_within(Conn(client), move |c| Ok(lock::take(c, &k, lock::Scope::Session)?))
+            .map_err(err)?;
+        let taken = taken.map_err(|e| err(self.inner.conns.server.classify(e, false)));
+        match taken {
+            Ok(Ok(())) => {
+                guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(conn)));
+                Ok(Box::new(PgLock { store: self.clone(), key }) as Box<dyn WriteLock>)
             }
-            guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(Conn(client))));
-            Ok(Box::new(PgLock { store: self.clone(), key }) as Box<dyn WriteLock>)
-        })
+            refused => {
+                blocking(move || drop(conn));
+                match refused {
+                    Ok(Err(holder)) => Err(TreeError::Locked { path: path.to_owned(), holder }),
+                    Err(e) => Err(e),
+                    Ok(Ok(())) => unreachable!("matched above"),
+                }
+            }
+        }
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError> {

@@ -239,9 +239,6 @@ fn listings_and_pushes_on_a_frozen_server_give_an_error_after_the_limit() {
         assert!(e.contains("no answer within 2 s") && !e.contains('\n'), "{e}");
     };
 
-    // (An append by the session's writer, what `arbor label` writes, still
-    // waits on a frozen server: its bounded write is not yet the only call
-    // on its way; left for the next step.)
     drop(s);
     // A listing (`arbor ls`), on the store's shared connection made again.
     assert!(arbor_tree::Store::exists(&store, &path).unwrap());
@@ -255,4 +252,96 @@ fn listings_and_pushes_on_a_frozen_server_give_an_error_after_the_limit() {
     limit(frozen(&db, move || st.push(&local).map(drop).map_err(|e| e.to_string())));
     // Thawed: the store works again.
     assert!(!store.listing(&ListRequest::new(Scope::All), &NoProgress).unwrap().is_empty());
+}
+
+/// The ids of the lines of session `path` holding `text`.
+fn holding(store: &PgStore, path: &Path, text: &str) -> usize {
+    let bytes = store.read_session(&SessionKey::of_path(path)).unwrap().unwrap();
+    bytes.split_inclusive(|&b| b == b'\n').filter(|l| l.windows(text.len()).any(|w| w == text.as_bytes())).count()
+}
+
+/// A writer on `path` once the given-up writer's connection has let the session go.
+fn next_writer(store: &PgStore, path: &Path) -> Session {
+    let started = std::time::Instant::now();
+    loop {
+        match Session::open(path, OpenMode::Write, pg_opts(store)) {
+            Ok(s) => return s,
+            Err(arbor_tree::TreeError::Locked { .. }) if started.elapsed() < std::time::Duration::from_secs(20) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn appends_by_the_sessions_writer_on_a_frozen_server_give_an_error_after_the_limit() {
+    let Some(db) = arbor_test_support::pg::TestDb::new("frozen_append") else { return };
+    // statement_timeout 1 s: the client waits for 2 s.
+    let url = format!("{}?options=-c%20statement_timeout%3D1000", db.url);
+    let store = PgStore::connect(&url).unwrap();
+    let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
+    s.append_message(user("hello")).unwrap();
+    let hi = s.append_message(assistant("hi")).unwrap();
+    let path = s.session_file().unwrap().to_owned();
+    drop(s);
+    // One line naming the limit, within 10 s, the session dropped (its lock released) on the same thread.
+    let limit = |(e, took): (String, std::time::Duration)| {
+        assert!(took < std::time::Duration::from_secs(10), "after {took:?}: {e}");
+        assert!(e.contains("no answer within 2 s") && !e.contains('\n'), "{e}");
+        assert!(e.contains("nothing was written"), "{e}");
+    };
+
+    // The first append of a writer (the session's append handle is opened on its way).
+    let mut s = Session::open(&path, OpenMode::Write, pg_opts(&store)).unwrap();
+    limit(frozen(&db, move || {
+        let r = s.append_message(user("frozen first")).map_err(|e| e.to_string());
+        drop(s);
+        r
+    }));
+    // Thawed: nothing of it was written, and a retry writes it once.
+    let mut s = next_writer(&store, &path);
+    assert_eq!(holding(&store, &path, "frozen first"), 0);
+    s.append_message(user("frozen first")).unwrap();
+    assert_eq!(holding(&store, &path, "frozen first"), 1);
+
+    // A label change by a writer that has appended already (what `arbor label` and `arbor chat` write).
+    let id = hi.clone();
+    limit(frozen(&db, move || {
+        let r = s.append_label_change(&id, Some("frozen-label")).map_err(|e| e.to_string());
+        drop(s);
+        r
+    }));
+    let mut s = next_writer(&store, &path);
+    assert_eq!(holding(&store, &path, "frozen-label"), 0);
+    s.append_label_change(&hi, Some("frozen-label")).unwrap();
+    assert_eq!(holding(&store, &path, "frozen-label"), 1);
+    drop(s);
+
+    // Opening a session for writing (its lock taken on a connection of its own).
+    let st = store.clone();
+    let p = path.clone();
+    let (e, took) =
+        frozen(&db, move || Session::open(&p, OpenMode::Write, pg_opts(&st)).map(drop).map_err(|e| e.to_string()));
+    assert!(
+        took < std::time::Duration::from_secs(10) && e.contains("no answer within 2 s") && !e.contains('\n'),
+        "{e}"
+    );
+
+    // Every line whole, no entry twice.
+    let ids = whole_lines(&store, &path);
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "{ids:?}");
+    let mut s = next_writer(&store, &path);
+    s.append_message(user("after the thaw")).unwrap();
+    assert_eq!(whole_lines(&store, &path).len(), ids.len() + 1);
+
+    // A writer dropped (its lock released) while the server is frozen: at
+    // exit as anywhere, the drop never waits past the limit.
+    let (e, took) = frozen(&db, move || {
+        drop(s);
+        Err::<(), _>("dropped".to_owned())
+    });
+    assert!(took < std::time::Duration::from_secs(10), "{e} after {took:?}");
+    // Thawed: the session is free again (its lock went with that connection).
+    next_writer(&store, &path).append_message(user("and on")).unwrap();
 }
