@@ -52,4 +52,21 @@ mod tests {
         });
         assert_eq!(v, 7);
     }
+
+    #[test]
+    fn work_past_its_limit_is_left_to_its_thread() {
+        // The work waits for a gate opened only once the caller has stopped waiting for it.
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let slow = within(Some(Duration::from_millis(20)), move || {
+            gate.recv().unwrap();
+            tx.send(()).unwrap();
+        });
+        assert!(slow.is_none());
+        open.send(()).unwrap();
+        // It went on, and finished, on its own thread.
+        rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(within(Some(Duration::from_secs(10)), || 3), Some(3));
+        assert_eq!(within(None, || 4), Some(4));
+    }
 }
