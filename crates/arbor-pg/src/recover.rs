@@ -119,34 +119,26 @@ impl PgStore {
         Ok((client, relocked))
     }
 
-    /// Runs the writer's transaction `f` on `key`; when the connection drops
-    /// under it, reconnects, takes the lock again and runs it once more. Only
-    /// for writes that leave the same session when made twice (making sure a
-    /// session exists and ends cleanly, replacing it whole).
-    pub(crate) fn write_again_if_lost<T: Send>(
+    /// Runs the writer's transaction `f` on `key`, bounded in time
+    /// ([`PgStore::write_bounded_for`], `allowances` answer limits); when the
+    /// connection drops under it, reconnects, takes the lock again and runs
+    /// it once more. Only for writes that leave the same session when made
+    /// twice (making sure a session exists and ends cleanly, replacing it whole).
+    pub(crate) fn write_bounded_again_if_lost<T, F>(
         &self,
         key: &SessionKey,
-        f: impl Fn(&mut Transaction<'_>) -> Result<T, SqlError> + Send + Sync,
-    ) -> Result<T, PgError> {
-        self.again_if_lost(key, || self.write(key, &f))
-    }
-
-    /// [`PgStore::write_again_if_lost`], each attempt bounded in time
-    /// ([`PgStore::write_bounded`]).
-    pub(crate) fn write_bounded_again_if_lost<T, F>(&self, key: &SessionKey, f: F) -> Result<T, PgError>
+        allowances: u32,
+        f: F,
+    ) -> Result<T, PgError>
     where
         T: Send + 'static,
         F: Fn(&mut Transaction<'_>) -> Result<T, SqlError> + Send + Sync + 'static,
     {
         let f = std::sync::Arc::new(f);
-        self.again_if_lost(key, || {
+        let write = || {
             let f = f.clone();
-            self.write_bounded(key, move |tx| f(tx))
-        })
-    }
-
-    /// Runs `write`, and once more after reconnecting the writer of `key` when its connection dropped under it.
-    fn again_if_lost<T>(&self, key: &SessionKey, mut write: impl FnMut() -> Result<T, PgError>) -> Result<T, PgError> {
+            self.write_bounded_for(key, allowances, move |tx| f(tx))
+        };
         match write() {
             Err(PgError::LostDuringWrite { .. }) if self.is_writer(key) => {
                 let (client, relocked) = blocking(|| self.reconnect_writer(key))?;

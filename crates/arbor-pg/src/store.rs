@@ -277,8 +277,18 @@ impl PgStore {
         T: Send + 'static,
         F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
     {
+        self.write_bounded_for(key, 1, f)
+    }
+
+    /// [`PgStore::write_bounded`] waiting `allowances` times the answer
+    /// limit (a write of many statements: a session written whole).
+    pub(crate) fn write_bounded_for<T, F>(&self, key: &SessionKey, allowances: u32, f: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
+    {
         let writer = guard(&self.inner.writers).get(key).cloned();
-        self.write_bounded_via(writer, key, f)
+        self.write_bounded_via(writer, key, allowances, f)
     }
 
     /// [`PgStore::write_bounded`] as a writer of its own (a push): refused
@@ -288,16 +298,23 @@ impl PgStore {
         T: Send + 'static,
         F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
     {
-        self.write_bounded_via(None, key, f)
+        self.write_bounded_via(None, key, 1, f)
     }
 
-    fn write_bounded_via<T, F>(&self, writer: Option<Arc<Mutex<Conn>>>, key: &SessionKey, f: F) -> Result<T, PgError>
+    fn write_bounded_via<T, F>(
+        &self,
+        writer: Option<Arc<Mutex<Conn>>>,
+        key: &SessionKey,
+        allowances: u32,
+        f: F,
+    ) -> Result<T, PgError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
     {
         self.check_name(key)?;
         let Some(limit) = self.inner.conns.server.answer_limit() else { return self.write_via(writer, key, f) };
+        let limit = limit * allowances.max(1);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let (me, k, w) = (self.clone(), key.clone(), writer.clone());
         let fate = Arc::new(Fate::default());
@@ -563,7 +580,7 @@ impl Store for PgStore {
         let durable = durability == Durability::Fsync && self.is_writer(&key);
         let k = key.clone();
         let (row, repair) = self
-            .write_bounded_again_if_lost(&key, move |tx| {
+            .write_bounded_again_if_lost(&key, 1, move |tx| {
                 if durable {
                     tx.batch_execute("SET synchronous_commit = on")?;
                 }
@@ -580,7 +597,12 @@ impl Store for PgStore {
 
     fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
         let key = SessionKey::of_path(path);
-        self.write_again_if_lost(&key, |tx| write::replace(tx, &key, bytes)).map_err(|e| e.into_tree(path))?;
+        // Bounded (owned by the write, on a thread of its own), with one
+        // answer limit for each statement's worth of lines it sends.
+        let allowances = u32::try_from(1 + bytes.len() / crate::lines::CHUNK_BYTES).unwrap_or(u32::MAX);
+        let (k, bytes) = (key.clone(), bytes.to_vec());
+        self.write_bounded_again_if_lost(&key, allowances, move |tx| write::replace(tx, &k, &bytes))
+            .map_err(|e| e.into_tree(path))?;
         Ok(())
     }
 

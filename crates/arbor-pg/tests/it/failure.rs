@@ -318,6 +318,23 @@ fn appends_by_the_sessions_writer_on_a_frozen_server_give_an_error_after_the_lim
     assert_eq!(holding(&store, &path, "frozen-label"), 1);
     drop(s);
 
+    // The first write of a new session (`arbor chat`: the session written whole at its first answer).
+    let mut fresh = Session::create("/team/new", pg_opts(&store)).unwrap();
+    fresh.append_message(user("fresh hello")).unwrap();
+    let fresh_path = fresh.session_file().unwrap().to_owned();
+    limit(frozen(&db, move || {
+        let r = fresh.append_message(assistant("fresh frozen")).map_err(|e| e.to_string());
+        drop(fresh);
+        r
+    }));
+    // Thawed: once the given-up write's connection has let the session go, nothing of it is there.
+    let started = std::time::Instant::now();
+    while store.writer(&SessionKey::of_path(&fresh_path)).unwrap().is_some() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the given-up writer kept the session");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!arbor_tree::Store::exists(&store, &fresh_path).unwrap());
+
     // Opening a session for writing (its lock taken on a connection of its own).
     let st = store.clone();
     let p = path.clone();
