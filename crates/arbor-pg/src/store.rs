@@ -192,17 +192,8 @@ impl PgStore {
     }
 
     /// Runs `f` in one transaction under the lock of `key`: the writer's
-    /// (a [`crate::PgStore`] method called by the session that holds it), or
-    /// one taken for the transaction (see the module docs).
-    pub(crate) fn write<T: Send>(
-        &self,
-        key: &SessionKey,
-        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
-    ) -> Result<T, PgError> {
-        let writer = guard(&self.inner.writers).get(key).cloned();
-        self.write_via(writer, key, f)
-    }
-
+    /// connection `writer`, or a lock taken for the transaction (see the
+    /// module docs). Unbounded in time: see [`PgStore::write_bounded`].
     fn write_via<T: Send>(
         &self,
         writer: Option<Arc<Mutex<Conn>>>,
@@ -262,7 +253,9 @@ impl PgStore {
         r.map_err(|e| self.inner.conns.server.classify(e, true))
     }
 
-    /// [`PgStore::write`], bounded as reads are ([`PgStore::read_bounded`]):
+    /// Runs `f` in one transaction under the lock of `key` (the writer's,
+    /// when this process holds it; else one taken for the transaction),
+    /// bounded as reads are ([`PgStore::read_bounded`]):
     /// the write runs on a thread of its own, and a server that has not
     /// answered within the answer limit gives an error at once. The write's
     /// connection is left to that thread (a writer's lock with it: later
@@ -608,14 +601,19 @@ impl Store for PgStore {
 
     fn backup(&self, path: &Path, what: &str) -> Result<PathBuf, TreeError> {
         let key = SessionKey::of_path(path);
+        let err = |e: PgError| e.into_tree(path);
+        // Bounded, one answer limit per 8 MiB of lines the server copies.
+        let size = self.row(&key).map_err(err)?.map_or(0, |r| usize::try_from(r.byte_size).unwrap_or(usize::MAX));
+        let allowances = u32::try_from(1 + size / crate::lines::CHUNK_BYTES).unwrap_or(u32::MAX);
+        let (k, p, what) = (key.clone(), path.to_owned(), what.to_owned());
         let side = self
-            .write(&key, |tx| {
-                let Some(row) = SessionRow::find(tx, &key)? else {
-                    return Err(SqlError::Other(PgError::Tree(TreeError::Missing(path.to_owned()))));
+            .write_bounded_for(&key, allowances, move |tx| {
+                let Some(row) = SessionRow::find(tx, &k)? else {
+                    return Err(SqlError::Other(PgError::Tree(TreeError::Missing(p))));
                 };
-                write::copy_aside(tx, &key, &row, what)
+                write::copy_aside(tx, &k, &row, &what)
             })
-            .map_err(|e| e.into_tree(path))?;
+            .map_err(err)?;
         Ok(side.path())
     }
 

@@ -335,6 +335,17 @@ fn appends_by_the_sessions_writer_on_a_frozen_server_give_an_error_after_the_lim
     }
     assert!(!arbor_tree::Store::exists(&store, &fresh_path).unwrap());
 
+    // A copy beside the session (what a repair keeps of a corrupt session before writing it again).
+    let (st, p) = (store.clone(), path.clone());
+    let (e, took) =
+        frozen(&db, move || arbor_tree::Store::backup(&st, &p, "frozen").map(drop).map_err(|e| e.to_string()));
+    assert!(
+        took < std::time::Duration::from_secs(10) && e.contains("no answer within 2 s") && !e.contains('\n'),
+        "{e}"
+    );
+    let dir = arbor_tree::Store::list(&store, path.parent().unwrap()).unwrap();
+    assert!(dir.iter().all(|f| !f.path.to_string_lossy().contains(".frozen-")), "{dir:?}");
+
     // Opening a session for writing (its lock taken on a connection of its own).
     let st = store.clone();
     let p = path.clone();
