@@ -373,3 +373,63 @@ fn appends_by_the_sessions_writer_on_a_frozen_server_give_an_error_after_the_lim
     // Thawed: the session is free again (its lock went with that connection).
     next_writer(&store, &path).append_message(user("and on")).unwrap();
 }
+
+#[test]
+fn an_append_frozen_with_its_commit_on_the_way_says_its_outcome_is_known_only_later() {
+    let Some(db) = arbor_test_support::pg::TestDb::new("frozen_commit") else { return };
+    // statement_timeout 2 s: the client waits for 4 s.
+    let url = format!("{}?options=-c%20statement_timeout%3D2000", db.url);
+    let store = PgStore::connect(&url).unwrap();
+    let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
+    s.append_message(user("hello")).unwrap();
+    s.append_message(assistant("hi")).unwrap();
+    let path = s.session_file().unwrap().to_owned();
+    // Each append's commit waits for a lock this test holds (a deferred check on the write's token).
+    let mut admin = db.client();
+    admin
+        .batch_execute(
+            "CREATE FUNCTION arbor.wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$; \
+             CREATE CONSTRAINT TRIGGER wait_at_commit AFTER INSERT ON arbor.writes \
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION arbor.wait_for_the_test(); \
+             SELECT pg_advisory_lock(4242)",
+        )
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = s.append_message(user("at its commit")).map_err(|e| e.to_string());
+        drop(s);
+        drop(tx.send(r));
+    });
+    // Its commit waits: every server process of this test's store is frozen there.
+    let started = std::time::Instant::now();
+    let waiting = |db: &arbor_test_support::pg::TestDb| {
+        db.client()
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE $2 \
+                 AND wait_event_type = 'Lock' AND query ILIKE 'COMMIT%'",
+                &[&db.name(), &format!("arbor:{}@%", std::process::id())],
+            )
+            .unwrap()
+            .len()
+    };
+    while waiting(&db) == 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the append never reached its commit");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let frozen = Stopped::stop(own_backends(&db));
+    admin.batch_execute("SELECT pg_advisory_unlock(4242)").unwrap();
+    let e = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("hung at its commit").unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "after {:?}", started.elapsed());
+    assert!(e.contains("no answer within 4 s") && !e.contains('\n'), "{e}");
+    assert!(e.contains("its commit was on its way") && e.contains("look before writing it again"), "{e}");
+    drop(frozen);
+    // Thawed: once the frozen connection has let the session go, it holds the append whole or not at all.
+    while store.writer(&SessionKey::of_path(&path)).unwrap().is_some() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the given-up writer kept the session");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ids = whole_lines(&store, &path);
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "{ids:?}");
+    assert!(holding(&store, &path, "at its commit") <= 1);
+}
