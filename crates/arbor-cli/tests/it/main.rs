@@ -34,6 +34,7 @@ mod search_server;
 mod serve;
 mod server;
 mod server_connect;
+mod server_copies;
 mod server_frozen;
 mod server_safety;
 mod server_unlock;
