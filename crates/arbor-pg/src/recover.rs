@@ -60,7 +60,13 @@ impl PgStore {
             ))
         })?;
         let t = token.to_owned();
-        let (client, _, landed) = self.conns().answer_within(client, move |c| Ok(write::find_token(c, &t)?))?;
+        let (client, _, landed) =
+            self.conns().answer_within(client, move |c| Ok(write::find_token(c, &t)?)).map_err(|e| {
+                lost(format!(
+                    "the server did not tell whether it was committed ({e}): look at the session's last \
+                     entries (arbor tail) before running the command again"
+                ))
+            })?;
         let landed = landed.map_err(|e| self.server().classify(e, false))?.is_some();
         match relocked {
             Ok(()) => self.replace_writer(key, client),
