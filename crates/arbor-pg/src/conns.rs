@@ -119,7 +119,11 @@ impl Conns {
     /// answer limit: the connection, `f` and its result, or the error of a
     /// server that did not answer in time.
     #[allow(clippy::type_complexity)]
-    fn answer_within<T, F>(&self, mut conn: Conn, mut f: F) -> Result<(Conn, F, Result<T, SqlError>), PgError>
+    pub(crate) fn answer_within<T, F>(
+        &self,
+        mut conn: Conn,
+        mut f: F,
+    ) -> Result<(Conn, F, Result<T, SqlError>), PgError>
     where
         T: Send + 'static,
         F: FnMut(&mut Client) -> Result<T, SqlError> + Send + 'static,

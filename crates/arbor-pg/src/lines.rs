@@ -11,7 +11,7 @@ pub(crate) fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
 }
 
 /// At most this many bytes of lines go in one statement.
-const CHUNK_BYTES: usize = 8 << 20;
+pub(crate) const CHUNK_BYTES: usize = 8 << 20;
 
 /// Inserts `lines` of session `id` as seq `first_seq`, `first_seq + 1`, …
 /// from byte `first_off` on, a chunk per statement.

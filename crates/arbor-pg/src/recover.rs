@@ -21,7 +21,7 @@ use crate::server::{application_name, parse_application_name};
 use crate::store::PgStore;
 use crate::write;
 
-use postgres::{Client, Transaction};
+use postgres::Transaction;
 
 /// How long a writer keeps trying to reach the server again after a drop.
 const PATIENCE: Duration = Duration::from_secs(15);
@@ -53,21 +53,37 @@ impl PgStore {
             reason: reason.clone(),
             outcome,
         };
-        let (mut client, relocked) = self.reconnect_writer(key).map_err(|e| {
+        let (client, relocked) = self.reconnect_writer(key).map_err(|e| {
             lost(format!(
                 "the server could not be reached again to tell whether it was committed ({e}): \
                  look at the session's last entries (arbor tail) before running the command again"
             ))
         })?;
-        let landed =
-            write::find_token(&mut client, token).map_err(|e| self.server().classify(e.into(), false))?.is_some();
+        let t = token.to_owned();
+        let (client, _, landed) =
+            self.conns().answer_within(client, move |c| Ok(write::find_token(c, &t)?)).map_err(|e| {
+                lost(format!(
+                    "the server did not tell whether it was committed ({e}): look at the session's last \
+                     entries (arbor tail) before running the command again"
+                ))
+            })?;
+        let landed = landed.map_err(|e| self.server().classify(e, false))?.is_some();
         match relocked {
-            Ok(()) => self.replace_writer(key, Conn(client)),
-            Err(_) => self.drop_writer(key),
+            Ok(()) => self.replace_writer(key, client),
+            Err(_) => {
+                self.drop_writer(key);
+                blocking(move || drop(client));
+            }
         }
         match (landed, relocked) {
             (true, _) => self.row(key),
-            (false, Ok(())) => self.write(key, |tx| write::append(tx, row, new, token)),
+            (false, Ok(())) => {
+                let (r, lines, t) = (row.clone(), new.iter().map(|l| l.to_vec()).collect::<Vec<_>>(), token.to_owned());
+                self.write_bounded(key, move |tx| {
+                    let lines: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+                    write::append(tx, &r, &lines, &t)
+                })
+            }
             (false, Err(holder)) => Err(lost(format!(
                 "it was not committed (checked after reconnecting) and the session is now held by {}: \
                  nothing was written; run the command again once it is free",
@@ -79,21 +95,24 @@ impl PgStore {
     /// A new connection after the writer's of `key` dropped, within
     /// [`PATIENCE`], and the session's lock taken on it again (or who holds
     /// it now). This process's old connection may hold the lock until the
-    /// server notices it is gone: that holder is waited for.
-    fn reconnect_writer(&self, key: &SessionKey) -> Result<(Client, Result<(), Option<LockHolder>>), PgError> {
+    /// server notices it is gone: that holder is waited for. Each statement
+    /// waits at most the answer limit.
+    fn reconnect_writer(&self, key: &SessionKey) -> Result<(Conn, Result<(), Option<LockHolder>>), PgError> {
         let deadline = Instant::now() + PATIENCE;
-        let mut client = loop {
+        let mut client = Conn(loop {
             match self.new_connection() {
                 Ok(c) => break c,
                 Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(250)),
                 Err(e) => return Err(e),
             }
-        };
+        });
         let me = parse_application_name(&application_name());
         let relocked = loop {
-            match lock::take(&mut client, key, lock::Scope::Session)
-                .map_err(|e| self.server().classify(e.into(), false))?
-            {
+            let k = key.clone();
+            let (back, _, taken) =
+                self.conns().answer_within(client, move |c| Ok(lock::take(c, &k, lock::Scope::Session)?))?;
+            client = back;
+            match taken.map_err(|e| self.server().classify(e, false))? {
                 Ok(()) => break Ok(()),
                 Err(Some(h))
                     if Some((h.pid, h.host.clone().unwrap_or_default())) == me && Instant::now() < deadline =>
@@ -106,26 +125,37 @@ impl PgStore {
         Ok((client, relocked))
     }
 
-    /// Runs the writer's transaction `f` on `key`; when the connection drops
-    /// under it, reconnects, takes the lock again and runs it once more. Only
-    /// for writes that leave the same session when made twice (making sure a
-    /// session exists and ends cleanly, replacing it whole).
-    pub(crate) fn write_again_if_lost<T: Send>(
+    /// Runs the writer's transaction `f` on `key`, bounded in time
+    /// ([`PgStore::write_bounded_for`], `allowances` answer limits); when the
+    /// connection drops under it, reconnects, takes the lock again and runs
+    /// it once more. Only for writes that leave the same session when made
+    /// twice (making sure a session exists and ends cleanly, replacing it whole).
+    pub(crate) fn write_bounded_again_if_lost<T, F>(
         &self,
         key: &SessionKey,
-        f: impl Fn(&mut Transaction<'_>) -> Result<T, SqlError> + Send + Sync,
-    ) -> Result<T, PgError> {
-        match self.write(key, &f) {
+        allowances: u32,
+        f: F,
+    ) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: Fn(&mut Transaction<'_>) -> Result<T, SqlError> + Send + Sync + 'static,
+    {
+        let f = std::sync::Arc::new(f);
+        let write = || {
+            let f = f.clone();
+            self.write_bounded_for(key, allowances, move |tx| f(tx))
+        };
+        match write() {
             Err(PgError::LostDuringWrite { .. }) if self.is_writer(key) => {
                 let (client, relocked) = blocking(|| self.reconnect_writer(key))?;
                 match relocked {
-                    Ok(()) => self.replace_writer(key, Conn(client)),
+                    Ok(()) => self.replace_writer(key, client),
                     Err(_) => {
                         blocking(move || drop(client));
                         self.drop_writer(key);
                     }
                 }
-                self.write(key, &f)
+                write()
             }
             other => other,
         }

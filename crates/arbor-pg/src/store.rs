@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -24,7 +25,7 @@ use arbor_tree::storage::stored_index::Part;
 use arbor_tree::storage::{AppendHandle, FileStamp, Indexed, StoredFile, WriteLock};
 use arbor_tree::{Store, TreeError};
 
-use crate::blocking::blocking;
+use crate::blocking::{blocking, within};
 use crate::conninfo::PgEnv;
 use crate::conns::{guard, Conn, Conns};
 use crate::copies::{CopiedFile, LocalCopies};
@@ -191,17 +192,8 @@ impl PgStore {
     }
 
     /// Runs `f` in one transaction under the lock of `key`: the writer's
-    /// (a [`crate::PgStore`] method called by the session that holds it), or
-    /// one taken for the transaction (see the module docs).
-    pub(crate) fn write<T: Send>(
-        &self,
-        key: &SessionKey,
-        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send,
-    ) -> Result<T, PgError> {
-        let writer = guard(&self.inner.writers).get(key).cloned();
-        self.write_via(writer, key, f)
-    }
-
+    /// connection `writer`, or a lock taken for the transaction (see the
+    /// module docs). Unbounded in time: see [`PgStore::write_bounded`].
     fn write_via<T: Send>(
         &self,
         writer: Option<Arc<Mutex<Conn>>>,
@@ -210,21 +202,28 @@ impl PgStore {
     ) -> Result<T, PgError> {
         // Every name enters the server through a write: none it could not give back as a file.
         self.check_name(key)?;
-        blocking(|| self.write_here(writer, key, f))
+        blocking(|| self.write_here(writer, key, f, None))
     }
 
+    /// The write itself; with `fate`, it commits only if it was not given
+    /// up first (it rolls back otherwise: see [`Fate`]).
     fn write_here<T>(
         &self,
         writer: Option<Arc<Mutex<Conn>>>,
         key: &SessionKey,
         f: impl FnOnce(&mut Transaction<'_>) -> Result<T, SqlError>,
+        fate: Option<&Fate>,
     ) -> Result<T, PgError> {
+        let commit = |tx: Transaction<'_>| match fate {
+            Some(fate) if !fate.commit() => Err(SqlError::Other(self.given_up(key))),
+            _ => Ok(tx.commit()?),
+        };
         if let Some(w) = writer {
             let mut conn = guard(&w);
             let r = (|| {
                 let mut tx = conn.0.transaction()?;
                 let v = f(&mut tx)?;
-                tx.commit()?;
+                commit(tx)?;
                 Ok(v)
             })();
             return r.map_err(|e| self.inner.conns.server.classify(e, true));
@@ -242,7 +241,7 @@ impl PgStore {
                 return Err(SqlError::Other(PgError::Tree(TreeError::Locked { path: key.path(), holder })));
             }
             let v = f(&mut tx)?;
-            tx.commit()?;
+            commit(tx)?;
             Ok(v)
         })();
         if !conn.0.is_closed() {
@@ -254,20 +253,35 @@ impl PgStore {
         r.map_err(|e| self.inner.conns.server.classify(e, true))
     }
 
-    /// [`PgStore::write`], bounded as reads are ([`PgStore::read_bounded`]):
+    /// Runs `f` in one transaction under the lock of `key` (the writer's,
+    /// when this process holds it; else one taken for the transaction),
+    /// bounded as reads are ([`PgStore::read_bounded`]):
     /// the write runs on a thread of its own, and a server that has not
     /// answered within the answer limit gives an error at once. The write's
     /// connection is left to that thread (a writer's lock with it: later
     /// writes take the lock for their transaction, refused while the frozen
-    /// connection holds it); whether the write landed is known only once the
-    /// server answers again, which the error says.
+    /// connection holds it, which is until the server answers again). A
+    /// write given up before its commit was sent is rolled back then, and
+    /// the error says that nothing was written; one given up while its
+    /// commit was on its way holds all of it or none, which is known only
+    /// once the server answers again, and the error says so.
     pub(crate) fn write_bounded<T, F>(&self, key: &SessionKey, f: F) -> Result<T, PgError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
     {
+        self.write_bounded_for(key, 1, f)
+    }
+
+    /// [`PgStore::write_bounded`] waiting `allowances` times the answer
+    /// limit (a write of many statements: a session written whole).
+    pub(crate) fn write_bounded_for<T, F>(&self, key: &SessionKey, allowances: u32, f: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
+    {
         let writer = guard(&self.inner.writers).get(key).cloned();
-        self.write_bounded_via(writer, key, f)
+        self.write_bounded_via(writer, key, allowances, f)
     }
 
     /// [`PgStore::write_bounded`] as a writer of its own (a push): refused
@@ -277,39 +291,59 @@ impl PgStore {
         T: Send + 'static,
         F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
     {
-        self.write_bounded_via(None, key, f)
+        self.write_bounded_via(None, key, 1, f)
     }
 
-    fn write_bounded_via<T, F>(&self, writer: Option<Arc<Mutex<Conn>>>, key: &SessionKey, f: F) -> Result<T, PgError>
+    fn write_bounded_via<T, F>(
+        &self,
+        writer: Option<Arc<Mutex<Conn>>>,
+        key: &SessionKey,
+        allowances: u32,
+        f: F,
+    ) -> Result<T, PgError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Transaction<'_>) -> Result<T, SqlError> + Send + 'static,
     {
         self.check_name(key)?;
         let Some(limit) = self.inner.conns.server.answer_limit() else { return self.write_via(writer, key, f) };
+        let limit = limit * allowances.max(1);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let (me, k, w) = (self.clone(), key.clone(), writer.clone());
+        let fate = Arc::new(Fate::default());
+        let theirs = fate.clone();
         let server = self.server().shown().to_owned();
         std::thread::Builder::new()
             .name("arbor-pg-write".into())
             .spawn(move || {
-                let _ = tx.send(me.write_here(w, &k, f));
+                let _ = tx.send(me.write_here(w, &k, f, Some(&theirs)));
             })
             .map_err(|e| PgError::Server { server: server.clone(), reason: e.to_string() })?;
         rx.recv_timeout(limit).unwrap_or_else(|_| {
             if writer.is_some() {
                 self.drop_writer(key);
             }
+            let outcome = if fate.give_up() {
+                "nothing was written (the write is rolled back when the server answers again)"
+            } else {
+                "its commit was on its way: the session holds all of it or none, which is known once the \
+                 server answers again: look before writing it again"
+            };
             Err(PgError::Server {
                 server,
                 reason: format!(
                     "no answer within {} s while writing {key} (the server is frozen, or the network to it): \
-                     the write was given up; the session holds all of it or none, which is known once the \
-                     server answers again: look before writing it again",
+                     the write was given up; {outcome}",
                     limit.as_secs_f64()
                 ),
             })
         })
+    }
+
+    /// The error of a write that gave up before its commit (nobody reads it:
+    /// its caller has had its answer).
+    fn given_up(&self, key: &SessionKey) -> PgError {
+        PgError::Server { server: self.server().shown().to_owned(), reason: format!("the write of {key} was given up") }
     }
 
     /// Refuses `key` unless it is one folder and one file name ([`SessionKey::check`]).
@@ -383,6 +417,28 @@ impl PgStore {
     }
 }
 
+/// Whether a bounded write, on its own thread, may commit: the thread
+/// commits only if the caller has not given up waiting, and the caller
+/// learns whether the commit was already on its way when it gave up.
+#[derive(Debug, Default)]
+struct Fate(AtomicU8);
+
+impl Fate {
+    const RUNNING: u8 = 0;
+    const COMMITTING: u8 = 1;
+    const GIVEN_UP: u8 = 2;
+
+    /// The writing thread: true when it may send its commit.
+    fn commit(&self) -> bool {
+        self.0.compare_exchange(Self::RUNNING, Self::COMMITTING, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// The caller: true when the write will not commit (it had not sent its commit).
+    fn give_up(&self) -> bool {
+        self.0.compare_exchange(Self::RUNNING, Self::GIVEN_UP, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+}
+
 /// An open append handle: the session's row as this writer last wrote it.
 #[derive(Debug)]
 struct PgAppend {
@@ -440,9 +496,12 @@ impl Drop for PgLock {
     fn drop(&mut self) {
         let writer = guard(&self.store.inner.writers).remove(&self.key);
         if let Some(w) = writer {
-            blocking(|| {
-                // Released at once (the server would also release it when the connection closes, a moment later).
-                let _ = lock::unlock(&mut guard(&w).0, &self.key);
+            // Released at once (the server would also release it when the
+            // connection closes, a moment later), waiting at most the answer
+            // limit: a frozen server keeps the connection to that thread, never the caller.
+            let key = self.key.clone();
+            within(self.store.server().answer_limit(), move || {
+                let _ = lock::unlock(&mut guard(&w).0, &key);
                 drop(w);
             });
         }
@@ -508,44 +567,53 @@ impl Store for PgStore {
     ) -> Result<(Box<dyn AppendHandle>, Option<TailRepair>), TreeError> {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
+        // The server's own setting otherwise: Arbor never weakens it. Set on
+        // the writer's connection (for its later appends too), in the same
+        // bounded transaction (made again on the new connection after a drop).
+        let durable = durability == Durability::Fsync && self.is_writer(&key);
+        let k = key.clone();
         let (row, repair) = self
-            .write_again_if_lost(&key, |tx| {
-                let row = write::ensure(tx, &key)?;
-                let (row, repair) = write::repair_tail(tx, &key, row)?;
+            .write_bounded_again_if_lost(&key, 1, move |tx| {
+                if durable {
+                    tx.batch_execute("SET synchronous_commit = on")?;
+                }
+                let row = write::ensure(tx, &k)?;
+                let (row, repair) = write::repair_tail(tx, &k, row)?;
                 // A session from before the server kept indexes gets one from its first writer.
                 crate::index::build_missing(tx, row.id)?;
                 Ok((row, repair))
             })
             .map_err(err)?;
-        if durability == Durability::Fsync {
-            // The server's own setting otherwise: Arbor never weakens it.
-            if let Some(w) = guard(&self.inner.writers).get(&key) {
-                guard(w)
-                    .0
-                    .batch_execute("SET synchronous_commit = on")
-                    .map_err(|e| err(self.inner.conns.server.classify(SqlError::Pg(e), false)))?;
-            }
-        }
         let handle = PgAppend { store: self.clone(), key, path: path.to_owned(), row: Some(row) };
         Ok((Box::new(handle), repair))
     }
 
     fn rewrite(&self, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
         let key = SessionKey::of_path(path);
-        self.write_again_if_lost(&key, |tx| write::replace(tx, &key, bytes)).map_err(|e| e.into_tree(path))?;
+        // Bounded (owned by the write, on a thread of its own), with one
+        // answer limit for each statement's worth of lines it sends.
+        let allowances = u32::try_from(1 + bytes.len() / crate::lines::CHUNK_BYTES).unwrap_or(u32::MAX);
+        let (k, bytes) = (key.clone(), bytes.to_vec());
+        self.write_bounded_again_if_lost(&key, allowances, move |tx| write::replace(tx, &k, &bytes))
+            .map_err(|e| e.into_tree(path))?;
         Ok(())
     }
 
     fn backup(&self, path: &Path, what: &str) -> Result<PathBuf, TreeError> {
         let key = SessionKey::of_path(path);
+        let err = |e: PgError| e.into_tree(path);
+        // Bounded, one answer limit per 8 MiB of lines the server copies.
+        let size = self.row(&key).map_err(err)?.map_or(0, |r| usize::try_from(r.byte_size).unwrap_or(usize::MAX));
+        let allowances = u32::try_from(1 + size / crate::lines::CHUNK_BYTES).unwrap_or(u32::MAX);
+        let (k, p, what) = (key.clone(), path.to_owned(), what.to_owned());
         let side = self
-            .write(&key, |tx| {
-                let Some(row) = SessionRow::find(tx, &key)? else {
-                    return Err(SqlError::Other(PgError::Tree(TreeError::Missing(path.to_owned()))));
+            .write_bounded_for(&key, allowances, move |tx| {
+                let Some(row) = SessionRow::find(tx, &k)? else {
+                    return Err(SqlError::Other(PgError::Tree(TreeError::Missing(p))));
                 };
-                write::copy_aside(tx, &key, &row, what)
+                write::copy_aside(tx, &k, &row, &what)
             })
-            .map_err(|e| e.into_tree(path))?;
+            .map_err(err)?;
         Ok(side.path())
     }
 
@@ -553,16 +621,29 @@ impl Store for PgStore {
         let key = SessionKey::of_path(path);
         let err = |e: PgError| e.into_tree(path);
         self.check_name(&key).map_err(err)?;
-        blocking(|| {
-            let mut client = self.inner.conns.server.connect().map_err(err)?;
-            let taken = lock::take(&mut client, &key, lock::Scope::Session)
-                .map_err(|e| err(self.inner.conns.server.classify(e.into(), false)))?;
-            if let Err(holder) = taken {
-                return Err(TreeError::Locked { path: path.to_owned(), holder });
+        let client = self.inner.conns.server.connect().map_err(err)?;
+        // Bounded: a lock taken after the caller gave up goes with its connection.
+        let k = key.clone();
+        let (conn, _, taken) = self
+            .inner
+            .conns
+            .answer_within(Conn(client), move |c| Ok(lock::take(c, &k, lock::Scope::Session)?))
+            .map_err(err)?;
+        let taken = taken.map_err(|e| err(self.inner.conns.server.classify(e, false)));
+        match taken {
+            Ok(Ok(())) => {
+                guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(conn)));
+                Ok(Box::new(PgLock { store: self.clone(), key }) as Box<dyn WriteLock>)
             }
-            guard(&self.inner.writers).insert(key.clone(), Arc::new(Mutex::new(Conn(client))));
-            Ok(Box::new(PgLock { store: self.clone(), key }) as Box<dyn WriteLock>)
-        })
+            refused => {
+                blocking(move || drop(conn));
+                match refused {
+                    Ok(Err(holder)) => Err(TreeError::Locked { path: path.to_owned(), holder }),
+                    Err(e) => Err(e),
+                    Ok(Ok(())) => unreachable!("matched above"),
+                }
+            }
+        }
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<StoredFile>, TreeError> {

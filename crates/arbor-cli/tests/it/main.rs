@@ -35,6 +35,7 @@ mod serve;
 mod server;
 mod server_connect;
 mod server_copies;
+mod server_frozen;
 mod server_safety;
 mod server_unlock;
 mod term;

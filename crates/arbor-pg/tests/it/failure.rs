@@ -239,9 +239,6 @@ fn listings_and_pushes_on_a_frozen_server_give_an_error_after_the_limit() {
         assert!(e.contains("no answer within 2 s") && !e.contains('\n'), "{e}");
     };
 
-    // (An append by the session's writer, what `arbor label` writes, still
-    // waits on a frozen server: its bounded write is not yet the only call
-    // on its way; left for the next step.)
     drop(s);
     // A listing (`arbor ls`), on the store's shared connection made again.
     assert!(arbor_tree::Store::exists(&store, &path).unwrap());
@@ -255,4 +252,184 @@ fn listings_and_pushes_on_a_frozen_server_give_an_error_after_the_limit() {
     limit(frozen(&db, move || st.push(&local).map(drop).map_err(|e| e.to_string())));
     // Thawed: the store works again.
     assert!(!store.listing(&ListRequest::new(Scope::All), &NoProgress).unwrap().is_empty());
+}
+
+/// The ids of the lines of session `path` holding `text`.
+fn holding(store: &PgStore, path: &Path, text: &str) -> usize {
+    let bytes = store.read_session(&SessionKey::of_path(path)).unwrap().unwrap();
+    bytes.split_inclusive(|&b| b == b'\n').filter(|l| l.windows(text.len()).any(|w| w == text.as_bytes())).count()
+}
+
+/// A writer on `path` once the given-up writer's connection has let the session go.
+fn next_writer(store: &PgStore, path: &Path) -> Session {
+    let started = std::time::Instant::now();
+    loop {
+        match Session::open(path, OpenMode::Write, pg_opts(store)) {
+            Ok(s) => return s,
+            Err(arbor_tree::TreeError::Locked { .. }) if started.elapsed() < std::time::Duration::from_secs(20) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn appends_by_the_sessions_writer_on_a_frozen_server_give_an_error_after_the_limit() {
+    let Some(db) = arbor_test_support::pg::TestDb::new("frozen_append") else { return };
+    // statement_timeout 1 s: the client waits for 2 s.
+    let url = format!("{}?options=-c%20statement_timeout%3D1000", db.url);
+    let store = PgStore::connect(&url).unwrap();
+    let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
+    s.append_message(user("hello")).unwrap();
+    let hi = s.append_message(assistant("hi")).unwrap();
+    let path = s.session_file().unwrap().to_owned();
+    drop(s);
+    // One line naming the limit, within 10 s, the session dropped (its lock released) on the same thread.
+    let limit = |(e, took): (String, std::time::Duration)| {
+        assert!(took < std::time::Duration::from_secs(10), "after {took:?}: {e}");
+        assert!(e.contains("no answer within 2 s") && !e.contains('\n'), "{e}");
+        assert!(e.contains("nothing was written"), "{e}");
+    };
+
+    // The first append of a writer (the session's append handle is opened on its way).
+    let mut s = Session::open(&path, OpenMode::Write, pg_opts(&store)).unwrap();
+    limit(frozen(&db, move || {
+        let r = s.append_message(user("frozen first")).map_err(|e| e.to_string());
+        drop(s);
+        r
+    }));
+    // Thawed: nothing of it was written, and a retry writes it once.
+    let mut s = next_writer(&store, &path);
+    assert_eq!(holding(&store, &path, "frozen first"), 0);
+    s.append_message(user("frozen first")).unwrap();
+    assert_eq!(holding(&store, &path, "frozen first"), 1);
+
+    // A label change by a writer that has appended already (what `arbor label` and `arbor chat` write).
+    let id = hi.clone();
+    limit(frozen(&db, move || {
+        let r = s.append_label_change(&id, Some("frozen-label")).map_err(|e| e.to_string());
+        drop(s);
+        r
+    }));
+    let mut s = next_writer(&store, &path);
+    assert_eq!(holding(&store, &path, "frozen-label"), 0);
+    s.append_label_change(&hi, Some("frozen-label")).unwrap();
+    assert_eq!(holding(&store, &path, "frozen-label"), 1);
+    drop(s);
+
+    // The first write of a new session (`arbor chat`: the session written whole at its first answer).
+    let mut fresh = Session::create("/team/new", pg_opts(&store)).unwrap();
+    fresh.append_message(user("fresh hello")).unwrap();
+    let fresh_path = fresh.session_file().unwrap().to_owned();
+    limit(frozen(&db, move || {
+        let r = fresh.append_message(assistant("fresh frozen")).map_err(|e| e.to_string());
+        drop(fresh);
+        r
+    }));
+    // Thawed: once the given-up write's connection has let the session go, nothing of it is there.
+    let started = std::time::Instant::now();
+    while store.writer(&SessionKey::of_path(&fresh_path)).unwrap().is_some() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the given-up writer kept the session");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!arbor_tree::Store::exists(&store, &fresh_path).unwrap());
+
+    // A copy beside the session (what a repair keeps of a corrupt session before writing it again).
+    let (st, p) = (store.clone(), path.clone());
+    let (e, took) =
+        frozen(&db, move || arbor_tree::Store::backup(&st, &p, "frozen").map(drop).map_err(|e| e.to_string()));
+    assert!(
+        took < std::time::Duration::from_secs(10) && e.contains("no answer within 2 s") && !e.contains('\n'),
+        "{e}"
+    );
+    let dir = arbor_tree::Store::list(&store, path.parent().unwrap()).unwrap();
+    assert!(dir.iter().all(|f| !f.path.to_string_lossy().contains(".frozen-")), "{dir:?}");
+
+    // Opening a session for writing (its lock taken on a connection of its own).
+    let st = store.clone();
+    let p = path.clone();
+    let (e, took) =
+        frozen(&db, move || Session::open(&p, OpenMode::Write, pg_opts(&st)).map(drop).map_err(|e| e.to_string()));
+    assert!(
+        took < std::time::Duration::from_secs(10) && e.contains("no answer within 2 s") && !e.contains('\n'),
+        "{e}"
+    );
+
+    // Every line whole, no entry twice.
+    let ids = whole_lines(&store, &path);
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "{ids:?}");
+    let mut s = next_writer(&store, &path);
+    s.append_message(user("after the thaw")).unwrap();
+    assert_eq!(whole_lines(&store, &path).len(), ids.len() + 1);
+
+    // A writer dropped (its lock released) while the server is frozen: at
+    // exit as anywhere, the drop never waits past the limit.
+    let (e, took) = frozen(&db, move || {
+        drop(s);
+        Err::<(), _>("dropped".to_owned())
+    });
+    assert!(took < std::time::Duration::from_secs(10), "{e} after {took:?}");
+    // Thawed: the session is free again (its lock went with that connection).
+    next_writer(&store, &path).append_message(user("and on")).unwrap();
+}
+
+#[test]
+fn an_append_frozen_with_its_commit_on_the_way_says_its_outcome_is_known_only_later() {
+    let Some(db) = arbor_test_support::pg::TestDb::new("frozen_commit") else { return };
+    // statement_timeout 2 s: the client waits for 4 s.
+    let url = format!("{}?options=-c%20statement_timeout%3D2000", db.url);
+    let store = PgStore::connect(&url).unwrap();
+    let mut s = Session::create("/team/proj", pg_opts(&store)).unwrap();
+    s.append_message(user("hello")).unwrap();
+    s.append_message(assistant("hi")).unwrap();
+    let path = s.session_file().unwrap().to_owned();
+    // Each append's commit waits for a lock this test holds (a deferred check on the write's token).
+    let mut admin = db.client();
+    admin
+        .batch_execute(
+            "CREATE FUNCTION arbor.wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$; \
+             CREATE CONSTRAINT TRIGGER wait_at_commit AFTER INSERT ON arbor.writes \
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION arbor.wait_for_the_test(); \
+             SELECT pg_advisory_lock(4242)",
+        )
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = s.append_message(user("at its commit")).map_err(|e| e.to_string());
+        drop(s);
+        drop(tx.send(r));
+    });
+    // Its commit waits: every server process of this test's store is frozen there.
+    let started = std::time::Instant::now();
+    let waiting = |db: &arbor_test_support::pg::TestDb| {
+        db.client()
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE $2 \
+                 AND wait_event_type = 'Lock' AND query ILIKE 'COMMIT%'",
+                &[&db.name(), &format!("arbor:{}@%", std::process::id())],
+            )
+            .unwrap()
+            .len()
+    };
+    while waiting(&db) == 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the append never reached its commit");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let frozen = Stopped::stop(own_backends(&db));
+    admin.batch_execute("SELECT pg_advisory_unlock(4242)").unwrap();
+    let e = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("hung at its commit").unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "after {:?}", started.elapsed());
+    assert!(e.contains("no answer within 4 s") && !e.contains('\n'), "{e}");
+    assert!(e.contains("its commit was on its way") && e.contains("look before writing it again"), "{e}");
+    drop(frozen);
+    // Thawed: once the frozen connection has let the session go, it holds the append whole or not at all.
+    while store.writer(&SessionKey::of_path(&path)).unwrap().is_some() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the given-up writer kept the session");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ids = whole_lines(&store, &path);
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "{ids:?}");
+    assert!(holding(&store, &path, "at its commit") <= 1);
 }
