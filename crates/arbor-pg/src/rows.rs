@@ -198,31 +198,38 @@ pub(crate) fn read_ranges(
     len: i64,
     ranges: &[(i64, i64)],
 ) -> Result<Vec<u8>, SqlError> {
-    let list = |f: fn(&(i64, i64)) -> i64| ranges.iter().map(|r| f(r).to_string()).collect::<Vec<_>>().join(",");
-    // COPY takes no parameters; the numbers are formatted, never text.
-    let sql = format!(
-        "COPY (SELECT CASE WHEN l.off >= r.s AND l.off + length(l.bytes) <= r.e THEN l.bytes \
-                      WHEN l.off < r.s AND l.off + length(l.bytes) = r.s + 1 AND r.s + 1 < {len} \
-                           THEN '\\x0a'::bytea \
-                      ELSE substring(l.bytes FROM (greatest(l.off, r.s) - l.off + 1)::int \
-                                     FOR (least(l.off + length(l.bytes), r.e) - greatest(l.off, r.s))::int) END \
-               FROM unnest('{{{}}}'::int8[], '{{{}}}'::int8[]) WITH ORDINALITY AS r(s, e, i) \
-               CROSS JOIN LATERAL (SELECT off, bytes FROM arbor.lines \
-                   WHERE session = {id} AND off < r.e \
-                     AND off >= coalesce((SELECT max(off) FROM arbor.lines WHERE session = {id} AND off <= r.s), 0)) l \
-               WHERE EXISTS (SELECT 1 FROM arbor.sessions WHERE id = {id} AND generation = {generation}) \
-               ORDER BY r.i, l.off) TO STDOUT (FORMAT binary)",
-        list(|r| r.0),
-        list(|r| r.1),
-    );
-    // The planner takes each range for thousands of rows, which puts a large
-    // batch past jit_above_cost: compiling the query (20-25 ms) would cost
-    // more than running it.
-    c.batch_execute("SET jit = off")?;
-    let reader = c.copy_out(&sql)?;
+    let (starts, ends): (Vec<i64>, Vec<i64>) = ranges.iter().copied().unzip();
+    // One round trip: the ranges go as parameters (no statement prepared
+    // first, no array literal parsed). The connection runs without JIT
+    // (`Server::connect`): the planner takes each range for thousands of
+    // rows, which put a large batch past jit_above_cost, and compiling the
+    // query (20-25 ms) cost more than running it.
+    let rows = c.query_typed_raw(
+        "SELECT CASE WHEN l.off >= r.s AND l.off + length(l.bytes) <= r.e THEN l.bytes \
+                     WHEN l.off < r.s AND l.off + length(l.bytes) = r.s + 1 AND r.s + 1 < $3 \
+                          THEN '\\x0a'::bytea \
+                     ELSE substring(l.bytes FROM (greatest(l.off, r.s) - l.off + 1)::int \
+                                    FOR (least(l.off + length(l.bytes), r.e) - greatest(l.off, r.s))::int) END \
+           FROM unnest($4::int8[], $5::int8[]) WITH ORDINALITY AS r(s, e, i) \
+           CROSS JOIN LATERAL (SELECT off, bytes FROM arbor.lines \
+               WHERE session = $1 AND off < r.e \
+                 AND off >= coalesce((SELECT max(off) FROM arbor.lines WHERE session = $1 AND off <= r.s), 0)) l \
+           WHERE EXISTS (SELECT 1 FROM arbor.sessions WHERE id = $1 AND generation = $2) \
+           ORDER BY r.i, l.off",
+        [
+            (&id as &(dyn ToSql + Sync), Type::INT8),
+            (&generation, Type::INT8),
+            (&len, Type::INT8),
+            (&starts, Type::INT8_ARRAY),
+            (&ends, Type::INT8_ARRAY),
+        ],
+    )?;
     let total: i64 = ranges.iter().map(|(s, e)| e - s).sum();
     let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or_default());
-    copy_binary_fields(std::io::BufReader::with_capacity(1 << 16, reader), &mut out).map_err(copy_error)?;
+    let mut rows = rows;
+    while let Some(row) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
+        out.extend_from_slice(row.get::<_, &[u8]>(0));
+    }
     Ok(out)
 }
 

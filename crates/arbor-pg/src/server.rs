@@ -113,6 +113,9 @@ impl Server {
                 schema::migrate(&mut client).map_err(|e| self.classify(e, false))?;
                 self.migrated.store(true, Ordering::Release);
             }
+            // No statement of Arbor's gains from JIT compiling; a batch of
+            // ranges was planned past jit_above_cost and spent 20-25 ms compiling.
+            client.batch_execute("SET jit = off").map_err(|e| self.classify(SqlError::Pg(e), false))?;
             Ok(client)
         })
     }
