@@ -9,20 +9,14 @@ use std::time::{Duration, Instant};
 
 use arbor_test_support::pg::TestDb;
 
-use crate::{cache_dir, fixtures, stderr, stdout};
+use crate::{fixtures, stderr, stdout};
 
 const DEMO: &str = "--home-dev-wordfreq--/2026-03-14T09-12-03-418Z_fe01ce2a.jsonl";
 
+/// `arbor ARGS` on the server `url` (as `arbor unlock`'s tests run it), with no input.
 fn command(url: &str, dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_arbor"));
-    c.args(args)
-        .env("ARBOR_IDS", "counter")
-        .env("HOME", "/nonexistent-home")
-        .env("ARBOR_CACHE_DIR", cache_dir())
-        .env("ARBOR_STORE", url)
-        .env_remove("ARBOR_HOOKS")
-        .stdin(Stdio::null())
-        .current_dir(dir);
+    let mut c = crate::server_unlock::command(url, dir, args);
+    c.stdin(Stdio::null());
     c
 }
 

@@ -14,7 +14,8 @@ use crate::{cache_dir, fixtures, stderr, stdout};
 
 const DEMO: &str = "--home-dev-wordfreq--/2026-03-14T09-12-03-418Z_fe01ce2a.jsonl";
 
-fn command(url: &str, dir: &Path, args: &[&str]) -> Command {
+/// `arbor ARGS` in `dir` on the server `url`, with deterministic ids.
+pub(crate) fn command(url: &str, dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_arbor"));
     c.args(args)
         .env("ARBOR_IDS", "counter")
