@@ -94,18 +94,7 @@ impl PgStore {
 
     /// The lines of the session of `row`, through its local copy when copies are kept.
     fn lines(&self, row: &SessionRow) -> Arc<dyn ReadAt> {
-        let file = ServerFile::new(self.conns(), row);
-        let len = u64::try_from(row.byte_size).unwrap_or_default();
-        match guard(&self.inner.copies).as_ref().filter(|c| len >= c.min_bytes) {
-            Some(conf) => Arc::new(CopiedFile::open(file, len, &self.copy_identity(row, "lines"), conf)),
-            None => Arc::new(file),
-        }
-    }
-
-    /// What a local copy of `what` of the session of `row` is named by: the
-    /// session's identity and the schema (a migration that rewrote rows is another copy).
-    fn copy_identity(&self, row: &SessionRow, what: &str) -> String {
-        format!("{} schema {} {what}", self.identity(row), crate::schema::latest())
+        Arc::from(self.through_copy(row, ServerFile::new(self.conns(), row), "lines"))
     }
 
     /// Part `part` of the index the server keeps of session `row`, read
@@ -113,11 +102,19 @@ impl PgStore {
     /// is appended to as the lines are, and is the same bytes for the same
     /// lines, so a copy of it is a prefix of it as long as the session's is).
     fn part(&self, row: &SessionRow, file: ServerFile, part: Part) -> Box<dyn ReadAt> {
+        self.through_copy(row, file, &format!("index part {}", part.code()))
+    }
+
+    /// `file` (`what` of the session of `row`) through its local copy, when
+    /// copies are kept and the session is large enough for one. A copy is
+    /// named by the session's identity and the schema (a migration that
+    /// rewrote rows is another copy).
+    fn through_copy(&self, row: &SessionRow, file: ServerFile, what: &str) -> Box<dyn ReadAt> {
         let size = u64::try_from(row.byte_size).unwrap_or_default();
-        let len = file.len().unwrap_or_default();
         match guard(&self.inner.copies).as_ref().filter(|c| size >= c.min_bytes) {
             Some(conf) => {
-                let identity = self.copy_identity(row, &format!("index part {}", part.code()));
+                let identity = format!("{} schema {} {what}", self.identity(row), crate::schema::latest());
+                let len = file.len().unwrap_or_default();
                 Box::new(CopiedFile::open(file, len, &identity, conf))
             }
             None => Box::new(file),
