@@ -20,7 +20,7 @@
 //! ([`LocalCopies`]).
 
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -129,19 +129,17 @@ impl CopiedFile {
         }
         let Some(file) = r.into_file(&self.conf.dir)? else { return Ok(()) };
         if let Some((old, n)) = &self.local {
-            copy_prefix(old, *n, &file)?;
+            // The copy in use at the start of the new one, copied in the kernel.
+            let (mut from, mut to) = (old, &file);
+            from.seek(SeekFrom::Start(0))?;
+            to.seek(SeekFrom::Start(0))?;
+            io::copy(&mut from.take(*n), &mut to)?;
         }
         file.set_len(self.len)?;
         file.sync_data()?;
         name(&file, &self.conf.dir, &self.path)?;
         evict(&self.conf, &self.path);
         Ok(())
-    }
-
-    /// True when what was read leaves at most [`NEARLY`] bytes of the session to the next copy.
-    fn nearly_whole(&self) -> bool {
-        let r = self.record.lock().unwrap_or_else(|p| p.into_inner());
-        r.as_ref().is_some_and(|r| self.len - r.from - r.covered.min(self.len - r.from) <= NEARLY)
     }
 }
 
@@ -167,13 +165,14 @@ impl ReadAt for CopiedFile {
         let at = offset + done as u64;
         let got = self.server.read_at(&mut buf[done..], at)?;
         let mut record = self.record.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(r) = record.as_mut() {
-            r.record(&self.conf.dir, at, &buf[done..done + got]);
-            drop(record);
-            // A command that reads the session whole (a process may end without dropping it) makes the copy now.
-            if self.nearly_whole() {
-                let _ = self.finish(0.0);
-            }
+        let Some(r) = record.as_mut() else { return Ok(done + got) };
+        r.record(&self.conf.dir, at, &buf[done..done + got]);
+        // What is left unread for the next copy.
+        let left = (self.len - r.from).saturating_sub(r.covered);
+        drop(record);
+        // A command that reads the session whole (a process may end without dropping it) makes the copy now.
+        if left <= NEARLY {
+            let _ = self.finish(0.0);
         }
         Ok(done + got)
     }
@@ -229,19 +228,6 @@ fn name(file: &File, dir: &Path, path: &Path) -> io::Result<()> {
     let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
     rustix::fs::linkat(rustix::fs::CWD, proc.as_str(), rustix::fs::CWD, &fresh, rustix::fs::AtFlags::SYMLINK_FOLLOW)?;
     fs::rename(&fresh, path).inspect_err(|_| drop(fs::remove_file(&fresh)))
-}
-
-/// Copies the first `n` bytes of `from` to the start of `to`.
-fn copy_prefix(from: &File, n: u64, to: &File) -> io::Result<()> {
-    let mut buf = vec![0; 1 << 20];
-    let mut at = 0;
-    while at < n {
-        let k = buf.len().min((n - at) as usize);
-        from.read_exact_at(&mut buf[..k], at)?;
-        to.write_all_at(&buf[..k], at)?;
-        at += k as u64;
-    }
-    Ok(())
 }
 
 /// Removes the least recently used copies past the budget (never `keep`),
@@ -317,7 +303,12 @@ impl Recorder {
 
     /// Writes `bytes` at `offset` in the new file (made, with what was held, on first use).
     fn write(&mut self, dir: &Path, offset: u64, bytes: &[u8]) -> io::Result<()> {
-        let file = match &mut self.file {
+        self.file(dir)?.write_all_at(bytes, offset)
+    }
+
+    /// The new file, made on first use with what was held written into it.
+    fn file(&mut self, dir: &Path) -> io::Result<&File> {
+        let file = match self.file.take() {
             Some(f) => f,
             None => {
                 let file = new_file(dir)?;
@@ -325,16 +316,16 @@ impl Recorder {
                     file.write_all_at(&held, at)?;
                 }
                 self.held_bytes = 0;
-                self.file.insert(file)
+                file
             }
         };
-        file.write_all_at(bytes, offset)
+        Ok(self.file.insert(file))
     }
 
     /// The new file with everything recorded in it (`None` when nothing was).
     fn into_file(mut self, dir: &Path) -> io::Result<Option<File>> {
-        if self.file.is_none() && !self.held.is_empty() {
-            self.write(dir, 0, &[])?;
+        if !self.held.is_empty() {
+            self.file(dir)?;
         }
         Ok(self.file)
     }

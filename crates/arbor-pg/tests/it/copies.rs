@@ -206,3 +206,32 @@ fn copies_stay_within_their_budget_and_a_short_read_makes_none() {
     every_line(&far(&db, &proxy, None), &a);
     assert_eq!(in_dir(&conf.dir), after_b);
 }
+
+#[test]
+fn a_session_grown_by_an_eighth_is_copied_again_from_its_copy_and_the_server() {
+    let Some((db, store)) = store("copies_grown") else { return };
+    let path = Path::new(arbor_pg::ROOT).join("--w--").join("s.jsonl");
+    let text = session(1200, "grown");
+    store.rewrite(&path, text.as_bytes()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = copies(&dir.path().join("copies"), 1 << 30);
+    let proxy = proxy(&db);
+    every_line(&far(&db, &proxy, Some(&conf)), &path);
+    let copy = lines_copy(&conf.dir);
+    assert!(holds(&copy, text.as_bytes()));
+
+    // Over 1 MiB appended (more than an eighth): the next read whole makes the copy again.
+    let mut w = Session::open(&path, OpenMode::Write, pg_opts(&store)).unwrap();
+    let body = "g".repeat(1000);
+    for i in 0..1100 {
+        w.append_message(user(&format!("later {i} {body}"))).unwrap();
+    }
+    drop(w);
+    let now = server_bytes(&store, &path);
+    let want = lines_of(std::str::from_utf8(&now).unwrap());
+    let read = sent(&proxy, || assert_eq!(every_line(&far(&db, &proxy, Some(&conf)), &path), want));
+    assert!(read < now.len() - text.len() + (1 << 20), "the old copy's bytes came from it ({read} bytes fetched)");
+    assert!(holds(&copy, &now), "the new copy is the session now, byte for byte");
+    let again = sent(&proxy, || assert_eq!(every_line(&far(&db, &proxy, Some(&conf)), &path), want));
+    assert!(again * 20 < now.len(), "read through the new copy ({again} bytes fetched)");
+}
