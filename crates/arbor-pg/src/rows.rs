@@ -3,6 +3,7 @@
 
 use std::time::SystemTime;
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{ToSql, Type};
 use postgres::{GenericClient, Row};
 
@@ -204,7 +205,7 @@ pub(crate) fn read_ranges(
     // (`Server::connect`): the planner takes each range for thousands of
     // rows, which put a large batch past jit_above_cost, and compiling the
     // query (20-25 ms) cost more than running it.
-    let rows = c.query_typed_raw(
+    let mut rows = c.query_typed_raw(
         "SELECT CASE WHEN l.off >= r.s AND l.off + length(l.bytes) <= r.e THEN l.bytes \
                      WHEN l.off < r.s AND l.off + length(l.bytes) = r.s + 1 AND r.s + 1 < $3 \
                           THEN '\\x0a'::bytea \
@@ -226,8 +227,7 @@ pub(crate) fn read_ranges(
     )?;
     let total: i64 = ranges.iter().map(|(s, e)| e - s).sum();
     let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or_default());
-    let mut rows = rows;
-    while let Some(row) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
+    while let Some(row) = rows.next()? {
         out.extend_from_slice(row.get::<_, &[u8]>(0));
     }
     Ok(out)
